@@ -1,0 +1,20 @@
+/**
+ * The JSON Schema documents of wire contract v1, generated from the Effect
+ * Schemas, for callers in other languages. `npm run schemas` writes them to
+ * `docs/schemas/`; a test fails when the committed files differ.
+ */
+import { JSONSchema, type Schema } from "effect"
+import * as Errors from "./Errors.ts"
+import * as Health from "./Health.ts"
+import * as Turn from "./Turn.ts"
+
+const documents: ReadonlyArray<readonly [string, Schema.Schema.Any]> = [
+  ["turn-request", Turn.TurnRequest],
+  ["turn-reply", Turn.TurnReply],
+  ["error-reply", Errors.ErrorReply],
+  ["health-reply", Health.HealthReply],
+]
+
+/** File name → pretty-printed JSON Schema text (with a trailing newline). */
+export const render = (): ReadonlyArray<readonly [file: string, text: string]> =>
+  documents.map(([name, schema]) => [`${name}.schema.json`, JSON.stringify(JSONSchema.make(schema), null, 2) + "\n"])

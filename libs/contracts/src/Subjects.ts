@@ -1,0 +1,66 @@
+/**
+ * Subject names of wire contract v1.
+ *
+ * Every subject starts with a configurable root (default `ctx`), so several
+ * ctxd deployments (or test runs) can share one NATS server without hearing
+ * each other: `<root>.v1.turn.<tenant>.<session>`.
+ */
+import { Schema } from "effect"
+
+/** Tenant and session ids: 1 to 128 characters of `[A-Za-z0-9_-]`. */
+export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,128}$/
+
+/** A tenant id as it may appear in a subject token. */
+export const TenantId = Schema.String.pipe(
+  Schema.pattern(TOKEN_PATTERN, { message: () => "tenant must match [A-Za-z0-9_-]{1,128}" }),
+  Schema.annotations({ identifier: "TenantId", description: "Tenant id: 1-128 chars of [A-Za-z0-9_-]" }),
+)
+
+/** A session id as it may appear in a subject token. */
+export const SessionId = Schema.String.pipe(
+  Schema.pattern(TOKEN_PATTERN, { message: () => "session must match [A-Za-z0-9_-]{1,128}" }),
+  Schema.annotations({ identifier: "SessionId", description: "Session id: 1-128 chars of [A-Za-z0-9_-]" }),
+)
+
+/** The default subject root. */
+export const DEFAULT_ROOT = "ctx"
+
+/** True when `token` is a valid tenant or session token. */
+export const isValidToken = (token: string): boolean => TOKEN_PATTERN.test(token)
+
+/** Subject builders for one subject root. */
+export interface Subjects {
+  readonly root: string
+  /** `<root>.v1.turn.<tenant>.<session>` */
+  readonly turn: (tenant: string, session: string) => string
+  /** `<root>.v1.turn.>`: what a worker subscribes to. */
+  readonly turnWildcard: string
+  /** `<root>.v1.usage.<tenant>.<session>` */
+  readonly usage: (tenant: string, session: string) => string
+  /** `<root>.v1.health` */
+  readonly health: string
+  /** Parses the tenant and session tokens out of a turn or usage subject. */
+  readonly parseSession: (subject: string) => { readonly tenant: string; readonly session: string } | undefined
+}
+
+/** Builds the subjects under `root` (default `ctx`). */
+export const make = (root: string = DEFAULT_ROOT): Subjects => {
+  const prefix = `${root}.v1.`
+  // index of the tenant token: the root's tokens, then "v1" and the verb
+  const depth = root.split(".").length + 2
+  return {
+    root,
+    turn: (tenant, session) => `${prefix}turn.${tenant}.${session}`,
+    turnWildcard: `${prefix}turn.>`,
+    usage: (tenant, session) => `${prefix}usage.${tenant}.${session}`,
+    health: `${prefix}health`,
+    parseSession: (subject) => {
+      if (!subject.startsWith(prefix)) return undefined
+      const tokens = subject.split(".")
+      if (tokens.length !== depth + 2) return undefined
+      const tenant = tokens[depth]!
+      const session = tokens[depth + 1]!
+      return isValidToken(tenant) && isValidToken(session) ? { tenant, session } : undefined
+    },
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * `<root>.v1.turn.<tenant>.<session>`: one request per model call. The
+ * request carries the messages since the previous turn; the reply carries
+ * the provider-ready request body and a report of what was sent.
+ */
+import { Schema } from "effect"
+import * as Anthropic from "./Anthropic.ts"
+import * as Conversation from "./Conversation.ts"
+import * as OpenAI from "./OpenAI.ts"
+
+export const Format = Schema.Literal("anthropic", "openai")
+export type Format = typeof Format.Type
+
+export const Provider = Schema.Literal("anthropic", "openai")
+export type Provider = typeof Provider.Type
+
+export const Model = Schema.Struct({
+  provider: Provider,
+  name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  /** Context window in tokens; default from the model table (README). */
+  contextWindow: Schema.optional(Schema.Int.pipe(Schema.between(1024, 10_000_000))),
+  /** Tokens reserved for the answer; default from the model table. */
+  maxOutputTokens: Schema.optional(Schema.Int.pipe(Schema.between(1, 1_000_000))),
+}).annotations({ identifier: "Model" })
+export type Model = typeof Model.Type
+
+export const SystemSectionInput = Schema.Struct({
+  id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  text: Schema.String,
+  /** Prompt-cache lifetime; default `"5m"`. */
+  cache: Schema.optional(Conversation.CacheTtl),
+})
+export type SystemSectionInput = typeof SystemSectionInput.Type
+
+export const System = Schema.Union(Schema.String, Schema.Array(SystemSectionInput))
+export type System = typeof System.Type
+
+const Fraction = Schema.Number.pipe(Schema.between(0, 1))
+const Count = Schema.Int.pipe(Schema.between(0, 1_000_000))
+
+/** Per-request overrides of the assembly knobs (defaults in the README). */
+export const Options = Schema.Struct({
+  /** Keep at least this many recent messages in the window (default 40). */
+  windowMessages: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
+  /** The window's cut advances this many messages at a time (default 20). */
+  windowStep: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
+  /** Recent messages never evicted for budget (default 16). */
+  freshTailMessages: Schema.optional(Count),
+  /** Total token budget; default the effective window (context window − max output tokens). */
+  budgetTokens: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
+  /** Fraction of the budget left after system and tools that is reserved for memory (default 0.1). */
+  memoryFraction: Schema.optional(Fraction),
+}).annotations({ identifier: "TurnOptions" })
+export type Options = typeof Options.Type
+
+const TurnId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
+
+const common = {
+  /** Idempotency key: the same id again returns the stored reply. */
+  turnId: TurnId,
+  model: Model,
+  system: Schema.optional(System),
+  options: Schema.optional(Options),
+}
+
+export const AnthropicTurnRequest = Schema.Struct({
+  ...common,
+  format: Schema.Literal("anthropic"),
+  tools: Schema.optional(Schema.Array(Anthropic.Tool)),
+  messages: Schema.Array(Anthropic.Message),
+}).annotations({ identifier: "AnthropicTurnRequest" })
+export type AnthropicTurnRequest = typeof AnthropicTurnRequest.Type
+
+export const OpenAITurnRequest = Schema.Struct({
+  ...common,
+  format: Schema.Literal("openai"),
+  tools: Schema.optional(Schema.Array(OpenAI.Tool)),
+  messages: Schema.Array(OpenAI.Message),
+}).annotations({ identifier: "OpenAITurnRequest" })
+export type OpenAITurnRequest = typeof OpenAITurnRequest.Type
+
+export const TurnRequest = Schema.Union(AnthropicTurnRequest, OpenAITurnRequest).annotations({
+  identifier: "TurnRequest",
+  description: "ctx.v1.turn.<tenant>.<session> request",
+})
+export type TurnRequest = typeof TurnRequest.Type
+
+export const TokenCounts = Schema.Struct({
+  system: Schema.Number,
+  tools: Schema.Number,
+  memory: Schema.Number,
+  history: Schema.Number,
+  /** system + tools + memory + history: the estimated prompt size. */
+  total: Schema.Number,
+  /** The budget the prompt had to fit. */
+  budget: Schema.Number,
+})
+
+export const Report = Schema.Struct({
+  format: Format,
+  model: Schema.Struct({
+    name: Schema.String,
+    contextWindow: Schema.Number,
+    maxOutputTokens: Schema.Number,
+    /** contextWindow − maxOutputTokens */
+    effectiveWindow: Schema.Number,
+  }),
+  tokens: TokenCounts,
+  /** tokens.total / model.effectiveWindow */
+  utilization: Schema.Number,
+  messages: Schema.Struct({
+    /** Messages stored for the session (the full history). */
+    stored: Schema.Number,
+    /** Messages inside the message-count window. */
+    window: Schema.Number,
+    /** Messages sent. */
+    sent: Schema.Number,
+    droppedByWindow: Schema.Number,
+    droppedByBudget: Schema.Number,
+    /** Sequence number of the intent anchor (first user message), if any. */
+    anchorSeq: Schema.NullOr(Schema.Number),
+    /** Sequence numbers of the first and last messages sent. */
+    firstSentSeq: Schema.NullOr(Schema.Number),
+    lastSentSeq: Schema.NullOr(Schema.Number),
+  }),
+  /** Tool calls without results and results without calls removed from the view. */
+  orphans: Schema.Struct({ calls: Schema.Number, results: Schema.Number }),
+  /** True when the protected fresh tail alone does not fit the budget. */
+  overBudget: Schema.Boolean,
+  counter: Schema.Struct({
+    backend: Schema.String,
+    encoding: Schema.String,
+    exact: Schema.Boolean,
+  }),
+  cache: Schema.Struct({
+    /** Anthropic `cache_control` breakpoints placed (at most 4). */
+    breakpoints: Schema.Number,
+    /** OpenAI `prompt_cache_key` (stable per tenant/session). */
+    promptCacheKey: Schema.NullOr(Schema.String),
+  }),
+}).annotations({ identifier: "TurnReport" })
+export type Report = typeof Report.Type
+
+export const TurnReply = Schema.Struct({
+  ok: Schema.Literal(true),
+  turnId: Schema.String,
+  /** The request body for the provider API (Anthropic Messages or OpenAI Chat Completions), with `model`. */
+  request: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  report: Report,
+}).annotations({ identifier: "TurnReply", description: "ctx.v1.turn.<tenant>.<session> success reply" })
+export type TurnReply = typeof TurnReply.Type

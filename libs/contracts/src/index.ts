@@ -1,0 +1,7 @@
+export * as Anthropic from "./Anthropic.ts"
+export * as Conversation from "./Conversation.ts"
+export * as Errors from "./Errors.ts"
+export * as Health from "./Health.ts"
+export * as OpenAI from "./OpenAI.ts"
+export * as Subjects from "./Subjects.ts"
+export * as Turn from "./Turn.ts"
