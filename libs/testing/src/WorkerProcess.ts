@@ -1,0 +1,80 @@
+/**
+ * Starts real `ctxd` worker processes (`node services/worker/src/main.ts`)
+ * for integration tests, the demo and the benchmarks, and stops them with a
+ * signal. Output is kept so a failing test can show it.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { join } from "node:path"
+
+/** The repository root (this file is libs/testing/src/WorkerProcess.ts). */
+export const repoRoot = join(import.meta.dirname, "..", "..", "..")
+
+export interface WorkerProcess {
+  readonly child: ChildProcess
+  /** Everything the process wrote so far (stdout and stderr). */
+  readonly output: () => string
+  /** Resolves when a line containing `text` has been written. */
+  readonly waitFor: (text: string, timeoutMs?: number) => Promise<void>
+  /** Sends `signal` and resolves with the exit code (or the signal name). */
+  readonly stop: (signal?: NodeJS.Signals, timeoutMs?: number) => Promise<number | string>
+}
+
+/** Spawns a worker with `env` added to this process's environment and waits until it is ready. */
+export const start = async (env: Record<string, string>, options: { readyTimeoutMs?: number } = {}): Promise<WorkerProcess> => {
+  const child = spawn(process.execPath, [join(repoRoot, "services/worker/src/main.ts")], {
+    cwd: repoRoot,
+    env: { ...process.env, LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  })
+  let text = ""
+  const waiters = new Set<{ needle: string; resolve: () => void }>()
+  const onData = (chunk: Buffer) => {
+    text += chunk.toString("utf8")
+    for (const waiter of waiters) {
+      if (text.includes(waiter.needle)) {
+        waiters.delete(waiter)
+        waiter.resolve()
+      }
+    }
+  }
+  child.stdout.on("data", onData)
+  child.stderr.on("data", onData)
+  const exited = new Promise<number | string>((resolve) =>
+    child.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
+  )
+
+  const waitFor = (needle: string, timeoutMs = 15_000) =>
+    new Promise<void>((resolve, reject) => {
+      if (text.includes(needle)) return resolve()
+      const waiter = { needle, resolve: () => (clearTimeout(timer), resolve()) }
+      const timer = setTimeout(() => {
+        waiters.delete(waiter)
+        reject(new Error(`worker did not print ${JSON.stringify(needle)} within ${timeoutMs} ms:\n${text}`))
+      }, timeoutMs)
+      waiters.add(waiter)
+      void exited.then((code) => {
+        if (!waiters.has(waiter)) return
+        waiters.delete(waiter)
+        clearTimeout(timer)
+        reject(new Error(`worker exited (${code}) before printing ${JSON.stringify(needle)}:\n${text}`))
+      })
+    })
+
+  const stop = async (signal: NodeJS.Signals = "SIGTERM", timeoutMs = 20_000) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs)
+    try {
+      return await exited
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  try {
+    await waitFor("worker ready", options.readyTimeoutMs ?? 30_000)
+  } catch (error) {
+    await stop("SIGKILL")
+    throw error
+  }
+  return { child, output: () => text, waitFor, stop }
+}

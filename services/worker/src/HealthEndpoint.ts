@@ -1,0 +1,41 @@
+/**
+ * `<root>.v1.health`: every worker answers (no queue group), so a caller
+ * that gathers replies sees the whole fleet; a plain request gets the first.
+ */
+import type { Health, Subjects } from "@ctxd/contracts"
+import { Database } from "@ctxd/db"
+import { Endpoint } from "@ctxd/nats"
+import { Effect } from "effect"
+
+const VERSION = "0.1.0"
+
+export const serve = (options: {
+  readonly subjects: Subjects.Subjects
+  readonly workerId: string
+  readonly started: number
+  readonly inFlight: () => number
+}) =>
+  Effect.gen(function* () {
+    const db = yield* Database.Database
+    return yield* Endpoint.serve({
+      subject: options.subjects.health,
+      maxConcurrent: 4,
+      handler: () =>
+        db.query("select 1").pipe(
+          Effect.timeout("1 second"),
+          Effect.as(true),
+          Effect.orElseSucceed(() => false),
+          Effect.map(
+            (postgres): Health.HealthReply => ({
+              ok: true,
+              worker: options.workerId,
+              version: VERSION,
+              uptimeMs: Date.now() - options.started,
+              inFlight: options.inFlight(),
+              postgres,
+              draining: false,
+            }),
+          ),
+        ),
+    })
+  })

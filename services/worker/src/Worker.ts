@@ -1,0 +1,70 @@
+/**
+ * The all-in-one worker: the turn endpoint (assembler), the health endpoint,
+ * and everything they need, wired from {@link WorkerConfig}. Runs until
+ * interrupted; then it stops taking turns, finishes the ones in flight,
+ * drains NATS and closes the Postgres pool — in that order, because scopes
+ * close in reverse order of acquisition.
+ */
+import { Assembler, TurnEndpoint } from "@ctxd/assembler"
+import { Subjects } from "@ctxd/contracts"
+import { Database, Migrations, SessionStore } from "@ctxd/db"
+import { NatsClient } from "@ctxd/nats"
+import { TokenCounter } from "@ctxd/tokens"
+import { Effect, Layer } from "effect"
+import * as HealthEndpoint from "./HealthEndpoint.ts"
+import { WorkerConfig } from "./WorkerConfig.ts"
+
+/** Serves until the scope closes. */
+export const serve = Effect.gen(function* () {
+  const config = yield* WorkerConfig
+  const nats = yield* NatsClient.NatsClient
+  const subjects = Subjects.make(config.subjectRoot)
+  const serverMax = nats.connection.info?.max_payload ?? config.maxPayload
+  const maxPayload = Math.min(config.maxPayload, serverMax)
+  if (maxPayload < config.maxPayload) {
+    yield* Effect.logWarning(
+      `CTXD_MAX_PAYLOAD ${config.maxPayload} is above the NATS server's max_payload ${serverMax}; using ${serverMax}`,
+    )
+  }
+  const started = Date.now()
+  const turns = yield* TurnEndpoint.serve({
+    subjects,
+    queue: config.queueGroup,
+    maxConcurrent: config.maxConcurrent,
+    maxPayload,
+  })
+  yield* HealthEndpoint.serve({ subjects, workerId: config.workerId, started, inFlight: turns.inFlight })
+  yield* Effect.addFinalizer(() => Effect.logInfo("shutting down: no new turns; finishing the ones in flight"))
+  yield* Effect.logInfo(`worker ready on ${subjects.turnWildcard} (queue ${config.queueGroup}, max payload ${maxPayload} B)`)
+})
+
+/** Everything `serve` needs, from the environment. */
+export const layer = Layer.unwrapEffect(
+  Effect.gen(function* () {
+    const config = yield* WorkerConfig
+    const database = Database.layerConfig
+    const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    const assembler = Assembler.Assembler.Default.pipe(
+      Layer.provide(
+        Assembler.settingsLayer({
+          maxSessions: config.maxSessions,
+          maxMessages: config.maxMessages,
+          defaults: {
+            windowMessages: config.windowMessages,
+            windowStep: config.windowStep,
+            freshTailMessages: config.freshTailMessages,
+            memoryFraction: config.memoryFraction,
+          },
+        }),
+      ),
+      Layer.provide(TokenCounter.layerConfig),
+      Layer.provide(store),
+    )
+    return Layer.mergeAll(
+      assembler,
+      store,
+      database,
+      NatsClient.layer({ servers: config.natsUrl.split(","), name: `ctxd-worker-${config.workerId}` }),
+    )
+  }),
+)

@@ -1,0 +1,59 @@
+/**
+ * The worker's configuration, read from the environment (constant case) and,
+ * when `CTXD_CONFIG_FILE` names a JSON file, from that file for any key the
+ * environment does not set. The README's config table lists every key.
+ */
+import { Config, ConfigProvider, Effect, Layer } from "effect"
+import { readFileSync } from "node:fs"
+import { hostname } from "node:os"
+
+const int = (name: string, fallback: number, description: string) =>
+  Config.integer(name).pipe(Config.withDefault(fallback), Config.withDescription(description))
+
+/** Everything the worker process reads at start. */
+export const WorkerConfig = Config.all({
+  natsUrl: Config.string("NATS_URL").pipe(
+    Config.withDefault("nats://127.0.0.1:4222"),
+    Config.withDescription("NATS server(s), comma separated"),
+  ),
+  subjectRoot: Config.string("CTXD_SUBJECT_ROOT").pipe(
+    Config.withDefault("ctx"),
+    Config.withDescription("First token(s) of every subject: <root>.v1.turn.<tenant>.<session>"),
+  ),
+  queueGroup: Config.string("CTXD_QUEUE_GROUP").pipe(
+    Config.withDefault("ctxd-workers"),
+    Config.withDescription("Queue group the workers share"),
+  ),
+  maxPayload: int("CTXD_MAX_PAYLOAD", 1024 * 1024, "Largest accepted request in bytes (capped at the server's max_payload)"),
+  maxConcurrent: int("CTXD_MAX_CONCURRENT", 64, "Turns handled at once by one worker"),
+  maxSessions: int("CTXD_SESSION_CACHE_SESSIONS", 1_000, "Sessions kept in memory"),
+  maxMessages: int("CTXD_SESSION_CACHE_MESSAGES", 500_000, "Messages kept in memory over all sessions"),
+  windowMessages: int("CTXD_WINDOW_MESSAGES", 40, "Default minimum of recent messages in the window"),
+  windowStep: int("CTXD_WINDOW_STEP", 20, "Default step of the window's cut"),
+  freshTailMessages: int("CTXD_FRESH_TAIL_MESSAGES", 16, "Default protected fresh tail"),
+  memoryFraction: Config.number("CTXD_MEMORY_FRACTION").pipe(
+    Config.withDefault(0.1),
+    Config.withDescription("Default share of the budget reserved for memory"),
+  ),
+  workerId: Config.string("CTXD_WORKER_ID").pipe(
+    Config.withDefault(`${hostname()}-${process.pid}`),
+    Config.withDescription("Name of this worker in logs and health replies"),
+  ),
+  logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info"), Config.withDescription("pino level")),
+  shutdownTimeoutMs: int("CTXD_SHUTDOWN_TIMEOUT_MS", 10_000, "How long in-flight turns may take to finish at shutdown"),
+})
+export type WorkerConfig = Config.Config.Success<typeof WorkerConfig>
+
+/**
+ * The environment first, then the JSON file named by `CTXD_CONFIG_FILE`
+ * (keys as in the environment, e.g. `{"NATS_URL": "nats://..."}`).
+ */
+export const providerLayer: Layer.Layer<never> = Layer.unwrapEffect(
+  Effect.sync(() => {
+    const env = ConfigProvider.fromEnv()
+    const file = process.env.CTXD_CONFIG_FILE
+    if (file === undefined || file === "") return Layer.setConfigProvider(env)
+    const json = JSON.parse(readFileSync(file, "utf8")) as object
+    return Layer.setConfigProvider(env.pipe(ConfigProvider.orElse(() => ConfigProvider.fromJson(json))))
+  }),
+)
