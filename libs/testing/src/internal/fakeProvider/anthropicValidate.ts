@@ -1,0 +1,259 @@
+/**
+ * Request validation of the Anthropic Messages API, for the rules ctxd must
+ * never break. Messages follow the real API's error texts (from its 400
+ * responses as reported in public issue trackers).
+ *
+ * Deliberately stricter than the live API in two places: roles must strictly
+ * alternate (the API merges consecutive same-role turns) and a final
+ * assistant message with unanswered `tool_use` blocks is rejected.
+ */
+import { isRecord, type Json } from "./json.ts"
+
+const CREATE_KEYS = new Set([
+  "model", "messages", "max_tokens", "system", "tools", "tool_choice", "stream", "metadata",
+  "stop_sequences", "temperature", "top_p", "top_k", "thinking", "service_tier", "container",
+  "mcp_servers", "context_management", "output_config", "output_format", "inference_geo", "speed",
+  "cache_control", "diagnostics", "user_profile_id", "workspace_id",
+])
+const COUNT_KEYS = new Set([
+  "model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers",
+  "context_management", "output_config", "output_format", "speed", "cache_control",
+  "user_profile_id", "workspace_id",
+])
+const CUSTOM_TOOL_KEYS = new Set([
+  "type", "name", "description", "input_schema", "cache_control", "strict", "input_examples",
+  "defer_loading", "allowed_callers", "eager_input_streaming",
+])
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,128}$/
+const MAX_BREAKPOINTS = 4
+
+const textProblem = (text: unknown): string | undefined => {
+  if (typeof text !== "string") return "Field required"
+  if (text.length === 0) return "text content blocks must be non-empty"
+  if (text.trim().length === 0) return "text content blocks must contain non-whitespace text"
+  return undefined
+}
+
+const validateTools = (tools: unknown): string | undefined => {
+  if (tools === undefined) return undefined
+  if (!Array.isArray(tools)) return "tools: Input should be a valid list"
+  const names = new Set<string>()
+  for (const [i, tool] of tools.entries()) {
+    if (!isRecord(tool)) return `tools.${i}: Input should be a valid dictionary`
+    const custom = tool["type"] === undefined || tool["type"] === null || tool["type"] === "custom"
+    if (custom) {
+      for (const key of Object.keys(tool)) {
+        if (!CUSTOM_TOOL_KEYS.has(key)) return `tools.${i}.custom.${key}: Extra inputs are not permitted`
+      }
+      if (typeof tool["name"] !== "string" || !TOOL_NAME.test(tool["name"])) {
+        return `tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`
+      }
+      const schema = tool["input_schema"]
+      if (!isRecord(schema)) return `tools.${i}.custom.input_schema: Field required`
+      if (schema["type"] !== "object") return `tools.${i}.custom.input_schema.type: Input should be 'object'`
+    }
+    const name = tool["name"]
+    if (typeof name === "string") {
+      if (names.has(name)) return "tools: Tool names must be unique."
+      names.add(name)
+    }
+  }
+  return undefined
+}
+
+const validateSystem = (system: unknown): string | undefined => {
+  if (system === undefined || typeof system === "string") return undefined
+  if (!Array.isArray(system)) return "system: Input should be a valid string or list"
+  for (const [i, block] of system.entries()) {
+    if (!isRecord(block) || block["type"] !== "text") return `system.${i}.type: Input should be 'text'`
+    const problem = textProblem(block["text"])
+    if (problem !== undefined) return problem === "Field required" ? `system.${i}.text: ${problem}` : `system: ${problem}`
+  }
+  return undefined
+}
+
+const blocksOf = (content: unknown): ReadonlyArray<unknown> => (Array.isArray(content) ? content : [])
+const typeOf = (block: unknown): unknown => (isRecord(block) ? block["type"] : undefined)
+
+const validateBlocks = (messages: ReadonlyArray<Json>, hasTools: boolean): string | undefined => {
+  const seenIds = new Set<string>()
+  for (const [m, message] of messages.entries()) {
+    const role = message["role"]
+    const content = message["content"]
+    const isFinal = m === messages.length - 1
+    if (typeof content === "string") {
+      if (content.length === 0 && !(isFinal && role === "assistant")) {
+        return `messages.${m}: all messages must have non-empty content except for the optional final assistant message`
+      }
+      if (content.length > 0 && content.trim().length === 0) return "messages: text content blocks must contain non-whitespace text"
+      continue
+    }
+    if (!Array.isArray(content)) return `messages.${m}.content: Input should be a valid string or list`
+    if (content.length === 0 && !(isFinal && role === "assistant")) {
+      return `messages.${m}: all messages must have non-empty content except for the optional final assistant message`
+    }
+    for (const [k, block] of content.entries()) {
+      const path = `messages.${m}.content.${k}`
+      if (!isRecord(block) || typeof block["type"] !== "string") return `${path}.type: Field required`
+      switch (block["type"]) {
+        case "text": {
+          const problem = textProblem(block["text"])
+          if (problem !== undefined) return problem === "Field required" ? `${path}.text: ${problem}` : `messages: ${problem}`
+          break
+        }
+        case "tool_use": {
+          if (role !== "assistant") return `${path}: tool_use blocks can only be in assistant messages`
+          if (!hasTools) return "Requests which include `tool_use` or `tool_result` blocks must define tools."
+          const id = block["id"]
+          if (typeof id !== "string" || id.length === 0) return `${path}.id: Field required`
+          if (typeof block["name"] !== "string") return `${path}.name: Field required`
+          if (!isRecord(block["input"])) return `${path}.input: Input should be a valid dictionary`
+          if (seenIds.has(id)) return `${path}: \`tool_use\` ids must be unique`
+          seenIds.add(id)
+          break
+        }
+        case "tool_result": {
+          if (role !== "user") return `${path}: tool_result blocks can only be in user messages`
+          if (!hasTools) return "Requests which include `tool_use` or `tool_result` blocks must define tools."
+          if (typeof block["tool_use_id"] !== "string") return `${path}.tool_use_id: Field required`
+          for (const [j, inner] of blocksOf(block["content"]).entries()) {
+            if (typeOf(inner) !== "text") continue
+            const problem = textProblem((inner as Json)["text"])
+            if (problem !== undefined) return problem === "Field required" ? `${path}.content.${j}.text: ${problem}` : `messages: ${problem}`
+          }
+          break
+        }
+      }
+    }
+  }
+  return undefined
+}
+
+const validatePairing = (messages: ReadonlyArray<Json>): string | undefined => {
+  for (const [m, message] of messages.entries()) {
+    const blocks = blocksOf(message["content"])
+    if (message["role"] === "user") {
+      const prev = m > 0 ? messages[m - 1] : undefined
+      const offered = new Set(
+        prev?.["role"] === "assistant"
+          ? blocksOf(prev["content"]).flatMap((b) => (typeOf(b) === "tool_use" ? [(b as Json)["id"]] : []))
+          : [],
+      )
+      for (const [k, block] of blocks.entries()) {
+        if (typeOf(block) !== "tool_result") continue
+        const id = (block as Json)["tool_use_id"]
+        if (!offered.has(id)) {
+          return `messages.${m}.content.${k}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(id)}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`
+        }
+      }
+    } else if (message["role"] === "assistant") {
+      const ids = blocks.flatMap((b) => (typeOf(b) === "tool_use" ? [String((b as Json)["id"])] : []))
+      if (ids.length === 0) continue
+      const next = messages[m + 1]
+      const answered = new Set<unknown>()
+      if (next?.["role"] === "user") {
+        for (const block of blocksOf(next["content"])) {
+          if (typeOf(block) !== "tool_result") break
+          answered.add((block as Json)["tool_use_id"])
+        }
+      }
+      const missing = ids.filter((id) => !answered.has(id))
+      if (missing.length > 0) {
+        return `messages.${m}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`
+      }
+    }
+  }
+  return undefined
+}
+
+/** Every `cache_control` in processing order (tools, system, messages, then the top-level one). */
+export const cacheControls = (body: Json): Array<{ readonly path: string; readonly value: unknown }> => {
+  const out: Array<{ path: string; value: unknown }> = []
+  const visit = (path: string, block: unknown) => {
+    if (isRecord(block) && block["cache_control"] !== undefined && block["cache_control"] !== null) {
+      out.push({ path, value: block["cache_control"] })
+    }
+  }
+  blocksOf(body["tools"]).forEach((t, i) => visit(`tools.${i}`, t))
+  blocksOf(body["system"]).forEach((b, i) => visit(`system.${i}`, b))
+  blocksOf(body["messages"]).forEach((message, m) => {
+    blocksOf(isRecord(message) ? message["content"] : undefined).forEach((block, k) => {
+      visit(`messages.${m}.content.${k}`, block)
+      if (typeOf(block) === "tool_result") {
+        blocksOf((block as Json)["content"]).forEach((inner, j) => visit(`messages.${m}.content.${k}.content.${j}`, inner))
+      }
+    })
+  })
+  visit("", body)
+  return out
+}
+
+const validateCacheControl = (body: Json): string | undefined => {
+  const controls = cacheControls(body)
+  let seen5m = false
+  for (const { path, value } of controls) {
+    const at = path === "" ? "cache_control" : `${path}.cache_control`
+    if (!isRecord(value) || value["type"] !== "ephemeral") return `${at}.type: Input should be 'ephemeral'`
+    const ttl = value["ttl"] ?? "5m"
+    if (ttl !== "5m" && ttl !== "1h") return `${at}.ttl: Input should be '5m' or '1h'`
+    if (ttl === "1h" && seen5m) {
+      return `${at}.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block. Note that blocks are processed in the following order: \`tools\`, \`system\`, \`messages\`.`
+    }
+    if (ttl === "5m") seen5m = true
+  }
+  if (controls.length > MAX_BREAKPOINTS) {
+    return `A maximum of ${MAX_BREAKPOINTS} blocks with cache_control may be provided. Found ${controls.length}.`
+  }
+  return undefined
+}
+
+/** The first problem of a `/v1/messages` (or `/count_tokens`) body, or `undefined` when valid. */
+export const validate = (body: unknown, endpoint: "messages" | "count_tokens"): string | undefined => {
+  if (!isRecord(body)) return "Input should be a valid dictionary"
+  const allowed = endpoint === "messages" ? CREATE_KEYS : COUNT_KEYS
+  for (const key of Object.keys(body)) if (!allowed.has(key)) return `${key}: Extra inputs are not permitted`
+  if (typeof body["model"] !== "string" || body["model"].length === 0) return "model: Field required"
+  if (endpoint === "messages") {
+    const max = body["max_tokens"]
+    if (max === undefined || max === null) return "max_tokens: Field required"
+    if (typeof max !== "number" || !Number.isInteger(max)) return "max_tokens: Input should be a valid integer"
+    if (max < 1) return "max_tokens: Input should be greater than or equal to 1"
+  }
+  const problem = validateTools(body["tools"]) ?? validateSystem(body["system"])
+  if (problem !== undefined) return problem
+
+  const raw = body["messages"]
+  if (raw === undefined) return "messages: Field required"
+  if (!Array.isArray(raw)) return "messages: Input should be a valid list"
+  if (raw.length === 0) return "messages: at least one message is required"
+  for (const [m, message] of raw.entries()) {
+    if (!isRecord(message)) return `messages.${m}: Input should be a valid dictionary`
+    for (const key of Object.keys(message)) {
+      if (key !== "role" && key !== "content") return `messages.${m}.${key}: Extra inputs are not permitted`
+    }
+    if (message["role"] !== "user" && message["role"] !== "assistant") return `messages.${m}.role: Input should be 'user' or 'assistant'`
+    if (message["content"] === undefined) return `messages.${m}.content: Field required`
+  }
+  const messages = raw as ReadonlyArray<Json>
+  if (messages[0]!["role"] !== "user") return 'messages: first message must use the "user" role'
+  for (let m = 1; m < messages.length; m++) {
+    const role = messages[m]!["role"]
+    if (role === messages[m - 1]!["role"]) {
+      return `messages: roles must alternate between "user" and "assistant", but found multiple "${String(role)}" roles in a row`
+    }
+  }
+  const hasTools = Array.isArray(body["tools"]) && body["tools"].length > 0
+  const blockProblem = validateBlocks(messages, hasTools) ?? validatePairing(messages)
+  if (blockProblem !== undefined) return blockProblem
+
+  const last = messages[messages.length - 1]!
+  if (last["role"] === "assistant") {
+    const content = last["content"]
+    const tail = typeof content === "string" ? content : blocksOf(content).at(-1)
+    const text = typeof tail === "string" ? tail : typeOf(tail) === "text" ? (tail as Json)["text"] : undefined
+    if (typeof text === "string" && text.length > 0 && /\s$/.test(text)) {
+      return "final assistant content cannot end with trailing whitespace"
+    }
+  }
+  return validateCacheControl(body)
+}

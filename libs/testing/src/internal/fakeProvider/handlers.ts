@@ -1,0 +1,109 @@
+/**
+ * The provider endpoints once faults are past: validate, count, simulate the
+ * cache, take a scripted reply (or the default), and describe the response.
+ */
+import * as Anthropic from "./anthropic.ts"
+import * as Validate from "./anthropicValidate.ts"
+import * as Cache from "./cache.ts"
+import { isRecord, type Json } from "./json.ts"
+import * as OpenAI from "./openai.ts"
+import type { ScriptedError } from "./settings.ts"
+import * as State from "./state.ts"
+
+/** A response to write: JSON, or server-sent events (already framed). */
+export type Reply =
+  | { readonly kind: "json"; readonly status: number; readonly body: unknown; readonly headers?: Readonly<Record<string, string>> }
+  | { readonly kind: "sse"; readonly frames: ReadonlyArray<string> }
+
+export type Provider = "anthropic" | "openai"
+
+const json = (status: number, body: unknown, headers?: Record<string, string>): Reply => ({ kind: "json", status, body, headers })
+
+/** A provider-shaped error response. */
+export const error = (provider: Provider, status: number, message: string, requestId: string, extra?: Partial<ScriptedError>): Reply => {
+  if (provider === "anthropic") {
+    return json(status, Anthropic.errorBody(extra?.type ?? Anthropic.errorType(status), message, requestId))
+  }
+  const type = extra?.type ?? (status === 429 ? "requests" : status >= 500 ? "server_error" : "invalid_request_error")
+  return json(status, OpenAI.errorBody(message, type, null, extra?.code ?? (status === 429 ? "rate_limit_exceeded" : null)))
+}
+
+/** The error a fault injects (5xx or 429), in the provider's words. */
+export const faultError = (provider: Provider, status: number, requestId: string, retryAfterMs?: number): Reply => {
+  const message =
+    status === 429 ? (provider === "anthropic" ? "Number of requests has exceeded your rate limit (fake provider)." : "Rate limit reached for requests (fake provider).")
+    : status === 529 ? "Overloaded"
+    : provider === "anthropic" ? "Internal server error"
+    : "The server had an error while processing your request. Sorry about that!"
+  const reply = error(provider, status, message, requestId)
+  if (retryAfterMs === undefined || reply.kind !== "json") return reply
+  return { ...reply, headers: { "retry-after": String(Math.ceil(retryAfterMs / 1_000)), "retry-after-ms": String(retryAfterMs) } }
+}
+
+const scriptedError = (provider: Provider, e: ScriptedError, requestId: string): Reply =>
+  error(provider, e.status, e.message ?? `Scripted error ${e.status}`, requestId, e)
+
+/** `POST /v1/messages` and `POST /v1/messages/count_tokens`. */
+export const anthropic = (
+  state: State.State,
+  endpoint: "messages" | "count_tokens",
+  body: unknown,
+  apiKey: string,
+  requestId: string,
+): Reply => {
+  const problem = Validate.validate(body, endpoint)
+  if (problem !== undefined || !isRecord(body)) return error("anthropic", 400, problem ?? "invalid request", requestId)
+  const blocks = Anthropic.promptBlocks(body)
+  const total = blocks.reduce((n, b) => n + b.tokens, 0)
+  if (total > state.settings.contextWindow) {
+    return error("anthropic", 400, `prompt is too long: ${total} tokens > ${state.settings.contextWindow} maximum`, requestId)
+  }
+  if (endpoint === "count_tokens") return json(200, { input_tokens: total })
+
+  const reply = State.takeReply(state, "anthropic")
+  if (reply?.error !== undefined) return scriptedError("anthropic", reply.error, requestId)
+  const split = Cache.anthropicSplit(state.caches, `${apiKey}|${String(body["model"])}`, blocks, {
+    minCacheableTokens: state.settings.minCacheableTokens,
+    lookbackBlocks: state.settings.cacheLookbackBlocks,
+    now: Date.now(),
+  })
+  const answer = Anthropic.answer(body, reply, total, () => State.nextId(state))
+  const usage = Anthropic.usage(split, answer.outputTokens)
+  const id = `msg_${State.nextId(state)}`
+  const model = String(body["model"])
+  if (body["stream"] !== true) return json(200, Anthropic.message(id, model, answer, usage))
+  const frames = Anthropic.streamEvents(id, model, answer, usage).map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
+  return { kind: "sse", frames }
+}
+
+/** `POST /v1/chat/completions`. */
+export const openai = (state: State.State, body: unknown, apiKey: string, requestId: string): Reply => {
+  const problem = OpenAI.validate(body)
+  if (problem !== undefined || !isRecord(body)) {
+    const p = problem ?? { message: "invalid request", param: null, code: null }
+    return json(400, OpenAI.errorBody(p.message, "invalid_request_error", p.param, p.code))
+  }
+  const tokens = OpenAI.promptTokens(body)
+  const window = state.settings.contextWindow
+  if (tokens.length > window) {
+    const message = `This model's maximum context length is ${window} tokens. However, your messages resulted in ${tokens.length} tokens. Please reduce the length of the messages.`
+    return json(400, OpenAI.errorBody(message, "invalid_request_error", "messages", "context_length_exceeded"))
+  }
+  const reply = State.takeReply(state, "openai")
+  if (reply?.error !== undefined) return scriptedError("openai", reply.error, requestId)
+  const key = typeof body["prompt_cache_key"] === "string" ? `key:${body["prompt_cache_key"]}` : `api:${apiKey}`
+  const cached = Cache.openaiCached(state.caches, `${key}|${String(body["model"])}`, tokens, {
+    extendedRetention: body["prompt_cache_retention"] === "24h",
+    now: Date.now(),
+  })
+  const answer = OpenAI.answer(body, reply, tokens.length, () => State.nextId(state))
+  const usage = OpenAI.usage(tokens.length, cached, answer.completionTokens)
+  const id = `chatcmpl-${State.nextId(state)}`
+  const created = Math.floor(Date.now() / 1_000)
+  const model = String(body["model"])
+  if (body["stream"] !== true) return json(200, OpenAI.completion(id, model, created, answer, usage))
+  const options = body["stream_options"]
+  const includeUsage = isRecord(options) && options["include_usage"] === true
+  const frames = OpenAI.chunks(id, model, created, answer, usage, includeUsage).map((c: Json) => `data: ${JSON.stringify(c)}\n\n`)
+  return { kind: "sse", frames: [...frames, "data: [DONE]\n\n"] }
+}
