@@ -12,16 +12,34 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
     "",
   )
 
-/** Parses UTF-8 JSON; a syntax error becomes `BadRequest`. */
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+/** A JSON `\u0000` escape (an odd number of backslashes before `u0000`). */
+const ESCAPED_NUL = /(?:^|[^\\])(?:\\\\)*\\u0000/
+
+/**
+ * Parses UTF-8 JSON; a syntax error becomes `BadRequest`. NUL characters
+ * (`\u0000`) are refused too: Postgres cannot store them in `jsonb`.
+ */
 export const parseJson = (data: Uint8Array): Effect.Effect<unknown, Errors.BadRequest> =>
   Effect.try({
-    try: () => JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(data)) as unknown,
-    catch: (error) =>
-      new Errors.BadRequest({
-        message: `malformed JSON: ${error instanceof Error ? error.message : String(error)}`,
-        hint: "send one UTF-8 JSON object per request",
+    try: () => utf8.decode(data),
+    catch: () => new Errors.BadRequest({ message: "the request is not valid UTF-8" }),
+  }).pipe(
+    Effect.filterOrFail(
+      (text) => !ESCAPED_NUL.test(text),
+      () => new Errors.BadRequest({ message: "NUL characters (\\u0000) are not supported in turn requests" }),
+    ),
+    Effect.flatMap((text) =>
+      Effect.try({
+        try: () => JSON.parse(text) as unknown,
+        catch: (error) =>
+          new Errors.BadRequest({
+            message: `malformed JSON: ${error instanceof Error ? error.message : String(error)}`,
+            hint: "send one UTF-8 JSON object per request",
+          }),
       }),
-  })
+    ),
+  )
 
 /**
  * Validates a parsed value against the turn request schema. The first few
@@ -41,8 +59,11 @@ export const turnRequest = (value: unknown): Effect.Effect<Turn.TurnRequest, Err
     )
   }
   // Decode against the member the format names, so the errors speak of that format only.
-  const schema = format === "anthropic" ? Turn.AnthropicTurnRequest : Turn.OpenAITurnRequest
-  const result = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "ignore" })(value)
+  const options = { errors: "all", onExcessProperty: "ignore" } as const
+  const result: Either.Either<Turn.TurnRequest, ParseResult.ParseError> =
+    format === "anthropic"
+      ? Schema.decodeUnknownEither(Turn.AnthropicTurnRequest, options)(value)
+      : Schema.decodeUnknownEither(Turn.OpenAITurnRequest, options)(value)
   if (Either.isRight(result)) return Effect.succeed(result.right)
   const issues = ParseResult.ArrayFormatter.formatErrorSync(result.left)
   const shown = issues.slice(0, 5).map((issue) => `${formatPath(issue.path) || "(root)"}: ${issue.message}`)

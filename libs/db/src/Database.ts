@@ -1,0 +1,344 @@
+/**
+ * Postgres as an Effect service: one `pg.Pool` per layer, opened when the
+ * layer is built (the schema is created then, so an unreachable database
+ * fails the build with {@link DatabaseUnavailable}) and closed, bounded in
+ * time, when its scope closes.
+ *
+ * Every connection of the pool runs with `search_path` set to the configured
+ * schema (sent in the startup packet, no extra round trip), so tests and
+ * tenants of a shared database can each use their own schema.
+ *
+ * A `Context.Tag` rather than an `Effect.Service` so that tests and tools can
+ * build it from explicit options ({@link layer}) as well as from the
+ * environment ({@link layerConfig}).
+ */
+import {
+  Config,
+  type ConfigError,
+  Context,
+  Data,
+  Effect,
+  Exit,
+  Layer,
+  Redacted,
+  Runtime,
+  type Scope,
+} from "effect"
+import pg from "pg"
+
+/** Postgres cannot be reached right now (refused, reset, shut down, timed out); retrying later may work. */
+export class DatabaseUnavailable extends Data.TaggedError("DatabaseUnavailable")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+/** Postgres answered with an error (bad SQL, a constraint, invalid data), or the driver failed. */
+export class DatabaseError extends Data.TaggedError("DatabaseError")<{
+  readonly message: string
+  /** The SQLSTATE, when Postgres sent one (e.g. `23505`, `22P05` for a NUL character in jsonb). */
+  readonly code?: string
+  readonly cause?: unknown
+}> {}
+
+/** The rows of a statement and how many rows it touched. */
+export interface QueryResult<Row> {
+  readonly rows: ReadonlyArray<Row>
+  readonly rowCount: number
+}
+
+/** Something statements can be sent to: the pool, or one transaction's connection. */
+export interface Queryable {
+  /**
+   * Runs one statement. With `params`, `$1`... placeholders are bound (JSON
+   * values must be passed as strings: pg turns JS arrays into Postgres arrays).
+   * Without, the simple protocol is used, so `sql` may hold several statements.
+   */
+  readonly query: <Row = Record<string, unknown>>(
+    sql: string,
+    params?: ReadonlyArray<unknown>,
+  ) => Effect.Effect<QueryResult<Row>, DatabaseUnavailable | DatabaseError>
+}
+
+/** Connection counts of the pool. */
+export interface PoolStats {
+  readonly total: number
+  readonly idle: number
+  readonly waiting: number
+}
+
+/** The service. */
+export interface DatabaseService extends Queryable {
+  /** The schema every connection uses. */
+  readonly schema: string
+  /**
+   * Runs `f` in a transaction on one connection: `BEGIN`, then `COMMIT` if
+   * `f` succeeds. If it fails, `ROLLBACK` (bounded to 5 s)
+   * and the connection goes back to the pool; if it is interrupted, its
+   * backend is terminated (so a running statement stops holding locks) and
+   * the connection destroyed; if the rollback fails, the connection is
+   * destroyed (Postgres aborts the transaction when it closes). The connection
+   * is never leaked.
+   */
+  readonly transaction: <A, E, R>(
+    f: (tx: Queryable) => Effect.Effect<A, E, R>,
+  ) => Effect.Effect<A, E | DatabaseUnavailable | DatabaseError, R>
+  readonly poolStats: () => PoolStats
+}
+
+/** The Postgres pool of this process. */
+export class Database extends Context.Tag("@ctxd/db/Database")<Database, DatabaseService>() {}
+
+/** How to connect. */
+export interface DatabaseOptions {
+  /** A `postgresql://` URL. */
+  readonly url: string | Redacted.Redacted<string>
+  /**
+   * Schema for every connection's `search_path`, created if missing: lowercase
+   * letters, digits and `_`; default `public`.
+   */
+  readonly schema?: string
+  /** Pool size; default 10. */
+  readonly poolMax?: number
+  /** How long opening a connection may take; default 5,000 ms. */
+  readonly connectTimeoutMs?: number
+  /** Postgres `statement_timeout` per statement, 0 for none; default 30,000 ms. */
+  readonly statementTimeoutMs?: number
+  /** Idle connections are closed after this; default 10,000 ms. */
+  readonly idleTimeoutMs?: number
+  /** How long closing the pool may take when the scope closes; default 5,000 ms. */
+  readonly closeTimeoutMs?: number
+  /** `application_name` shown in `pg_stat_activity`; default `ctxd`. */
+  readonly applicationName?: string
+}
+
+// Cleanup after a failed or interrupted transaction is quick unless the connection is broken.
+const CLEANUP_TIMEOUT_MS = 5_000
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
+
+/** True for a schema name {@link make} accepts (lowercase, so it needs no quoting anywhere). */
+export const isSchemaName = (name: string): boolean => SCHEMA_NAME.test(name)
+
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+])
+// 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now,
+// 57P05 idle session timeout, 57014 statement timeout (overload), 53300 too many connections.
+const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "57P05", "57014", "53300"])
+const DRIVER_MESSAGES = new RegExp(
+  [
+    "Connection terminated",
+    "timeout exceeded when trying to connect",
+    "timeout expired",
+    "Query read timeout",
+    "not queryable",
+    "Cannot use a pool after calling end",
+  ].join("|"),
+)
+
+const codeOf = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
+    ? error.code
+    : undefined
+
+const isUnavailable = (error: unknown, depth = 0): boolean => {
+  if (depth > 3 || typeof error !== "object" || error === null) return false
+  const code = codeOf(error)
+  if (code !== undefined && (NETWORK_CODES.has(code) || UNAVAILABLE_STATES.has(code) || code.startsWith("08"))) {
+    return true
+  }
+  if (error instanceof Error && DRIVER_MESSAGES.test(error.message)) return true
+  if (error instanceof AggregateError && error.errors.some((e) => isUnavailable(e, depth + 1))) return true
+  return "cause" in error && isUnavailable(error.cause, depth + 1)
+}
+
+/** Maps a driver or server error to {@link DatabaseUnavailable} or {@link DatabaseError}. */
+export const classify = (error: unknown): DatabaseUnavailable | DatabaseError => {
+  const message = error instanceof Error ? error.message || error.constructor.name : String(error)
+  if (isUnavailable(error)) return new DatabaseUnavailable({ message, cause: error })
+  const code = codeOf(error)
+  return new DatabaseError({ message, cause: error, ...(code === undefined ? {} : { code }) })
+}
+
+const queryable = (target: pg.Pool | pg.PoolClient): Queryable => ({
+  query: <Row = Record<string, unknown>>(sql: string, params?: ReadonlyArray<unknown>) =>
+    Effect.tryPromise({
+      try: () =>
+        params === undefined ? target.query(sql) : target.query(sql, params as Array<unknown>),
+      catch: classify,
+    }).pipe(
+      Effect.map((result): QueryResult<Row> => ({ rows: result.rows as Array<Row>, rowCount: result.rowCount ?? 0 })),
+    ),
+})
+
+/** Opens the pool and creates the schema; the pool closes with the scope. */
+export const make = (
+  options: DatabaseOptions,
+): Effect.Effect<DatabaseService, DatabaseUnavailable | DatabaseError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const schema = options.schema ?? "public"
+    if (!isSchemaName(schema)) {
+      return yield* new DatabaseError({
+        message: `invalid schema name ${JSON.stringify(schema)}: use lowercase letters, digits and _ (at most 63)`,
+      })
+    }
+    const statementTimeoutMs = options.statementTimeoutMs ?? 30_000
+    const runtime = yield* Effect.runtime<never>()
+    // Called from pg's event emitters, outside any fiber: log synchronously.
+    const logWarning = (message: string, error: unknown) =>
+      Runtime.runSync(runtime)(
+        Effect.logWarning(message).pipe(
+          Effect.annotateLogs({ error: error instanceof Error ? error.message : String(error) }),
+          Effect.catchAllCause(() => Effect.void),
+        ),
+      )
+
+    const pool = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const pool = new pg.Pool({
+          connectionString: Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url,
+          max: options.poolMax ?? 10,
+          connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
+          idleTimeoutMillis: options.idleTimeoutMs ?? 10_000,
+          application_name: options.applicationName ?? "ctxd",
+          options: `-c search_path=${schema}`,
+          ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
+        })
+        // An idle connection that dies emits here; unhandled, it would crash the process.
+        pool.on("error", (error) => logWarning("postgres: idle connection failed", error))
+        return pool
+      }),
+      (pool) =>
+        Effect.promise(() => pool.end()).pipe(
+          Effect.interruptible,
+          Effect.timeoutOption(options.closeTimeoutMs ?? 5_000),
+          Effect.ignore,
+        ),
+    )
+
+    const onPool = queryable(pool)
+
+    // Look before creating: CREATE SCHEMA needs the CREATE privilege on the
+    // database even when the schema exists, which a production role may lack.
+    const existing = yield* onPool.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema])
+    if (existing.rowCount === 0) {
+      yield* onPool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`).pipe(
+        Effect.catchIf(
+          // two processes creating it at once: the loser sees a duplicate
+          (error) => error._tag === "DatabaseError" && (error.code === "42P06" || error.code === "23505"),
+          () => Effect.void,
+        ),
+      )
+    }
+
+    const checkout = Effect.tryPromise({ try: () => pool.connect(), catch: classify }).pipe(
+      Effect.map((client) => {
+        // A checked-out client has no pool listener: an error event without one would crash the process.
+        const onError = (error: Error) => logWarning("postgres: connection failed during a transaction", error)
+        client.on("error", onError)
+        return { client, onError }
+      }),
+    )
+
+    const checkin = (
+      { client, onError }: { readonly client: pg.PoolClient; readonly onError: (error: Error) => void },
+      exit: Exit.Exit<unknown, unknown>,
+    ): Effect.Effect<void> => {
+      const give = (destroy: boolean) =>
+        Effect.sync(() => {
+          client.removeListener("error", onError)
+          client.release(destroy)
+        })
+      if (Exit.isSuccess(exit)) return give(false)
+      if (Exit.isInterrupted(exit)) {
+        // A statement may still be running and holding row locks (a session's,
+        // say) until it ends; closing our socket is not noticed before then.
+        // Terminate the backend first (its pid cannot be reused while we hold
+        // the connection), then drop the connection.
+        const pid: unknown = (client as unknown as { readonly processID?: unknown }).processID
+        const terminate =
+          typeof pid === "number"
+            ? onPool
+                .query("SELECT pg_terminate_backend($1)", [pid])
+                .pipe(Effect.timeout(CLEANUP_TIMEOUT_MS), Effect.ignore)
+            : Effect.void
+        return Effect.zipRight(terminate, give(true))
+      }
+      return queryable(client)
+        .query("ROLLBACK")
+        .pipe(
+          Effect.timeout(CLEANUP_TIMEOUT_MS),
+          Effect.matchEffect({ onSuccess: () => give(false), onFailure: () => give(true) }),
+        )
+    }
+
+    const transaction = <A, E, R>(f: (tx: Queryable) => Effect.Effect<A, E, R>) =>
+      Effect.acquireUseRelease(
+        checkout,
+        ({ client }) => {
+          const tx = queryable(client)
+          return tx.query("BEGIN").pipe(
+            Effect.zipRight(f(tx)),
+            Effect.tap(() => tx.query("COMMIT")),
+          )
+        },
+        checkin,
+      )
+
+    return {
+      schema,
+      query: onPool.query,
+      transaction,
+      poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    } satisfies DatabaseService
+  })
+
+/** The pool for explicit options. */
+export const layer = (options: DatabaseOptions): Layer.Layer<Database, DatabaseUnavailable | DatabaseError> =>
+  Layer.scoped(Database, make(options))
+
+/**
+ * Options from the environment: `DATABASE_URL` (default
+ * `postgresql://postgres@127.0.0.1:5432/postgres`), `CTXD_DB_SCHEMA` (default
+ * `public`), `CTXD_DB_POOL_MAX` (default 10), `CTXD_DB_CONNECT_TIMEOUT_MS`
+ * (default 5,000) and `CTXD_DB_STATEMENT_TIMEOUT_MS` (default 30,000).
+ */
+export const config: Config.Config<DatabaseOptions> = Config.all({
+  url: Config.redacted("DATABASE_URL").pipe(
+    Config.withDescription("Postgres connection URL"),
+    Config.withDefault(Redacted.make("postgresql://postgres@127.0.0.1:5432/postgres")),
+  ),
+  schema: Config.string("CTXD_DB_SCHEMA").pipe(
+    Config.validate({
+      message: "lowercase letters, digits and _ (at most 63), not starting with a digit",
+      validation: isSchemaName,
+    }),
+    Config.withDescription("Postgres schema used by every connection (search_path); created if missing"),
+    Config.withDefault("public"),
+  ),
+  poolMax: Config.integer("CTXD_DB_POOL_MAX").pipe(
+    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+    Config.withDescription("Postgres connections per process"),
+    Config.withDefault(10),
+  ),
+  connectTimeoutMs: Config.integer("CTXD_DB_CONNECT_TIMEOUT_MS").pipe(
+    Config.withDescription("How long opening a Postgres connection may take (ms)"),
+    Config.withDefault(5_000),
+  ),
+  statementTimeoutMs: Config.integer("CTXD_DB_STATEMENT_TIMEOUT_MS").pipe(
+    Config.withDescription("Postgres statement_timeout (ms); 0 for none"),
+    Config.withDefault(30_000),
+  ),
+})
+
+/** The pool configured by {@link config}. */
+export const layerConfig: Layer.Layer<Database, ConfigError.ConfigError | DatabaseUnavailable | DatabaseError> =
+  Layer.scoped(Database, Effect.flatMap(config, make))

@@ -1,0 +1,214 @@
+import type { Conversation } from "@ctxd/contracts"
+import * as TestDatabase from "@ctxd/testing/TestDatabase"
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import { Database, Migrations, SessionStore } from "../src/index.ts"
+
+const Store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(TestDatabase.layer))
+
+const text = (role: Conversation.Role, t: string): Conversation.Message => ({ role, parts: [{ type: "text", text: t }] })
+
+let counter = 0
+/** A session name no other test uses. */
+const fresh = () => `s${++counter}`
+
+const commit = (
+  session: string,
+  turnId: string,
+  expectedLastSeq: number,
+  messages: ReadonlyArray<Conversation.Message>,
+  overrides: Partial<SessionStore.CommitTurn> = {},
+) =>
+  Effect.flatMap(SessionStore.SessionStore, (store) =>
+    store.commitTurn({
+      tenant: "acme",
+      session,
+      turnId,
+      requestHash: `hash-${turnId}`,
+      expectedLastSeq,
+      messages: messages.map((message, i) => ({ message, tokens: 10 + i, encoding: "o200k_base" })),
+      reply: { ok: true, turnId },
+      ...overrides,
+    }),
+  )
+
+const rowCounts = Effect.gen(function* () {
+  const db = yield* Database.Database
+  const { rows } = yield* db.query<{ sessions: string; messages: string; turns: string }>(
+    `SELECT (SELECT count(*) FROM ctxd_sessions) AS sessions,
+            (SELECT count(*) FROM ctxd_messages) AS messages,
+            (SELECT count(*) FROM ctxd_turns) AS turns`,
+  )
+  return { sessions: Number(rows[0]!.sessions), messages: Number(rows[0]!.messages), turns: Number(rows[0]!.turns) }
+})
+
+describe("SessionStore", () => {
+  layer(Store)("on a migrated throwaway schema", (it) => {
+    it.effect("commits a turn and loads its messages back in order", () =>
+      Effect.gen(function* () {
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        const first = [text("user", "hi"), text("assistant", "hello"), text("user", "how are you?")]
+        expect(yield* commit(session, "t1", 0, first)).toEqual({ firstSeq: 1, lastSeq: 3 })
+        expect(yield* commit(session, "t2", 3, [text("assistant", "fine")])).toEqual({ firstSeq: 4, lastSeq: 4 })
+
+        const all = yield* store.loadMessages("acme", session, 0)
+        expect(all.map((m) => m.seq)).toEqual([1, 2, 3, 4])
+        expect(all.map((m) => m.message)).toEqual([...first, text("assistant", "fine")])
+        expect(all[1]).toMatchObject({ tokens: 11, encoding: "o200k_base" })
+        expect((yield* store.loadMessages("acme", session, 2)).map((m) => m.seq)).toEqual([3, 4])
+        expect(yield* store.loadMessages("acme", session, 4)).toEqual([])
+        expect(yield* store.loadMessages("acme", "never-seen", 0)).toEqual([])
+
+        const turn = yield* store.findTurn("acme", session, "t1")
+        expect(Option.getOrThrow(turn)).toEqual({
+          turnId: "t1",
+          requestHash: "hash-t1",
+          reply: { ok: true, turnId: "t1" },
+          firstSeq: 1,
+          lastSeq: 3,
+        })
+        expect(Option.isNone(yield* store.findTurn("acme", session, "t9"))).toBe(true)
+      }),
+    )
+
+    it.effect("keeps a message's full structure (tool calls, results, images, opaque blocks)", () =>
+      Effect.gen(function* () {
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        const rich: ReadonlyArray<Conversation.Message> = [
+          {
+            role: "assistant",
+            parts: [
+              { type: "text", text: "let me check ✓ — «ünïcödé» 😀" },
+              {
+                type: "tool_call",
+                id: "c1",
+                name: "get",
+                input: { q: [1, 2, { deep: null }] },
+                arguments: '{"q":[1,2,{"deep":null}]}',
+              },
+              { type: "opaque", format: "anthropic", block: { type: "thinking", thinking: "hmm", signature: "sig" } },
+            ],
+          },
+          {
+            role: "tool",
+            parts: [
+              {
+                type: "tool_result",
+                callId: "c1",
+                isError: false,
+                content: [{ type: "image", source: { kind: "base64", mediaType: "image/png", data: "iVBORw0KGgo=" } }],
+              },
+            ],
+          },
+          { role: "system", developer: true, name: "ops", parts: [{ type: "text", text: "be brief" }] },
+        ]
+        yield* commit(session, "t1", 0, rich)
+        expect((yield* store.loadMessages("acme", session, 0)).map((m) => m.message)).toEqual(rich)
+      }),
+    )
+
+    it.effect("a turn with no new messages is recorded and appends nothing", () =>
+      Effect.gen(function* () {
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        yield* commit(session, "t1", 0, [text("user", "hi")])
+        expect(yield* commit(session, "t2", 1, [])).toEqual({ firstSeq: 2, lastSeq: 1 })
+        expect((yield* store.loadMessages("acme", session, 0)).length).toBe(1)
+        expect(yield* commit(session, "t3", 1, [text("user", "again")])).toEqual({ firstSeq: 2, lastSeq: 2 })
+      }),
+    )
+
+    it.effect("a repeated turn id fails with TurnExists carrying the stored turn, and writes nothing", () =>
+      Effect.gen(function* () {
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        yield* commit(session, "t1", 0, [text("user", "hi")])
+        const before = yield* rowCounts
+        // a retry (same expected seq) and a stale retry (seq moved on) both find the turn
+        for (const expected of [0, 1]) {
+          const error = yield* commit(session, "t1", expected, [text("user", "hi")], { requestHash: "other" }).pipe(Effect.flip)
+          expect(error._tag).toBe("TurnExists")
+          if (error._tag === "TurnExists") {
+            expect(error.stored).toMatchObject({ turnId: "t1", requestHash: "hash-t1", reply: { ok: true, turnId: "t1" } })
+          }
+        }
+        expect(yield* rowCounts).toEqual(before)
+        expect((yield* store.loadMessages("acme", session, 0)).length).toBe(1)
+      }),
+    )
+
+    it.effect("a stale expectedLastSeq fails with SeqConflict and writes nothing", () =>
+      Effect.gen(function* () {
+        const session = fresh()
+        yield* commit(session, "t1", 0, [text("user", "hi"), text("assistant", "hello")])
+        const before = yield* rowCounts
+        const error = yield* commit(session, "t2", 0, [text("user", "late")]).pipe(Effect.flip)
+        expect(error).toMatchObject({ _tag: "SeqConflict", expectedLastSeq: 0, actualLastSeq: 2 })
+        const ahead = yield* commit(session, "t3", 5, [text("user", "early")]).pipe(Effect.flip)
+        expect(ahead).toMatchObject({ _tag: "SeqConflict", actualLastSeq: 2 })
+        expect(yield* rowCounts).toEqual(before)
+      }),
+    )
+
+    it.effect("concurrent writers on one session: exactly one wins, the others get SeqConflict", () =>
+      Effect.gen(function* () {
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        const results = yield* Effect.all(
+          Array.from({ length: 5 }, (_, i) => commit(session, `t${i}`, 0, [text("user", `writer ${i}`)]).pipe(Effect.either)),
+          { concurrency: "unbounded" },
+        )
+        expect(results.filter((r) => r._tag === "Right").length).toBe(1)
+        for (const r of results) {
+          if (r._tag === "Left") expect(r.left).toMatchObject({ _tag: "SeqConflict", actualLastSeq: 1 })
+        }
+        expect((yield* store.loadMessages("acme", session, 0)).map((m) => m.seq)).toEqual([1])
+      }),
+    )
+
+    it.effect("the same session name under two tenants is two sessions", () =>
+      Effect.gen(function* () {
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        yield* commit(session, "t1", 0, [text("user", "acme's secret")])
+        yield* commit(session, "t1", 0, [text("user", "globex's"), text("assistant", "ok")], { tenant: "globex" })
+        expect((yield* store.loadMessages("acme", session, 0)).map((m) => m.message)).toEqual([text("user", "acme's secret")])
+        expect((yield* store.loadMessages("globex", session, 0)).length).toBe(2)
+        expect(Option.isSome(yield* store.findTurn("globex", session, "t1"))).toBe(true)
+        expect(Option.isNone(yield* store.findTurn("initech", session, "t1"))).toBe(true)
+        expect(yield* store.loadMessages("initech", session, 0)).toEqual([])
+      }),
+    )
+
+    it.effect("a commit that fails mid-transaction leaves nothing behind", () =>
+      Effect.gen(function* () {
+        const store = yield* SessionStore.SessionStore
+        const before = yield* rowCounts
+        // Postgres jsonb rejects NUL: the failure comes after the session row was upserted and locked.
+        const session = fresh()
+        const error = yield* commit(session, "t1", 0, [text("user", "ok"), text("user", "bad \u0000 byte")]).pipe(Effect.flip)
+        expect(error).toMatchObject({ _tag: "DatabaseError", code: "22P05" })
+        const badReply = yield* commit(session, "t1", 0, [text("user", "ok")], { reply: { text: "\u0000" } }).pipe(Effect.flip)
+        expect(badReply._tag).toBe("DatabaseError")
+        expect(yield* rowCounts).toEqual(before)
+        // and the session is still usable from seq 0
+        expect(yield* commit(session, "t1", 0, [text("user", "ok")])).toEqual({ firstSeq: 1, lastSeq: 1 })
+        expect((yield* store.loadMessages("acme", session, 0)).length).toBe(1)
+      }),
+    )
+
+    it.effect("bulk-appends a large turn in one statement", () =>
+      Effect.gen(function* () {
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        const many = Array.from({ length: 500 }, (_, i) => text(i % 2 === 0 ? "user" : "assistant", `message ${i}`))
+        expect(yield* commit(session, "big", 0, many)).toEqual({ firstSeq: 1, lastSeq: 500 })
+        const loaded = yield* store.loadMessages("acme", session, 0)
+        expect(loaded.length).toBe(500)
+        expect(loaded[499]).toMatchObject({ seq: 500, message: text("assistant", "message 499") })
+      }),
+    )
+  })
+})

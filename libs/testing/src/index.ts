@@ -1,0 +1,5 @@
+export * as FakeProvider from "./FakeProvider.ts"
+export * as TestDatabase from "./TestDatabase.ts"
+export * as TestNats from "./TestNats.ts"
+export * as Workloads from "./Workloads.ts"
+export * as WorkerProcess from "./WorkerProcess.ts"

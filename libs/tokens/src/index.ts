@@ -1,0 +1,2 @@
+export * as Encoding from "./Encoding.ts"
+export * as TokenCounter from "./TokenCounter.ts"

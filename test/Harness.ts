@@ -1,0 +1,63 @@
+/**
+ * Shared setup of the end-to-end tests: a throwaway Postgres schema, a
+ * unique subject root, a real worker process on both, and a plain NATS
+ * connection that speaks the documented JSON (as a client in any language
+ * would).
+ */
+import { TestDatabase, WorkerProcess } from "@ctxd/testing"
+import { connect, type NatsConnection } from "@nats-io/transport-node"
+import { Effect, Exit, Scope } from "effect"
+import pg from "pg"
+import { randomBytes } from "node:crypto"
+
+export interface Harness {
+  readonly root: string
+  readonly schema: string
+  readonly nc: NatsConnection
+  readonly worker: WorkerProcess.WorkerProcess
+  /** Starts another worker on the same schema and root. */
+  readonly startWorker: (env?: Record<string, string>) => Promise<WorkerProcess.WorkerProcess>
+  /** Sends raw bytes (or a JSON value) to a turn subject and parses the reply. */
+  readonly request: (subject: string, body: unknown, timeoutMs?: number) => Promise<any> // eslint-disable-line @typescript-eslint/no-explicit-any
+  readonly turnSubject: (tenant: string, session: string) => string
+  /** Runs SQL against the test schema. */
+  readonly sql: <R extends object = Record<string, unknown>>(text: string, params?: unknown[]) => Promise<R[]>
+  readonly close: () => Promise<void>
+}
+
+export const start = async (env: Record<string, string> = {}): Promise<Harness> => {
+  const scope = Effect.runSync(Scope.make())
+  const db = await Effect.runPromise(Scope.extend(TestDatabase.make, scope))
+  const root = `t_${randomBytes(5).toString("hex")}`
+  const baseEnv = { DATABASE_URL: db.url, CTXD_DB_SCHEMA: db.schema, CTXD_SUBJECT_ROOT: root, ...env }
+  const workers: WorkerProcess.WorkerProcess[] = []
+  const startWorker = async (extra: Record<string, string> = {}) => {
+    const worker = await WorkerProcess.start({ ...baseEnv, ...extra })
+    workers.push(worker)
+    return worker
+  }
+  const worker = await startWorker()
+  const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" })
+  const pool = new pg.Pool({ connectionString: db.url, max: 2, options: `-c search_path=${db.schema}` })
+  const encoder = new TextEncoder()
+  return {
+    root,
+    schema: db.schema,
+    nc,
+    worker,
+    startWorker,
+    turnSubject: (tenant, session) => `${root}.v1.turn.${tenant}.${session}`,
+    request: async (subject, body, timeoutMs = 10_000) => {
+      const data = body instanceof Uint8Array ? body : encoder.encode(typeof body === "string" ? body : JSON.stringify(body))
+      const reply = await nc.request(subject, data, { timeout: timeoutMs })
+      return reply.json()
+    },
+    sql: async (text, params) => (await pool.query(text, params)).rows,
+    close: async () => {
+      await Promise.all(workers.map((w) => w.stop()))
+      await nc.drain()
+      await pool.end()
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    },
+  }
+}
