@@ -1,0 +1,276 @@
+/**
+ * `ContextClient`: the typed TypeScript client of wire contract v1.
+ *
+ * `turn` validates the subject tokens, fills in a `turnId` when the caller has
+ * none, refuses a request larger than the NATS server (or the configured
+ * limit) accepts before sending it, and retries transient failures (no
+ * responders, timeouts, `Unavailable`/`NotOwner`/`Busy` replies) with
+ * exponential backoff for a bounded time. Retries are safe because the turnId
+ * is an idempotency key and every retry reuses it.
+ *
+ * Effect users provide {@link layer} (it needs a `NatsClient`); everyone else
+ * calls {@link connect} and gets Promises.
+ */
+import { Errors, Health, Subjects, Turn } from "@ctxd/contracts"
+import { Json, NatsClient, Request } from "@ctxd/nats"
+import {
+  Cause,
+  Clock,
+  Config,
+  type ConfigError,
+  Context,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Layer,
+  Logger,
+  LogLevel,
+  ManagedRuntime,
+  ParseResult,
+  Schedule,
+  Schema,
+} from "effect"
+import { randomUUID } from "node:crypto"
+import * as ClientError from "./ClientError.ts"
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
+
+/** A turn request as the caller writes it: `turnId` is optional (a UUID is generated when absent). */
+export type TurnInput = DistributiveOmit<Turn.TurnRequest, "turnId"> & { readonly turnId?: string | undefined }
+
+/** Client settings. */
+export interface ContextClientOptions {
+  /** Subject root shared with the workers; default `ctx`. */
+  readonly root?: string | undefined
+  /** Timeout of one request attempt in ms; default 10 000. */
+  readonly timeoutMs?: number | undefined
+  /** How long transient failures are retried, in ms from the first attempt; default 10 000. 0 disables retries. */
+  readonly retryForMs?: number | undefined
+  /** Largest request in bytes; default the server's `max_payload`. A lower value wins over the server's. */
+  readonly maxPayload?: number | undefined
+}
+
+/** The client. */
+export interface ContextClientService {
+  readonly subjects: Subjects.Subjects
+  /** Sends one turn and returns the provider-ready request and its report. */
+  readonly turn: (
+    tenant: string,
+    session: string,
+    request: TurnInput,
+  ) => Effect.Effect<Turn.TurnReply, ClientError.ClientError>
+  /** Asks one worker for its health (one attempt, no retries). */
+  readonly health: () => Effect.Effect<Health.HealthReply, ClientError.ClientError>
+}
+
+/** The client as a service. */
+export class ContextClient extends Context.Tag("@ctxd/client/ContextClient")<ContextClient, ContextClientService>() {}
+
+const TOO_LARGE_HINT = "raise max_payload on the NATS server and CTXD_MAX_PAYLOAD, or send fewer/lighter messages per turn"
+
+const decodeTurnReply = Schema.decodeUnknownEither(Turn.TurnReply)
+const decodeHealthReply = Schema.decodeUnknownEither(Health.HealthReply)
+const decodeErrorReply = Schema.decodeUnknownEither(Schema.Struct({ ok: Schema.Literal(false), error: Schema.Unknown }))
+const decodeErrorBody = Schema.decodeUnknownEither(
+  Schema.Struct({
+    code: Schema.String,
+    message: Schema.String,
+    path: Schema.optional(Schema.String),
+    hint: Schema.optional(Schema.String),
+  }),
+)
+const isErrorCode = Schema.is(Errors.ErrorCode)
+
+/**
+ * Reads a reply: `{ok: true}` → `onOk` decodes it; `{ok: false}` → the
+ * error it carries (an unknown code is kept as `Internal`); anything else is
+ * a malformed reply.
+ */
+const readReply = <A>(
+  data: Uint8Array,
+  onOk: (value: unknown) => Either.Either<A, ParseResult.ParseError>,
+): Either.Either<A, ClientError.ClientError> => {
+  const json = Json.decode(data)
+  if (Either.isLeft(json)) return Either.left(ClientError.malformedReply(json.left.message))
+  const value = json.right
+  if (typeof value === "object" && value !== null && (value as { ok?: unknown }).ok === true) {
+    return Either.mapLeft(onOk(value), (e) => ClientError.malformedReply(ParseResult.TreeFormatter.formatErrorSync(e)))
+  }
+  const failed = decodeErrorReply(value)
+  if (Either.isLeft(failed)) return Either.left(ClientError.malformedReply("expected {\"ok\": true|false, ...}"))
+  const body = decodeErrorBody(failed.right.error)
+  if (Either.isLeft(body)) return Either.left(ClientError.malformedReply("error reply without code and message"))
+  const { code, message, path, hint } = body.right
+  // a code from a newer server than this client: keep it visible in the message
+  const error = isErrorCode(code) ? { code, message } : { code: "Internal" as const, message: `${code}: ${message}` }
+  return Either.left(
+    ClientError.fromReply({
+      ok: false,
+      error: { ...error, ...(path === undefined ? {} : { path }), ...(hint === undefined ? {} : { hint }) },
+    }),
+  )
+}
+
+/** Builds the client on the `NatsClient` in context. */
+export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextClientService, never, NatsClient.NatsClient> =>
+  Effect.gen(function* () {
+    const nats = yield* NatsClient.NatsClient
+    const subjects = Subjects.make(options.root ?? Subjects.DEFAULT_ROOT)
+    const timeoutMs = options.timeoutMs ?? 10_000
+    const retryForMs = options.retryForMs ?? 10_000
+    const context = Context.make(NatsClient.NatsClient, nats)
+
+    const limit = (): number => {
+      const server = nats.connection.info?.max_payload ?? Number.POSITIVE_INFINITY
+      return Math.min(server, options.maxPayload ?? Number.POSITIVE_INFINITY)
+    }
+
+    const attempt = <A>(
+      subject: string,
+      payload: Uint8Array,
+      onOk: (value: unknown) => Either.Either<A, ParseResult.ParseError>,
+    ): Effect.Effect<A, ClientError.ClientError> =>
+      Request.request(subject, payload, { timeoutMs }).pipe(
+        Effect.mapError(ClientError.fromRequestError),
+        Effect.flatMap((msg) => readReply(msg.data, onOk)),
+        Effect.provide(context),
+      )
+
+    /** Exponential backoff (50 ms doubling, at most 1 s, jittered), never sleeping past the deadline. */
+    const retrying = <A>(self: Effect.Effect<A, ClientError.ClientError>, what: string) =>
+      Effect.flatMap(Clock.currentTimeMillis, (start) => {
+        const deadline = start + retryForMs
+        const remaining = Effect.map(Clock.currentTimeMillis, (now) => Math.max(0, deadline - now))
+        const schedule = Schedule.exponential(Duration.millis(50), 2).pipe(
+          Schedule.union(Schedule.spaced(Duration.seconds(1))),
+          Schedule.jittered,
+          Schedule.modifyDelayEffect((_, delay) =>
+            Effect.map(remaining, (left) => Duration.min(delay, Duration.millis(left))),
+          ),
+        )
+        return self.pipe(
+          Effect.tapError((error) =>
+            error.retryable ? Effect.logDebug(`${what}: ${error.code} (${error.message}); retrying`) : Effect.void,
+          ),
+          Effect.retry({
+            schedule,
+            while: (error) => Effect.map(remaining, (left) => error.retryable && left > 0),
+          }),
+        )
+      })
+
+    const turn = (
+      tenant: string,
+      session: string,
+      input: TurnInput,
+    ): Effect.Effect<Turn.TurnReply, ClientError.ClientError> =>
+      Effect.gen(function* () {
+        if (!Subjects.isValidToken(tenant)) {
+          return yield* ClientError.badRequest(`bad tenant ${JSON.stringify(tenant)}`, {
+            hint: "tenant must match [A-Za-z0-9_-]{1,128}",
+          })
+        }
+        if (!Subjects.isValidToken(session)) {
+          return yield* ClientError.badRequest(`bad session ${JSON.stringify(session)}`, {
+            hint: "session must match [A-Za-z0-9_-]{1,128}",
+          })
+        }
+        const turnId = input.turnId ?? randomUUID()
+        const encoded = Json.encodeEither({ ...input, turnId })
+        if (Either.isLeft(encoded)) {
+          return yield* ClientError.badRequest(`the request cannot be encoded as JSON: ${encoded.left.message}`)
+        }
+        const payload = encoded.right
+        const max = limit()
+        if (payload.length > max) {
+          return yield* new ClientError.ClientError({
+            code: "TooLarge",
+            message: `the turn request is ${payload.length} bytes; the limit is ${max} bytes`,
+            hint: TOO_LARGE_HINT,
+            retryable: false,
+          })
+        }
+        const reply = yield* retrying(
+          attempt(subjects.turn(tenant, session), payload, decodeTurnReply),
+          `turn ${turnId}`,
+        )
+        if (reply.turnId !== turnId) {
+          return yield* ClientError.malformedReply(`reply for turn ${reply.turnId}, expected ${turnId}`)
+        }
+        return reply
+      }).pipe(Effect.annotateLogs({ tenant, session }))
+
+    const health = () => attempt(subjects.health, Json.encode({}), decodeHealthReply)
+
+    return { subjects, turn, health }
+  })
+
+/** {@link make} as a layer. */
+export const layer = (options: ContextClientOptions = {}): Layer.Layer<ContextClient, never, NatsClient.NatsClient> =>
+  Layer.effect(ContextClient, make(options))
+
+/**
+ * The options from the environment: `CTXD_SUBJECT_ROOT` (default `ctx`),
+ * `CTXD_CLIENT_TIMEOUT_MS` (default 10 000), `CTXD_CLIENT_RETRY_FOR_MS`
+ * (default 10 000), `CTXD_MAX_PAYLOAD` (default: the server's `max_payload`).
+ */
+export const config: Config.Config<ContextClientOptions> = Config.all({
+  root: Config.string("CTXD_SUBJECT_ROOT").pipe(Config.withDefault(Subjects.DEFAULT_ROOT)),
+  timeoutMs: Config.integer("CTXD_CLIENT_TIMEOUT_MS").pipe(Config.withDefault(10_000)),
+  retryForMs: Config.integer("CTXD_CLIENT_RETRY_FOR_MS").pipe(Config.withDefault(10_000)),
+  maxPayload: Config.option(Config.integer("CTXD_MAX_PAYLOAD")).pipe(
+    Config.map((o) => (o._tag === "Some" ? o.value : undefined)),
+  ),
+})
+
+/** {@link layer} configured from the environment (see {@link config}). */
+export const layerConfig: Layer.Layer<ContextClient, ConfigError.ConfigError, NatsClient.NatsClient> =
+  Layer.unwrapEffect(Effect.map(config, layer))
+
+/** The Promise-based client returned by {@link connect}. */
+export interface PromiseClient {
+  /** Rejects with a {@link ClientError.ClientError}. */
+  readonly turn: (tenant: string, session: string, request: TurnInput) => Promise<Turn.TurnReply>
+  readonly health: () => Promise<Health.HealthReply>
+  /** Drains the NATS connection; the client is unusable afterwards. */
+  readonly close: () => Promise<void>
+}
+
+/** Options of {@link connect}. */
+export interface ConnectOptions extends ContextClientOptions {
+  /** NATS server URL(s). */
+  readonly servers: string | ReadonlyArray<string>
+  /** Connection name; default `ctxd-client`. */
+  readonly name?: string | undefined
+}
+
+/**
+ * Connects and returns a Promise-based client, for callers that do not use
+ * Effect. Rejects with `NatsUnavailable` when NATS cannot be reached. Logs
+ * below warning level are dropped.
+ */
+export const connect = async (options: ConnectOptions): Promise<PromiseClient> => {
+  const servers = typeof options.servers === "string" ? options.servers.split(",") : options.servers
+  const runtime = ManagedRuntime.make(
+    layer(options).pipe(
+      Layer.provideMerge(NatsClient.layer({ servers, name: options.name ?? "ctxd-client" })),
+      Layer.provideMerge(Logger.minimumLogLevel(LogLevel.Warning)),
+    ),
+  )
+  const run = <A, E>(effect: Effect.Effect<A, E, ContextClient>): Promise<A> =>
+    runtime.runPromiseExit(effect).then((exit) => {
+      if (Exit.isSuccess(exit)) return exit.value
+      throw Cause.squash(exit.cause)
+    })
+  const started = await Effect.runPromiseExit(runtime.runtimeEffect)
+  if (Exit.isFailure(started)) {
+    await runtime.dispose()
+    throw Cause.squash(started.cause)
+  }
+  return {
+    turn: (tenant, session, request) => run(Effect.flatMap(ContextClient, (c) => c.turn(tenant, session, request))),
+    health: () => run(Effect.flatMap(ContextClient, (c) => c.health())),
+    close: () => runtime.dispose(),
+  }
+}

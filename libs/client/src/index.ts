@@ -1,0 +1,2 @@
+export * as ClientError from "./ClientError.ts"
+export * as ContextClient from "./ContextClient.ts"

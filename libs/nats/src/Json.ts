@@ -1,0 +1,51 @@
+/**
+ * JSON over NATS: UTF-8 bytes in and out. Decoding never throws: malformed
+ * input (bad UTF-8 or bad JSON) is a {@link MalformedJson} value the caller
+ * turns into a `BadRequest` envelope.
+ */
+import { Data, Either } from "effect"
+
+/** The bytes are not valid UTF-8 JSON. */
+export class MalformedJson extends Data.TaggedError("MalformedJson")<{ readonly message: string }> {}
+
+/** The value cannot be written as JSON (a `BigInt`, a cycle, `undefined` at top level...). */
+export class UnencodableJson extends Data.TaggedError("UnencodableJson")<{ readonly message: string }> {}
+
+const encoder = new TextEncoder()
+// fatal: invalid UTF-8 is an error, not silently replaced with U+FFFD
+const decoder = new TextDecoder("utf-8", { fatal: true })
+
+/** `value` as UTF-8 JSON, or why it cannot be encoded. */
+export const encodeEither = (value: unknown): Either.Either<Uint8Array, UnencodableJson> => {
+  try {
+    const text = JSON.stringify(value) as string | undefined
+    if (text === undefined) return Either.left(new UnencodableJson({ message: `cannot encode ${typeof value} as JSON` }))
+    return Either.right(encoder.encode(text))
+  } catch (error) {
+    return Either.left(new UnencodableJson({ message: error instanceof Error ? error.message : String(error) }))
+  }
+}
+
+/**
+ * `value` as UTF-8 JSON. Throws {@link UnencodableJson} for values JSON
+ * cannot represent; use {@link encodeEither} where that is possible.
+ */
+export const encode = (value: unknown): Uint8Array => Either.getOrThrowWith(encodeEither(value), (error) => error)
+
+/** Parses UTF-8 JSON; `Left(MalformedJson)` for bad UTF-8, empty input or a syntax error. */
+export const decode = (data: Uint8Array): Either.Either<unknown, MalformedJson> => {
+  let text: string
+  try {
+    text = decoder.decode(data)
+  } catch {
+    return Either.left(new MalformedJson({ message: "payload is not valid UTF-8" }))
+  }
+  if (text.trim().length === 0) return Either.left(new MalformedJson({ message: "payload is empty; expected JSON" }))
+  try {
+    return Either.right(JSON.parse(text) as unknown)
+  } catch (error) {
+    return Either.left(
+      new MalformedJson({ message: `malformed JSON: ${error instanceof Error ? error.message : String(error)}` }),
+    )
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * The NATS connection as an Effect service. The connection is scoped: it is
+ * opened when the layer is built and drained (then closed) when the layer's
+ * scope closes. It reconnects forever; status changes are logged.
+ */
+import { connect, type NatsConnection, type Status } from "@nats-io/transport-node"
+import { Config, type ConfigError, Context, Data, Duration, Effect, Layer, type Scope } from "effect"
+
+/** The service: one open NATS connection. */
+export interface NatsClientService {
+  readonly connection: NatsConnection
+}
+
+/** The NATS connection of this process. */
+export class NatsClient extends Context.Tag("@ctxd/nats/NatsClient")<NatsClient, NatsClientService>() {}
+
+/** The first connection could not be made in time. */
+export class NatsUnavailable extends Data.TaggedError("NatsUnavailable")<{
+  readonly message: string
+  readonly servers: ReadonlyArray<string>
+  readonly cause?: unknown
+}> {}
+
+/** How to connect. */
+export interface NatsClientOptions {
+  /** Server URLs, e.g. `["nats://127.0.0.1:4222"]`. */
+  readonly servers: ReadonlyArray<string>
+  /** Connection name shown by the server (`connz`); default `ctxd`. */
+  readonly name?: string
+  /** How long the first connection may take; default 5 s. */
+  readonly connectTimeoutMs?: number
+  /** How long the closing `drain()` may take before the connection is closed hard; default 10 s. */
+  readonly drainTimeoutMs?: number
+}
+
+const describe = (status: Status): string => {
+  switch (status.type) {
+    case "disconnect":
+    case "reconnect":
+    case "ldm":
+      return `nats ${status.type}: ${status.server}`
+    case "error":
+      return `nats error: ${status.error.message}`
+    case "update":
+      return `nats cluster update: +${(status.added ?? []).join(",")} -${(status.deleted ?? []).join(",")}`
+    case "slowConsumer":
+      return `nats slow consumer on ${status.sub.getSubject()}: ${status.pending} pending`
+    default:
+      return `nats ${status.type}`
+  }
+}
+
+const logStatus = (status: Status): Effect.Effect<void> => {
+  switch (status.type) {
+    // client pings are routine; reconnect attempts repeat every few seconds
+    case "ping":
+    case "reconnecting":
+      return Effect.logDebug(describe(status))
+    case "reconnect":
+    case "update":
+      return Effect.logInfo(describe(status))
+    default:
+      return Effect.logWarning(describe(status))
+  }
+}
+
+/**
+ * Logs status changes until the connection closes. Not a `Stream`: closing an
+ * async generator that waits inside (`return()`) blocks until its next value,
+ * which would deadlock the scope's finalizers; an abandoned `next()` does not.
+ */
+const watchStatus = (nc: NatsConnection): Effect.Effect<void> => {
+  const iterator = nc.status()[Symbol.asyncIterator]()
+  const loop: Effect.Effect<void> = Effect.tryPromise(() => iterator.next()).pipe(
+    Effect.flatMap((next) => (next.done === true ? Effect.void : Effect.zipRight(logStatus(next.value), loop))),
+    Effect.catchAll((error) => Effect.logDebug(`nats status stream ended: ${String(error)}`)),
+  )
+  return loop
+}
+
+/**
+ * Connects, giving up after `timeoutMs`. A connection that completes after
+ * the caller gave up (or was interrupted) is closed, never leaked.
+ */
+const open = (options: NatsClientOptions, timeoutMs: number): Effect.Effect<NatsConnection, NatsUnavailable> =>
+  Effect.async<NatsConnection, NatsUnavailable>((resume) => {
+    let abandoned = false
+    connect({
+      servers: [...options.servers],
+      name: options.name ?? "ctxd",
+      maxReconnectAttempts: -1,
+      timeout: timeoutMs,
+    }).then(
+      (nc) => {
+        if (abandoned) void nc.close().catch(() => undefined)
+        else resume(Effect.succeed(nc))
+      },
+      (cause: unknown) =>
+        resume(
+          Effect.fail(
+            new NatsUnavailable({
+              message: `cannot connect to NATS at ${options.servers.join(",")}: ${cause instanceof Error ? cause.message : String(cause)}`,
+              servers: options.servers,
+              cause,
+            }),
+          ),
+        ),
+    )
+    return Effect.sync(() => {
+      abandoned = true
+    })
+  }).pipe(
+    // nats.js has its own `timeout`; this bound also covers a hung DNS lookup or TLS handshake
+    Effect.timeoutFail({
+      duration: Duration.millis(timeoutMs + 1_000),
+      onTimeout: () =>
+        new NatsUnavailable({
+          message: `cannot connect to NATS at ${options.servers.join(",")}: timed out after ${timeoutMs} ms`,
+          servers: options.servers,
+        }),
+    }),
+  )
+
+/** Drains (bounded), then closes; never fails. */
+const release = (nc: NatsConnection, drainTimeoutMs: number): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    if (nc.isClosed()) return
+    if (!nc.isDraining()) {
+      // finalizers run uninterruptibly: the bounded waits must opt back in, or timeouts cannot fire
+      yield* Effect.tryPromise(() => nc.drain()).pipe(
+        Effect.interruptible,
+        Effect.timeout(Duration.millis(drainTimeoutMs)),
+        Effect.catchAll((error) => Effect.logWarning(`nats drain did not finish cleanly: ${String(error)}`)),
+      )
+    }
+    if (!nc.isClosed()) {
+      yield* Effect.tryPromise(() => nc.close()).pipe(
+        Effect.interruptible,
+        Effect.timeout(Duration.seconds(2)),
+        Effect.catchAll((error) => Effect.logWarning(`nats close failed: ${String(error)}`)),
+      )
+    }
+  })
+
+/** Opens a scoped connection (see {@link layer}). */
+export const make = (options: NatsClientOptions): Effect.Effect<NatsClientService, NatsUnavailable, Scope.Scope> =>
+  Effect.gen(function* () {
+    const connectTimeoutMs = options.connectTimeoutMs ?? 5_000
+    const drainTimeoutMs = options.drainTimeoutMs ?? 10_000
+    const connection = yield* Effect.acquireRelease(open(options, connectTimeoutMs), (nc) => release(nc, drainTimeoutMs))
+    yield* Effect.logInfo(`nats connected to ${connection.getServer()}`)
+    yield* Effect.forkScoped(watchStatus(connection))
+    return { connection }
+  }).pipe(Effect.annotateLogs({ nats: options.name ?? "ctxd" }))
+
+/**
+ * The connection as a layer: connects with `maxReconnectAttempts: -1`
+ * (reconnect forever); fails with {@link NatsUnavailable} if the first
+ * connection takes longer than `connectTimeoutMs` (default 5 s). On release:
+ * `drain()` bounded by `drainTimeoutMs` (default 10 s), then `close()`.
+ */
+export const layer = (options: NatsClientOptions): Layer.Layer<NatsClient, NatsUnavailable> =>
+  Layer.scoped(NatsClient, make(options))
+
+/** The servers and connection name, from the environment. */
+export const config = Config.all({
+  servers: Config.string("NATS_URL").pipe(
+    Config.withDefault("nats://127.0.0.1:4222"),
+    Config.withDescription("NATS server URL(s), comma separated"),
+    Config.map((s) =>
+      s
+        .split(",")
+        .map((u) => u.trim())
+        .filter((u) => u.length > 0),
+    ),
+  ),
+  name: Config.string("NATS_NAME").pipe(
+    Config.withDefault("ctxd"),
+    Config.withDescription("Connection name shown by the NATS server"),
+  ),
+})
+
+/**
+ * {@link layer} configured from the environment: `NATS_URL` (default
+ * `nats://127.0.0.1:4222`, comma separated for several servers) and
+ * `NATS_NAME` (default `ctxd`).
+ */
+export const layerConfig: Layer.Layer<NatsClient, NatsUnavailable | ConfigError.ConfigError> =
+  Layer.unwrapEffect(Effect.map(config, (c) => layer(c)))

@@ -1,0 +1,93 @@
+/**
+ * One NATS request as an Effect, with the ways it can go wrong as distinct
+ * tagged errors, so a caller can tell "nobody listens" (retry later) from
+ * "it took too long" from "our connection is gone".
+ */
+import {
+  ClosedConnectionError,
+  DrainingConnectionError,
+  type Msg,
+  type MsgHdrs,
+  NoRespondersError,
+  RequestError,
+  TimeoutError,
+} from "@nats-io/transport-node"
+import { Data, Effect } from "effect"
+import { NatsClient } from "./NatsClient.ts"
+
+/** Nobody subscribes to the subject (the server answered with a 503 status). */
+export class NoResponders extends Data.TaggedError("NoResponders")<{
+  readonly subject: string
+  readonly message: string
+}> {}
+
+/** No reply arrived within the timeout. */
+export class RequestTimedOut extends Data.TaggedError("RequestTimedOut")<{
+  readonly subject: string
+  readonly timeoutMs: number
+  readonly message: string
+}> {}
+
+/** The connection is closed or draining: no request can be sent on it any more. */
+export class ConnectionClosed extends Data.TaggedError("ConnectionClosed")<{
+  readonly subject: string
+  readonly message: string
+}> {}
+
+/** Anything else (a permissions violation, a payload over the server's `max_payload`...). */
+export class RequestFailed extends Data.TaggedError("RequestFailed")<{
+  readonly subject: string
+  readonly message: string
+  readonly cause: unknown
+}> {}
+
+/** Every way {@link request} can fail. */
+export type RequestErrors = NoResponders | RequestTimedOut | ConnectionClosed | RequestFailed
+
+/** Request options. */
+export interface RequestOptions {
+  /** How long to wait for the reply, in milliseconds. */
+  readonly timeoutMs: number
+  readonly headers?: MsgHdrs | undefined
+}
+
+/** Maps a nats.js request error to one of {@link RequestErrors}. */
+export const mapError = (subject: string, timeoutMs: number, error: unknown): RequestErrors => {
+  if (error instanceof NoRespondersError || (error instanceof RequestError && error.isNoResponders())) {
+    return new NoResponders({ subject, message: `no responders on ${subject}` })
+  }
+  if (error instanceof TimeoutError) {
+    return new RequestTimedOut({ subject, timeoutMs, message: `no reply on ${subject} within ${timeoutMs} ms` })
+  }
+  if (
+    error instanceof ClosedConnectionError ||
+    error instanceof DrainingConnectionError ||
+    // pending requests are rejected with this when the connection closes under them
+    (error instanceof RequestError &&
+      (error.cause instanceof ClosedConnectionError || error.message === "connection closed"))
+  ) {
+    return new ConnectionClosed({ subject, message: `NATS connection closed (request on ${subject})` })
+  }
+  const message = error instanceof Error ? error.message : String(error)
+  return new RequestFailed({ subject, message: `request on ${subject} failed: ${message}`, cause: error })
+}
+
+/**
+ * Sends `payload` to `subject` and waits up to `timeoutMs` for one reply.
+ * Interrupting the effect stops the wait (the reply, if any, is dropped).
+ */
+export const request = (
+  subject: string,
+  payload: Uint8Array,
+  options: RequestOptions,
+): Effect.Effect<Msg, RequestErrors, NatsClient> =>
+  Effect.flatMap(NatsClient, ({ connection }) =>
+    Effect.tryPromise({
+      try: () =>
+        connection.request(subject, payload, {
+          timeout: options.timeoutMs,
+          ...(options.headers === undefined ? {} : { headers: options.headers }),
+        }),
+      catch: (error) => mapError(subject, options.timeoutMs, error),
+    }),
+  )

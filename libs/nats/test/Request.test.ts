@@ -1,0 +1,65 @@
+import { randomUUID } from "node:crypto"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Effect, Either, Exit, Layer, Scope } from "effect"
+import { Json, NatsClient, Request } from "../src/index.ts"
+
+const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
+const uniqueRoot = () => `t_${randomUUID().replaceAll("-", "").slice(0, 16)}`
+
+describe("Request", () => {
+  layer(NatsClient.layer({ servers: [NATS_URL] }), { excludeTestServices: true })((it) => {
+    it.effect("no responders maps to NoResponders", () =>
+      Effect.gen(function* () {
+        const subject = `${uniqueRoot()}.nobody`
+        const error = yield* Effect.flip(Request.request(subject, Json.encode({}), { timeoutMs: 2_000 }))
+        expect(error._tag).toBe("NoResponders")
+        expect(error.subject).toBe(subject)
+      }),
+    )
+
+    it.scoped("a subscriber that never answers maps to RequestTimedOut", () =>
+      Effect.gen(function* () {
+        const subject = `${uniqueRoot()}.silent`
+        const { connection } = yield* NatsClient.NatsClient
+        yield* Effect.acquireRelease(
+          Effect.sync(() => connection.subscribe(subject, { callback: () => undefined })),
+          (sub) => Effect.sync(() => sub.unsubscribe()),
+        )
+        yield* Effect.promise(() => connection.flush())
+        const error = yield* Effect.flip(Request.request(subject, Json.encode({}), { timeoutMs: 200 }))
+        expect(error._tag).toBe("RequestTimedOut")
+      }),
+    )
+  })
+
+  it.live("a closed connection maps to ConnectionClosed", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(NatsClient.layer({ servers: [NATS_URL] }), scope)
+      yield* Scope.close(scope, Exit.void)
+      const error = yield* Effect.flip(
+        Request.request(`${uniqueRoot()}.x`, Json.encode({}), { timeoutMs: 500 }).pipe(Effect.provide(context)),
+      )
+      expect(error._tag).toBe("ConnectionClosed")
+    }),
+  )
+
+  it.live("an unreachable server fails the layer with NatsUnavailable", () =>
+    Effect.gen(function* () {
+      const exit = yield* Effect.exit(
+        Layer.build(NatsClient.layer({ servers: ["nats://127.0.0.1:1"], connectTimeoutMs: 1_000 })).pipe(Effect.scoped),
+      )
+      expect(Exit.isFailure(exit)).toBe(true)
+      if (Exit.isFailure(exit)) expect(String(exit.cause)).toContain("NatsUnavailable")
+    }),
+  )
+
+  it("Json.decode never throws", () => {
+    expect(Either.isLeft(Json.decode(new TextEncoder().encode("{")))).toBe(true)
+    expect(Either.isLeft(Json.decode(new Uint8Array()))).toBe(true)
+    expect(Either.isLeft(Json.decode(new Uint8Array([0xc3])))).toBe(true)
+    expect(Json.decode(Json.encode({ a: "é" }))).toEqual(Either.right({ a: "é" }))
+    expect(Either.isLeft(Json.encodeEither(1n))).toBe(true)
+    expect(Either.isLeft(Json.encodeEither(undefined))).toBe(true)
+  })
+})

@@ -1,0 +1,17 @@
+/**
+ * NATS for tests: every test picks a fresh subject root, so tests running at
+ * the same time against one server never hear each other.
+ */
+import { NatsClient } from "@ctxd/nats"
+import type { Layer } from "effect"
+import { randomBytes } from "node:crypto"
+
+/** A fresh subject root: `t_` and 16 random hex digits, e.g. `t_3f9a0c51d2e47b68`. */
+export const uniqueRoot = (): string => `t_${randomBytes(8).toString("hex")}`
+
+/** The NATS server tests use: `NATS_URL`, default `nats://127.0.0.1:4222`. */
+export const url = (): string => process.env.NATS_URL ?? "nats://127.0.0.1:4222"
+
+/** A scoped connection to {@link url} named `name` (default `ctxd-test`). */
+export const layer = (name = "ctxd-test"): Layer.Layer<NatsClient.NatsClient, NatsClient.NatsUnavailable> =>
+  NatsClient.layer({ servers: url().split(","), name })

@@ -1,0 +1,257 @@
+/**
+ * Real workloads for tests, benchmarks and demos, read from the shared data
+ * directory (`CTXD_DATA_DIR`, default `<repo>/../shared/data`; its README
+ * describes the files) and shaped as replay sessions: one entry per model
+ * call, each carrying the messages that arrived since the previous call,
+ * exactly what an agent runtime sends in a turn request.
+ *
+ * Every message is reduced to the keys of the contracts' OpenAI schemas
+ * (`agent`, `thought`, `action`, `message_type`, a tool message's `name`...
+ * are dropped), so it decodes against `OpenAI.Message`; {@link toAnthropic}
+ * gives the same sessions in Anthropic format.
+ */
+import type { Anthropic, OpenAI } from "@ctxd/contracts"
+import { readdirSync, readFileSync } from "node:fs"
+import { basename, join } from "node:path"
+import * as AnthropicConvert from "./internal/workloads/anthropic.ts"
+
+/** One model call of a replayed session. */
+export interface ReplayTurn<M> {
+  /** The messages since the previous call (the previous assistant reply, its tool results, new user input). */
+  readonly messages: ReadonlyArray<M>
+}
+
+/** A recorded agent session in OpenAI Chat Completions format. */
+export interface ReplaySession {
+  readonly id: string
+  readonly format: "openai"
+  /** The session's first system message. */
+  readonly system: string
+  readonly tools: ReadonlyArray<OpenAI.Tool>
+  readonly turns: ReadonlyArray<ReplayTurn<OpenAI.Message>>
+}
+
+/** The same session in Anthropic Messages format (see {@link toAnthropic}). */
+export interface AnthropicReplaySession {
+  readonly id: string
+  readonly format: "anthropic"
+  readonly system: string
+  readonly tools: ReadonlyArray<Anthropic.Tool>
+  readonly turns: ReadonlyArray<ReplayTurn<Anthropic.Message>>
+}
+
+/** A toolset of the GitHub MCP catalog. */
+export interface Toolset {
+  readonly id: string
+  readonly description: string
+  /** Enabled by default in the GitHub MCP server. */
+  readonly default: boolean
+}
+
+/** The GitHub MCP tool catalog in OpenAI tool format, each tool with `toolset` and `annotations`. */
+export interface GithubCatalog {
+  readonly toolsets: ReadonlyArray<Toolset>
+  readonly tools: ReadonlyArray<OpenAI.Tool>
+}
+
+/** The shared data directory: `CTXD_DATA_DIR`, or `<repo>/../shared/data` (this file is `libs/testing/src/Workloads.ts`). */
+export const dataDir = (): string => {
+  const fromEnv = process.env.CTXD_DATA_DIR
+  return fromEnv !== undefined && fromEnv !== "" ? fromEnv : join(import.meta.dirname, "..", "..", "..", "..", "shared", "data")
+}
+
+const readJson = (...path: Array<string>): unknown => JSON.parse(readFileSync(join(dataDir(), ...path), "utf8"))
+
+type Raw = Record<string, unknown>
+const isRecord = (u: unknown): u is Raw => typeof u === "object" && u !== null && !Array.isArray(u)
+const str = (u: unknown): string => (typeof u === "string" ? u : u === undefined || u === null ? "" : JSON.stringify(u))
+
+/**
+ * Splits a conversation (without its leading system message) into turns:
+ * each assistant message is one model call, so turn k holds the messages
+ * after turn k−1's up to, not including, assistant message k. Messages after
+ * the last assistant message are dropped (no model call consumed them).
+ */
+export const splitTurns = <M extends { readonly role: string }>(messages: ReadonlyArray<M>): Array<ReplayTurn<M>> => {
+  const turns: Array<ReplayTurn<M>> = []
+  let start = 0
+  messages.forEach((message, i) => {
+    if (message.role !== "assistant") return
+    turns.push({ messages: messages.slice(start, i) })
+    start = i
+  })
+  return turns
+}
+
+const toolCalls = (raw: unknown): Array<OpenAI.ToolCall> =>
+  (Array.isArray(raw) ? raw : []).filter(isRecord).map((call) => {
+    const fn = isRecord(call.function) ? call.function : {}
+    return {
+      id: str(call.id),
+      type: "function" as const,
+      function: { name: str(fn.name), arguments: typeof fn.arguments === "string" ? fn.arguments : JSON.stringify(fn.arguments ?? {}) },
+    }
+  })
+
+const assistant = (raw: Raw): OpenAI.AssistantMessage => {
+  const calls = toolCalls(raw.tool_calls)
+  const content = typeof raw.content === "string" ? raw.content : null
+  return calls.length > 0 ? { role: "assistant", content, tool_calls: calls } : { role: "assistant", content: content ?? "" }
+}
+
+/** Splits off the first system message; the rest are the conversation. */
+const withSystem = (messages: ReadonlyArray<OpenAI.Message>): { system: string; rest: ReadonlyArray<OpenAI.Message> } => {
+  const first = messages[0]
+  return first !== undefined && first.role === "system"
+    ? { system: str(first.content), rest: messages.slice(1) }
+    : { system: "", rest: messages }
+}
+
+let tauCache: { dir: string; sessions: ReadonlyArray<ReplaySession> } | undefined
+
+/**
+ * The 200 tau-bench airline sessions (GPT-4o), with the 14 airline tools.
+ * Ids are `tau-airline-<task_id>-<trial>`. Cached per data directory.
+ */
+export const tauBenchSessions = (): ReadonlyArray<ReplaySession> => {
+  const dir = dataDir()
+  if (tauCache?.dir === dir) return tauCache.sessions
+  const tools = (readJson("tau-bench-tools.json") as { airline: Array<OpenAI.Tool> }).airline
+  const sessions = (readJson("tau-bench-airline-gpt4o.json") as Array<Raw>).map((entry): ReplaySession => {
+    const messages = (entry.traj as Array<Raw>).map((m): OpenAI.Message => {
+      switch (m.role) {
+        case "assistant":
+          return assistant(m)
+        case "tool":
+          return { role: "tool", tool_call_id: str(m.tool_call_id), content: str(m.content) }
+        case "system":
+          return { role: "system", content: str(m.content) }
+        default:
+          return { role: "user", content: str(m.content) }
+      }
+    })
+    const { system, rest } = withSystem(messages)
+    return { id: `tau-airline-${str(entry.task_id)}-${str(entry.trial)}`, format: "openai", system, tools, turns: splitTurns(rest) }
+  })
+  tauCache = { dir, sessions }
+  return sessions
+}
+
+/** JSON Schema type of a sample argument value. */
+const jsonType = (value: unknown): string =>
+  value === null ? "null" : Array.isArray(value) ? "array" : typeof value === "number" ? "number" : typeof value
+
+/**
+ * The trajectories record calls, not tool definitions: a tool is synthesized
+ * per called name, its parameters the union of the argument names seen.
+ */
+const synthesizeTools = (messages: ReadonlyArray<OpenAI.Message>): Array<OpenAI.Tool> => {
+  const seen = new Map<string, Map<string, string>>()
+  for (const m of messages) {
+    if (m.role !== "assistant") continue
+    for (const call of m.tool_calls ?? []) {
+      const properties = seen.get(call.function.name) ?? new Map<string, string>()
+      seen.set(call.function.name, properties)
+      try {
+        const parsed: unknown = JSON.parse(call.function.arguments)
+        if (isRecord(parsed)) for (const [k, v] of Object.entries(parsed)) properties.set(k, jsonType(v))
+      } catch {
+        // unparsable arguments: no parameters learned
+      }
+    }
+  }
+  return [...seen.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, properties]) => ({
+      type: "function",
+      function: {
+        name,
+        description: `SWE-agent command \`${name}\` (definition synthesized from the recorded calls)`,
+        parameters: {
+          type: "object",
+          properties: Object.fromEntries([...properties].map(([k, type]) => [k, { type }])),
+        },
+      },
+    }))
+}
+
+let sweCache: { dir: string; sessions: ReadonlyArray<ReplaySession> } | undefined
+
+/**
+ * The 22 SWE-agent trajectories (`swe-agent/*.traj`, `history`), ids = file
+ * names without `.traj`. An assistant message keeps its `content` and, when
+ * present, its `tool_calls`; a tool observation with `tool_call_ids` becomes
+ * one `tool` message per id (same content). An observation without ids (the
+ * answer to a plain-text action) becomes a `user` message, as the model saw
+ * it. Tool definitions are synthesized from the calls (the files do not
+ * carry them): empty for plain-text trajectories. Cached per data directory.
+ */
+export const sweAgentSessions = (): ReadonlyArray<ReplaySession> => {
+  const dir = dataDir()
+  if (sweCache?.dir === dir) return sweCache.sessions
+  const files = readdirSync(join(dir, "swe-agent"))
+    .filter((f) => f.endsWith(".traj"))
+    .sort()
+  const sessions = files.map((file): ReplaySession => {
+    const history = (readJson("swe-agent", file) as { history: Array<Raw> }).history
+    const messages = history.flatMap((m): Array<OpenAI.Message> => {
+      switch (m.role) {
+        case "assistant":
+          return [assistant(m)]
+        case "tool": {
+          const ids = Array.isArray(m.tool_call_ids) ? m.tool_call_ids.filter((id) => typeof id === "string" && id !== "") : []
+          return ids.length > 0
+            ? ids.map((id): OpenAI.Message => ({ role: "tool", tool_call_id: id as string, content: str(m.content) }))
+            : [{ role: "user", content: str(m.content) }]
+        }
+        case "system":
+          return [{ role: "system", content: str(m.content) }]
+        default:
+          return [{ role: "user", content: str(m.content) }]
+      }
+    })
+    const { system, rest } = withSystem(messages)
+    return { id: basename(file, ".traj"), format: "openai", system, tools: synthesizeTools(rest), turns: splitTurns(rest) }
+  })
+  sweCache = { dir, sessions }
+  return sessions
+}
+
+/**
+ * The GitHub MCP server's 117 tools as OpenAI tools (`inputSchema` →
+ * `function.parameters`), each with its `toolset` and MCP `annotations`,
+ * plus the toolset list.
+ */
+export const githubCatalog = (): GithubCatalog => {
+  const raw = readJson("github-mcp-tools.json") as { toolsets: Array<Raw>; tools: Array<Raw> }
+  return {
+    toolsets: raw.toolsets.map((t) => ({ id: str(t.id), description: str(t.description), default: t.default === true })),
+    tools: raw.tools.map(
+      (t): OpenAI.Tool => ({
+        type: "function",
+        function: {
+          name: str(t.name),
+          description: str(t.description),
+          parameters: isRecord(t.inputSchema) ? t.inputSchema : { type: "object", properties: {} },
+        },
+        toolset: str(t.toolset),
+        annotations: isRecord(t.annotations) ? t.annotations : {},
+      }),
+    ),
+  }
+}
+
+/**
+ * The session in Anthropic Messages format: tool calls become `tool_use`
+ * blocks with parsed input (after the assistant's text, if any); consecutive
+ * tool results become one `user` message of `tool_result` blocks; the system
+ * prompt stays a string; tools take `input_schema`. User messages are kept
+ * as they are (not merged with preceding tool results).
+ */
+export const toAnthropic = (session: ReplaySession): AnthropicReplaySession => ({
+  id: session.id,
+  format: "anthropic",
+  system: session.system,
+  tools: session.tools.map(AnthropicConvert.tool),
+  turns: session.turns.map((turn) => ({ messages: AnthropicConvert.messages(turn.messages) })),
+})
