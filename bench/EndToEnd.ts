@@ -29,7 +29,7 @@ export const run = async (options: EndToEndOptions = { sessions: 50, turnsPerSes
         const workers = yield* Effect.promise(() =>
           Promise.all(
             Array.from({ length: options.workers }, () =>
-              WorkerProcess.start({ DATABASE_URL: db.url, CTXD_DB_SCHEMA: db.schema, CTXD_SUBJECT_ROOT: root, LOG_LEVEL: "warn" }),
+              WorkerProcess.start({ DATABASE_URL: db.url, CTXD_DB_SCHEMA: db.schema, CTXD_SUBJECT_ROOT: root, ...(process.env.BENCH_WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS } : {}) }),
             ),
           ),
         )

@@ -153,7 +153,7 @@ describe("bad input never crashes the worker and never writes", () => {
 
   it("schema violation → BadRequest naming the path", async () => {
     const reply = await h.request(h.turnSubject("bad", "schema"), openaiTurn("x", [{ role: "user" }]))
-    expect(reply).toMatchObject({ ok: false, error: { code: "BadRequest", path: "messages[0]" } })
+    expect(reply).toMatchObject({ ok: false, error: { code: "BadRequest", path: "messages[0].content" } })
     expect(await count("ctxd_messages", "bad", "schema")).toBe(0)
     await expectServing()
   })

@@ -21,7 +21,7 @@ const okReply = (turnId: string): Turn.TurnReply => ({
   report: {
     format: "openai",
     model: { name: "gpt-4o", contextWindow: 128_000, maxOutputTokens: 16_384, effectiveWindow: 111_616 },
-    tokens: { system: 0, tools: 0, memory: 0, history: 8, total: 8, budget: 111_616 },
+    tokens: { system: 0, tools: 0, memory: 0, history: 8, fullHistory: 8, total: 8, budget: 111_616 },
     utilization: 8 / 111_616,
     messages: {
       stored: 1,

@@ -90,6 +90,8 @@ export const TokenCounts = Schema.Struct({
   tools: Schema.Number,
   memory: Schema.Number,
   history: Schema.Number,
+  /** History tokens if every stored message were sent: what ctxd saved is `fullHistory − history`. */
+  fullHistory: Schema.Number,
   /** system + tools + memory + history: the estimated prompt size. */
   total: Schema.Number,
   /** The budget the prompt had to fit. */

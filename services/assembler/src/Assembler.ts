@@ -56,8 +56,10 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
       lastSeq: 0,
       encoding,
       messages: [],
+      tokens: 0,
       callIds: new Set(),
       answered: new Set(),
+      landmarks: undefined,
     })
 
     const absorb = (state: SessionCache.SessionState, stored: ReadonlyArray<SessionStore.StoredMessage>) => {
@@ -67,10 +69,8 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             ? row.tokens
             : counter.countMessage(row.message, state.encoding as TokenCounter.Encoding)
         state.messages.push({ seq: row.seq, message: row.message, tokens })
-        for (const part of row.message.parts) {
-          if (part.type === "tool_call") state.callIds.add(part.id)
-          else if (part.type === "tool_result") state.answered.add(part.callId)
-        }
+        state.tokens += tokens
+        Normalize.recordPairing(state.callIds, state.answered, row.message)
         state.lastSeq = row.seq
       }
       return state
@@ -122,7 +122,8 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const messages = normalized.messages.map((n) => n.message)
         const tokens = countAll(messages, encoding)
         const fresh = messages.map((message, i) => ({ seq: state.lastSeq + 1 + i, message, tokens: tokens[i]! }))
-        const { request: body, report } = Assemble.assemble({
+        const history = state.messages.concat(fresh)
+        const { request: body, report, landmarks } = Assemble.assemble({
           tenant,
           session,
           format: request.format,
@@ -131,7 +132,9 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           systemTokens: counter.countSystem(normalized.system, encoding),
           tools: normalized.tools,
           toolsTokens: counter.countTools(normalized.tools, encoding),
-          history: state.messages.concat(fresh),
+          history,
+          landmarks: state.landmarks,
+          storedTokens: tokens.reduce((sum, n) => sum + n, state.tokens),
           options: Assemble.resolveOptions({ ...settings.defaults, ...request.options }),
           counter: { backend: counter.backend, encoding, exact: counter.exact },
         })
@@ -152,6 +155,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             state,
             fresh.map((m) => ({ ...m, encoding })),
           )
+          state.landmarks = landmarks
           return [reply, state] as const
         }
         const error = committed.left

@@ -9,7 +9,7 @@
  * speed-up: Postgres is the truth, and a stale entry is detected at commit
  * (the expected last sequence number no longer matches) and reloaded.
  */
-import type { Assemble } from "@ctxd/context"
+import type { Assemble, Window } from "@ctxd/context"
 import { Effect } from "effect"
 
 export interface SessionState {
@@ -18,9 +18,13 @@ export interface SessionState {
   /** The encoding `messages[].tokens` were counted with. */
   encoding: string
   messages: Array<Assemble.StoredMessage>
+  /** Sum of `messages[].tokens`. */
+  tokens: number
   /** Tool call ids made so far, and the ones answered with a result. */
   readonly callIds: Set<string>
   readonly answered: Set<string>
+  /** Anchor and pinned positions of `messages`, so assembly scans only new messages. */
+  landmarks: Window.Landmarks | undefined
 }
 
 export interface SessionCache {

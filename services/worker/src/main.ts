@@ -16,4 +16,4 @@ const main = Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(
   Effect.provide(providerLayer),
 )
 
-NodeRuntime.runMain(main)
+NodeRuntime.runMain(main, { disablePrettyLogger: true })

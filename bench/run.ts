@@ -1,0 +1,42 @@
+// `npm run bench`: runs every benchmark, prints one table and writes the rows
+// as JSON to bench/results/<name>.json (default `latest`).
+//   npm run bench                 all benchmarks
+//   npm run bench -- assembly     only those whose name contains "assembly"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import * as Assembly from "./Assembly.ts"
+import * as EndToEnd from "./EndToEnd.ts"
+import type { Row } from "./Stats.ts"
+
+const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
+  ["assembly", Assembly.run],
+  ["e2e", () => EndToEnd.run()],
+]
+
+const filter = process.argv[2]
+const rows: Row[] = []
+for (const [name, run] of benches) {
+  if (filter !== undefined && !name.includes(filter)) continue
+  console.log(`running ${name} ...`)
+  rows.push(...(await run()))
+}
+
+const width = (key: (r: Row) => string) => Math.max(...rows.map((r) => key(r).length))
+const cols: ReadonlyArray<readonly [string, (r: Row) => string]> = [
+  ["bench", (r) => r.bench],
+  ["metric", (r) => r.metric],
+  ["value", (r) => `${r.value} ${r.unit}`],
+  ["target", (r) => r.target ?? ""],
+  ["met", (r) => (r.met === undefined ? "" : r.met ? "yes" : "NO")],
+]
+const widths = cols.map(([title, key]) => Math.max(title.length, width(key)))
+const line = (cells: ReadonlyArray<string>) => "| " + cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ") + " |"
+console.log(line(cols.map(([t]) => t)))
+console.log("|" + widths.map((w) => "-".repeat(w + 2)).join("|") + "|")
+for (const row of rows) console.log(line(cols.map(([, key]) => key(row))))
+
+const dir = join(import.meta.dirname, "results")
+mkdirSync(dir, { recursive: true })
+const file = join(dir, `${process.env.BENCH_NAME ?? "latest"}.json`)
+writeFileSync(file, JSON.stringify({ at: new Date().toISOString(), node: process.version, rows }, null, 2) + "\n")
+console.log(`wrote ${file}`)

@@ -1,0 +1,237 @@
+/**
+ * Rendering a view into an Anthropic Messages request body:
+ * `{model, max_tokens, system?, tools?, messages}`.
+ *
+ * - Roles alternate: `tool` messages become `user` messages of `tool_result`
+ *   blocks, and consecutive messages of one role merge into one (results
+ *   first, then the other blocks). Pinned `system` messages become extra
+ *   system blocks after the sections, in order.
+ * - The first message is a user message: when the view starts with an
+ *   assistant message (or is empty) a user message
+ *   `"(conversation continues)"` is put first.
+ * - Anthropic rejects blank text blocks: they are dropped, and a message left
+ *   with no blocks gets one text block `"(empty)"`. Trailing whitespace of a
+ *   final assistant message is trimmed (the API rejects it).
+ * - Opaque Anthropic blocks pass through (misplaced `tool_use`/`tool_result`
+ *   blocks are dropped); opaque OpenAI parts become text notes.
+ * - Tool use ids are unique in the body: a reused id (allowed once the
+ *   earlier call was answered) gets a suffix `_2`, `_3`, ... in its call and
+ *   its results.
+ * - Prompt caching: tools sorted by name; at most 4 `cache_control`
+ *   breakpoints, TTLs non-increasing along tools → system → messages.
+ */
+import type { Conversation } from "@ctxd/contracts"
+import * as Foreign from "./internal/Foreign.ts"
+import type * as Models from "./Models.ts"
+
+/** What to render. */
+export interface RenderInput {
+  readonly model: Models.ResolvedModel
+  readonly system: ReadonlyArray<Conversation.SystemSection>
+  readonly tools: ReadonlyArray<Conversation.Tool>
+  /** The view, oldest first, already free of orphans. */
+  readonly messages: ReadonlyArray<Conversation.Message>
+}
+
+/** A rendered body and the number of cache breakpoints in it. */
+export interface Rendered {
+  readonly body: Record<string, unknown>
+  readonly breakpoints: number
+}
+
+type Block = Record<string, unknown>
+
+/** The user message put first when a view does not start with one. */
+export const CONTINUES = "(conversation continues)"
+/** The text of a message that has no renderable content. */
+export const EMPTY = "(empty)"
+
+// Fresh objects per mark, so no two bodies share a mutable value.
+const fiveMinutes = (): Block => ({ type: "ephemeral" })
+const oneHour = (): Block => ({ type: "ephemeral", ttl: "1h" })
+
+/** Blocks that accept `cache_control`. */
+const CACHEABLE: ReadonlySet<string> = new Set(["text", "image", "tool_use", "tool_result", "document"])
+/** Tool blocks we normalize ourselves; an opaque one is misplaced and would break pairing. */
+const MISPLACED: ReadonlySet<string> = new Set(["tool_use", "tool_result"])
+
+const isBlank = (text: string): boolean => text.trim() === ""
+
+const image = (part: Conversation.ImagePart): Block => ({
+  type: "image",
+  source:
+    part.source.kind === "base64"
+      ? { type: "base64", media_type: part.source.mediaType, data: part.source.data }
+      : { type: "url", url: part.source.url },
+})
+
+const resultBlock = (part: Conversation.ToolResultPart, ids: ReadonlyMap<string, string>): Block => {
+  const content: Array<Block> = []
+  for (const c of part.content) {
+    if (c.type === "image") content.push(image(c))
+    else if (!isBlank(c.text)) content.push({ type: "text", text: c.text })
+  }
+  const block: Block = { type: "tool_result", tool_use_id: ids.get(part.callId) ?? part.callId }
+  if (content.length > 0) block["content"] = content
+  if (part.isError) block["is_error"] = true
+  return block
+}
+
+/**
+ * Appends the blocks of one part; results go to `results`, the rest to
+ * `others`. `ids` renames the call ids of the current unit.
+ */
+const addPart = (
+  part: Conversation.Part,
+  ids: ReadonlyMap<string, string>,
+  results: Array<Block>,
+  others: Array<Block>,
+): void => {
+  switch (part.type) {
+    case "text":
+      if (!isBlank(part.text)) others.push({ type: "text", text: part.text })
+      return
+    case "image":
+      others.push(image(part))
+      return
+    case "tool_call":
+      others.push({
+        type: "tool_use",
+        id: ids.get(part.id) ?? part.id,
+        name: part.name,
+        input: Foreign.isRecord(part.input) ? part.input : {},
+      })
+      return
+    case "tool_result":
+      results.push(resultBlock(part, ids))
+      return
+    case "opaque": {
+      if (part.format === "anthropic") {
+        if (!MISPLACED.has(Foreign.blockType(part))) others.push(Foreign.copyBlock(part))
+        return
+      }
+      const text = Foreign.note(part)
+      if (text !== undefined && !isBlank(text)) others.push({ type: "text", text })
+      return
+    }
+  }
+}
+
+interface Draft {
+  readonly role: "user" | "assistant"
+  readonly results: Array<Block>
+  readonly others: Array<Block>
+}
+
+const sortedTools = (tools: ReadonlyArray<Conversation.Tool>): Array<Conversation.Tool> =>
+  [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+
+/**
+ * Where the system breakpoints go: the last `1h` section (only when no `5m`
+ * section precedes it) gets a 1 h mark, and the last cached section after it
+ * (or the last cached one at all) a 5 min mark. Indices into `sections`.
+ */
+const systemMarks = (sections: ReadonlyArray<Conversation.SystemSection>): { hour: number; five: number } => {
+  let hour = -1
+  for (let i = sections.length - 1; i >= 0; i--) {
+    if (sections[i]!.cache === "1h") {
+      hour = i
+      break
+    }
+  }
+  if (hour !== -1 && sections.slice(0, hour).some((s) => s.cache === "5m")) hour = -1
+  let five = -1
+  for (let i = sections.length - 1; i > hour; i--) {
+    if (sections[i]!.cache !== "none") {
+      five = i
+      break
+    }
+  }
+  return { hour, five }
+}
+
+/** Renders `input` into an Anthropic Messages request body. */
+export const render = (input: RenderInput): Rendered => {
+  let breakpoints = 0
+
+  // System: sections, then pinned system messages.
+  const sections = input.system.filter((s) => !isBlank(s.text))
+  const marks = systemMarks(sections)
+  const system: Array<Block> = sections.map((s, i) => {
+    const block: Block = { type: "text", text: s.text }
+    if (i === marks.hour) block["cache_control"] = oneHour()
+    else if (i === marks.five) block["cache_control"] = fiveMinutes()
+    return block
+  })
+  breakpoints += (marks.hour === -1 ? 0 : 1) + (marks.five === -1 ? 0 : 1)
+
+  // Messages: merge runs of one role. Anthropic wants tool_use ids unique in
+  // a request, but agents reuse ids once answered: a repeat gets a suffix, in
+  // its call and its results (which follow it directly in a pruned view).
+  const drafts: Array<Draft> = []
+  const used = new Set<string>()
+  let ids = new Map<string, string>()
+  for (const message of input.messages) {
+    if (message.role === "assistant") {
+      ids = new Map()
+      for (const p of message.parts) {
+        if (p.type !== "tool_call") continue
+        let id = p.id
+        for (let k = 2; used.has(id); k++) id = `${p.id}_${k}`
+        used.add(id)
+        if (id !== p.id) ids.set(p.id, id)
+      }
+    }
+    if (message.role === "system") {
+      for (const p of message.parts) if (p.type === "text" && !isBlank(p.text)) system.push({ type: "text", text: p.text })
+      continue
+    }
+    const role = message.role === "assistant" ? "assistant" : "user"
+    let draft = drafts.at(-1)
+    if (draft === undefined || draft.role !== role) {
+      draft = { role, results: [], others: [] }
+      drafts.push(draft)
+    }
+    for (const p of message.parts) addPart(p, ids, draft.results, draft.others)
+  }
+  if (drafts[0]?.role !== "user") drafts.unshift({ role: "user", results: [], others: [{ type: "text", text: CONTINUES }] })
+  const messages = drafts.map((d) => {
+    const content = d.results.length === 0 ? d.others : d.results.concat(d.others)
+    return { role: d.role, content }
+  })
+  const last = messages.at(-1)!
+  if (last.role === "assistant") {
+    const tail = last.content.at(-1)
+    if (tail !== undefined && tail["type"] === "text" && typeof tail["text"] === "string") {
+      const text = tail["text"].trimEnd()
+      if (text === "") last.content.pop()
+      else last.content[last.content.length - 1] = { ...tail, text }
+    }
+  }
+  for (const m of messages) if (m.content.length === 0) m.content.push({ type: "text", text: EMPTY })
+  for (let i = last.content.length - 1; i >= 0; i--) {
+    const block = last.content[i]!
+    if (CACHEABLE.has(String(block["type"]))) {
+      block["cache_control"] = fiveMinutes()
+      breakpoints++
+      break
+    }
+  }
+
+  const tools: Array<Block> = sortedTools(input.tools).map((t) => {
+    const block: Block = { name: t.name }
+    if (t.description !== undefined) block["description"] = t.description
+    block["input_schema"] = Foreign.isRecord(t.inputSchema) ? t.inputSchema : { type: "object", properties: {} }
+    return block
+  })
+  if (tools.length > 0) {
+    tools[tools.length - 1]!["cache_control"] = marks.hour === -1 ? fiveMinutes() : oneHour()
+    breakpoints++
+  }
+
+  const body: Record<string, unknown> = { model: input.model.name, max_tokens: input.model.maxOutputTokens }
+  if (system.length > 0) body["system"] = system
+  if (tools.length > 0) body["tools"] = tools
+  body["messages"] = messages
+  return { body, breakpoints }
+}

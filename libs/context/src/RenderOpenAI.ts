@@ -1,0 +1,173 @@
+/**
+ * Rendering a view into an OpenAI Chat Completions request body:
+ * `{model, messages, tools?, prompt_cache_key, max_completion_tokens}`.
+ *
+ * - The system sections are joined (in order, blank ones skipped, separated
+ *   by a blank line) into one leading `system` message; pinned `system`
+ *   messages stay in place (`developer` when they arrived as such).
+ * - Assistant tool calls carry the raw `arguments` string when it was kept,
+ *   else `JSON.stringify(input)`. Every tool result becomes its own `tool`
+ *   message; its text parts are joined with newlines, images (not allowed in
+ *   tool messages) become `[image omitted]`, and an error result is prefixed
+ *   with `[error] `.
+ * - An assistant message with one text part gets a string `content`, with
+ *   several an array of text parts, with none `null` (when it calls tools) or
+ *   `""`. A refusal goes back to `refusal`.
+ * - Opaque OpenAI parts pass through in user messages; opaque Anthropic
+ *   parts become text notes (thinking blocks are dropped).
+ * - Tools are sorted by name; `prompt_cache_key` is stable per tenant and session.
+ */
+import type { Conversation } from "@ctxd/contracts"
+import { createHash } from "node:crypto"
+import * as Foreign from "./internal/Foreign.ts"
+import type * as Models from "./Models.ts"
+
+/** What to render. */
+export interface RenderInput {
+  readonly tenant: string
+  readonly session: string
+  readonly model: Models.ResolvedModel
+  readonly system: ReadonlyArray<Conversation.SystemSection>
+  readonly tools: ReadonlyArray<Conversation.Tool>
+  /** The view, oldest first, already free of orphans. */
+  readonly messages: ReadonlyArray<Conversation.Message>
+}
+
+/** A rendered body and its prompt cache key. */
+export interface Rendered {
+  readonly body: Record<string, unknown>
+  readonly promptCacheKey: string
+}
+
+type Json = Record<string, unknown>
+
+/** `"ctxd-"` + the first 32 hex digits of sha256(`tenant/session`). */
+export const promptCacheKey = (tenant: string, session: string): string =>
+  `ctxd-${createHash("sha256").update(`${tenant}/${session}`).digest("hex").slice(0, 32)}`
+
+const imageUrl = (part: Conversation.ImagePart): Json => {
+  const url = part.source.kind === "url" ? part.source.url : `data:${part.source.mediaType};base64,${part.source.data}`
+  return { type: "image_url", image_url: part.detail === undefined ? { url } : { url, detail: part.detail } }
+}
+
+const texts = (parts: ReadonlyArray<Json>): string | Array<Json> => {
+  if (parts.length === 0) return ""
+  const only = parts[0]!
+  return parts.length === 1 && only["type"] === "text" ? (only["text"] as string) : [...parts]
+}
+
+const named = (message: Conversation.Message, out: Json): Json => {
+  if (message.name !== undefined) out["name"] = message.name
+  return out
+}
+
+const userMessage = (message: Conversation.Message): Json => {
+  const parts: Array<Json> = []
+  for (const p of message.parts) {
+    if (p.type === "text") parts.push({ type: "text", text: p.text })
+    else if (p.type === "image") parts.push(imageUrl(p))
+    else if (p.type === "opaque") {
+      if (p.format === "openai") parts.push(Foreign.copyBlock(p))
+      else {
+        const note = Foreign.note(p)
+        if (note !== undefined) parts.push({ type: "text", text: note })
+      }
+    }
+  }
+  return named(message, { role: "user", content: texts(parts) })
+}
+
+const systemMessage = (message: Conversation.Message): Json => {
+  const parts: Array<Json> = []
+  for (const p of message.parts) if (p.type === "text") parts.push({ type: "text", text: p.text })
+  return named(message, { role: message.developer === true ? "developer" : "system", content: texts(parts) })
+}
+
+const assistantMessage = (message: Conversation.Message): Json => {
+  const parts: Array<Json> = []
+  const calls: Array<Json> = []
+  let refusal: string | undefined
+  for (const p of message.parts) {
+    switch (p.type) {
+      case "text":
+        parts.push({ type: "text", text: p.text })
+        break
+      case "image":
+        parts.push({ type: "text", text: "[image omitted]" })
+        break
+      case "tool_call":
+        calls.push({
+          id: p.id,
+          type: "function",
+          function: { name: p.name, arguments: p.arguments ?? JSON.stringify(p.input ?? {}) },
+        })
+        break
+      case "opaque": {
+        if (p.format === "openai" && Foreign.blockType(p) === "refusal") {
+          const text = Foreign.note(p) ?? ""
+          refusal = refusal === undefined ? text : `${refusal}\n${text}`
+          break
+        }
+        const note = Foreign.note(p)
+        if (note !== undefined) parts.push({ type: "text", text: note })
+        break
+      }
+      case "tool_result":
+        break
+    }
+  }
+  const out: Json = { role: "assistant", content: parts.length === 0 && calls.length > 0 ? null : texts(parts) }
+  if (refusal !== undefined) out["refusal"] = refusal
+  if (calls.length > 0) out["tool_calls"] = calls
+  return named(message, out)
+}
+
+const resultContent = (part: Conversation.ToolResultPart): string => {
+  const text = part.content.map((c) => (c.type === "text" ? c.text : "[image omitted]")).join("\n")
+  return part.isError ? `[error] ${text}` : text
+}
+
+const sortedTools = (tools: ReadonlyArray<Conversation.Tool>): Array<Conversation.Tool> =>
+  [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+
+const tool = (t: Conversation.Tool): Json => {
+  const fn: Json = { name: t.name }
+  if (t.description !== undefined) fn["description"] = t.description
+  fn["parameters"] = Foreign.isRecord(t.inputSchema) ? t.inputSchema : { type: "object", properties: {} }
+  if (t.extra !== undefined && "strict" in t.extra) fn["strict"] = t.extra["strict"]
+  return { type: "function", function: fn }
+}
+
+/** Renders `input` into an OpenAI Chat Completions request body. */
+export const render = (input: RenderInput): Rendered => {
+  const messages: Array<Json> = []
+  const system = input.system
+    .filter((s) => s.text.trim() !== "")
+    .map((s) => s.text)
+    .join("\n\n")
+  if (system !== "") messages.push({ role: "system", content: system })
+  for (const message of input.messages) {
+    switch (message.role) {
+      case "system":
+        messages.push(systemMessage(message))
+        break
+      case "user":
+        messages.push(userMessage(message))
+        break
+      case "assistant":
+        messages.push(assistantMessage(message))
+        break
+      case "tool":
+        for (const p of message.parts) {
+          if (p.type === "tool_result") messages.push({ role: "tool", tool_call_id: p.callId, content: resultContent(p) })
+        }
+        break
+    }
+  }
+  const key = promptCacheKey(input.tenant, input.session)
+  const body: Json = { model: input.model.name, messages }
+  if (input.tools.length > 0) body["tools"] = sortedTools(input.tools).map(tool)
+  body["prompt_cache_key"] = key
+  body["max_completion_tokens"] = input.model.maxOutputTokens
+  return { body, promptCacheKey: key }
+}

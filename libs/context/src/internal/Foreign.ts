@@ -1,0 +1,34 @@
+/**
+ * Opaque parts rendered into the other provider's format. Such parts only
+ * meet the other renderer when a session changes format between turns.
+ */
+import type { Conversation } from "@ctxd/contracts"
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** The `type` of an opaque block, or `"unknown"`. */
+export const blockType = (part: Conversation.OpaquePart): string =>
+  isRecord(part.block) && typeof part.block["type"] === "string" ? part.block["type"] : "unknown"
+
+/**
+ * A text stand-in for an opaque part of the other format: an OpenAI refusal
+ * becomes its text; Anthropic thinking blocks are dropped (`undefined`);
+ * anything else becomes a short note `[<format> <type> block omitted]`.
+ */
+export const note = (part: Conversation.OpaquePart): string | undefined => {
+  const type = blockType(part)
+  if (part.format === "anthropic" && (type === "thinking" || type === "redacted_thinking")) return undefined
+  if (part.format === "openai" && type === "refusal" && isRecord(part.block) && typeof part.block["refusal"] === "string") {
+    return part.block["refusal"]
+  }
+  return `[${part.format} ${type} block omitted]`
+}
+
+/** Shallow copy of an opaque block without `cache_control` (a fresh object the renderer may mark). */
+export const copyBlock = (part: Conversation.OpaquePart): Record<string, unknown> => {
+  if (!isRecord(part.block)) return { type: "unknown" }
+  const { cache_control: _drop, ...rest } = part.block
+  return rest
+}
+
+export { isRecord }

@@ -1,0 +1,134 @@
+import fc from "fast-check"
+import { describe, expect, it } from "vitest"
+import * as Assemble from "../src/Assemble.ts"
+import * as Units from "../src/Units.ts"
+import * as Window from "../src/Window.ts"
+import { assembleInput, marker } from "./Generators.ts"
+import { anthropicPairingProblems, anthropicShapeProblems, openaiPairingProblems } from "./Helpers.ts"
+
+const RUNS = 400
+
+type Json = Record<string, unknown>
+
+/** Both formats for one input. */
+const both = (input: Assemble.AssembleInput) => ({
+  anthropic: Assemble.assemble({ ...input, format: "anthropic" }),
+  openai: Assemble.assemble({ ...input, format: "openai" }),
+})
+
+describe("assemble (properties over random histories)", () => {
+  it("never leaves an orphan, in either format", () => {
+    fc.assert(
+      fc.property(assembleInput, (input) => {
+        const { anthropic, openai } = both(input)
+        expect(anthropicPairingProblems(anthropic.request)).toEqual([])
+        expect(openaiPairingProblems(openai.request)).toEqual([])
+      }),
+      { numRuns: RUNS },
+    )
+  })
+
+  it("always sends the anchor (first user message) and every pinned system message", () => {
+    fc.assert(
+      fc.property(assembleInput, (input) => {
+        const anchor = input.history.findIndex((m) => m.message.role === "user")
+        const pinned = input.history.filter((m) => m.message.role === "system").length
+        const { anthropic, openai } = both(input)
+        for (const out of [anthropic, openai]) {
+          if (anchor === -1) {
+            expect(out.report.messages.anchorSeq).toBeNull()
+          } else {
+            expect(out.report.messages.anchorSeq).toBe(input.history[anchor]!.seq)
+            expect(JSON.stringify(out.request["messages"])).toContain(marker(anchor))
+          }
+        }
+        const leading = input.system.some((s) => s.text.trim() !== "") ? 1 : 0
+        const systemMessages = (openai.request["messages"] as Array<Json>).filter(
+          (m) => m["role"] === "system" || m["role"] === "developer",
+        )
+        expect(systemMessages).toHaveLength(leading + pinned)
+      }),
+      { numRuns: RUNS },
+    )
+  })
+
+  it("respects the budget unless it reports overBudget, and adds up its token counts", () => {
+    fc.assert(
+      fc.property(assembleInput, (input) => {
+        const { report } = Assemble.assemble(input)
+        const t = report.tokens
+        expect(t.budget).toBe(input.options.budgetTokens ?? input.model.effectiveWindow)
+        if (!report.overBudget) expect(t.total).toBeLessThanOrEqual(t.budget)
+        expect(t.total).toBe(t.system + t.tools + t.memory + t.history)
+        expect(t.history).toBeGreaterThanOrEqual(0)
+        const m = report.messages
+        expect(m.sent + m.droppedByWindow + m.droppedByBudget).toBeLessThanOrEqual(m.stored)
+        expect(m.window).toBeLessThanOrEqual(m.stored)
+        expect(m.stored).toBe(input.history.length)
+      }),
+      { numRuns: RUNS },
+    )
+  })
+
+  it("is deterministic: the same input gives a deep-equal output", () => {
+    fc.assert(
+      fc.property(assembleInput, (input) => {
+        const first = Assemble.assemble(input)
+        const again = Assemble.assemble(structuredClone(input))
+        expect(again).toEqual(first)
+        expect(JSON.stringify(again.request)).toBe(JSON.stringify(first.request))
+      }),
+      { numRuns: RUNS },
+    )
+  })
+
+  it("renders Anthropic bodies that start with user, alternate roles and keep ≤ 4 ordered breakpoints", () => {
+    fc.assert(
+      fc.property(assembleInput, (input) => {
+        const { request, report } = Assemble.assemble({ ...input, format: "anthropic" })
+        expect(anthropicShapeProblems(request, report.cache.breakpoints)).toEqual([])
+        expect(report.cache.breakpoints).toBeLessThanOrEqual(4)
+      }),
+      { numRuns: RUNS },
+    )
+  })
+
+  it("gives the same result with cached landmarks of a prefix as with a full scan", () => {
+    fc.assert(
+      fc.property(assembleInput, fc.nat(), (input, at) => {
+        const prefix = input.history.slice(0, input.history.length === 0 ? 0 : at % (input.history.length + 1))
+        const landmarks = Window.landmarks(prefix)
+        expect(Assemble.assemble({ ...input, landmarks })).toEqual(Assemble.assemble(input))
+      }),
+      { numRuns: RUNS },
+    )
+  })
+
+  it("does not mutate its input", () => {
+    fc.assert(
+      fc.property(assembleInput, (input) => {
+        const copy = structuredClone(input)
+        both(input)
+        expect(input).toEqual(copy)
+      }),
+      { numRuns: 100 },
+    )
+  })
+})
+
+describe("assemble (cuts never split a unit)", () => {
+  it("removes no more orphans than the whole history has", () => {
+    fc.assert(
+      fc.property(assembleInput, (input) => {
+        const inherent = Units.prune(
+          input.history,
+          input.history.map((_, i) => i),
+        ).orphans
+        const { report } = Assemble.assemble(input)
+        expect(report.orphans.calls).toBeLessThanOrEqual(inherent.calls)
+        expect(report.orphans.results).toBeLessThanOrEqual(inherent.results)
+      }),
+      { numRuns: RUNS },
+    )
+  })
+})

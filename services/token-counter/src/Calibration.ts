@@ -1,0 +1,258 @@
+/**
+ * Drift and calibration, pure.
+ *
+ * - {@link parseUsage} reads the usage a provider billed for a turn, in
+ *   Anthropic field names (`input_tokens`, `cache_read_input_tokens`,
+ *   `cache_creation_input_tokens`) or OpenAI ones (`prompt_tokens`,
+ *   `prompt_tokens_details.cached_tokens`). Billed prompt tokens are input +
+ *   cache read + cache write (Anthropic reports them apart) or
+ *   `prompt_tokens` (OpenAI's already include the cached ones).
+ * - Drift of a turn = (estimate − billed) / billed: negative = under-count.
+ * - A per-model, per-local-backend correction factor: an EWMA of
+ *   billed / raw local estimate, bounded to [`minFactor`, `maxFactor`]
+ *   (default [0.5, 2]). The first reports weigh more (weight
+ *   max(`alpha`, 1 / n) for the n-th report), so a few reports already give
+ *   a usable factor; after that it follows slow changes with weight `alpha`
+ *   (default 0.1). Local estimates are multiplied by it.
+ * - Drift distributions per model: a histogram with fixed buckets and a
+ *   window of the last {@link WINDOW} values for quantiles, both bounded.
+ */
+import { Either } from "effect"
+
+/** Usage of one provider response, normalized. */
+export interface Usage {
+  readonly style: "anthropic" | "openai"
+  /** Uncached input tokens (Anthropic), or prompt tokens minus cached ones (OpenAI). */
+  readonly input: number
+  readonly cacheRead: number
+  /** Cache writes (Anthropic only; 0 for OpenAI). */
+  readonly cacheWrite: number
+  /** The whole prompt as billed: what an estimate of the prompt is compared with. */
+  readonly billedPrompt: number
+  readonly output: number | undefined
+}
+
+/** Why a usage report is unusable: a JSON path and a sentence. */
+export interface UsageProblem {
+  readonly path: string
+  readonly message: string
+}
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+type Field = Either.Either<number | undefined, UsageProblem>
+
+/** A token count field: absent/null = undefined; present = a finite, non-negative integer. */
+const field = (record: Record<string, unknown>, key: string, path: string): Field => {
+  const value = record[key]
+  if (value === undefined || value === null) return Either.right(undefined)
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    return Either.left({ path: `${path}.${key}`, message: `usage.${key} must be a number of tokens, got ${JSON.stringify(value) ?? typeof value}` })
+  }
+  if (value < 0) return Either.left({ path: `${path}.${key}`, message: `usage.${key} must not be negative, got ${value}` })
+  if (!Number.isInteger(value)) return Either.left({ path: `${path}.${key}`, message: `usage.${key} must be a whole number of tokens, got ${value}` })
+  return Either.right(value)
+}
+
+/**
+ * Reads a usage object in either provider's field names. Fails with a clear
+ * problem when it is not an object, has neither `input_tokens` nor
+ * `prompt_tokens`, or has a count field that is negative, fractional or not
+ * a number; cached OpenAI tokens may not exceed `prompt_tokens`.
+ */
+export const parseUsage = (usage: unknown, path = "usage"): Either.Either<Usage, UsageProblem> =>
+  Either.gen(function* () {
+    if (!isRecord(usage)) return yield* Either.left({ path, message: "usage must be an object with the provider's token counts" })
+    const output = (yield* field(usage, "output_tokens", path)) ?? (yield* field(usage, "completion_tokens", path))
+    if ("input_tokens" in usage) {
+      const input = yield* field(usage, "input_tokens", path)
+      if (input === undefined) return yield* Either.left({ path: `${path}.input_tokens`, message: "usage.input_tokens is missing" })
+      const cacheRead = (yield* field(usage, "cache_read_input_tokens", path)) ?? 0
+      const cacheWrite = (yield* field(usage, "cache_creation_input_tokens", path)) ?? 0
+      return { style: "anthropic", input, cacheRead, cacheWrite, billedPrompt: input + cacheRead + cacheWrite, output } as const
+    }
+    if ("prompt_tokens" in usage) {
+      const prompt = yield* field(usage, "prompt_tokens", path)
+      if (prompt === undefined) return yield* Either.left({ path: `${path}.prompt_tokens`, message: "usage.prompt_tokens is missing" })
+      const details = usage["prompt_tokens_details"]
+      let cached = 0
+      if (details !== undefined && details !== null) {
+        if (!isRecord(details)) {
+          return yield* Either.left({ path: `${path}.prompt_tokens_details`, message: "usage.prompt_tokens_details must be an object" })
+        }
+        cached = (yield* field(details, "cached_tokens", `${path}.prompt_tokens_details`)) ?? 0
+      }
+      if (cached > prompt) {
+        return yield* Either.left({
+          path: `${path}.prompt_tokens_details.cached_tokens`,
+          message: `cached_tokens (${cached}) exceeds prompt_tokens (${prompt})`,
+        })
+      }
+      return { style: "openai", input: prompt - cached, cacheRead: cached, cacheWrite: 0, billedPrompt: prompt, output } as const
+    }
+    return yield* Either.left({
+      path,
+      message: "usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI)",
+    })
+  })
+
+/** (estimate − billed) / billed; billed must be positive. */
+export const drift = (estimate: number, billed: number): number => (estimate - billed) / billed
+
+// ---------------------------------------------------------------- factors
+
+/** Tuning of the correction factor (defaults in the module doc). */
+export interface FactorOptions {
+  readonly alpha: number
+  readonly minFactor: number
+  readonly maxFactor: number
+}
+
+export const defaultFactorOptions: FactorOptions = { alpha: 0.1, minFactor: 0.5, maxFactor: 2 }
+
+/** One model's (and local backend's) correction factor. */
+export interface Factor {
+  readonly factor: number
+  /** Usage reports folded in. */
+  readonly reports: number
+}
+
+export const initialFactor: Factor = { factor: 1, reports: 0 }
+
+const clamp = (x: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, x))
+
+/** Folds one observation `billed / rawEstimate` into the factor. */
+export const updateFactor = (current: Factor, ratio: number, options: FactorOptions = defaultFactorOptions): Factor => {
+  if (!Number.isFinite(ratio) || ratio <= 0) return current
+  const r = clamp(ratio, options.minFactor, options.maxFactor)
+  const n = current.reports + 1
+  const weight = Math.max(options.alpha, 1 / n)
+  return { factor: clamp(current.factor + weight * (r - current.factor), options.minFactor, options.maxFactor), reports: n }
+}
+
+// -------------------------------------------------------------- histogram
+
+/** Upper bucket edges of signed drift; one more bucket takes everything above the last edge. */
+export const BUCKETS: ReadonlyArray<number> = [-0.5, -0.25, -0.1, -0.05, -0.03, -0.01, 0.01, 0.03, 0.05, 0.1, 0.25, 0.5]
+
+/** Drift values kept for quantiles. */
+export const WINDOW = 1_024
+
+/** A bounded drift distribution. */
+export interface Histogram {
+  /** `counts[i]` = values ≤ `BUCKETS[i]` (and above the previous edge); the last entry counts the rest. */
+  readonly counts: ReadonlyArray<number>
+  readonly count: number
+  readonly sum: number
+  /** The last {@link WINDOW} values, oldest first. */
+  readonly recent: ReadonlyArray<number>
+}
+
+export const emptyHistogram: Histogram = { counts: BUCKETS.map(() => 0).concat(0), count: 0, sum: 0, recent: [] }
+
+/** `h` with one more value. */
+export const observe = (h: Histogram, value: number): Histogram => {
+  let i = BUCKETS.findIndex((edge) => value <= edge)
+  if (i === -1) i = BUCKETS.length
+  const counts = h.counts.slice()
+  counts[i] = (counts[i] ?? 0) + 1
+  const recent = h.recent.length >= WINDOW ? h.recent.slice(h.recent.length - WINDOW + 1) : h.recent.slice()
+  recent.push(value)
+  return { counts, count: h.count + 1, sum: h.sum + value, recent }
+}
+
+/** The q-quantile (0..1, nearest rank) of `values`; NaN for none. */
+export const quantile = (values: ReadonlyArray<number>, q: number): number => {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!
+}
+
+/** A summary of a drift distribution (quantiles over the recent window, of the absolute drift). */
+export interface DriftSummary {
+  readonly count: number
+  /** Mean signed drift over all values: negative = under-count. */
+  readonly mean: number
+  readonly absP50: number
+  readonly absP99: number
+  readonly buckets: ReadonlyArray<{ readonly le: number | "+Inf"; readonly count: number }>
+}
+
+export const summarize = (h: Histogram): DriftSummary => {
+  const abs = h.recent.map(Math.abs)
+  return {
+    count: h.count,
+    mean: h.count === 0 ? 0 : h.sum / h.count,
+    absP50: quantile(abs, 0.5),
+    absP99: quantile(abs, 0.99),
+    buckets: h.counts.map((count, i) => ({ le: BUCKETS[i] ?? "+Inf", count })),
+  }
+}
+
+// ------------------------------------------------------------------ state
+
+/** Calibration of a whole process: factors per `model#backend`, drift per model. */
+export interface State {
+  readonly factors: ReadonlyMap<string, Factor>
+  /** Drift of the estimates as reported (calibrated when a factor was applied). */
+  readonly drift: ReadonlyMap<string, Histogram>
+  /** Drift of the raw local estimates (before the factor), local backends only. */
+  readonly rawDrift: ReadonlyMap<string, Histogram>
+}
+
+export const empty: State = { factors: new Map(), drift: new Map(), rawDrift: new Map() }
+
+/** `provider/name`: the key of a model. */
+export const modelKey = (model: { readonly provider: string; readonly name: string }): string => `${model.provider}/${model.name}`
+
+/** `provider/name#backend`: the key of a factor. */
+export const factorKey = (model: { readonly provider: string; readonly name: string }, backend: string): string =>
+  `${modelKey(model)}#${backend}`
+
+/** The factor for a model and local backend; 1 when nothing was learned. */
+export const factorOf = (state: State, model: { readonly provider: string; readonly name: string }, backend: string): number =>
+  state.factors.get(factorKey(model, backend))?.factor ?? 1
+
+/** One billed turn to fold in. */
+export interface Observation {
+  readonly model: { readonly provider: string; readonly name: string }
+  /** The estimate as reported for the turn (after the factor, if one was applied). */
+  readonly estimate: number
+  /** Billed prompt tokens (positive). */
+  readonly billed: number
+  /** Which backend made the estimate; only local ones (`tiktoken`, `heuristic`) teach a factor. */
+  readonly backend: string
+  /** The factor that was applied to the estimate (1 for none). */
+  readonly calibration: number
+  /** When false, drift is recorded but the factor is left alone. Default true. */
+  readonly learn?: boolean
+}
+
+/** What folding an observation gave. */
+export interface Recorded {
+  readonly drift: number
+  /** The factor for the model and backend after this observation (1 for exact backends). */
+  readonly factor: number
+}
+
+const histogramAt = (map: ReadonlyMap<string, Histogram>, key: string, value: number): Map<string, Histogram> =>
+  new Map(map).set(key, observe(map.get(key) ?? emptyHistogram, value))
+
+/** Whether a backend name is a local estimator whose error a factor corrects. */
+export const isLocal = (backend: string): boolean => backend === "tiktoken" || backend === "heuristic"
+
+/** Folds one observation: drift histograms always, the factor for local backends. */
+export const record = (state: State, o: Observation, options: FactorOptions = defaultFactorOptions): readonly [Recorded, State] => {
+  const key = modelKey(o.model)
+  const d = drift(o.estimate, o.billed)
+  let next: State = { ...state, drift: histogramAt(state.drift, key, d) }
+  if (!isLocal(o.backend)) return [{ drift: d, factor: 1 }, next]
+  const calibration = Number.isFinite(o.calibration) && o.calibration > 0 ? o.calibration : 1
+  const raw = o.estimate / calibration
+  next = { ...next, rawDrift: histogramAt(state.rawDrift, key, drift(raw, o.billed)) }
+  const fk = factorKey(o.model, o.backend)
+  const current = state.factors.get(fk) ?? initialFactor
+  if (o.learn === false || raw <= 0) return [{ drift: d, factor: current.factor }, next]
+  const updated = updateFactor(current, o.billed / raw, options)
+  return [{ drift: d, factor: updated.factor }, { ...next, factors: new Map(state.factors).set(fk, updated) }]
+}

@@ -1,0 +1,124 @@
+/**
+ * Wire schemas of the token counter, for the JSON Schema documents:
+ *
+ * - `<root>.v1.usage.<tenant>.<session>`: {@link UsageReport} `{turnId, usage}`,
+ *   the usage the provider billed for a turn, in Anthropic or OpenAI field
+ *   names. A report that cannot be used is answered with {@link BadUsage}.
+ * - `<root>.v1.tokens.count`: {@link CountRequest} → {@link CountReply}.
+ */
+import { Errors } from "@ctxd/contracts"
+import { Schema } from "effect"
+
+/** Which backend counts: `auto` = exact where the provider offers it, else local. */
+export const BackendChoice = Schema.Literal("auto", "anthropic_api", "tiktoken", "heuristic").annotations({
+  identifier: "TokenBackendChoice",
+  description: "auto = the provider's count endpoint where there is one (Anthropic, when configured), else tiktoken",
+})
+export type BackendChoice = typeof BackendChoice.Type
+
+/** The backend that answered. */
+export const Backend = Schema.Literal("anthropic_api", "tiktoken", "heuristic").annotations({ identifier: "TokenBackend" })
+export type Backend = typeof Backend.Type
+
+const Tokens = Schema.Int.pipe(Schema.nonNegative())
+const OptionalTokens = Schema.optional(Schema.NullOr(Tokens))
+const Loose = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/**
+ * Token usage as a provider reports it. Anthropic: `input_tokens` (uncached),
+ * `cache_read_input_tokens`, `cache_creation_input_tokens`, `output_tokens`.
+ * OpenAI: `prompt_tokens` (cached included), `prompt_tokens_details.cached_tokens`,
+ * `completion_tokens`. One of `input_tokens` / `prompt_tokens` is required;
+ * other fields are ignored.
+ */
+export const Usage = Schema.Struct(
+  {
+    input_tokens: OptionalTokens,
+    cache_read_input_tokens: OptionalTokens,
+    cache_creation_input_tokens: OptionalTokens,
+    output_tokens: OptionalTokens,
+    prompt_tokens: OptionalTokens,
+    completion_tokens: OptionalTokens,
+    prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalTokens }, Loose))),
+  },
+  Loose,
+).annotations({ identifier: "ProviderUsage" })
+export type Usage = typeof Usage.Type
+
+/** `<root>.v1.usage.<tenant>.<session>` request. */
+export const UsageReport = Schema.Struct({
+  /** The turn the usage was billed for. */
+  turnId: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  usage: Usage,
+}).annotations({ identifier: "UsageReport", description: "ctx.v1.usage.<tenant>.<session> request" })
+export type UsageReport = typeof UsageReport.Type
+
+/** `<root>.v1.usage.<tenant>.<session>` success reply. */
+export const UsageReply = Schema.Struct({
+  ok: Schema.Literal(true),
+  turnId: Schema.String,
+  /** Billed prompt tokens: input + cache read + cache write (Anthropic) or prompt_tokens (OpenAI). */
+  billed: Schema.Number,
+  /** (estimate − billed) / billed for the turn; negative = under-count. */
+  drift: Schema.Number,
+  /** The model's correction factor for local estimates after this report (1 when none). */
+  factor: Schema.Number,
+}).annotations({ identifier: "UsageReply", description: "ctx.v1.usage.<tenant>.<session> success reply" })
+export type UsageReply = typeof UsageReply.Type
+
+/** A usage report that cannot be used; calibration is left untouched. */
+export class BadUsage extends Schema.TaggedError<BadUsage>()("BadUsage", {
+  message: Schema.String,
+  /** `malformed` usage fields, an `unknown_turn`, or an unusable `estimate`. */
+  reason: Schema.Literal("malformed", "unknown_turn", "bad_estimate"),
+  path: Schema.optional(Schema.String),
+}) {}
+
+/** The wire error for a {@link BadUsage}: a `BadRequest`. */
+export const toWireError = (error: BadUsage): Errors.BadRequest =>
+  new Errors.BadRequest({
+    message: error.message,
+    ...(error.path === undefined ? {} : { path: error.path }),
+    hint:
+      error.reason === "unknown_turn"
+        ? "report usage with the turnId of a turn this session answered"
+        : "send the provider's usage object as returned (non-negative whole token counts)",
+  })
+
+/** `<root>.v1.tokens.count` request: a provider request body, or a list of texts. Exactly one of `body` / `segments`. */
+export const CountRequest = Schema.Struct({
+  model: Schema.Struct({
+    provider: Schema.Literal("anthropic", "openai"),
+    name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  }),
+  /** Per-request backend; default the process setting (`CTXD_TOKEN_BACKEND`, default `auto`). */
+  backend: Schema.optional(BackendChoice),
+  /** A whole provider request body (Anthropic Messages or OpenAI Chat Completions, by `model.provider`). */
+  body: Schema.optional(Loose),
+  /** Texts to count one by one (each as plain text, no message framing). */
+  segments: Schema.optional(Schema.Array(Schema.String).pipe(Schema.maxItems(10_000))),
+})
+  .pipe(
+    Schema.filter((r) => (r.body === undefined) !== (r.segments === undefined) || "give exactly one of body or segments"),
+  )
+  .annotations({ identifier: "TokenCountRequest", description: "ctx.v1.tokens.count request" })
+export type CountRequest = typeof CountRequest.Type
+
+/** `<root>.v1.tokens.count` success reply. */
+export const CountReply = Schema.Struct({
+  ok: Schema.Literal(true),
+  /** Tokens of the body, or the sum of the segments. */
+  tokens: Schema.Number,
+  /** Tokens per segment, in request order (segment requests only). */
+  segments: Schema.optional(Schema.Array(Schema.Number)),
+  backend: Backend,
+  /** Local tokenizer vocabulary, `heuristic`, or `anthropic` for the provider's own count. */
+  encoding: Schema.String,
+  /** True only for a provider count while the circuit breaker has never opened in this process. */
+  exact: Schema.Boolean,
+  /** The correction factor applied to a local count (1 when none). */
+  calibration: Schema.Number,
+  /** Why a local backend answered when the provider's count was asked for (`circuit_open`, `timeout`, ...). */
+  fallback: Schema.optional(Schema.String),
+}).annotations({ identifier: "TokenCountReply", description: "ctx.v1.tokens.count success reply" })
+export type CountReply = typeof CountReply.Type
