@@ -16,6 +16,8 @@ export interface TurnEndpointOptions {
   readonly maxConcurrent: number
   /** Largest accepted request in bytes. */
   readonly maxPayload: number
+  /** How long in-flight turns may take to finish when the endpoint closes. */
+  readonly drainTimeoutMs: number
 }
 
 /** Serves turn requests until the surrounding scope closes (then drains). */
@@ -27,6 +29,7 @@ export const serve = (options: TurnEndpointOptions) =>
       queue: options.queue,
       maxConcurrent: options.maxConcurrent,
       maxPayload: options.maxPayload,
+      drainTimeoutMs: options.drainTimeoutMs,
       handler: ({ subject, data }) => {
         const ids = options.subjects.parseSession(subject)
         if (ids === undefined) {

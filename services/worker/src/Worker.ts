@@ -32,6 +32,7 @@ export const serve = Effect.gen(function* () {
     queue: config.queueGroup,
     maxConcurrent: config.maxConcurrent,
     maxPayload,
+    drainTimeoutMs: config.shutdownTimeoutMs,
   })
   yield* HealthEndpoint.serve({ subjects, workerId: config.workerId, started, inFlight: turns.inFlight })
   yield* Effect.addFinalizer(() => Effect.logInfo("shutting down: no new turns; finishing the ones in flight"))

@@ -1,0 +1,68 @@
+/**
+ * `<root>.v1.tokens.count` (default root `ctx`): count a whole provider
+ * request body or a list of text segments for a model, over NATS, with the
+ * {@link TokenService} of this process. Served in a queue group (default
+ * `ctxd-token-counter`), so any number of workers share the subject.
+ * Malformed requests get a `BadRequest` envelope; counting itself never fails
+ * (a sick provider means a local answer with `exact: false`).
+ */
+import { Subjects } from "@ctxd/contracts"
+import { Endpoint, Json } from "@ctxd/nats"
+import { Effect, Either, ParseResult, Schema } from "effect"
+import { TokenService } from "./TokenService.ts"
+import { CountRequest, type CountReply } from "./UsageSchema.ts"
+
+/** `<root>.v1.tokens.count` */
+export const subject = (root: string = Subjects.DEFAULT_ROOT): string => `${root}.v1.tokens.count`
+
+/** How to serve; every field has a default. */
+export interface CountEndpointOptions {
+  /** Subject root; default `ctx`. */
+  readonly root?: string | undefined
+  /** Queue group; default `ctxd-token-counter`. */
+  readonly queue?: string | undefined
+  /** Requests handled at once; default 64 (the endpoint helper's). */
+  readonly maxConcurrent?: number | undefined
+  /** Largest accepted request in bytes; default none of our own. */
+  readonly maxPayload?: number | undefined
+}
+
+const decode = Schema.decodeUnknownEither(CountRequest)
+
+/** The reply to one raw request (exported for tests and for in-process callers). */
+export const handle = (data: Uint8Array): Effect.Effect<CountReply | ReturnType<typeof Endpoint.errorReply>, never, TokenService> =>
+  Effect.gen(function* () {
+    const json = Json.decode(data)
+    if (Either.isLeft(json)) return Endpoint.errorReply("BadRequest", json.left.message)
+    const request = decode(json.right)
+    if (Either.isLeft(request)) {
+      return Endpoint.errorReply("BadRequest", ParseResult.TreeFormatter.formatErrorSync(request.left), {
+        hint: "send {model: {provider, name}, backend?, body} or {model, backend?, segments: [text, ...]}",
+      })
+    }
+    const service = yield* TokenService
+    const r = yield* service.countRequest(request.right)
+    return {
+      ok: true as const,
+      tokens: r.tokens,
+      ...(r.segments === undefined ? {} : { segments: r.segments }),
+      backend: r.backend,
+      encoding: r.encoding,
+      exact: r.exact,
+      calibration: r.calibration,
+      ...(r.fallback === undefined ? {} : { fallback: r.fallback }),
+    }
+  })
+
+/** Serves `<root>.v1.tokens.count` until the surrounding scope closes. */
+export const serve = (options: CountEndpointOptions = {}) =>
+  Effect.gen(function* () {
+    const service = yield* TokenService
+    return yield* Endpoint.serve({
+      subject: subject(options.root),
+      queue: options.queue ?? "ctxd-token-counter",
+      maxConcurrent: options.maxConcurrent,
+      maxPayload: options.maxPayload,
+      handler: ({ data }) => Effect.provideService(handle(data), TokenService, service),
+    })
+  })

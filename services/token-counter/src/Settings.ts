@@ -1,0 +1,99 @@
+/**
+ * Settings of the token counter and where they come from: the environment
+ * (constant case) through Effect `Config`. Defaults:
+ *
+ * | env | default | meaning |
+ * | --- | --- | --- |
+ * | `CTXD_TOKEN_BACKEND` | `auto` | `auto`, `anthropic_api`, `tiktoken` or `heuristic`; a request's own choice wins |
+ * | `CTXD_TOKEN_CACHE_SIZE` | 1024 | LRU entries, for exact segment counts and for local text segments alike |
+ * | `CTXD_TOKEN_TIMEOUT_MS` | 2000 | bound of one provider call and of a turn's wait for the exact count |
+ * | `CTXD_TOKEN_MAX_IN_FLIGHT` | 16 | provider calls at once; beyond, turns answer locally at once |
+ * | `CTXD_TOKEN_BREAKER_FAILURES` | 3 | consecutive failures that open the breaker |
+ * | `CTXD_TOKEN_BREAKER_OPEN_MS` | 30000 | first open period |
+ * | `CTXD_TOKEN_BREAKER_MAX_OPEN_MS` | 300000 | longest open period (doubling after each failed probe) |
+ * | `CTXD_TOKEN_CALIBRATION` | `true` | multiply local estimates by the learned per-model factor |
+ * | `CTXD_TOKEN_CALIBRATION_ALPHA` | 0.1 | EWMA weight of a new usage report |
+ * | `ANTHROPIC_BASE_URL` | unset | the SDK's base URL; setting it (or the key) enables `auto` → `anthropic_api` |
+ * | `ANTHROPIC_API_KEY` | unset | the SDK's API key (redacted) |
+ */
+import { Config, Option, Redacted } from "effect"
+import type { BackendChoice } from "./UsageSchema.ts"
+
+/** Everything the service needs; see the module doc for the defaults. */
+export interface Settings {
+  readonly backend: BackendChoice
+  readonly cacheCapacity: number
+  readonly timeoutMs: number
+  readonly maxInFlight: number
+  readonly breaker: {
+    readonly failureThreshold: number
+    readonly openForMs: number
+    readonly maxOpenForMs: number
+  }
+  readonly calibration: boolean
+  readonly calibrationAlpha: number
+  /** How to reach Anthropic's count endpoint; `undefined` = not configured (`auto` stays local). */
+  readonly anthropic: { readonly baseURL?: string | undefined; readonly apiKey?: Redacted.Redacted<string> | undefined } | undefined
+}
+
+/** The defaults (no provider configured). */
+export const defaults: Settings = {
+  backend: "auto",
+  cacheCapacity: 1_024,
+  timeoutMs: 2_000,
+  maxInFlight: 16,
+  breaker: { failureThreshold: 3, openForMs: 30_000, maxOpenForMs: 300_000 },
+  calibration: true,
+  calibrationAlpha: 0.1,
+  anthropic: undefined,
+}
+
+const positive = (name: string, fallback: number, description: string) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+    Config.withDescription(description),
+    Config.withDefault(fallback),
+  )
+
+const nonEmpty = (o: Option.Option<string>): string | undefined =>
+  Option.isSome(o) && o.value.trim() !== "" ? o.value.trim() : undefined
+
+/** {@link Settings} from the environment (table in the module doc). */
+export const config: Config.Config<Settings> = Config.all({
+  backend: Config.literal("auto", "anthropic_api", "tiktoken", "heuristic")("CTXD_TOKEN_BACKEND").pipe(
+    Config.withDescription("Token counting backend: auto (exact where the provider offers it), anthropic_api, tiktoken, heuristic"),
+    Config.withDefault("auto" as const),
+  ),
+  cacheCapacity: positive("CTXD_TOKEN_CACHE_SIZE", defaults.cacheCapacity, "Token counts cached by content hash (LRU entries)"),
+  timeoutMs: positive("CTXD_TOKEN_TIMEOUT_MS", defaults.timeoutMs, "Timeout of one count call to the provider, in ms"),
+  maxInFlight: positive("CTXD_TOKEN_MAX_IN_FLIGHT", defaults.maxInFlight, "Provider count calls in flight at once"),
+  failureThreshold: positive("CTXD_TOKEN_BREAKER_FAILURES", defaults.breaker.failureThreshold, "Consecutive failures that open the breaker"),
+  openForMs: positive("CTXD_TOKEN_BREAKER_OPEN_MS", defaults.breaker.openForMs, "How long the breaker stays open the first time, in ms"),
+  maxOpenForMs: positive("CTXD_TOKEN_BREAKER_MAX_OPEN_MS", defaults.breaker.maxOpenForMs, "Longest open period of the breaker, in ms"),
+  calibration: Config.boolean("CTXD_TOKEN_CALIBRATION").pipe(
+    Config.withDescription("Apply the learned per-model correction factor to local estimates"),
+    Config.withDefault(true),
+  ),
+  calibrationAlpha: Config.number("CTXD_TOKEN_CALIBRATION_ALPHA").pipe(
+    Config.validate({ message: "must be in (0, 1]", validation: (a) => a > 0 && a <= 1 }),
+    Config.withDescription("EWMA weight of a new usage report in the correction factor"),
+    Config.withDefault(defaults.calibrationAlpha),
+  ),
+  baseURL: Config.option(Config.string("ANTHROPIC_BASE_URL").pipe(Config.withDescription("Anthropic API base URL"))),
+  apiKey: Config.option(Config.redacted("ANTHROPIC_API_KEY").pipe(Config.withDescription("Anthropic API key"))),
+}).pipe(
+  Config.map((c): Settings => {
+    const baseURL = nonEmpty(c.baseURL)
+    const key = Option.isSome(c.apiKey) && Redacted.value(c.apiKey.value).trim() !== "" ? c.apiKey.value : undefined
+    return {
+      backend: c.backend,
+      cacheCapacity: c.cacheCapacity,
+      timeoutMs: c.timeoutMs,
+      maxInFlight: c.maxInFlight,
+      breaker: { failureThreshold: c.failureThreshold, openForMs: c.openForMs, maxOpenForMs: c.maxOpenForMs },
+      calibration: c.calibration,
+      calibrationAlpha: c.calibrationAlpha,
+      anthropic: baseURL === undefined && key === undefined ? undefined : { baseURL, apiKey: key },
+    }
+  }),
+)

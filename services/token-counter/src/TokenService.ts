@@ -1,0 +1,339 @@
+/**
+ * The token counter service: what the assembler calls in-process and what
+ * `ctx.v1.tokens.count` serves.
+ *
+ * - Backends: `anthropic_api` (exact, {@link AnthropicCounter}), `tiktoken`
+ *   and `heuristic` (local, `@ctxd/tokens`). `auto` (the default) = the
+ *   provider's count for `anthropic` models when Anthropic is configured
+ *   (`ANTHROPIC_API_KEY` or `ANTHROPIC_BASE_URL`), else `tiktoken`.
+ * - Never fails and never waits on a sick provider: when the breaker is open,
+ *   the call fails, the bulkhead is full or the answer takes longer than the
+ *   timeout (default 2 s), the local `tiktoken` backend answers with
+ *   `exact: false` and the reason in `fallback`.
+ * - `exact` is true only for a provider count while the breaker has never
+ *   opened in this process: once it has, counts are no longer trusted as
+ *   exact (turn reports and the `exact` metric label say false for good).
+ * - Calibration (default on): usage reports teach a per-model factor that
+ *   multiplies local estimates (`calibration` in the answer; 1 when none).
+ */
+import type { Conversation } from "@ctxd/contracts"
+import { TokenCounter } from "@ctxd/tokens"
+import { Cause, type ConfigError, Context, Duration, Effect, Either, Layer, Ref, type Scope } from "effect"
+import * as AnthropicCounter from "./AnthropicCounter.ts"
+import * as Calibration from "./Calibration.ts"
+import type * as CircuitBreaker from "./CircuitBreaker.ts"
+import * as LocalBody from "./internal/LocalBody.ts"
+import * as Settings from "./Settings.ts"
+import { type Backend, type BackendChoice, BadUsage } from "./UsageSchema.ts"
+
+/** A model as the counter needs it. */
+export interface Model {
+  readonly provider: "anthropic" | "openai"
+  readonly name: string
+}
+
+/** One turn to count: the stable prefix and only the NEW messages (older ones carry stored counts). */
+export interface CountTurnInput {
+  readonly model: Model
+  /** Per-request backend; default the process setting. */
+  readonly backend?: BackendChoice | undefined
+  readonly system: ReadonlyArray<Conversation.SystemSection>
+  readonly tools: ReadonlyArray<Conversation.Tool>
+  readonly messages: ReadonlyArray<Conversation.Message>
+}
+
+/** Which backend counted, and how far to trust it. */
+export interface CounterReport {
+  readonly backend: Backend
+  /** Local vocabulary (`o200k_base`, `cl100k_base`), `heuristic`, or `anthropic` for the provider's count. */
+  readonly encoding: string
+  readonly exact: boolean
+  /** Factor applied to local counts (1 when none). */
+  readonly calibration: number
+  /** Why a local backend answered although the provider's count was wanted. */
+  readonly fallback?: string | undefined
+}
+
+/** The counts of one turn. With the exact backend, `systemTokens` includes the per-request framing. */
+export interface TurnCount extends CounterReport {
+  readonly systemTokens: number
+  readonly toolsTokens: number
+  readonly messageTokens: ReadonlyArray<number>
+}
+
+/** A `ctx.v1.tokens.count` request, decoded. */
+export interface CountRequestInput {
+  readonly model: Model
+  readonly backend?: BackendChoice | undefined
+  readonly body?: Readonly<Record<string, unknown>> | undefined
+  readonly segments?: ReadonlyArray<string> | undefined
+}
+
+export interface CountResult extends CounterReport {
+  readonly tokens: number
+  readonly segments?: ReadonlyArray<number> | undefined
+}
+
+/** The usage billed for a turn, with what ctxd estimated for it. */
+export interface UsageInput {
+  readonly tenant: string
+  readonly session: string
+  readonly turnId: string
+  readonly model: Model
+  /** The provider's usage object, either provider's field names. */
+  readonly usage: unknown
+  /** The prompt estimate the turn report gave (report `tokens.total`). */
+  readonly estimate: number
+  /** The backend that made it (report `counter.backend`); only local ones teach the factor. Default `tiktoken`. */
+  readonly backend?: string | undefined
+  /** The factor applied to it (report `counter.calibration`); default 1. */
+  readonly calibration?: number | undefined
+}
+
+export interface UsageResult {
+  readonly billed: number
+  readonly drift: number
+  /** The model's factor for the estimating backend after this report (1 for exact backends). */
+  readonly factor: number
+}
+
+/** A snapshot for metrics endpoints. */
+export interface Metrics {
+  /** Provider count calls started. */
+  readonly calls: number
+  readonly callFailures: number
+  /** Exact segment cache (LRU by content hash). */
+  readonly cacheHits: number
+  readonly cacheMisses: number
+  readonly cacheSize: number
+  /** Count requests that joined an identical call in flight. */
+  readonly shared: number
+  readonly inFlight: number
+  /** Local text segment cache (`@ctxd/tokens`). */
+  readonly local: TokenCounter.Stats
+  readonly turns: number
+  readonly exactTurns: number
+  /** Local answers when the provider's count was wanted, by reason. */
+  readonly fallbacks: Readonly<Record<string, number>>
+  readonly breaker: CircuitBreaker.Snapshot
+  /** The `exact` metric label: false for the rest of the process once the breaker has opened. */
+  readonly exactEver: boolean
+  /** Drift of reported estimates per model (`provider/name`). */
+  readonly drift: Readonly<Record<string, Calibration.DriftSummary>>
+  /** Drift of raw local estimates (before the factor) per model. */
+  readonly rawDrift: Readonly<Record<string, Calibration.DriftSummary>>
+  /** Correction factors per `provider/name#backend`. */
+  readonly factors: Readonly<Record<string, Calibration.Factor>>
+}
+
+/** The service interface. */
+export interface TokenServiceApi {
+  readonly countTurn: (input: CountTurnInput) => Effect.Effect<TurnCount>
+  readonly countRequest: (input: CountRequestInput) => Effect.Effect<CountResult>
+  readonly recordUsage: (input: UsageInput) => Effect.Effect<UsageResult, BadUsage>
+  readonly metrics: Effect.Effect<Metrics>
+}
+
+/** The token counter of this process. */
+export class TokenService extends Context.Tag("@ctxd/token-counter/TokenService")<TokenService, TokenServiceApi>() {}
+
+/** A {@link BadUsage} for a usage report whose turn the session does not know (the caller looks the turn up). */
+export const unknownTurn = (turnId: string): BadUsage =>
+  new BadUsage({ reason: "unknown_turn", path: "turnId", message: `unknown turn ${JSON.stringify(turnId)}: no turn with this id was answered for this session` })
+
+const reasonOf = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  if (failure._tag === "Some") {
+    const e = failure.value as { readonly _tag?: string; readonly reason?: string }
+    if (e._tag === "CircuitOpen") return "circuit_open"
+    if (e._tag === "CountFailed" && e.reason !== undefined) return e.reason
+    if (e._tag === "TimeoutException") return "timeout"
+  }
+  return Cause.isInterruptedOnly(cause) ? "interrupted" : "error"
+}
+
+const record = <V>(map: ReadonlyMap<string, V>): Record<string, V> => Object.fromEntries(map)
+
+/** Builds the service; provider calls run in the current scope. */
+export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<TokenServiceApi, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const settings: Settings.Settings = { ...Settings.defaults, ...options }
+    const tiktoken = TokenCounter.make({ backend: "tiktoken", cacheCapacity: settings.cacheCapacity })
+    const heuristic = TokenCounter.make({ backend: "heuristic" })
+    const exact =
+      settings.anthropic === undefined
+        ? undefined
+        : yield* AnthropicCounter.make({
+            ...settings.anthropic,
+            timeoutMs: settings.timeoutMs,
+            cacheCapacity: settings.cacheCapacity,
+            maxInFlight: settings.maxInFlight,
+            breaker: {
+              failureThreshold: settings.breaker.failureThreshold,
+              openFor: Duration.millis(settings.breaker.openForMs),
+              maxOpenFor: Duration.millis(settings.breaker.maxOpenForMs),
+            },
+          })
+    const calibration = yield* Ref.make(Calibration.empty)
+    const factorOptions: Calibration.FactorOptions = { ...Calibration.defaultFactorOptions, alpha: settings.calibrationAlpha }
+    const deadline = Duration.millis(settings.timeoutMs)
+    const tally = { turns: 0, exactTurns: 0, fallbacks: new Map<string, number>() }
+
+    /** The backend to try first, or the local one and why. */
+    const route = (model: Model, choice: BackendChoice | undefined): { readonly exact: boolean; readonly local: "tiktoken" | "heuristic"; readonly fallback?: string } => {
+      const wanted = choice ?? settings.backend
+      if (wanted === "heuristic" || wanted === "tiktoken") return { exact: false, local: wanted }
+      if (model.provider !== "anthropic") return wanted === "auto" ? { exact: false, local: "tiktoken" } : { exact: false, local: "tiktoken", fallback: "unsupported_provider" }
+      if (exact === undefined) return wanted === "auto" ? { exact: false, local: "tiktoken" } : { exact: false, local: "tiktoken", fallback: "not_configured" }
+      return { exact: true, local: "tiktoken" }
+    }
+
+    const local = (backend: "tiktoken" | "heuristic", model: Model, fallback: string | undefined) =>
+      Effect.map(Ref.get(calibration), (state) => {
+        const counter = backend === "heuristic" ? heuristic : tiktoken
+        const factor = settings.calibration ? Calibration.factorOf(state, model, backend) : 1
+        const report: CounterReport = {
+          backend,
+          encoding: counter.encodingFor(model),
+          exact: false,
+          calibration: factor,
+          ...(fallback === undefined ? {} : { fallback }),
+        }
+        return { counter, encoding: counter.encodingFor(model), scale: (n: number) => (factor === 1 ? n : Math.round(n * factor)), report }
+      })
+
+    const noteFallback = (reason: string | undefined) =>
+      Effect.sync(() => {
+        if (reason !== undefined) tally.fallbacks.set(reason, (tally.fallbacks.get(reason) ?? 0) + 1)
+      })
+
+    const exactReport = (approximate: boolean) =>
+      Effect.map(exact!.breaker.hasOpened, (opened): CounterReport => ({ backend: "anthropic_api", encoding: "anthropic", exact: !opened && !approximate, calibration: 1 }))
+
+    const countLocally = (input: CountTurnInput, backend: "tiktoken" | "heuristic", fallback: string | undefined) =>
+      Effect.gen(function* () {
+        yield* noteFallback(fallback)
+        const { counter, encoding, scale, report } = yield* local(backend, input.model, fallback)
+        return {
+          ...report,
+          systemTokens: scale(counter.countSystem(input.system, encoding)),
+          toolsTokens: scale(counter.countTools(input.tools, encoding)),
+          messageTokens: input.messages.map((m) => scale(counter.countMessage(m, encoding))),
+        } satisfies TurnCount
+      })
+
+    const countTurn = (input: CountTurnInput): Effect.Effect<TurnCount> =>
+      Effect.gen(function* () {
+        tally.turns++
+        const path = route(input.model, input.backend)
+        if (!path.exact || exact === undefined) return yield* countLocally(input, path.local, path.fallback)
+        const encoding = tiktoken.encodingFor(input.model)
+        const weights = input.messages.map((m) => tiktoken.countMessage(m, encoding))
+        const answer = yield* exact
+          .countTurn({ model: input.model.name, system: input.system, tools: input.tools, messages: input.messages, weights })
+          .pipe(Effect.timeout(deadline), Effect.sandbox, Effect.either)
+        if (Either.isLeft(answer)) {
+          yield* Effect.logDebug(`exact count unavailable (${reasonOf(answer.left)}); counting locally`)
+          return yield* countLocally(input, "tiktoken", reasonOf(answer.left))
+        }
+        const report = yield* exactReport(answer.right.approximate)
+        if (report.exact) tally.exactTurns++
+        const { approximate: _approximate, ...counts } = answer.right
+        return { ...report, ...counts } satisfies TurnCount
+      }).pipe(
+        // belt and braces: a defect in counting must not fail a turn
+        Effect.catchAllDefect((defect) =>
+          Effect.logError("token counting failed; heuristic answer", defect).pipe(Effect.zipRight(countLocally(input, "heuristic", "error"))),
+        ),
+      )
+
+    const countRequestLocally = (input: CountRequestInput, backend: "tiktoken" | "heuristic", fallback: string | undefined) =>
+      Effect.gen(function* () {
+        yield* noteFallback(fallback)
+        const { counter, encoding, scale, report } = yield* local(backend, input.model, fallback)
+        if (input.segments !== undefined) {
+          const segments = input.segments.map((s) => scale(counter.countText(s, encoding)))
+          return { ...report, tokens: segments.reduce((a, b) => a + b, 0), segments } satisfies CountResult
+        }
+        return { ...report, tokens: scale(LocalBody.count(counter, input.model.provider, input.body ?? {}, encoding)) } satisfies CountResult
+      })
+
+    const countRequest = (input: CountRequestInput): Effect.Effect<CountResult> =>
+      Effect.gen(function* () {
+        const path = route(input.model, input.backend)
+        if (!path.exact || exact === undefined) return yield* countRequestLocally(input, path.local, path.fallback)
+        const segments = input.segments
+        const work: Effect.Effect<Omit<CountResult, keyof CounterReport>, unknown> =
+          segments !== undefined
+            ? Effect.map(Effect.forEach(segments, (s) => exact.countText(input.model.name, s), { concurrency: 4 }), (counts) => ({
+                tokens: counts.reduce((a, b) => a + b, 0),
+                segments: counts,
+              }))
+            : Effect.map(exact.countBody(input.model.name, input.body ?? {}), (tokens) => ({ tokens }))
+        const answer = yield* work.pipe(Effect.timeout(deadline), Effect.sandbox, Effect.either)
+        if (Either.isLeft(answer)) return yield* countRequestLocally(input, "tiktoken", reasonOf(answer.left))
+        return { ...(yield* exactReport(false)), ...answer.right }
+      }).pipe(Effect.catchAllDefect(() => countRequestLocally(input, "heuristic", "error")))
+
+    const recordUsage = (input: UsageInput): Effect.Effect<UsageResult, BadUsage> =>
+      Effect.gen(function* () {
+        if (typeof input.estimate !== "number" || !Number.isFinite(input.estimate) || input.estimate <= 0) {
+          return yield* new BadUsage({ reason: "bad_estimate", path: "estimate", message: `the turn's estimate must be a positive number of tokens, got ${String(input.estimate)}` })
+        }
+        const parsed = Calibration.parseUsage(input.usage)
+        if (Either.isLeft(parsed)) return yield* new BadUsage({ reason: "malformed", path: parsed.left.path, message: parsed.left.message })
+        const billed = parsed.right.billedPrompt
+        if (billed <= 0) {
+          return yield* new BadUsage({ reason: "malformed", path: "usage", message: "usage bills 0 prompt tokens; there is nothing to compare the estimate with" })
+        }
+        const observation: Calibration.Observation = {
+          model: input.model,
+          estimate: input.estimate,
+          billed,
+          backend: input.backend ?? "tiktoken",
+          calibration: input.calibration ?? 1,
+        }
+        const recorded = yield* Ref.modify(calibration, (state) => Calibration.record(state, observation, factorOptions))
+        yield* Effect.logDebug(`usage: billed ${billed}, estimate ${input.estimate}, drift ${recorded.drift.toFixed(4)}, factor ${recorded.factor.toFixed(4)}`)
+        return { billed, drift: recorded.drift, factor: recorded.factor }
+      }).pipe(Effect.annotateLogs({ tenant: input.tenant, session: input.session, turn: input.turnId }))
+
+    const closed: CircuitBreaker.Snapshot = { status: "closed", failures: 0, openForMs: settings.breaker.openForMs, retryAfterMs: 0, openings: 0, hasOpened: false }
+
+    const metrics: Effect.Effect<Metrics> = Effect.gen(function* () {
+      const state = yield* Ref.get(calibration)
+      const breaker = exact === undefined ? closed : yield* exact.breaker.snapshot
+      const stats = exact?.stats() ?? { calls: 0, failures: 0, cacheHits: 0, cacheMisses: 0, cacheSize: 0, shared: 0, inFlight: 0 }
+      const summaries = (m: ReadonlyMap<string, Calibration.Histogram>) =>
+        Object.fromEntries([...m].map(([k, h]) => [k, Calibration.summarize(h)] as const))
+      return {
+        calls: stats.calls,
+        callFailures: stats.failures,
+        cacheHits: stats.cacheHits,
+        cacheMisses: stats.cacheMisses,
+        cacheSize: stats.cacheSize,
+        shared: stats.shared,
+        inFlight: stats.inFlight,
+        local: tiktoken.stats(),
+        turns: tally.turns,
+        exactTurns: tally.exactTurns,
+        fallbacks: record(tally.fallbacks),
+        breaker,
+        exactEver: !breaker.hasOpened,
+        drift: summaries(state.drift),
+        rawDrift: summaries(state.rawDrift),
+        factors: record(state.factors),
+      }
+    })
+
+    return { countTurn, countRequest, recordUsage, metrics }
+  })
+
+/** The service with `settings` (defaults for the rest: see `Settings.defaults`). */
+export const layer = (settings: Partial<Settings.Settings> = {}): Layer.Layer<TokenService> => Layer.scoped(TokenService, make(settings))
+
+/** The service configured from the environment (see `Settings.config`). */
+export const layerConfig: Layer.Layer<TokenService, ConfigError.ConfigError> = Layer.scoped(
+  TokenService,
+  Effect.flatMap(Settings.config, (settings) => make(settings)),
+)

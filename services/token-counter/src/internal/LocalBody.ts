@@ -1,0 +1,87 @@
+/**
+ * Local estimate of a whole provider request body (Anthropic Messages or
+ * OpenAI Chat Completions), for `ctx.v1.tokens.count` when no exact count
+ * is possible. The body is walked structurally, never rejected: every text
+ * is counted with the local counter (cached per segment), with the same
+ * framing constants as `TokenCounter.overhead` (message, tool call, tool
+ * result, image, system, tool definitions).
+ */
+import { type Encoding, TokenCounter } from "@ctxd/tokens"
+
+const { overhead } = TokenCounter
+
+type Counter = TokenCounter.TokenCounterService
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+const list = (u: unknown): ReadonlyArray<unknown> => (Array.isArray(u) ? u : [])
+const json = (u: unknown): string => JSON.stringify(u) ?? ""
+
+const text = (counter: Counter, value: unknown, encoding: Encoding.Encoding): number =>
+  typeof value === "string" ? counter.countText(value, encoding) : 0
+
+/** One content block or part of either provider. */
+const block = (counter: Counter, b: unknown, encoding: Encoding.Encoding): number => {
+  if (typeof b === "string") return counter.countText(b, encoding)
+  if (!isRecord(b)) return 0
+  switch (b["type"]) {
+    case "text":
+      return text(counter, b["text"], encoding)
+    case "image":
+    case "image_url":
+      return isRecord(b["image_url"]) && b["image_url"]["detail"] === "low" ? overhead.imageLow : overhead.image
+    case "tool_use":
+      return overhead.toolCall + text(counter, b["name"], encoding) + counter.countText(json(b["input"] ?? {}), encoding)
+    case "tool_result": {
+      const content = b["content"]
+      const inner = typeof content === "string" ? counter.countText(content, encoding) : list(content).reduce<number>((n, c) => n + block(counter, c, encoding), 0)
+      return overhead.toolResult + inner
+    }
+    case "thinking":
+      return text(counter, b["thinking"], encoding)
+    default: {
+      const { cache_control: _drop, ...rest } = b
+      return counter.countText(json(rest), encoding)
+    }
+  }
+}
+
+const content = (counter: Counter, c: unknown, encoding: Encoding.Encoding): number =>
+  typeof c === "string" ? counter.countText(c, encoding) : list(c).reduce<number>((n, b) => n + block(counter, b, encoding), 0)
+
+const tools = (counter: Counter, defs: ReadonlyArray<unknown>, encoding: Encoding.Encoding): number => {
+  if (defs.length === 0) return 0
+  let n = overhead.tools
+  for (const def of defs) {
+    if (!isRecord(def)) continue
+    // OpenAI nests the definition under `function`; Anthropic's is flat
+    const fn = isRecord(def["function"]) ? def["function"] : def
+    const schema = fn["input_schema"] ?? fn["parameters"]
+    n += overhead.tool + counter.countText(json({ name: fn["name"], description: fn["description"], input_schema: schema }), encoding)
+  }
+  return n
+}
+
+/** Local tokens of `body` in the format of `provider`. */
+export const count = (counter: Counter, provider: "anthropic" | "openai", body: Readonly<Record<string, unknown>>, encoding: Encoding.Encoding): number => {
+  let n = tools(counter, list(body["tools"]), encoding)
+  const system = body["system"]
+  const sections = typeof system === "string" ? (system === "" ? [] : [system]) : list(system)
+  if (sections.length > 0) {
+    n += overhead.system + overhead.systemSection * (sections.length - 1)
+    n += sections.reduce<number>((sum, s) => sum + block(counter, s, encoding), 0)
+  }
+  for (const m of list(body["messages"])) {
+    if (!isRecord(m)) continue
+    n += overhead.message + content(counter, m["content"], encoding)
+    if (typeof m["name"] === "string") n += overhead.name + counter.countText(m["name"], encoding)
+    if (provider === "openai") {
+      for (const call of list(m["tool_calls"])) {
+        const fn = isRecord(call) && isRecord(call["function"]) ? call["function"] : {}
+        n += overhead.toolCall + text(counter, fn["name"], encoding) + text(counter, fn["arguments"], encoding)
+      }
+      if (m["role"] === "tool") n += overhead.toolResult
+      if (typeof m["refusal"] === "string") n += counter.countText(m["refusal"], encoding)
+    }
+  }
+  return n
+}
