@@ -206,3 +206,25 @@ describe("health", () => {
     expect(reply.uptimeMs).toBeGreaterThan(0)
   })
 })
+
+describe("loop check", () => {
+  it("flags a history that repeats the same call and result, with a nudge", async () => {
+    const call = (i: number) => [
+      { role: "assistant", content: null, tool_calls: [{ id: `c${i}`, type: "function", function: { name: "search", arguments: '{"q": "flights"}' } }] },
+      { role: "tool", tool_call_id: `c${i}`, content: "no results" },
+    ]
+    const messages = [{ role: "user", content: "find me a flight" }, ...call(1), ...call(2), ...call(3)]
+    const reply = await h.request(`${h.root}.v1.loop.check`, { format: "openai", messages })
+    expect(reply.ok).toBe(true)
+    expect(reply.verdict.looping).toBe(true)
+    expect(reply.verdict.findings[0]).toMatchObject({ pattern: "repeated_call", repeats: 3 })
+    expect(reply.nudge).toContain("search")
+    const calm = await h.request(`${h.root}.v1.loop.check`, { format: "openai", messages: messages.slice(0, 5) })
+    expect(calm.verdict.looping).toBe(false)
+  })
+
+  it("answers BadRequest for a malformed check", async () => {
+    const reply = await h.request(`${h.root}.v1.loop.check`, { format: "openai", messages: "nope" })
+    expect(reply).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+  })
+})

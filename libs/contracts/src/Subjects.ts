@@ -39,6 +39,8 @@ export interface Subjects {
   readonly usage: (tenant: string, session: string) => string
   /** `<root>.v1.health` */
   readonly health: string
+  /** `<root>.v1.loop.check` */
+  readonly loopCheck: string
   /** Parses the tenant and session tokens out of a turn or usage subject. */
   readonly parseSession: (subject: string) => { readonly tenant: string; readonly session: string } | undefined
 }
@@ -54,6 +56,7 @@ export const make = (root: string = DEFAULT_ROOT): Subjects => {
     turnWildcard: `${prefix}turn.>`,
     usage: (tenant, session) => `${prefix}usage.${tenant}.${session}`,
     health: `${prefix}health`,
+    loopCheck: `${prefix}loop.check`,
     parseSession: (subject) => {
       if (!subject.startsWith(prefix)) return undefined
       const tokens = subject.split(".")

@@ -3,6 +3,7 @@
  * says where the input is wrong. Never throws.
  */
 import { Errors, Turn } from "@ctxd/contracts"
+import { Json } from "@ctxd/nats"
 import { Effect, Either, ParseResult, Schema } from "effect"
 
 /** Renders a parse path the way a JSON user reads it: `messages[3].content`. */
@@ -12,34 +13,28 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
     "",
   )
 
-const utf8 = new TextDecoder("utf-8", { fatal: true })
 /** A JSON `\u0000` escape (an odd number of backslashes before `u0000`). */
 const ESCAPED_NUL = /(?:^|[^\\])(?:\\\\)*\\u0000/
+const NUL_ESCAPE = Buffer.from("\\u0000")
+
+const hasEscapedNul = (data: Uint8Array): boolean =>
+  Buffer.from(data.buffer, data.byteOffset, data.byteLength).includes(NUL_ESCAPE) &&
+  ESCAPED_NUL.test(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8"))
 
 /**
- * Parses UTF-8 JSON; a syntax error becomes `BadRequest`. NUL characters
- * (`\u0000`) are refused too: Postgres cannot store them in `jsonb`.
+ * Parses UTF-8 JSON; bad UTF-8 or a syntax error becomes `BadRequest`. NUL
+ * characters (`\u0000`) are refused too: Postgres cannot store them in `jsonb`.
  */
-export const parseJson = (data: Uint8Array): Effect.Effect<unknown, Errors.BadRequest> =>
-  Effect.try({
-    try: () => utf8.decode(data),
-    catch: () => new Errors.BadRequest({ message: "the request is not valid UTF-8" }),
-  }).pipe(
-    Effect.filterOrFail(
-      (text) => !ESCAPED_NUL.test(text),
-      () => new Errors.BadRequest({ message: "NUL characters (\\u0000) are not supported in turn requests" }),
-    ),
-    Effect.flatMap((text) =>
-      Effect.try({
-        try: () => JSON.parse(text) as unknown,
-        catch: (error) =>
-          new Errors.BadRequest({
-            message: `malformed JSON: ${error instanceof Error ? error.message : String(error)}`,
-            hint: "send one UTF-8 JSON object per request",
-          }),
-      }),
-    ),
-  )
+export const parseJson = (data: Uint8Array): Effect.Effect<unknown, Errors.BadRequest> => {
+  const json = Json.decode(data)
+  if (Either.isLeft(json)) {
+    return Effect.fail(new Errors.BadRequest({ message: json.left.message, hint: "send one UTF-8 JSON object per request" }))
+  }
+  if (hasEscapedNul(data)) {
+    return Effect.fail(new Errors.BadRequest({ message: "NUL characters (\\u0000) are not supported in turn requests" }))
+  }
+  return Effect.succeed(json.right)
+}
 
 /**
  * Validates a parsed value against the turn request schema. The first few

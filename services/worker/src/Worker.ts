@@ -7,6 +7,7 @@
  */
 import { Assembler, TurnEndpoint } from "@ctxd/assembler"
 import { Subjects } from "@ctxd/contracts"
+import { LoopCheck } from "@ctxd/loop-detector"
 import { Database, Migrations, SessionStore } from "@ctxd/db"
 import { NatsClient } from "@ctxd/nats"
 import { TokenCounter } from "@ctxd/tokens"
@@ -34,6 +35,7 @@ export const serve = Effect.gen(function* () {
     maxPayload,
     drainTimeoutMs: config.shutdownTimeoutMs,
   })
+  yield* LoopCheck.serve({ subject: subjects.loopCheck, queue: config.queueGroup })
   yield* HealthEndpoint.serve({ subjects, workerId: config.workerId, started, inFlight: turns.inFlight })
   yield* Effect.addFinalizer(() => Effect.logInfo("shutting down: no new turns; finishing the ones in flight"))
   yield* Effect.logInfo(`worker ready on ${subjects.turnWildcard} (queue ${config.queueGroup}, max payload ${maxPayload} B)`)

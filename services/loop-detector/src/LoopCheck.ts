@@ -1,0 +1,69 @@
+/**
+ * `<root>.v1.loop.check`: a message history in, a loop verdict out, for
+ * callers that want the detector without sending turns.
+ */
+import { Normalize } from "@ctxd/context"
+import { Anthropic, Errors, OpenAI } from "@ctxd/contracts"
+import { Endpoint, Json } from "@ctxd/nats"
+import { Effect, Either, ParseResult, Schema } from "effect"
+import * as Config from "./Config.ts"
+import * as Detector from "./Detector.ts"
+import * as Nudge from "./Nudge.ts"
+
+export const AnthropicCheckRequest = Schema.Struct({
+  format: Schema.Literal("anthropic"),
+  messages: Schema.Array(Anthropic.Message),
+  config: Schema.optional(Config.Overrides),
+})
+
+export const OpenAICheckRequest = Schema.Struct({
+  format: Schema.Literal("openai"),
+  messages: Schema.Array(OpenAI.Message),
+  config: Schema.optional(Config.Overrides),
+})
+
+export const LoopCheckRequest = Schema.Union(AnthropicCheckRequest, OpenAICheckRequest).annotations({
+  identifier: "LoopCheckRequest",
+  description: "ctx.v1.loop.check request",
+})
+export type LoopCheckRequest = typeof LoopCheckRequest.Type
+
+export const LoopCheckReply = Schema.Struct({
+  ok: Schema.Literal(true),
+  verdict: Detector.Verdict,
+  /** The nudge ctxd would append under policy `nudge`, when looping. */
+  nudge: Schema.NullOr(Schema.String),
+}).annotations({ identifier: "LoopCheckReply", description: "ctx.v1.loop.check success reply" })
+export type LoopCheckReply = typeof LoopCheckReply.Type
+
+const decode = Schema.decodeUnknownEither(LoopCheckRequest, { errors: "all" })
+
+/** Checks one history (pure). */
+export const check = (request: LoopCheckRequest): LoopCheckReply => {
+  const messages = request.format === "anthropic" ? Normalize.fromAnthropic(request.messages) : Normalize.fromOpenAI(request.messages)
+  const config = Config.make(request.config)
+  const verdict = Detector.check(messages, config)
+  return { ok: true, verdict, nudge: verdict.looping && config.policy === "nudge" ? Nudge.nudgeText(verdict) : null }
+}
+
+/** Answers one raw request: the verdict, or a `BadRequest` envelope. */
+export const handle = (data: Uint8Array): LoopCheckReply | Errors.ErrorReply => {
+  const json = Json.decode(data)
+  if (Either.isLeft(json)) return Errors.toReply(new Errors.BadRequest({ message: json.left.message }))
+  const request = decode(json.right)
+  if (Either.isLeft(request)) {
+    return Errors.toReply(
+      new Errors.BadRequest({ message: `invalid loop check request: ${ParseResult.TreeFormatter.formatErrorSync(request.left)}` }),
+    )
+  }
+  return check(request.right)
+}
+
+/** Serves `subject` (queue group `queue`) until the scope closes. */
+export const serve = (options: { readonly subject: string; readonly queue: string }) =>
+  Endpoint.serve({
+    subject: options.subject,
+    queue: options.queue,
+    maxConcurrent: 16,
+    handler: ({ data }) => Effect.sync(() => handle(data)),
+  })
