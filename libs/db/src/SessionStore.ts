@@ -10,6 +10,16 @@
  * not moved on since the caller loaded it (optimistic concurrency on
  * `last_seq`). It writes everything or nothing.
  *
+ * Fencing: a commit may carry the caller's shard lease ({@link Fence}); the
+ * lease row is then checked in the same transaction, after the session lock,
+ * against the database clock, and a caller whose lease was released, expired
+ * or taken over (a newer epoch) gets {@link NotOwner} and writes nothing. No
+ * lock is taken on the lease row (commits on one shard do not contend on it):
+ * a takeover committed between the check and this commit cannot interleave
+ * with the new owner's writes, because the new owner appends under the same
+ * session lock with its own expected `last_seq` and gets {@link SeqConflict}
+ * if this write landed after it loaded the session.
+ *
  * An `Effect.Service`: there is one implementation (the store is Postgres;
  * tests use a real Postgres in a throwaway schema).
  */
@@ -53,6 +63,15 @@ export interface CommitTurn {
   readonly messages: ReadonlyArray<NewMessage>
   /** The reply, stored as JSON so a retry of the turn gets it back. */
   readonly reply: unknown
+  /** The writer's shard lease; when present the commit is applied only while that lease is current. */
+  readonly fence?: Fence | undefined
+}
+
+/** A shard lease as the writer holds it: `ctxd_shard_leases` row `shard` with this `owner` and `epoch`. */
+export interface Fence {
+  readonly shard: number
+  readonly owner: string
+  readonly epoch: bigint | number
 }
 
 /** The sequence numbers a commit appended (`firstSeq > lastSeq` when it appended none). */
@@ -72,6 +91,14 @@ export class SeqConflict extends Data.TaggedError("SeqConflict")<{
 export class TurnExists extends Data.TaggedError("TurnExists")<{
   readonly message: string
   readonly stored: StoredTurn
+}> {}
+
+/** The writer's shard lease is no longer current (released, expired, or taken over with a newer epoch); nothing was written. */
+export class NotOwner extends Data.TaggedError("NotOwner")<{
+  readonly message: string
+  readonly shard: number
+  readonly owner: string
+  readonly epoch: string
 }> {}
 
 interface TurnRow {
@@ -108,6 +135,14 @@ const LOCK_SESSION = `
   INSERT INTO ctxd_sessions (tenant, session) VALUES ($1, $2)
   ON CONFLICT (tenant, session) DO UPDATE SET updated_at = now()
   RETURNING id, last_seq`
+
+// After the session lock (which may have waited), against the database
+// clock at this moment rather than the transaction's start.
+const CHECK_FENCE = `
+  SELECT EXISTS (
+    SELECT 1 FROM ctxd_shard_leases
+    WHERE shard = $1 AND owner = $2 AND epoch = $3::bigint AND expires_at > clock_timestamp()
+  ) AS current`
 
 // A separate statement after the lock, so its snapshot sees a turn committed
 // by a writer we waited for.
@@ -174,11 +209,15 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
 
     /**
      * Appends `messages` as `expectedLastSeq + 1...` and records the turn with
-     * its reply, atomically. Fails with {@link TurnExists} if the turn id was
-     * committed before and with {@link SeqConflict} if the session's last
-     * sequence number is not `expectedLastSeq`; nothing is written then.
+     * its reply, atomically. Fails with {@link NotOwner} if `input.fence` is
+     * given and is not the shard's current lease (checked first), with
+     * {@link TurnExists} if the turn id was committed before and with
+     * {@link SeqConflict} if the session's last sequence number is not
+     * `expectedLastSeq`; nothing is written then.
      */
-    const commitTurn = (input: CommitTurn): Effect.Effect<Committed, SeqConflict | TurnExists | Failure> => {
+    const commitTurn = (
+      input: CommitTurn,
+    ): Effect.Effect<Committed, NotOwner | SeqConflict | TurnExists | Failure> => {
       const firstSeq = input.expectedLastSeq + 1
       const lastSeq = input.expectedLastSeq + input.messages.length
       return db
@@ -189,6 +228,19 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
               input.session,
             ])
             const { id, last_seq: actualLastSeq } = locked.rows[0]!
+            const fence = input.fence
+            if (fence !== undefined) {
+              const epoch = String(fence.epoch)
+              const check = yield* tx.query<{ current: boolean }>(CHECK_FENCE, [fence.shard, fence.owner, epoch])
+              if (check.rows[0]?.current !== true) {
+                return yield* new NotOwner({
+                  message: `${fence.owner} does not hold shard ${fence.shard} at epoch ${epoch}`,
+                  shard: fence.shard,
+                  owner: fence.owner,
+                  epoch,
+                })
+              }
+            }
             const existing = yield* tx.query<TurnRow>(TURN_BY_SESSION, [id, input.turnId])
             if (existing.rows[0] !== undefined) {
               return yield* new TurnExists({
@@ -217,7 +269,9 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
           }),
         )
         .pipe(
-          Effect.withSpan("SessionStore.commitTurn", { attributes: { messages: input.messages.length } }),
+          Effect.withSpan("SessionStore.commitTurn", {
+            attributes: { messages: input.messages.length, fenced: input.fence !== undefined },
+          }),
         )
     }
 

@@ -210,5 +210,51 @@ describe("SessionStore", () => {
         expect(loaded[499]).toMatchObject({ seq: 500, message: text("assistant", "message 499") })
       }),
     )
+
+    it.effect("a fenced commit is applied only while the writer's shard lease is current", () =>
+      Effect.gen(function* () {
+        const db = yield* Database.Database
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        yield* db.query(
+          `INSERT INTO ctxd_shard_leases (shard, owner, epoch, expires_at) VALUES
+             (7, 'w1', 3, now() + interval '1 minute'),
+             (8, 'w1', 1, now() - interval '1 second'),
+             (9, NULL, 5, now())`,
+        )
+        const fenced = (turnId: string, expected: number, fence: SessionStore.Fence) =>
+          commit(session, turnId, expected, [text("user", turnId)], { fence })
+
+        expect(yield* fenced("t1", 0, { shard: 7, owner: "w1", epoch: 3 })).toEqual({ firstSeq: 1, lastSeq: 1 })
+        expect(yield* fenced("t2", 1, { shard: 7, owner: "w1", epoch: 3n })).toEqual({ firstSeq: 2, lastSeq: 2 })
+        const before = yield* rowCounts
+        const rejected = [
+          { shard: 7, owner: "w1", epoch: 2 }, // stale epoch
+          { shard: 7, owner: "w2", epoch: 3 }, // someone else
+          { shard: 8, owner: "w1", epoch: 1 }, // expired
+          { shard: 9, owner: "w1", epoch: 5 }, // released
+          { shard: 10, owner: "w1", epoch: 0 }, // no lease row
+        ]
+        for (const fence of rejected) {
+          const error = yield* fenced("t3", 2, fence).pipe(Effect.flip)
+          expect(error).toMatchObject({ _tag: "NotOwner", shard: fence.shard, owner: fence.owner, epoch: String(fence.epoch) })
+        }
+        expect(yield* rowCounts).toEqual(before)
+        // the fence is checked before the turn id: a stale owner learns nothing about the session
+        expect(yield* fenced("t1", 0, { shard: 7, owner: "w1", epoch: 2 }).pipe(Effect.flip)).toMatchObject({
+          _tag: "NotOwner",
+        })
+
+        // a takeover (new owner, epoch + 1) fences the old owner out; the new owner writes
+        yield* db.query(`UPDATE ctxd_shard_leases SET owner = 'w2', epoch = 4 WHERE shard = 7`)
+        expect(yield* fenced("t3", 2, { shard: 7, owner: "w1", epoch: 3 }).pipe(Effect.flip)).toMatchObject({
+          _tag: "NotOwner",
+        })
+        expect(yield* fenced("t3", 2, { shard: 7, owner: "w2", epoch: 4 })).toEqual({ firstSeq: 3, lastSeq: 3 })
+        expect((yield* store.loadMessages("acme", session, 0)).map((m) => m.message)).toEqual(
+          ["t1", "t2", "t3"].map((t) => text("user", t)),
+        )
+      }),
+    )
   })
 })

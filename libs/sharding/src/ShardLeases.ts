@@ -1,0 +1,305 @@
+/**
+ * Shard ownership for one worker: Postgres leases with a TTL on the database
+ * clock and a fencing epoch.
+ *
+ * Every refresh interval the worker reads the live workers
+ * ({@link Membership.Membership}), computes the shared assignment
+ * ({@link Assignment.assign}), stops serving and releases the shards no
+ * longer assigned to it (so their new owner can take them at once), then in
+ * one statement renews the leases it holds and takes the free or expired
+ * leases of its other assigned shards. A takeover raises the shard's epoch;
+ * a renewal keeps it. Commits carry {@link ShardLeasesService.fence}, which
+ * the session store checks against the lease row in the commit's transaction.
+ *
+ * What the worker believes it owns lives in memory and is valid until the
+ * time it sent the last successful renewal plus the TTL minus the safety
+ * margin, on its monotonic clock; the database stamped the lease later than
+ * that send, so the worker stops serving ({@link ShardLeasesService.isOwner}
+ * turns false) before anyone else can take the shard, even when it cannot
+ * reach Postgres at all.
+ *
+ * Closing the scope releases every lease at once (after a round in flight
+ * ends), so a graceful stop hands over within one refresh interval of the
+ * others; a crashed worker's shards move after the TTL.
+ *
+ * An `Effect.Service` ({@link ShardLeases}): one implementation; tests build
+ * several workers in one process, each on its own config and database.
+ */
+import { Database, type DatabaseError, type DatabaseUnavailable } from "@ctxd/db/Database"
+import type { Fence } from "@ctxd/db/SessionStore"
+import { Clock, Duration, Effect, Layer, Option, PubSub, Schedule, type Scope, Stream } from "effect"
+import * as Assignment from "./Assignment.ts"
+import * as Sql from "./internal/sql.ts"
+import { Membership, type Worker } from "./Membership.ts"
+import * as ShardId from "./ShardId.ts"
+import { ShardingConfig } from "./ShardingConfig.ts"
+
+/** A shard this worker owns, with its lease epoch. */
+export interface OwnedShard {
+  readonly shard: number
+  readonly epoch: number
+}
+
+/** This worker started (`Acquired`) or stopped (`Lost`) owning a shard. */
+export interface ShardChange {
+  readonly _tag: "Acquired" | "Lost"
+  readonly shard: number
+  readonly epoch: number
+}
+
+/** The service. */
+export interface ShardLeasesService {
+  /** This worker. */
+  readonly self: Worker
+  /** Shards in the cluster. */
+  readonly shards: number
+  /** The shard of a session ({@link ShardId.of} with this cluster's count). */
+  readonly shardOf: (tenant: string, session: string) => number
+  /** Whether this worker owns `shard` now: leased and within the local validity. */
+  readonly isOwner: (shard: number) => Effect.Effect<boolean>
+  /** The lease to pass to `SessionStore.commitTurn` as `fence`, while this worker owns `shard`. */
+  readonly fence: (shard: number) => Effect.Effect<Option.Option<Fence & { readonly epoch: number }>>
+  /** The shards this worker owns now, ascending. */
+  readonly ownedShards: Effect.Effect<ReadonlyArray<OwnedShard>>
+  /**
+   * Where to send a request for `shard`, from the last round: this worker if
+   * it owns it, else the live holder of the lease, else the worker it is
+   * assigned to (which takes it within a refresh interval). None before any
+   * round has read the workers. The worker named may still answer "not owner"
+   * during a handover: retry with backoff.
+   */
+  readonly owner: (shard: number) => Effect.Effect<Option.Option<Worker>>
+  /**
+   * Ownership changes, starting with an `Acquired` for every shard owned when
+   * the stream is run. `Acquired` may repeat for a shard already announced;
+   * `Lost` comes when a round loses a shard or at most a quarter refresh
+   * interval after its local validity ends (`isOwner` is exact, this is not).
+   */
+  readonly changes: Stream.Stream<ShardChange>
+  /** Runs one round now (the loop runs one every refresh interval). */
+  readonly refresh: Effect.Effect<void, DatabaseUnavailable | DatabaseError>
+}
+
+interface Held {
+  readonly epoch: number
+  /** Monotonic nanoseconds after which the shard must not be served. */
+  readonly validUntil: bigint
+}
+
+interface View {
+  readonly workers: ReadonlyMap<string, Worker>
+  readonly assignment: ReadonlyArray<string>
+  /** Live lease holders by shard. */
+  readonly holders: ReadonlyMap<number, string>
+}
+
+const ms = (n: number): bigint => BigInt(Math.round(n * 1_000_000))
+
+// Graceful release should not hold a shutdown up when Postgres is gone.
+const RELEASE_TIMEOUT = Duration.seconds(5)
+
+/**
+ * Builds the leases of this worker (whose {@link Membership} checked the
+ * cluster's shard count): seeds the lease rows, runs a first round, then
+ * keeps renewing until the scope closes.
+ */
+export const make: Effect.Effect<
+  ShardLeasesService,
+  DatabaseUnavailable | DatabaseError,
+  Database | Membership | ShardingConfig | Scope.Scope
+> = Effect.gen(function* () {
+  const db = yield* Database
+  const membership = yield* Membership
+  const settings = yield* ShardingConfig
+  const self = membership.self
+  const me = self.id
+  const interval = Duration.millis(settings.refreshIntervalMs)
+  const validity = ms(settings.leaseTtlMs - settings.safetyMarginMs)
+
+  yield* db.query(Sql.SEED, [settings.shards])
+
+  const owned = new Map<number, Held>()
+  let view: View = { workers: new Map(), assignment: [], holders: new Map() }
+  let stopping = false
+  const hub = yield* PubSub.unbounded<ShardChange>()
+  const lock = yield* Effect.makeSemaphore(1)
+
+  const announce = (change: ShardChange) => PubSub.publish(hub, change)
+
+  const valid = (held: Held | undefined, now: bigint): held is Held =>
+    held !== undefined && !stopping && now < held.validUntil
+
+  const drop = (shard: number) =>
+    Effect.suspend(() => {
+      const held = owned.get(shard)
+      if (held === undefined) return Effect.void
+      owned.delete(shard)
+      return announce({ _tag: "Lost", shard, epoch: held.epoch })
+    })
+
+  const logChanges = (acquired: number, lost: number) =>
+    acquired + lost === 0
+      ? Effect.void
+      : Effect.logInfo(`shards: +${acquired} -${lost}, owning ${owned.size}`)
+
+  /** Forgets the shards whose local validity has ended. */
+  const sweep = Effect.gen(function* () {
+    const now = yield* Clock.currentTimeNanos
+    const lapsed = [...owned].filter(([, held]) => now >= held.validUntil).map(([shard]) => shard)
+    yield* Effect.forEach(lapsed, drop, { discard: true })
+    if (lapsed.length > 0) yield* Effect.logWarning(`shards lapsed without renewal: ${lapsed.length}`)
+  })
+
+  // the assignment only changes with the set of workers
+  let assigned = { key: "", owners: [] as ReadonlyArray<string> }
+  const assignmentOf = (workers: ReadonlyArray<Worker>) => {
+    const key = workers.map((w) => w.id).join("\n")
+    if (key !== assigned.key || assigned.owners.length === 0) {
+      assigned = { key, owners: Assignment.assign(workers.map((w) => w.id), settings.shards) }
+    }
+    return assigned.owners
+  }
+
+  const round = Effect.gen(function* () {
+    if (stopping) return
+    yield* sweep
+    const workers = yield* membership.live
+    const assignment = assignmentOf(workers)
+    const mine = Assignment.shardsOf(assignment, me)
+    view = { ...view, workers: new Map(workers.map((w) => [w.id, w])), assignment }
+
+    // stop serving before the lease can pass to anyone else
+    const leaving = [...owned.keys()].filter((shard) => assignment[shard] !== me)
+    yield* Effect.forEach(leaving, drop, { discard: true })
+    yield* db.query(Sql.RELEASE_OTHERS, [me, mine])
+
+    const held = mine.map((shard) => String(owned.get(shard)?.epoch ?? -1))
+    const sentAt = yield* Clock.currentTimeNanos
+    const claimed = yield* db.query<{ shard: number; epoch: string }>(Sql.CLAIM, [
+      me,
+      settings.leaseTtlMs,
+      mine,
+      held,
+    ])
+    const validUntil = sentAt + validity
+    const got = new Map(claimed.rows.map((row) => [row.shard, Number(row.epoch)]))
+    let acquired = 0
+    let lost = leaving.length
+    for (const shard of mine) {
+      const before = owned.get(shard)
+      const epoch = got.get(shard)
+      if (epoch === undefined) {
+        if (before !== undefined) lost++
+        yield* drop(shard)
+      } else if (before !== undefined && before.epoch === epoch) {
+        owned.set(shard, { epoch, validUntil })
+      } else {
+        if (before !== undefined) lost++
+        yield* drop(shard)
+        owned.set(shard, { epoch, validUntil })
+        acquired++
+        yield* announce({ _tag: "Acquired", shard, epoch })
+      }
+    }
+    yield* logChanges(acquired, lost)
+
+    const holders = yield* db.query<{ shard: number; owner: string; live: boolean }>(Sql.HOLDERS)
+    view = { ...view, holders: new Map(holders.rows.filter((r) => r.live).map((r) => [r.shard, r.owner])) }
+  })
+
+  const refresh = lock.withPermits(1)(round).pipe(Effect.annotateLogs({ worker: me }))
+
+  const isOwner = (shard: number) => Effect.map(Clock.currentTimeNanos, (now) => valid(owned.get(shard), now))
+
+  const fence = (shard: number) =>
+    Effect.map(Clock.currentTimeNanos, (now) => {
+      const held = owned.get(shard)
+      return valid(held, now) ? Option.some({ shard, owner: me, epoch: held.epoch }) : Option.none()
+    })
+
+  const ownedShards = Effect.map(Clock.currentTimeNanos, (now) =>
+    [...owned]
+      .filter(([, held]) => valid(held, now))
+      .map(([shard, held]) => ({ shard, epoch: held.epoch }))
+      .sort((a, b) => a.shard - b.shard),
+  )
+
+  const owner = (shard: number) =>
+    Effect.map(isOwner(shard), (mineNow): Option.Option<Worker> => {
+      if (mineNow) return Option.some(self)
+      const holder = view.holders.get(shard)
+      const live = holder === undefined ? undefined : view.workers.get(holder)
+      if (live !== undefined) return Option.some(live)
+      const assigned = view.assignment[shard]
+      return Option.fromNullable(assigned === undefined ? undefined : view.workers.get(assigned))
+    })
+
+  const changes = Stream.unwrapScoped(
+    Effect.gen(function* () {
+      const queue = yield* PubSub.subscribe(hub)
+      const current = yield* ownedShards
+      return Stream.concat(
+        Stream.fromIterable(current.map((o): ShardChange => ({ _tag: "Acquired", ...o }))),
+        Stream.fromQueue(queue),
+      )
+    }),
+  )
+
+  yield* refresh.pipe(Effect.catchAllCause((cause) => Effect.logWarning("first lease round failed", cause)))
+
+  yield* refresh.pipe(
+    Effect.timeout(interval),
+    Effect.catchAllCause((cause) => Effect.logWarning("lease round failed", cause)),
+    Effect.repeat(Schedule.fixed(interval)),
+    Effect.annotateLogs({ worker: me, loop: "leases" }),
+    Effect.forkScoped,
+  )
+  yield* sweep.pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("lease sweep failed", cause)),
+    Effect.repeat(Schedule.spaced(Duration.millis(Math.max(5, settings.refreshIntervalMs / 4)))),
+    Effect.annotateLogs({ worker: me, loop: "lease-sweep" }),
+    Effect.forkScoped,
+  )
+
+  // Added after the loops, so it runs before they are interrupted: a round
+  // in flight finishes first (its claim could otherwise land after the release).
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function* () {
+      stopping = true
+      yield* lock.withPermits(1)(
+        Effect.gen(function* () {
+          const count = owned.size
+          yield* Effect.forEach([...owned.keys()], drop, { discard: true })
+          yield* db.query(Sql.RELEASE_ALL, [me])
+          yield* Effect.logInfo(`released ${count} shards`)
+        }),
+      )
+    }).pipe(
+      Effect.timeout(Duration.sum(interval, RELEASE_TIMEOUT)),
+      Effect.catchAllCause((cause) => Effect.logWarning("could not release shard leases", cause)),
+      Effect.annotateLogs({ worker: me }),
+    ),
+  )
+
+  return {
+    self,
+    shards: settings.shards,
+    shardOf: (tenant, session) => ShardId.of(tenant, session, settings.shards),
+    isOwner,
+    fence,
+    ownedShards,
+    owner,
+    changes,
+    refresh,
+  } satisfies ShardLeasesService
+})
+
+/** This worker's shard leases. Needs a migrated {@link Database}, the {@link ShardingConfig} and {@link Membership}. */
+export class ShardLeases extends Effect.Service<ShardLeases>()("@ctxd/sharding/ShardLeases", { scoped: make }) {}
+
+/** The leases with this worker's membership, both exposed; needs a migrated {@link Database} and the {@link ShardingConfig}. */
+export const layer: Layer.Layer<
+  ShardLeases | Membership,
+  ShardId.ShardCountMismatch | DatabaseUnavailable | DatabaseError,
+  Database | ShardingConfig
+> = ShardLeases.Default.pipe(Layer.provideMerge(Membership.Default))

@@ -1,0 +1,5 @@
+export * as Assignment from "./Assignment.ts"
+export * as Membership from "./Membership.ts"
+export * as ShardId from "./ShardId.ts"
+export * as ShardingConfig from "./ShardingConfig.ts"
+export * as ShardLeases from "./ShardLeases.ts"
