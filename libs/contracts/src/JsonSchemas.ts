@@ -6,6 +6,7 @@
 import { JSONSchema, type Schema } from "effect"
 import * as Errors from "./Errors.ts"
 import * as Health from "./Health.ts"
+import * as Loop from "./Loop.ts"
 import * as Turn from "./Turn.ts"
 
 const documents: ReadonlyArray<readonly [string, Schema.Schema.Any]> = [
@@ -13,6 +14,8 @@ const documents: ReadonlyArray<readonly [string, Schema.Schema.Any]> = [
   ["turn-reply", Turn.TurnReply],
   ["error-reply", Errors.ErrorReply],
   ["health-reply", Health.HealthReply],
+  ["loop-check-request", Loop.CheckRequest],
+  ["loop-check-reply", Loop.CheckReply],
 ]
 
 /** File name → pretty-printed JSON Schema text (with a trailing newline). */

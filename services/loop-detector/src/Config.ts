@@ -4,18 +4,18 @@
  * 3 cycles of period 2 or 3; monologue 4; context overflow 2 within 20 messages.
  * A threshold of 0 switches that pattern off.
  */
-import { Schema } from "effect"
+import { Loop } from "@ctxd/contracts"
 
 /**
  * What to do when a loop is found: `nudge` appends a short message at the end
  * of the context (the cached prefix stays untouched) and reports the flag;
  * `escalate` only reports the flag; `off` does not detect at all. Default `nudge`.
  */
-export const Policy = Schema.Literal("nudge", "escalate", "off")
-export type Policy = typeof Policy.Type
+export const Policy = Loop.Policy
+export type Policy = Loop.Policy
 
 /** The longest alternation cycle the state tracks (see {@link Config}'s `alternation.maxPeriod`). */
-export const MAX_PERIOD = 4
+export const MAX_PERIOD = Loop.MAX_PERIOD
 
 export interface Config {
   readonly policy: Policy
@@ -66,35 +66,12 @@ export const defaults: Config = {
   contextOverflow: { threshold: 2, withinMessages: 20 },
 }
 
-/** A threshold: 0 switches the pattern off, otherwise at least 2 (a single occurrence is not a loop). */
-const Threshold = Schema.Int.pipe(
-  Schema.between(0, 10_000),
-  Schema.filter((n) => n !== 1 || "a threshold is 0 (off) or at least 2"),
-)
-
 /**
  * Overrides of {@link defaults}, as they arrive on the wire (tenant/agent
  * settings, `ctx.v1.loop.check` requests). Every field is optional.
  */
-export const Overrides = Schema.Struct({
-  policy: Schema.optional(Policy),
-  repeatedCall: Schema.optional(Schema.Struct({ threshold: Schema.optional(Threshold) })),
-  repeatedError: Schema.optional(Schema.Struct({ threshold: Schema.optional(Threshold) })),
-  alternation: Schema.optional(
-    Schema.Struct({
-      cycles: Schema.optional(Threshold),
-      maxPeriod: Schema.optional(Schema.Int.pipe(Schema.between(2, MAX_PERIOD))),
-    }),
-  ),
-  monologue: Schema.optional(Schema.Struct({ threshold: Schema.optional(Threshold) })),
-  contextOverflow: Schema.optional(
-    Schema.Struct({
-      threshold: Schema.optional(Threshold),
-      withinMessages: Schema.optional(Schema.Int.pipe(Schema.between(1, 100_000))),
-    }),
-  ),
-}).annotations({ identifier: "LoopDetectorConfig" })
-export type Overrides = typeof Overrides.Type
+export const Overrides = Loop.Settings
+export type Overrides = Loop.Settings
 
 /**
  * {@link defaults} with `overrides` applied field by field. Values are used

@@ -5,32 +5,16 @@
  * longer reported. Evaluating it costs O(1) in the history length (it reads
  * at most {@link LoopState.EVENT_CAP} recent calls).
  */
-import type { Conversation } from "@ctxd/contracts"
-import { Schema } from "effect"
+import { type Conversation, Loop } from "@ctxd/contracts"
 import * as Config from "./Config.ts"
 import * as LoopState from "./LoopState.ts"
 
-export const Pattern = Schema.Literal("repeated_call", "repeated_error", "alternation", "monologue", "context_overflow")
-export type Pattern = typeof Pattern.Type
-
-/** One detected loop. */
-export const Finding = Schema.Struct({
-  pattern: Pattern,
-  /** How many times it repeated: calls, failures, full cycles, messages or overflow errors. */
-  repeats: Schema.Number,
-  /** The message indices involved (calls and their results), ascending; at most the last 64. */
-  evidence: Schema.Array(Schema.Number),
-  /** One line naming what repeats, e.g. `get_user_details({"user_id":"u1"}) returned the same result 3 times in a row`. */
-  detail: Schema.String,
-}).annotations({ identifier: "LoopFinding" })
-export type Finding = typeof Finding.Type
-
-/** The detector's answer; part of every turn report. Findings come in {@link Pattern} order. */
-export const Verdict = Schema.Struct({
-  looping: Schema.Boolean,
-  findings: Schema.Array(Finding),
-}).annotations({ identifier: "LoopVerdict" })
-export type Verdict = typeof Verdict.Type
+export const Pattern = Loop.Pattern
+export type Pattern = Loop.Pattern
+export const Finding = Loop.Finding
+export type Finding = Loop.Finding
+export const Verdict = Loop.Verdict
+export type Verdict = Loop.Verdict
 
 /** No loop. */
 export const none: Verdict = { looping: false, findings: [] }

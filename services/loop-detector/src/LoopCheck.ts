@@ -3,43 +3,17 @@
  * callers that want the detector without sending turns.
  */
 import { Normalize } from "@ctxd/context"
-import { Anthropic, Errors, OpenAI } from "@ctxd/contracts"
+import { Errors, Loop } from "@ctxd/contracts"
 import { Endpoint, Json } from "@ctxd/nats"
 import { Effect, Either, ParseResult, Schema } from "effect"
 import * as Config from "./Config.ts"
 import * as Detector from "./Detector.ts"
 import * as Nudge from "./Nudge.ts"
 
-export const AnthropicCheckRequest = Schema.Struct({
-  format: Schema.Literal("anthropic"),
-  messages: Schema.Array(Anthropic.Message),
-  config: Schema.optional(Config.Overrides),
-})
-
-export const OpenAICheckRequest = Schema.Struct({
-  format: Schema.Literal("openai"),
-  messages: Schema.Array(OpenAI.Message),
-  config: Schema.optional(Config.Overrides),
-})
-
-export const LoopCheckRequest = Schema.Union(AnthropicCheckRequest, OpenAICheckRequest).annotations({
-  identifier: "LoopCheckRequest",
-  description: "ctx.v1.loop.check request",
-})
-export type LoopCheckRequest = typeof LoopCheckRequest.Type
-
-export const LoopCheckReply = Schema.Struct({
-  ok: Schema.Literal(true),
-  verdict: Detector.Verdict,
-  /** The nudge ctxd would append under policy `nudge`, when looping. */
-  nudge: Schema.NullOr(Schema.String),
-}).annotations({ identifier: "LoopCheckReply", description: "ctx.v1.loop.check success reply" })
-export type LoopCheckReply = typeof LoopCheckReply.Type
-
-const decode = Schema.decodeUnknownEither(LoopCheckRequest, { errors: "all" })
+const decode = Schema.decodeUnknownEither(Loop.CheckRequest, { errors: "all" })
 
 /** Checks one history (pure). */
-export const check = (request: LoopCheckRequest): LoopCheckReply => {
+export const check = (request: Loop.CheckRequest): Loop.CheckReply => {
   const messages = request.format === "anthropic" ? Normalize.fromAnthropic(request.messages) : Normalize.fromOpenAI(request.messages)
   const config = Config.make(request.config)
   const verdict = Detector.check(messages, config)
@@ -47,7 +21,7 @@ export const check = (request: LoopCheckRequest): LoopCheckReply => {
 }
 
 /** Answers one raw request: the verdict, or a `BadRequest` envelope. */
-export const handle = (data: Uint8Array): LoopCheckReply | Errors.ErrorReply => {
+export const handle = (data: Uint8Array): Loop.CheckReply | Errors.ErrorReply => {
   const json = Json.decode(data)
   if (Either.isLeft(json)) return Errors.toReply(new Errors.BadRequest({ message: json.left.message }))
   const request = decode(json.right)

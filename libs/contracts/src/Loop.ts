@@ -1,0 +1,92 @@
+/**
+ * Loop detection on the wire: the verdict in every turn report, the
+ * per-request/tenant settings, and `<root>.v1.loop.check`.
+ */
+import { Schema } from "effect"
+import * as Anthropic from "./Anthropic.ts"
+import * as OpenAI from "./OpenAI.ts"
+
+export const Pattern = Schema.Literal("repeated_call", "repeated_error", "alternation", "monologue", "context_overflow")
+export type Pattern = typeof Pattern.Type
+
+/** One detected loop. */
+export const Finding = Schema.Struct({
+  pattern: Pattern,
+  /** How many times it repeated: calls, failures, full cycles, messages or overflow errors. */
+  repeats: Schema.Number,
+  /** The message indices involved (calls and their results), ascending; at most the last 64. */
+  evidence: Schema.Array(Schema.Number),
+  /** One line naming what repeats, e.g. `get_user_details({"user_id":"u1"}) returned the same result 3 times in a row`. */
+  detail: Schema.String,
+}).annotations({ identifier: "LoopFinding" })
+export type Finding = typeof Finding.Type
+
+/** The detector's answer. Findings come in {@link Pattern} order. */
+export const Verdict = Schema.Struct({
+  looping: Schema.Boolean,
+  findings: Schema.Array(Finding),
+}).annotations({ identifier: "LoopVerdict" })
+export type Verdict = typeof Verdict.Type
+
+/**
+ * What to do when a loop is found: `nudge` appends a short message at the end
+ * of the context (the cached prefix stays untouched) and reports the flag;
+ * `escalate` only reports the flag; `off` does not detect at all. Default `nudge`.
+ */
+export const Policy = Schema.Literal("nudge", "escalate", "off")
+export type Policy = typeof Policy.Type
+
+/** The longest alternation cycle tracked. */
+export const MAX_PERIOD = 4
+
+/** A threshold: 0 switches the pattern off, otherwise at least 2 (a single occurrence is not a loop). */
+const Threshold = Schema.Int.pipe(
+  Schema.between(0, 10_000),
+  Schema.filter((n) => n !== 1 || "a threshold is 0 (off) or at least 2"),
+)
+
+/** Loop-detector settings; every field optional (defaults in the README). */
+export const Settings = Schema.Struct({
+  policy: Schema.optional(Policy),
+  repeatedCall: Schema.optional(Schema.Struct({ threshold: Schema.optional(Threshold) })),
+  repeatedError: Schema.optional(Schema.Struct({ threshold: Schema.optional(Threshold) })),
+  alternation: Schema.optional(
+    Schema.Struct({
+      cycles: Schema.optional(Threshold),
+      maxPeriod: Schema.optional(Schema.Int.pipe(Schema.between(2, MAX_PERIOD))),
+    }),
+  ),
+  monologue: Schema.optional(Schema.Struct({ threshold: Schema.optional(Threshold) })),
+  contextOverflow: Schema.optional(
+    Schema.Struct({
+      threshold: Schema.optional(Threshold),
+      withinMessages: Schema.optional(Schema.Int.pipe(Schema.between(1, 100_000))),
+    }),
+  ),
+}).annotations({ identifier: "LoopSettings" })
+export type Settings = typeof Settings.Type
+
+/** The loop part of a turn report. */
+export const Report = Schema.Struct({
+  policy: Policy,
+  verdict: Verdict,
+  /** True when a nudge was appended at the end of this turn's context. */
+  nudged: Schema.Boolean,
+  /** True when the runtime should act (a loop under policy `escalate` or `nudge`). */
+  escalate: Schema.Boolean,
+}).annotations({ identifier: "LoopReport" })
+export type Report = typeof Report.Type
+
+export const CheckRequest = Schema.Union(
+  Schema.Struct({ format: Schema.Literal("anthropic"), messages: Schema.Array(Anthropic.Message), config: Schema.optional(Settings) }),
+  Schema.Struct({ format: Schema.Literal("openai"), messages: Schema.Array(OpenAI.Message), config: Schema.optional(Settings) }),
+).annotations({ identifier: "LoopCheckRequest", description: "ctx.v1.loop.check request" })
+export type CheckRequest = typeof CheckRequest.Type
+
+export const CheckReply = Schema.Struct({
+  ok: Schema.Literal(true),
+  verdict: Verdict,
+  /** The nudge ctxd would append under policy `nudge`, when looping. */
+  nudge: Schema.NullOr(Schema.String),
+}).annotations({ identifier: "LoopCheckReply", description: "ctx.v1.loop.check success reply" })
+export type CheckReply = typeof CheckReply.Type
