@@ -54,6 +54,8 @@ export interface AssembleInput {
    * only the messages after it are scanned. Absent: the whole history is scanned.
    */
   readonly landmarks?: Window.Landmarks | undefined
+  /** A transient note appended after the view (a loop nudge), with its token count; never stored. */
+  readonly trailer?: { readonly text: string; readonly tokens: number } | undefined
   /** Sum of `history[].tokens`, when the caller keeps it; otherwise summed here (O(n)). */
   readonly storedTokens?: number | undefined
 }
@@ -102,7 +104,7 @@ export const assemble = (input: AssembleInput): Assembled => {
     pinned: marks.pinned,
   })
   const view = Units.prune(history, allocation.kept)
-  let historyTokens = allocation.keptTokens
+  let historyTokens = allocation.keptTokens + (input.trailer?.tokens ?? 0)
   for (const i of view.dropped) historyTokens -= history[i]!.tokens
   const messages = view.messages.map((v) => v.message)
 
@@ -110,7 +112,13 @@ export const assemble = (input: AssembleInput): Assembled => {
   let breakpoints = 0
   let promptCacheKey: string | null = null
   if (input.format === "anthropic") {
-    const rendered = RenderAnthropic.render({ model, system: input.system, tools: input.tools, messages })
+    const rendered = RenderAnthropic.render({
+      model,
+      system: input.system,
+      tools: input.tools,
+      messages,
+      trailer: input.trailer?.text,
+    })
     request = rendered.body
     breakpoints = rendered.breakpoints
   } else {
@@ -121,6 +129,7 @@ export const assemble = (input: AssembleInput): Assembled => {
       system: input.system,
       tools: input.tools,
       messages,
+      trailer: input.trailer?.text,
     })
     request = rendered.body
     promptCacheKey = rendered.promptCacheKey

@@ -31,6 +31,12 @@ export interface RenderInput {
   readonly tools: ReadonlyArray<Conversation.Tool>
   /** The view, oldest first, already free of orphans. */
   readonly messages: ReadonlyArray<Conversation.Message>
+  /**
+   * A note for the model appended after the view as user text (a loop
+   * nudge): not stored, and after the last cache breakpoint so the cached
+   * prefix is untouched.
+   */
+  readonly trailer?: string | undefined
 }
 
 /** A rendered body and the number of cache breakpoints in it. */
@@ -216,6 +222,11 @@ export const render = (input: RenderInput): Rendered => {
       breakpoints++
       break
     }
+  }
+  if (input.trailer !== undefined) {
+    const note = { type: "text", text: input.trailer }
+    if (last.role === "user") last.content.push(note)
+    else messages.push({ role: "user", content: [note] })
   }
 
   const tools: Array<Block> = sortedTools(input.tools).map((t) => {

@@ -31,6 +31,12 @@ export interface RenderInput {
   readonly tools: ReadonlyArray<Conversation.Tool>
   /** The view, oldest first, already free of orphans. */
   readonly messages: ReadonlyArray<Conversation.Message>
+  /**
+   * A note for the model appended after the view as user text (a loop
+   * nudge): not stored, and after the last cache breakpoint so the cached
+   * prefix is untouched.
+   */
+  readonly trailer?: string | undefined
 }
 
 /** A rendered body and its prompt cache key. */
@@ -164,6 +170,7 @@ export const render = (input: RenderInput): Rendered => {
         break
     }
   }
+  if (input.trailer !== undefined) messages.push({ role: "user", content: input.trailer })
   const key = promptCacheKey(input.tenant, input.session)
   const body: Json = { model: input.model.name, messages }
   if (input.tools.length > 0) body["tools"] = sortedTools(input.tools).map(tool)
