@@ -14,8 +14,9 @@
  * baselines, is reported once with the system block.
  *
  * Every call goes through single-flight (identical concurrent requests make
- * one call), a bulkhead (at most `maxInFlight` calls at once, default 16; more
- * fail at once with `saturated` instead of queueing), the circuit breaker, and
+ * one call), a bulkhead (at most `maxInFlight` segment calls at once, default
+ * 16; more fail at once with `saturated` instead of queueing; a cold turn needs
+ * 3), the circuit breaker, and
  * a timeout (default 2 s) that aborts the HTTP request.
  */
 import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError } from "@anthropic-ai/sdk"
@@ -147,30 +148,37 @@ export const make = (settings: Settings = {}): Effect.Effect<AnthropicCounter, n
     let calls = 0
     let failures = 0
     let inFlight = 0
+    let segmentCalls = 0
 
-    /** One provider call: bulkhead, breaker, timeout (which aborts the request). */
-    const call = (model: string, body: Readonly<Record<string, unknown>>) =>
-      Effect.suspend(() => {
-        if (inFlight >= maxInFlight) {
-          return Effect.fail(new CountFailed({ reason: "saturated", message: `${inFlight} count calls already in flight` }))
-        }
-        const attempt = Effect.tryPromise({
-          try: (signal) =>
-            client.messages.countTokens({ ...body, model } as unknown as Anthropic.MessageCountTokensParams, {
-              signal,
-              timeout: timeoutMs,
-              maxRetries: 0,
+    /**
+     * One provider call: bulkhead, breaker, timeout (which aborts the request).
+     * Baselines skip the bulkhead: there are three per model, once, and a cold
+     * turn must not be refused for lack of room.
+     */
+    const call = (model: string, body: Readonly<Record<string, unknown>>, bulkhead = true) =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.suspend(() => {
+          // reserve the slot in the same synchronous step as the check
+          if (bulkhead && segmentCalls >= maxInFlight) {
+            return Effect.fail(new CountFailed({ reason: "saturated", message: `${segmentCalls} count calls already in flight` }))
+          }
+          if (bulkhead) segmentCalls++
+          const attempt = Effect.tryPromise({
+            try: (signal) =>
+              client.messages.countTokens({ ...body, model } as unknown as Anthropic.MessageCountTokensParams, {
+                signal,
+                timeout: timeoutMs,
+                maxRetries: 0,
+              }),
+            catch: classify,
+          }).pipe(
+            Effect.timeoutFail({
+              duration: Duration.millis(timeoutMs),
+              onTimeout: () => new CountFailed({ reason: "timeout", message: `count_tokens took longer than ${timeoutMs} ms` }),
             }),
-          catch: classify,
-        }).pipe(
-          Effect.timeoutFail({
-            duration: Duration.millis(timeoutMs),
-            onTimeout: () => new CountFailed({ reason: "timeout", message: `count_tokens took longer than ${timeoutMs} ms` }),
-          }),
-          Effect.map((r) => r.input_tokens),
-        )
-        return breaker.run(
-          Effect.acquireUseRelease(
+            Effect.map((r) => r.input_tokens),
+          )
+          const counted = Effect.acquireUseRelease(
             Effect.sync(() => {
               inFlight++
               calls++
@@ -181,9 +189,16 @@ export const make = (settings: Settings = {}): Effect.Effect<AnthropicCounter, n
                 inFlight--
                 if (exit._tag === "Failure") failures++
               }),
-          ),
-        )
-      })
+          )
+          return restore(breaker.run(counted)).pipe(
+            Effect.ensuring(
+              Effect.sync(() => {
+                if (bulkhead) segmentCalls--
+              }),
+            ),
+          )
+        }),
+      )
 
     /** A cached, single-flight count of `body` for `model`. */
     const cached = (model: string, body: Readonly<Record<string, unknown>>) =>
@@ -202,7 +217,7 @@ export const make = (settings: Settings = {}): Effect.Effect<AnthropicCounter, n
         if (known !== undefined) return Effect.succeed(known)
         return flights.run(
           `baseline\0${key}`,
-          Effect.tap(call(model, Body.envelopeBody(envelope) as unknown as Record<string, unknown>), (n) =>
+          Effect.tap(call(model, Body.envelopeBody(envelope) as unknown as Record<string, unknown>, false), (n) =>
             Effect.sync(() => baselines.set(key, n)),
           ),
         )

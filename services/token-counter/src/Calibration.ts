@@ -108,6 +108,7 @@ export interface FactorOptions {
   readonly maxFactor: number
 }
 
+/** `alpha` 0.1, factor bounded to [0.5, 2]. */
 export const defaultFactorOptions: FactorOptions = { alpha: 0.1, minFactor: 0.5, maxFactor: 2 }
 
 /** One model's (and local backend's) correction factor. */
@@ -117,6 +118,7 @@ export interface Factor {
   readonly reports: number
 }
 
+/** No report yet: factor 1. */
 export const initialFactor: Factor = { factor: 1, reports: 0 }
 
 const clamp = (x: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, x))
@@ -148,6 +150,7 @@ export interface Histogram {
   readonly recent: ReadonlyArray<number>
 }
 
+/** A histogram with no values. */
 export const emptyHistogram: Histogram = { counts: BUCKETS.map(() => 0).concat(0), count: 0, sum: 0, recent: [] }
 
 /** `h` with one more value. */
@@ -178,6 +181,7 @@ export interface DriftSummary {
   readonly buckets: ReadonlyArray<{ readonly le: number | "+Inf"; readonly count: number }>
 }
 
+/** Count, mean, |drift| p50/p99 over the recent window, and the buckets. */
 export const summarize = (h: Histogram): DriftSummary => {
   const abs = h.recent.map(Math.abs)
   return {
@@ -200,6 +204,7 @@ export interface State {
   readonly rawDrift: ReadonlyMap<string, Histogram>
 }
 
+/** Nothing learned yet. */
 export const empty: State = { factors: new Map(), drift: new Map(), rawDrift: new Map() }
 
 /** `provider/name`: the key of a model. */

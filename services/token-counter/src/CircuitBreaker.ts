@@ -152,7 +152,7 @@ export const make = (options: Options = {}): Effect.Effect<CircuitBreaker> =>
 
     const run = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> =>
       Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(acquire, (ticket) =>
+        Effect.flatMap(acquire, (ticket): Effect.Effect<A, E | CircuitOpen, R> =>
           ticket._tag === "reject"
             ? Effect.fail(
                 new CircuitOpen({

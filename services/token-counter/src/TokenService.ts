@@ -47,6 +47,11 @@ export interface CounterReport {
   readonly backend: Backend
   /** Local vocabulary (`o200k_base`, `cl100k_base`), `heuristic`, or `anthropic` for the provider's count. */
   readonly encoding: string
+  /**
+   * True only for the provider's own count, while the breaker has never
+   * opened in this process, and when no unpaired tool block had to be
+   * counted as text.
+   */
   readonly exact: boolean
   /** Factor applied to local counts (1 when none). */
   readonly calibration: number
@@ -69,6 +74,7 @@ export interface CountRequestInput {
   readonly segments?: ReadonlyArray<string> | undefined
 }
 
+/** The answer to a count request: total tokens, per-segment tokens for segment requests. */
 export interface CountResult extends CounterReport {
   readonly tokens: number
   readonly segments?: ReadonlyArray<number> | undefined
@@ -90,6 +96,7 @@ export interface UsageInput {
   readonly calibration?: number | undefined
 }
 
+/** What a usage report gave. */
 export interface UsageResult {
   readonly billed: number
   readonly drift: number
@@ -207,8 +214,8 @@ export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<To
         if (reason !== undefined) tally.fallbacks.set(reason, (tally.fallbacks.get(reason) ?? 0) + 1)
       })
 
-    const exactReport = (approximate: boolean) =>
-      Effect.map(exact!.breaker.hasOpened, (opened): CounterReport => ({ backend: "anthropic_api", encoding: "anthropic", exact: !opened && !approximate, calibration: 1 }))
+    const exactReport = (counter: AnthropicCounter.AnthropicCounter, approximate: boolean) =>
+      Effect.map(counter.breaker.hasOpened, (opened): CounterReport => ({ backend: "anthropic_api", encoding: "anthropic", exact: !opened && !approximate, calibration: 1 }))
 
     const countLocally = (input: CountTurnInput, backend: "tiktoken" | "heuristic", fallback: string | undefined) =>
       Effect.gen(function* () {
@@ -236,7 +243,7 @@ export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<To
           yield* Effect.logDebug(`exact count unavailable (${reasonOf(answer.left)}); counting locally`)
           return yield* countLocally(input, "tiktoken", reasonOf(answer.left))
         }
-        const report = yield* exactReport(answer.right.approximate)
+        const report = yield* exactReport(exact, answer.right.approximate)
         if (report.exact) tally.exactTurns++
         const { approximate: _approximate, ...counts } = answer.right
         return { ...report, ...counts } satisfies TurnCount
@@ -272,7 +279,7 @@ export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<To
             : Effect.map(exact.countBody(input.model.name, input.body ?? {}), (tokens) => ({ tokens }))
         const answer = yield* work.pipe(Effect.timeout(deadline), Effect.sandbox, Effect.either)
         if (Either.isLeft(answer)) return yield* countRequestLocally(input, "tiktoken", reasonOf(answer.left))
-        return { ...(yield* exactReport(false)), ...answer.right }
+        return { ...(yield* exactReport(exact, false)), ...answer.right }
       }).pipe(Effect.catchAllDefect(() => countRequestLocally(input, "heuristic", "error")))
 
     const recordUsage = (input: UsageInput): Effect.Effect<UsageResult, BadUsage> =>

@@ -1,0 +1,18 @@
+/**
+ * @ctxd/token-counter: exact token counts where the provider offers them
+ * (Anthropic `count_tokens`), cached by content hash and behind a circuit
+ * breaker, local counts (js-tiktoken, heuristic) otherwise, and drift
+ * calibration against the usage the provider bills. In-process through
+ * {@link TokenService.TokenService}; over NATS on `ctx.v1.tokens.count`
+ * ({@link CountEndpoint}) and `ctx.v1.usage.<tenant>.<session>` ({@link UsageEndpoint}).
+ */
+export * as AnthropicCounter from "./AnthropicCounter.ts"
+export * as Calibration from "./Calibration.ts"
+export * as CircuitBreaker from "./CircuitBreaker.ts"
+export * as CountEndpoint from "./CountEndpoint.ts"
+export * as Lru from "./Lru.ts"
+export * as Settings from "./Settings.ts"
+export * as SingleFlight from "./SingleFlight.ts"
+export * as TokenService from "./TokenService.ts"
+export * as UsageEndpoint from "./UsageEndpoint.ts"
+export * as UsageSchema from "./UsageSchema.ts"

@@ -1,0 +1,69 @@
+/** `ctx.v1.tokens.count` and `ctx.v1.usage.<tenant>.<session>` over a real NATS server. */
+import { Subjects } from "@ctxd/contracts"
+import { Json, Request } from "@ctxd/nats"
+import { FakeProvider, TestNats } from "@ctxd/testing"
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Either, Layer, Option, Redacted, Schema } from "effect"
+import { CountEndpoint, TokenService, UsageEndpoint, UsageSchema } from "../src/index.ts"
+import * as Replay from "./Replay.ts"
+
+const call = (subject: string, value: unknown) =>
+  Request.request(subject, Json.encode(value), { timeoutMs: 5_000 }).pipe(Effect.map((msg) => Either.getOrThrow(Json.decode(msg.data))))
+
+const fake = Layer.scoped(TokenService.TokenService, Effect.flatMap(FakeProvider.scoped(), (server) =>
+  TokenService.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") } }),
+)).pipe(Layer.orDie)
+
+describe("endpoints", () => {
+  layer(Layer.merge(TestNats.layer("ctxd-token-counter-test"), fake), { excludeTestServices: true })((it) => {
+    it.scoped("ctx.v1.tokens.count counts bodies and segments and rejects malformed requests", () =>
+      Effect.gen(function* () {
+        const root = TestNats.uniqueRoot()
+        yield* CountEndpoint.serve({ root })
+        const subject = CountEndpoint.subject(root)
+        expect(subject).toBe(`${root}.v1.tokens.count`)
+        const [session] = Replay.tauBench(1)
+        const messages = session!.turns.slice(0, 3).flat()
+        const body = Replay.render(session!, messages)
+
+        const exact = yield* call(subject, { model: Replay.MODEL, body })
+        expect(exact).toEqual({ ok: true, tokens: Replay.groundTruth(session!, messages), backend: "anthropic_api", encoding: "anthropic", exact: true, calibration: 1 })
+        expect(Schema.is(UsageSchema.CountReply)(exact)).toBe(true)
+
+        const local = yield* call(subject, { model: Replay.MODEL, backend: "tiktoken", segments: ["hello world", "The quick brown fox jumps over the lazy dog."] })
+        expect(local).toEqual({ ok: true, tokens: 12, segments: [2, 10], backend: "tiktoken", encoding: "cl100k_base", exact: false, calibration: 1 })
+
+        const openai = yield* call(subject, { model: { provider: "openai", name: "gpt-4o" }, body: { messages: [{ role: "user", content: "hello world" }] } })
+        expect(openai).toMatchObject({ ok: true, backend: "tiktoken", encoding: "o200k_base", exact: false })
+
+        for (const bad of [{ model: Replay.MODEL }, { model: Replay.MODEL, body, segments: [] }, { model: { provider: "x", name: "y" }, segments: [] }, { body }]) {
+          expect(yield* call(subject, bad)).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+        }
+      }),
+    )
+
+    it.scoped("ctx.v1.usage.<tenant>.<session> records drift for known turns only", () =>
+      Effect.gen(function* () {
+        const subjects = Subjects.make(TestNats.uniqueRoot())
+        yield* UsageEndpoint.serve({
+          subjects,
+          lookup: (tenant, session, turnId) =>
+            Effect.succeed(
+              tenant === "acme" && session === "s1" && turnId === "t1"
+                ? Option.some({ model: Replay.MODEL, estimate: 950, backend: "tiktoken", calibration: 1 })
+                : Option.none(),
+            ),
+        })
+        const reply = yield* call(subjects.usage("acme", "s1"), { turnId: "t1", usage: { input_tokens: 50, cache_read_input_tokens: 900, cache_creation_input_tokens: 50, output_tokens: 7 } })
+        expect(reply).toEqual({ ok: true, turnId: "t1", billed: 1_000, drift: -0.05, factor: 1_000 / 950 })
+        expect(Schema.is(UsageSchema.UsageReply)(reply)).toBe(true)
+        expect(yield* call(subjects.usage("acme", "s2"), { turnId: "t1", usage: { input_tokens: 5 } })).toMatchObject({
+          ok: false,
+          error: { code: "BadRequest", path: "turnId" },
+        })
+        const metrics = yield* Effect.flatMap(TokenService.TokenService, (s) => s.metrics)
+        expect(metrics.drift["anthropic/claude-sonnet-4-6"]!.count).toBe(1)
+      }),
+    )
+  })
+})

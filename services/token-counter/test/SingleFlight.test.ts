@@ -1,0 +1,72 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber } from "effect"
+import { Lru, SingleFlight } from "../src/index.ts"
+
+describe("SingleFlight", () => {
+  it.scoped("10 concurrent calls for one key run the work once and all get its result", () =>
+    Effect.gen(function* () {
+      const flights = yield* SingleFlight.make
+      const gate = yield* Deferred.make<void>()
+      let runs = 0
+      const work = Effect.sync(() => ++runs).pipe(Effect.zipLeft(Deferred.await(gate)))
+      const fibers = yield* Effect.forEach(Array.from({ length: 10 }), () => Effect.fork(flights.run("k", work)))
+      yield* Effect.yieldNow()
+      expect(flights.inFlight()).toBe(1)
+      yield* Deferred.succeed(gate, undefined)
+      const results = yield* Effect.forEach(fibers, Fiber.join)
+      expect(results).toEqual(Array.from({ length: 10 }, () => 1))
+      expect(runs).toBe(1)
+      expect(flights.shared()).toBe(9)
+      // the key is released: a later call runs again
+      expect(flights.inFlight()).toBe(0)
+      expect(yield* flights.run("k", Effect.sync(() => ++runs))).toBe(2)
+    }),
+  )
+
+  it.scoped("different keys do not share; failures reach every waiter", () =>
+    Effect.gen(function* () {
+      const flights = yield* SingleFlight.make
+      const [a, b] = yield* Effect.all([flights.run("a", Effect.succeed(1)), flights.run("b", Effect.succeed(2))], { concurrency: 2 })
+      expect([a, b]).toEqual([1, 2])
+      const gate = yield* Deferred.make<void>()
+      const failing = Deferred.await(gate).pipe(Effect.zipRight(Effect.fail("down" as const)))
+      const fibers = yield* Effect.forEach([1, 2, 3], () => Effect.fork(flights.run("f", failing)))
+      yield* Effect.yieldNow()
+      yield* Deferred.succeed(gate, undefined)
+      for (const fiber of fibers) expect(yield* Fiber.await(fiber)).toEqual(Exit.fail("down"))
+    }),
+  )
+
+  it.scoped("a caller that gives up neither cancels the work nor strands the others", () =>
+    Effect.gen(function* () {
+      const flights = yield* SingleFlight.make
+      const gate = yield* Deferred.make<void>()
+      const work = Deferred.await(gate).pipe(Effect.as("done"))
+      const first = yield* Effect.fork(flights.run("k", work))
+      yield* Effect.yieldNow()
+      const second = yield* Effect.fork(flights.run("k", work))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(first)
+      expect(flights.inFlight()).toBe(1)
+      yield* Deferred.succeed(gate, undefined)
+      expect(yield* Fiber.join(second)).toBe("done")
+    }),
+  )
+})
+
+describe("Lru", () => {
+  it("evicts the least recently used entry and counts hits and misses", () => {
+    const lru = Lru.make<number>(2)
+    lru.set("a", 1)
+    lru.set("b", 2)
+    expect(lru.get("a")).toBe(1) // "b" is now the oldest
+    lru.set("c", 3)
+    expect(lru.get("b")).toBeUndefined()
+    expect(lru.get("a")).toBe(1)
+    expect(lru.get("c")).toBe(3)
+    expect(lru.size()).toBe(2)
+    expect({ hits: lru.hits(), misses: lru.misses() }).toEqual({ hits: 3, misses: 1 })
+    expect(Lru.make(0).capacity).toBe(1)
+    expect(Lru.make().capacity).toBe(1_024)
+  })
+})

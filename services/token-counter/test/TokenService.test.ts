@@ -1,0 +1,116 @@
+import type { Conversation } from "@ctxd/contracts"
+import { FakeProvider } from "@ctxd/testing"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer, Redacted } from "effect"
+import { Settings, TokenService } from "../src/index.ts"
+import * as Replay from "./Replay.ts"
+
+let server: FakeProvider.FakeProviderServer
+beforeAll(async () => {
+  server = await FakeProvider.start()
+})
+afterAll(() => server.close())
+beforeEach(() => server.reset())
+
+const anthropic = () => ({ baseURL: server.url, apiKey: Redacted.make("test") })
+const user = (text: string): Conversation.Message => ({ role: "user", parts: [{ type: "text", text }] })
+const GPT = { provider: "openai", name: "gpt-4o" } as const
+
+describe("TokenService routing", () => {
+  it.scoped("auto without a provider configured counts with tiktoken; per-request overrides win", () =>
+    Effect.gen(function* () {
+      const service = yield* TokenService.make()
+      const input = { model: Replay.MODEL, system: [], tools: [], messages: [user("hello world")] }
+      const local = yield* service.countTurn(input)
+      expect(local).toMatchObject({ backend: "tiktoken", encoding: "cl100k_base", exact: false, calibration: 1, messageTokens: [6] })
+      expect(local.fallback).toBeUndefined()
+      expect(yield* service.countTurn({ ...input, model: GPT })).toMatchObject({ backend: "tiktoken", encoding: "o200k_base" })
+      expect(yield* service.countTurn({ ...input, backend: "heuristic" })).toMatchObject({ backend: "heuristic", encoding: "heuristic", messageTokens: [7] })
+      // asking for the provider's count without a provider: local, and the report says why
+      expect(yield* service.countTurn({ ...input, backend: "anthropic_api" })).toMatchObject({ backend: "tiktoken", exact: false, fallback: "not_configured" })
+      expect((yield* service.metrics).fallbacks).toEqual({ not_configured: 1 })
+    }),
+  )
+
+  it.scoped("auto with the provider configured counts exactly for Anthropic models, locally for OpenAI ones", () =>
+    Effect.gen(function* () {
+      const service = yield* TokenService.make({ anthropic: anthropic() })
+      const [session] = Replay.tauBench(1)
+      const turn = session!.turns[0]!
+      const exact = yield* service.countTurn({ model: Replay.MODEL, system: session!.system, tools: session!.tools, messages: turn })
+      expect(exact).toMatchObject({ backend: "anthropic_api", encoding: "anthropic", exact: true, calibration: 1 })
+      expect(exact.systemTokens + exact.toolsTokens + exact.messageTokens.reduce((a, b) => a + b, 0)).toBe(Replay.groundTruth(session!, turn))
+      const openai = yield* service.countTurn({ model: GPT, system: session!.system, tools: session!.tools, messages: turn })
+      expect(openai).toMatchObject({ backend: "tiktoken", exact: false })
+      expect(openai.fallback).toBeUndefined()
+      expect(yield* service.countTurn({ model: GPT, backend: "anthropic_api", system: [], tools: [], messages: turn })).toMatchObject({
+        backend: "tiktoken",
+        fallback: "unsupported_provider",
+      })
+      const metrics = yield* service.metrics
+      expect(metrics).toMatchObject({ turns: 3, exactTurns: 1, exactEver: true, breaker: { status: "closed" } })
+    }),
+  )
+
+  it.scoped("counts whole bodies and segments exactly, or locally on request", () =>
+    Effect.gen(function* () {
+      const service = yield* TokenService.make({ anthropic: anthropic() })
+      const [session] = Replay.tauBench(1)
+      const messages = session!.turns.flat()
+      const body = Replay.render(session!, messages)
+      const exact = yield* service.countRequest({ model: Replay.MODEL, body })
+      expect(exact).toMatchObject({ tokens: Replay.groundTruth(session!, messages), backend: "anthropic_api", exact: true })
+      const texts = ["The quick brown fox jumps over the lazy dog.", "", "héllo wörld"]
+      const segments = yield* service.countRequest({ model: Replay.MODEL, segments: texts })
+      expect(segments.segments).toEqual(texts.map(FakeProvider.countTextTokens))
+      expect(segments.tokens).toBe(texts.map(FakeProvider.countTextTokens).reduce((a, b) => a + b, 0))
+      const estimate = yield* service.countRequest({ model: Replay.MODEL, body, backend: "tiktoken" })
+      expect(estimate).toMatchObject({ backend: "tiktoken", exact: false })
+      expect(Math.abs(estimate.tokens - exact.tokens) / exact.tokens).toBeLessThan(0.1)
+      const openai = yield* service.countRequest({
+        model: GPT,
+        body: { model: "gpt-4o", messages: [{ role: "user", content: "hello world" }, { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }] }] },
+      })
+      expect(openai).toMatchObject({ backend: "tiktoken", encoding: "o200k_base" })
+      expect(openai.tokens).toBeGreaterThan(10)
+    }),
+  )
+})
+
+describe("TokenService config", () => {
+  it.scoped("reads the environment: backend, cache size, timeout, breaker, calibration, Anthropic", () =>
+    Effect.gen(function* () {
+      const env = new Map([
+        ["CTXD_TOKEN_BACKEND", "heuristic"],
+        ["CTXD_TOKEN_CACHE_SIZE", "64"],
+        ["CTXD_TOKEN_TIMEOUT_MS", "500"],
+        ["CTXD_TOKEN_BREAKER_OPEN_MS", "1000"],
+        ["CTXD_TOKEN_CALIBRATION", "false"],
+        ["ANTHROPIC_BASE_URL", "http://127.0.0.1:9"],
+      ])
+      const settings = yield* Effect.withConfigProvider(Settings.config, ConfigProvider.fromMap(env))
+      expect(settings).toMatchObject({
+        backend: "heuristic",
+        cacheCapacity: 64,
+        timeoutMs: 500,
+        maxInFlight: 16,
+        breaker: { failureThreshold: 3, openForMs: 1_000, maxOpenForMs: 300_000 },
+        calibration: false,
+        calibrationAlpha: 0.1,
+        anthropic: { baseURL: "http://127.0.0.1:9", apiKey: undefined },
+      })
+      const none = yield* Effect.withConfigProvider(Settings.config, ConfigProvider.fromMap(new Map([["ANTHROPIC_API_KEY", " "]])))
+      expect(none).toEqual(Settings.defaults)
+      const bad = yield* Effect.either(Effect.withConfigProvider(Settings.config, ConfigProvider.fromMap(new Map([["CTXD_TOKEN_BACKEND", "exact"]]))))
+      expect(bad._tag).toBe("Left")
+      const service = yield* Effect.provide(
+        TokenService.TokenService,
+        TokenService.layerConfig.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(env)))),
+      )
+      expect(yield* service.countTurn({ model: Replay.MODEL, system: [], tools: [], messages: [user("abcdefgh")] })).toMatchObject({
+        backend: "heuristic",
+        messageTokens: [6],
+      })
+    }),
+  )
+})
