@@ -48,7 +48,7 @@ const measure = (n: number, format: "anthropic" | "openai"): { p50: number; p99:
     tools,
     toolsTokens: counter.countTools(tools, "o200k_base"),
     options: Assemble.resolveOptions(undefined),
-    counter: { backend: "tiktoken", encoding: "o200k_base", exact: false },
+    counter: { backend: "tiktoken", encoding: "o200k_base", exact: false, calibration: 1 },
   } as const
   // Landmarks of all but the last message, as the assembler holds them before a turn.
   const { landmarks } = Assemble.assemble({ ...base, history: history.slice(0, -1) })

@@ -20,7 +20,7 @@ const okReply = (turnId: string): Turn.TurnReply => ({
   request: { model: "gpt-4o", messages: [{ role: "user", content: "hello" }] },
   report: {
     format: "openai",
-    model: { name: "gpt-4o", contextWindow: 128_000, maxOutputTokens: 16_384, effectiveWindow: 111_616 },
+    model: { provider: "openai", name: "gpt-4o", contextWindow: 128_000, maxOutputTokens: 16_384, effectiveWindow: 111_616 },
     tokens: { system: 0, tools: 0, memory: 0, history: 8, fullHistory: 8, total: 8, budget: 111_616 },
     utilization: 8 / 111_616,
     messages: {
@@ -35,7 +35,7 @@ const okReply = (turnId: string): Turn.TurnReply => ({
     },
     orphans: { calls: 0, results: 0 },
     overBudget: false,
-    counter: { backend: "local", encoding: "o200k_base", exact: false },
+    counter: { backend: "local", encoding: "o200k_base", exact: false, calibration: 1 },
     cache: { breakpoints: 0, promptCacheKey: null },
   },
 })

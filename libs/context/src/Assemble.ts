@@ -30,11 +30,7 @@ export interface ResolvedOptions {
 }
 
 /** Which token counter produced the counts (copied into the report). */
-export interface CounterInfo {
-  readonly backend: string
-  readonly encoding: string
-  readonly exact: boolean
-}
+export type CounterInfo = Turn.Report["counter"]
 
 export interface AssembleInput {
   readonly tenant: string
@@ -140,6 +136,7 @@ export const assemble = (input: AssembleInput): Assembled => {
   const report: Turn.Report = {
     format: input.format,
     model: {
+      provider: model.provider,
       name: model.name,
       contextWindow: model.contextWindow,
       maxOutputTokens: model.maxOutputTokens,
@@ -167,7 +164,7 @@ export const assemble = (input: AssembleInput): Assembled => {
     },
     orphans: view.orphans,
     overBudget: allocation.overBudget,
-    counter: { backend: input.counter.backend, encoding: input.counter.encoding, exact: input.counter.exact },
+    counter: input.counter,
     cache: { breakpoints, promptCacheKey },
   }
   return { request, report, landmarks: marks }

@@ -44,7 +44,7 @@ describe("Assemble.assemble", () => {
     })
     expect(report.tokens).toEqual({ system: 7, tools: 3, memory: 0, history: 520, fullHistory: 710, total: 530, budget: 191_808 })
     expect(report.utilization).toBeCloseTo(530 / 191_808)
-    expect(report.model).toEqual({ name: "claude-sonnet-4-5", contextWindow: 200_000, maxOutputTokens: 8_192, effectiveWindow: 191_808 })
+    expect(report.model).toEqual({ provider: "anthropic", name: "claude-sonnet-4-5", contextWindow: 200_000, maxOutputTokens: 8_192, effectiveWindow: 191_808 })
     expect(report.overBudget).toBe(false)
     expect(report.orphans).toEqual({ calls: 0, results: 0 })
     expect(report.counter).toEqual({ backend: "test", encoding: "o200k_base", exact: false })

@@ -170,5 +170,5 @@ export const assembleInput: fc.Arbitrary<Assemble.AssembleInput> = fc
       memoryFraction: r.memoryFraction,
       ...(r.budgetTokens === undefined ? {} : { budgetTokens: r.budgetTokens }),
     }),
-    counter: { backend: "test", encoding: "o200k_base", exact: false },
+    counter: { backend: "test", encoding: "o200k_base", exact: false, calibration: 1 },
   }))

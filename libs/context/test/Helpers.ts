@@ -50,7 +50,7 @@ export const input = (
   toolsTokens: 0,
   history,
   options: Assemble.resolveOptions(undefined),
-  counter: { backend: "test", encoding: "o200k_base", exact: false },
+  counter: { backend: "test", encoding: "o200k_base", exact: false, calibration: 1 },
   ...over,
 })
 

@@ -63,7 +63,7 @@ const replay = (raw: ReadonlyArray<unknown>, options: Assemble.ResolvedOptions):
           toolsTokens: estimate(tools),
           history,
           options,
-          counter: { backend: "estimate", encoding: "chars/4", exact: false },
+          counter: { backend: "estimate", encoding: "chars/4", exact: false, calibration: 1 },
           landmarks,
         })
         if (format === "anthropic") {

@@ -7,6 +7,7 @@ import { JSONSchema, type Schema } from "effect"
 import * as Errors from "./Errors.ts"
 import * as Health from "./Health.ts"
 import * as Loop from "./Loop.ts"
+import * as Tokens from "./Tokens.ts"
 import * as Turn from "./Turn.ts"
 
 const documents: ReadonlyArray<readonly [string, Schema.Schema.Any]> = [
@@ -16,6 +17,10 @@ const documents: ReadonlyArray<readonly [string, Schema.Schema.Any]> = [
   ["health-reply", Health.HealthReply],
   ["loop-check-request", Loop.CheckRequest],
   ["loop-check-reply", Loop.CheckReply],
+  ["usage-report", Tokens.UsageReport],
+  ["usage-reply", Tokens.UsageReply],
+  ["tokens-count-request", Tokens.CountRequest],
+  ["tokens-count-reply", Tokens.CountReply],
 ]
 
 /** File name → pretty-printed JSON Schema text (with a trailing newline). */

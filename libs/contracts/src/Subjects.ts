@@ -37,6 +37,10 @@ export interface Subjects {
   readonly turnWildcard: string
   /** `<root>.v1.usage.<tenant>.<session>` */
   readonly usage: (tenant: string, session: string) => string
+  /** `<root>.v1.usage.>`: what a worker subscribes to for usage reports. */
+  readonly usageWildcard: string
+  /** `<root>.v1.tokens.count` */
+  readonly tokensCount: string
   /** `<root>.v1.health` */
   readonly health: string
   /** `<root>.v1.loop.check` */
@@ -55,6 +59,8 @@ export const make = (root: string = DEFAULT_ROOT): Subjects => {
     turn: (tenant, session) => `${prefix}turn.${tenant}.${session}`,
     turnWildcard: `${prefix}turn.>`,
     usage: (tenant, session) => `${prefix}usage.${tenant}.${session}`,
+    usageWildcard: `${prefix}usage.>`,
+    tokensCount: `${prefix}tokens.count`,
     health: `${prefix}health`,
     loopCheck: `${prefix}loop.check`,
     parseSession: (subject) => {

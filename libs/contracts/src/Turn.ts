@@ -6,7 +6,9 @@
 import { Schema } from "effect"
 import * as Anthropic from "./Anthropic.ts"
 import * as Conversation from "./Conversation.ts"
+import * as Loop from "./Loop.ts"
 import * as OpenAI from "./OpenAI.ts"
+import * as Tokens from "./Tokens.ts"
 
 export const Format = Schema.Literal("anthropic", "openai")
 export type Format = typeof Format.Type
@@ -38,6 +40,10 @@ export type System = typeof System.Type
 const Fraction = Schema.Number.pipe(Schema.between(0, 1))
 const Count = Schema.Int.pipe(Schema.between(0, 1_000_000))
 
+/** Tool schema compression levels, weakest first. */
+export const ToolCompression = Schema.Literal("none", "minify", "truncate", "aggressive")
+export type ToolCompression = typeof ToolCompression.Type
+
 /** Per-request overrides of the assembly knobs (defaults in the README). */
 export const Options = Schema.Struct({
   /** Keep at least this many recent messages in the window (default 40). */
@@ -50,6 +56,10 @@ export const Options = Schema.Struct({
   budgetTokens: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
   /** Fraction of the budget left after system and tools that is reserved for memory (default 0.1). */
   memoryFraction: Schema.optional(Fraction),
+  /** Token counting backend for this turn; default `CTXD_TOKEN_BACKEND` (`auto`). */
+  tokenBackend: Schema.optional(Tokens.BackendChoice),
+  /** Loop-detector policy and thresholds for this turn (defaults in the README). */
+  loop: Schema.optional(Loop.Settings),
 }).annotations({ identifier: "TurnOptions" })
 export type Options = typeof Options.Type
 
@@ -98,9 +108,66 @@ export const TokenCounts = Schema.Struct({
   budget: Schema.Number,
 })
 
+export const ToolsReport = Schema.Struct({
+  /** Tool definitions sent. */
+  sent: Schema.Number,
+  /** The compression level applied. */
+  compression: ToolCompression,
+  /** Tokens of the tool definitions as sent. */
+  tokens: Schema.Number,
+  /** Tokens the compression saved (uncompressed − sent). */
+  saved: Schema.Number,
+})
+
+export const MaskingReport = Schema.Struct({
+  /** Tool results sent as one-line references instead of their content. */
+  masked: Schema.Number,
+  /** Tool results sent as a reference to an identical earlier result (proactive step). */
+  deduplicated: Schema.Number,
+  /** Tokens saved by masking and de-duplication in the messages sent. */
+  tokensSaved: Schema.Number,
+  /** Sequence number of the first message not masked by the batch boundary, if any is masked. */
+  boundarySeq: Schema.NullOr(Schema.Number),
+})
+
+export const VirtualCall = Schema.Struct({
+  /** `load_toolset` or `load_knowledge`. */
+  tool: Schema.String,
+  callId: Schema.String,
+  args: Schema.Unknown,
+  /** False when the answer was an error (unknown toolset or document...). */
+  ok: Schema.Boolean,
+})
+
+export const WasteReport = Schema.Struct({
+  /** Names of tools sent in this session that the model never called, sorted. */
+  sentNeverCalled: Schema.Array(Schema.String),
+  /** Share of the tool-definition tokens sent in this session that went to never-called tools (0..1). */
+  ratio: Schema.Number,
+})
+
+export const ProactiveStep = Schema.Struct({
+  kind: Schema.Literal("toolCompression", "maskKeep", "dedupe"),
+  /** The new level (`truncate`), the new K, or `on`. */
+  value: Schema.Union(Schema.String, Schema.Number),
+  /** Utilization after this step. */
+  utilization: Schema.Number,
+})
+
+export const ProactiveReport = Schema.Struct({
+  threshold: Schema.Number,
+  /** What the window would use of the budget before any step (before budget eviction). */
+  utilizationBefore: Schema.Number,
+  /** The same after the steps. */
+  utilizationAfter: Schema.Number,
+  /** The steps taken, in order (empty when already under the threshold). */
+  steps: Schema.Array(ProactiveStep),
+})
+
 export const Report = Schema.Struct({
   format: Format,
   model: Schema.Struct({
+    provider: Provider,
     name: Schema.String,
     contextWindow: Schema.Number,
     maxOutputTokens: Schema.Number,
@@ -130,9 +197,16 @@ export const Report = Schema.Struct({
   /** True when the protected fresh tail alone does not fit the budget. */
   overBudget: Schema.Boolean,
   counter: Schema.Struct({
+    /** `anthropic_api`, `tiktoken` or `heuristic`: who counted this turn's new content. */
     backend: Schema.String,
+    /** The tokenizer vocabulary (`o200k_base`, `cl100k_base`, `heuristic`, or `anthropic` for the provider's count). */
     encoding: Schema.String,
+    /** True only for a provider count while its circuit breaker has never opened in this process. */
     exact: Schema.Boolean,
+    /** The correction factor applied to local estimates (1 when none). */
+    calibration: Schema.Number,
+    /** Why a local backend answered when the provider's count was wanted (`circuit_open`, `timeout`, ...). */
+    fallback: Schema.optional(Schema.String),
   }),
   cache: Schema.Struct({
     /** Anthropic `cache_control` breakpoints placed (at most 4). */
@@ -140,6 +214,8 @@ export const Report = Schema.Struct({
     /** OpenAI `prompt_cache_key` (stable per tenant/session). */
     promptCacheKey: Schema.NullOr(Schema.String),
   }),
+  /** The loop detector's verdict and what was done about it (always set by the worker). */
+  loop: Schema.optional(Loop.Report),
 }).annotations({ identifier: "TurnReport" })
 export type Report = typeof Report.Type
 

@@ -1,14 +1,15 @@
 /**
  * The assembler: one turn request in, one provider-ready request body and
- * report out. Decodes, validates pairing against the stored history,
- * counts the new messages, assembles, and commits the new messages together
- * with the reply in one transaction (so a retried `turnId` gets the same
- * reply and nothing is ever half-written).
+ * report out. Decodes, validates pairing against the stored history, counts
+ * the new messages, checks for loops, assembles, and commits the new messages
+ * together with the reply in one transaction (so a retried `turnId` gets the
+ * same reply and nothing is ever half-written).
  */
 import { Assemble, Models, Normalize } from "@ctxd/context"
-import { type Conversation, Errors, type Turn } from "@ctxd/contracts"
+import { Errors, type Loop, type Turn } from "@ctxd/contracts"
 import { SessionStore } from "@ctxd/db"
-import { TokenCounter } from "@ctxd/tokens"
+import { Config as LoopConfig, Detector, Nudge } from "@ctxd/loop-detector"
+import { TokenService } from "@ctxd/token-counter"
 import { Context, Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import * as Decode from "./Decode.ts"
@@ -22,6 +23,8 @@ export interface AssemblerConfig {
   readonly maxMessages: number
   /** Defaults for the per-request `options` (a request's own options win). */
   readonly defaults: Turn.Options
+  /** Loop-detector defaults (a request's `options.loop` wins field by field). */
+  readonly loop: Loop.Settings
 }
 
 export class AssemblerSettings extends Context.Tag("@ctxd/assembler/AssemblerSettings")<
@@ -40,7 +43,8 @@ type TurnError = Errors.WireError
 export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Assembler", {
   scoped: Effect.gen(function* () {
     const store = yield* SessionStore.SessionStore
-    const counter = yield* TokenCounter.TokenCounter
+    const tokens = yield* TokenService.TokenService
+    const local = tokens.local
     const settings = yield* AssemblerSettings
     const cache = yield* SessionCache.make(settings)
 
@@ -49,36 +53,28 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         ? new Errors.ServiceUnavailable({ message: "the session store is unavailable; retry", hint: error.message })
         : new Errors.InternalError({ message: "the session store failed" })
 
-    const countAll = (messages: ReadonlyArray<Conversation.Message>, encoding: TokenCounter.Encoding) =>
-      messages.map((message) => counter.countMessage(message, encoding))
+    /**
+     * Stored counts are reused while the session's model stays in one token
+     * family: Anthropic models (counted exactly or with the calibrated local
+     * approximation), or one tiktoken vocabulary. A switch of family recounts
+     * the stored history locally, once.
+     */
+    const familyOf = (model: Turn.Model): string =>
+      model.provider === "anthropic" ? "anthropic" : local.encodingFor(model)
 
-    const emptyState = (encoding: string): SessionCache.SessionState => ({
-      lastSeq: 0,
-      encoding,
-      messages: [],
-      tokens: 0,
-      callIds: new Set(),
-      answered: new Set(),
-      landmarks: undefined,
-    })
-
-    const absorb = (state: SessionCache.SessionState, stored: ReadonlyArray<SessionStore.StoredMessage>) => {
-      for (const row of stored) {
-        const tokens =
-          row.encoding === state.encoding
-            ? row.tokens
-            : counter.countMessage(row.message, state.encoding as TokenCounter.Encoding)
-        state.messages.push({ seq: row.seq, message: row.message, tokens })
-        state.tokens += tokens
-        Normalize.recordPairing(state.callIds, state.answered, row.message)
-        state.lastSeq = row.seq
-      }
-      return state
-    }
-
-    const load = (tenant: string, session: string, state: SessionCache.SessionState) =>
+    const load = (tenant: string, session: string, state: SessionCache.SessionState, model: Turn.Model) =>
       store.loadMessages(tenant, session, state.lastSeq).pipe(
-        Effect.map((rows) => absorb(state, rows)),
+        Effect.map((rows) => {
+          const encoding = local.encodingFor(model)
+          return SessionCache.append(
+            state,
+            rows.map((row) => ({
+              seq: row.seq,
+              message: row.message,
+              tokens: row.encoding === state.family ? row.tokens : local.countMessage(row.message, encoding),
+            })),
+          )
+        }),
         Effect.mapError(unavailable),
       )
 
@@ -94,6 +90,25 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             }),
           )
 
+    /** The loop verdict after this turn's messages, and the nudge to append, if any. */
+    const loopCheck = (state: SessionCache.SessionState, request: Turn.TurnRequest, fresh: ReadonlyArray<SessionCache.Row>) => {
+      const config = LoopConfig.make({ ...settings.loop, ...request.options?.loop })
+      const folded = Detector.observe(
+        state.loop,
+        fresh.map((r) => r.message),
+        state.messages.length,
+      )
+      const verdict = config.policy === "off" ? Detector.none : Detector.verdict(folded, config)
+      const action = Nudge.action(verdict, config.policy)
+      const report: Loop.Report = {
+        policy: config.policy,
+        verdict,
+        nudged: action.kind === "nudge",
+        escalate: verdict.looping && config.policy !== "off",
+      }
+      return { report, nudge: action.kind === "nudge" ? Nudge.nudgeText(verdict) : undefined }
+    }
+
     const run = (
       tenant: string,
       session: string,
@@ -103,11 +118,11 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
       attempt: number,
     ): Effect.Effect<readonly [Turn.TurnReply, SessionCache.SessionState | undefined], TurnError> =>
       Effect.gen(function* () {
-        const encoding = counter.encodingFor(request.model)
+        const family = familyOf(request.model)
         const state =
-          cached !== undefined && cached.encoding === encoding
+          cached !== undefined && cached.family === family
             ? cached
-            : yield* load(tenant, session, emptyState(encoding))
+            : yield* load(tenant, session, SessionCache.emptyState(family), request.model)
         const normalized = Normalize.request(request)
         const pairing = Normalize.findPairingError(state.callIds, state.answered, normalized.messages)
         if (pairing !== undefined) {
@@ -120,25 +135,51 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           )
         }
         const messages = normalized.messages.map((n) => n.message)
-        const tokens = countAll(messages, encoding)
-        const fresh = messages.map((message, i) => ({ seq: state.lastSeq + 1 + i, message, tokens: tokens[i]! }))
-        const history = state.messages.concat(fresh)
-        const { request: body, report, landmarks } = Assemble.assemble({
+        const count = yield* tokens.countTurn({
+          model: request.model,
+          backend: request.options?.tokenBackend,
+          system: normalized.system,
+          tools: normalized.tools,
+          messages,
+        })
+        const fresh = messages.map((message, i) => ({
+          seq: state.lastSeq + 1 + i,
+          message,
+          tokens: count.messageTokens[i]!,
+        }))
+        const loop = loopCheck(state, request, fresh)
+        const trailer =
+          loop.nudge === undefined
+            ? undefined
+            : { text: loop.nudge, tokens: local.countText(loop.nudge, local.encodingFor(request.model)) }
+        const assembled = Assemble.assemble({
           tenant,
           session,
           format: request.format,
           model: Models.resolve(request.model),
           system: normalized.system,
-          systemTokens: counter.countSystem(normalized.system, encoding),
+          systemTokens: count.systemTokens,
           tools: normalized.tools,
-          toolsTokens: counter.countTools(normalized.tools, encoding),
-          history,
+          toolsTokens: count.toolsTokens,
+          history: state.messages.concat(fresh),
           landmarks: state.landmarks,
-          storedTokens: tokens.reduce((sum, n) => sum + n, state.tokens),
+          storedTokens: count.messageTokens.reduce((sum, n) => sum + n, state.tokens),
+          trailer,
           options: Assemble.resolveOptions({ ...settings.defaults, ...request.options }),
-          counter: { backend: counter.backend, encoding, exact: counter.exact },
+          counter: {
+            backend: count.backend,
+            encoding: count.encoding,
+            exact: count.exact,
+            calibration: count.calibration,
+            ...(count.fallback === undefined ? {} : { fallback: count.fallback }),
+          },
         })
-        const reply: Turn.TurnReply = { ok: true, turnId: request.turnId, request: body, report }
+        const reply: Turn.TurnReply = {
+          ok: true,
+          turnId: request.turnId,
+          request: assembled.request,
+          report: { ...assembled.report, loop: loop.report },
+        }
         const committed = yield* store
           .commitTurn({
             tenant,
@@ -146,16 +187,13 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             turnId: request.turnId,
             requestHash: hash,
             expectedLastSeq: state.lastSeq,
-            messages: messages.map((message, i) => ({ message, tokens: tokens[i]!, encoding })),
+            messages: fresh.map((m) => ({ message: m.message, tokens: m.tokens, encoding: family })),
             reply,
           })
           .pipe(Effect.either)
         if (committed._tag === "Right") {
-          absorb(
-            state,
-            fresh.map((m) => ({ ...m, encoding })),
-          )
-          state.landmarks = landmarks
+          SessionCache.append(state, fresh)
+          state.landmarks = assembled.landmarks
           return [reply, state] as const
         }
         const error = committed.left
@@ -172,7 +210,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             yield* Effect.logDebug("session moved on under us; reloading").pipe(
               Effect.annotateLogs({ actualLastSeq: error.actualLastSeq }),
             )
-            return yield* run(tenant, session, request, hash, yield* load(tenant, session, state), attempt + 1)
+            return yield* run(tenant, session, request, hash, yield* load(tenant, session, state, request.model), attempt + 1)
           default:
             return yield* Effect.fail(unavailable(error))
         }
@@ -198,4 +236,5 @@ export const settingsLayer = (config: Partial<AssemblerConfig> = {}): Layer.Laye
     maxSessions: config.maxSessions ?? 1_000,
     maxMessages: config.maxMessages ?? 500_000,
     defaults: config.defaults ?? {},
+    loop: config.loop ?? {},
   })

@@ -9,14 +9,16 @@
  * speed-up: Postgres is the truth, and a stale entry is detected at commit
  * (the expected last sequence number no longer matches) and reloaded.
  */
-import type { Assemble, Window } from "@ctxd/context"
+import { type Assemble, Normalize, type Window } from "@ctxd/context"
+import type { Conversation } from "@ctxd/contracts"
+import { LoopState } from "@ctxd/loop-detector"
 import { Effect } from "effect"
 
 export interface SessionState {
   /** Sequence number of the last stored message (0 for a new session). */
   lastSeq: number
-  /** The encoding `messages[].tokens` were counted with. */
-  encoding: string
+  /** The token family `messages[].tokens` were counted in (see `Assembler`). */
+  family: string
   messages: Array<Assemble.StoredMessage>
   /** Sum of `messages[].tokens`. */
   tokens: number
@@ -25,6 +27,45 @@ export interface SessionState {
   readonly answered: Set<string>
   /** Anchor and pinned positions of `messages`, so assembly scans only new messages. */
   landmarks: Window.Landmarks | undefined
+  /** The loop detector's folded state over `messages`. */
+  loop: LoopState.State
+}
+
+/** A state for a session with nothing loaded yet. */
+export const emptyState = (family: string): SessionState => ({
+  lastSeq: 0,
+  family,
+  messages: [],
+  tokens: 0,
+  callIds: new Set(),
+  answered: new Set(),
+  landmarks: undefined,
+  loop: LoopState.initial(),
+})
+
+/** One stored message as `append` takes it. */
+export interface Row {
+  readonly seq: number
+  readonly message: Conversation.Message
+  readonly tokens: number
+}
+
+/** Appends stored rows (ascending seq) to `state` in place: history, token sum, pairing and loop state. */
+export const append = (state: SessionState, rows: ReadonlyArray<Row>): SessionState => {
+  if (rows.length === 0) return state
+  const start = state.messages.length
+  for (const row of rows) {
+    state.messages.push(row)
+    state.tokens += row.tokens
+    Normalize.recordPairing(state.callIds, state.answered, row.message)
+    state.lastSeq = row.seq
+  }
+  state.loop = LoopState.observe(
+    state.loop,
+    rows.map((r) => r.message),
+    start,
+  )
+  return state
 }
 
 export interface SessionCache {

@@ -10,7 +10,7 @@ import { Subjects } from "@ctxd/contracts"
 import { Endpoint, Json } from "@ctxd/nats"
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { TokenService } from "./TokenService.ts"
-import { CountRequest, type CountReply } from "./UsageSchema.ts"
+import { CountRequest, type CountReply } from "@ctxd/contracts/Tokens"
 
 /** `<root>.v1.tokens.count` */
 export const subject = (root: string = Subjects.DEFAULT_ROOT): string => `${root}.v1.tokens.count`

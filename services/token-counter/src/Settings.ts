@@ -17,7 +17,7 @@
  * | `ANTHROPIC_API_KEY` | unset | the SDK's API key (redacted) |
  */
 import { Config, Option, Redacted } from "effect"
-import type { BackendChoice } from "./UsageSchema.ts"
+import type { BackendChoice } from "@ctxd/contracts/Tokens"
 
 /** Everything the service needs; see the module doc for the defaults. */
 export interface Settings {

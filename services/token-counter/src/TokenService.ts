@@ -24,7 +24,7 @@ import * as Calibration from "./Calibration.ts"
 import type * as CircuitBreaker from "./CircuitBreaker.ts"
 import * as LocalBody from "./internal/LocalBody.ts"
 import * as Settings from "./Settings.ts"
-import { type Backend, type BackendChoice, BadUsage } from "./UsageSchema.ts"
+import { type Backend, type BackendChoice, BadUsage } from "@ctxd/contracts/Tokens"
 
 /** A model as the counter needs it. */
 export interface Model {
@@ -139,6 +139,8 @@ export interface TokenServiceApi {
   readonly countRequest: (input: CountRequestInput) => Effect.Effect<CountResult>
   readonly recordUsage: (input: UsageInput) => Effect.Effect<UsageResult, BadUsage>
   readonly metrics: Effect.Effect<Metrics>
+  /** The local tiktoken counter (shared cache) for callers that must count synchronously. */
+  readonly local: TokenCounter.TokenCounterService
 }
 
 /** The token counter of this process. */
@@ -333,7 +335,7 @@ export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<To
       }
     })
 
-    return { countTurn, countRequest, recordUsage, metrics }
+    return { countTurn, countRequest, recordUsage, metrics, local: tiktoken }
   })
 
 /** The service with `settings` (defaults for the rest: see `Settings.defaults`). */

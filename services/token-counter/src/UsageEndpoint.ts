@@ -10,7 +10,7 @@ import { type Subjects } from "@ctxd/contracts"
 import { Endpoint, Json } from "@ctxd/nats"
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { type Model, TokenService, unknownTurn } from "./TokenService.ts"
-import { toWireError, UsageReport, type UsageReply } from "./UsageSchema.ts"
+import { toWireError, UsageReport, type UsageReply } from "@ctxd/contracts/Tokens"
 
 /** What the turn report said about a turn (report `tokens.total` and `counter`). */
 export interface TurnEstimate {
@@ -70,7 +70,7 @@ export interface UsageEndpointOptions<E, R> {
 /** Serves `<root>.v1.usage.>` until the surrounding scope closes. */
 export const serve = <E, R>(options: UsageEndpointOptions<E, R>) =>
   Endpoint.serve({
-    subject: `${options.subjects.root}.v1.usage.>`,
+    subject: options.subjects.usageWildcard,
     queue: options.queue ?? "ctxd-usage",
     handler: ({ subject, data }) => {
       const ids = options.subjects.parseSession(subject)

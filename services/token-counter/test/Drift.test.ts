@@ -7,7 +7,8 @@ import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider } from "@ctxd/testing"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Option } from "effect"
-import { Calibration, TokenService, UsageEndpoint, UsageSchema } from "../src/index.ts"
+import { Calibration, TokenService, UsageEndpoint } from "../src/index.ts"
+import * as UsageSchema from "@ctxd/contracts/Tokens"
 import * as Replay from "./Replay.ts"
 
 let server: FakeProvider.FakeProviderServer

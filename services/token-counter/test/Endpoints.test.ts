@@ -4,7 +4,8 @@ import { Json, Request } from "@ctxd/nats"
 import { FakeProvider, TestNats } from "@ctxd/testing"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Either, Layer, Option, Redacted, Schema } from "effect"
-import { CountEndpoint, TokenService, UsageEndpoint, UsageSchema } from "../src/index.ts"
+import { CountEndpoint, TokenService, UsageEndpoint } from "../src/index.ts"
+import * as UsageSchema from "@ctxd/contracts/Tokens"
 import * as Replay from "./Replay.ts"
 
 const call = (subject: string, value: unknown) =>

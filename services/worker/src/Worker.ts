@@ -6,14 +6,30 @@
  * close in reverse order of acquisition.
  */
 import { Assembler, TurnEndpoint } from "@ctxd/assembler"
-import { Subjects } from "@ctxd/contracts"
+import { Subjects, type Turn } from "@ctxd/contracts"
 import { LoopCheck } from "@ctxd/loop-detector"
 import { Database, Migrations, SessionStore } from "@ctxd/db"
 import { NatsClient } from "@ctxd/nats"
-import { TokenCounter } from "@ctxd/tokens"
-import { Effect, Layer } from "effect"
+import { CountEndpoint, TokenService, UsageEndpoint } from "@ctxd/token-counter"
+import { Effect, Layer, Option } from "effect"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import { WorkerConfig } from "./WorkerConfig.ts"
+
+/** What a usage report needs to know of the turn it bills: the estimate ctxd made and how. */
+const usageLookup = (tenant: string, session: string, turnId: string) =>
+  Effect.flatMap(SessionStore.SessionStore, (store) => store.findTurn(tenant, session, turnId)).pipe(
+    Effect.map(
+      Option.map((turn) => {
+        const { report } = turn.reply as Turn.TurnReply
+        return {
+          model: { provider: report.model.provider, name: report.model.name },
+          estimate: report.tokens.total,
+          backend: report.counter.backend,
+          calibration: report.counter.calibration,
+        }
+      }),
+    ),
+  )
 
 /** Serves until the scope closes. */
 export const serve = Effect.gen(function* () {
@@ -36,6 +52,8 @@ export const serve = Effect.gen(function* () {
     drainTimeoutMs: config.shutdownTimeoutMs,
   })
   yield* LoopCheck.serve({ subject: subjects.loopCheck, queue: config.queueGroup })
+  yield* CountEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
+  yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup })
   yield* HealthEndpoint.serve({ subjects, workerId: config.workerId, started, inFlight: turns.inFlight })
   yield* Effect.addFinalizer(() => Effect.logInfo("shutting down: no new turns; finishing the ones in flight"))
   yield* Effect.logInfo(`worker ready on ${subjects.turnWildcard} (queue ${config.queueGroup}, max payload ${maxPayload} B)`)
@@ -47,7 +65,9 @@ export const layer = Layer.unwrapEffect(
     const config = yield* WorkerConfig
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    const tokens = TokenService.layerConfig
     const assembler = Assembler.Assembler.Default.pipe(
+      Layer.provide(tokens),
       Layer.provide(
         Assembler.settingsLayer({
           maxSessions: config.maxSessions,
@@ -58,13 +78,14 @@ export const layer = Layer.unwrapEffect(
             freshTailMessages: config.freshTailMessages,
             memoryFraction: config.memoryFraction,
           },
+          loop: { policy: config.loopPolicy },
         }),
       ),
-      Layer.provide(TokenCounter.layerConfig),
       Layer.provide(store),
     )
     return Layer.mergeAll(
       assembler,
+      tokens,
       store,
       database,
       NatsClient.layer({ servers: config.natsUrl.split(","), name: `ctxd-worker-${config.workerId}` }),

@@ -35,6 +35,10 @@ export const WorkerConfig = Config.all({
     Config.withDefault(0.1),
     Config.withDescription("Default share of the budget reserved for memory"),
   ),
+  loopPolicy: Config.literal("nudge", "escalate", "off")("CTXD_LOOP_POLICY").pipe(
+    Config.withDefault("nudge" as const),
+    Config.withDescription("What to do when an agent loops: nudge, escalate (report only) or off"),
+  ),
   workerId: Config.string("CTXD_WORKER_ID").pipe(
     Config.withDefault(`${hostname()}-${process.pid}`),
     Config.withDescription("Name of this worker in logs and health replies"),

@@ -6,7 +6,7 @@
  *   names. A report that cannot be used is answered with {@link BadUsage}.
  * - `<root>.v1.tokens.count`: {@link CountRequest} → {@link CountReply}.
  */
-import { Errors } from "@ctxd/contracts"
+import * as Errors from "./Errors.ts"
 import { Schema } from "effect"
 
 /** Which backend counts: `auto` = exact where the provider offers it, else local. */
