@@ -47,7 +47,7 @@ describe("Assemble.assemble", () => {
     expect(report.model).toEqual({ provider: "anthropic", name: "claude-sonnet-4-5", contextWindow: 200_000, maxOutputTokens: 8_192, effectiveWindow: 191_808 })
     expect(report.overBudget).toBe(false)
     expect(report.orphans).toEqual({ calls: 0, results: 0 })
-    expect(report.counter).toEqual({ backend: "test", encoding: "o200k_base", exact: false })
+    expect(report.counter).toEqual({ backend: "test", encoding: "o200k_base", exact: false, calibration: 1 })
     expect(report.cache).toEqual({ breakpoints: 2, promptCacheKey: null })
     const messages = request["messages"] as Array<Json>
     // The anchor u0 and the first window message u20 (index 21) merge into one user message.
