@@ -1,0 +1,95 @@
+// Token counting through a real worker: exact Anthropic counts from a
+// provider (the fake provider server, reached through the real SDK), at most
+// one count call per warm turn, local fallback with `exact: false` when the
+// provider is down, and usage reports feeding drift.
+import { FakeProvider, Workloads } from "@ctxd/testing"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as Harness from "./Harness.ts"
+
+let h: Harness.Harness
+let fake: FakeProvider.FakeProviderServer
+beforeAll(async () => {
+  fake = await FakeProvider.start()
+  h = await Harness.start({ ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: "test-key", CTXD_TOKEN_TIMEOUT_MS: "500" })
+})
+afterAll(async () => {
+  await h?.close()
+  await fake?.close()
+})
+
+const countCalls = () => fake.requests().filter((r) => r.endpoint === "count_tokens").length
+
+const sessions = Workloads.tauBenchSessions()
+const turnOf = (source: number) => {
+  const session = Workloads.toAnthropic(sessions[source]!)
+  return (k: number) => ({
+    turnId: `t${k}`,
+    format: "anthropic",
+    model: { provider: "anthropic", name: "claude-sonnet-4-5" },
+    system: session.system,
+    tools: session.tools,
+    messages: session.turns[k]!.messages,
+  })
+}
+const turn = turnOf(3)
+
+describe("exact counting with a provider", () => {
+  it("counts exactly, at most one provider call per warm turn", async () => {
+    const first = await h.request(h.turnSubject("acme", "exact"), turn(0))
+    expect(first.ok).toBe(true)
+    expect(first.report.counter).toMatchObject({ backend: "anthropic_api", exact: true })
+    const calls: number[] = []
+    for (let k = 1; k < 8; k++) {
+      const before = countCalls()
+      const reply = await h.request(h.turnSubject("acme", "exact"), turn(k))
+      expect(reply.ok).toBe(true)
+      expect(reply.report.counter.backend).toBe("anthropic_api")
+      calls.push(countCalls() - before)
+    }
+    expect(Math.max(...calls)).toBeLessThanOrEqual(1)
+  })
+
+  it("takes usage reports: drift for a known turn, BadRequest for unknown turns and bad numbers", async () => {
+    const usage = await h.request(`${h.root}.v1.usage.acme.exact`, {
+      turnId: "t3",
+      usage: { input_tokens: 900, cache_read_input_tokens: 3000, cache_creation_input_tokens: 200, output_tokens: 50 },
+    })
+    expect(usage).toMatchObject({ ok: true, turnId: "t3", billed: 4100 })
+    expect(typeof usage.drift).toBe("number")
+    const unknown = await h.request(`${h.root}.v1.usage.acme.exact`, { turnId: "nope", usage: { input_tokens: 5 } })
+    expect(unknown).toMatchObject({ ok: false, error: { code: "BadRequest", path: "turnId" } })
+    const negative = await h.request(`${h.root}.v1.usage.acme.exact`, { turnId: "t3", usage: { input_tokens: -5 } })
+    expect(negative).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+  })
+
+  it("answers ctx.v1.tokens.count for a whole body", async () => {
+    const reply = await h.request(`${h.root}.v1.tokens.count`, {
+      model: { provider: "openai", name: "gpt-4o" },
+      segments: ["hello world", "another segment"],
+    })
+    expect(reply).toMatchObject({ ok: true, backend: "tiktoken", exact: false })
+    expect(reply.segments).toHaveLength(2)
+  })
+})
+
+describe("provider down", () => {
+  it("still answers every turn within the timeout, locally, with exact false", async () => {
+    // Content the counter has not seen (a cached count needs no provider call).
+    const turn = turnOf(4)
+    fake.control({ hang: true })
+    try {
+      for (let k = 0; k < 5; k++) {
+        const started = Date.now()
+        const reply = await h.request(h.turnSubject("acme", "down"), turn(k), 10_000)
+        expect(reply.ok).toBe(true)
+        expect(reply.report.counter).toMatchObject({ backend: "tiktoken", exact: false })
+        expect(Date.now() - started).toBeLessThan(5_000)
+      }
+    } finally {
+      fake.control({ hang: false })
+    }
+    // Once the breaker has opened, no count is exact for the rest of the process.
+    const after = await h.request(h.turnSubject("acme", "down"), turn(5))
+    expect(after.report.counter.exact).toBe(false)
+  })
+})
