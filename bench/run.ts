@@ -6,6 +6,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Assembly from "./Assembly.ts"
 import * as EndToEnd from "./EndToEnd.ts"
+import * as Store from "./Store.ts"
 import * as LoopDetector from "../services/loop-detector/scripts/bench.ts"
 import * as TokenCounter from "../services/token-counter/scripts/bench.ts"
 import type { Row } from "./Stats.ts"
@@ -14,6 +15,7 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["assembly", Assembly.run],
   ["tokens", TokenCounter.run],
   ["loop", async () => [...LoopDetector.run()]],
+  ["store", Store.run],
   ["e2e", () => EndToEnd.run()],
 ]
 

@@ -46,15 +46,36 @@ export interface QueryResult<Row> {
   readonly rowCount: number
 }
 
+/**
+ * A named prepared statement ({@link prepared}): each connection has Postgres
+ * parse and plan `text` the first time it runs it, then only binds and
+ * executes it by `name`.
+ */
+export interface Prepared {
+  readonly name: string
+  readonly text: string
+}
+
+/**
+ * A statement for the hot path. `name` must be unique in the process (two
+ * texts under one name fail on a connection that prepared the other), and
+ * the columns `text` returns must not change under live connections: a
+ * statement prepared before a migration that changes them fails with
+ * `cached plan must not change result type`.
+ */
+export const prepared = (name: string, text: string): Prepared => ({ name, text })
+
 /** Something statements can be sent to: the pool, or one transaction's connection. */
 export interface Queryable {
   /**
    * Runs one statement. With `params`, `$1`... placeholders are bound (JSON
-   * values must be passed as strings: pg turns JS arrays into Postgres arrays).
-   * Without, the simple protocol is used, so `sql` may hold several statements.
+   * values must be passed as strings: pg turns JS arrays into Postgres arrays;
+   * a `Buffer` is sent as binary `bytea`). Without, the simple protocol is
+   * used, so a string `sql` may hold several statements. A {@link Prepared}
+   * statement always uses the extended protocol, prepared once per connection.
    */
   readonly query: <Row = Record<string, unknown>>(
-    sql: string,
+    sql: string | Prepared,
     params?: ReadonlyArray<unknown>,
   ) => Effect.Effect<QueryResult<Row>, DatabaseUnavailable | DatabaseError>
 }
@@ -169,10 +190,14 @@ export const classify = (error: unknown): DatabaseUnavailable | DatabaseError =>
 }
 
 const queryable = (target: pg.Pool | pg.PoolClient): Queryable => ({
-  query: <Row = Record<string, unknown>>(sql: string, params?: ReadonlyArray<unknown>) =>
+  query: <Row = Record<string, unknown>>(sql: string | Prepared, params?: ReadonlyArray<unknown>) =>
     Effect.tryPromise({
       try: () =>
-        params === undefined ? target.query(sql) : target.query(sql, params as Array<unknown>),
+        typeof sql !== "string"
+          ? target.query({ name: sql.name, text: sql.text, values: (params ?? []) as Array<unknown> })
+          : params === undefined
+            ? target.query(sql)
+            : target.query(sql, params as Array<unknown>),
       catch: classify,
     }).pipe(
       Effect.map((result): QueryResult<Row> => ({ rows: result.rows as Array<Row>, rowCount: result.rowCount ?? 0 })),

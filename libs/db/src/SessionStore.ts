@@ -8,7 +8,11 @@
  * messages and records the turn with its reply in one transaction, under the
  * session row's lock, after checking the turn id is new and the session has
  * not moved on since the caller loaded it (optimistic concurrency on
- * `last_seq`). It writes everything or nothing.
+ * `last_seq`). It writes everything or nothing. The transaction is one
+ * statement, a call of the PL/pgSQL function `ctxd_commit_turn` (migration
+ * 3), so a commit costs one round trip; the reply travels and is stored
+ * compressed by the worker (`ctxd_turns.reply_z`), never parsed by Postgres.
+ * The hot statements are prepared once per connection.
  *
  * Fencing: a commit may carry the caller's shard lease ({@link Fence}); the
  * lease row is then checked in the same transaction, after the session lock,
@@ -24,8 +28,10 @@
  * tests use a real Postgres in a throwaway schema).
  */
 import type { Conversation } from "@ctxd/contracts"
-import { Data, Effect, type Layer, Option } from "effect"
-import { Database, type DatabaseError, type DatabaseUnavailable } from "./Database.ts"
+import { Data, Effect, type Layer, type Option } from "effect"
+import { Database, DatabaseError, type DatabaseUnavailable } from "./Database.ts"
+import { COMMIT_TURN, type CommitRow, FIND_TURN, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
+import * as ReplyCodec from "./internal/replyCodec.ts"
 
 /** A stored message and how many tokens it was counted as, with which encoding. */
 export interface StoredMessage {
@@ -101,72 +107,94 @@ export class NotOwner extends Data.TaggedError("NotOwner")<{
   readonly epoch: string
 }> {}
 
-interface TurnRow {
-  readonly turn_id: string
-  readonly request_hash: string
-  readonly first_seq: number
-  readonly last_seq: number
-  readonly reply: unknown
+type Failure = DatabaseUnavailable | DatabaseError
+
+const undecodable = (cause: unknown) =>
+  new DatabaseError({ message: `stored reply could not be decoded: ${String(cause)}`, cause })
+
+const storedReply = (reply: unknown, replyZ: Uint8Array | null): Effect.Effect<unknown, DatabaseError> =>
+  replyZ === null ? Effect.succeed(reply) : Effect.try({ try: () => ReplyCodec.decode(replyZ), catch: undecodable })
+
+const toTurn = (row: TurnRow): Effect.Effect<StoredTurn, DatabaseError> =>
+  Effect.map(storedReply(row.reply, row.reply_z), (reply) => ({
+    turnId: row.turn_id,
+    requestHash: row.request_hash,
+    reply,
+    firstSeq: row.first_seq,
+    lastSeq: row.last_seq,
+  }))
+
+/** The typed result of a `ctxd_commit_turn` row. */
+const outcome = (
+  input: CommitTurn,
+  row: CommitRow | undefined,
+): Effect.Effect<Committed, NotOwner | SeqConflict | TurnExists | DatabaseError> => {
+  switch (row?.status) {
+    case "ok":
+      return Effect.succeed({ firstSeq: input.expectedLastSeq + 1, lastSeq: input.expectedLastSeq + input.messages.length })
+    case "not_owner": {
+      const fence = input.fence!
+      const epoch = String(fence.epoch)
+      return Effect.fail(
+        new NotOwner({
+          message: `${fence.owner} does not hold shard ${fence.shard} at epoch ${epoch}`,
+          shard: fence.shard,
+          owner: fence.owner,
+          epoch,
+        }),
+      )
+    }
+    case "exists":
+      return Effect.flatMap(
+        toTurn({
+          turn_id: input.turnId,
+          request_hash: row.stored_request_hash!,
+          first_seq: row.stored_first_seq!,
+          last_seq: row.stored_last_seq!,
+          reply: row.stored_reply,
+          reply_z: row.stored_reply_z,
+        }),
+        (stored) => Effect.fail(new TurnExists({ message: `turn ${input.turnId} was already committed`, stored })),
+      )
+    case "conflict": {
+      const actualLastSeq = row.actual_last_seq!
+      return Effect.fail(
+        new SeqConflict({
+          message: `session is at seq ${actualLastSeq}, expected ${input.expectedLastSeq}`,
+          expectedLastSeq: input.expectedLastSeq,
+          actualLastSeq,
+        }),
+      )
+    }
+    default:
+      return Effect.fail(new DatabaseError({ message: `ctxd_commit_turn returned ${JSON.stringify(row?.status)}` }))
+  }
 }
 
-const toTurn = (row: TurnRow): StoredTurn => ({
-  turnId: row.turn_id,
-  requestHash: row.request_hash,
-  reply: row.reply,
-  firstSeq: row.first_seq,
-  lastSeq: row.last_seq,
-})
-
-const FIND_TURN = `
-  SELECT t.turn_id, t.request_hash, t.first_seq, t.last_seq, t.reply
-  FROM ctxd_turns t JOIN ctxd_sessions s ON s.id = t.session_id
-  WHERE s.tenant = $1 AND s.session = $2 AND t.turn_id = $3`
-
-const LOAD_MESSAGES = `
-  SELECT m.seq, m.content, m.tokens, m.encoding
-  FROM ctxd_messages m JOIN ctxd_sessions s ON s.id = m.session_id
-  WHERE s.tenant = $1 AND s.session = $2 AND m.seq > $3
-  ORDER BY m.seq`
-
-// ON CONFLICT DO UPDATE takes the same row lock as SELECT ... FOR UPDATE and
-// returns the latest committed last_seq, in one round trip for new and
-// existing sessions alike.
-const LOCK_SESSION = `
-  INSERT INTO ctxd_sessions (tenant, session) VALUES ($1, $2)
-  ON CONFLICT (tenant, session) DO UPDATE SET updated_at = now()
-  RETURNING id, last_seq`
-
-// After the session lock (which may have waited), against the database
-// clock at this moment rather than the transaction's start.
-const CHECK_FENCE = `
-  SELECT EXISTS (
-    SELECT 1 FROM ctxd_shard_leases
-    WHERE shard = $1 AND owner = $2 AND epoch = $3::bigint AND expires_at > clock_timestamp()
-  ) AS current`
-
-// A separate statement after the lock, so its snapshot sees a turn committed
-// by a writer we waited for.
-const TURN_BY_SESSION = `
-  SELECT turn_id, request_hash, first_seq, last_seq, reply
-  FROM ctxd_turns WHERE session_id = $1 AND turn_id = $2`
-
-// $1 session id, $2 expected last_seq, $3 messages (JSON array), $4 turn id,
-// $5 request hash, $6 new last_seq, $7 reply (JSON). All messages in one
-// INSERT; the data-modifying CTEs run to completion even though unread.
-const APPEND = `
-  WITH input AS (
-    SELECT e.n::integer AS n, e.v FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS e (v, n)
-  ), appended AS (
-    INSERT INTO ctxd_messages (session_id, seq, role, content, tokens, encoding, turn_id)
-    SELECT $1, $2 + n, v -> 'message' ->> 'role', v -> 'message', (v ->> 'tokens')::integer, v ->> 'encoding', $4
-    FROM input
-  ), turn AS (
-    INSERT INTO ctxd_turns (session_id, turn_id, request_hash, first_seq, last_seq, reply)
-    VALUES ($1, $4, $5, $2 + 1, $6, $7::jsonb)
-  )
-  UPDATE ctxd_sessions SET last_seq = $6, updated_at = now() WHERE id = $1`
-
-type Failure = DatabaseUnavailable | DatabaseError
+/** The parameters of {@link COMMIT_TURN}; fails as Postgres did for a reply jsonb could not hold. */
+const commitParams = (input: CommitTurn): Effect.Effect<ReadonlyArray<unknown>, DatabaseError> =>
+  Effect.suspend(() => {
+    const reply = JSON.stringify(input.reply) ?? "null"
+    if (ReplyCodec.hasNul(reply)) {
+      return Effect.fail(
+        new DatabaseError({ message: "unsupported Unicode escape sequence: \\u0000 in the reply", code: "22P05" }),
+      )
+    }
+    const messages = input.messages.map((m) => ({ message: m.message, tokens: m.tokens, encoding: m.encoding }))
+    const fence = input.fence
+    return Effect.succeed([
+      input.tenant,
+      input.session,
+      input.turnId,
+      input.requestHash,
+      input.expectedLastSeq,
+      JSON.stringify(messages),
+      ReplyCodec.encode(reply),
+      fence?.shard ?? null,
+      fence?.owner ?? null,
+      fence === undefined ? null : String(fence.epoch),
+    ])
+  })
 
 /** The session store: `findTurn`, `loadMessages`, `commitTurn`. Needs a migrated {@link Database}. */
 export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/SessionStore", {
@@ -180,7 +208,9 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
       turnId: string,
     ): Effect.Effect<Option.Option<StoredTurn>, Failure> =>
       db.query<TurnRow>(FIND_TURN, [tenant, session, turnId]).pipe(
-        Effect.map(({ rows }) => Option.map(Option.fromNullable(rows[0]), toTurn)),
+        Effect.flatMap(({ rows }) =>
+          rows[0] === undefined ? Effect.succeedNone : Effect.asSome(toTurn(rows[0])),
+        ),
         Effect.withSpan("SessionStore.findTurn"),
       )
 
@@ -194,86 +224,31 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
       session: string,
       afterSeq: number,
     ): Effect.Effect<ReadonlyArray<StoredMessage>, Failure> =>
-      db
-        .query<{ seq: number; content: Conversation.Message; tokens: number; encoding: string }>(LOAD_MESSAGES, [
-          tenant,
-          session,
-          afterSeq,
-        ])
-        .pipe(
-          Effect.map(({ rows }) =>
-            rows.map((row) => ({ seq: row.seq, message: row.content, tokens: row.tokens, encoding: row.encoding })),
-          ),
-          Effect.withSpan("SessionStore.loadMessages"),
-        )
+      db.query<MessageRow<Conversation.Message>>(LOAD_MESSAGES, [tenant, session, afterSeq]).pipe(
+        Effect.map(({ rows }) =>
+          rows.map((row) => ({ seq: row.seq, message: row.content, tokens: row.tokens, encoding: row.encoding })),
+        ),
+        Effect.withSpan("SessionStore.loadMessages"),
+      )
 
     /**
      * Appends `messages` as `expectedLastSeq + 1...` and records the turn with
-     * its reply, atomically. Fails with {@link NotOwner} if `input.fence` is
-     * given and is not the shard's current lease (checked first), with
-     * {@link TurnExists} if the turn id was committed before and with
-     * {@link SeqConflict} if the session's last sequence number is not
-     * `expectedLastSeq`; nothing is written then.
+     * its reply, atomically, in one statement (one round trip). Fails with
+     * {@link NotOwner} if `input.fence` is given and is not the shard's
+     * current lease (checked first), with {@link TurnExists} if the turn id
+     * was committed before and with {@link SeqConflict} if the session's last
+     * sequence number is not `expectedLastSeq`; nothing is written then.
      */
     const commitTurn = (
       input: CommitTurn,
-    ): Effect.Effect<Committed, NotOwner | SeqConflict | TurnExists | Failure> => {
-      const firstSeq = input.expectedLastSeq + 1
-      const lastSeq = input.expectedLastSeq + input.messages.length
-      return db
-        .transaction((tx) =>
-          Effect.gen(function* () {
-            const locked = yield* tx.query<{ id: string; last_seq: number }>(LOCK_SESSION, [
-              input.tenant,
-              input.session,
-            ])
-            const { id, last_seq: actualLastSeq } = locked.rows[0]!
-            const fence = input.fence
-            if (fence !== undefined) {
-              const epoch = String(fence.epoch)
-              const check = yield* tx.query<{ current: boolean }>(CHECK_FENCE, [fence.shard, fence.owner, epoch])
-              if (check.rows[0]?.current !== true) {
-                return yield* new NotOwner({
-                  message: `${fence.owner} does not hold shard ${fence.shard} at epoch ${epoch}`,
-                  shard: fence.shard,
-                  owner: fence.owner,
-                  epoch,
-                })
-              }
-            }
-            const existing = yield* tx.query<TurnRow>(TURN_BY_SESSION, [id, input.turnId])
-            if (existing.rows[0] !== undefined) {
-              return yield* new TurnExists({
-                message: `turn ${input.turnId} was already committed`,
-                stored: toTurn(existing.rows[0]),
-              })
-            }
-            if (actualLastSeq !== input.expectedLastSeq) {
-              return yield* new SeqConflict({
-                message: `session is at seq ${actualLastSeq}, expected ${input.expectedLastSeq}`,
-                expectedLastSeq: input.expectedLastSeq,
-                actualLastSeq,
-              })
-            }
-            const messages = input.messages.map((m) => ({ message: m.message, tokens: m.tokens, encoding: m.encoding }))
-            yield* tx.query(APPEND, [
-              id,
-              input.expectedLastSeq,
-              JSON.stringify(messages),
-              input.turnId,
-              input.requestHash,
-              lastSeq,
-              JSON.stringify(input.reply) ?? "null",
-            ])
-            return { firstSeq, lastSeq }
-          }),
-        )
-        .pipe(
-          Effect.withSpan("SessionStore.commitTurn", {
-            attributes: { messages: input.messages.length, fenced: input.fence !== undefined },
-          }),
-        )
-    }
+    ): Effect.Effect<Committed, NotOwner | SeqConflict | TurnExists | Failure> =>
+      commitParams(input).pipe(
+        Effect.flatMap((params) => db.query<CommitRow>(COMMIT_TURN, params)),
+        Effect.flatMap(({ rows }) => outcome(input, rows[0])),
+        Effect.withSpan("SessionStore.commitTurn", {
+          attributes: { messages: input.messages.length, fenced: input.fence !== undefined },
+        }),
+      )
 
     return { findTurn, loadMessages, commitTurn } as const
   }),

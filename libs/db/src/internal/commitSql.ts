@@ -1,0 +1,67 @@
+/**
+ * The store's hot statements, prepared once per connection, and the rows
+ * they return. Every one names the tenant and the session (or runs inside
+ * `ctxd_commit_turn`, which does), never an internal id alone.
+ */
+import { prepared } from "../Database.ts"
+
+/** A `ctxd_turns` row as {@link FIND_TURN} returns it: `reply` for rows written before v3, `reply_z` after. */
+export interface TurnRow {
+  readonly turn_id: string
+  readonly request_hash: string
+  readonly first_seq: number
+  readonly last_seq: number
+  readonly reply: unknown
+  readonly reply_z: Uint8Array | null
+}
+
+/** A `ctxd_messages` row as {@link LOAD_MESSAGES} returns it. */
+export interface MessageRow<M> {
+  readonly seq: number
+  readonly content: M
+  readonly tokens: number
+  readonly encoding: string
+}
+
+/** The outcome of `ctxd_commit_turn` (migration 3); the `stored_*` columns are set for `exists` only. */
+export interface CommitRow {
+  readonly status: "ok" | "exists" | "conflict" | "not_owner"
+  /** For `ok` the new last seq; for `conflict` the session's; null for `not_owner`. */
+  readonly actual_last_seq: number | null
+  readonly stored_request_hash: string | null
+  readonly stored_first_seq: number | null
+  readonly stored_last_seq: number | null
+  readonly stored_reply: unknown
+  readonly stored_reply_z: Uint8Array | null
+}
+
+/** $1 tenant, $2 session, $3 turn id. */
+export const FIND_TURN = prepared(
+  "ctxd_find_turn_v3",
+  `SELECT t.turn_id, t.request_hash, t.first_seq, t.last_seq, t.reply, t.reply_z
+   FROM ctxd_turns t JOIN ctxd_sessions s ON s.id = t.session_id
+   WHERE s.tenant = $1 AND s.session = $2 AND t.turn_id = $3`,
+)
+
+/** $1 tenant, $2 session, $3 after seq. */
+export const LOAD_MESSAGES = prepared(
+  "ctxd_load_messages_v1",
+  `SELECT m.seq, m.content, m.tokens, m.encoding
+   FROM ctxd_messages m JOIN ctxd_sessions s ON s.id = m.session_id
+   WHERE s.tenant = $1 AND s.session = $2 AND m.seq > $3
+   ORDER BY m.seq`,
+)
+
+/**
+ * $1 tenant, $2 session, $3 turn id, $4 request hash, $5 expected last seq,
+ * $6 messages (JSON array of `{message, tokens, encoding}`), $7 reply
+ * (`reply_z` form), $8..$10 fence shard, owner, epoch (all null for none).
+ * One statement, so one implicit transaction: it commits what the function
+ * wrote (nothing unless the status is `ok`), or rolls back on an error.
+ */
+export const COMMIT_TURN = prepared(
+  "ctxd_commit_turn_v3",
+  `SELECT status, actual_last_seq, stored_request_hash, stored_first_seq, stored_last_seq, stored_reply, stored_reply_z
+   FROM ctxd_commit_turn($1::text, $2::text, $3::text, $4::text, $5::integer, $6::jsonb, $7::bytea,
+                         $8::integer, $9::text, $10::bigint)`,
+)

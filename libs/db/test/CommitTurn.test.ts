@@ -1,0 +1,246 @@
+import type { Conversation } from "@ctxd/contracts"
+import * as TestDatabase from "@ctxd/testing/TestDatabase"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import { Database, Migrations, SessionStore } from "../src/index.ts"
+import * as ReplyCodec from "../src/internal/replyCodec.ts"
+
+const Store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(TestDatabase.layer))
+
+const text = (role: Conversation.Role, t: string): Conversation.Message => ({ role, parts: [{ type: "text", text: t }] })
+
+let counter = 0
+const fresh = () => `c${++counter}`
+
+const commit = (session: string, turnId: string, expectedLastSeq: number, overrides: Partial<SessionStore.CommitTurn> = {}) =>
+  Effect.flatMap(SessionStore.SessionStore, (store) =>
+    store.commitTurn({
+      tenant: "acme",
+      session,
+      turnId,
+      requestHash: `hash-${turnId}`,
+      expectedLastSeq,
+      messages: [{ message: text("user", turnId), tokens: 3, encoding: "o200k_base" }],
+      reply: { ok: true, turnId },
+      ...overrides,
+    }),
+  )
+
+/** Everything a commit could change: row counts and the session row's version. */
+const snapshot = (session: string) =>
+  Effect.gen(function* () {
+    const db = yield* Database.Database
+    const { rows } = yield* db.query<Record<string, string | null>>(
+      `SELECT (SELECT count(*) FROM ctxd_sessions)::text AS sessions,
+              (SELECT count(*) FROM ctxd_messages)::text AS messages,
+              (SELECT count(*) FROM ctxd_turns)::text AS turns,
+              (SELECT xmin::text || '/' || last_seq FROM ctxd_sessions WHERE tenant = 'acme' AND session = $1) AS row`,
+      [session],
+    )
+    return rows[0]
+  })
+
+/** A ~30 KB reply shaped like a provider request body, with text in several scripts. */
+const bigReply = (turnId: string) => ({
+  ok: true,
+  turnId,
+  request: {
+    model: "gpt-4o",
+    messages: Array.from({ length: 60 }, (_, i) => ({
+      role: i % 2 === 0 ? "user" : "assistant",
+      content: `message ${i}: ünïcödé «quotes» — 日本語のテキスト 😀 \\u0000 is not a NUL here; "escaped" \\ backslash ${"x".repeat(300)}`,
+    })),
+    tools: [{ type: "function", function: { name: "get", description: "d".repeat(2_000), parameters: {} } }],
+  },
+  report: { tokens: { total: 12_345 }, lone: "\ud800 surrogate" },
+})
+
+describe("ctxd_commit_turn", () => {
+  layer(Store)("on a migrated throwaway schema", (it) => {
+    it.effect("returns ok / not_owner / exists / conflict, and writes only on ok", () =>
+      Effect.gen(function* () {
+        const db = yield* Database.Database
+        const session = fresh()
+        yield* db.query(`INSERT INTO ctxd_shard_leases (shard, owner, epoch, expires_at) VALUES (21, 'w1', 2, now() + interval '1 minute')`)
+        const call = (turnId: string, expected: number, fence: readonly [number, string, string] | null = null) =>
+          db
+            .query<{ status: string; actual_last_seq: number | null; stored_request_hash: string | null }>(
+              `SELECT status, actual_last_seq, stored_request_hash
+               FROM ctxd_commit_turn('acme', $1, $2, 'h', $3, $4::jsonb, $5, $6, $7, $8)`,
+              [session, turnId, expected, JSON.stringify([{ message: text("user", turnId), tokens: 1, encoding: "e" }]),
+                ReplyCodec.encode("{}"), ...(fence ?? [null, null, null])],
+            )
+            .pipe(Effect.map(({ rows }) => rows[0]))
+
+        // a new session: failures create nothing
+        const empty = yield* snapshot(session)
+        expect(yield* call("t1", 0, [21, "w1", "1"])).toMatchObject({ status: "not_owner", actual_last_seq: null })
+        expect(yield* call("t1", 4)).toMatchObject({ status: "conflict", actual_last_seq: 0 })
+        expect(yield* snapshot(session)).toEqual(empty)
+
+        expect(yield* call("t1", 0, [21, "w1", "2"])).toMatchObject({ status: "ok", actual_last_seq: 1 })
+        expect(yield* call("t2", 1)).toMatchObject({ status: "ok", actual_last_seq: 2 })
+        // an existing session: failures leave even the session row's version alone
+        const before = yield* snapshot(session)
+        expect(yield* call("t2", 2, [21, "w2", "2"])).toMatchObject({ status: "not_owner" })
+        expect(yield* call("t1", 2)).toMatchObject({ status: "exists", stored_request_hash: "h" })
+        expect(yield* call("t3", 1)).toMatchObject({ status: "conflict", actual_last_seq: 2 })
+        expect(yield* snapshot(session)).toEqual(before)
+      }),
+    )
+
+    it.effect("stores the reply compressed and gives it back intact (unicode, escapes, lone surrogates)", () =>
+      Effect.gen(function* () {
+        const db = yield* Database.Database
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        const reply = bigReply("t1")
+        yield* commit(session, "t1", 0, { reply })
+        const expected = JSON.parse(JSON.stringify(reply)) as unknown
+        expect(Option.getOrThrow(yield* store.findTurn("acme", session, "t1")).reply).toEqual(expected)
+        const again = yield* commit(session, "t1", 1, { reply: { other: true } }).pipe(Effect.flip)
+        expect(again._tag === "TurnExists" && again.stored.reply).toEqual(expected)
+
+        const { rows } = yield* db.query<{ reply: unknown; size: number; storage: string }>(
+          `SELECT t.reply, octet_length(t.reply_z) AS size, a.attstorage AS storage
+           FROM ctxd_turns t JOIN ctxd_sessions s ON s.id = t.session_id
+           JOIN pg_attribute a ON a.attrelid = 'ctxd_turns'::regclass AND a.attname = 'reply_z'
+           WHERE s.session = $1`,
+          [session],
+        )
+        expect(rows[0]?.reply).toBeNull()
+        expect(rows[0]?.storage).toBe("e")
+        expect(rows[0]!.size).toBeLessThan(Buffer.byteLength(JSON.stringify(reply)) / 3)
+
+        // an absent reply is stored as null, as before
+        yield* commit(session, "t2", 1, { reply: undefined })
+        expect(Option.getOrThrow(yield* store.findTurn("acme", session, "t2")).reply).toBeNull()
+      }),
+    )
+
+    it.effect("reads turns written before v3 (reply as jsonb)", () =>
+      Effect.gen(function* () {
+        const db = yield* Database.Database
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        yield* commit(session, "t1", 0)
+        const { rows } = yield* db.query<{ id: string }>("SELECT id FROM ctxd_sessions WHERE session = $1", [session])
+        yield* db.query(
+          `INSERT INTO ctxd_turns (session_id, turn_id, request_hash, first_seq, last_seq, reply)
+           VALUES ($1, 'old', 'hash-old', 2, 1, $2::jsonb)`,
+          [rows[0]!.id, JSON.stringify({ ok: true, text: "from v1 — ✓" })],
+        )
+        const stored = { turnId: "old", requestHash: "hash-old", reply: { ok: true, text: "from v1 — ✓" }, firstSeq: 2, lastSeq: 1 }
+        expect(Option.getOrThrow(yield* store.findTurn("acme", session, "old"))).toEqual(stored)
+        const error = yield* commit(session, "old", 1).pipe(Effect.flip)
+        expect(error).toMatchObject({ _tag: "TurnExists", stored })
+      }),
+    )
+
+    it.effect("a stored reply that cannot be decoded is a DatabaseError, not a defect", () =>
+      Effect.gen(function* () {
+        const db = yield* Database.Database
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        yield* commit(session, "t1", 0)
+        yield* db.query(`UPDATE ctxd_turns SET reply_z = '\\x07ff' WHERE turn_id = 't1'
+                           AND session_id = (SELECT id FROM ctxd_sessions WHERE session = $1)`, [session])
+        expect(yield* store.findTurn("acme", session, "t1").pipe(Effect.flip)).toMatchObject({ _tag: "DatabaseError" })
+      }),
+    )
+
+    it.effect("concurrent commits on one session: exactly one wins per expected seq", () =>
+      Effect.gen(function* () {
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        for (let round = 0; round < 4; round++) {
+          // round 0 races to create the session
+          const results = yield* Effect.all(
+            Array.from({ length: 8 }, (_, i) => commit(session, `r${round}w${i}`, round).pipe(Effect.either)),
+            { concurrency: "unbounded" },
+          )
+          const won = results.flatMap((r) => (r._tag === "Right" ? [r.right] : []))
+          expect(won).toEqual([{ firstSeq: round + 1, lastSeq: round + 1 }])
+          for (const r of results) {
+            if (r._tag === "Left") expect(r.left).toMatchObject({ _tag: "SeqConflict", actualLastSeq: round + 1 })
+          }
+        }
+        expect((yield* store.loadMessages("acme", session, 0)).map((m) => m.seq)).toEqual([1, 2, 3, 4])
+      }),
+    )
+
+    it.effect("concurrent retries of one turn: one commits, the others get TurnExists with it", () =>
+      Effect.gen(function* () {
+        const session = fresh()
+        const results = yield* Effect.all(
+          Array.from({ length: 6 }, () => commit(session, "t1", 0, { reply: bigReply("t1") }).pipe(Effect.either)),
+          { concurrency: "unbounded" },
+        )
+        expect(results.filter((r) => r._tag === "Right").length).toBe(1)
+        for (const r of results) {
+          if (r._tag === "Left") {
+            expect(r.left).toMatchObject({ _tag: "TurnExists", stored: { turnId: "t1", firstSeq: 1, lastSeq: 1 } })
+            expect(r.left._tag === "TurnExists" && r.left.stored.reply).toEqual(JSON.parse(JSON.stringify(bigReply("t1"))))
+          }
+        }
+        const store = yield* SessionStore.SessionStore
+        expect((yield* store.loadMessages("acme", session, 0)).map((m) => m.seq)).toEqual([1])
+      }),
+    )
+  })
+
+  it.scoped("two schemas do not see each other's data through the function", () =>
+    Effect.gen(function* () {
+      const schemas = yield* Effect.all([TestDatabase.make, TestDatabase.make])
+      const stores = yield* Effect.forEach(schemas, ({ url, schema }) =>
+        Effect.gen(function* () {
+          const db = yield* Database.make({ url, schema, poolMax: 1 })
+          yield* Migrations.run.pipe(Effect.provideService(Database.Database, db))
+          const store = yield* SessionStore.SessionStore.pipe(
+            Effect.provide(SessionStore.layer),
+            Effect.provideService(Database.Database, db),
+          )
+          return { db, store }
+        }),
+      )
+      const a = stores[0]!
+      const b = stores[1]!
+      const input = (schema: string): SessionStore.CommitTurn => ({
+        tenant: "acme",
+        session: "same",
+        turnId: "t1",
+        requestHash: schema,
+        expectedLastSeq: 0,
+        messages: [{ message: text("user", `in ${schema}`), tokens: 1, encoding: "e" }],
+        reply: { schema },
+      })
+      // same tenant, session and turn id in both: both are new
+      expect(yield* a.store.commitTurn(input(a.db.schema))).toEqual({ firstSeq: 1, lastSeq: 1 })
+      expect(yield* b.store.commitTurn(input(b.db.schema))).toEqual({ firstSeq: 1, lastSeq: 1 })
+      for (const { db, store } of [a, b]) {
+        expect((yield* store.loadMessages("acme", "same", 0)).map((m) => m.message)).toEqual([text("user", `in ${db.schema}`)])
+        expect(Option.getOrThrow(yield* store.findTurn("acme", "same", "t1")).reply).toEqual({ schema: db.schema })
+        // one function per schema, without a pinned search_path
+        const { rows } = yield* db.query<{ schema: string; config: unknown }>(
+          `SELECT n.nspname AS schema, p.proconfig AS config FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+           WHERE p.proname = 'ctxd_commit_turn' AND n.nspname IN ($1, $2)`,
+          [a.db.schema, b.db.schema],
+        )
+        expect(rows.map((r) => r.schema).sort()).toEqual([a.db.schema, b.db.schema].sort())
+        expect(rows.every((r) => r.config === null)).toBe(true)
+        // the hot statements were prepared on this (single) connection
+        const prepared = yield* db.query<{ name: string }>("SELECT name FROM pg_prepared_statements ORDER BY name")
+        expect(prepared.rows.map((r) => r.name)).toEqual(["ctxd_commit_turn_v3", "ctxd_find_turn_v3", "ctxd_load_messages_v1"])
+      }
+    }),
+  )
+
+  it("detects U+0000 in JSON text, and only the character", () => {
+    expect(ReplyCodec.hasNul(JSON.stringify({ t: "a\u0000b" }))).toBe(true)
+    expect(ReplyCodec.hasNul(JSON.stringify({ t: "\\\u0000" }))).toBe(true)
+    expect(ReplyCodec.hasNul(JSON.stringify({ t: "\\u0000" }))).toBe(false)
+    expect(ReplyCodec.hasNul(JSON.stringify({ t: "\\\\u0000" }))).toBe(false)
+    expect(ReplyCodec.decode(ReplyCodec.encode(JSON.stringify({ t: "😀 ü" })))).toEqual({ t: "😀 ü" })
+    expect(() => ReplyCodec.decode(Buffer.from([9, 1, 2]))).toThrow(/codec 9/)
+  })
+})
