@@ -33,6 +33,8 @@ export interface BudgetInput {
   readonly windowStep: number
   /** All pinned indices (from the landmarks), ascending. */
   readonly pinned: ReadonlyArray<number>
+  /** Tokens of history message `i` as it will be sent (after masking); default `history[i].tokens`. */
+  readonly tokenOf?: ((i: number) => number) | undefined
 }
 
 /** The outcome of {@link allocate}. */
@@ -98,9 +100,10 @@ export const allocate = (history: ReadonlyArray<Entry>, window: Window.Window, i
     input.freshTailMessages <= 0 ? n : Units.unitStart(history, Math.max(start, n - input.freshTailMessages))
   const anchor = window.anchor
   const isProtected = (i: number): boolean => i === anchor || contains(input.pinned, i)
+  const tokenOf = input.tokenOf ?? ((i: number): number => history[i]!.tokens)
 
   let protectedTokens = 0
-  for (let i = tailStart; i < n; i++) protectedTokens += history[i]!.tokens
+  for (let i = tailStart; i < n; i++) protectedTokens += tokenOf(i)
   // Pinned messages and the anchor before the tail.
   const early: Array<number> = []
   let anchorPlaced = anchor === undefined || anchor >= tailStart
@@ -113,7 +116,7 @@ export const allocate = (history: ReadonlyArray<Entry>, window: Window.Window, i
     early.push(p)
   }
   if (!anchorPlaced) early.push(anchor!)
-  for (const i of early) protectedTokens += history[i]!.tokens
+  for (const i of early) protectedTokens += tokenOf(i)
 
   const available = input.totalTokens - input.systemTokens - input.toolsTokens
   const historyBudget = available - input.memoryTokens
@@ -127,7 +130,7 @@ export const allocate = (history: ReadonlyArray<Entry>, window: Window.Window, i
     while (e > start) {
       const s = Units.unitStart(history, e - 1)
       let cost = 0
-      for (let i = s; i < e; i++) if (!isProtected(i)) cost += history[i]!.tokens
+      for (let i = s; i < e; i++) if (!isProtected(i)) cost += tokenOf(i)
       if (cost > remaining) break
       remaining -= cost
       e = s
@@ -142,13 +145,13 @@ export const allocate = (history: ReadonlyArray<Entry>, window: Window.Window, i
   for (const i of early) {
     if (i >= cut) break
     kept.push(i)
-    keptTokens += history[i]!.tokens
+    keptTokens += tokenOf(i)
     if (i < start) beforeStart++
     else beforeCut++
   }
   for (let i = cut; i < n; i++) {
     kept.push(i)
-    keptTokens += history[i]!.tokens
+    keptTokens += tokenOf(i)
   }
   return {
     historyBudget,

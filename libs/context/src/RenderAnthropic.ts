@@ -17,7 +17,8 @@
  * - Tool use ids are unique in the body: a reused id (allowed once the
  *   earlier call was answered) gets a suffix `_2`, `_3`, ... in its call and
  *   its results.
- * - Prompt caching: tools sorted by name; at most 4 `cache_control`
+ * - Prompt caching: tools sorted by name (or in the given order, see
+ *   `toolOrder`), the last one marked; at most 4 `cache_control`
  *   breakpoints, TTLs non-increasing along tools → system → messages.
  */
 import type { Conversation } from "@ctxd/contracts"
@@ -37,6 +38,12 @@ export interface RenderInput {
    * prefix is untouched.
    */
   readonly trailer?: string | undefined
+  /**
+   * `"name"` (default): tools sorted by name. `"given"`: tools in the given
+   * order (`Toolsets.selectTools` orders them for cache stability: sorted
+   * by name within groups that only ever get appended).
+   */
+  readonly toolOrder?: "name" | "given" | undefined
 }
 
 /** A rendered body and the number of cache breakpoints in it. */
@@ -229,7 +236,7 @@ export const render = (input: RenderInput): Rendered => {
     else messages.push({ role: "user", content: [note] })
   }
 
-  const tools: Array<Block> = sortedTools(input.tools).map((t) => {
+  const tools: Array<Block> = (input.toolOrder === "given" ? input.tools : sortedTools(input.tools)).map((t) => {
     const block: Block = { name: t.name }
     if (t.description !== undefined) block["description"] = t.description
     block["input_schema"] = Foreign.isRecord(t.inputSchema) ? t.inputSchema : { type: "object", properties: {} }

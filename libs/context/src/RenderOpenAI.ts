@@ -15,7 +15,8 @@
  *   `""`. A refusal goes back to `refusal`.
  * - Opaque OpenAI parts pass through in user messages; opaque Anthropic
  *   parts become text notes (thinking blocks are dropped).
- * - Tools are sorted by name; `prompt_cache_key` is stable per tenant and session.
+ * - Tools are sorted by name (or kept in the given order, see `toolOrder`);
+ *   `prompt_cache_key` is stable per tenant and session.
  */
 import type { Conversation } from "@ctxd/contracts"
 import { createHash } from "node:crypto"
@@ -37,6 +38,12 @@ export interface RenderInput {
    * prefix is untouched.
    */
   readonly trailer?: string | undefined
+  /**
+   * `"name"` (default): tools sorted by name. `"given"`: tools in the given
+   * order (`Toolsets.selectTools` orders them for cache stability: sorted
+   * by name within groups that only ever get appended).
+   */
+  readonly toolOrder?: "name" | "given" | undefined
 }
 
 /** A rendered body and its prompt cache key. */
@@ -173,7 +180,9 @@ export const render = (input: RenderInput): Rendered => {
   if (input.trailer !== undefined) messages.push({ role: "user", content: input.trailer })
   const key = promptCacheKey(input.tenant, input.session)
   const body: Json = { model: input.model.name, messages }
-  if (input.tools.length > 0) body["tools"] = sortedTools(input.tools).map(tool)
+  if (input.tools.length > 0) {
+    body["tools"] = (input.toolOrder === "given" ? input.tools : sortedTools(input.tools)).map(tool)
+  }
   body["prompt_cache_key"] = key
   body["max_completion_tokens"] = input.model.maxOutputTokens
   return { body, promptCacheKey: key }

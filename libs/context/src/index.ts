@@ -1,13 +1,21 @@
 /**
  * @ctxd/context: the pure core of the context pipeline (no I/O).
- * Normalize → Units / Window / Budget → RenderAnthropic / RenderOpenAI, and
- * Assemble for the whole pipeline.
+ * Normalize → Units / Window / Masking / Budget → RenderAnthropic /
+ * RenderOpenAI, and Assemble for the whole pipeline; the cache-aware
+ * optimizations: SchemaCompression, Toolsets, Knowledge, Masking, Proactive,
+ * Waste.
  */
 export * as Assemble from "./Assemble.ts"
 export * as Budget from "./Budget.ts"
+export * as Knowledge from "./Knowledge.ts"
+export * as Masking from "./Masking.ts"
 export * as Models from "./Models.ts"
 export * as Normalize from "./Normalize.ts"
+export * as Proactive from "./Proactive.ts"
 export * as RenderAnthropic from "./RenderAnthropic.ts"
 export * as RenderOpenAI from "./RenderOpenAI.ts"
+export * as SchemaCompression from "./SchemaCompression.ts"
+export * as Toolsets from "./Toolsets.ts"
 export * as Units from "./Units.ts"
+export * as Waste from "./Waste.ts"
 export * as Window from "./Window.ts"

@@ -60,6 +60,14 @@ export const Options = Schema.Struct({
   tokenBackend: Schema.optional(Tokens.BackendChoice),
   /** Loop-detector policy and thresholds for this turn (defaults in the README). */
   loop: Schema.optional(Loop.Settings),
+  /** Tool schema compression: `none`, `minify`, `truncate` or `aggressive` (README). */
+  toolCompression: Schema.optional(ToolCompression),
+  /** Observation masking: the last K tool results stay whole, older ones become one-line references (default 3). */
+  maskKeep: Schema.optional(Count),
+  /** The masked boundary advances by at least this many tokens of tool results at a time (default 2,000). */
+  maskBatchTokens: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
+  /** Proactive compression starts when the window would use more than this fraction of the budget (default 0.85). */
+  proactiveThreshold: Schema.optional(Fraction),
 }).annotations({ identifier: "TurnOptions" })
 export type Options = typeof Options.Type
 
@@ -118,6 +126,7 @@ export const ToolsReport = Schema.Struct({
   /** Tokens the compression saved (uncompressed − sent). */
   saved: Schema.Number,
 })
+export type ToolsReport = typeof ToolsReport.Type
 
 export const MaskingReport = Schema.Struct({
   /** Tool results sent as one-line references instead of their content. */
@@ -129,6 +138,7 @@ export const MaskingReport = Schema.Struct({
   /** Sequence number of the first message not masked by the batch boundary, if any is masked. */
   boundarySeq: Schema.NullOr(Schema.Number),
 })
+export type MaskingReport = typeof MaskingReport.Type
 
 export const VirtualCall = Schema.Struct({
   /** `load_toolset` or `load_knowledge`. */
@@ -138,6 +148,7 @@ export const VirtualCall = Schema.Struct({
   /** False when the answer was an error (unknown toolset or document...). */
   ok: Schema.Boolean,
 })
+export type VirtualCall = typeof VirtualCall.Type
 
 export const WasteReport = Schema.Struct({
   /** Names of tools sent in this session that the model never called, sorted. */
@@ -145,6 +156,7 @@ export const WasteReport = Schema.Struct({
   /** Share of the tool-definition tokens sent in this session that went to never-called tools (0..1). */
   ratio: Schema.Number,
 })
+export type WasteReport = typeof WasteReport.Type
 
 export const ProactiveStep = Schema.Struct({
   kind: Schema.Literal("toolCompression", "maskKeep", "dedupe"),
@@ -153,16 +165,22 @@ export const ProactiveStep = Schema.Struct({
   /** Utilization after this step. */
   utilization: Schema.Number,
 })
+export type ProactiveStep = typeof ProactiveStep.Type
 
 export const ProactiveReport = Schema.Struct({
   threshold: Schema.Number,
-  /** What the window would use of the budget before any step (before budget eviction). */
+  /** What the window would use of the budget (before budget eviction) before this turn's steps. */
   utilizationBefore: Schema.Number,
   /** The same after the steps. */
   utilizationAfter: Schema.Number,
-  /** The steps taken, in order (empty when already under the threshold). */
+  /** The steps taken in this turn, in order (empty when already under the threshold). */
   steps: Schema.Array(ProactiveStep),
+  /** Rungs already in effect from earlier turns of the session (escalation is sticky). */
+  carried: Schema.Number,
+  /** Rungs in effect after this turn (0: none). */
+  rung: Schema.Number,
 })
+export type ProactiveReport = typeof ProactiveReport.Type
 
 export const Report = Schema.Struct({
   format: Format,
@@ -216,6 +234,16 @@ export const Report = Schema.Struct({
   }),
   /** The loop detector's verdict and what was done about it (always set by the worker). */
   loop: Schema.optional(Loop.Report),
+  /** The tool definitions sent (set when tool compression or proactive compression is configured). */
+  tools: Schema.optional(ToolsReport),
+  /** Observation masking (set when masking is on). */
+  masking: Schema.optional(MaskingReport),
+  /** Virtual tool calls (`load_toolset`, `load_knowledge`) ctxd answered itself in this turn. */
+  virtualCalls: Schema.optional(Schema.Array(VirtualCall)),
+  /** Tools sent but never called in this session so far. */
+  waste: Schema.optional(WasteReport),
+  /** Proactive compression (set when a threshold is configured). */
+  proactive: Schema.optional(ProactiveReport),
 }).annotations({ identifier: "TurnReport" })
 export type Report = typeof Report.Type
 
