@@ -282,3 +282,21 @@ export const answerVirtualCalls = (
   }
   return { messages, state: current, calls }
 }
+
+/**
+ * The state a stored history implies: every `load_toolset` call in it
+ * replayed with {@link load}, in order. Used to rehydrate a session on
+ * another worker without storing the state separately (the history is the
+ * truth).
+ */
+export const replay = (history: ReadonlyArray<Conversation.Message>, context: Context): State => {
+  if (!inUse(context.tools)) return empty
+  let state = empty
+  for (const message of history) {
+    if (message.role !== "assistant") continue
+    for (const part of message.parts) {
+      if (part.type === "tool_call" && part.name === LOAD_TOOLSET) state = load(part.input, state, context).state
+    }
+  }
+  return state
+}

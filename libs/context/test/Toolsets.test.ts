@@ -233,3 +233,23 @@ describe("Toolsets on the GitHub MCP catalog", () => {
     expect(names(first).slice(-3)).toEqual(["actions_get", "actions_list", "get_job_logs"])
   })
 })
+
+describe("Toolsets.replay", () => {
+  it("rebuilds the state answerVirtualCalls produced from the stored history", () => {
+    const tools: Array<Conversation.Tool> = [
+      { name: "a_read", inputSchema: { type: "object" }, toolset: "alpha", readOnly: true },
+      { name: "a_write", inputSchema: { type: "object" }, toolset: "alpha" },
+      { name: "b_read", inputSchema: { type: "object" }, toolset: "beta", readOnly: true },
+    ]
+    const context = { tools, config: { defaultToolsets: [] } }
+    const incoming: Array<Conversation.Message> = [
+      { role: "user", parts: [{ type: "text", text: "go" }] },
+      { role: "assistant", parts: [{ type: "tool_call", id: "v1", name: "load_toolset", input: { toolset: "beta" } }] },
+      { role: "assistant", parts: [{ type: "tool_call", id: "v2", name: "load_toolset", input: { toolset: "alpha", include_write_tools: true } }] },
+      { role: "assistant", parts: [{ type: "tool_call", id: "v3", name: "load_toolset", input: { toolset: "nope" } }] },
+    ]
+    const answered = Toolsets.answerVirtualCalls(incoming, Toolsets.empty, context)
+    expect(answered.state.loaded).toEqual([{ toolset: "beta", write: false }, { toolset: "alpha", write: true }])
+    expect(Toolsets.replay(answered.messages, context)).toEqual(answered.state)
+  })
+})

@@ -68,6 +68,17 @@ export const Options = Schema.Struct({
   maskBatchTokens: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
   /** Proactive compression starts when the window would use more than this fraction of the budget (default 0.85). */
   proactiveThreshold: Schema.optional(Fraction),
+  /**
+   * On-demand toolsets (tools that carry `toolset`): the toolsets sent from the
+   * start (default `CTXD_DEFAULT_TOOLSETS`, none) and whether their write tools
+   * come too (default false: read-only); the rest load through `load_toolset`.
+   */
+  toolsets: Schema.optional(
+    Schema.Struct({
+      defaults: Schema.optional(Schema.Array(Schema.String)),
+      includeWrite: Schema.optional(Schema.Boolean),
+    }),
+  ),
 }).annotations({ identifier: "TurnOptions" })
 export type Options = typeof Options.Type
 

@@ -5,10 +5,11 @@
  * together with the reply in one transaction (so a retried `turnId` gets the
  * same reply and nothing is ever half-written).
  */
-import { Assemble, Models, Normalize } from "@ctxd/context"
+import { Assemble, Models, Normalize, Toolsets, Waste } from "@ctxd/context"
 import { Errors, type Loop, type Turn } from "@ctxd/contracts"
 import { SessionStore } from "@ctxd/db"
 import { Config as LoopConfig, Detector, Nudge } from "@ctxd/loop-detector"
+import { ShardLeases } from "@ctxd/sharding"
 import { TokenService } from "@ctxd/token-counter"
 import { Context, Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
@@ -25,6 +26,10 @@ export interface AssemblerConfig {
   readonly defaults: Turn.Options
   /** Loop-detector defaults (a request's `options.loop` wins field by field). */
   readonly loop: Loop.Settings
+  /** Toolsets sent from the start when a request does not say (`options.toolsets.defaults`). */
+  readonly defaultToolsets?: ReadonlyArray<string> | undefined
+  /** Turns of one session that may wait behind the running one before `Busy` (default 64). */
+  readonly mailbox?: number | undefined
 }
 
 export class AssemblerSettings extends Context.Tag("@ctxd/assembler/AssemblerSettings")<
@@ -46,12 +51,20 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const tokens = yield* TokenService.TokenService
     const local = tokens.local
     const settings = yield* AssemblerSettings
-    const cache = yield* SessionCache.make(settings)
+    const leases = yield* ShardLeases.ShardLeases
+    const cache = yield* SessionCache.make(settings, leases)
 
     const unavailable = (error: { readonly _tag: string; readonly message: string }): TurnError =>
       error._tag === "DatabaseUnavailable"
         ? new Errors.ServiceUnavailable({ message: "the session store is unavailable; retry", hint: error.message })
         : new Errors.InternalError({ message: "the session store failed" })
+
+    /** The session's shard is not (or no longer) this worker's: nothing was stored; the owner answers the retry. */
+    const notOwner = (shard: number): TurnError =>
+      new Errors.NotOwner({
+        message: `this worker does not own shard ${shard} (any more); nothing was stored`,
+        hint: "retry with the same turnId: the shard's owner answers it",
+      })
 
     /**
      * Stored counts are reused while the session's model stays in one token
@@ -134,12 +147,29 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             new Errors.BadRequest({ message: pairing.message, path: `messages[${pairing.sourceIndex}]` }),
           )
         }
-        const messages = normalized.messages.map((n) => n.message)
+        const requested = normalized.messages.map((n) => n.message)
+        const toolsetConfig = {
+          defaultToolsets: request.options?.toolsets?.defaults ?? settings.defaultToolsets ?? [],
+          includeWriteByDefault: request.options?.toolsets?.includeWrite ?? false,
+        }
+        const toolContext = { tools: normalized.tools, config: toolsetConfig }
+        const loaded =
+          state.toolsets ??
+          Toolsets.replay(
+            state.messages.map((m) => m.message),
+            toolContext,
+          )
+        // load_toolset calls are answered here; their results are stored like any other.
+        const answered = Toolsets.answerVirtualCalls(requested, loaded, toolContext)
+        const messages = answered.messages
+        const sent = Toolsets.selectTools(normalized.tools, answered.state, toolsetConfig)
+        const encoding = local.encodingFor(request.model)
+        const waste = Waste.record(state.waste, sent, messages, (tool) => local.countTools([tool], encoding))
         const count = yield* tokens.countTurn({
           model: request.model,
           backend: request.options?.tokenBackend,
           system: normalized.system,
-          tools: normalized.tools,
+          tools: sent,
           messages,
         })
         const fresh = messages.map((message, i) => ({
@@ -149,9 +179,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         }))
         const loop = loopCheck(state, request, fresh)
         const trailer =
-          loop.nudge === undefined
-            ? undefined
-            : { text: loop.nudge, tokens: local.countText(loop.nudge, local.encodingFor(request.model)) }
+          loop.nudge === undefined ? undefined : { text: loop.nudge, tokens: local.countText(loop.nudge, encoding) }
         const assembled = Assemble.assemble({
           tenant,
           session,
@@ -159,13 +187,20 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           model: Models.resolve(request.model),
           system: normalized.system,
           systemTokens: count.systemTokens,
-          tools: normalized.tools,
+          tools: sent,
           toolsTokens: count.toolsTokens,
+          toolOrder: "given",
+          countTools: (tools) => local.countTools(tools, encoding),
+          countText: (text) => local.countText(text, encoding),
           history: state.messages.concat(fresh),
           landmarks: state.landmarks,
+          maskGrid: state.maskGrid,
+          proactiveRung: state.rung,
+          virtualCalls: answered.calls,
+          waste: Waste.report(waste),
           storedTokens: count.messageTokens.reduce((sum, n) => sum + n, state.tokens),
           trailer,
-          options: Assemble.resolveOptions({ ...settings.defaults, ...request.options }),
+          options: Assemble.resolveOptions({ ...Assemble.optimizationDefaults, ...settings.defaults, ...request.options }),
           counter: {
             backend: count.backend,
             encoding: count.encoding,
@@ -180,6 +215,9 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           request: assembled.request,
           report: { ...assembled.report, loop: loop.report },
         }
+        const shard = leases.shardOf(tenant, session)
+        const fence = yield* leases.fence(shard)
+        if (Option.isNone(fence)) return yield* Effect.fail(notOwner(shard))
         const committed = yield* store
           .commitTurn({
             tenant,
@@ -189,11 +227,16 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             expectedLastSeq: state.lastSeq,
             messages: fresh.map((m) => ({ message: m.message, tokens: m.tokens, encoding: family })),
             reply,
+            fence: fence.value,
           })
           .pipe(Effect.either)
         if (committed._tag === "Right") {
           SessionCache.append(state, fresh)
           state.landmarks = assembled.landmarks
+          state.toolsets = answered.state
+          state.waste = waste
+          state.maskGrid = assembled.maskGrid
+          state.rung = assembled.proactiveRung
           return [reply, state] as const
         }
         const error = committed.left
@@ -201,6 +244,9 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           case "TurnExists":
             // Its messages are stored but maybe not in this cache: drop the entry.
             return [yield* replay(request.turnId, hash, error.stored), undefined] as const
+          case "NotOwner":
+            // a newer owner may have appended: the cached state is dropped with the failure
+            return yield* Effect.fail(notOwner(shard))
           case "SeqConflict":
             if (attempt + 1 >= MAX_ATTEMPTS) {
               return yield* Effect.fail(
@@ -222,7 +268,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const request = yield* Decode.parseJson(data).pipe(Effect.flatMap(Decode.turnRequest))
         const hash = requestHash(request)
         return yield* cache
-          .withSession(`${tenant}\u0000${session}`, (cached) => run(tenant, session, request, hash, cached, 0))
+          .withSession(SessionCache.key(tenant, session), (cached) => run(tenant, session, request, hash, cached, 0))
           .pipe(Effect.annotateLogs({ turn: request.turnId }))
       }).pipe(Effect.annotateLogs({ tenant, session }), Effect.withLogSpan("turn"))
 
@@ -237,4 +283,5 @@ export const settingsLayer = (config: Partial<AssemblerConfig> = {}): Layer.Laye
     maxMessages: config.maxMessages ?? 500_000,
     defaults: config.defaults ?? {},
     loop: config.loop ?? {},
+    mailbox: config.mailbox,
   })

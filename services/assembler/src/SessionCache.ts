@@ -1,18 +1,25 @@
 /**
- * The worker's in-memory view of recently used sessions: the stored history
- * (for the encoding it was counted with), the tool call ids seen and
- * answered, and a per-session lock so one session's turns run one at a time
- * on this worker.
+ * The worker's session actors: for each recently used session, the stored
+ * history (for the encoding it was counted with), the tool call ids seen and
+ * answered, and a mailbox, so one session's turns run one at a time on this
+ * worker, in arrival order (strict FIFO: the lock is handed from one turn to
+ * the next, nobody can overtake a waiting turn).
  *
- * Bounded: at most `maxSessions` sessions and `maxMessages` messages in all;
- * the least recently used sessions are evicted first. A cache entry is only a
- * speed-up: Postgres is the truth, and a stale entry is detected at commit
- * (the expected last sequence number no longer matches) and reloaded.
+ * Bounded: at most `mailbox` turns of one session wait behind the running
+ * one (more are refused with `Busy` at once); at most `maxSessions` sessions
+ * and `maxMessages` messages are kept in all, the least recently used idle
+ * sessions are evicted first. A cache entry is only a speed-up: Postgres is
+ * the truth, and a stale entry is detected at commit (the expected last
+ * sequence number no longer matches) and reloaded. A session's cached state
+ * is dropped when one of its turns fails and when this worker loses the
+ * session's shard, so a session is rehydrated from Postgres on its first
+ * turn after it comes back.
  */
-import { type Assemble, Normalize, type Window } from "@ctxd/context"
+import { type Assemble, type Masking, Normalize, type Toolsets, Waste, type Window } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
+import { Errors } from "@ctxd/contracts"
 import { LoopState } from "@ctxd/loop-detector"
-import { Effect } from "effect"
+import { Deferred, Effect, Exit, FiberId, type Scope, Stream } from "effect"
 
 export interface SessionState {
   /** Sequence number of the last stored message (0 for a new session). */
@@ -29,6 +36,17 @@ export interface SessionState {
   landmarks: Window.Landmarks | undefined
   /** The loop detector's folded state over `messages`. */
   loop: LoopState.State
+  /**
+   * Toolsets loaded so far; `undefined` until first needed, then rebuilt from
+   * the history (`Toolsets.replay`): the history is the truth, so it
+   * survives a worker change.
+   */
+  toolsets: Toolsets.State | undefined
+  /** Tools sent and called (waste detection); rebuilt from the history's calls on load. */
+  waste: Waste.State
+  /** Masking boundary grid and proactive rung of the previous turn (cache stability). */
+  maskGrid: Masking.Grid | undefined
+  rung: number | undefined
 }
 
 /** A state for a session with nothing loaded yet. */
@@ -41,6 +59,10 @@ export const emptyState = (family: string): SessionState => ({
   answered: new Set(),
   landmarks: undefined,
   loop: LoopState.initial(),
+  toolsets: undefined,
+  waste: Waste.empty,
+  maskGrid: undefined,
+  rung: undefined,
 })
 
 /** One stored message as `append` takes it. */
@@ -60,80 +82,208 @@ export const append = (state: SessionState, rows: ReadonlyArray<Row>): SessionSt
     Normalize.recordPairing(state.callIds, state.answered, row.message)
     state.lastSeq = row.seq
   }
-  state.loop = LoopState.observe(
-    state.loop,
-    rows.map((r) => r.message),
-    start,
-  )
+  const messages = rows.map((r) => r.message)
+  state.loop = LoopState.observe(state.loop, messages, start)
+  state.waste = Waste.record(state.waste, [], messages)
   return state
 }
 
+/** The cache key of a session (tenant and session ids cannot contain NUL). */
+export const key = (tenant: string, session: string): string => `${tenant}\u0000${session}`
+
+/** The tenant and session of a {@link key}. */
+export const parseKey = (cacheKey: string): { readonly tenant: string; readonly session: string } => {
+  const at = cacheKey.indexOf("\u0000")
+  return { tenant: cacheKey.slice(0, at), session: cacheKey.slice(at + 1) }
+}
+
+/** Turns of one session that may wait behind the running one by default: 64. */
+export const DEFAULT_MAILBOX = 64
+
+/** Limits of a {@link SessionCache}. */
+export interface Limits {
+  /** Sessions kept in memory. */
+  readonly maxSessions: number
+  /** Messages kept in memory over all sessions. */
+  readonly maxMessages: number
+  /** Turns of one session that may wait behind the running one; default {@link DEFAULT_MAILBOX}. */
+  readonly mailbox?: number | undefined
+}
+
+/** What the cache needs to know of shard ownership (a `ShardLeases` fits). */
+export interface Shards {
+  readonly shardOf: (tenant: string, session: string) => number
+  /** Ownership changes; a `Lost` shard's sessions are dropped from the cache. */
+  readonly changes: Stream.Stream<{ readonly _tag: "Acquired" | "Lost"; readonly shard: number }>
+}
+
 export interface SessionCache {
-  /** Runs `f` holding the session's lock, with its cached state (or none). */
+  /**
+   * Runs `f` as the session's only running turn, with its cached state (or
+   * none), after the turns that arrived before it; fails with `Busy` at once
+   * when `mailbox` turns already wait. `f` returns the state to keep; when it
+   * fails, the cached state is dropped.
+   */
   readonly withSession: <A, E, R>(
     key: string,
     f: (state: SessionState | undefined) => Effect.Effect<readonly [A, SessionState | undefined], E, R>,
-  ) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | Errors.Busy, R>
+  /** Drops the cached state of every session of `shard` (turns running keep theirs but do not store it). */
+  readonly dropShard: (shard: number) => void
   readonly size: () => { readonly sessions: number; readonly messages: number }
 }
 
 interface Entry {
   state: SessionState | undefined
-  readonly lock: Effect.Semaphore
+  /** Messages of `state` counted in the cache's total. */
+  counted: number
+  /** The session's shard, when the cache knows about shards. */
+  readonly shard: number | undefined
+  /** A turn holds the session. */
+  running: boolean
+  /** Turns waiting for it, in arrival order. */
+  readonly waiters: Array<Deferred.Deferred<void>>
+  /** Turns holding or waiting for the session (the entry is not evicted while > 0). */
   users: number
+  /** The state was dropped while a turn ran: that turn must not store it back. */
+  dropped: boolean
 }
 
-/** Builds a cache holding at most `maxSessions` sessions and `maxMessages` messages. */
-export const make = (options: { readonly maxSessions: number; readonly maxMessages: number }): Effect.Effect<SessionCache> =>
-  Effect.sync(() => {
+/**
+ * Builds a cache holding at most `maxSessions` sessions and `maxMessages`
+ * messages. With `shards`, a session's state is dropped when its shard is
+ * lost (the subscription lives as long as the scope).
+ */
+export const make = (limits: Limits, shards?: Shards): Effect.Effect<SessionCache, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const mailbox = Math.max(0, limits.mailbox ?? DEFAULT_MAILBOX)
     // Map iteration order is insertion order: re-inserting on use makes it an LRU.
     const entries = new Map<string, Entry>()
     let messages = 0
 
+    const forget = (entry: Entry) => {
+      messages -= entry.counted
+      entry.counted = 0
+      entry.state = undefined
+    }
+
+    const keep = (entry: Entry, state: SessionState | undefined) => {
+      const next = entry.dropped ? undefined : state
+      entry.dropped = false
+      const size = next?.messages.length ?? 0
+      messages += size - entry.counted
+      entry.counted = size
+      entry.state = next
+    }
+
     const evict = () => {
-      for (const [key, entry] of entries) {
-        if (entries.size <= options.maxSessions && messages <= options.maxMessages) return
+      for (const [k, entry] of entries) {
+        if (entries.size <= limits.maxSessions && messages <= limits.maxMessages) return
         if (entry.users > 0) continue
-        messages -= entry.state?.messages.length ?? 0
-        entries.delete(key)
+        forget(entry)
+        entries.delete(k)
       }
     }
 
-    const acquire = (key: string): Entry => {
-      let entry = entries.get(key)
+    const acquire = (k: string): Entry => {
+      let entry = entries.get(k)
       if (entry === undefined) {
-        entry = { state: undefined, lock: Effect.unsafeMakeSemaphore(1), users: 0 }
+        const ids = shards === undefined ? undefined : parseKey(k)
+        entry = {
+          state: undefined,
+          counted: 0,
+          shard: ids === undefined ? undefined : shards!.shardOf(ids.tenant, ids.session),
+          running: false,
+          waiters: [],
+          users: 0,
+          dropped: false,
+        }
       } else {
-        entries.delete(key)
+        entries.delete(k)
       }
-      entries.set(key, entry)
+      entries.set(k, entry)
       entry.users++
       return entry
     }
 
-    return {
-      withSession: (key, f) =>
-        Effect.suspend(() => {
-          const entry = acquire(key)
-          return entry.lock
-            .withPermits(1)(
-              Effect.suspend(() => f(entry.state)).pipe(
-                Effect.map(([result, next]) => {
-                  messages += (next?.messages.length ?? 0) - (entry.state?.messages.length ?? 0)
-                  entry.state = next
-                  return result
-                }),
-              ),
-            )
-            .pipe(
-              Effect.ensuring(
-                Effect.sync(() => {
-                  entry.users--
-                  evict()
-                }),
-              ),
-            )
-        }),
-      size: () => ({ sessions: entries.size, messages }),
+    const release = (entry: Entry) => {
+      entry.users--
+      evict()
     }
+
+    /** Hands the session to the next waiting turn, or frees it. */
+    const unlock = (entry: Entry) => {
+      const next = entry.waiters.shift()
+      if (next === undefined) entry.running = false
+      else Deferred.unsafeDone(next, Exit.void)
+    }
+
+    const lock = (entry: Entry): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (!entry.running) {
+          entry.running = true
+          return Effect.void
+        }
+        const turn = Deferred.unsafeMake<void>(FiberId.none)
+        entry.waiters.push(turn)
+        return Deferred.await(turn).pipe(
+          Effect.onInterrupt(() =>
+            Effect.sync(() => {
+              const at = entry.waiters.indexOf(turn)
+              if (at >= 0) entry.waiters.splice(at, 1)
+              // handed the session as we were interrupted: pass it on
+              else unlock(entry)
+            }),
+          ),
+        )
+      })
+
+    const dropShard = (shard: number) => {
+      for (const [k, entry] of entries) {
+        if (entry.shard !== shard) continue
+        forget(entry)
+        if (entry.users > 0) entry.dropped = entry.running
+        else entries.delete(k)
+      }
+    }
+
+    if (shards !== undefined) {
+      yield* shards.changes.pipe(
+        Stream.runForEach((change) => (change._tag === "Lost" ? Effect.sync(() => dropShard(change.shard)) : Effect.void)),
+        Effect.catchAllCause((cause) => Effect.logWarning("session cache: shard changes ended", cause)),
+        Effect.forkScoped,
+      )
+    }
+
+    const withSession: SessionCache["withSession"] = <A, E, R>(
+      k: string,
+      f: (state: SessionState | undefined) => Effect.Effect<readonly [A, SessionState | undefined], E, R>,
+    ) =>
+      Effect.suspend((): Effect.Effect<A, E | Errors.Busy, R> => {
+        const entry = acquire(k)
+        if (entry.running && entry.waiters.length >= mailbox) {
+          release(entry)
+          return Effect.fail(
+            new Errors.Busy({
+              message: `${entry.waiters.length} turns of this session are already waiting`,
+              hint: "send a session's turns one at a time; retry with backoff",
+            }),
+          )
+        }
+        return Effect.uninterruptibleMask((restore) =>
+          Effect.zipRight(
+            restore(lock(entry)),
+            restore(Effect.suspend(() => f(entry.state))).pipe(
+              Effect.map(([result, next]) => {
+                keep(entry, next)
+                return result
+              }),
+              Effect.tapErrorCause(() => Effect.sync(() => keep(entry, undefined))),
+              Effect.ensuring(Effect.sync(() => unlock(entry))),
+            ),
+          ).pipe(Effect.ensuring(Effect.sync(() => release(entry)))),
+        )
+      })
+
+    return { withSession, dropShard, size: () => ({ sessions: entries.size, messages }) }
   })

@@ -1,57 +1,178 @@
 /**
- * The queue-group endpoint on `<root>.v1.turn.<tenant>.<session>`: any worker
- * of the group takes a request, the assembler answers it, and every failure
- * becomes an error envelope — nothing a caller sends can crash the worker.
+ * The turn endpoints of one worker, with sticky routing: a session's turns
+ * run on the worker that owns the session's shard (`ShardLeases`).
+ *
+ * - `<root>.v1.turn.<tenant>.<session>` (queue group: any worker may get a
+ *   request): the owner handles it; any other worker forwards the request's
+ *   bytes to the owner's direct subject and relays the owner's reply as it
+ *   is. When no owner is known, or the owner cannot be reached, the reply is
+ *   `NotOwner` (retryable: the client retries with backoff and the same
+ *   turnId, and a handover ends within a lease round or two).
+ * - `<address>.turn.<tenant>.<session>`, where the address is this worker's
+ *   `<root>.v1.worker.<workerId>` (no queue group): handled only while this
+ *   worker owns the shard, else `NotOwner`. Forwarded requests carry the
+ *   `ctxd-forwarded` header and are never forwarded again.
+ *
+ * Every reply carries the `ctxd-worker` header (the id of the worker that
+ * handled it) and `ctxd-direct` (its direct subject prefix, so a client may
+ * send the session's next turns there). Nothing a caller sends can crash
+ * the worker: every failure becomes an error envelope.
  */
-import { Errors, type Subjects } from "@ctxd/contracts"
-import { Endpoint } from "@ctxd/nats"
-import { Effect } from "effect"
+import { Errors, Subjects } from "@ctxd/contracts"
+import { Endpoint, Request } from "@ctxd/nats"
+import { type Membership, ShardLeases } from "@ctxd/sharding"
+import { Effect, Option } from "effect"
 import { Assembler } from "./Assembler.ts"
+
+const { DIRECT_HEADER, FORWARDED_HEADER, WORKER_HEADER } = Subjects
 
 export interface TurnEndpointOptions {
   readonly subjects: Subjects.Subjects
   /** Queue group shared by all workers (default `ctxd-workers`). */
   readonly queue: string
-  /** Turns handled at once by this worker. */
+  /** Requests handled at once by each of the two endpoints (queue group and direct). */
   readonly maxConcurrent: number
   /** Largest accepted request in bytes. */
   readonly maxPayload: number
   /** How long in-flight turns may take to finish when the endpoint closes. */
   readonly drainTimeoutMs: number
+  /** How long a forwarded request waits for the owner's reply, in ms; default 5,000. */
+  readonly forwardTimeoutMs?: number | undefined
 }
 
-/** Serves turn requests until the surrounding scope closes (then drains). */
+/** The running endpoints. */
+export interface TurnEndpoints {
+  /** Requests accepted and not answered yet, on both subjects. */
+  readonly inFlight: () => number
+  /** Turns handled here (as the owner of their shard) so far, answered with a success or an error. */
+  readonly handled: () => number
+  /** Requests forwarded to another worker so far. */
+  readonly forwarded: () => number
+  /** The direct subject prefix of this worker. */
+  readonly direct: string
+}
+
+/** Serves turn requests on both subjects until the surrounding scope closes (then drains). */
 export const serve = (options: TurnEndpointOptions) =>
   Effect.gen(function* () {
     const assembler = yield* Assembler
-    return yield* Endpoint.serve({
-      subject: options.subjects.turnWildcard,
-      queue: options.queue,
+    const leases = yield* ShardLeases.ShardLeases
+    const self = leases.self
+    const forwardTimeoutMs = options.forwardTimeoutMs ?? 5_000
+    const tags = { [WORKER_HEADER]: self.id, [DIRECT_HEADER]: self.address }
+    let forwarded = 0
+    let handled = 0
+
+    const answer = (value: unknown) => Endpoint.reply({ value, headers: tags })
+
+    const rejected = (error: Errors.WireError) => {
+      const reply = Errors.toReply(error)
+      const log =
+        error._tag === "InternalError" || error._tag === "ServiceUnavailable"
+          ? Effect.logWarning
+          : error._tag === "NotOwner"
+            ? Effect.logDebug
+            : Effect.logInfo
+      return log(`turn rejected: ${reply.error.code}: ${reply.error.message}`).pipe(Effect.as(answer(reply)))
+    }
+
+    const notOwner = (shard: number, why: string) =>
+      rejected(
+        new Errors.NotOwner({
+          message: `worker ${self.id} does not own shard ${shard}: ${why}`,
+          hint: "retry with the same turnId; the shard is being handed over",
+        }),
+      )
+
+    const badSubject = (subject: string, expected: string) =>
+      Effect.succeed(
+        answer(
+          Errors.toReply(
+            new Errors.BadRequest({
+              message: `bad subject ${JSON.stringify(subject)}: expected ${expected}`,
+              hint: "tenant and session must match [A-Za-z0-9_-]{1,128}",
+            }),
+          ),
+        ),
+      )
+
+    const local = (tenant: string, session: string, data: Uint8Array) =>
+      assembler.turn(tenant, session, data).pipe(
+        Effect.map(answer),
+        Effect.catchAll(rejected),
+        Effect.ensuring(Effect.sync(() => void handled++)),
+      )
+
+    const forward = (owner: Membership.Worker, shard: number, tenant: string, session: string, data: Uint8Array) =>
+      Effect.suspend(() => {
+        forwarded++
+        return Request.request(`${owner.address}.turn.${tenant}.${session}`, data, {
+          timeoutMs: forwardTimeoutMs,
+          headers: Request.headers({ [FORWARDED_HEADER]: "1" }),
+        })
+      }).pipe(
+        Effect.map((msg) => Endpoint.reply({ bytes: msg.data, headers: msg.headers })),
+        Effect.catchAll((error) =>
+          error._tag === "NoResponders"
+            ? notOwner(shard, `its owner ${owner.id} is not reachable`)
+            : rejected(
+                new Errors.ServiceUnavailable({
+                  message: `the owner of shard ${shard} (${owner.id}) did not answer: ${error.message}`,
+                  hint: "retry with the same turnId",
+                }),
+              ),
+        ),
+      )
+
+    const route = (subject: string, data: Uint8Array, forwardedRequest: boolean) => {
+      const ids = options.subjects.parseSession(subject)
+      if (ids === undefined) return badSubject(subject, `${options.subjects.root}.v1.turn.<tenant>.<session>`)
+      const shard = leases.shardOf(ids.tenant, ids.session)
+      return Effect.gen(function* () {
+        if (yield* leases.isOwner(shard)) return yield* local(ids.tenant, ids.session, data)
+        if (forwardedRequest) return yield* notOwner(shard, "a forwarded request is not forwarded again")
+        const owner = yield* leases.owner(shard)
+        if (Option.isNone(owner)) return yield* notOwner(shard, "no owner is known yet")
+        if (owner.value.id === self.id) return yield* notOwner(shard, "it is being taken over")
+        return yield* forward(owner.value, shard, ids.tenant, ids.session, data)
+      }).pipe(Effect.annotateLogs({ tenant: ids.tenant, session: ids.session, shard }))
+    }
+
+    const prefix = `${self.address}.turn.`
+    const direct = (subject: string, data: Uint8Array) => {
+      const tokens = subject.startsWith(prefix) ? subject.slice(prefix.length).split(".") : []
+      const ids = tokens.length === 2 ? options.subjects.parseSession(options.subjects.turn(tokens[0]!, tokens[1]!)) : undefined
+      if (ids === undefined) return badSubject(subject, `${prefix}<tenant>.<session>`)
+      const shard = leases.shardOf(ids.tenant, ids.session)
+      return Effect.gen(function* () {
+        if (yield* leases.isOwner(shard)) return yield* local(ids.tenant, ids.session, data)
+        return yield* notOwner(shard, "it is owned by another worker or being handed over")
+      }).pipe(Effect.annotateLogs({ tenant: ids.tenant, session: ids.session, shard }))
+    }
+
+    const common = {
       maxConcurrent: options.maxConcurrent,
       maxPayload: options.maxPayload,
       drainTimeoutMs: options.drainTimeoutMs,
-      handler: ({ subject, data }) => {
-        const ids = options.subjects.parseSession(subject)
-        if (ids === undefined) {
-          return Effect.succeed(
-            Errors.toReply(
-              new Errors.BadRequest({
-                message: `bad subject ${JSON.stringify(subject)}: expected ${options.subjects.root}.v1.turn.<tenant>.<session>`,
-                hint: "tenant and session must match [A-Za-z0-9_-]{1,128}",
-              }),
-            ),
-          )
-        }
-        return assembler.turn(ids.tenant, ids.session, data).pipe(
-          Effect.catchAll((error) => {
-            const reply = Errors.toReply(error)
-            const log = error._tag === "InternalError" || error._tag === "ServiceUnavailable" ? Effect.logWarning : Effect.logInfo
-            return log(`turn rejected: ${reply.error.code}: ${reply.error.message}`).pipe(
-              Effect.annotateLogs({ tenant: ids.tenant, session: ids.session }),
-              Effect.as(reply),
-            )
-          }),
-        )
-      },
+    }
+    // the queue group is subscribed last, so at shutdown it drains first:
+    // no new turns arrive while forwarded ones still reach the direct subject
+    const own = yield* Endpoint.serve({
+      ...common,
+      subject: `${prefix}>`,
+      handler: ({ subject, data }) => direct(subject, data),
     })
+    const shared = yield* Endpoint.serve({
+      ...common,
+      subject: options.subjects.turnWildcard,
+      queue: options.queue,
+      handler: ({ subject, data, headers }) => route(subject, data, headers?.get(FORWARDED_HEADER) === "1"),
+    })
+
+    return {
+      inFlight: () => shared.inFlight() + own.inFlight(),
+      handled: () => handled,
+      forwarded: () => forwarded,
+      direct: self.address,
+    } satisfies TurnEndpoints
   })

@@ -14,6 +14,8 @@ export const serve = (options: {
   readonly workerId: string
   readonly started: number
   readonly inFlight: () => number
+  /** Sticky routing figures: shards owned now, turns handled as owner and forwarded since start. */
+  readonly routing?: Effect.Effect<{ readonly shards: number; readonly turns: number; readonly forwarded: number }> | undefined
 }) =>
   Effect.gen(function* () {
     const db = yield* Database.Database
@@ -25,8 +27,9 @@ export const serve = (options: {
           Effect.timeout("1 second"),
           Effect.as(true),
           Effect.orElseSucceed(() => false),
+          Effect.zip(options.routing ?? Effect.succeed({})),
           Effect.map(
-            (postgres): Health.HealthReply => ({
+            ([postgres, routing]): Health.HealthReply => ({
               ok: true,
               worker: options.workerId,
               version: VERSION,
@@ -34,6 +37,7 @@ export const serve = (options: {
               inFlight: options.inFlight(),
               postgres,
               draining: false,
+              ...routing,
             }),
           ),
         ),

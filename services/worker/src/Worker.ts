@@ -1,15 +1,20 @@
 /**
- * The all-in-one worker: the turn endpoint (assembler), the health endpoint,
- * and everything they need, wired from {@link WorkerConfig}. Runs until
- * interrupted; then it stops taking turns, finishes the ones in flight,
- * drains NATS and closes the Postgres pool — in that order, because scopes
- * close in reverse order of acquisition.
+ * The all-in-one worker: the turn endpoints (assembler, with sticky routing
+ * by shard), the health endpoint, and everything they need, wired from
+ * {@link WorkerConfig}. It joins the cluster of the workers sharing its
+ * Postgres schema (membership and shard leases, `@ctxd/sharding`), so
+ * `npm start` run N times forms a cluster of N. Runs until interrupted; then
+ * it stops taking turns, finishes the ones in flight, releases its shard
+ * leases (their new owners take over at once), drains NATS and closes the
+ * Postgres pool — in that order, because scopes close in reverse order of
+ * acquisition.
  */
 import { Assembler, TurnEndpoint } from "@ctxd/assembler"
 import { Subjects, type Turn } from "@ctxd/contracts"
 import { LoopCheck } from "@ctxd/loop-detector"
 import { Database, Migrations, SessionStore } from "@ctxd/db"
 import { NatsClient } from "@ctxd/nats"
+import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenService, UsageEndpoint } from "@ctxd/token-counter"
 import { Effect, Layer, Option } from "effect"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
@@ -44,20 +49,53 @@ export const serve = Effect.gen(function* () {
     )
   }
   const started = Date.now()
+  const leases = yield* ShardLeases.ShardLeases
   const turns = yield* TurnEndpoint.serve({
     subjects,
     queue: config.queueGroup,
     maxConcurrent: config.maxConcurrent,
     maxPayload,
     drainTimeoutMs: config.shutdownTimeoutMs,
+    forwardTimeoutMs: config.forwardTimeoutMs,
   })
   yield* LoopCheck.serve({ subject: subjects.loopCheck, queue: config.queueGroup })
   yield* CountEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
   yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup })
-  yield* HealthEndpoint.serve({ subjects, workerId: config.workerId, started, inFlight: turns.inFlight })
+  yield* HealthEndpoint.serve({
+    subjects,
+    workerId: config.workerId,
+    started,
+    inFlight: turns.inFlight,
+    routing: Effect.map(leases.ownedShards, (owned) => ({
+      shards: owned.length,
+      turns: turns.handled(),
+      forwarded: turns.forwarded(),
+    })),
+  })
   yield* Effect.addFinalizer(() => Effect.logInfo("shutting down: no new turns; finishing the ones in flight"))
-  yield* Effect.logInfo(`worker ready on ${subjects.turnWildcard} (queue ${config.queueGroup}, max payload ${maxPayload} B)`)
+  const owned = (yield* leases.ownedShards).length
+  yield* Effect.logInfo(
+    `worker ready on ${subjects.turnWildcard} (queue ${config.queueGroup}) and ${turns.direct}.turn.>, ` +
+      `owning ${owned} of ${leases.shards} shards, max payload ${maxPayload} B`,
+  ).pipe(Effect.annotateLogs({ worker: config.workerId }))
 })
+
+/**
+ * The sharding settings from the environment (`CTXD_SHARDS`, `CTXD_LEASE_*`),
+ * for this worker's id; its address defaults to its direct subject prefix
+ * `<root>.v1.worker.<workerId>`.
+ */
+const shardingLayer = (config: WorkerConfig) =>
+  Layer.effect(
+    ShardingConfig.ShardingConfig,
+    Effect.flatMap(ShardingConfig.config, (options) =>
+      ShardingConfig.make({
+        ...options,
+        workerId: config.workerId,
+        address: options.address ?? Subjects.make(config.subjectRoot).worker(config.workerId),
+      }),
+    ),
+  )
 
 /** Everything `serve` needs, from the environment. */
 export const layer = Layer.unwrapEffect(
@@ -65,6 +103,12 @@ export const layer = Layer.unwrapEffect(
     const config = yield* WorkerConfig
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    // after the migrations (the lease tables); released when the worker stops, after the endpoints drained
+    const sharding = ShardLeases.layer.pipe(
+      Layer.provide(Migrations.layer),
+      Layer.provide(shardingLayer(config)),
+      Layer.provide(database),
+    )
     const tokens = TokenService.layerConfig
     const assembler = Assembler.Assembler.Default.pipe(
       Layer.provide(tokens),
@@ -79,12 +123,16 @@ export const layer = Layer.unwrapEffect(
             memoryFraction: config.memoryFraction,
           },
           loop: { policy: config.loopPolicy },
+          defaultToolsets: config.defaultToolsets,
+          mailbox: config.mailbox,
         }),
       ),
       Layer.provide(store),
+      Layer.provide(sharding),
     )
     return Layer.mergeAll(
       assembler,
+      sharding,
       tokens,
       store,
       database,

@@ -3,9 +3,9 @@
  * when `CTXD_CONFIG_FILE` names a JSON file, from that file for any key the
  * environment does not set. The README's config table lists every key.
  */
+import { ShardingConfig } from "@ctxd/sharding"
 import { Config, ConfigProvider, Effect, Layer } from "effect"
 import { readFileSync } from "node:fs"
-import { hostname } from "node:os"
 
 const int = (name: string, fallback: number, description: string) =>
   Config.integer(name).pipe(Config.withDefault(fallback), Config.withDescription(description))
@@ -28,6 +28,8 @@ export const WorkerConfig = Config.all({
   maxConcurrent: int("CTXD_MAX_CONCURRENT", 64, "Turns handled at once by one worker"),
   maxSessions: int("CTXD_SESSION_CACHE_SESSIONS", 1_000, "Sessions kept in memory"),
   maxMessages: int("CTXD_SESSION_CACHE_MESSAGES", 500_000, "Messages kept in memory over all sessions"),
+  mailbox: int("CTXD_SESSION_MAILBOX", 64, "Turns of one session that may wait behind the running one before Busy"),
+  forwardTimeoutMs: int("CTXD_FORWARD_TIMEOUT_MS", 5_000, "How long a turn forwarded to its shard's owner waits for the reply"),
   windowMessages: int("CTXD_WINDOW_MESSAGES", 40, "Default minimum of recent messages in the window"),
   windowStep: int("CTXD_WINDOW_STEP", 20, "Default step of the window's cut"),
   freshTailMessages: int("CTXD_FRESH_TAIL_MESSAGES", 16, "Default protected fresh tail"),
@@ -39,9 +41,13 @@ export const WorkerConfig = Config.all({
     Config.withDefault("nudge" as const),
     Config.withDescription("What to do when an agent loops: nudge, escalate (report only) or off"),
   ),
+  defaultToolsets: Config.array(Config.string(), "CTXD_DEFAULT_TOOLSETS").pipe(
+    Config.withDefault([] as ReadonlyArray<string>),
+    Config.withDescription("Toolsets sent from the start when a request does not name them (comma separated)"),
+  ),
   workerId: Config.string("CTXD_WORKER_ID").pipe(
-    Config.withDefault(`${hostname()}-${process.pid}`),
-    Config.withDescription("Name of this worker in logs and health replies"),
+    Config.withDefault(ShardingConfig.defaultWorkerId()),
+    Config.withDescription("This worker's id in the cluster, logs and health replies; unique per process start"),
   ),
   logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info"), Config.withDescription("pino level")),
   shutdownTimeoutMs: int("CTXD_SHUTDOWN_TIMEOUT_MS", 10_000, "How long in-flight turns may take to finish at shutdown"),

@@ -1,0 +1,113 @@
+// Cache-aware optimizations through a real worker, on the real GitHub MCP
+// catalog: a toolset loaded through ctxd's virtual tool and used on the next
+// turn; schema compression and observation masking in the reports.
+import { Workloads } from "@ctxd/testing"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as Harness from "./Harness.ts"
+
+let h: Harness.Harness
+beforeAll(async () => {
+  h = await Harness.start()
+})
+afterAll(async () => {
+  await h?.close()
+})
+
+const catalog = Workloads.githubCatalog()
+const defaults = catalog.toolsets.filter((t) => t.default).map((t) => t.id)
+const actionsRead = catalog.tools.find((t) => t.toolset === "actions" && t.annotations?.readOnlyHint === true)!
+const toolNames = (body: { tools: Array<{ function: { name: string } }> }) => body.tools.map((t) => t.function.name)
+
+const turn = (turnId: string, messages: unknown[], options: Record<string, unknown> = {}) => ({
+  turnId,
+  format: "openai",
+  model: { provider: "openai", name: "gpt-4o" },
+  system: "You are a GitHub assistant.",
+  tools: catalog.tools,
+  messages,
+  options: { toolsets: { defaults }, ...options },
+})
+
+describe("on-demand toolsets", () => {
+  it("starts with the default read-only toolsets plus load_toolset, loads one on request, and uses it next turn", async () => {
+    const s = h.turnSubject("acme", "toolsets")
+    const first = await h.request(s, turn("t1", [{ role: "user", content: "Why did my last workflow run fail?" }]))
+    expect(first.ok).toBe(true)
+    const names = toolNames(first.request)
+    expect(names).toContain("load_toolset")
+    expect(names).not.toContain(actionsRead.function.name)
+    expect(first.report.tools.sent).toBeLessThan(catalog.tools.length / 2)
+
+    const second = await h.request(
+      s,
+      turn("t2", [
+        { role: "assistant", content: null, tool_calls: [{ id: "v1", type: "function", function: { name: "load_toolset", arguments: '{"toolset":"actions"}' } }] },
+      ]),
+    )
+    expect(second.ok).toBe(true)
+    expect(second.report.virtualCalls).toEqual([{ tool: "load_toolset", callId: "v1", args: { toolset: "actions" }, ok: true }])
+    const answer = second.request.messages.at(-1)
+    expect(answer).toMatchObject({ role: "tool", tool_call_id: "v1" })
+    expect(answer.content).toContain("Loaded toolset")
+    const loadedNames = toolNames(second.request)
+    expect(loadedNames).toContain(actionsRead.function.name)
+    // A load only appends: the tools sent before stay a prefix (the cached prefix changes once).
+    expect(loadedNames.slice(0, names.length)).toEqual(names)
+
+    const third = await h.request(
+      s,
+      turn("t3", [
+        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: actionsRead.function.name, arguments: "{}" } }] },
+        { role: "tool", tool_call_id: "c1", content: '{"workflow_runs": []}' },
+      ]),
+    )
+    expect(third.ok).toBe(true)
+    expect(toolNames(third.request)).toEqual(loadedNames)
+    expect(third.report.waste.sentNeverCalled).not.toContain(actionsRead.function.name)
+    expect(third.report.waste.ratio).toBeGreaterThan(0)
+  })
+
+  it("answers an unknown toolset with a helpful error listing the available ones", async () => {
+    const s = h.turnSubject("acme", "toolsets-bad")
+    await h.request(s, turn("t1", [{ role: "user", content: "hi" }]))
+    const reply = await h.request(
+      s,
+      turn("t2", [
+        { role: "assistant", content: null, tool_calls: [{ id: "v1", type: "function", function: { name: "load_toolset", arguments: '{"toolset":"nope"}' } }] },
+      ]),
+    )
+    expect(reply.report.virtualCalls[0].ok).toBe(false)
+    expect(reply.request.messages.at(-1).content).toContain("Available toolsets")
+  })
+})
+
+describe("compression and masking in the report", () => {
+  it("compresses tool schemas per request and masks old tool outputs", async () => {
+    const s = h.turnSubject("acme", "masking")
+    const big = (i: number) => JSON.stringify({ run: i, log: "step output ".repeat(400) })
+    await h.request(s, turn("t0", [{ role: "user", content: "look at the runs" }], { toolCompression: "truncate", maskBatchTokens: 500 }))
+    let reply
+    for (let i = 1; i <= 8; i++) {
+      reply = await h.request(
+        s,
+        turn(`t${i}`, [
+          { role: "assistant", content: null, tool_calls: [{ id: `c${i}`, type: "function", function: { name: "get_me", arguments: "{}" } }] },
+          { role: "tool", tool_call_id: `c${i}`, content: big(i) },
+        ], { toolCompression: "truncate", maskBatchTokens: 500 }),
+      )
+      expect(reply.ok).toBe(true)
+    }
+    expect(reply.report.tools.compression).toBe("truncate")
+    expect(reply.report.tools.saved).toBeGreaterThan(0)
+    expect(reply.report.masking.masked).toBeGreaterThanOrEqual(4)
+    expect(reply.report.masking.tokensSaved).toBeGreaterThan(1000)
+    const masked = reply.request.messages.filter((m: { role: string; content: string }) => m.role === "tool" && m.content.startsWith("[Tool: get_me"))
+    expect(masked.length).toBe(reply.report.masking.masked)
+    // The last results stay whole; the originals stay in Postgres.
+    expect(reply.request.messages.at(-1).content).toContain("step output")
+    const stored = await h.sql<{ n: string }>(
+      "select count(*) as n from ctxd_messages m join ctxd_sessions s on s.id = m.session_id where s.session = 'masking' and m.content::text like '%step output%'",
+    )
+    expect(Number(stored[0]!.n)).toBe(8)
+  })
+})
