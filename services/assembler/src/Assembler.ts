@@ -26,6 +26,8 @@ export interface AssemblerConfig {
   readonly defaults: Turn.Options
   /** Loop-detector defaults (a request's `options.loop` wins field by field). */
   readonly loop: Loop.Settings
+  /** Per-tenant defaults (`CTXD_TENANTS_FILE`), between the global defaults and a request's own options. */
+  readonly tenants?: Readonly<Record<string, Turn.Options>> | undefined
   /** Toolsets sent from the start when a request does not say (`options.toolsets.defaults`). */
   readonly defaultToolsets?: ReadonlyArray<string> | undefined
   /** Turns of one session that may wait behind the running one before `Busy` (default 64). */
@@ -44,6 +46,17 @@ const requestHash = (request: Turn.TurnRequest): string =>
   createHash("sha256").update(JSON.stringify(request)).digest("hex")
 
 type TurnError = Errors.WireError
+
+/** Global defaults, then the tenant's, then the request's own options (`loop` merged field by field). */
+const effectiveOptions = (settings: AssemblerConfig, tenant: string, request: Turn.Options | undefined): Turn.Options => {
+  const forTenant = settings.tenants?.[tenant]
+  return {
+    ...settings.defaults,
+    ...forTenant,
+    ...request,
+    loop: { ...settings.loop, ...forTenant?.loop, ...request?.loop },
+  }
+}
 
 export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Assembler", {
   scoped: Effect.gen(function* () {
@@ -104,8 +117,8 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           )
 
     /** The loop verdict after this turn's messages, and the nudge to append, if any. */
-    const loopCheck = (state: SessionCache.SessionState, request: Turn.TurnRequest, fresh: ReadonlyArray<SessionCache.Row>) => {
-      const config = LoopConfig.make({ ...settings.loop, ...request.options?.loop })
+    const loopCheck = (state: SessionCache.SessionState, options: Turn.Options, fresh: ReadonlyArray<SessionCache.Row>) => {
+      const config = LoopConfig.make(options.loop)
       const folded = Detector.observe(
         state.loop,
         fresh.map((r) => r.message),
@@ -147,10 +160,11 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             new Errors.BadRequest({ message: pairing.message, path: `messages[${pairing.sourceIndex}]` }),
           )
         }
+        const options = effectiveOptions(settings, tenant, request.options)
         const requested = normalized.messages.map((n) => n.message)
         const toolsetConfig = {
-          defaultToolsets: request.options?.toolsets?.defaults ?? settings.defaultToolsets ?? [],
-          includeWriteByDefault: request.options?.toolsets?.includeWrite ?? false,
+          defaultToolsets: options.toolsets?.defaults ?? settings.defaultToolsets ?? [],
+          includeWriteByDefault: options.toolsets?.includeWrite ?? false,
         }
         const toolContext = { tools: normalized.tools, config: toolsetConfig }
         const loaded =
@@ -167,7 +181,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const waste = Waste.record(state.waste, sent, messages, (tool) => local.countTools([tool], encoding))
         const count = yield* tokens.countTurn({
           model: request.model,
-          backend: request.options?.tokenBackend,
+          backend: options.tokenBackend,
           system: normalized.system,
           tools: sent,
           messages,
@@ -177,7 +191,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           message,
           tokens: count.messageTokens[i]!,
         }))
-        const loop = loopCheck(state, request, fresh)
+        const loop = loopCheck(state, options, fresh)
         const trailer =
           loop.nudge === undefined ? undefined : { text: loop.nudge, tokens: local.countText(loop.nudge, encoding) }
         const assembled = Assemble.assemble({
@@ -200,7 +214,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           waste: Waste.report(waste),
           storedTokens: count.messageTokens.reduce((sum, n) => sum + n, state.tokens),
           trailer,
-          options: Assemble.resolveOptions({ ...Assemble.optimizationDefaults, ...settings.defaults, ...request.options }),
+          options: Assemble.resolveOptions({ ...Assemble.optimizationDefaults, ...options }),
           counter: {
             backend: count.backend,
             encoding: count.encoding,
@@ -279,9 +293,9 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
 /** Settings from explicit values (tests, embedding). */
 export const settingsLayer = (config: Partial<AssemblerConfig> = {}): Layer.Layer<AssemblerSettings> =>
   Layer.succeed(AssemblerSettings, {
+    ...config,
     maxSessions: config.maxSessions ?? 1_000,
     maxMessages: config.maxMessages ?? 500_000,
     defaults: config.defaults ?? {},
     loop: config.loop ?? {},
-    mailbox: config.mailbox,
   })

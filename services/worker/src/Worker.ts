@@ -18,7 +18,7 @@ import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenService, UsageEndpoint } from "@ctxd/token-counter"
 import { Effect, Layer, Option } from "effect"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
-import { WorkerConfig } from "./WorkerConfig.ts"
+import { tenantOptions, WorkerConfig } from "./WorkerConfig.ts"
 
 /** What a usage report needs to know of the turn it bills: the estimate ctxd made and how. */
 const usageLookup = (tenant: string, session: string, turnId: string) =>
@@ -97,19 +97,34 @@ const shardingLayer = (config: WorkerConfig) =>
     ),
   )
 
+/**
+ * Loads the local tokenizers' vocabularies (hundreds of ms of blocking CPU
+ * each) before the worker joins the cluster, so neither the first turns nor
+ * the first lease renewals wait behind them.
+ */
+const warmUp = Layer.effectDiscard(
+  Effect.flatMap(TokenService.TokenService, ({ local }) =>
+    Effect.sync(() => {
+      for (const encoding of ["o200k_base", "cl100k_base"] as const) local.countText("warm up", encoding)
+    }),
+  ),
+)
+
 /** Everything `serve` needs, from the environment. */
 export const layer = Layer.unwrapEffect(
   Effect.gen(function* () {
     const config = yield* WorkerConfig
+    const tenants = yield* tenantOptions
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    const tokens = TokenService.layerConfig
     // after the migrations (the lease tables); released when the worker stops, after the endpoints drained
     const sharding = ShardLeases.layer.pipe(
       Layer.provide(Migrations.layer),
+      Layer.provide(warmUp.pipe(Layer.provide(tokens))),
       Layer.provide(shardingLayer(config)),
       Layer.provide(database),
     )
-    const tokens = TokenService.layerConfig
     const assembler = Assembler.Assembler.Default.pipe(
       Layer.provide(tokens),
       Layer.provide(
@@ -124,6 +139,7 @@ export const layer = Layer.unwrapEffect(
           },
           loop: { policy: config.loopPolicy },
           defaultToolsets: config.defaultToolsets,
+          tenants,
           mailbox: config.mailbox,
         }),
       ),

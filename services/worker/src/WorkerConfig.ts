@@ -4,7 +4,8 @@
  * environment does not set. The README's config table lists every key.
  */
 import { ShardingConfig } from "@ctxd/sharding"
-import { Config, ConfigProvider, Effect, Layer } from "effect"
+import { Subjects, Turn } from "@ctxd/contracts"
+import { Config, ConfigProvider, Effect, Layer, ParseResult, Schema } from "effect"
 import { readFileSync } from "node:fs"
 
 const int = (name: string, fallback: number, description: string) =>
@@ -53,6 +54,28 @@ export const WorkerConfig = Config.all({
   shutdownTimeoutMs: int("CTXD_SHUTDOWN_TIMEOUT_MS", 10_000, "How long in-flight turns may take to finish at shutdown"),
 })
 export type WorkerConfig = Config.Config.Success<typeof WorkerConfig>
+
+/**
+ * Per-tenant option defaults: the JSON file named by `CTXD_TENANTS_FILE`,
+ * `{"<tenant>": {<turn options>}}` (e.g. `{"acme": {"toolCompression":
+ * "truncate", "loop": {"policy": "escalate"}}}`), validated at start.
+ */
+export const tenantOptions: Effect.Effect<Readonly<Record<string, Turn.Options>>, Error> = Effect.gen(function* () {
+  const file = process.env.CTXD_TENANTS_FILE
+  if (file === undefined || file === "") return {}
+  const text = yield* Effect.try({
+    try: () => readFileSync(file, "utf8"),
+    catch: (e) => new Error(`CTXD_TENANTS_FILE ${file}: ${String(e)}`),
+  })
+  const tenants = yield* Schema.decodeUnknown(Schema.parseJson(Schema.Record({ key: Schema.String, value: Turn.Options })))(
+    text,
+  ).pipe(Effect.mapError((e) => new Error(`CTXD_TENANTS_FILE ${file} is not valid: ${ParseResult.TreeFormatter.formatErrorSync(e)}`)))
+  const bad = Object.keys(tenants).filter((tenant) => !Subjects.isValidToken(tenant))
+  if (bad.length > 0) {
+    return yield* Effect.fail(new Error(`CTXD_TENANTS_FILE ${file}: not tenant ids ([A-Za-z0-9_-]{1,128}): ${bad.join(", ")}`))
+  }
+  return tenants
+})
 
 /**
  * The environment first, then the JSON file named by `CTXD_CONFIG_FILE`

@@ -1,0 +1,47 @@
+// Per-tenant policies from CTXD_TENANTS_FILE sit between the global defaults
+// and a request's own options; a bad file stops the worker with a clear error.
+import { WorkerProcess } from "@ctxd/testing"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, expect, it } from "vitest"
+import * as Harness from "./Harness.ts"
+
+const dir = mkdtempSync(join(tmpdir(), "ctxd-tenants-"))
+const file = join(dir, "tenants.json")
+writeFileSync(file, JSON.stringify({ strict: { toolCompression: "truncate", loop: { policy: "escalate" } } }))
+
+let h: Harness.Harness
+beforeAll(async () => {
+  h = await Harness.start({ CTXD_TENANTS_FILE: file })
+})
+afterAll(async () => {
+  await h?.close()
+})
+
+const turn = (options?: unknown) => ({
+  turnId: "t1",
+  format: "openai",
+  model: { provider: "openai", name: "gpt-4o" },
+  tools: [{ type: "function", function: { name: "f", description: "Does f.", parameters: { type: "object", properties: { x: { type: "string", description: "the x" } } } } }],
+  messages: [{ role: "user", content: "hi" }],
+  ...(options === undefined ? {} : { options }),
+})
+
+it("applies the tenant's defaults, and a request's own options win", async () => {
+  const strict = await h.request(h.turnSubject("strict", "s1"), turn())
+  expect(strict.report.tools.compression).toBe("truncate")
+  expect(strict.report.loop.policy).toBe("escalate")
+  const other = await h.request(h.turnSubject("other", "s1"), turn())
+  expect(other.report.tools.compression).toBe("minify")
+  expect(other.report.loop.policy).toBe("nudge")
+  const override = await h.request(h.turnSubject("strict", "s2"), turn({ toolCompression: "none" }))
+  expect(override.report.tools.compression).toBe("none")
+})
+
+it("refuses to start with an invalid tenants file", async () => {
+  const bad = join(dir, "bad.json")
+  writeFileSync(bad, JSON.stringify({ "bad tenant!": {} }))
+  const started = WorkerProcess.start({ CTXD_SUBJECT_ROOT: "t_never", CTXD_TENANTS_FILE: bad }, { readyTimeoutMs: 15_000 })
+  await expect(started.then((w) => w.stop())).rejects.toThrow(/CTXD_TENANTS_FILE .*bad tenant!/)
+})
