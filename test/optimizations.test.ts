@@ -111,3 +111,31 @@ describe("compression and masking in the report", () => {
     expect(Number(stored[0]!.n)).toBe(8)
   })
 })
+
+describe("on-demand knowledge", () => {
+  it("registers documents, indexes them in the prompt and answers load_knowledge", async () => {
+    const k = `${h.root}.v1.knowledge.acme`
+    const added = await h.request(k, { op: "add", agent: "support", doc: { id: "refunds", title: "Refund policy for cancelled flights", text: "Refunds go back to the original payment within 7 days." } })
+    expect(added).toMatchObject({ ok: true, docs: [{ id: "refunds", title: "Refund policy for cancelled flights" }] })
+    expect(await h.request(k, { op: "list", agent: "support" })).toMatchObject({ ok: true, docs: [{ id: "refunds" }] })
+    expect(await h.request(k, { op: "add", doc: { id: "bad id!", title: "x", text: "y" } })).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+
+    const s = h.turnSubject("acme", "knowledge")
+    const options = { agent: "support" }
+    const first = await h.request(s, turn("t1", [{ role: "user", content: "Can I get a refund?" }], options))
+    expect(first.request.messages[0].content).toContain("refunds")
+    expect(toolNames(first.request)).toContain("load_knowledge")
+    const second = await h.request(
+      s,
+      turn("t2", [
+        { role: "assistant", content: null, tool_calls: [{ id: "k1", type: "function", function: { name: "load_knowledge", arguments: '{"id":"refunds"}' } }] },
+      ], options),
+    )
+    expect(second.report.virtualCalls).toEqual([{ tool: "load_knowledge", callId: "k1", args: { id: "refunds" }, ok: true }])
+    expect(second.request.messages.at(-1).content).toContain("within 7 days")
+
+    expect(await h.request(k, { op: "remove", agent: "support", id: "refunds" })).toMatchObject({ ok: true, removed: true, docs: [] })
+    const third = await h.request(h.turnSubject("acme", "knowledge-2"), turn("t1", [{ role: "user", content: "hi" }], options))
+    expect(toolNames(third.request)).not.toContain("load_knowledge")
+  })
+})

@@ -4,9 +4,12 @@
  * `docs/schemas/`; a test fails when the committed files differ.
  */
 import { JSONSchema, type Schema } from "effect"
+import * as Compact from "./Compact.ts"
 import * as Errors from "./Errors.ts"
 import * as Health from "./Health.ts"
+import * as Knowledge from "./Knowledge.ts"
 import * as Loop from "./Loop.ts"
+import * as Summarize from "./Summarize.ts"
 import * as Tokens from "./Tokens.ts"
 import * as Turn from "./Turn.ts"
 
@@ -15,12 +18,18 @@ const documents: ReadonlyArray<readonly [string, Schema.Schema.Any]> = [
   ["turn-reply", Turn.TurnReply],
   ["error-reply", Errors.ErrorReply],
   ["health-reply", Health.HealthReply],
+  ["knowledge-request", Knowledge.Request],
+  ["knowledge-reply", Knowledge.Reply],
   ["loop-check-request", Loop.CheckRequest],
   ["loop-check-reply", Loop.CheckReply],
   ["usage-report", Tokens.UsageReport],
   ["usage-reply", Tokens.UsageReply],
   ["tokens-count-request", Tokens.CountRequest],
   ["tokens-count-reply", Tokens.CountReply],
+  ["summarize-request", Summarize.SummarizeRequest],
+  ["summarize-reply", Summarize.SummarizeReply],
+  ["compact-request", Compact.CompactRequest],
+  ["compact-reply", Compact.CompactReply],
 ]
 
 /** File name → pretty-printed JSON Schema text (with a trailing newline). */

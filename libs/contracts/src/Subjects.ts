@@ -25,6 +25,20 @@ export const SessionId = Schema.String.pipe(
 /** The default subject root. */
 export const DEFAULT_ROOT = "ctx"
 
+/** Turn reply header: the id of the worker that handled the turn. */
+export const WORKER_HEADER = "ctxd-worker"
+
+/**
+ * Turn reply header: the direct subject prefix of the worker that handled
+ * the turn ({@link Subjects.worker}); a client may send the session's next
+ * turns to `<prefix>.turn.<tenant>.<session>` (that worker answers
+ * `NotOwner` once the session's shard has moved).
+ */
+export const DIRECT_HEADER = "ctxd-direct"
+
+/** Request header (value `1`) of a turn one worker forwarded to another; it is never forwarded again. */
+export const FORWARDED_HEADER = "ctxd-forwarded"
+
 /** True when `token` is a valid tenant or session token. */
 export const isValidToken = (token: string): boolean => TOKEN_PATTERN.test(token)
 
@@ -43,9 +57,30 @@ export interface Subjects {
   readonly tokensCount: string
   /** `<root>.v1.health` */
   readonly health: string
+  /** `<root>.v1.knowledge.<tenant>` */
+  readonly knowledge: (tenant: string) => string
+  /** `<root>.v1.knowledge.*`: what a worker subscribes to. */
+  readonly knowledgeWildcard: string
+  /** The tenant token of a knowledge subject. */
+  readonly parseKnowledge: (subject: string) => string | undefined
   /** `<root>.v1.loop.check` */
   readonly loopCheck: string
-  /** Parses the tenant and session tokens out of a turn or usage subject. */
+  /** `<root>.v1.summarize` */
+  readonly summarize: string
+  /** `<root>.v1.compact.<tenant>.<session>`: a manual compaction. */
+  readonly compact: (tenant: string, session: string) => string
+  /** `<root>.v1.compact.>`: what a compactor subscribes to. */
+  readonly compactWildcard: string
+  /** `<root>.v1.compactjob.<tenant>.<session>`: compaction jobs on the JetStream work queue. */
+  readonly compactJob: (tenant: string, session: string) => string
+  /** `<root>.v1.compactjob.>`: the work queue stream's subjects. */
+  readonly compactJobWildcard: string
+  /**
+   * `<root>.v1.worker.<workerId>`: the prefix of one worker's direct subjects
+   * (`<prefix>.turn.<tenant>.<session>`, served by that worker alone).
+   */
+  readonly worker: (workerId: string) => string
+  /** Parses the tenant and session tokens out of a turn, usage, compact or compactjob subject. */
   readonly parseSession: (subject: string) => { readonly tenant: string; readonly session: string } | undefined
 }
 
@@ -63,6 +98,19 @@ export const make = (root: string = DEFAULT_ROOT): Subjects => {
     tokensCount: `${prefix}tokens.count`,
     health: `${prefix}health`,
     loopCheck: `${prefix}loop.check`,
+    knowledge: (tenant) => `${prefix}knowledge.${tenant}`,
+    knowledgeWildcard: `${prefix}knowledge.*`,
+    parseKnowledge: (subject) => {
+      if (!subject.startsWith(`${prefix}knowledge.`)) return undefined
+      const tenant = subject.slice(`${prefix}knowledge.`.length)
+      return isValidToken(tenant) ? tenant : undefined
+    },
+    summarize: `${prefix}summarize`,
+    compact: (tenant, session) => `${prefix}compact.${tenant}.${session}`,
+    compactWildcard: `${prefix}compact.>`,
+    compactJob: (tenant, session) => `${prefix}compactjob.${tenant}.${session}`,
+    compactJobWildcard: `${prefix}compactjob.>`,
+    worker: (workerId) => `${prefix}worker.${workerId}`,
     parseSession: (subject) => {
       if (!subject.startsWith(prefix)) return undefined
       const tokens = subject.split(".")

@@ -39,10 +39,14 @@ describe("Migrations", () => {
       expect(rows.map((r) => [r.version, Number(r.n)])).toEqual(all.map((v) => [v, 1]))
       expect(yield* tables(a)).toEqual([
         "ctxd_cluster",
+        "ctxd_compaction_leases",
+        "ctxd_compactions",
+        "ctxd_knowledge",
         "ctxd_messages",
         "ctxd_schema_migrations",
         "ctxd_sessions",
         "ctxd_shard_leases",
+        "ctxd_summaries",
         "ctxd_turns",
         "ctxd_workers",
       ])

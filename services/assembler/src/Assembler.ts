@@ -5,9 +5,9 @@
  * together with the reply in one transaction (so a retried `turnId` gets the
  * same reply and nothing is ever half-written).
  */
-import { Assemble, Models, Normalize, Toolsets, Waste } from "@ctxd/context"
-import { Errors, type Loop, type Turn } from "@ctxd/contracts"
-import { SessionStore } from "@ctxd/db"
+import { Assemble, Knowledge, Models, Normalize, Toolsets, Waste } from "@ctxd/context"
+import { Errors, Knowledge as KnowledgeWire, type Loop, type Turn } from "@ctxd/contracts"
+import { KnowledgeStore, SessionStore } from "@ctxd/db"
 import { Config as LoopConfig, Detector, Nudge } from "@ctxd/loop-detector"
 import { ShardLeases } from "@ctxd/sharding"
 import { TokenService } from "@ctxd/token-counter"
@@ -39,6 +39,9 @@ export class AssemblerSettings extends Context.Tag("@ctxd/assembler/AssemblerSet
   AssemblerConfig
 >() {}
 
+/** How long a worker trusts its copy of an agent's knowledge documents. */
+const KNOWLEDGE_TTL_MS = 5_000
+
 /** How many times a turn is re-run after another writer appended to its session. */
 const MAX_ATTEMPTS = 3
 
@@ -61,6 +64,7 @@ const effectiveOptions = (settings: AssemblerConfig, tenant: string, request: Tu
 export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Assembler", {
   scoped: Effect.gen(function* () {
     const store = yield* SessionStore.SessionStore
+    const knowledgeStore = yield* KnowledgeStore.KnowledgeStore
     const tokens = yield* TokenService.TokenService
     const local = tokens.local
     const settings = yield* AssemblerSettings
@@ -78,6 +82,28 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         message: `this worker does not own shard ${shard} (any more); nothing was stored`,
         hint: "retry with the same turnId: the shard's owner answers it",
       })
+
+    /**
+     * Knowledge documents per tenant/agent, cached for {@link KNOWLEDGE_TTL_MS}
+     * (edits through this worker's endpoint invalidate at once).
+     */
+    const knowledgeCache = new Map<string, { readonly docs: ReadonlyArray<Knowledge.Doc>; readonly at: number }>()
+    const knowledgeOf = (tenant: string, agent: string) => {
+      const key = `${tenant}\u0000${agent}`
+      const hit = knowledgeCache.get(key)
+      if (hit !== undefined && Date.now() - hit.at < KNOWLEDGE_TTL_MS) return Effect.succeed(hit.docs)
+      return knowledgeStore.docs(tenant, agent).pipe(
+        Effect.tap((docs) =>
+          Effect.sync(() => {
+            if (knowledgeCache.size >= settings.maxSessions) knowledgeCache.clear()
+            knowledgeCache.set(key, { docs, at: Date.now() })
+          }),
+        ),
+        Effect.mapError(unavailable),
+      )
+    }
+    const invalidateKnowledge = (tenant: string, agent: string) =>
+      Effect.sync(() => void knowledgeCache.delete(`${tenant}\u0000${agent}`))
 
     /**
      * Stored counts are reused while the session's model stays in one token
@@ -166,7 +192,14 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           defaultToolsets: options.toolsets?.defaults ?? settings.defaultToolsets ?? [],
           includeWriteByDefault: options.toolsets?.includeWrite ?? false,
         }
-        const toolContext = { tools: normalized.tools, config: toolsetConfig }
+        const docs = yield* knowledgeOf(tenant, options.agent ?? KnowledgeWire.DEFAULT_AGENT)
+        const toolContext = {
+          tools: normalized.tools,
+          config: toolsetConfig,
+          ...(docs.length === 0 ? {} : { knowledge: docs }),
+        }
+        const knowledgeSection = Knowledge.section(docs)
+        const system = knowledgeSection === undefined ? normalized.system : [...normalized.system, knowledgeSection]
         const loaded =
           state.toolsets ??
           Toolsets.replay(
@@ -176,13 +209,13 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         // load_toolset calls are answered here; their results are stored like any other.
         const answered = Toolsets.answerVirtualCalls(requested, loaded, toolContext)
         const messages = answered.messages
-        const sent = Toolsets.selectTools(normalized.tools, answered.state, toolsetConfig)
+        const sent = Toolsets.selectTools(normalized.tools, answered.state, toolsetConfig, docs.length === 0 ? [] : [Knowledge.tool])
         const encoding = local.encodingFor(request.model)
         const waste = Waste.record(state.waste, sent, messages, (tool) => local.countTools([tool], encoding))
         const count = yield* tokens.countTurn({
           model: request.model,
           backend: options.tokenBackend,
-          system: normalized.system,
+          system,
           tools: sent,
           messages,
         })
@@ -199,7 +232,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           session,
           format: request.format,
           model: Models.resolve(request.model),
-          system: normalized.system,
+          system,
           systemTokens: count.systemTokens,
           tools: sent,
           toolsTokens: count.toolsTokens,
@@ -286,7 +319,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           .pipe(Effect.annotateLogs({ turn: request.turnId }))
       }).pipe(Effect.annotateLogs({ tenant, session }), Effect.withLogSpan("turn"))
 
-    return { turn, cacheSize: cache.size } as const
+    return { turn, cacheSize: cache.size, invalidateKnowledge } as const
   }),
 }) {}
 

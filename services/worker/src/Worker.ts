@@ -12,12 +12,13 @@
 import { Assembler, TurnEndpoint } from "@ctxd/assembler"
 import { Subjects, type Turn } from "@ctxd/contracts"
 import { LoopCheck } from "@ctxd/loop-detector"
-import { Database, Migrations, SessionStore } from "@ctxd/db"
+import { Database, KnowledgeStore, Migrations, SessionStore } from "@ctxd/db"
 import { NatsClient } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenService, UsageEndpoint } from "@ctxd/token-counter"
 import { Effect, Layer, Option } from "effect"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
+import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
 import { tenantOptions, WorkerConfig } from "./WorkerConfig.ts"
 
 /** What a usage report needs to know of the turn it bills: the estimate ctxd made and how. */
@@ -59,6 +60,7 @@ export const serve = Effect.gen(function* () {
     forwardTimeoutMs: config.forwardTimeoutMs,
   })
   yield* LoopCheck.serve({ subject: subjects.loopCheck, queue: config.queueGroup })
+  yield* KnowledgeEndpoint.serve({ subjects, queue: config.queueGroup })
   yield* CountEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
   yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup })
   yield* HealthEndpoint.serve({
@@ -117,6 +119,7 @@ export const layer = Layer.unwrapEffect(
     const tenants = yield* tenantOptions
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const tokens = TokenService.layerConfig
     // after the migrations (the lease tables); released when the worker stops, after the endpoints drained
     const sharding = ShardLeases.layer.pipe(
@@ -144,6 +147,7 @@ export const layer = Layer.unwrapEffect(
         }),
       ),
       Layer.provide(store),
+      Layer.provide(knowledge),
       Layer.provide(sharding),
     )
     return Layer.mergeAll(
@@ -151,6 +155,7 @@ export const layer = Layer.unwrapEffect(
       sharding,
       tokens,
       store,
+      knowledge,
       database,
       NatsClient.layer({ servers: config.natsUrl.split(","), name: `ctxd-worker-${config.workerId}` }),
     )

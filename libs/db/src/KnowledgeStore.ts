@@ -1,0 +1,46 @@
+/**
+ * Knowledge documents per tenant and agent (`ctxd_knowledge`): what the
+ * `<root>.v1.knowledge.<tenant>` endpoint edits and what a turn's
+ * `load_knowledge` answers from. Every query names the tenant.
+ */
+import type { Knowledge } from "@ctxd/contracts"
+import { Effect, type Layer } from "effect"
+import { Database, type DatabaseError, type DatabaseUnavailable } from "./Database.ts"
+
+type Failure = DatabaseUnavailable | DatabaseError
+
+export class KnowledgeStore extends Effect.Service<KnowledgeStore>()("@ctxd/db/KnowledgeStore", {
+  effect: Effect.gen(function* () {
+    const db = yield* Database
+
+    /** The agent's documents, by id. */
+    const docs = (tenant: string, agent: string): Effect.Effect<ReadonlyArray<Knowledge.Doc>, Failure> =>
+      db
+        .query<{ id: string; title: string; body: string }>(
+          "SELECT id, title, body FROM ctxd_knowledge WHERE tenant = $1 AND agent = $2 ORDER BY id",
+          [tenant, agent],
+        )
+        .pipe(Effect.map(({ rows }) => rows.map((r) => ({ id: r.id, title: r.title, text: r.body }))))
+
+    /** Adds or replaces a document. */
+    const add = (tenant: string, agent: string, doc: Knowledge.Doc): Effect.Effect<void, Failure> =>
+      db
+        .query(
+          `INSERT INTO ctxd_knowledge (tenant, agent, id, title, body) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (tenant, agent, id) DO UPDATE SET title = EXCLUDED.title, body = EXCLUDED.body, updated_at = now()`,
+          [tenant, agent, doc.id, doc.title, doc.text],
+        )
+        .pipe(Effect.asVoid)
+
+    /** Removes a document; true when there was one. */
+    const remove = (tenant: string, agent: string, id: string): Effect.Effect<boolean, Failure> =>
+      db
+        .query("DELETE FROM ctxd_knowledge WHERE tenant = $1 AND agent = $2 AND id = $3", [tenant, agent, id])
+        .pipe(Effect.map(({ rowCount }) => (rowCount ?? 0) > 0))
+
+    return { docs, add, remove } as const
+  }),
+}) {}
+
+/** The store; needs a migrated {@link Database}. */
+export const layer: Layer.Layer<KnowledgeStore, never, Database> = KnowledgeStore.Default
