@@ -55,9 +55,24 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
 export class RequestTimeout extends Schema.TaggedError<RequestTimeout>()("RequestTimeout", fields) {}
 /** A bug or an unexpected failure. */
 export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", fields) {}
+/**
+ * This worker does not own the session's shard (or lost it while the turn
+ * ran); nothing was stored. Retry with the same turnId: the owner answers it.
+ */
+export class NotOwner extends Schema.TaggedError<NotOwner>()("NotOwner", fields) {}
+/** Too many requests are queued (for the worker or for the session); nothing was stored. Retry with backoff. */
+export class Busy extends Schema.TaggedError<Busy>()("Busy", fields) {}
 
 /** Every error that may be answered on the wire. */
-export type WireError = BadRequest | TurnConflict | PayloadTooLarge | ServiceUnavailable | RequestTimeout | InternalError
+export type WireError =
+  | BadRequest
+  | TurnConflict
+  | PayloadTooLarge
+  | ServiceUnavailable
+  | RequestTimeout
+  | InternalError
+  | NotOwner
+  | Busy
 
 const codes: Record<WireError["_tag"], ErrorCode> = {
   BadRequest: "BadRequest",
@@ -66,6 +81,8 @@ const codes: Record<WireError["_tag"], ErrorCode> = {
   ServiceUnavailable: "Unavailable",
   RequestTimeout: "Timeout",
   InternalError: "Internal",
+  NotOwner: "NotOwner",
+  Busy: "Busy",
 }
 
 /** The wire envelope for an error. */

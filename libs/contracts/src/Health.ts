@@ -9,5 +9,11 @@ export const HealthReply = Schema.Struct({
   inFlight: Schema.Number,
   postgres: Schema.Boolean,
   draining: Schema.Boolean,
+  /** Shards this worker owns now. */
+  shards: Schema.optional(Schema.Number),
+  /** Turns this worker handled as the owner of their session's shard since it started. */
+  turns: Schema.optional(Schema.Number),
+  /** Turns this worker forwarded to their shard's owner since it started. */
+  forwarded: Schema.optional(Schema.Number),
 }).annotations({ identifier: "HealthReply" })
 export type HealthReply = typeof HealthReply.Type
