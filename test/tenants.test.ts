@@ -9,7 +9,7 @@ import * as Harness from "./Harness.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "ctxd-tenants-"))
 const file = join(dir, "tenants.json")
-writeFileSync(file, JSON.stringify({ strict: { toolCompression: "truncate", loop: { policy: "escalate" } } }))
+writeFileSync(file, JSON.stringify({ strict: { toolCompression: "aggressive", loop: { policy: "escalate" } } }))
 
 let h: Harness.Harness
 beforeAll(async () => {
@@ -30,10 +30,10 @@ const turn = (options?: unknown) => ({
 
 it("applies the tenant's defaults, and a request's own options win", async () => {
   const strict = await h.request(h.turnSubject("strict", "s1"), turn())
-  expect(strict.report.tools.compression).toBe("truncate")
+  expect(strict.report.tools.compression).toBe("aggressive")
   expect(strict.report.loop.policy).toBe("escalate")
   const other = await h.request(h.turnSubject("other", "s1"), turn())
-  expect(other.report.tools.compression).toBe("minify")
+  expect(other.report.tools.compression).toBe("truncate")
   expect(other.report.loop.policy).toBe("nudge")
   const override = await h.request(h.turnSubject("strict", "s2"), turn({ toolCompression: "none" }))
   expect(override.report.tools.compression).toBe("none")

@@ -124,11 +124,13 @@ export const resolveOptions = (o: Turn.Options | undefined): ResolvedOptions => 
 /**
  * The issue-6 defaults, to spread under a tenant's and a request's options
  * (`resolveOptions({...optimizationDefaults, ...tenant, ...request})`):
- * `toolCompression` `minify`, `maskKeep` 3, `maskBatchTokens` 2,000,
- * `proactiveThreshold` 0.85.
+ * `toolCompression` `truncate` (descriptions below the tool level go; types,
+ * enums and `required` stay: the GitHub catalog's default context then costs
+ * 17 % of all its tools, against 30 % with `minify`), `maskKeep` 3,
+ * `maskBatchTokens` 2,000, `proactiveThreshold` 0.85.
  */
 export const optimizationDefaults = {
-  toolCompression: "minify",
+  toolCompression: "truncate",
   maskKeep: Masking.defaults.keep,
   maskBatchTokens: Masking.defaults.batchTokens,
   proactiveThreshold: Proactive.DEFAULT_THRESHOLD,
