@@ -139,3 +139,18 @@ describe("on-demand knowledge", () => {
     expect(toolNames(third.request)).not.toContain("load_knowledge")
   })
 })
+
+describe("metrics", () => {
+  it("reports turns, tokens saved by mechanism, waste and the token counter's state", async () => {
+    const reply = await h.request(`${h.root}.v1.metrics`, {})
+    expect(reply.ok).toBe(true)
+    const find = (name: string, tags: Record<string, string> = {}) =>
+      reply.metrics.find((m: { name: string; tags: Record<string, string> }) => m.name === name && Object.entries(tags).every(([k, v]) => m.tags[k] === v))
+    expect(find("ctxd_turns_total", { backend: "tiktoken", exact: "false" }).value).toBeGreaterThan(5)
+    expect(find("ctxd_tokens_saved_total", { kind: "masking" }).value).toBeGreaterThan(1000)
+    expect(find("ctxd_tokens_saved_total", { kind: "compression" }).value).toBeGreaterThan(0)
+    expect(find("ctxd_virtual_calls_total").value).toBeGreaterThanOrEqual(3)
+    expect(find("ctxd_tool_waste_ratio").count).toBeGreaterThan(0)
+    expect(reply.tokens.breaker).toBeDefined()
+  })
+})

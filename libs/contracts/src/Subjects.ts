@@ -65,6 +65,8 @@ export interface Subjects {
   readonly parseKnowledge: (subject: string) => string | undefined
   /** `<root>.v1.loop.check` */
   readonly loopCheck: string
+  /** `<root>.v1.metrics` */
+  readonly metrics: string
   /** `<root>.v1.summarize` */
   readonly summarize: string
   /** `<root>.v1.compact.<tenant>.<session>`: a manual compaction. */
@@ -98,6 +100,7 @@ export const make = (root: string = DEFAULT_ROOT): Subjects => {
     tokensCount: `${prefix}tokens.count`,
     health: `${prefix}health`,
     loopCheck: `${prefix}loop.check`,
+    metrics: `${prefix}metrics`,
     knowledge: (tenant) => `${prefix}knowledge.${tenant}`,
     knowledgeWildcard: `${prefix}knowledge.*`,
     parseKnowledge: (subject) => {

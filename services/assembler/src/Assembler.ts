@@ -15,6 +15,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import * as Decode from "./Decode.ts"
 import * as SessionCache from "./SessionCache.ts"
+import * as TurnMetrics from "./TurnMetrics.ts"
 
 /** Knobs of the assembler (env names in the README). */
 export interface AssemblerConfig {
@@ -284,6 +285,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           state.waste = waste
           state.maskGrid = assembled.maskGrid
           state.rung = assembled.proactiveRung
+          yield* TurnMetrics.record(reply.report)
           return [reply, state] as const
         }
         const error = committed.left

@@ -19,6 +19,7 @@ import { CountEndpoint, TokenService, UsageEndpoint } from "@ctxd/token-counter"
 import { Effect, Layer, Option } from "effect"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
+import * as MetricsEndpoint from "./MetricsEndpoint.ts"
 import { tenantOptions, WorkerConfig } from "./WorkerConfig.ts"
 
 /** What a usage report needs to know of the turn it bills: the estimate ctxd made and how. */
@@ -61,6 +62,7 @@ export const serve = Effect.gen(function* () {
   })
   yield* LoopCheck.serve({ subject: subjects.loopCheck, queue: config.queueGroup })
   yield* KnowledgeEndpoint.serve({ subjects, queue: config.queueGroup })
+  yield* MetricsEndpoint.serve({ subject: subjects.metrics, workerId: config.workerId })
   yield* CountEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
   yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup })
   yield* HealthEndpoint.serve({

@@ -1,0 +1,43 @@
+/**
+ * `<root>.v1.metrics`: this worker's metrics as JSON — every Effect `Metric`
+ * (turns, tokens sent and saved, loop flags, waste, utilization, compactions
+ * ...) plus the token counter's own (calls, cache, breaker, drift per model).
+ * Every worker answers (no queue group): gather replies to see the fleet.
+ */
+import { Endpoint } from "@ctxd/nats"
+import { TokenService } from "@ctxd/token-counter"
+import { Effect, Metric, MetricState } from "effect"
+
+const stateJson = (state: MetricState.MetricState.Untyped): unknown => {
+  if (MetricState.isCounterState(state)) return { type: "counter", value: Number(state.count) }
+  if (MetricState.isGaugeState(state)) return { type: "gauge", value: Number(state.value) }
+  if (MetricState.isHistogramState(state)) {
+    return { type: "histogram", count: state.count, sum: state.sum, min: state.min, max: state.max, buckets: state.buckets }
+  }
+  if (MetricState.isFrequencyState(state)) return { type: "frequency", occurrences: Object.fromEntries(state.occurrences) }
+  if (MetricState.isSummaryState(state)) return { type: "summary", count: state.count, sum: state.sum, quantiles: state.quantiles }
+  return { type: "unknown" }
+}
+
+export const serve = (options: { readonly subject: string; readonly workerId: string }) =>
+  Effect.gen(function* () {
+    const tokens = yield* TokenService.TokenService
+    return yield* Endpoint.serve({
+      subject: options.subject,
+      maxConcurrent: 2,
+      handler: () =>
+        Effect.gen(function* () {
+          const snapshot = yield* Metric.snapshot
+          return {
+            ok: true,
+            worker: options.workerId,
+            metrics: snapshot.map((pair) => ({
+              name: pair.metricKey.name,
+              tags: Object.fromEntries(pair.metricKey.tags.map((t) => [t.key, t.value])),
+              ...(stateJson(pair.metricState) as object),
+            })),
+            tokens: yield* tokens.metrics,
+          }
+        }),
+    })
+  })
