@@ -6,6 +6,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Assembly from "./Assembly.ts"
 import * as EndToEnd from "./EndToEnd.ts"
+import * as Optimizations from "./Optimizations.ts"
 import * as Store from "./Store.ts"
 import * as LoopDetector from "../services/loop-detector/scripts/bench.ts"
 import * as TokenCounter from "../services/token-counter/scripts/bench.ts"
@@ -13,6 +14,7 @@ import type { Row } from "./Stats.ts"
 
 const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["assembly", Assembly.run],
+  ["optimizations", Optimizations.run],
   ["tokens", TokenCounter.run],
   ["loop", async () => [...LoopDetector.run()]],
   ["store", Store.run],
