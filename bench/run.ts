@@ -5,8 +5,10 @@
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Assembly from "./Assembly.ts"
+import * as Compaction from "./Compaction.ts"
 import * as EndToEnd from "./EndToEnd.ts"
 import * as Optimizations from "./Optimizations.ts"
+import * as Scaling from "./Scaling.ts"
 import * as Store from "./Store.ts"
 import * as LoopDetector from "../services/loop-detector/scripts/bench.ts"
 import * as TokenCounter from "../services/token-counter/scripts/bench.ts"
@@ -16,9 +18,11 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["assembly", Assembly.run],
   ["optimizations", Optimizations.run],
   ["tokens", TokenCounter.run],
+  ["compaction", Compaction.run],
   ["loop", async () => [...LoopDetector.run()]],
   ["store", Store.run],
   ["e2e", () => EndToEnd.run()],
+  ["scaling", () => Scaling.run()],
 ]
 
 const filter = process.argv[2]

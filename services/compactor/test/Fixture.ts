@@ -1,0 +1,94 @@
+/**
+ * Test wiring: a migrated throwaway schema with the session and compaction
+ * stores, the summarizer on the real SDKs against a fake provider, real
+ * tau-bench messages stored as sessions.
+ */
+import { Normalize } from "@ctxd/context"
+import type { Conversation } from "@ctxd/contracts"
+import { Migrations, SessionStore } from "@ctxd/db"
+import { Llm, Settings as SummarizerSettings, Summarizer } from "@ctxd/summarizer"
+import { type FakeProvider, Workloads } from "@ctxd/testing"
+import * as TestDatabase from "@ctxd/testing/TestDatabase"
+import { TokenCounter } from "@ctxd/tokens"
+import { Effect, Layer, Redacted } from "effect"
+import { CompactionStore, Compactor, Settings } from "../src/index.ts"
+
+/** The session model of the tests: an effective window of 14,000 tokens. */
+export const MODEL = { provider: "openai", name: "gpt-4o", contextWindow: 16_000, maxOutputTokens: 2_000 } as const
+
+/** Both stores on a fresh, migrated schema (and the `Database` itself). */
+export const Stores = Layer.mergeAll(SessionStore.layer, CompactionStore.layer).pipe(
+  Layer.provide(Migrations.layer),
+  Layer.provideMerge(TestDatabase.layer),
+)
+
+export const counter = TokenCounter.make({ backend: "tiktoken", cacheCapacity: 100_000 })
+
+/** Summarizer settings on the fake provider: fast retries, short timeouts. */
+export const summarizerSettings = (
+  server: FakeProvider.FakeProviderServer,
+  overrides: Partial<SummarizerSettings.Settings> = {},
+): SummarizerSettings.Settings => ({
+  ...SummarizerSettings.defaults,
+  anthropic: { baseURL: server.url, apiKey: Redacted.make("test") },
+  openai: { baseURL: server.openaiBaseURL, apiKey: Redacted.make("test") },
+  retryBaseMs: 10,
+  timeoutMs: 10_000,
+  ...overrides,
+})
+
+/** The summarizer (and its token counter) over the fake provider. */
+export const summarizer = (server: FakeProvider.FakeProviderServer, overrides: Partial<SummarizerSettings.Settings> = {}) => {
+  const s = summarizerSettings(server, overrides)
+  return Summarizer.layer(s).pipe(
+    Layer.provideMerge(Layer.merge(Llm.layer(s), Layer.succeed(TokenCounter.TokenCounter, counter))),
+  )
+}
+
+/** Compactor settings for tests: short leases, the test model's thresholds. */
+export const settings = (overrides: Partial<Settings.Settings> = {}): Settings.Settings => ({
+  ...Settings.defaults,
+  leaseTtlMs: 1_500,
+  ...overrides,
+})
+
+/** A compactor over whatever stores and summarizer are in context. */
+export const compactor = (overrides: Partial<Settings.Settings> = {}) => Compactor.make(settings(overrides))
+
+/** `n` real messages: tau-bench sessions back to back (call ids made unique per session). */
+export const tauMessages = (n: number, from = 0): Array<Conversation.Message> => {
+  const out: Array<Conversation.Message> = []
+  const sessions = Workloads.tauBenchSessions()
+  for (let s = from; out.length < n; s++) {
+    const session = sessions[s % sessions.length]!
+    const messages = Normalize.fromOpenAI(session.turns.flatMap((t) => t.messages)).map((m) => ({
+      ...m,
+      parts: m.parts.map((p) =>
+        p.type === "tool_call" ? { ...p, id: `${s}-${p.id}` } : p.type === "tool_result" ? { ...p, callId: `${s}-${p.callId}` } : p,
+      ),
+    }))
+    for (const message of messages) {
+      if (out.length === n) break
+      out.push(message)
+    }
+  }
+  return out
+}
+
+let sessions = 0
+/** A session name no other test of this process uses. */
+export const fresh = (): string => `s${++sessions}-${process.pid}`
+
+/** Stores `messages` as one turn of a new session (tokens counted with o200k). */
+export const storeSession = (tenant: string, session: string, messages: ReadonlyArray<Conversation.Message>) =>
+  Effect.flatMap(SessionStore.SessionStore, (store) =>
+    store.commitTurn({
+      tenant,
+      session,
+      turnId: `t-${session}`,
+      requestHash: "h",
+      expectedLastSeq: 0,
+      messages: messages.map((message) => ({ message, tokens: counter.countMessage(message, "o200k_base"), encoding: "o200k_base" })),
+      reply: { ok: true },
+    }),
+  )

@@ -1,0 +1,235 @@
+/**
+ * The model port of the summarizer: one completion (a system prompt and one
+ * user prompt in, text and billed tokens out), served through the official
+ * SDKs: `@anthropic-ai/sdk` (Messages), `openai` (Chat Completions) and the
+ * same `openai` SDK pointed at any OpenAI-compatible base URL for
+ * self-hosted models. The SDKs' own retries are off (`maxRetries: 0`): the
+ * summarizer owns retries and backoff. A timeout aborts the HTTP request.
+ *
+ * A `Context.Tag` with {@link make} / {@link layer} / {@link layerConfig};
+ * tests point the real SDKs at the fake provider through the settings.
+ */
+import Anthropic, {
+  APIConnectionError as AnthropicConnectionError,
+  APIConnectionTimeoutError as AnthropicTimeoutError,
+  APIError as AnthropicApiError,
+} from "@anthropic-ai/sdk"
+import { Context, Data, Duration, Effect, Layer, Redacted, type ConfigError } from "effect"
+import OpenAI, {
+  APIConnectionError as OpenAIConnectionError,
+  APIConnectionTimeoutError as OpenAITimeoutError,
+  APIError as OpenAIApiError,
+} from "openai"
+import * as Settings from "./Settings.ts"
+
+/** One completion to make. */
+export interface CompletionRequest {
+  readonly model: string
+  readonly system: string
+  /** The one user message. */
+  readonly prompt: string
+  readonly maxTokens: number
+  /** Ask for a JSON object (OpenAI `response_format`; Anthropic relies on the prompt). */
+  readonly json?: boolean | undefined
+}
+
+/** The model's answer and what it cost. */
+export interface Completion {
+  readonly text: string
+  /** Input tokens billed (Anthropic: uncached + cache read + cache write). */
+  readonly inputTokens: number
+  readonly outputTokens: number
+  /** `end_turn`/`stop`, or `max_tokens`/`length` when the answer was cut. */
+  readonly stopReason: string
+}
+
+/** Why a call failed. `rate_limited`, `server`, `timeout` and `connection` are worth retrying. */
+export type FailureReason = "timeout" | "rate_limited" | "server" | "connection" | "auth" | "rejected" | "unknown"
+
+/** A provider call failed. */
+export class ProviderFailed extends Data.TaggedError("ProviderFailed")<{
+  readonly provider: Settings.ProviderKind
+  readonly reason: FailureReason
+  readonly message: string
+  readonly status?: number | undefined
+}> {}
+
+/** True for failures a retry may fix. */
+export const isRetryable = (error: ProviderFailed): boolean =>
+  error.reason === "rate_limited" || error.reason === "server" || error.reason === "timeout" || error.reason === "connection"
+
+/** One provider's client. */
+export interface LlmClient {
+  readonly provider: Settings.ProviderKind
+  readonly complete: (request: CompletionRequest) => Effect.Effect<Completion, ProviderFailed>
+}
+
+/** The clients of this process, one per provider kind. */
+export interface LlmService {
+  readonly client: (provider: Settings.ProviderKind) => LlmClient
+}
+
+/** The model port. */
+export class Llm extends Context.Tag("@ctxd/summarizer/Llm")<Llm, LlmService>() {}
+
+const reasonOf = (status: number): FailureReason =>
+  status === 429
+    ? "rate_limited"
+    : status >= 500
+      ? "server"
+      : status === 401 || status === 403
+        ? "auth"
+        : status === 408
+          ? "timeout"
+          : status >= 400
+            ? "rejected"
+            : "unknown"
+
+const classify =
+  (provider: Settings.ProviderKind) =>
+  (error: unknown): ProviderFailed => {
+    const message = error instanceof Error ? error.message : String(error)
+    if (error instanceof AnthropicTimeoutError || error instanceof OpenAITimeoutError) {
+      return new ProviderFailed({ provider, reason: "timeout", message })
+    }
+    if (error instanceof AnthropicConnectionError || error instanceof OpenAIConnectionError) {
+      return new ProviderFailed({ provider, reason: "connection", message })
+    }
+    if ((error instanceof AnthropicApiError || error instanceof OpenAIApiError) && typeof error.status === "number") {
+      return new ProviderFailed({ provider, reason: reasonOf(error.status), message, status: error.status })
+    }
+    return new ProviderFailed({ provider, reason: "unknown", message })
+  }
+
+const key = (endpoint: Settings.Endpoint): string | undefined =>
+  endpoint.apiKey === undefined ? undefined : Redacted.value(endpoint.apiKey)
+
+/** Bounds a promise-returning call: the SDK's timeout, and ours as a backstop that aborts the request. */
+const bounded = <A>(
+  provider: Settings.ProviderKind,
+  timeoutMs: number,
+  call: (signal: AbortSignal) => Promise<A>,
+): Effect.Effect<A, ProviderFailed> =>
+  Effect.tryPromise({ try: call, catch: classify(provider) }).pipe(
+    Effect.timeoutFail({
+      duration: Duration.millis(timeoutMs + 1_000),
+      onTimeout: () => new ProviderFailed({ provider, reason: "timeout", message: `no answer within ${timeoutMs} ms` }),
+    }),
+  )
+
+const anthropicClient = (endpoint: Settings.Endpoint, timeoutMs: number): LlmClient => {
+  const apiKey = key(endpoint)
+  const sdk = new Anthropic({
+    ...(endpoint.baseURL === undefined ? {} : { baseURL: endpoint.baseURL }),
+    ...(apiKey === undefined ? {} : { apiKey }),
+    maxRetries: 0,
+    timeout: timeoutMs,
+  })
+  return {
+    provider: "anthropic",
+    complete: (request) =>
+      bounded("anthropic", timeoutMs, (signal) =>
+        sdk.messages.create(
+          {
+            model: request.model,
+            max_tokens: request.maxTokens,
+            system: request.system,
+            messages: [{ role: "user", content: request.prompt }],
+          },
+          { signal, timeout: timeoutMs, maxRetries: 0 },
+        ),
+      ).pipe(
+        Effect.map((message) => ({
+          text: message.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join(""),
+          inputTokens:
+            message.usage.input_tokens +
+            (message.usage.cache_read_input_tokens ?? 0) +
+            (message.usage.cache_creation_input_tokens ?? 0),
+          outputTokens: message.usage.output_tokens,
+          stopReason: message.stop_reason ?? "end_turn",
+        })),
+      ),
+  }
+}
+
+const openaiClient = (
+  provider: "openai" | "openai_compatible",
+  endpoint: Settings.Endpoint,
+  timeoutMs: number,
+): LlmClient => {
+  // A self-hosted server often has no key; the SDK insists on one.
+  const apiKey = key(endpoint) ?? (provider === "openai_compatible" ? "none" : undefined)
+  const sdk = new OpenAI({
+    ...(endpoint.baseURL === undefined ? {} : { baseURL: endpoint.baseURL }),
+    ...(apiKey === undefined ? {} : { apiKey }),
+    maxRetries: 0,
+    timeout: timeoutMs,
+  })
+  return {
+    provider,
+    complete: (request) =>
+      bounded(provider, timeoutMs, (signal) =>
+        sdk.chat.completions.create(
+          {
+            model: request.model,
+            messages: [
+              { role: "system", content: request.system },
+              { role: "user", content: request.prompt },
+            ],
+            // OpenAI's own API wants max_completion_tokens; compatible servers mostly know only max_tokens.
+            ...(provider === "openai" ? { max_completion_tokens: request.maxTokens } : { max_tokens: request.maxTokens }),
+            ...(request.json === true && provider === "openai" ? { response_format: { type: "json_object" as const } } : {}),
+          },
+          { signal, timeout: timeoutMs, maxRetries: 0 },
+        ),
+      ).pipe(
+        Effect.map((completion) => {
+          const choice = completion.choices[0]
+          return {
+            text: choice?.message.content ?? "",
+            inputTokens: completion.usage?.prompt_tokens ?? 0,
+            outputTokens: completion.usage?.completion_tokens ?? 0,
+            stopReason: choice?.finish_reason ?? "stop",
+          }
+        }),
+      ),
+  }
+}
+
+/** What {@link make} needs: the endpoints and the per-call timeout (defaults in `Settings`). */
+export type ClientSettings = Pick<Settings.Settings, "anthropic" | "openai" | "compatible" | "timeoutMs">
+
+/**
+ * The SDK-backed clients. Each is created on first use, so a process that
+ * never summarizes with a provider never needs its key. Asking for
+ * `openai_compatible` without `CTXD_SUMMARIZER_BASE_URL` uses the OpenAI
+ * endpoint settings.
+ */
+export const make = (settings: ClientSettings): LlmService => {
+  const clients = new Map<Settings.ProviderKind, LlmClient>()
+  return {
+    client: (provider) => {
+      let client = clients.get(provider)
+      if (client === undefined) {
+        client =
+          provider === "anthropic"
+            ? anthropicClient(settings.anthropic, settings.timeoutMs)
+            : provider === "openai"
+              ? openaiClient("openai", settings.openai, settings.timeoutMs)
+              : openaiClient(
+                  "openai_compatible",
+                  settings.compatible.baseURL === undefined ? settings.openai : settings.compatible,
+                  settings.timeoutMs,
+                )
+        clients.set(provider, client)
+      }
+      return client
+    },
+  }
+}
+
+/** The clients for explicit settings. */
+export const layer = (settings: ClientSettings): Layer.Layer<Llm> => Layer.sync(Llm, () => make(settings))
+
+/** The clients configured from the environment (`Settings.config`). */
+export const layerConfig: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.effect(Llm, Effect.map(Settings.config, make))

@@ -1,0 +1,215 @@
+/**
+ * The summarizer with the real Anthropic and OpenAI SDKs against the fake
+ * provider: modes, JSON validation and repair, truncation, hierarchy,
+ * retries, and every request fitting the summarizer's window.
+ */
+import type { Conversation } from "@ctxd/contracts"
+import { FakeProvider } from "@ctxd/testing"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, TestClock } from "effect"
+import { Summarizer } from "../src/index.ts"
+import * as Fixture from "./Fixture.ts"
+
+let server: FakeProvider.FakeProviderServer
+beforeAll(async () => {
+  server = await FakeProvider.start()
+})
+afterAll(() => server.close())
+beforeEach(() => server.reset())
+
+const calls = () => server.requests().filter((r) => r.endpoint === "messages" || r.endpoint === "chat_completions")
+
+const snapshot = {
+  currentTask: { description: "Rebook the user's flight HAT001 to Friday", state: "waiting for the user to confirm", nextSteps: ["confirm", "book"] },
+  keyFindings: ["user id mia_li_3668", "reservation NO6JO3 is economy"],
+  activeHypotheses: ["the basic economy fare cannot be changed"],
+  entities: [{ name: "NO6JO3", type: "reservation", description: "JFK → SFO, 2 passengers" }],
+  relations: [{ from: "mia_li_3668", relation: "owns", to: "NO6JO3" }],
+  userPreferences: ["prefers window seats"],
+  openQuestions: ["does the user want travel insurance?"],
+}
+
+describe("Summarizer", () => {
+  it.live("rolling: previous summary + new span → at most N bullets, through the Anthropic SDK", () =>
+    Effect.gen(function* () {
+      const summarizer = yield* Fixture.make(server, { bullets: 5 })
+      const bullets = Array.from({ length: 9 }, (_, i) => `- point ${i + 1}`).join("\n")
+      server.control({ replies: [{ text: `Here you go:\n${bullets}` }] })
+      const result = yield* summarizer.summarize({
+        items: Fixture.tauItems(12),
+        sessionModel: Fixture.CLAUDE,
+        mode: "rolling",
+        previous: "- the user wants to change a reservation",
+      })
+      expect(result.text).toBe(["- point 1", "- point 2", "- point 3", "- point 4", "- point 5"].join("\n"))
+      expect(result).toMatchObject({ mode: "rolling", depth: 1, calls: 1, provider: "anthropic", model: "claude-sonnet-4-6", fallback: null })
+      expect(result.tokensIn).toBeGreaterThan(0)
+      const [request] = calls()
+      const prompt = Fixture.promptOf(request!.body)
+      expect(prompt.system).toContain("at most 5 bullets")
+      expect(prompt.user).toContain("<previous_summary>\n- the user wants to change a reservation")
+      expect(prompt.user).toContain('<conversation messages="1–12">')
+      expect(prompt.user).toMatch(/\[1\] USER:/)
+      expect(prompt.user).toMatch(/→ call \w+\(/)
+      expect(prompt.user).toMatch(/← result of \w+/)
+    }),
+  )
+
+  it.live("one-shot through the OpenAI SDK, and an OpenAI-compatible base URL for a self-hosted model", () =>
+    Effect.gen(function* () {
+      const openai = yield* Fixture.make(server)
+      const result = yield* openai.summarize({ items: Fixture.tauItems(6), sessionModel: Fixture.GPT, mode: "one_shot" })
+      expect(result).toMatchObject({ mode: "one_shot", depth: 1, provider: "openai", model: "gpt-4o" })
+      expect(result.text).toMatch(/^Summary of 2 messages/)
+      expect(calls()[0]!.path).toBe("/v1/chat/completions")
+      expect(calls()[0]!.body).toMatchObject({ model: "gpt-4o", max_completion_tokens: 2_048 })
+
+      const selfHosted = yield* Fixture.make(server, {
+        model: "llama-3.1-8b-instruct",
+        compatible: { baseURL: server.openaiBaseURL },
+        contextWindow: 8_192,
+      })
+      const local = yield* selfHosted.summarize({ items: Fixture.tauItems(6), sessionModel: Fixture.CLAUDE, mode: "one_shot" })
+      expect(local).toMatchObject({ provider: "openai_compatible", model: "llama-3.1-8b-instruct" })
+      expect(calls()[1]!.body).toMatchObject({ model: "llama-3.1-8b-instruct", max_tokens: 2_048 })
+      expect(calls()[1]!.headers["authorization"]).toBeDefined()
+    }),
+  )
+
+  it.live("structured: the model's JSON is validated against the schema and rendered", () =>
+    Effect.gen(function* () {
+      const summarizer = yield* Fixture.make(server)
+      server.control({ replies: [{ text: "```json\n" + JSON.stringify(snapshot) + "\n```" }] })
+      const result = yield* summarizer.summarize({ items: Fixture.tauItems(10), sessionModel: Fixture.CLAUDE, mode: "structured" })
+      expect(result.fallback).toBeNull()
+      expect(result.snapshot).toEqual(snapshot)
+      expect(result.text).toContain("Current task: Rebook the user's flight HAT001 to Friday")
+      expect(result.text).toContain("Relations:\n- mia_li_3668 —owns→ NO6JO3")
+      expect(Fixture.promptOf(calls()[0]!.body).system).toContain('"currentTask"')
+      // lists the model leaves out default to empty
+      server.control({ replies: [{ text: JSON.stringify({ currentTask: { description: "d", state: "s" } }) }] })
+      const sparse = yield* summarizer.summarize({ items: Fixture.tauItems(4), sessionModel: Fixture.GPT, mode: "structured" })
+      expect(sparse.snapshot).toMatchObject({ keyFindings: [], entities: [], currentTask: { nextSteps: [] } })
+      // OpenAI is asked for a JSON object
+      expect(calls().at(-1)!.body).toMatchObject({ response_format: { type: "json_object" } })
+    }),
+  )
+
+  it.live("structured: invalid JSON gets one repair call, then falls back to the text", () =>
+    Effect.gen(function* () {
+      const summarizer = yield* Fixture.make(server)
+      server.control({ replies: [{ text: "{ not json at all" }, { text: JSON.stringify(snapshot) }] })
+      const repaired = yield* summarizer.summarize({ items: Fixture.tauItems(8), sessionModel: Fixture.CLAUDE, mode: "structured" })
+      expect(repaired).toMatchObject({ calls: 2, fallback: null, snapshot })
+      expect(Fixture.promptOf(calls()[1]!.body).user).toContain("{ not json at all")
+
+      server.control({ replies: [{ text: '{"currentTask": 3}' }, { text: "The user wants to rebook; still unsure." }] })
+      const fallback = yield* summarizer.summarize({ items: Fixture.tauItems(8), sessionModel: Fixture.CLAUDE, mode: "structured" })
+      expect(fallback).toMatchObject({ calls: 2, fallback: "invalid_json", snapshot: null, text: '{"currentTask": 3}' })
+    }),
+  )
+
+  it.live("tool results are cut to tool_result_max_pct of the summarizer input, and the request fits", () =>
+    Effect.gen(function* () {
+      server.control({ contextWindow: 8_192 })
+      const summarizer = yield* Fixture.make(server, { contextWindow: 8_192, toolResultMaxPct: 0.1 })
+      const target = summarizer.target(Fixture.CLAUDE)
+      const huge = Array.from({ length: 4_000 }, (_, i) => `line ${i}: {"status": "ok", "value": ${i * 7}}`).join("\n")
+      const items: Array<{ seq: number; message: Conversation.Message }> = [
+        { seq: 1, message: { role: "user", parts: [{ type: "text", text: "list the records" }] } },
+        { seq: 2, message: { role: "assistant", parts: [{ type: "tool_call", id: "c1", name: "list_records", input: {} }] } },
+        { seq: 3, message: { role: "tool", parts: [{ type: "tool_result", callId: "c1", content: [{ type: "text", text: huge }], isError: false }] } },
+        { seq: 4, message: { role: "assistant", parts: [{ type: "text", text: "There are 4000 records." }] } },
+      ]
+      const result = yield* summarizer.summarize({ items, sessionModel: Fixture.CLAUDE, mode: "one_shot" })
+      expect(result).toMatchObject({ truncatedToolResults: 1, depth: 1, calls: 1 })
+      const prompt = Fixture.promptOf(calls()[0]!.body).user
+      expect(prompt).toContain("line 0:")
+      expect(prompt).toContain("line 3999:")
+      expect(prompt).toMatch(/\[\d+ of \d+ tokens cut\]/)
+      expect(FakeProvider.countTextTokens(prompt)).toBeLessThan(target.inputBudget)
+      expect(calls().every((r) => r.status === 200)).toBe(true)
+    }),
+  )
+
+  it.live("a span larger than the summarizer's window is summarized hierarchically, every request fitting", () =>
+    Effect.gen(function* () {
+      server.control({ contextWindow: 4_096 })
+      const summarizer = yield* Fixture.make(server, { contextWindow: 4_096, maxOutputTokens: 512 })
+      const items = Fixture.tauItems(400)
+      const result = yield* summarizer.summarize({ items, sessionModel: Fixture.GPT, mode: "rolling", previous: "- earlier: nothing yet" })
+      expect(result.depth).toBeGreaterThanOrEqual(2)
+      expect(result.calls).toBe(calls().length)
+      expect(result.calls).toBeGreaterThan(3)
+      // the fake provider rejects any prompt above its 4,096-token window with a 400: none was
+      expect(calls().every((r) => r.status === 200)).toBe(true)
+      const last = Fixture.promptOf(calls().at(-1)!.body)
+      expect(last.user).toContain("<previous_summary>")
+      expect(last.user).toMatch(/<part index="1" messages="1–\d+">/)
+      expect(last.user).toContain(`–${items.at(-1)!.seq}">`)
+    }),
+  )
+
+  it.live("the depth is bounded: beyond maxDepth the span fails as too large", () =>
+    Effect.gen(function* () {
+      server.control({ contextWindow: 4_096 })
+      const summarizer = yield* Fixture.make(server, { contextWindow: 4_096, maxOutputTokens: 512, maxDepth: 1 })
+      const error = yield* Effect.flip(summarizer.summarize({ items: Fixture.tauItems(200), sessionModel: Fixture.GPT }))
+      expect(error).toMatchObject({ _tag: "SummarizeFailed", reason: "too_large" })
+    }),
+  )
+
+  it.live("provider errors are retried 3 times, then fail", () =>
+    Effect.gen(function* () {
+      const summarizer = yield* Fixture.make(server)
+      server.control({ failNext: 2, errorStatus: 529 })
+      const ok = yield* summarizer.summarize({ items: Fixture.tauItems(4), sessionModel: Fixture.CLAUDE })
+      expect(ok.calls).toBe(3)
+      expect(calls().map((r) => r.status)).toEqual([529, 529, 200])
+
+      server.control({ clearRequests: true, failNext: 10, errorStatus: 500 })
+      const failed = yield* Effect.flip(summarizer.summarize({ items: Fixture.tauItems(4), sessionModel: Fixture.CLAUDE }))
+      expect(failed).toMatchObject({ reason: "provider" })
+      expect(calls()).toHaveLength(4)
+
+      // a rejected request (400) is not retried
+      server.control({ reset: true, replies: [{ error: { status: 400, message: "bad" } }] })
+      yield* Effect.flip(summarizer.summarize({ items: Fixture.tauItems(4), sessionModel: Fixture.CLAUDE }))
+      expect(calls()).toHaveLength(1)
+    }),
+  )
+
+  it.effect("the retry backoff is exponential (TestClock)", () =>
+    Effect.gen(function* () {
+      const summarizer = yield* Fixture.make(server, { retryBaseMs: 10_000 })
+      server.control({ failNext: 2 })
+      const fiber = yield* Effect.fork(summarizer.summarize({ items: Fixture.tauItems(4), sessionModel: Fixture.CLAUDE }))
+      const settle = (n: number) =>
+        Effect.promise(async () => {
+          for (let i = 0; i < 200 && calls().length < n; i++) await new Promise((r) => setTimeout(r, 10))
+          await new Promise((r) => setTimeout(r, 20))
+        })
+      yield* settle(1)
+      expect(calls()).toHaveLength(1)
+      yield* TestClock.adjust("7 seconds") // jitter: 0.8–1.2 × 10 s
+      yield* settle(1)
+      expect(calls()).toHaveLength(1)
+      yield* TestClock.adjust("6 seconds")
+      yield* settle(2)
+      expect(calls()).toHaveLength(2)
+      yield* TestClock.adjust("25 seconds") // second backoff: ~20 s
+      const result = yield* Fiber.join(fiber)
+      expect(result.calls).toBe(3)
+    }),
+  )
+
+  it("the target: the session's model unless one is configured, with its budget", () => {
+    const base = Fixture.settings({ url: "http://x", openaiBaseURL: "http://x/v1" } as FakeProvider.FakeProviderServer)
+    expect(Summarizer.target(base, Fixture.CLAUDE)).toMatchObject({ provider: "anthropic", name: "claude-sonnet-4-6", contextWindow: 200_000, maxOutputTokens: 2_048 })
+    expect(Summarizer.target({ ...base, model: "claude-haiku-4-5" }, Fixture.GPT)).toMatchObject({ provider: "anthropic", name: "claude-haiku-4-5" })
+    expect(Summarizer.target({ ...base, model: "gpt-4o-mini" }, Fixture.CLAUDE)).toMatchObject({ provider: "openai" })
+    expect(Summarizer.target({ ...base, model: "qwen", compatible: { baseURL: "http://gpu:8000/v1" } }, Fixture.CLAUDE).provider).toBe("openai_compatible")
+    const t = Summarizer.target({ ...base, contextWindow: 10_000, maxOutputTokens: 1_000 }, Fixture.GPT)
+    expect(t.inputBudget).toBe(Math.floor(9_000 * 0.9) - 64)
+  })
+})
