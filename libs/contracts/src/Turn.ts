@@ -245,6 +245,18 @@ export const Report = Schema.Struct({
     /** OpenAI `prompt_cache_key` (stable per tenant/session). */
     promptCacheKey: Schema.NullOr(Schema.String),
   }),
+  /** Compaction: the live summary the history view starts with, and what this turn decided. */
+  compaction: Schema.optional(
+    Schema.Struct({
+      summary: Schema.NullOr(
+        Schema.Struct({ coversFromSeq: Schema.Number, coversToSeq: Schema.Number, mode: Schema.String, depth: Schema.Number }),
+      ),
+      /** `none`, `background` (a job was or is queued) or `blocking` (compacted before answering). */
+      trigger: Schema.Literal("none", "background", "blocking"),
+      /** Pre-flight estimate / effective window, before compaction. */
+      utilization: Schema.Number,
+    }),
+  ),
   /** The loop detector's verdict and what was done about it (always set by the worker). */
   loop: Schema.optional(Loop.Report),
   /** The tool definitions sent (set when tool compression or proactive compression is configured). */

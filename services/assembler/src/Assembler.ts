@@ -13,6 +13,9 @@ import { ShardLeases } from "@ctxd/sharding"
 import { TokenService } from "@ctxd/token-counter"
 import { Context, Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
+import { Plan, View } from "@ctxd/compactor"
+import type { Encoding } from "@ctxd/tokens/Encoding"
+import * as Compaction from "./Compaction.ts"
 import * as Decode from "./Decode.ts"
 import * as SessionCache from "./SessionCache.ts"
 import * as TurnMetrics from "./TurnMetrics.ts"
@@ -43,6 +46,12 @@ export class AssemblerSettings extends Context.Tag("@ctxd/assembler/AssemblerSet
 /** How long a worker trusts its copy of an agent's knowledge documents. */
 const KNOWLEDGE_TTL_MS = 5_000
 
+/** How long a turn may wait for a compaction it cannot go without. */
+const BLOCKING_COMPACTION_TIMEOUT = "60 seconds"
+
+/** Messages to wait for a scheduled compaction before scheduling again. */
+const PENDING_TURNS = 40
+
 /** How many times a turn is re-run after another writer appended to its session. */
 const MAX_ATTEMPTS = 3
 
@@ -70,6 +79,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const local = tokens.local
     const settings = yield* AssemblerSettings
     const leases = yield* ShardLeases.ShardLeases
+    const compaction = yield* Compaction.Compaction
     const cache = yield* SessionCache.make(settings, leases)
 
     const unavailable = (error: { readonly _tag: string; readonly message: string }): TurnError =>
@@ -105,6 +115,36 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     }
     const invalidateKnowledge = (tenant: string, agent: string) =>
       Effect.sync(() => void knowledgeCache.delete(`${tenant}\u0000${agent}`))
+
+    /**
+     * The session's live summary: read once per cached session, and again on
+     * each turn while a scheduled compaction has not landed (given up after
+     * {@link PENDING_TURNS} messages: the next decision schedules anew).
+     */
+    const liveSummary = (tenant: string, session: string, state: SessionCache.SessionState) => {
+      if (state.summaryLoaded && state.compactionPending === undefined) return Effect.succeed(state.summary)
+      return Effect.map(compaction.latest(tenant, session), (latest) => {
+        state.summaryLoaded = true
+        if (latest !== undefined && latest.coversToSeq > (state.summary?.coversToSeq ?? 0)) {
+          state.summary = latest
+          state.compactionPending = undefined
+        } else if (state.compactionPending !== undefined && state.lastSeq - state.compactionPending > PENDING_TURNS) {
+          state.compactionPending = undefined
+        }
+        return state.summary
+      })
+    }
+
+    /** The history as the model sees it under `summary`, reusing the cached view's prefix. */
+    const viewOf = (
+      state: SessionCache.SessionState,
+      history: ReadonlyArray<Assemble.StoredMessage>,
+      summary: View.Summary | undefined,
+      encoding: Encoding,
+    ): View.View =>
+      state.view !== undefined && state.view.summary === summary
+        ? View.extend(state.view, history)
+        : View.applySummary(history, summary, (m) => local.countMessage(m, encoding))
 
     /**
      * Stored counts are reused while the session's model stays in one token
@@ -228,11 +268,31 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const loop = loopCheck(state, options, fresh)
         const trailer =
           loop.nudge === undefined ? undefined : { text: loop.nudge, tokens: local.countText(loop.nudge, encoding) }
+        const model = Models.resolve(request.model)
+        const summary = yield* liveSummary(tenant, session, state)
+        const history = state.messages.concat(fresh)
+        let view = viewOf(state, history, summary, encoding)
+        const fixedTokens = count.systemTokens + count.toolsTokens
+        const decision =
+          compaction.thresholds === undefined
+            ? undefined
+            : Plan.decide(Plan.estimate(view.messages, fixedTokens), model.effectiveWindow, compaction.thresholds)
+        const job = { tenant, session, afterSeq: summary?.coversToSeq ?? 0, model: request.model, fixedTokens }
+        if (decision?.trigger === "background" && state.compactionPending === undefined) {
+          yield* compaction.schedule({ ...job, trigger: decision.reason === "hard" ? "hard" : "soft" })
+          state.compactionPending = state.lastSeq
+        } else if (decision?.trigger === "blocking") {
+          yield* compaction.now({ ...job, trigger: "over_window" }, BLOCKING_COMPACTION_TIMEOUT)
+          state.summaryLoaded = false
+          view = viewOf(state, history, yield* liveSummary(tenant, session, state), encoding)
+        }
+        // Landmarks and mask grids are positions in the view: a new summary starts them afresh.
+        const sameView = state.view !== undefined && state.view.key === view.key
         const assembled = Assemble.assemble({
           tenant,
           session,
           format: request.format,
-          model: Models.resolve(request.model),
+          model,
           system,
           systemTokens: count.systemTokens,
           tools: sent,
@@ -240,9 +300,9 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           toolOrder: "given",
           countTools: (tools) => local.countTools(tools, encoding),
           countText: (text) => local.countText(text, encoding),
-          history: state.messages.concat(fresh),
-          landmarks: state.landmarks,
-          maskGrid: state.maskGrid,
+          history: view.messages,
+          landmarks: sameView ? state.landmarks : undefined,
+          maskGrid: sameView ? state.maskGrid : undefined,
           proactiveRung: state.rung,
           virtualCalls: answered.calls,
           waste: Waste.report(waste),
@@ -261,7 +321,27 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           ok: true,
           turnId: request.turnId,
           request: assembled.request,
-          report: { ...assembled.report, loop: loop.report },
+          report: {
+            ...assembled.report,
+            loop: loop.report,
+            ...(decision === undefined
+              ? {}
+              : {
+                  compaction: {
+                    summary:
+                      view.summary === undefined
+                        ? null
+                        : {
+                            coversFromSeq: view.summary.coversFromSeq,
+                            coversToSeq: view.summary.coversToSeq,
+                            mode: view.summary.mode,
+                            depth: view.summary.depth,
+                          },
+                    trigger: decision.trigger,
+                    utilization: decision.utilization,
+                  },
+                }),
+          },
         }
         const shard = leases.shardOf(tenant, session)
         const fence = yield* leases.fence(shard)
@@ -285,6 +365,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           state.waste = waste
           state.maskGrid = assembled.maskGrid
           state.rung = assembled.proactiveRung
+          state.view = view
           yield* TurnMetrics.record(reply.report)
           return [reply, state] as const
         }

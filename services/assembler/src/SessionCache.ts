@@ -18,6 +18,7 @@
 import { type Assemble, type Masking, Normalize, type Toolsets, Waste, type Window } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import { Errors } from "@ctxd/contracts"
+import type { View } from "@ctxd/compactor"
 import { LoopState } from "@ctxd/loop-detector"
 import { Deferred, Effect, Exit, FiberId, type Scope, Stream } from "effect"
 
@@ -47,6 +48,13 @@ export interface SessionState {
   /** Masking boundary grid and proactive rung of the previous turn (cache stability). */
   maskGrid: Masking.Grid | undefined
   rung: number | undefined
+  /** The live summary (from the compactor's store), once read. */
+  summary: View.Summary | undefined
+  summaryLoaded: boolean
+  /** Last seq when a background compaction was scheduled and not yet seen done. */
+  compactionPending: number | undefined
+  /** The summarized view of `messages` (its prefix is reused while the summary stays). */
+  view: View.View | undefined
 }
 
 /** A state for a session with nothing loaded yet. */
@@ -63,6 +71,10 @@ export const emptyState = (family: string): SessionState => ({
   waste: Waste.empty,
   maskGrid: undefined,
   rung: undefined,
+  summary: undefined,
+  summaryLoaded: false,
+  compactionPending: undefined,
+  view: undefined,
 })
 
 /** One stored message as `append` takes it. */

@@ -19,7 +19,7 @@
  * the worker: every failure becomes an error envelope.
  */
 import { Errors, Subjects } from "@ctxd/contracts"
-import { Endpoint, Request } from "@ctxd/nats"
+import { Endpoint, type NatsClient, Request } from "@ctxd/nats"
 import { type Membership, ShardLeases } from "@ctxd/sharding"
 import { Effect, Option } from "effect"
 import { Assembler } from "./Assembler.ts"
@@ -103,43 +103,61 @@ export const serve = (options: TurnEndpointOptions) =>
         Effect.ensuring(Effect.sync(() => void handled++)),
       )
 
-    const forward = (owner: Membership.Worker, shard: number, tenant: string, session: string, data: Uint8Array) =>
+    type Ids = { readonly tenant: string; readonly session: string }
+    type Routed = Effect.Effect<Endpoint.Reply, never, NatsClient.NatsClient>
+
+    /** Sends the request to `owner`; on "no responders" reports it, then routes once more if that changed anything. */
+    const forward = (owner: Membership.Worker, shard: number, ids: Ids, data: Uint8Array, again: boolean): Routed =>
       Effect.suspend(() => {
         forwarded++
-        return Request.request(`${owner.address}.turn.${tenant}.${session}`, data, {
+        return Request.request(`${owner.address}.turn.${ids.tenant}.${ids.session}`, data, {
           timeoutMs: forwardTimeoutMs,
           headers: Request.headers({ [FORWARDED_HEADER]: "1" }),
         })
       }).pipe(
         Effect.map((msg) => Endpoint.reply({ bytes: msg.data, headers: msg.headers })),
-        Effect.catchAll((error) =>
-          error._tag === "NoResponders"
-            ? notOwner(shard, `its owner ${owner.id} is not reachable`)
-            : rejected(
-                new Errors.ServiceUnavailable({
-                  message: `the owner of shard ${shard} (${owner.id}) did not answer: ${error.message}`,
-                  hint: "retry with the same turnId",
-                }),
-              ),
-        ),
+        Effect.catchAll((error) => {
+          if (error._tag !== "NoResponders") {
+            return rejected(
+              new Errors.ServiceUnavailable({
+                message: `the owner of shard ${shard} (${owner.id}) did not answer: ${error.message}`,
+                hint: "retry with the same turnId",
+              }),
+            )
+          }
+          // gone from NATS: if it is dead, its shards move now rather than after the TTL
+          return Effect.flatMap(leases.unreachable(owner.id), (changed) =>
+            changed && again
+              ? route(shard, ids, data, false)
+              : notOwner(shard, `its owner ${owner.id} is not reachable`),
+          )
+        }),
       )
 
-    const route = (subject: string, data: Uint8Array, forwardedRequest: boolean) => {
+    /** Handles the request here if this worker owns the shard, else forwards it to the owner. */
+    const route = (shard: number, ids: Ids, data: Uint8Array, again: boolean): Routed =>
+      Effect.gen(function* () {
+        if (yield* leases.isOwner(shard)) return yield* local(ids.tenant, ids.session, data)
+        const owner = yield* leases.owner(shard)
+        if (Option.isNone(owner)) return yield* notOwner(shard, "no owner is known yet")
+        if (owner.value.id === self.id) return yield* notOwner(shard, "it is being taken over")
+        return yield* forward(owner.value, shard, ids, data, again)
+      })
+
+    const onShared = (subject: string, data: Uint8Array, forwardedRequest: boolean) => {
       const ids = options.subjects.parseSession(subject)
       if (ids === undefined) return badSubject(subject, `${options.subjects.root}.v1.turn.<tenant>.<session>`)
       const shard = leases.shardOf(ids.tenant, ids.session)
       return Effect.gen(function* () {
-        if (yield* leases.isOwner(shard)) return yield* local(ids.tenant, ids.session, data)
-        if (forwardedRequest) return yield* notOwner(shard, "a forwarded request is not forwarded again")
-        const owner = yield* leases.owner(shard)
-        if (Option.isNone(owner)) return yield* notOwner(shard, "no owner is known yet")
-        if (owner.value.id === self.id) return yield* notOwner(shard, "it is being taken over")
-        return yield* forward(owner.value, shard, ids.tenant, ids.session, data)
+        if (forwardedRequest && !(yield* leases.isOwner(shard))) {
+          return yield* notOwner(shard, "a forwarded request is not forwarded again")
+        }
+        return yield* route(shard, ids, data, true)
       }).pipe(Effect.annotateLogs({ tenant: ids.tenant, session: ids.session, shard }))
     }
 
     const prefix = `${self.address}.turn.`
-    const direct = (subject: string, data: Uint8Array) => {
+    const onDirect = (subject: string, data: Uint8Array) => {
       const tokens = subject.startsWith(prefix) ? subject.slice(prefix.length).split(".") : []
       const ids = tokens.length === 2 ? options.subjects.parseSession(options.subjects.turn(tokens[0]!, tokens[1]!)) : undefined
       if (ids === undefined) return badSubject(subject, `${prefix}<tenant>.<session>`)
@@ -160,13 +178,13 @@ export const serve = (options: TurnEndpointOptions) =>
     const own = yield* Endpoint.serve({
       ...common,
       subject: `${prefix}>`,
-      handler: ({ subject, data }) => direct(subject, data),
+      handler: ({ subject, data }) => onDirect(subject, data),
     })
     const shared = yield* Endpoint.serve({
       ...common,
       subject: options.subjects.turnWildcard,
       queue: options.queue,
-      handler: ({ subject, data, headers }) => route(subject, data, headers?.get(FORWARDED_HEADER) === "1"),
+      handler: ({ subject, data, headers }) => onShared(subject, data, headers?.get(FORWARDED_HEADER) === "1"),
     })
 
     return {

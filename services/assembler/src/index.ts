@@ -1,4 +1,5 @@
 export * as Assembler from "./Assembler.ts"
+export * as Compaction from "./Compaction.ts"
 export * as Decode from "./Decode.ts"
 export * as SessionCache from "./SessionCache.ts"
 export * as TurnEndpoint from "./TurnEndpoint.ts"

@@ -9,7 +9,10 @@
  * Postgres pool — in that order, because scopes close in reverse order of
  * acquisition.
  */
-import { Assembler, TurnEndpoint } from "@ctxd/assembler"
+import { Assembler, Compaction, TurnEndpoint } from "@ctxd/assembler"
+import { CompactEndpoint, CompactionStore, Compactor, Settings as CompactorSettings } from "@ctxd/compactor"
+import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
+import { TokenCounter } from "@ctxd/tokens"
 import { Subjects, type Turn } from "@ctxd/contracts"
 import { LoopCheck } from "@ctxd/loop-detector"
 import { Database, KnowledgeStore, Migrations, SessionStore } from "@ctxd/db"
@@ -65,6 +68,10 @@ export const serve = Effect.gen(function* () {
   yield* MetricsEndpoint.serve({ subject: subjects.metrics, workerId: config.workerId })
   yield* CountEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
   yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup })
+  yield* SummarizeEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
+  yield* CompactEndpoint.serve({ subjects, queue: config.queueGroup })
+  const compaction = yield* CompactorSettings.config
+  yield* CompactEndpoint.serveJobs({ subjects, settings: compaction.queue })
   yield* HealthEndpoint.serve({
     subjects,
     workerId: config.workerId,
@@ -114,6 +121,18 @@ const warmUp = Layer.effectDiscard(
   ),
 )
 
+/**
+ * The shard leases' own two Postgres connections (same URL and schema): lease
+ * renewals and heartbeats must never queue behind turns for a pool
+ * connection, or a busy worker would lose its shards.
+ */
+const leaseDatabase = Layer.scoped(
+  Database.Database,
+  Effect.flatMap(Database.config, (options) =>
+    Database.make({ ...options, poolMax: 2, applicationName: "ctxd-leases" }),
+  ),
+)
+
 /** Everything `serve` needs, from the environment. */
 export const layer = Layer.unwrapEffect(
   Effect.gen(function* () {
@@ -123,12 +142,32 @@ export const layer = Layer.unwrapEffect(
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const tokens = TokenService.layerConfig
+    const nats = NatsClient.layer({ servers: config.natsUrl.split(","), name: `ctxd-worker-${config.workerId}` })
+    // The summarizer and the compactor count with the token service's local counter (one cache).
+    const localCounter = Layer.effect(
+      TokenCounter.TokenCounter,
+      Effect.map(TokenService.TokenService, (service) => service.local),
+    ).pipe(Layer.provide(tokens))
+    const summarizer = Summarizer.layerConfig.pipe(Layer.provide(Llm.layerConfig), Layer.provide(localCounter))
+    const compactionStore = CompactionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    const compactorSettings = yield* CompactorSettings.config
+    const compactor = Compactor.layer(compactorSettings).pipe(
+      Layer.provide(compactionStore),
+      Layer.provide(store),
+      Layer.provide(summarizer),
+      Layer.provide(localCounter),
+    )
+    const compaction = Compaction.layer({ root: config.subjectRoot, settings: compactorSettings }).pipe(
+      Layer.provide(compactor),
+      Layer.provide(compactionStore),
+      Layer.provide(nats),
+    )
     // after the migrations (the lease tables); released when the worker stops, after the endpoints drained
     const sharding = ShardLeases.layer.pipe(
       Layer.provide(Migrations.layer),
       Layer.provide(warmUp.pipe(Layer.provide(tokens))),
       Layer.provide(shardingLayer(config)),
-      Layer.provide(database),
+      Layer.provide(leaseDatabase),
     )
     const assembler = Assembler.Assembler.Default.pipe(
       Layer.provide(tokens),
@@ -150,6 +189,7 @@ export const layer = Layer.unwrapEffect(
       ),
       Layer.provide(store),
       Layer.provide(knowledge),
+      Layer.provide(compaction),
       Layer.provide(sharding),
     )
     return Layer.mergeAll(
@@ -159,7 +199,9 @@ export const layer = Layer.unwrapEffect(
       store,
       knowledge,
       database,
-      NatsClient.layer({ servers: config.natsUrl.split(","), name: `ctxd-worker-${config.workerId}` }),
+      summarizer,
+      compactor,
+      nats,
     )
   }),
 )

@@ -1,0 +1,90 @@
+/**
+ * What the assembler needs from compaction, as a port: the live summary of
+ * a session, scheduling a background compaction (a JetStream job any
+ * compactor may take), and compacting now when a turn would otherwise not
+ * fit. `layer` wires the compactor; `layerDisabled` turns compaction off
+ * (tests, embedding). Failures never fail a turn: the turn goes out without
+ * the new summary and the failure is logged and audited by the compactor.
+ */
+import { Subjects } from "@ctxd/contracts"
+import { NatsClient } from "@ctxd/nats"
+import { CompactionStore, Compactor, type Plan, type Settings, type View, WorkQueue } from "@ctxd/compactor"
+import { Context, type Duration, Effect, FiberSet, Layer, Option } from "effect"
+
+export interface CompactionApi {
+  /** When to compact; `undefined`: compaction is off. */
+  readonly thresholds: Plan.Thresholds | undefined
+  /** The session's live summary, if any. */
+  readonly latest: (tenant: string, session: string) => Effect.Effect<View.Summary | undefined>
+  /** Enqueues a background compaction (returns at once; the job runs on any compactor). */
+  readonly schedule: (job: WorkQueue.Job) => Effect.Effect<void>
+  /** Compacts now, bounded by `timeout`; the caller reads `latest` afterwards. */
+  readonly now: (job: WorkQueue.Job, timeout: Duration.DurationInput) => Effect.Effect<void>
+}
+
+export class Compaction extends Context.Tag("@ctxd/assembler/Compaction")<Compaction, CompactionApi>() {}
+
+/** Compaction off: no summaries, nothing scheduled. */
+export const layerDisabled: Layer.Layer<Compaction> = Layer.succeed(Compaction, {
+  thresholds: undefined,
+  latest: () => Effect.succeed(undefined),
+  schedule: () => Effect.void,
+  now: () => Effect.void,
+})
+
+/** Compaction through the compactor, its store and the JetStream work queue under `root`. */
+export const layer = (options: {
+  readonly root: string
+  readonly settings: Settings.Settings
+}): Layer.Layer<Compaction, never, Compactor.Compactor | CompactionStore.CompactionStore | NatsClient.NatsClient> =>
+  Layer.scoped(
+    Compaction,
+    Effect.gen(function* () {
+      const store = yield* CompactionStore.CompactionStore
+      const compactor = yield* Compactor.Compactor
+      const nats = yield* NatsClient.NatsClient
+      const queue: WorkQueue.QueueOptions = { subjects: Subjects.make(options.root), settings: options.settings.queue }
+      const background = yield* FiberSet.make<void, never>()
+      yield* WorkQueue.ensure(queue).pipe(
+        Effect.provideService(NatsClient.NatsClient, nats),
+        Effect.catchAll((e) => Effect.logWarning(`compaction queue not ready yet: ${String(e)}`)),
+      )
+      return {
+        thresholds: options.settings.thresholds,
+        latest: (tenant, session) =>
+          store.latestSummary(tenant, session).pipe(
+            Effect.map(Option.getOrUndefined),
+            Effect.catchAll((e) => Effect.logWarning(`could not read the live summary: ${e.message}`).pipe(Effect.as(undefined))),
+          ),
+        schedule: (job) =>
+          FiberSet.run(
+            background,
+            WorkQueue.enqueue(queue, job).pipe(
+              Effect.provideService(NatsClient.NatsClient, nats),
+              Effect.tap(({ duplicate }) =>
+                duplicate ? Effect.void : Effect.logInfo(`compaction scheduled (${job.trigger})`),
+              ),
+              Effect.catchAllCause((cause) => Effect.logWarning("could not schedule a compaction", cause)),
+              Effect.asVoid,
+              Effect.annotateLogs({ tenant: job.tenant, session: job.session }),
+            ),
+          ).pipe(Effect.asVoid),
+        now: (job, timeout) =>
+          compactor
+            .compact({
+              tenant: job.tenant,
+              session: job.session,
+              model: job.model,
+              trigger: "over_window",
+              ...(job.fixedTokens === undefined ? {} : { fixedTokens: job.fixedTokens }),
+            })
+            .pipe(
+              Effect.timeout(timeout),
+              Effect.tap((result) => Effect.logInfo(`blocking compaction: ${result.outcome}`)),
+              Effect.catchAllCause((cause) => Effect.logWarning("blocking compaction failed; the turn goes out without it", cause)),
+              Effect.asVoid,
+            ),
+      }
+    }),
+  )
+
