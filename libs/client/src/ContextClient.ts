@@ -8,6 +8,13 @@
  * exponential backoff for a bounded time. Retries are safe because the turnId
  * is an idempotency key and every retry reuses it.
  *
+ * Sticky routing: the first turn of a session goes to the shared subject
+ * (any worker takes it and forwards it to the owner of the session's shard);
+ * the reply names the owner's direct subject, and the session's next turns
+ * go there, saving the forwarding hop. When the owner answers `NotOwner`
+ * (its shard moved) or is gone, the client forgets the route and retries on
+ * the shared subject.
+ *
  * Effect users provide {@link layer} (it needs a `NatsClient`); everyone else
  * calls {@link connect} and gets Promises.
  */
@@ -49,7 +56,14 @@ export interface ContextClientOptions {
   readonly retryForMs?: number | undefined
   /** Largest request in bytes; default the server's `max_payload`. A lower value wins over the server's. */
   readonly maxPayload?: number | undefined
+  /** Send a session's turns straight to the worker that owns it (learned from replies); default true. */
+  readonly direct?: boolean | undefined
 }
+
+/** Sessions whose owner the client remembers for direct routing (least recently used forgotten first): 10,000. */
+export const MAX_ROUTES = 10_000
+
+const SUBJECT_PREFIX = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/
 
 /** The client. */
 export interface ContextClientService {
@@ -119,7 +133,16 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
     const subjects = Subjects.make(options.root ?? Subjects.DEFAULT_ROOT)
     const timeoutMs = options.timeoutMs ?? 10_000
     const retryForMs = options.retryForMs ?? 10_000
+    const direct = options.direct ?? true
     const context = Context.make(NatsClient.NatsClient, nats)
+    // session → the direct subject prefix of the worker that answered its last turn (an LRU)
+    const routes = new Map<string, string>()
+    const remember = (session: string, prefix: string | undefined) => {
+      if (prefix === undefined || !SUBJECT_PREFIX.test(prefix)) return
+      routes.delete(session)
+      routes.set(session, prefix)
+      if (routes.size > MAX_ROUTES) routes.delete(routes.keys().next().value!)
+    }
 
     const limit = (): number => {
       const server = nats.connection.info?.max_payload ?? Number.POSITIVE_INFINITY
@@ -191,10 +214,28 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
             retryable: false,
           })
         }
-        const reply = yield* retrying(
-          attempt(subjects.turn(tenant, session), payload, decodeTurnReply),
-          `turn ${turnId}`,
-        )
+        const route = `${tenant}.${session}`
+        const once = Effect.suspend(() => {
+          const prefix = direct ? routes.get(route) : undefined
+          const subject = prefix === undefined ? subjects.turn(tenant, session) : `${prefix}.turn.${tenant}.${session}`
+          return Request.request(subject, payload, { timeoutMs }).pipe(
+            Effect.mapError(ClientError.fromRequestError),
+            Effect.flatMap((msg) =>
+              Effect.map(readReply(msg.data, decodeTurnReply), (reply) => {
+                if (direct) remember(route, msg.headers?.get(Subjects.DIRECT_HEADER))
+                return reply
+              }),
+            ),
+            Effect.tapError((error) =>
+              Effect.sync(() => {
+                // the owner moved or is gone: back to the shared subject
+                if (prefix !== undefined && error.retryable) routes.delete(route)
+              }),
+            ),
+            Effect.provide(context),
+          )
+        })
+        const reply = yield* retrying(once, `turn ${turnId}`)
         if (reply.turnId !== turnId) {
           return yield* ClientError.malformedReply(`reply for turn ${reply.turnId}, expected ${turnId}`)
         }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto"
-import type { Errors, Health, Turn } from "@ctxd/contracts"
+import { type Errors, type Health, Subjects, type Turn } from "@ctxd/contracts"
 import { Endpoint, Json, NatsClient } from "@ctxd/nats"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Either, Fiber, Layer } from "effect"
@@ -127,6 +127,49 @@ describe("ContextClient", () => {
         expect(new Set(seen).size).toBe(1)
         expect(reply.turnId).toBe(seen[0])
         expect(reply.turnId).toMatch(/^[0-9a-f-]{36}$/)
+      }),
+    )
+
+    it.scoped("sends a session's next turns to the worker that answered, and back to the shared subject when it moved", () =>
+      Effect.gen(function* () {
+        const root = uniqueRoot()
+        const direct = `${root}.v1.worker.w1`
+        const shared: Array<string> = []
+        const owner: Array<string> = []
+        let moved = false
+        const turnIdOf = (data: Uint8Array) => (Either.getOrThrow(Json.decode(data)) as { turnId: string }).turnId
+        yield* Endpoint.serve({
+          subject: `${root}.v1.turn.>`,
+          handler: ({ data }) =>
+            Effect.sync(() => {
+              shared.push(turnIdOf(data))
+              return Endpoint.reply({ value: okReply(turnIdOf(data)), headers: { [Subjects.DIRECT_HEADER]: direct } })
+            }),
+        })
+        yield* Endpoint.serve({
+          subject: `${direct}.turn.>`,
+          handler: ({ subject, data }) =>
+            Effect.sync(() => {
+              owner.push(`${subject.slice(direct.length)} ${turnIdOf(data)}`)
+              return moved ? errorReply("NotOwner", "moved") : okReply(turnIdOf(data))
+            }),
+        })
+        const c = yield* client({ root })
+        yield* c.turn("acme", "s-1", { ...request, turnId: "t1" })
+        yield* c.turn("acme", "s-1", { ...request, turnId: "t2" })
+        yield* c.turn("acme", "s-2", { ...request, turnId: "u1" })
+        expect(shared).toEqual(["t1", "u1"])
+        expect(owner).toEqual([".turn.acme.s-1 t2"])
+        moved = true
+        yield* c.turn("acme", "s-1", { ...request, turnId: "t3" })
+        expect(owner).toEqual([".turn.acme.s-1 t2", ".turn.acme.s-1 t3"])
+        expect(shared).toEqual(["t1", "u1", "t3"])
+        // direct routing off: always the shared subject
+        const plain = yield* client({ root, direct: false })
+        moved = false
+        yield* plain.turn("acme", "s-1", { ...request, turnId: "t4" })
+        yield* plain.turn("acme", "s-1", { ...request, turnId: "t5" })
+        expect(shared).toEqual(["t1", "u1", "t3", "t4", "t5"])
       }),
     )
 

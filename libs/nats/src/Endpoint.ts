@@ -13,12 +13,16 @@
  * delivering; messages already on the wire are still served), then the
  * handlers in flight get `drainTimeoutMs` to finish and reply; any still
  * running after that are interrupted and answered `Unavailable` (retryable).
+ *
+ * A handler returns the JSON value of its reply, or a {@link Reply} made with
+ * {@link reply} to send ready bytes (a relayed reply) or NATS headers along.
  */
 import type { Errors } from "@ctxd/contracts"
 import type { Msg, MsgHdrs } from "@nats-io/transport-node"
 import { Duration, Effect, Either, Exit, FiberSet, type Scope } from "effect"
 import * as Json from "./Json.ts"
 import { NatsClient } from "./NatsClient.ts"
+import { headers as headersOf } from "./Request.ts"
 
 /** One request as the handler sees it. */
 export interface Request {
@@ -46,6 +50,39 @@ export interface ServeOptions<R> {
   /** Computes the JSON reply value. Cannot fail: map errors to an error envelope. */
   readonly handler: (request: Request) => Effect.Effect<unknown, never, R>
 }
+
+const ReplyTypeId: unique symbol = Symbol.for("@ctxd/nats/Endpoint/Reply")
+
+/** A reply with more than a JSON value: ready bytes and/or NATS headers. Make one with {@link reply}. */
+export interface Reply {
+  readonly [ReplyTypeId]: typeof ReplyTypeId
+  /** The JSON value to encode, when `bytes` is absent. */
+  readonly value?: unknown
+  /** The payload as is (e.g. another service's reply being relayed). */
+  readonly bytes?: Uint8Array | undefined
+  readonly headers?: MsgHdrs | undefined
+}
+
+/**
+ * A reply carrying `bytes` as they are (not re-encoded) or the JSON `value`,
+ * with `headers` (a `MsgHdrs`, or a record of header names to values).
+ */
+export const reply = (options: {
+  readonly value?: unknown
+  readonly bytes?: Uint8Array | undefined
+  readonly headers?: MsgHdrs | Readonly<Record<string, string>> | undefined
+}): Reply => {
+  const given = options.headers
+  const headers =
+    given === undefined || typeof (given as MsgHdrs).append === "function"
+      ? (given as MsgHdrs | undefined)
+      : headersOf(given as Readonly<Record<string, string>>)
+  return { [ReplyTypeId]: ReplyTypeId, value: options.value, bytes: options.bytes, headers }
+}
+
+/** True for a {@link Reply}. */
+export const isReply = (value: unknown): value is Reply =>
+  typeof value === "object" && value !== null && ReplyTypeId in value
 
 /** A running endpoint. */
 export interface Endpoint {
@@ -102,9 +139,9 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
     const run = yield* FiberSet.runtime(fibers)<R>()
     const annotate = Effect.annotateLogs({ endpoint: options.subject })
 
-    const send = (msg: Msg, bytes: Uint8Array): boolean => {
+    const send = (msg: Msg, bytes: Uint8Array, headers?: MsgHdrs): boolean => {
       try {
-        return msg.respond(bytes)
+        return msg.respond(bytes, headers === undefined ? undefined : { headers })
       } catch (error) {
         run(annotate(Effect.logWarning(`reply to ${msg.subject} lost: ${String(error)}`)))
         return false
@@ -114,11 +151,11 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
     const job = (msg: Msg): Effect.Effect<void, never, R> => {
       let started = false
       let replied = false
-      const reply = (bytes: Uint8Array) =>
+      const respond = (bytes: Uint8Array, headers?: MsgHdrs) =>
         Effect.sync(() => {
           if (replied) return
           replied = true
-          send(msg, bytes)
+          send(msg, bytes, headers)
         })
       const request: Request = { subject: msg.subject, data: msg.data, headers: msg.headers }
       const work = Effect.suspend(() => {
@@ -128,12 +165,15 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
         return Effect.exit(options.handler(request)).pipe(
           Effect.flatMap((exit) => {
             if (Exit.isSuccess(exit)) {
-              const { bytes, error } = encodeReply(exit.value)
+              const value = exit.value
+              const headers = isReply(value) ? value.headers : undefined
+              if (isReply(value) && value.bytes !== undefined) return respond(value.bytes, headers)
+              const { bytes, error } = encodeReply(isReply(value) ? value.value : value)
               return error === undefined
-                ? reply(bytes)
-                : Effect.logError(`reply is not JSON: ${error}`).pipe(Effect.zipRight(reply(bytes)))
+                ? respond(bytes, headers)
+                : Effect.logError(`reply is not JSON: ${error}`).pipe(Effect.zipRight(respond(bytes)))
             }
-            return Effect.logError(`handler died on ${msg.subject}`, exit.cause).pipe(Effect.zipRight(reply(INTERNAL)))
+            return Effect.logError(`handler died on ${msg.subject}`, exit.cause).pipe(Effect.zipRight(respond(INTERNAL)))
           }),
           Effect.ensuring(Effect.sync(() => void state.running--)),
         )
@@ -145,7 +185,7 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
             const message = state.draining
               ? "the worker is shutting down; retry"
               : "the request was interrupted; retry"
-            return reply(Json.encode(errorReply(state.draining ? "Unavailable" : "Internal", message)))
+            return respond(Json.encode(errorReply(state.draining ? "Unavailable" : "Internal", message)))
           }),
         ),
         annotate,

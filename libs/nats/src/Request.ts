@@ -6,6 +6,7 @@
 import {
   ClosedConnectionError,
   DrainingConnectionError,
+  headers as natsHeaders,
   type Msg,
   type MsgHdrs,
   NoRespondersError,
@@ -49,6 +50,13 @@ export interface RequestOptions {
   /** How long to wait for the reply, in milliseconds. */
   readonly timeoutMs: number
   readonly headers?: MsgHdrs | undefined
+}
+
+/** NATS headers with the given names and values. */
+export const headers = (values: Readonly<Record<string, string>>): MsgHdrs => {
+  const result = natsHeaders()
+  for (const [key, value] of Object.entries(values)) result.set(key, value)
+  return result
 }
 
 /** Maps a nats.js request error to one of {@link RequestErrors}. */

@@ -30,6 +30,33 @@ describe("Endpoint", () => {
       }),
     )
 
+    it.scoped("a Reply sends ready bytes as they are, or a value, with headers", () =>
+      Effect.gen(function* () {
+        const root = uniqueRoot()
+        const relayed = new TextEncoder().encode('{"ok":true,"relayed":1}')
+        yield* Endpoint.serve({
+          subject: `${root}.raw`,
+          handler: () => Effect.succeed(Endpoint.reply({ bytes: relayed, headers: { "x-by": "raw" } })),
+        })
+        yield* Endpoint.serve({
+          subject: `${root}.value`,
+          handler: ({ headers }) =>
+            Effect.succeed(
+              Endpoint.reply({ value: { ok: true, asked: headers?.get("x-ask") }, headers: Request.headers({ "x-by": "value" }) }),
+            ),
+        })
+        const raw = yield* Request.request(`${root}.raw`, Json.encode({}), { timeoutMs: 5_000 })
+        expect(new TextDecoder().decode(raw.data)).toBe('{"ok":true,"relayed":1}')
+        expect(raw.headers?.get("x-by")).toBe("raw")
+        const value = yield* Request.request(`${root}.value`, Json.encode({}), {
+          timeoutMs: 5_000,
+          headers: Request.headers({ "x-ask": "yes" }),
+        })
+        expect(Either.getOrThrow(Json.decode(value.data))).toEqual({ ok: true, asked: "yes" })
+        expect(value.headers?.get("x-by")).toBe("value")
+      }),
+    )
+
     it.scoped("a queue group shares the load between two endpoints", () =>
       Effect.gen(function* () {
         const subject = `${uniqueRoot()}.work`

@@ -47,8 +47,10 @@ export class ShardCountMismatch extends Data.TaggedError("ShardCountMismatch")<{
 const SHARDS_KEY = "shards"
 
 // The CTE's insert is not visible to the second SELECT of the same statement:
-// exactly one branch returns a row, the value this call stored or the one
-// stored before.
+// at most one branch returns a row, the value this call stored or the one
+// stored before. Neither does when another worker's insert committed while
+// this one waited on it (DO NOTHING then, and the SELECT's snapshot predates
+// that commit): the statement is run again, with a fresh snapshot.
 const CLAIM = `
   WITH stored AS (
     INSERT INTO ctxd_cluster (key, value) VALUES ($1, $2)
@@ -70,8 +72,14 @@ export const claimShardCount = (
   shards: number,
 ): Effect.Effect<void, ShardCountMismatch | DatabaseUnavailable | DatabaseError> =>
   Effect.gen(function* () {
-    const { rows } = yield* db.query<{ value: string }>(CLAIM, [SHARDS_KEY, String(shards)])
-    const cluster = Number(rows[0]?.value)
+    let rows: ReadonlyArray<{ value: string }> = []
+    for (let attempt = 0; attempt < 3 && rows.length === 0; attempt++) {
+      rows = (yield* db.query<{ value: string }>(CLAIM, [SHARDS_KEY, String(shards)])).rows
+    }
+    if (rows.length === 0) {
+      return yield* Effect.dieMessage("the cluster's shard count could neither be stored nor read")
+    }
+    const cluster = Number(rows[0]!.value)
     if (cluster !== shards) {
       return yield* new ShardCountMismatch({
         message:

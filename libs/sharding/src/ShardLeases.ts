@@ -20,7 +20,15 @@
  *
  * Closing the scope releases every lease at once (after a round in flight
  * ends), so a graceful stop hands over within one refresh interval of the
- * others; a crashed worker's shards move after the TTL.
+ * others; a crashed worker's shards move after the TTL, or sooner when it is
+ * reported {@link ShardLeasesService.unreachable} (nobody listens on its NATS
+ * subject) and its heartbeat is late as well: then it is declared dead and
+ * its leases expire at once. A worker declared dead by mistake (alive, but
+ * off NATS for a moment) re-registers with its next heartbeat and gets its
+ * shards back; the writes it may still attempt with its old leases are
+ * fenced out. Routing may also hint that a round is due now
+ * ({@link ShardLeasesService.refreshSoon}), so a handover need not wait for
+ * the next scheduled round.
  *
  * An `Effect.Service` ({@link ShardLeases}): one implementation; tests build
  * several workers in one process, each on its own config and database.
@@ -78,6 +86,23 @@ export interface ShardLeasesService {
   readonly changes: Stream.Stream<ShardChange>
   /** Runs one round now (the loop runs one every refresh interval). */
   readonly refresh: Effect.Effect<void, DatabaseUnavailable | DatabaseError>
+  /**
+   * A hint that this worker may have to take a shard over now (another
+   * worker sent it a turn of a shard it does not own): runs a round unless a
+   * hinted one ran within a quarter refresh interval, or the last round
+   * failed (cut off from Postgres, a round would not help); concurrent
+   * callers wait for the same round. Never fails.
+   */
+  readonly refreshSoon: Effect.Effect<void>
+  /**
+   * Reports that `worker` did not answer on its NATS subject (no responders).
+   * If its heartbeat is also older than the refresh interval plus the safety
+   * margin, it is declared dead (membership row deleted, leases expired) and
+   * a round runs now; when another worker declared it dead before, a round
+   * runs now too. True when this worker's view changed. Checked at most once
+   * per quarter refresh interval per worker; never fails.
+   */
+  readonly unreachable: (worker: string) => Effect.Effect<boolean>
 }
 
 interface Held {
@@ -121,6 +146,8 @@ export const make: Effect.Effect<
   const owned = new Map<number, Held>()
   let view: View = { workers: new Map(), assignment: [], holders: new Map() }
   let stopping = false
+  // when the last successful claim was sent (monotonic nanoseconds)
+  let renewedAt = -1n << 62n
   const hub = yield* PubSub.unbounded<ShardChange>()
   const lock = yield* Effect.makeSemaphore(1)
 
@@ -182,6 +209,7 @@ export const make: Effect.Effect<
       held,
     ])
     const validUntil = sentAt + validity
+    renewedAt = sentAt
     const got = new Map(claimed.rows.map((row) => [row.shard, Number(row.epoch)]))
     let acquired = 0
     let lost = leaving.length
@@ -208,6 +236,50 @@ export const make: Effect.Effect<
   })
 
   const refresh = lock.withPermits(1)(round).pipe(Effect.annotateLogs({ worker: me }))
+
+  let hinted = -1n << 62n
+  const hints = yield* Effect.makeSemaphore(1)
+  const refreshSoon: Effect.Effect<void> = hints
+    .withPermits(1)(
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeNanos
+        if (stopping || now - hinted < ms(settings.refreshIntervalMs / 4)) return
+        if (now - renewedAt > ms(settings.refreshIntervalMs * 1.5)) return
+        hinted = now
+        yield* refresh
+      }),
+    )
+    .pipe(
+      Effect.timeout(interval),
+      Effect.catchAllCause((cause) => Effect.logWarning("hinted lease round failed", cause)),
+      Effect.annotateLogs({ worker: me }),
+    )
+
+  // worker id → when it was last checked (monotonic nanoseconds)
+  const suspects = new Map<string, bigint>()
+  const unreachable = (worker: string): Effect.Effect<boolean> =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeNanos
+      const last = suspects.get(worker)
+      if (worker === me || stopping || !view.workers.has(worker)) return false
+      if (last !== undefined && now - last < ms(settings.refreshIntervalMs / 4)) return false
+      suspects.set(worker, now)
+      const { rows } = yield* db.query<{ dead: boolean; freed: number; listed: boolean }>(Sql.DECLARE_DEAD, [
+        worker,
+        settings.refreshIntervalMs + settings.safetyMarginMs,
+      ])
+      const result = rows[0]
+      if (result === undefined || (result.listed && !result.dead)) return false
+      if (result.dead) {
+        yield* Effect.logWarning(`worker ${worker} is unreachable and its heartbeat late: declared dead, ${result.freed} shards freed`)
+      }
+      yield* refresh
+      return true
+    }).pipe(
+      Effect.timeout(interval),
+      Effect.catchAllCause((cause) => Effect.as(Effect.logWarning(`could not check worker ${worker}`, cause), false)),
+      Effect.annotateLogs({ worker: me, suspect: worker }),
+    )
 
   const isOwner = (shard: number) => Effect.map(Clock.currentTimeNanos, (now) => valid(owned.get(shard), now))
 
@@ -291,6 +363,8 @@ export const make: Effect.Effect<
     owner,
     changes,
     refresh,
+    refreshSoon,
+    unreachable,
   } satisfies ShardLeasesService
 })
 

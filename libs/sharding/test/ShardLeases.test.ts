@@ -168,6 +168,31 @@ describe("ShardLeases", () => {
     }).pipe(Effect.provide(quiet)),
   )
 
+  it.scopedLive("a worker reported unreachable is declared dead once its heartbeat is late, not before", () =>
+    Effect.gen(function* () {
+      const { db, start } = yield* cluster
+      const a = yield* start({ workerId: "a" })
+      const b = yield* start({ workerId: "b" })
+      yield* eventually(settled([a, b]), 2 * TTL_MS, "a and b split the shards")
+      const ofB = yield* b.leases.ownedShards
+      // alive (heartbeat fresh): a report changes nothing
+      expect(yield* a.leases.unreachable("b")).toBe(false)
+      expect(yield* a.leases.unreachable("nobody")).toBe(false)
+      expect((yield* shardsOf(b)).length).toBe(ofB.length)
+
+      // b dies (no more heartbeats); reported as forwards to it fail, it is declared dead after refresh + margin
+      yield* b.cut
+      const took = yield* eventually(a.leases.unreachable("b"), TTL_MS, "b declared dead")
+      // ... and a owns every shard at once, before b's leases could have expired
+      expect(took).toBeLessThan(TTL_MS - REFRESH_MS)
+      expect((yield* shardsOf(a)).length).toBe(S)
+      const owned = new Map((yield* a.leases.ownedShards).map((o) => [o.shard, o.epoch]))
+      for (const { shard, epoch } of ofB) expect(owned.get(shard)).toBe(epoch + 1)
+      const { rows } = yield* db.query<{ id: string }>("SELECT id FROM ctxd_workers")
+      expect(rows.map((r) => r.id)).toEqual(["a"])
+    }).pipe(Effect.provide(quiet)),
+  )
+
   it.scopedLive("a worker cut off from Postgres stops owning before its lease ends", () =>
     Effect.gen(function* () {
       const { db, start } = yield* cluster

@@ -7,10 +7,14 @@
  *   bytes to the owner's direct subject and relays the owner's reply as it
  *   is. When no owner is known, or the owner cannot be reached, the reply is
  *   `NotOwner` (retryable: the client retries with backoff and the same
- *   turnId, and a handover ends within a lease round or two).
+ *   turnId, and a handover ends within a lease round or two). A forward that
+ *   meets no responders reports the owner (`ShardLeases.unreachable`: a dead
+ *   worker's shards move at once); one answered `NotOwner` means this
+ *   worker's view is stale: it runs a lease round and routes once more.
  * - `<address>.turn.<tenant>.<session>`, where the address is this worker's
  *   `<root>.v1.worker.<workerId>` (no queue group): handled only while this
- *   worker owns the shard, else `NotOwner`. Forwarded requests carry the
+ *   worker owns the shard (after a lease round if it does not: a sender
+ *   believes it should), else `NotOwner`. Forwarded requests carry the
  *   `ctxd-forwarded` header and are never forwarded again.
  *
  * Every reply carries the `ctxd-worker` header (the id of the worker that
@@ -25,6 +29,9 @@ import { Effect, Option } from "effect"
 import { Assembler } from "./Assembler.ts"
 
 const { DIRECT_HEADER, FORWARDED_HEADER, WORKER_HEADER } = Subjects
+
+/** Reply header (value `1`) of a `NotOwner` answer, so a forwarding worker sees it without parsing the reply. */
+const NOT_OWNER_HEADER = "ctxd-not-owner"
 
 export interface TurnEndpointOptions {
   readonly subjects: Subjects.Subjects
@@ -64,6 +71,7 @@ export const serve = (options: TurnEndpointOptions) =>
     let handled = 0
 
     const answer = (value: unknown) => Endpoint.reply({ value, headers: tags })
+    const notOwnerTags = { ...tags, [NOT_OWNER_HEADER]: "1" }
 
     const rejected = (error: Errors.WireError) => {
       const reply = Errors.toReply(error)
@@ -73,7 +81,9 @@ export const serve = (options: TurnEndpointOptions) =>
           : error._tag === "NotOwner"
             ? Effect.logDebug
             : Effect.logInfo
-      return log(`turn rejected: ${reply.error.code}: ${reply.error.message}`).pipe(Effect.as(answer(reply)))
+      return log(`turn rejected: ${reply.error.code}: ${reply.error.message}`).pipe(
+        Effect.as(error._tag === "NotOwner" ? Endpoint.reply({ value: reply, headers: notOwnerTags }) : answer(reply)),
+      )
     }
 
     const notOwner = (shard: number, why: string) =>
@@ -106,7 +116,13 @@ export const serve = (options: TurnEndpointOptions) =>
     type Ids = { readonly tenant: string; readonly session: string }
     type Routed = Effect.Effect<Endpoint.Reply, never, NatsClient.NatsClient>
 
-    /** Sends the request to `owner`; on "no responders" reports it, then routes once more if that changed anything. */
+    /**
+     * Sends the request to `owner` and relays its reply. When the owner is not
+     * (or no longer) the owner, this worker's view is stale: it runs a lease
+     * round (rate-limited) and routes once more; when nobody listens on the
+     * owner's subject it reports it (a dead worker's shards then move at once)
+     * and routes once more if that changed anything.
+     */
     const forward = (owner: Membership.Worker, shard: number, ids: Ids, data: Uint8Array, again: boolean): Routed =>
       Effect.suspend(() => {
         forwarded++
@@ -115,7 +131,11 @@ export const serve = (options: TurnEndpointOptions) =>
           headers: Request.headers({ [FORWARDED_HEADER]: "1" }),
         })
       }).pipe(
-        Effect.map((msg) => Endpoint.reply({ bytes: msg.data, headers: msg.headers })),
+        Effect.flatMap((msg) =>
+          again && msg.headers?.get(NOT_OWNER_HEADER) === "1"
+            ? Effect.zipRight(leases.refreshSoon, route(shard, ids, data, false))
+            : Effect.succeed(Endpoint.reply({ bytes: msg.data, headers: msg.headers })),
+        ),
         Effect.catchAll((error) => {
           if (error._tag !== "NoResponders") {
             return rejected(
@@ -140,7 +160,12 @@ export const serve = (options: TurnEndpointOptions) =>
         if (yield* leases.isOwner(shard)) return yield* local(ids.tenant, ids.session, data)
         const owner = yield* leases.owner(shard)
         if (Option.isNone(owner)) return yield* notOwner(shard, "no owner is known yet")
-        if (owner.value.id === self.id) return yield* notOwner(shard, "it is being taken over")
+        if (owner.value.id === self.id) {
+          // assigned here, not claimed yet: claim it now rather than at the next round
+          yield* leases.refreshSoon
+          if (yield* leases.isOwner(shard)) return yield* local(ids.tenant, ids.session, data)
+          return yield* notOwner(shard, "it is being taken over")
+        }
         return yield* forward(owner.value, shard, ids, data, again)
       })
 
@@ -163,6 +188,9 @@ export const serve = (options: TurnEndpointOptions) =>
       if (ids === undefined) return badSubject(subject, `${prefix}<tenant>.<session>`)
       const shard = leases.shardOf(ids.tenant, ids.session)
       return Effect.gen(function* () {
+        if (yield* leases.isOwner(shard)) return yield* local(ids.tenant, ids.session, data)
+        // another worker believes this one owns it: maybe a handover this worker has not seen yet
+        yield* leases.refreshSoon
         if (yield* leases.isOwner(shard)) return yield* local(ids.tenant, ids.session, data)
         return yield* notOwner(shard, "it is owned by another worker or being handed over")
       }).pipe(Effect.annotateLogs({ tenant: ids.tenant, session: ids.session, shard }))

@@ -81,3 +81,28 @@ export const RELEASE_ALL = `
 export const HOLDERS = `
   SELECT shard, owner, epoch, expires_at > now() AS live
   FROM ctxd_shard_leases WHERE owner IS NOT NULL`
+
+/**
+ * $1 worker id, $2 ms: the worker was reported unreachable (no responders on
+ * its NATS subject); if its heartbeat is also older than $2 it is declared
+ * dead: its membership row is deleted and its leases expire now, so the
+ * others need not wait for the TTL. Returns whether it was declared dead by
+ * this statement, and whether it was listed at all (before it).
+ */
+export const DECLARE_DEAD = `
+  WITH dead AS (
+    DELETE FROM ctxd_workers
+    WHERE id = $1 AND heartbeat_at < now() - $2::integer * interval '1 millisecond'
+    RETURNING id
+  ), target AS (
+    SELECT shard FROM ctxd_shard_leases
+    WHERE owner = $1 AND EXISTS (SELECT 1 FROM dead)
+    ORDER BY shard FOR UPDATE
+  ), freed AS (
+    UPDATE ctxd_shard_leases l SET owner = NULL, expires_at = now()
+    FROM target WHERE l.shard = target.shard AND l.owner = $1
+    RETURNING l.shard
+  )
+  SELECT EXISTS (SELECT 1 FROM dead) AS dead,
+         (SELECT count(*) FROM freed)::integer AS freed,
+         EXISTS (SELECT 1 FROM ctxd_workers WHERE id = $1) AS listed`
