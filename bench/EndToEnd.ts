@@ -18,7 +18,7 @@ export interface EndToEndOptions {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)))
 
-export const run = async (options: EndToEndOptions = { sessions: 50, turnsPerSession: 40, workers: 1, pacedRate: 500 }): Promise<Row[]> => {
+export const run = async (options: EndToEndOptions = { sessions: 50, turnsPerSession: 40, workers: 1, pacedRate: 100 }): Promise<Row[]> => {
   const [tau] = Workloads.tauBenchSessions()
   const sample = tau!.turns.flatMap((t) => t.messages).filter((m) => m.role === "user" || m.role === "assistant")
   const root = `bench_${Date.now().toString(36)}`

@@ -19,7 +19,7 @@
  */
 import type { Errors } from "@ctxd/contracts"
 import type { Msg, MsgHdrs } from "@nats-io/transport-node"
-import { Duration, Effect, Either, Exit, FiberSet, type Scope } from "effect"
+import { Duration, Effect, Either, Exit, FiberSet, ParseResult, Schema, type Scope } from "effect"
 import * as Json from "./Json.ts"
 import { NatsClient } from "./NatsClient.ts"
 import { headers as headersOf } from "./Request.ts"
@@ -98,6 +98,23 @@ export interface Endpoint {
 }
 
 /** An error envelope (`{"ok": false, "error": {...}}`). */
+/**
+ * Decodes a UTF-8 JSON request against `schema`: the value, or the
+ * `BadRequest` envelope naming what is wrong (with `hint`, when given).
+ */
+export const decodeRequest = <A, I>(
+  schema: Schema.Schema<A, I>,
+  data: Uint8Array,
+  hint?: string,
+): Either.Either<A, Errors.ErrorReply> => {
+  const json = Json.decode(data)
+  if (Either.isLeft(json)) return Either.left(errorReply("BadRequest", json.left.message, { hint }))
+  const decoded = Schema.decodeUnknownEither(schema, { errors: "all" })(json.right)
+  return Either.mapLeft(decoded, (error) =>
+    errorReply("BadRequest", ParseResult.TreeFormatter.formatErrorSync(error), { hint }),
+  )
+}
+
 export const errorReply = (
   code: Errors.ErrorCode,
   message: string,

@@ -21,7 +21,7 @@ import { Config, type ConfigError, Context, Effect, Layer } from "effect"
 import { hash } from "node:crypto"
 import { type Encoding, encodingFor as encodingForModel } from "./Encoding.ts"
 import * as Bpe from "./internal/Bpe.ts"
-import * as Lru from "./internal/Lru.ts"
+import * as Lru from "./Lru.ts"
 
 export type { Encoding } from "./Encoding.ts"
 
@@ -104,7 +104,7 @@ const json = (value: unknown): string => JSON.stringify(value) ?? ""
 /** Builds a counter. Pure and synchronous, except for `preload`. */
 export const make = (options: Options): TokenCounterService => {
   const backend = options.backend
-  const cache = Lru.make(options.cacheCapacity ?? 1_024)
+  const cache = Lru.make<number>(options.cacheCapacity ?? 1_024)
   const known = new WeakMap<Conversation.Message, Partial<Record<Encoding, number>>>()
   let hits = 0
   let misses = 0

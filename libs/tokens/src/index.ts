@@ -1,2 +1,3 @@
 export * as Encoding from "./Encoding.ts"
 export * as TokenCounter from "./TokenCounter.ts"
+export * as Lru from "./Lru.ts"

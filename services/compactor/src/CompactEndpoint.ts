@@ -11,12 +11,11 @@
  *   holder's lease runs out, every other outcome is acked.
  */
 import { Compact, type Subjects } from "@ctxd/contracts"
-import { Endpoint, Json } from "@ctxd/nats"
-import { Clock, Effect, Either, ParseResult, Schema } from "effect"
+import { Endpoint } from "@ctxd/nats"
+import { Clock, Effect, Either } from "effect"
 import { Compactor, type CompactionError, toReply } from "./Compactor.ts"
 import * as WorkQueue from "./WorkQueue.ts"
 
-const decode = Schema.decodeUnknownEither(Compact.CompactRequest)
 
 const failure = (e: CompactionError) =>
   e.reason === "unknown_session"
@@ -34,14 +33,8 @@ export const handle = (
     if (target === undefined) {
       return Endpoint.errorReply("BadRequest", `bad subject ${subject}`, { hint: "<root>.v1.compact.<tenant>.<session>" })
     }
-    const json = Json.decode(data)
-    if (Either.isLeft(json)) return Endpoint.errorReply("BadRequest", json.left.message)
-    const request = decode(json.right)
-    if (Either.isLeft(request)) {
-      return Endpoint.errorReply("BadRequest", ParseResult.TreeFormatter.formatErrorSync(request.left), {
-        hint: "send {model: {provider, name, contextWindow?, maxOutputTokens?}, mode?}",
-      })
-    }
+    const request = Endpoint.decodeRequest(Compact.CompactRequest, data, "send {model: {provider, name, contextWindow?, maxOutputTokens?}, mode?}")
+    if (Either.isLeft(request)) return request.left
     const compactor = yield* Compactor
     const result = yield* Effect.either(
       compactor.compact({ ...target, model: request.right.model, mode: request.right.mode, trigger: "manual" }),

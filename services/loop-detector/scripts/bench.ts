@@ -15,6 +15,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import * as Detector from "../src/Detector.ts"
 import * as LoopState from "../src/LoopState.ts"
+import type { Row } from "../../../bench/Stats.ts"
 
 export interface Options {
   /** History lengths to measure; default [1000, 10000]. */
@@ -31,15 +32,6 @@ export interface Measurement {
   readonly meanMicros: number
 }
 
-/** The shape of a row in the repository's bench table (bench/Stats.ts). */
-export interface Row {
-  readonly bench: string
-  readonly metric: string
-  readonly value: number
-  readonly unit: string
-  readonly target?: string
-  readonly met?: boolean
-}
 
 const TOOLS = ["read_file", "search", "run_tests", "get_reservation", "list_dir", "edit_file"]
 

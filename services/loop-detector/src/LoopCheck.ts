@@ -3,14 +3,12 @@
  * callers that want the detector without sending turns.
  */
 import { Normalize } from "@ctxd/context"
-import { Errors, Loop } from "@ctxd/contracts"
-import { Endpoint, Json } from "@ctxd/nats"
-import { Effect, Either, ParseResult, Schema } from "effect"
+import { type Errors, Loop } from "@ctxd/contracts"
+import { Endpoint } from "@ctxd/nats"
+import { Effect, Either } from "effect"
 import * as Config from "./Config.ts"
 import * as Detector from "./Detector.ts"
 import * as Nudge from "./Nudge.ts"
-
-const decode = Schema.decodeUnknownEither(Loop.CheckRequest, { errors: "all" })
 
 /** Checks one history (pure). */
 export const check = (request: Loop.CheckRequest): Loop.CheckReply => {
@@ -22,15 +20,8 @@ export const check = (request: Loop.CheckRequest): Loop.CheckReply => {
 
 /** Answers one raw request: the verdict, or a `BadRequest` envelope. */
 export const handle = (data: Uint8Array): Loop.CheckReply | Errors.ErrorReply => {
-  const json = Json.decode(data)
-  if (Either.isLeft(json)) return Errors.toReply(new Errors.BadRequest({ message: json.left.message }))
-  const request = decode(json.right)
-  if (Either.isLeft(request)) {
-    return Errors.toReply(
-      new Errors.BadRequest({ message: `invalid loop check request: ${ParseResult.TreeFormatter.formatErrorSync(request.left)}` }),
-    )
-  }
-  return check(request.right)
+  const request = Endpoint.decodeRequest(Loop.CheckRequest, data, "send {format, messages, config?}")
+  return Either.isLeft(request) ? request.left : check(request.right)
 }
 
 /** Serves `subject` (queue group `queue`) until the scope closes. */

@@ -9,8 +9,8 @@
 import { Normalize } from "@ctxd/context"
 import { Subjects, type Summarize } from "@ctxd/contracts"
 import { SummarizeRequest } from "@ctxd/contracts/Summarize"
-import { Endpoint, Json } from "@ctxd/nats"
-import { Effect, Either, ParseResult, Schema } from "effect"
+import { Endpoint } from "@ctxd/nats"
+import { Effect, Either } from "effect"
 import { Summarizer } from "./Summarizer.ts"
 
 /** `<root>.v1.summarize` */
@@ -28,21 +28,14 @@ export interface SummarizeEndpointOptions {
   readonly maxPayload?: number | undefined
 }
 
-const decode = Schema.decodeUnknownEither(SummarizeRequest)
 
 /** The reply to one raw request (exported for tests and in-process callers). */
 export const handle = (
   data: Uint8Array,
 ): Effect.Effect<Summarize.SummarizeReply | ReturnType<typeof Endpoint.errorReply>, never, Summarizer> =>
   Effect.gen(function* () {
-    const json = Json.decode(data)
-    if (Either.isLeft(json)) return Endpoint.errorReply("BadRequest", json.left.message)
-    const request = decode(json.right)
-    if (Either.isLeft(request)) {
-      return Endpoint.errorReply("BadRequest", ParseResult.TreeFormatter.formatErrorSync(request.left), {
-        hint: "send {format, model: {provider, name}, messages: [...], mode?, previousSummary?, maxBullets?}",
-      })
-    }
+    const request = Endpoint.decodeRequest(SummarizeRequest, data, "send {format, model: {provider, name}, messages: [...], mode?, previousSummary?, maxBullets?}")
+    if (Either.isLeft(request)) return request.left
     const r = request.right
     const messages = r.format === "anthropic" ? Normalize.fromAnthropic(r.messages) : Normalize.fromOpenAI(r.messages)
     const summarizer = yield* Summarizer

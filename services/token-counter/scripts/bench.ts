@@ -21,16 +21,8 @@ import { fileURLToPath } from "node:url"
 import * as Calibration from "../src/Calibration.ts"
 import * as TokenService from "../src/TokenService.ts"
 import * as Replay from "../test/Replay.ts"
+import type { Row } from "../../../bench/Stats.ts"
 
-/** One row of the benchmark table (the shape of `bench/Stats.ts`). */
-export interface Row {
-  readonly bench: string
-  readonly metric: string
-  readonly value: number
-  readonly unit: string
-  readonly target?: string
-  readonly met?: boolean
-}
 
 const round = (value: number, digits = 3): number => Number(value.toFixed(digits))
 

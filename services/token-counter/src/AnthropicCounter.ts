@@ -25,7 +25,7 @@ import { Data, Duration, Effect, Redacted, type Scope } from "effect"
 import { createHash } from "node:crypto"
 import * as CircuitBreaker from "./CircuitBreaker.ts"
 import * as Body from "./internal/AnthropicBody.ts"
-import * as Lru from "./Lru.ts"
+import { Lru } from "@ctxd/tokens"
 import * as SingleFlight from "./SingleFlight.ts"
 
 /** Why a count call failed. `rejected` (400/404/413/422: our request) does not count against the breaker. */

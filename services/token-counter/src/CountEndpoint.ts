@@ -7,8 +7,8 @@
  * (a sick provider means a local answer with `exact: false`).
  */
 import { Subjects } from "@ctxd/contracts"
-import { Endpoint, Json } from "@ctxd/nats"
-import { Effect, Either, ParseResult, Schema } from "effect"
+import { Endpoint } from "@ctxd/nats"
+import { Effect, Either } from "effect"
 import { TokenService } from "./TokenService.ts"
 import { CountRequest, type CountReply } from "@ctxd/contracts/Tokens"
 
@@ -27,19 +27,12 @@ export interface CountEndpointOptions {
   readonly maxPayload?: number | undefined
 }
 
-const decode = Schema.decodeUnknownEither(CountRequest)
 
 /** The reply to one raw request (exported for tests and for in-process callers). */
 export const handle = (data: Uint8Array): Effect.Effect<CountReply | ReturnType<typeof Endpoint.errorReply>, never, TokenService> =>
   Effect.gen(function* () {
-    const json = Json.decode(data)
-    if (Either.isLeft(json)) return Endpoint.errorReply("BadRequest", json.left.message)
-    const request = decode(json.right)
-    if (Either.isLeft(request)) {
-      return Endpoint.errorReply("BadRequest", ParseResult.TreeFormatter.formatErrorSync(request.left), {
-        hint: "send {model: {provider, name}, backend?, body} or {model, backend?, segments: [text, ...]}",
-      })
-    }
+    const request = Endpoint.decodeRequest(CountRequest, data, "send {model: {provider, name}, backend?, body} or {model, backend?, segments: [text, ...]}")
+    if (Either.isLeft(request)) return request.left
     const service = yield* TokenService
     const r = yield* service.countRequest(request.right)
     return {

@@ -7,8 +7,8 @@
  * and leaves calibration untouched.
  */
 import { type Subjects } from "@ctxd/contracts"
-import { Endpoint, Json } from "@ctxd/nats"
-import { Effect, Either, Option, ParseResult, Schema } from "effect"
+import { Endpoint } from "@ctxd/nats"
+import { Effect, Either, Option } from "effect"
 import { type Model, TokenService, unknownTurn } from "./TokenService.ts"
 import { toWireError, UsageReport, type UsageReply } from "@ctxd/contracts/Tokens"
 
@@ -26,8 +26,6 @@ export interface TurnEstimate {
 /** Finds a turn's estimate; `None` when the session never answered that turn. */
 export type Lookup<E, R> = (tenant: string, session: string, turnId: string) => Effect.Effect<Option.Option<TurnEstimate>, E, R>
 
-const decode = Schema.decodeUnknownEither(UsageReport)
-
 /** The reply to one raw usage report for `tenant`/`session`. */
 export const handle = <E, R>(
   tenant: string,
@@ -36,14 +34,8 @@ export const handle = <E, R>(
   lookup: Lookup<E, R>,
 ): Effect.Effect<UsageReply | ReturnType<typeof Endpoint.errorReply>, never, TokenService | R> =>
   Effect.gen(function* () {
-    const json = Json.decode(data)
-    if (Either.isLeft(json)) return Endpoint.errorReply("BadRequest", json.left.message)
-    const report = decode(json.right)
-    if (Either.isLeft(report)) {
-      return Endpoint.errorReply("BadRequest", ParseResult.TreeFormatter.formatErrorSync(report.left), {
-        hint: "send {turnId, usage} with the provider's usage object (non-negative whole token counts)",
-      })
-    }
+    const report = Endpoint.decodeRequest(UsageReport, data, "send {turnId, usage} with the provider's usage object (non-negative whole token counts)")
+    if (Either.isLeft(report)) return report.left
     const { turnId, usage } = report.right
     const found = yield* Effect.either(lookup(tenant, session, turnId))
     if (Either.isLeft(found)) return Endpoint.errorReply("Unavailable", "the turn store is unavailable; retry", { hint: String(found.left) })

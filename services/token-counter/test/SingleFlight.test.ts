@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
-import { Lru, SingleFlight } from "../src/index.ts"
+import { SingleFlight } from "../src/index.ts"
 
 describe("SingleFlight", () => {
   it.scoped("10 concurrent calls for one key run the work once and all get its result", () =>
@@ -52,21 +52,4 @@ describe("SingleFlight", () => {
       expect(yield* Fiber.join(second)).toBe("done")
     }),
   )
-})
-
-describe("Lru", () => {
-  it("evicts the least recently used entry and counts hits and misses", () => {
-    const lru = Lru.make<number>(2)
-    lru.set("a", 1)
-    lru.set("b", 2)
-    expect(lru.get("a")).toBe(1) // "b" is now the oldest
-    lru.set("c", 3)
-    expect(lru.get("b")).toBeUndefined()
-    expect(lru.get("a")).toBe(1)
-    expect(lru.get("c")).toBe(3)
-    expect(lru.size()).toBe(2)
-    expect({ hits: lru.hits(), misses: lru.misses() }).toEqual({ hits: 3, misses: 1 })
-    expect(Lru.make(0).capacity).toBe(1)
-    expect(Lru.make().capacity).toBe(1_024)
-  })
 })

@@ -57,7 +57,8 @@ try {
       // eslint-disable-next-line @typescript-eslint/no-explicit-any
       const reply = await client.turn("demo", `${session.id}-${run}`, request as any)
       const t = reply.report.tokens
-      full += t.system + t.tools + t.fullHistory
+      // Full history: every stored message and the tool schemas uncompressed.
+      full += t.system + t.tools + (reply.report.tools?.saved ?? 0) + t.fullHistory
       sent += t.total
       peak = Math.max(peak, reply.report.utilization)
       messages = reply.report.messages.stored

@@ -6,10 +6,8 @@
 import { Assembler } from "@ctxd/assembler"
 import { Errors, Knowledge, type Subjects } from "@ctxd/contracts"
 import { KnowledgeStore } from "@ctxd/db"
-import { Endpoint, Json } from "@ctxd/nats"
-import { Effect, Either, ParseResult, Schema } from "effect"
-
-const decode = Schema.decodeUnknownEither(Knowledge.Request, { errors: "all" })
+import { Endpoint } from "@ctxd/nats"
+import { Effect, Either } from "effect"
 
 export const serve = (options: { readonly subjects: Subjects.Subjects; readonly queue: string }) =>
   Effect.gen(function* () {
@@ -19,18 +17,8 @@ export const serve = (options: { readonly subjects: Subjects.Subjects; readonly 
       Errors.toReply(new Errors.ServiceUnavailable({ message: "the knowledge store is unavailable; retry", hint: e.message }))
 
     const handle = (tenant: string, data: Uint8Array) => {
-      const json = Json.decode(data)
-      if (Either.isLeft(json)) return Effect.succeed(Errors.toReply(new Errors.BadRequest({ message: json.left.message })))
-      const request = decode(json.right)
-      if (Either.isLeft(request)) {
-        return Effect.succeed(
-          Errors.toReply(
-            new Errors.BadRequest({
-              message: `invalid knowledge request: ${ParseResult.TreeFormatter.formatErrorSync(request.left)}`,
-            }),
-          ),
-        )
-      }
+      const request = Endpoint.decodeRequest(Knowledge.Request, data, "send {op: add|list|remove, agent?, doc?, id?}")
+      if (Either.isLeft(request)) return Effect.succeed(request.left)
       const r = request.right
       const agent = r.agent ?? Knowledge.DEFAULT_AGENT
       const change: Effect.Effect<boolean | undefined, { readonly message: string }> =

@@ -1,8 +1,6 @@
 /**
- * A least-recently-used map from string keys (content hashes) to values.
- * `@ctxd/tokens` keeps its own number-only LRU private; this one is generic
- * because an exact count of a message batch is remembered with its parts.
- * A `Map` iterates in insertion order, so re-inserting a key on every hit
+ * A least-recently-used map from string keys (content hashes) to values,
+ * with hit/miss counters: the token-count caches (local and exact). A `Map` iterates in insertion order, so re-inserting a key on every hit
  * keeps the oldest entry first and eviction is O(1).
  */
 
