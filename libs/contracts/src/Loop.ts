@@ -63,6 +63,14 @@ export const Settings = Schema.Struct({
       withinMessages: Schema.optional(Schema.Int.pipe(Schema.between(1, 100_000))),
     }),
   ),
+  /**
+   * Optional LLM judge (off by default): when a pattern is one repeat short
+   * of its threshold, ask a model whether the agent is making progress; "no"
+   * flags the loop now. `model` default: the session's own.
+   */
+  judge: Schema.optional(
+    Schema.Struct({ enabled: Schema.Boolean, model: Schema.optional(Schema.String.pipe(Schema.minLength(1))) }),
+  ),
 }).annotations({ identifier: "LoopSettings" })
 export type Settings = typeof Settings.Type
 
@@ -74,6 +82,18 @@ export const Report = Schema.Struct({
   nudged: Schema.Boolean,
   /** True when the runtime should act (a loop under policy `escalate` or `nudge`). */
   escalate: Schema.Boolean,
+  /** The LLM judge's answer, when it was asked (borderline pattern, judge enabled). */
+  judge: Schema.optional(
+    Schema.Struct({
+      /** False when the call failed or timed out (then nothing is flagged). */
+      answered: Schema.Boolean,
+      progress: Schema.NullOr(Schema.Boolean),
+      reason: Schema.String,
+      model: Schema.String,
+      tokensIn: Schema.Number,
+      tokensOut: Schema.Number,
+    }),
+  ),
 }).annotations({ identifier: "LoopReport" })
 export type Report = typeof Report.Type
 

@@ -8,7 +8,7 @@
 import { Assemble, Knowledge, Models, Normalize, Toolsets, Waste } from "@ctxd/context"
 import { Errors, Knowledge as KnowledgeWire, type Loop, type Turn } from "@ctxd/contracts"
 import { KnowledgeStore, SessionStore } from "@ctxd/db"
-import { Config as LoopConfig, Detector, Nudge } from "@ctxd/loop-detector"
+import { Config as LoopConfig, Detector, Judge, Nudge } from "@ctxd/loop-detector"
 import { ShardLeases } from "@ctxd/sharding"
 import { TokenService } from "@ctxd/token-counter"
 import { Context, Effect, Layer, Option } from "effect"
@@ -17,6 +17,7 @@ import { Plan, View } from "@ctxd/compactor"
 import type { Encoding } from "@ctxd/tokens/Encoding"
 import * as Compaction from "./Compaction.ts"
 import * as Decode from "./Decode.ts"
+import * as LoopJudge from "./LoopJudge.ts"
 import * as SessionCache from "./SessionCache.ts"
 import * as TurnMetrics from "./TurnMetrics.ts"
 
@@ -45,6 +46,9 @@ export class AssemblerSettings extends Context.Tag("@ctxd/assembler/AssemblerSet
 
 /** How long a worker trusts its copy of an agent's knowledge documents. */
 const KNOWLEDGE_TTL_MS = 5_000
+
+/** Recent messages the loop judge sees. */
+const JUDGE_MESSAGES = 20
 
 /** How long a turn may wait for a compaction it cannot go without. */
 const BLOCKING_COMPACTION_TIMEOUT = "60 seconds"
@@ -80,6 +84,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const settings = yield* AssemblerSettings
     const leases = yield* ShardLeases.ShardLeases
     const compaction = yield* Compaction.Compaction
+    const judge = yield* LoopJudge.LoopJudge
     const cache = yield* SessionCache.make(settings, leases)
 
     const unavailable = (error: { readonly _tag: string; readonly message: string }): TurnError =>
@@ -184,23 +189,45 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           )
 
     /** The loop verdict after this turn's messages, and the nudge to append, if any. */
-    const loopCheck = (state: SessionCache.SessionState, options: Turn.Options, fresh: ReadonlyArray<SessionCache.Row>) => {
-      const config = LoopConfig.make(options.loop)
-      const folded = Detector.observe(
-        state.loop,
-        fresh.map((r) => r.message),
-        state.messages.length,
-      )
-      const verdict = config.policy === "off" ? Detector.none : Detector.verdict(folded, config)
-      const action = Nudge.action(verdict, config.policy)
-      const report: Loop.Report = {
-        policy: config.policy,
-        verdict,
-        nudged: action.kind === "nudge",
-        escalate: verdict.looping && config.policy !== "off",
-      }
-      return { report, nudge: action.kind === "nudge" ? Nudge.nudgeText(verdict) : undefined }
-    }
+    const loopCheck = (
+      state: SessionCache.SessionState,
+      options: Turn.Options,
+      fresh: ReadonlyArray<SessionCache.Row>,
+      model: Turn.Model,
+    ) =>
+      Effect.gen(function* () {
+        const config = LoopConfig.make(options.loop)
+        const folded = Detector.observe(
+          state.loop,
+          fresh.map((r) => r.message),
+          state.messages.length,
+        )
+        let verdict = config.policy === "off" ? Detector.none : Detector.verdict(folded, config)
+        let judged: LoopJudge.Answer | undefined
+        if (options.loop?.judge?.enabled === true) {
+          const borderline = Judge.borderline(folded, config)
+          if (borderline.looping) {
+            const recent = state.messages.slice(-JUDGE_MESSAGES).concat(fresh).slice(-JUDGE_MESSAGES)
+            judged = yield* judge.ask({
+              model,
+              judgeModel: options.loop.judge.model,
+              borderline,
+              recent: recent.map((r) => r.message),
+            })
+            // The judge sees no progress: flag the loop now rather than one repeat later.
+            if (judged.progress === false) verdict = borderline
+          }
+        }
+        const action = Nudge.action(verdict, config.policy)
+        const report: Loop.Report = {
+          policy: config.policy,
+          verdict,
+          nudged: action.kind === "nudge",
+          escalate: verdict.looping && config.policy !== "off",
+          ...(judged === undefined ? {} : { judge: judged }),
+        }
+        return { report, nudge: action.kind === "nudge" ? Nudge.nudgeText(verdict) : undefined }
+      })
 
     const run = (
       tenant: string,
@@ -265,7 +292,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           message,
           tokens: count.messageTokens[i]!,
         }))
-        const loop = loopCheck(state, options, fresh)
+        const loop = yield* loopCheck(state, options, fresh, request.model)
         const trailer =
           loop.nudge === undefined ? undefined : { text: loop.nudge, tokens: local.countText(loop.nudge, encoding) }
         const model = Models.resolve(request.model)

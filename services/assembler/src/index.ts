@@ -1,6 +1,7 @@
 export * as Assembler from "./Assembler.ts"
 export * as Compaction from "./Compaction.ts"
 export * as Decode from "./Decode.ts"
+export * as LoopJudge from "./LoopJudge.ts"
 export * as SessionCache from "./SessionCache.ts"
 export * as TurnEndpoint from "./TurnEndpoint.ts"
 export * as TurnMetrics from "./TurnMetrics.ts"

@@ -9,7 +9,7 @@
  * Postgres pool — in that order, because scopes close in reverse order of
  * acquisition.
  */
-import { Assembler, Compaction, TurnEndpoint } from "@ctxd/assembler"
+import { Assembler, Compaction, LoopJudge, TurnEndpoint } from "@ctxd/assembler"
 import { CompactEndpoint, CompactionStore, Compactor, Settings as CompactorSettings } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { TokenCounter } from "@ctxd/tokens"
@@ -148,7 +148,8 @@ export const layer = Layer.unwrapEffect(
       TokenCounter.TokenCounter,
       Effect.map(TokenService.TokenService, (service) => service.local),
     ).pipe(Layer.provide(tokens))
-    const summarizer = Summarizer.layerConfig.pipe(Layer.provide(Llm.layerConfig), Layer.provide(localCounter))
+    const llm = Llm.layerConfig
+    const summarizer = Summarizer.layerConfig.pipe(Layer.provide(llm), Layer.provide(localCounter))
     const compactionStore = CompactionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const compactorSettings = yield* CompactorSettings.config
     const compactor = Compactor.layer(compactorSettings).pipe(
@@ -190,6 +191,7 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(store),
       Layer.provide(knowledge),
       Layer.provide(compaction),
+      Layer.provide(LoopJudge.layer.pipe(Layer.provide(llm))),
       Layer.provide(sharding),
     )
     return Layer.mergeAll(
