@@ -70,7 +70,8 @@ const MISPLACED: ReadonlySet<string> = new Set(["tool_use", "tool_result"])
 
 const isBlank = (text: string): boolean => text.trim() === ""
 
-const image = (part: Conversation.ImagePart): Block => ({
+/** An image part as an Anthropic `image` block. */
+export const image = (part: Conversation.ImagePart): Block => ({
   type: "image",
   source:
     part.source.kind === "base64"
@@ -78,7 +79,8 @@ const image = (part: Conversation.ImagePart): Block => ({
       : { type: "url", url: part.source.url },
 })
 
-const resultBlock = (part: Conversation.ToolResultPart, ids: ReadonlyMap<string, string>): Block => {
+/** A tool result part as a `tool_result` block (`ids` renames reused call ids). */
+export const resultBlock = (part: Conversation.ToolResultPart, ids: ReadonlyMap<string, string>): Block => {
   const content: Array<Block> = []
   for (const c of part.content) {
     if (c.type === "image") content.push(image(c))

@@ -14,6 +14,7 @@
  * envelope (a `"."` user message, a `"."` assistant message, a stub tool)
  * whose cost is measured once per model (the baselines) and subtracted.
  */
+import { RenderAnthropic } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 
 type Block = Record<string, unknown>
@@ -80,14 +81,6 @@ export const toolsBody = (defs: ReadonlyArray<Conversation.Tool>): CountBody => 
 export const systemBody = (sections: ReadonlyArray<Conversation.SystemSection>): CountBody => ({
   system: system(sections),
   messages: [DOT_USER],
-})
-
-const image = (part: Conversation.ImagePart): Block => ({
-  type: "image",
-  source:
-    part.source.kind === "base64"
-      ? { type: "base64", media_type: part.source.mediaType, data: part.source.data }
-      : { type: "url", url: part.source.url },
 })
 
 const opaqueType = (part: Conversation.OpaquePart): string =>
@@ -169,23 +162,14 @@ export const batch = (messages: ReadonlyArray<Conversation.Message>): Batch => {
           if (!isBlank(p.text)) draft.others.push({ type: "text", text: p.text })
           break
         case "image":
-          draft.others.push(image(p))
+          draft.others.push(RenderAnthropic.image(p))
           break
         case "tool_call":
           draft.others.push({ type: "tool_use", id: ids.get(p.id) ?? p.id, name: p.name, input: isRecord(p.input) ? p.input : {} })
           break
-        case "tool_result": {
-          const content: Array<Block> = []
-          for (const c of p.content) {
-            if (c.type === "image") content.push(image(c))
-            else if (!isBlank(c.text)) content.push({ type: "text", text: c.text })
-          }
-          const block: Block = { type: "tool_result", tool_use_id: ids.get(p.callId) ?? p.callId }
-          if (content.length > 0) block["content"] = content
-          if (p.isError) block["is_error"] = true
-          draft.results.push(block)
+        case "tool_result":
+          draft.results.push(RenderAnthropic.resultBlock(p, ids))
           break
-        }
         case "opaque": {
           const block = opaqueBlock(p)
           if (block !== undefined) draft.others.push(block)
