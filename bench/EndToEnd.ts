@@ -4,7 +4,7 @@
  * loop), each turn carrying a realistic assistant reply and user message.
  */
 import { connect } from "@nats-io/transport-node"
-import { TestDatabase, Workloads, WorkerProcess } from "@ctxd/testing"
+import { TestDatabase, TestNats, Workloads, WorkerProcess } from "@ctxd/testing"
 import { Effect } from "effect"
 import { quantile, round, type Row } from "./Stats.ts"
 
@@ -33,7 +33,9 @@ export const run = async (options: EndToEndOptions = { sessions: 50, turnsPerSes
             ),
           ),
         )
-        yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all(workers.map((w) => w.stop()))))
+        yield* Effect.addFinalizer(() =>
+          Effect.promise(() => Promise.all(workers.map((w) => w.stop())).then(() => TestNats.dropStreams(root))),
+        )
         const nc = yield* Effect.promise(() => connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" }))
         yield* Effect.addFinalizer(() => Effect.promise(() => nc.drain()))
         const encoder = new TextEncoder()

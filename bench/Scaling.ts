@@ -14,7 +14,7 @@
  * process), two workers cannot be faster than one: compare on real hardware.
  */
 import { ContextClient } from "@ctxd/client"
-import { TestDatabase, Workloads, WorkerProcess } from "@ctxd/testing"
+import { TestDatabase, TestNats, Workloads, WorkerProcess } from "@ctxd/testing"
 import { Effect, Exit, Scope } from "effect"
 import pg from "pg"
 import { quantile, round, type Row } from "./Stats.ts"
@@ -101,6 +101,7 @@ const withCluster = async <A>(
   } finally {
     await client.close()
     await Promise.all(procs.map((w) => w.stop("SIGTERM", 15_000)))
+    await TestNats.dropStreams(root)
     await pool.end()
     await Effect.runPromise(Scope.close(scope, Exit.void))
   }

@@ -8,7 +8,7 @@
 import { ContextClient } from "@ctxd/client"
 import type { Health } from "@ctxd/contracts"
 import { Assignment, ShardId } from "@ctxd/sharding"
-import { TestDatabase, WorkerProcess } from "@ctxd/testing"
+import { TestDatabase, TestNats, WorkerProcess } from "@ctxd/testing"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { Effect, Exit, Scope } from "effect"
 import { randomBytes } from "node:crypto"
@@ -117,6 +117,7 @@ export const start = async (env: Record<string, string> = {}): Promise<Cluster> 
     close: async () => {
       await Promise.all(clients.map((c) => c.close()))
       await Promise.all([...workers.values()].map((w) => w.stop("SIGTERM", 15_000)))
+      await TestNats.dropStreams(root)
       await nc.drain()
       await pool.end()
       await Effect.runPromise(Scope.close(scope, Exit.void))

@@ -4,8 +4,7 @@
  * connection that speaks the documented JSON (as a client in any language
  * would).
  */
-import { TestDatabase, WorkerProcess } from "@ctxd/testing"
-import { jetstreamManager } from "@nats-io/jetstream"
+import { TestDatabase, TestNats, WorkerProcess } from "@ctxd/testing"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { Effect, Exit, Scope } from "effect"
 import pg from "pg"
@@ -56,11 +55,8 @@ export const start = async (env: Record<string, string> = {}): Promise<Harness> 
     sql: async (text, params) => (await pool.query(text, params)).rows,
     close: async () => {
       await Promise.all(workers.map((w) => w.stop()))
-      // The compaction work queue's stream for this root (file storage outlives the test otherwise).
-      await jetstreamManager(nc)
-        .then((jsm) => jsm.streams.delete(`ctxd-compact-${root}`))
-        .catch(() => undefined)
       await nc.drain()
+      await TestNats.dropStreams(root)
       await pool.end()
       await Effect.runPromise(Scope.close(scope, Exit.void))
     },

@@ -3,6 +3,8 @@
  * the same time against one server never hear each other.
  */
 import { NatsClient } from "@ctxd/nats"
+import { jetstreamManager } from "@nats-io/jetstream"
+import { connect } from "@nats-io/transport-node"
 import type { Layer } from "effect"
 import { randomBytes } from "node:crypto"
 
@@ -15,3 +17,23 @@ export const url = (): string => process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 /** A scoped connection to {@link url} named `name` (default `ctxd-test`). */
 export const layer = (name = "ctxd-test"): Layer.Layer<NatsClient.NatsClient, NatsClient.NatsUnavailable> =>
   NatsClient.layer({ servers: url().split(","), name })
+
+/**
+ * Deletes the JetStream streams a worker made under `root` (the compaction
+ * work queue, `ctxd-compact-<root>`): file storage outlives a test run
+ * otherwise. Errors are ignored (nothing to delete, server gone).
+ */
+export const dropStreams = async (root: string): Promise<void> => {
+  const nc = await connect({ servers: url().split(",") }).catch(() => undefined)
+  if (nc === undefined) return
+  try {
+    const jsm = await jetstreamManager(nc)
+    for await (const info of jsm.streams.list()) {
+      if (info.config.name === `ctxd-compact-${root.replace(/[^A-Za-z0-9_-]/g, "_")}`) await jsm.streams.delete(info.config.name)
+    }
+  } catch {
+    // best effort
+  } finally {
+    await nc.close()
+  }
+}
