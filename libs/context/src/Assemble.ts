@@ -217,31 +217,16 @@ const attempt = (input: AssembleInput, prep: Prepared, level: Proactive.Level, t
     return Masking.apply(v.message, replacement)
   })
 
+  const body = { model, system: input.system, tools, messages, trailer: input.trailer?.text, toolOrder: input.toolOrder }
   let request: Record<string, unknown>
   let breakpoints = 0
   let promptCacheKey: string | null = null
   if (input.format === "anthropic") {
-    const rendered = RenderAnthropic.render({
-      model,
-      system: input.system,
-      tools,
-      messages,
-      trailer: input.trailer?.text,
-      toolOrder: input.toolOrder,
-    })
+    const rendered = RenderAnthropic.render(body)
     request = rendered.body
     breakpoints = rendered.breakpoints
   } else {
-    const rendered = RenderOpenAI.render({
-      tenant: input.tenant,
-      session: input.session,
-      model,
-      system: input.system,
-      tools,
-      messages,
-      trailer: input.trailer?.text,
-      toolOrder: input.toolOrder,
-    })
+    const rendered = RenderOpenAI.render({ ...body, tenant: input.tenant, session: input.session })
     request = rendered.body
     promptCacheKey = rendered.promptCacheKey
   }

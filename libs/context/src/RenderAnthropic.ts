@@ -79,6 +79,24 @@ export const image = (part: Conversation.ImagePart): Block => ({
       : { type: "url", url: part.source.url },
 })
 
+/**
+ * Anthropic wants tool_use ids unique in a request, but agents reuse ids once
+ * answered: the renames (`id` → `id_2`, ...) for `message`'s calls, given
+ * the ids `used` so far (which it extends). Apply them to the calls and to
+ * their results, which follow directly in a pruned view.
+ */
+export const uniqueCallIds = (message: Conversation.Message, used: Set<string>): Map<string, string> => {
+  const ids = new Map<string, string>()
+  for (const p of message.parts) {
+    if (p.type !== "tool_call") continue
+    let id = p.id
+    for (let k = 2; used.has(id); k++) id = `${p.id}_${k}`
+    used.add(id)
+    if (id !== p.id) ids.set(p.id, id)
+  }
+  return ids
+}
+
 /** A tool result part as a `tool_result` block (`ids` renames reused call ids). */
 export const resultBlock = (part: Conversation.ToolResultPart, ids: ReadonlyMap<string, string>): Block => {
   const content: Array<Block> = []
@@ -180,23 +198,12 @@ export const render = (input: RenderInput): Rendered => {
   })
   breakpoints += (marks.hour === -1 ? 0 : 1) + (marks.five === -1 ? 0 : 1)
 
-  // Messages: merge runs of one role. Anthropic wants tool_use ids unique in
-  // a request, but agents reuse ids once answered: a repeat gets a suffix, in
-  // its call and its results (which follow it directly in a pruned view).
+  // Messages: merge runs of one role; reused tool ids renamed (uniqueCallIds).
   const drafts: Array<Draft> = []
   const used = new Set<string>()
   let ids = new Map<string, string>()
   for (const message of input.messages) {
-    if (message.role === "assistant") {
-      ids = new Map()
-      for (const p of message.parts) {
-        if (p.type !== "tool_call") continue
-        let id = p.id
-        for (let k = 2; used.has(id); k++) id = `${p.id}_${k}`
-        used.add(id)
-        if (id !== p.id) ids.set(p.id, id)
-      }
-    }
+    if (message.role === "assistant") ids = uniqueCallIds(message, used)
     if (message.role === "system") {
       for (const p of message.parts) if (p.type === "text" && !isBlank(p.text)) system.push({ type: "text", text: p.text })
       continue

@@ -21,29 +21,12 @@
 import type { Conversation } from "@ctxd/contracts"
 import { createHash } from "node:crypto"
 import * as Foreign from "./internal/Foreign.ts"
-import type * as Models from "./Models.ts"
+import type * as RenderAnthropic from "./RenderAnthropic.ts"
 
-/** What to render. */
-export interface RenderInput {
+/** What to render: the Anthropic renderer's input plus the session (for `prompt_cache_key`). */
+export interface RenderInput extends RenderAnthropic.RenderInput {
   readonly tenant: string
   readonly session: string
-  readonly model: Models.ResolvedModel
-  readonly system: ReadonlyArray<Conversation.SystemSection>
-  readonly tools: ReadonlyArray<Conversation.Tool>
-  /** The view, oldest first, already free of orphans. */
-  readonly messages: ReadonlyArray<Conversation.Message>
-  /**
-   * A note for the model appended after the view as user text (a loop
-   * nudge): not stored, and after the last cache breakpoint so the cached
-   * prefix is untouched.
-   */
-  readonly trailer?: string | undefined
-  /**
-   * `"name"` (default): tools sorted by name. `"given"`: tools in the given
-   * order (`Toolsets.selectTools` orders them for cache stability: sorted
-   * by name within groups that only ever get appended).
-   */
-  readonly toolOrder?: "name" | "given" | undefined
 }
 
 /** A rendered body and its prompt cache key. */

@@ -139,17 +139,7 @@ export const batch = (messages: ReadonlyArray<Conversation.Message>): Batch => {
       for (const p of message.parts) if (p.type === "text" && !isBlank(p.text)) pinned.push({ type: "text", text: p.text })
       continue
     }
-    if (message.role === "assistant") {
-      // tool_use ids must be unique in a request; agents reuse them once answered
-      ids = new Map()
-      for (const p of message.parts) {
-        if (p.type !== "tool_call") continue
-        let id = p.id
-        for (let k = 2; used.has(id); k++) id = `${p.id}_${k}`
-        used.add(id)
-        if (id !== p.id) ids.set(p.id, id)
-      }
-    }
+    if (message.role === "assistant") ids = RenderAnthropic.uniqueCallIds(message, used)
     const role = message.role === "assistant" ? "assistant" : "user"
     let draft = drafts.at(-1)
     if (draft === undefined || draft.role !== role) {
