@@ -4,7 +4,7 @@
  * tau-bench sessions replayed back to back, in both output formats, with the
  * landmarks carried from turn to turn as the assembler does.
  */
-import { Assemble, Models, Normalize } from "@ctxd/context"
+import { Models, Normalize, Pipeline } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import { Workloads } from "@ctxd/testing"
 import { TokenCounter } from "@ctxd/tokens"
@@ -13,8 +13,8 @@ import { quantile, round, type Row } from "./Stats.ts"
 const counter = TokenCounter.make({ backend: "tiktoken", cacheCapacity: 100_000 })
 
 /** `n` real messages: tau-bench sessions back to back (call ids made unique per session). */
-const realHistory = (n: number): Array<Assemble.StoredMessage> => {
-  const out: Array<Assemble.StoredMessage> = []
+const realHistory = (n: number): Array<Pipeline.StoredMessage> => {
+  const out: Array<Pipeline.StoredMessage> = []
   const sessions = Workloads.tauBenchSessions()
   for (let s = 0; out.length < n; s++) {
     const session = sessions[s % sessions.length]!
@@ -48,18 +48,18 @@ const measure = (n: number, format: "anthropic" | "openai"): { p50: number; p99:
     tools,
     toolsTokens: counter.countTools(tools, "o200k_base"),
     // As the worker runs it: masking, schema compression and proactive compression on.
-    options: Assemble.resolveOptions(Assemble.optimizationDefaults),
+    options: Pipeline.resolveOptions(Pipeline.defaults),
     toolOrder: "given",
     countTools: (ts: ReadonlyArray<Conversation.Tool>) => counter.countTools(ts, "o200k_base"),
     countText: (text: string) => counter.countText(text, "o200k_base"),
     counter: { backend: "tiktoken", encoding: "o200k_base", exact: false, calibration: 1 },
   } as const
   // Landmarks of all but the last message, as the assembler holds them before a turn.
-  const prefix = Assemble.assemble({ ...base, history: history.slice(0, -1) })
+  const prefix = Pipeline.run({ ...base, history: history.slice(0, -1) })
   const carried = { landmarks: prefix.landmarks, maskGrid: prefix.maskGrid, proactiveRung: prefix.proactiveRung }
   // The assembler keeps the stored-token sum as it appends; so does this bench.
   const storedTokens = history.reduce((sum, m) => sum + m.tokens, 0)
-  const run = () => Assemble.assemble({ ...base, history, ...carried, storedTokens })
+  const run = () => Pipeline.run({ ...base, history, ...carried, storedTokens })
   for (let i = 0; i < 300; i++) run()
   const samples: number[] = []
   for (let i = 0; i < 2_000; i++) {

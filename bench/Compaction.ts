@@ -8,9 +8,10 @@
  *   token budget (on the 20-message grid) once it no longer fits;
  * - `sliding 40`: a plain sliding window: only the last 40 messages (from
  *   a unit boundary), moving every turn, no intent anchor kept;
- * - `compaction`: the summarized view (`View.applySummary`), compaction
- *   planned by `Plan` (background from the soft threshold, landing on the
- *   next turn; blocking over the window) through the real summarizer.
+ * - `compaction`: the worker's turn stages in-process (`LocalTurns`) with
+ *   only compaction at work: the summarized view, compaction planned by
+ *   `Plan` (background from the soft threshold, landing on the next turn;
+ *   blocking over the window) through the real summarizer.
  *
  * Local counts (cl100k) under-count Claude's tokenizer (lesson 3); as the
  * token counter's calibration does in production, every count is scaled by
@@ -26,9 +27,10 @@
  * million input tokens.
  */
 import Anthropic from "@anthropic-ai/sdk"
-import { Plan, View } from "@ctxd/compactor"
-import { Assemble, Models, Normalize, Units } from "@ctxd/context"
-import type { Conversation } from "@ctxd/contracts"
+import { Plan, type View } from "@ctxd/compactor"
+import { Models, Normalize, Pipeline, Units } from "@ctxd/context"
+import { LocalTurns } from "@ctxd/assembler"
+import type { Conversation, Turn } from "@ctxd/contracts"
 import { Llm, Settings, Summarizer } from "@ctxd/summarizer"
 import { FakeProvider, Workloads } from "@ctxd/testing"
 import { TokenCounter } from "@ctxd/tokens"
@@ -43,6 +45,16 @@ const DOLLARS_PER_TOKEN = 3 / 1_000_000
 
 type Strategy = "without" | "sliding 40" | "compaction"
 const STRATEGIES: ReadonlyArray<Strategy> = ["without", "sliding 40", "compaction"]
+
+/** The worker's options with only compaction at work (no masking, tool compression, proactive steps or nudges), as the baselines. */
+const COMPACTION_ONLY: Turn.Options = {
+  windowMessages: 1_000_000,
+  windowStep: 20,
+  toolCompression: "none",
+  maskKeep: 1_000_000,
+  proactiveThreshold: 1,
+  loop: { policy: "off" },
+}
 
 interface Workload {
   readonly name: string
@@ -119,18 +131,22 @@ const replay = async (
   const systemTokens = Math.ceil(counter.countSystem(workload.system, ENCODING) * factor)
   const toolsTokens = Math.ceil(counter.countTools(workload.tools, ENCODING) * factor)
   const fixed = systemTokens + toolsTokens
-  const options = Assemble.resolveOptions({ windowMessages: 1_000_000, windowStep: 20 })
+  const options = Pipeline.resolveOptions({ windowMessages: 1_000_000, windowStep: 20 })
   const firstRequest = workload.turns[0]!.flatMap((m) => (m.role === "user" ? m.parts : [])).find((p) => p.type === "text")
   const taskMarker = firstRequest?.type === "text" ? firstRequest.text.slice(0, 200) : ""
   const totals: Totals = { turns: 0, input: 0, read: 0, write: 0, compactions: 0, blocking: 0, summarizerIn: 0, summarizerOut: 0, maxUtilization: 0, taskLost: 0, rejected: 0 }
-  const history: Array<Assemble.StoredMessage> = []
-  let live: View.Summary | undefined
-  let ready: View.Summary | undefined
+  const history: Array<Pipeline.StoredMessage> = []
 
-  const compact = async (minFoldTokens: number): Promise<View.Summary | undefined> => {
-    const cut = Plan.planCut(history, live, W, Plan.defaults, { fixedTokens: fixed, minFoldTokens })
+  /** The compactor's part: plan the cut after the live summary and summarize it (blocking jobs fold whatever they can). */
+  const compact = async (
+    job: { readonly trigger: string },
+    stored: ReadonlyArray<Pipeline.StoredMessage>,
+    live: View.Summary | undefined,
+  ): Promise<View.Summary | undefined> => {
+    const minFoldTokens = job.trigger === "over_window" ? 0 : Math.floor(Plan.defaults.minFoldPct * W)
+    const cut = Plan.planCut(stored, live, W, Plan.defaults, { fixedTokens: fixed, minFoldTokens })
     if (cut._tag === "NoBoundary") return undefined
-    const items = history.slice(cut.fromIndex, cut.toIndex).filter((m) => m.message.role !== "system")
+    const items = stored.slice(cut.fromIndex, cut.toIndex).filter((m) => m.message.role !== "system")
     const s = await Effect.runPromise(
       summarizer.summarize({ items: items.map((m) => ({ seq: m.seq, message: m.message })), sessionModel: MODEL, previous: live?.text }),
     )
@@ -139,42 +155,44 @@ const replay = async (
     totals.summarizerOut += s.tokensOut
     return { id: totals.compactions, coversFromSeq: cut.coversFromSeq, coversToSeq: cut.coversToSeq, text: s.text, mode: s.mode, depth: s.depth }
   }
+  const local = {
+    encoding: ENCODING,
+    countText: (text: string) => Math.ceil(counter.countText(text, ENCODING) * factor),
+    countTools: (tools: ReadonlyArray<Conversation.Tool>) => Math.ceil(counter.countTools(tools, ENCODING) * factor),
+    countMessage: count,
+    countSystem: (system: ReadonlyArray<Conversation.SystemSection>) => Math.ceil(counter.countSystem(system, ENCODING) * factor),
+  }
+  // ctxd with compaction is the worker's turn stages in-process; the others are plain pipeline baselines
+  const worker =
+    strategy === "compaction"
+      ? LocalTurns.make({ local, count: (input) => ({ ...LocalTurns.countLocally(local)(input), calibration: factor }), thresholds: Plan.defaults, compact })
+      : undefined
 
+  let k = 0
   for (const messages of workload.turns) {
     for (const message of messages) history.push({ seq: history.length + 1, message, tokens: count(message) })
-    let view: ReadonlyArray<Assemble.StoredMessage> = history
-    if (strategy === "sliding 40") view = history.slice(Units.nextBoundary(history, Math.max(0, history.length - 40)))
-    if (strategy === "compaction") {
-      if (ready !== undefined) {
-        live = ready
-        ready = undefined
-      }
-      view = View.applySummary(history, live, count).messages
-      const decision = Plan.decide(Plan.estimate(view, fixed), W)
-      if (decision.trigger === "blocking") {
-        totals.blocking++
-        const s = await compact(0)
-        if (s !== undefined) {
-          live = s
-          view = View.applySummary(history, live, count).messages
-        }
-      } else if (decision.trigger === "background" && ready === undefined) {
-        ready = await compact(Math.floor(Plan.defaults.minFoldPct * W))
-      }
+    let out: { readonly request: Record<string, unknown>; readonly report: Turn.Report }
+    if (worker !== undefined) {
+      const normalized = { system: workload.system, tools: workload.tools, messages: messages.map((message, i) => ({ message, sourceIndex: i })) }
+      out = await worker.turn("bench", `${workload.name}-${strategy}`, { turnId: `t${k++}`, format: "anthropic", model: MODEL, messages: [], options: COMPACTION_ONLY }, normalized)
+      if (out.report.compaction?.trigger === "blocking") totals.blocking++
+    } else {
+      const view = strategy === "sliding 40" ? history.slice(Units.nextBoundary(history, Math.max(0, history.length - 40))) : history
+      out = Pipeline.run({
+        tenant: "bench",
+        session: `${workload.name}-${strategy}`,
+        format: "anthropic",
+        model: resolved,
+        system: workload.system,
+        systemTokens,
+        tools: workload.tools,
+        toolsTokens,
+        history: view,
+        options,
+        counter: { backend: "tiktoken", encoding: ENCODING, exact: false, calibration: 1 },
+      })
     }
-    const { request, report } = Assemble.assemble({
-      tenant: "bench",
-      session: `${workload.name}-${strategy}`,
-      format: "anthropic",
-      model: resolved,
-      system: workload.system,
-      systemTokens,
-      tools: workload.tools,
-      toolsTokens,
-      history: view,
-      options,
-      counter: { backend: "tiktoken", encoding: ENCODING, exact: false, calibration: 1 },
-    })
+    const { request, report } = out
     totals.maxUtilization = Math.max(totals.maxUtilization, report.utilization)
     if (taskMarker !== "" && !JSON.stringify(request["messages"]).includes(JSON.stringify(taskMarker).slice(1, -1))) totals.taskLost++
     totals.turns++

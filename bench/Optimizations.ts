@@ -1,6 +1,10 @@
 /**
  * Issue 6 (cache-aware context optimizations), measured on the pure pipeline
- * (`Assemble.assemble`, no NATS/DB), turn by turn, Anthropic format:
+ * (`Pipeline.run`, no NATS/DB), turn by turn, Anthropic format:
+ *
+ * ctxd runs as the worker does: its turn stages in-process
+ * (`LocalTurns`, the worker's defaults); the peers and the ablations run
+ * the pure pipeline with their own options.
  *
  * (a) the 22 SWE-agent trajectories back to back as one long session, each
  *     action an assistant tool call (`bash`, or the SWE-agent command it
@@ -9,7 +13,7 @@
  *     tools) sent next to the airline tools.
  *
  * Three strategies each: full history; a 40-message sliding window (cut
- * every message); ctxd (window 40 / step 20, `Assemble.optimizationDefaults`:
+ * every message); ctxd (window 40 / step 20, `Pipeline.defaults`:
  * minify, masking K 3 / batch 2,000, proactive 0.85; in (b) also the
  * on-demand toolsets: default GitHub toolsets read-only plus
  * `load_toolset`). Per strategy: history tokens per turn, and the effective
@@ -25,7 +29,8 @@
  * Also: tokens per schema compression level on both catalogs, and the
  * default toolset context's share of the all-tools tokens.
  */
-import { Assemble, Models, Normalize, SchemaCompression, Toolsets, type Window } from "@ctxd/context"
+import { LocalTurns } from "@ctxd/assembler"
+import { Models, Normalize, Pipeline, SchemaCompression, Toolsets, type Window } from "@ctxd/context"
 import type { Conversation, OpenAI, Turn } from "@ctxd/contracts"
 import { Workloads } from "@ctxd/testing"
 import { TokenCounter } from "@ctxd/tokens"
@@ -35,7 +40,8 @@ import { round, type Row } from "./Stats.ts"
 
 const counter = TokenCounter.make({ backend: "tiktoken", cacheCapacity: 200_000 })
 /** Claude with a 1M window, so the full-history baseline is never cut by the budget. */
-const model = Models.resolve({ provider: "anthropic", name: "claude-sonnet-4-5", contextWindow: 1_000_000 })
+const MODEL = { provider: "anthropic", name: "claude-sonnet-4-5", contextWindow: 1_000_000 } as const
+const model = Models.resolve(MODEL)
 const encoding = counter.encodingFor(model)
 const countTools = (tools: ReadonlyArray<Conversation.Tool>) => counter.countTools(tools, encoding)
 const countText = (text: string) => counter.countText(text, encoding)
@@ -64,9 +70,11 @@ const blocks = (body: Json): Array<string> => {
 
 interface Strategy {
   readonly name: string
-  readonly options: Assemble.ResolvedOptions
+  readonly options: Pipeline.Options
   readonly tools: ReadonlyArray<Conversation.Tool>
   readonly toolOrder: "name" | "given"
+  /** ctxd itself: the worker's turn stages in-process (the other fields are then unused). */
+  readonly worker?: { readonly defaultToolsets?: ReadonlyArray<string> } | undefined
 }
 
 interface Tally {
@@ -80,24 +88,77 @@ interface Tally {
 
 const tally = (): Tally => ({ turns: 0, history: 0, input: 0, cached: 0, cost: 0, previous: [] })
 
+const local = {
+  encoding,
+  countText,
+  countTools,
+  countMessage: (m: Conversation.Message) => counter.countMessage(m, encoding),
+  countSystem: (system: ReadonlyArray<Conversation.SystemSection>) => counter.countSystem(system, encoding),
+}
+
+/** Adds one rendered request to the tally (cache hit: the leading blocks identical to the previous request's). */
+const bill = (t: Tally, request: Json, historyTokens: number): void => {
+  const now = blocks(request)
+  let hit = 0
+  let total = 0
+  let same = true
+  for (let i = 0; i < now.length; i++) {
+    const n = countText(now[i]!)
+    total += n
+    if (same && t.previous[i] === now[i]) hit += n
+    else same = false
+  }
+  t.turns++
+  t.history += historyTokens
+  t.input += total
+  t.cached += hit
+  t.cost += READ * hit + WRITE * (total - hit)
+  t.previous = now
+}
+
+let sessions = 0
+
+/** Replays one session's turns through the worker's turn stages in-process (`LocalTurns`), with its defaults. */
+const replayWorker = async (
+  turns: ReadonlyArray<ReadonlyArray<Conversation.Message>>,
+  system: ReadonlyArray<Conversation.SystemSection>,
+  tools: ReadonlyArray<Conversation.Tool>,
+  worker: NonNullable<Strategy["worker"]>,
+  t: Tally,
+): Promise<void> => {
+  const turnsOfWorker = LocalTurns.make(
+    { local, count: LocalTurns.countLocally(local) },
+    { defaults: { ...(worker.defaultToolsets === undefined ? {} : { toolsets: { defaults: worker.defaultToolsets } }) } },
+  )
+  const session = `s${sessions++}`
+  let k = 0
+  for (const messages of turns) {
+    const request = { turnId: `t${k++}`, format: "anthropic", model: MODEL, messages: [] } as const
+    const normalized = { system, tools, messages: messages.map((message, i) => ({ message, sourceIndex: i })) }
+    const reply = await turnsOfWorker.turn("bench", session, request, normalized)
+    bill(t, reply.request, reply.report.tokens.history)
+  }
+}
+
 /** Replays one session's turns under a strategy, adding to `t`. */
-const replay = (
+const replay = async (
   turns: ReadonlyArray<ReadonlyArray<Conversation.Message>>,
   system: ReadonlyArray<Conversation.SystemSection>,
   strategy: Strategy,
   t: Tally,
-): void => {
-  const history: Array<Assemble.StoredMessage> = []
+): Promise<void> => {
+  if (strategy.worker !== undefined) return replayWorker(turns, system, strategy.tools, strategy.worker, t)
+  const history: Array<Pipeline.StoredMessage> = []
   const toolsTokens = countTools(strategy.tools)
   const systemTokens = counter.countSystem(system, encoding)
   let landmarks: Window.Landmarks | undefined
-  let maskGrid: Assemble.Assembled["maskGrid"]
+  let maskGrid: Pipeline.Output["maskGrid"]
   let proactiveRung: number | undefined
   for (const messages of turns) {
     for (const message of messages) {
       history.push({ seq: history.length + 1, message, tokens: counter.countMessage(message, encoding) })
     }
-    const out = Assemble.assemble({
+    const out = Pipeline.run({
       tenant: "bench",
       session: "s",
       format: "anthropic",
@@ -119,22 +180,7 @@ const replay = (
     landmarks = out.landmarks
     maskGrid = out.maskGrid
     proactiveRung = out.proactiveRung
-    const now = blocks(out.request)
-    let hit = 0
-    let total = 0
-    let same = true
-    for (let i = 0; i < now.length; i++) {
-      const n = countText(now[i]!)
-      total += n
-      if (same && t.previous[i] === now[i]) hit += n
-      else same = false
-    }
-    t.turns++
-    t.history += out.report.tokens.history
-    t.input += total
-    t.cached += hit
-    t.cost += READ * hit + WRITE * (total - hit)
-    t.previous = now
+    bill(t, out.request, out.report.tokens.history)
   }
 }
 
@@ -226,9 +272,8 @@ const turnsOf = (messages: ReadonlyArray<Conversation.Message>): Array<Array<Con
   return turns
 }
 
-const full = Assemble.resolveOptions({ windowMessages: 1_000_000, windowStep: 1 })
-const sliding = Assemble.resolveOptions({ windowMessages: 40, windowStep: 1 })
-const ctxd = Assemble.resolveOptions({ ...Assemble.optimizationDefaults })
+const full = Pipeline.resolveOptions({ windowMessages: 1_000_000, windowStep: 1 })
+const sliding = Pipeline.resolveOptions({ windowMessages: 40, windowStep: 1 })
 
 const costRows = (bench: string, tallies: Record<"full" | "sliding" | "ctxd", Tally>, targets: boolean): Array<Row> => {
   const { full: f, sliding: s, ctxd: c } = tallies
@@ -258,7 +303,7 @@ const costRows = (bench: string, tallies: Record<"full" | "sliding" | "ctxd", Ta
   return rows
 }
 
-const runSwe = (): Array<Row> => {
+const runSwe = async (): Promise<Array<Row>> => {
   const session = sweSession()
   const system = Normalize.system(session.system)
   const turns = turnsOf(session.messages)
@@ -266,20 +311,20 @@ const runSwe = (): Array<Row> => {
   const strategies: Record<keyof typeof tallies, Strategy> = {
     full: { name: "full", options: full, tools: session.tools, toolOrder: "name" },
     sliding: { name: "sliding", options: sliding, tools: session.tools, toolOrder: "name" },
-    ctxd: { name: "ctxd", options: ctxd, tools: session.tools, toolOrder: "name" },
+    ctxd: { name: "ctxd", options: full, tools: session.tools, toolOrder: "name", worker: {} },
   }
-  for (const key of Object.keys(tallies) as Array<keyof typeof tallies>) replay(turns, system, strategies[key], tallies[key])
+  for (const key of Object.keys(tallies) as Array<keyof typeof tallies>) await replay(turns, system, strategies[key], tallies[key])
   const bench = `optimizations (a) SWE-agent, ${turns.length} turns as one session`
   // What masking adds, and what its batching is worth: ctxd without masking, and masking every turn.
   const variants: ReadonlyArray<readonly [string, Turn.Options]> = [
-    ["ctxd without masking", { ...Assemble.optimizationDefaults, maskKeep: undefined }],
-    ["ctxd masking without batches (batch 1 token)", { ...Assemble.optimizationDefaults, maskBatchTokens: 1 }],
+    ["ctxd without masking", { ...Pipeline.defaults, maskKeep: undefined }],
+    ["ctxd masking without batches (batch 1 token)", { ...Pipeline.defaults, maskBatchTokens: 1 }],
   ]
   const extra: Array<Row> = []
   for (const [name, options] of variants) {
     const t = tally()
-    const o = Assemble.resolveOptions(Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)))
-    replay(turns, system, { name, options: o, tools: session.tools, toolOrder: "name" }, t)
+    const o = Pipeline.resolveOptions(Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)))
+    await replay(turns, system, { name, options: o, tools: session.tools, toolOrder: "name" }, t)
     extra.push(
       { bench, metric: `${name}: history tokens per turn (mean)`, value: round(t.history / t.turns, 0), unit: "tok" },
       { bench, metric: `${name}: effective cost (sum)`, value: round(t.cost, 0), unit: "tok-eq" },
@@ -301,7 +346,7 @@ const githubTools = (): { tools: Array<Conversation.Tool>; config: Toolsets.Conf
   }
 }
 
-const runTau = (): Array<Row> => {
+const runTau = async (): Promise<Array<Row>> => {
   const sessions = Workloads.tauBenchSessions()
   const github = githubTools()
   const airline = Normalize.tools("openai", sessions[0]!.tools)
@@ -310,13 +355,13 @@ const runTau = (): Array<Row> => {
   const strategies = {
     full: { name: "full", options: full, tools: all, toolOrder: "name" as const },
     sliding: { name: "sliding", options: sliding, tools: all, toolOrder: "name" as const },
-    ctxd: { name: "ctxd", options: ctxd, tools: selected, toolOrder: "given" as const },
+    ctxd: { name: "ctxd", options: full, tools: all, toolOrder: "given" as const, worker: { defaultToolsets: github.config.defaultToolsets } },
   }
   const tallies = { full: tally(), sliding: tally(), ctxd: tally() }
   for (const session of sessions) {
     const system = Normalize.system(session.system)
     const turns = session.turns.map((t) => Normalize.fromOpenAI(t.messages as ReadonlyArray<OpenAI.Message>))
-    for (const key of Object.keys(tallies) as Array<keyof typeof tallies>) replay(turns, system, strategies[key], tallies[key])
+    for (const key of Object.keys(tallies) as Array<keyof typeof tallies>) await replay(turns, system, strategies[key], tallies[key])
   }
   const bench = `optimizations (b) tau-bench + GitHub catalog, ${sessions.length} sessions`
   return [
@@ -357,4 +402,4 @@ const compressionRows = (): Array<Row> => {
 }
 
 /** All rows: (a), (b), compression per level, default toolset context. */
-export const run = async (): Promise<Row[]> => [...runSwe(), ...runTau(), ...compressionRows()]
+export const run = async (): Promise<Row[]> => [...(await runSwe()), ...(await runTau()), ...compressionRows()]

@@ -25,8 +25,6 @@ export interface BudgetInput {
   readonly toolsTokens: number
   /** Memory content actually sent (0 until memory exists). */
   readonly memoryTokens: number
-  /** Fraction of `total − system − tools` reserved for memory. */
-  readonly memoryFraction: number
   /** Messages at the end of the window never evicted for budget. */
   readonly freshTailMessages: number
   /** The window's grid step. */
@@ -41,8 +39,6 @@ export interface BudgetInput {
 export interface Allocation {
   /** `total − system − tools − memory used`. */
   readonly historyBudget: number
-  /** `floor(memoryFraction × max(0, total − system − tools))`: room memory may take. */
-  readonly memoryReserve: number
   /** First index of the protected fresh tail (a unit boundary ≥ window start). */
   readonly tailStart: number
   /** Everything from here on is kept; before it only the anchor and pinned messages. */
@@ -120,7 +116,6 @@ export const allocate = (history: ReadonlyArray<Entry>, window: Window.Window, i
 
   const available = input.totalTokens - input.systemTokens - input.toolsTokens
   const historyBudget = available - input.memoryTokens
-  const memoryReserve = Math.floor(input.memoryFraction * Math.max(0, available))
   const overBudget = protectedTokens > historyBudget
 
   let cut = tailStart
@@ -155,7 +150,6 @@ export const allocate = (history: ReadonlyArray<Entry>, window: Window.Window, i
   }
   return {
     historyBudget,
-    memoryReserve,
     tailStart,
     cut,
     kept,

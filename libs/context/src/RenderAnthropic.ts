@@ -17,11 +17,12 @@
  * - Tool use ids are unique in the body: a reused id (allowed once the
  *   earlier call was answered) gets a suffix `_2`, `_3`, ... in its call and
  *   its results.
- * - Prompt caching: tools sorted by name (or in the given order, see
- *   `toolOrder`), the last one marked; at most 4 `cache_control`
- *   breakpoints, TTLs non-increasing along tools → system → messages.
+ * - Prompt caching: the layout of `CacheLayout` (tool order, at most 4
+ *   `cache_control` breakpoints, TTLs non-increasing along tools → system →
+ *   messages).
  */
 import type { Conversation } from "@ctxd/contracts"
+import * as CacheLayout from "./CacheLayout.ts"
 import * as Foreign from "./internal/Foreign.ts"
 import type * as Models from "./Models.ts"
 
@@ -38,12 +39,8 @@ export interface RenderInput {
    * prefix is untouched.
    */
   readonly trailer?: string | undefined
-  /**
-   * `"name"` (default): tools sorted by name. `"given"`: tools in the given
-   * order (`Toolsets.selectTools` orders them for cache stability: sorted
-   * by name within groups that only ever get appended).
-   */
-  readonly toolOrder?: "name" | "given" | undefined
+  /** `"name"` (default) or `"given"`: see {@link CacheLayout.ToolOrder}. */
+  readonly toolOrder?: CacheLayout.ToolOrder | undefined
 }
 
 /** A rendered body and the number of cache breakpoints in it. */
@@ -58,10 +55,6 @@ type Block = Record<string, unknown>
 export const CONTINUES = "(conversation continues)"
 /** The text of a message that has no renderable content. */
 export const EMPTY = "(empty)"
-
-// Fresh objects per mark, so no two bodies share a mutable value.
-const fiveMinutes = (): Block => ({ type: "ephemeral" })
-const oneHour = (): Block => ({ type: "ephemeral", ttl: "1h" })
 
 /** Blocks that accept `cache_control`. */
 const CACHEABLE: ReadonlySet<string> = new Set(["text", "image", "tool_use", "tool_result", "document"])
@@ -156,44 +149,17 @@ interface Draft {
   readonly others: Array<Block>
 }
 
-const sortedTools = (tools: ReadonlyArray<Conversation.Tool>): Array<Conversation.Tool> =>
-  [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-
-/**
- * Where the system breakpoints go: the last `1h` section (only when no `5m`
- * section precedes it) gets a 1 h mark, and the last cached section after it
- * (or the last cached one at all) a 5 min mark. Indices into `sections`.
- */
-const systemMarks = (sections: ReadonlyArray<Conversation.SystemSection>): { hour: number; five: number } => {
-  let hour = -1
-  for (let i = sections.length - 1; i >= 0; i--) {
-    if (sections[i]!.cache === "1h") {
-      hour = i
-      break
-    }
-  }
-  if (hour !== -1 && sections.slice(0, hour).some((s) => s.cache === "5m")) hour = -1
-  let five = -1
-  for (let i = sections.length - 1; i > hour; i--) {
-    if (sections[i]!.cache !== "none") {
-      five = i
-      break
-    }
-  }
-  return { hour, five }
-}
-
 /** Renders `input` into an Anthropic Messages request body. */
 export const render = (input: RenderInput): Rendered => {
   let breakpoints = 0
 
   // System: sections, then pinned system messages.
   const sections = input.system.filter((s) => !isBlank(s.text))
-  const marks = systemMarks(sections)
+  const marks = CacheLayout.systemMarks(sections)
   const system: Array<Block> = sections.map((s, i) => {
     const block: Block = { type: "text", text: s.text }
-    if (i === marks.hour) block["cache_control"] = oneHour()
-    else if (i === marks.five) block["cache_control"] = fiveMinutes()
+    if (i === marks.hour) block["cache_control"] = CacheLayout.cacheControl("1h")
+    else if (i === marks.five) block["cache_control"] = CacheLayout.cacheControl("5m")
     return block
   })
   breakpoints += (marks.hour === -1 ? 0 : 1) + (marks.five === -1 ? 0 : 1)
@@ -234,7 +200,7 @@ export const render = (input: RenderInput): Rendered => {
   for (let i = last.content.length - 1; i >= 0; i--) {
     const block = last.content[i]!
     if (CACHEABLE.has(String(block["type"]))) {
-      block["cache_control"] = fiveMinutes()
+      block["cache_control"] = CacheLayout.cacheControl("5m")
       breakpoints++
       break
     }
@@ -245,14 +211,14 @@ export const render = (input: RenderInput): Rendered => {
     else messages.push({ role: "user", content: [note] })
   }
 
-  const tools: Array<Block> = (input.toolOrder === "given" ? input.tools : sortedTools(input.tools)).map((t) => {
+  const tools: Array<Block> = CacheLayout.orderTools(input.tools, input.toolOrder).map((t) => {
     const block: Block = { name: t.name }
     if (t.description !== undefined) block["description"] = t.description
     block["input_schema"] = Foreign.isRecord(t.inputSchema) ? t.inputSchema : { type: "object", properties: {} }
     return block
   })
   if (tools.length > 0) {
-    tools[tools.length - 1]!["cache_control"] = marks.hour === -1 ? fiveMinutes() : oneHour()
+    tools[tools.length - 1]!["cache_control"] = CacheLayout.cacheControl(CacheLayout.toolsTtl(marks))
     breakpoints++
   }
 

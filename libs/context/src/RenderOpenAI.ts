@@ -19,7 +19,7 @@
  *   `prompt_cache_key` is stable per tenant and session.
  */
 import type { Conversation } from "@ctxd/contracts"
-import { createHash } from "node:crypto"
+import * as CacheLayout from "./CacheLayout.ts"
 import * as Foreign from "./internal/Foreign.ts"
 import type * as RenderAnthropic from "./RenderAnthropic.ts"
 
@@ -36,10 +36,6 @@ export interface Rendered {
 }
 
 type Json = Record<string, unknown>
-
-/** `"ctxd-"` + the first 32 hex digits of sha256(`tenant/session`). */
-export const promptCacheKey = (tenant: string, session: string): string =>
-  `ctxd-${createHash("sha256").update(`${tenant}/${session}`).digest("hex").slice(0, 32)}`
 
 const imageUrl = (part: Conversation.ImagePart): Json => {
   const url = part.source.kind === "url" ? part.source.url : `data:${part.source.mediaType};base64,${part.source.data}`
@@ -123,9 +119,6 @@ const resultContent = (part: Conversation.ToolResultPart): string => {
   return part.isError ? `[error] ${text}` : text
 }
 
-const sortedTools = (tools: ReadonlyArray<Conversation.Tool>): Array<Conversation.Tool> =>
-  [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-
 const tool = (t: Conversation.Tool): Json => {
   const fn: Json = { name: t.name }
   if (t.description !== undefined) fn["description"] = t.description
@@ -161,10 +154,10 @@ export const render = (input: RenderInput): Rendered => {
     }
   }
   if (input.trailer !== undefined) messages.push({ role: "user", content: input.trailer })
-  const key = promptCacheKey(input.tenant, input.session)
+  const key = CacheLayout.promptCacheKey(input.tenant, input.session)
   const body: Json = { model: input.model.name, messages }
   if (input.tools.length > 0) {
-    body["tools"] = (input.toolOrder === "given" ? input.tools : sortedTools(input.tools)).map(tool)
+    body["tools"] = CacheLayout.orderTools(input.tools, input.toolOrder).map(tool)
   }
   body["prompt_cache_key"] = key
   body["max_completion_tokens"] = input.model.maxOutputTokens

@@ -81,7 +81,7 @@ export const absolute = (rel: number, pinned: ReadonlyArray<number>): number => 
 export const cutIndex = (n: number, windowMessages: number, step: number): number =>
   n <= windowMessages ? 0 : Math.floor((n - windowMessages) / step) * step
 
-/** The window knobs (defaults 40 and 20 are applied by `Assemble.resolveOptions`). */
+/** The window knobs (defaults 40 and 20 are applied by `Pipeline.resolveOptions`). */
 export interface WindowOptions {
   readonly windowMessages: number
   readonly windowStep: number

@@ -1,16 +1,16 @@
 /**
  * @ctxd/context: the pure core of the context pipeline (no I/O).
- * Normalize → Units / Window / Masking / Budget → RenderAnthropic /
- * RenderOpenAI, and Assemble for the whole pipeline; the cache-aware
- * optimizations: SchemaCompression, Toolsets, Knowledge, Masking, Proactive,
- * Waste.
+ * Normalize → Pipeline (Window → SchemaCompression → Masking → Budget →
+ * Units → RenderAnthropic / RenderOpenAI laid out by CacheLayout →
+ * Proactive); around a turn: Toolsets, Knowledge, Waste, Models.
  */
-export * as Assemble from "./Assemble.ts"
 export * as Budget from "./Budget.ts"
+export * as CacheLayout from "./CacheLayout.ts"
 export * as Knowledge from "./Knowledge.ts"
 export * as Masking from "./Masking.ts"
 export * as Models from "./Models.ts"
 export * as Normalize from "./Normalize.ts"
+export * as Pipeline from "./Pipeline.ts"
 export * as Proactive from "./Proactive.ts"
 export * as RenderAnthropic from "./RenderAnthropic.ts"
 export * as RenderOpenAI from "./RenderOpenAI.ts"

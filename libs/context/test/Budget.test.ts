@@ -23,7 +23,6 @@ const allocate = (history: ReadonlyArray<Budget.Entry>, k: Knobs = {}) => {
     systemTokens: k.system ?? 0,
     toolsTokens: 0,
     memoryTokens: 0,
-    memoryFraction: 0.1,
     freshTailMessages: k.tail ?? 16,
     windowStep: k.step ?? 20,
     pinned: marks.pinned,
@@ -38,7 +37,6 @@ describe("Budget.allocate", () => {
     expect(a.keptTokens).toBe(300)
     expect(a.overBudget).toBe(false)
     expect(a.droppedByBudget).toBe(0)
-    expect(a.memoryReserve).toBe(100_000)
     expect(a.historyBudget).toBe(1_000_000)
   })
 
@@ -107,6 +105,5 @@ describe("Budget.allocate", () => {
     const a = allocate(stored([]), { total: 10, system: 20 })
     expect(a.overBudget).toBe(true)
     expect(a.kept).toEqual([])
-    expect(a.memoryReserve).toBe(0)
   })
 })

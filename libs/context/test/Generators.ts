@@ -5,7 +5,7 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import fc from "fast-check"
-import * as Assemble from "../src/Assemble.ts"
+import * as Pipeline from "../src/Pipeline.ts"
 import * as Models from "../src/Models.ts"
 
 /** Marker text carried by every user message: `⟨u<history index>⟩`. */
@@ -130,7 +130,7 @@ const toolDef: fc.Arbitrary<Conversation.Tool> = fc.record({
 })
 
 /** A complete random assemble input. */
-export const assembleInput: fc.Arbitrary<Assemble.AssembleInput> = fc
+export const assembleInput: fc.Arbitrary<Pipeline.Input> = fc
   .record({
     messages: history,
     tokens: fc.array(
@@ -146,7 +146,6 @@ export const assembleInput: fc.Arbitrary<Assemble.AssembleInput> = fc
     windowStep: fc.integer({ min: 1, max: 30 }),
     freshTailMessages: fc.integer({ min: 0, max: 24 }),
     budgetTokens: fc.option(fc.integer({ min: 1, max: 40_000 }), { nil: undefined }),
-    memoryFraction: fc.double({ min: 0, max: 1, noNaN: true }),
     contextWindow: fc.integer({ min: 1_024, max: 60_000 }),
   })
   .map((r) => ({
@@ -163,11 +162,10 @@ export const assembleInput: fc.Arbitrary<Assemble.AssembleInput> = fc
     tools: r.tools,
     toolsTokens: r.toolsTokens,
     history: r.messages.map((message, i) => ({ seq: 100 + i, message, tokens: r.tokens[i % r.tokens.length]! })),
-    options: Assemble.resolveOptions({
+    options: Pipeline.resolveOptions({
       windowMessages: r.windowMessages,
       windowStep: r.windowStep,
       freshTailMessages: r.freshTailMessages,
-      memoryFraction: r.memoryFraction,
       ...(r.budgetTokens === undefined ? {} : { budgetTokens: r.budgetTokens }),
     }),
     counter: { backend: "test", encoding: "o200k_base", exact: false, calibration: 1 },

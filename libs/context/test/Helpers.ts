@@ -3,7 +3,7 @@
  * bodies (pairing, role alternation, cache breakpoints).
  */
 import type { Conversation } from "@ctxd/contracts"
-import * as Assemble from "../src/Assemble.ts"
+import * as Pipeline from "../src/Pipeline.ts"
 import * as Models from "../src/Models.ts"
 
 export const text = (t: string): Conversation.TextPart => ({ type: "text", text: t })
@@ -29,7 +29,7 @@ export const results = (...ids: Array<string>): Conversation.Message => ({ role:
 export const stored = (
   messages: ReadonlyArray<Conversation.Message>,
   tokens: number | ((i: number) => number) = 10,
-): Array<Assemble.StoredMessage> =>
+): Array<Pipeline.StoredMessage> =>
   messages.map((message, i) => ({ seq: i + 1, message, tokens: typeof tokens === "number" ? tokens : tokens(i) }))
 
 export const claude = Models.resolve({ provider: "anthropic", name: "claude-sonnet-4-5" })
@@ -37,9 +37,9 @@ export const gpt = Models.resolve({ provider: "openai", name: "gpt-4o" })
 
 /** A complete assemble input with defaults for everything but the history. */
 export const input = (
-  history: ReadonlyArray<Assemble.StoredMessage>,
-  over: Partial<Assemble.AssembleInput> = {},
-): Assemble.AssembleInput => ({
+  history: ReadonlyArray<Pipeline.StoredMessage>,
+  over: Partial<Pipeline.Input> = {},
+): Pipeline.Input => ({
   tenant: "acme",
   session: "s1",
   format: "anthropic",
@@ -49,7 +49,7 @@ export const input = (
   tools: [],
   toolsTokens: 0,
   history,
-  options: Assemble.resolveOptions(undefined),
+  options: Pipeline.resolveOptions(undefined),
   counter: { backend: "test", encoding: "o200k_base", exact: false, calibration: 1 },
   ...over,
 })

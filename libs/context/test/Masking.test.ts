@@ -1,7 +1,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import * as Assemble from "../src/Assemble.ts"
+import * as Pipeline from "../src/Pipeline.ts"
 import * as Masking from "../src/Masking.ts"
 import { assembleInput, history as historyArb } from "./Generators.ts"
 import { anthropicPairingProblems, call, input, openaiPairingProblems, stored, text, user } from "./Helpers.ts"
@@ -84,23 +84,23 @@ describe("Masking.plan", () => {
   })
 })
 
-describe("observation masking in Assemble", () => {
+describe("observation masking in the pipeline", () => {
   it("reports what it masked and renders the references in both formats", () => {
     const history = stored(steps(12), (i) => (i % 2 === 0 && i > 0 ? 600 : 20))
-    const options = Assemble.resolveOptions({ maskKeep: 3, maskBatchTokens: 1_000 })
+    const options = Pipeline.resolveOptions({ maskKeep: 3, maskBatchTokens: 1_000 })
     for (const format of ["anthropic", "openai"] as const) {
-      const out = Assemble.assemble(input(history, { format, options }))
+      const out = Pipeline.run(input(history, { format, options }))
       expect(out.report.masking).toMatchObject({ masked: 8, deduplicated: 0, boundarySeq: 18 })
       expect(out.report.tokens.history).toBe(history.reduce((n, m) => n + m.tokens, 0) - out.report.masking!.tokensSaved)
       expect(JSON.stringify(out.request)).toContain("[Tool: tool0 — ok, 596 tokens, step 3]")
       expect(out.maskGrid).toEqual(Masking.grid(history, 1_000))
     }
-    const off = Assemble.assemble(input(history))
+    const off = Pipeline.run(input(history))
     expect(off.report.masking).toBeUndefined()
     expect(off.maskGrid).toBeUndefined()
   })
 
-  const masked = (i: Assemble.AssembleInput, keep: number, batch: number, pressure: boolean): Assemble.AssembleInput => ({
+  const masked = (i: Pipeline.Input, keep: number, batch: number, pressure: boolean): Pipeline.Input => ({
     ...i,
     options: { ...i.options, maskKeep: keep, maskBatchTokens: batch, ...(pressure ? { proactiveThreshold: 0.1 } : {}) },
     countText,
@@ -111,12 +111,12 @@ describe("observation masking in Assemble", () => {
     fc.assert(
       fc.property(arb, ([i, keep, batch, pressure]) => {
         const m = masked(i, keep, batch, pressure)
-        const anthropic = Assemble.assemble({ ...m, format: "anthropic" })
-        const openai = Assemble.assemble({ ...m, format: "openai" })
+        const anthropic = Pipeline.run({ ...m, format: "anthropic" })
+        const openai = Pipeline.run({ ...m, format: "openai" })
         expect(anthropicPairingProblems(anthropic.request)).toEqual([])
         expect(openaiPairingProblems(openai.request)).toEqual([])
         const { countText: count, ...data } = m
-        expect(Assemble.assemble({ ...structuredClone(data), countText: count })).toEqual(Assemble.assemble(m))
+        expect(Pipeline.run({ ...structuredClone(data), countText: count })).toEqual(Pipeline.run(m))
       }),
       { numRuns: 300 },
     )
@@ -127,8 +127,8 @@ describe("observation masking in Assemble", () => {
       fc.property(arb, ([i, keep, batch]) => {
         const roomy = { ...i, options: { ...i.options, budgetTokens: undefined }, model: { ...i.model, effectiveWindow: 10_000_000 } }
         const ids = (body: Json) => JSON.stringify(body).match(/"(tool_use_id|tool_call_id)":"[^"]*"/g) ?? []
-        const plain = Assemble.assemble(roomy)
-        const withMask = Assemble.assemble(masked(roomy, keep, batch, false))
+        const plain = Pipeline.run(roomy)
+        const withMask = Pipeline.run(masked(roomy, keep, batch, false))
         expect(ids(withMask.request)).toEqual(ids(plain.request))
         expect(withMask.report.messages.sent).toBe(plain.report.messages.sent)
       }),

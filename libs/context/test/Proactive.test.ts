@@ -1,6 +1,6 @@
 import type { Conversation } from "@ctxd/contracts"
 import { describe, expect, it } from "vitest"
-import * as Assemble from "../src/Assemble.ts"
+import * as Pipeline from "../src/Pipeline.ts"
 import * as Proactive from "../src/Proactive.ts"
 import { anthropicPairingProblems, call, input, stored, text, user } from "./Helpers.ts"
 
@@ -57,7 +57,7 @@ describe("Proactive.escalate", () => {
   })
 })
 
-describe("proactive compression in Assemble", () => {
+describe("proactive compression in the pipeline", () => {
   const bigTool: Conversation.Tool = {
     name: "search",
     description: "Search. ".repeat(50),
@@ -76,13 +76,13 @@ describe("proactive compression in Assemble", () => {
   })()
   const estimate = (tools: ReadonlyArray<Conversation.Tool>) => Math.ceil(JSON.stringify(tools).length / 4)
   const run = (budgetTokens: number, threshold?: number) =>
-    Assemble.assemble(
+    Pipeline.run(
       input(history, {
         tools: [bigTool],
         toolsTokens: estimate([bigTool]),
         countTools: estimate,
         countText: (t) => Math.ceil(t.length / 4),
-        options: Assemble.resolveOptions({ budgetTokens, maskKeep: 3, ...(threshold === undefined ? {} : { proactiveThreshold: threshold }) }),
+        options: Pipeline.resolveOptions({ budgetTokens, maskKeep: 3, ...(threshold === undefined ? {} : { proactiveThreshold: threshold }) }),
       }),
     )
 
@@ -102,13 +102,13 @@ describe("proactive compression in Assemble", () => {
 
   it("stays at the rung reached on later turns, even without pressure", () => {
     const pressed = run(3_000, 0.85)
-    const later = Assemble.assemble(
+    const later = Pipeline.run(
       input(history, {
         tools: [bigTool],
         toolsTokens: estimate([bigTool]),
         countTools: estimate,
         countText: (t) => Math.ceil(t.length / 4),
-        options: Assemble.resolveOptions({ budgetTokens: 1_000_000, maskKeep: 3, proactiveThreshold: 0.85 }),
+        options: Pipeline.resolveOptions({ budgetTokens: 1_000_000, maskKeep: 3, proactiveThreshold: 0.85 }),
         proactiveRung: pressed.proactiveRung,
       }),
     )

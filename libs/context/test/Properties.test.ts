@@ -1,6 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import * as Assemble from "../src/Assemble.ts"
+import * as Pipeline from "../src/Pipeline.ts"
 import * as Units from "../src/Units.ts"
 import * as Window from "../src/Window.ts"
 import { assembleInput, marker } from "./Generators.ts"
@@ -11,9 +11,9 @@ const RUNS = 400
 type Json = Record<string, unknown>
 
 /** Both formats for one input. */
-const both = (input: Assemble.AssembleInput) => ({
-  anthropic: Assemble.assemble({ ...input, format: "anthropic" }),
-  openai: Assemble.assemble({ ...input, format: "openai" }),
+const both = (input: Pipeline.Input) => ({
+  anthropic: Pipeline.run({ ...input, format: "anthropic" }),
+  openai: Pipeline.run({ ...input, format: "openai" }),
 })
 
 describe("assemble (properties over random histories)", () => {
@@ -55,7 +55,7 @@ describe("assemble (properties over random histories)", () => {
   it("respects the budget unless it reports overBudget, and adds up its token counts", () => {
     fc.assert(
       fc.property(assembleInput, (input) => {
-        const { report } = Assemble.assemble(input)
+        const { report } = Pipeline.run(input)
         const t = report.tokens
         expect(t.budget).toBe(input.options.budgetTokens ?? input.model.effectiveWindow)
         if (!report.overBudget) expect(t.total).toBeLessThanOrEqual(t.budget)
@@ -73,8 +73,8 @@ describe("assemble (properties over random histories)", () => {
   it("is deterministic: the same input gives a deep-equal output", () => {
     fc.assert(
       fc.property(assembleInput, (input) => {
-        const first = Assemble.assemble(input)
-        const again = Assemble.assemble(structuredClone(input))
+        const first = Pipeline.run(input)
+        const again = Pipeline.run(structuredClone(input))
         expect(again).toEqual(first)
         expect(JSON.stringify(again.request)).toBe(JSON.stringify(first.request))
       }),
@@ -85,7 +85,7 @@ describe("assemble (properties over random histories)", () => {
   it("renders Anthropic bodies that start with user, alternate roles and keep ≤ 4 ordered breakpoints", () => {
     fc.assert(
       fc.property(assembleInput, (input) => {
-        const { request, report } = Assemble.assemble({ ...input, format: "anthropic" })
+        const { request, report } = Pipeline.run({ ...input, format: "anthropic" })
         expect(anthropicShapeProblems(request, report.cache.breakpoints)).toEqual([])
         expect(report.cache.breakpoints).toBeLessThanOrEqual(4)
       }),
@@ -98,7 +98,7 @@ describe("assemble (properties over random histories)", () => {
       fc.property(assembleInput, fc.nat(), (input, at) => {
         const prefix = input.history.slice(0, input.history.length === 0 ? 0 : at % (input.history.length + 1))
         const landmarks = Window.landmarks(prefix)
-        expect(Assemble.assemble({ ...input, landmarks })).toEqual(Assemble.assemble(input))
+        expect(Pipeline.run({ ...input, landmarks })).toEqual(Pipeline.run(input))
       }),
       { numRuns: RUNS },
     )
@@ -124,7 +124,7 @@ describe("assemble (cuts never split a unit)", () => {
           input.history,
           input.history.map((_, i) => i),
         ).orphans
-        const { report } = Assemble.assemble(input)
+        const { report } = Pipeline.run(input)
         expect(report.orphans.calls).toBeLessThanOrEqual(inherent.calls)
         expect(report.orphans.results).toBeLessThanOrEqual(inherent.results)
       }),

@@ -1,6 +1,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
+import * as CacheLayout from "../src/CacheLayout.ts"
 import * as RenderOpenAI from "../src/RenderOpenAI.ts"
 import { assistant, call, calls, gpt, openaiPairingProblems, result, results, sys, text, user } from "./Helpers.ts"
 
@@ -105,7 +106,7 @@ describe("RenderOpenAI.render", () => {
     expect(a.promptCacheKey).toBe(expected)
     expect(a.body["prompt_cache_key"]).toBe(expected)
     expect(b.promptCacheKey).toBe(expected)
-    expect(RenderOpenAI.promptCacheKey("acme", "s2")).not.toBe(expected)
+    expect(CacheLayout.promptCacheKey("acme", "s2")).not.toBe(expected)
     expect(expected).toMatch(/^ctxd-[0-9a-f]{32}$/)
   })
 

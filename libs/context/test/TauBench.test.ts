@@ -7,7 +7,7 @@ import { Schema } from "effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import * as Assemble from "../src/Assemble.ts"
+import * as Pipeline from "../src/Pipeline.ts"
 import * as Models from "../src/Models.ts"
 import * as Normalize from "../src/Normalize.ts"
 import type * as Window from "../src/Window.ts"
@@ -31,9 +31,9 @@ const tools = Normalize.tools("openai", decodeTools(toolDefs))
  * Replays raw OpenAI messages: every assistant message is a model call, so
  * the messages before it form one turn's history. Returns the number of turns.
  */
-const replay = (raw: ReadonlyArray<unknown>, options: Assemble.ResolvedOptions): number => {
+const replay = (raw: ReadonlyArray<unknown>, options: Pipeline.Options): number => {
   const incoming = Normalize.fromOpenAIIndexed(decodeMessages(raw))
-  const history: Array<Assemble.StoredMessage> = []
+  const history: Array<Pipeline.StoredMessage> = []
   const known = new Set<string>()
   const answered = new Set<string>()
   let landmarks: Window.Landmarks | undefined
@@ -52,7 +52,7 @@ const replay = (raw: ReadonlyArray<unknown>, options: Assemble.ResolvedOptions):
       flush()
       turns++
       for (const format of ["anthropic", "openai"] as const) {
-        const out = Assemble.assemble({
+        const out = Pipeline.run({
           tenant: "tau",
           session: "airline",
           format,
@@ -94,12 +94,12 @@ describe("tau-bench airline sessions", () => {
 
   it("assemble turn by turn in both formats without orphans, under defaults", () => {
     let turns = 0
-    for (const s of sessions.slice(0, 12)) turns += replay(s.traj, Assemble.resolveOptions(undefined))
+    for (const s of sessions.slice(0, 12)) turns += replay(s.traj, Pipeline.resolveOptions(undefined))
     expect(turns).toBeGreaterThan(100)
   })
 
   it("assemble with a tiny window and a tight budget (many cuts) without orphans", () => {
-    const options = Assemble.resolveOptions({ windowMessages: 6, windowStep: 3, freshTailMessages: 3, budgetTokens: 9_000 })
+    const options = Pipeline.resolveOptions({ windowMessages: 6, windowStep: 3, freshTailMessages: 3, budgetTokens: 9_000 })
     for (const s of sessions.slice(12, 40)) replay(s.traj, options)
   })
 
@@ -107,7 +107,7 @@ describe("tau-bench airline sessions", () => {
     // Keep the first session's system message; later sessions contribute the rest.
     const raw = [...sessions[0]!.traj, ...sessions.slice(1, 15).flatMap((s) => s.traj.slice(1))]
     expect(raw.length).toBeGreaterThan(300)
-    const turns = replay(raw, Assemble.resolveOptions({ budgetTokens: 20_000 }))
+    const turns = replay(raw, Pipeline.resolveOptions({ budgetTokens: 20_000 }))
     expect(turns).toBeGreaterThan(100)
   })
 })

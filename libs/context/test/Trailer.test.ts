@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import * as Assemble from "../src/Assemble.ts"
+import * as Pipeline from "../src/Pipeline.ts"
 import { calls, input, results, stored, user } from "./Helpers.ts"
 
 type Json = Record<string, unknown>
@@ -10,8 +10,8 @@ const history = () =>
 
 describe("a trailer (loop nudge)", () => {
   it("Anthropic: goes after the last breakpoint, inside the last user message, counted but not stored", () => {
-    const plain = Assemble.assemble(input(history(), { format: "anthropic" }))
-    const nudged = Assemble.assemble({ ...input(history(), { format: "anthropic" }), trailer: { text: "stop repeating", tokens: 5 } })
+    const plain = Pipeline.run(input(history(), { format: "anthropic" }))
+    const nudged = Pipeline.run({ ...input(history(), { format: "anthropic" }), trailer: { text: "stop repeating", tokens: 5 } })
     const body = nudged.request as unknown as Body
     const last = body.messages.at(-1)!
     expect(last.role).toBe("user")
@@ -25,7 +25,7 @@ describe("a trailer (loop nudge)", () => {
   })
 
   it("OpenAI: a user message after everything else", () => {
-    const nudged = Assemble.assemble({ ...input(history(), { format: "openai" }), trailer: { text: "stop repeating", tokens: 5 } })
+    const nudged = Pipeline.run({ ...input(history(), { format: "openai" }), trailer: { text: "stop repeating", tokens: 5 } })
     expect((nudged.request as unknown as Body).messages.at(-1)).toEqual({ role: "user", content: "stop repeating" })
   })
 })

@@ -54,8 +54,6 @@ export const Options = Schema.Struct({
   freshTailMessages: Schema.optional(Count),
   /** Total token budget; default the effective window (context window − max output tokens). */
   budgetTokens: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
-  /** Fraction of the budget left after system and tools that is reserved for memory (default 0.1). */
-  memoryFraction: Schema.optional(Fraction),
   /** The agent this session belongs to: selects its knowledge documents (default `default`). */
   agent: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/))),
   /** Token counting backend for this turn; default `CTXD_TOKEN_BACKEND` (`auto`). */
@@ -195,6 +193,16 @@ export const ProactiveReport = Schema.Struct({
 })
 export type ProactiveReport = typeof ProactiveReport.Type
 
+export const StageReport = Schema.Struct({
+  /** The pipeline stage (`window`, `compress`, `mask`, `budget`, `prune`, `render`, `proactive`). */
+  stage: Schema.String,
+  /** The prompt's estimated tokens (system + tools + history) before the stage. */
+  tokensIn: Schema.Number,
+  /** The same after it. */
+  tokensOut: Schema.Number,
+})
+export type StageReport = typeof StageReport.Type
+
 export const Report = Schema.Struct({
   format: Format,
   model: Schema.Struct({
@@ -269,6 +277,8 @@ export const Report = Schema.Struct({
   waste: Schema.optional(WasteReport),
   /** Proactive compression (set when a threshold is configured). */
   proactive: Schema.optional(ProactiveReport),
+  /** What each pipeline stage did to the prompt, in the order they ran. */
+  stages: Schema.optional(Schema.Array(StageReport)),
 }).annotations({ identifier: "TurnReport" })
 export type Report = typeof Report.Type
 

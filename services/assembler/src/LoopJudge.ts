@@ -11,13 +11,16 @@ import { Context, Effect, Layer } from "effect"
 
 export type Answer = NonNullable<Loop.Report["judge"]>
 
+/** What the judge is asked: the borderline verdict and the recent messages. */
+export interface Question {
+  readonly model: Turn.Model
+  readonly judgeModel: string | undefined
+  readonly borderline: Detector.Verdict
+  readonly recent: ReadonlyArray<Conversation.Message>
+}
+
 export interface LoopJudgeApi {
-  readonly ask: (input: {
-    readonly model: Turn.Model
-    readonly judgeModel: string | undefined
-    readonly borderline: Detector.Verdict
-    readonly recent: ReadonlyArray<Conversation.Message>
-  }) => Effect.Effect<Answer>
+  readonly ask: (input: Question) => Effect.Effect<Answer>
 }
 
 export class LoopJudge extends Context.Tag("@ctxd/assembler/LoopJudge")<LoopJudge, LoopJudgeApi>() {}

@@ -27,7 +27,7 @@
  * steps, never a little every turn (lesson 2).
  */
 import { Units } from "@ctxd/context"
-import type { Assemble } from "@ctxd/context"
+import type { Pipeline } from "@ctxd/context"
 import type * as View from "./View.ts"
 
 /** The thresholds (defaults in {@link defaults}). */
@@ -141,7 +141,7 @@ export const indexAfter = (history: ReadonlyArray<{ readonly seq: number }>, aft
  * summary (if any) and the effective window (see the module doc).
  */
 export const planCut = (
-  history: ReadonlyArray<Assemble.StoredMessage>,
+  history: ReadonlyArray<Pipeline.StoredMessage>,
   summary: View.Summary | undefined,
   effectiveWindow: number,
   t: Thresholds = defaults,

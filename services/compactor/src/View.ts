@@ -21,7 +21,7 @@
  *   only when a new summary lands ({@link View.key} changes then: drop the
  *   landmarks and the mask grid kept for the old view).
  */
-import type { Assemble } from "@ctxd/context"
+import type { Pipeline } from "@ctxd/context"
 import { Window } from "@ctxd/context"
 import type { Conversation, Summarize } from "@ctxd/contracts"
 import { indexAfter } from "./Plan.ts"
@@ -64,8 +64,8 @@ export const pair = (
 
 /** A summarized view of the history. */
 export interface View {
-  /** What to pass to `Assemble.assemble` as `history`. */
-  readonly messages: ReadonlyArray<Assemble.StoredMessage>
+  /** What to pass to `Pipeline.assemble` as `history`. */
+  readonly messages: ReadonlyArray<Pipeline.StoredMessage>
   readonly summary: Summary | undefined
   /** History index of the first message after the covered span (0 without a summary). */
   readonly tailFrom: number
@@ -82,7 +82,7 @@ export interface View {
  * to find the anchor.
  */
 export const applySummary = (
-  history: ReadonlyArray<Assemble.StoredMessage>,
+  history: ReadonlyArray<Pipeline.StoredMessage>,
   summary: Summary | undefined,
   countMessage: (message: Conversation.Message) => number,
 ): View => {
@@ -91,7 +91,7 @@ export const applySummary = (
   }
   const start = indexAfter(history, summary.coversFromSeq - 1)
   const tailFrom = indexAfter(history, summary.coversToSeq)
-  const pinned: Array<Assemble.StoredMessage> = []
+  const pinned: Array<Pipeline.StoredMessage> = []
   let anchor: Conversation.Message | undefined
   for (let i = start; i < tailFrom; i++) {
     const m = history[i]!
@@ -99,7 +99,7 @@ export const applySummary = (
     else if (anchor === undefined && Window.isAnchor(m.message)) anchor = m.message
   }
   const [user, assistant] = pair(summary, anchor)
-  const prefix: Array<Assemble.StoredMessage> = [
+  const prefix: Array<Pipeline.StoredMessage> = [
     ...history.slice(0, start),
     ...pinned,
     { seq: summary.coversFromSeq, message: user, tokens: countMessage(user) },
@@ -118,7 +118,7 @@ export const applySummary = (
  * Extends a view with messages appended to the history since it was made
  * (`history` is the same history, longer): the prefix is reused as is.
  */
-export const extend = (view: View, history: ReadonlyArray<Assemble.StoredMessage>): View => {
+export const extend = (view: View, history: ReadonlyArray<Pipeline.StoredMessage>): View => {
   if (view.summary === undefined) return { ...view, messages: history }
   const known = view.messages.length - view.prefixLength + view.tailFrom
   if (history.length <= known) return view

@@ -1,5 +1,5 @@
 /** The pure planning: thresholds, the cut (tail kept, tool pairs whole), the summarized view. */
-import { type Assemble, Units } from "@ctxd/context"
+import { type Pipeline, Units } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
@@ -14,7 +14,7 @@ const result = (id: string): Conversation.Message => ({
   role: "tool",
   parts: [{ type: "tool_result", callId: id, content: [{ type: "text", text: `result ${id}` }], isError: false }],
 })
-const stored = (messages: ReadonlyArray<Conversation.Message>, tokens: (i: number) => number = () => 100): Array<Assemble.StoredMessage> =>
+const stored = (messages: ReadonlyArray<Conversation.Message>, tokens: (i: number) => number = () => 100): Array<Pipeline.StoredMessage> =>
   messages.map((message, i) => ({ seq: i + 1, message, tokens: tokens(i) }))
 
 /** user, then n rounds of (assistant call, tool result, assistant text). */

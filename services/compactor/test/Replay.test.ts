@@ -9,7 +9,7 @@
  * prompts over the window. Utilization stays ≤ 1 on every turn.
  */
 import Anthropic from "@anthropic-ai/sdk"
-import { Assemble, Models, Normalize } from "@ctxd/context"
+import { Models, Normalize, Pipeline } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider, Workloads } from "@ctxd/testing"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
@@ -102,7 +102,7 @@ describe("500-turn replay with compaction", () => {
         const fixed = systemTokens + toolsTokens
         const count = (m: Conversation.Message) => Fixture.counter.countMessage(m, "o200k_base")
 
-        const history: Array<Assemble.StoredMessage> = []
+        const history: Array<Pipeline.StoredMessage> = []
         let live: View.Summary | undefined
         let ready: View.Summary | undefined
         const stats = { compactions: 0, blocking: 0, noBoundary: 0, maxUtilization: 0, summarizerTokens: 0, turnsWithSummary: 0 }
@@ -142,7 +142,7 @@ describe("500-turn replay with compaction", () => {
           if (live !== undefined) stats.turnsWithSummary++
 
           for (const format of ["anthropic", "openai"] as const) {
-            const assembled = Assemble.assemble({
+            const assembled = Pipeline.run({
               tenant: "acme",
               session: "replay",
               format,
@@ -152,7 +152,7 @@ describe("500-turn replay with compaction", () => {
               tools,
               toolsTokens,
               history: view.messages,
-              options: Assemble.resolveOptions(undefined),
+              options: Pipeline.resolveOptions(undefined),
               counter: { backend: "tiktoken", encoding: "o200k_base", exact: false, calibration: 1 },
             })
             const { report, request } = assembled

@@ -9,7 +9,7 @@
  * Postgres pool — in that order, because scopes close in reverse order of
  * acquisition.
  */
-import { Assembler, Compaction, LoopJudge, TurnEndpoint } from "@ctxd/assembler"
+import { Assembler, AssemblerConfig, Compaction, LoopJudge, TurnEndpoint } from "@ctxd/assembler"
 import { CompactEndpoint, CompactionStore, Compactor, Settings as CompactorSettings } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { TokenCounter } from "@ctxd/tokens"
@@ -173,14 +173,13 @@ export const layer = Layer.unwrapEffect(
     const assembler = Assembler.Assembler.Default.pipe(
       Layer.provide(tokens),
       Layer.provide(
-        Assembler.settingsLayer({
+        AssemblerConfig.layer({
           maxSessions: config.maxSessions,
           maxMessages: config.maxMessages,
           defaults: {
             windowMessages: config.windowMessages,
             windowStep: config.windowStep,
             freshTailMessages: config.freshTailMessages,
-            memoryFraction: config.memoryFraction,
           },
           loop: { policy: config.loopPolicy },
           defaultToolsets: config.defaultToolsets,

@@ -3,6 +3,8 @@
  * when `CTXD_CONFIG_FILE` names a JSON file, from that file for any key the
  * environment does not set. The README's config table lists every key.
  */
+import { AssemblerConfig } from "@ctxd/assembler"
+import { Pipeline } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
 import { Subjects, Turn } from "@ctxd/contracts"
 import { Config, ConfigProvider, Effect, Layer, ParseResult, Schema } from "effect"
@@ -27,17 +29,13 @@ export const WorkerConfig = Config.all({
   ),
   maxPayload: int("CTXD_MAX_PAYLOAD", 1024 * 1024, "Largest accepted request in bytes (capped at the server's max_payload)"),
   maxConcurrent: int("CTXD_MAX_CONCURRENT", 64, "Turns handled at once by one worker"),
-  maxSessions: int("CTXD_SESSION_CACHE_SESSIONS", 1_000, "Sessions kept in memory"),
-  maxMessages: int("CTXD_SESSION_CACHE_MESSAGES", 500_000, "Messages kept in memory over all sessions"),
-  mailbox: int("CTXD_SESSION_MAILBOX", 64, "Turns of one session that may wait behind the running one before Busy"),
+  maxSessions: int("CTXD_SESSION_CACHE_SESSIONS", AssemblerConfig.defaults.maxSessions, "Sessions kept in memory"),
+  maxMessages: int("CTXD_SESSION_CACHE_MESSAGES", AssemblerConfig.defaults.maxMessages, "Messages kept in memory over all sessions"),
+  mailbox: int("CTXD_SESSION_MAILBOX", AssemblerConfig.defaults.mailbox, "Turns of one session that may wait behind the running one before Busy"),
   forwardTimeoutMs: int("CTXD_FORWARD_TIMEOUT_MS", 5_000, "How long a turn forwarded to its shard's owner waits for the reply"),
-  windowMessages: int("CTXD_WINDOW_MESSAGES", 40, "Default minimum of recent messages in the window"),
-  windowStep: int("CTXD_WINDOW_STEP", 20, "Default step of the window's cut"),
-  freshTailMessages: int("CTXD_FRESH_TAIL_MESSAGES", 16, "Default protected fresh tail"),
-  memoryFraction: Config.number("CTXD_MEMORY_FRACTION").pipe(
-    Config.withDefault(0.1),
-    Config.withDescription("Default share of the budget reserved for memory"),
-  ),
+  windowMessages: int("CTXD_WINDOW_MESSAGES", Pipeline.defaults.windowMessages, "Default minimum of recent messages in the window"),
+  windowStep: int("CTXD_WINDOW_STEP", Pipeline.defaults.windowStep, "Default step of the window's cut"),
+  freshTailMessages: int("CTXD_FRESH_TAIL_MESSAGES", Pipeline.defaults.freshTailMessages, "Default protected fresh tail"),
   loopPolicy: Config.literal("nudge", "escalate", "off")("CTXD_LOOP_POLICY").pipe(
     Config.withDefault("nudge" as const),
     Config.withDescription("What to do when an agent loops: nudge, escalate (report only) or off"),

@@ -1,25 +1,26 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, PubSub, Stream } from "effect"
-import * as SessionCache from "../src/SessionCache.ts"
+import * as SessionActor from "../src/SessionActor.ts"
+import * as SessionState from "../src/SessionState.ts"
 
 const limits = { maxSessions: 100, maxMessages: 10_000 }
 
 /** A state with `n` messages. */
-const stateWith = (n: number): SessionCache.SessionState =>
-  SessionCache.append(
-    SessionCache.emptyState("o200k_base"),
-    Array.from({ length: n }, (_, i) => ({
+const stateWith = (n: number): SessionState.SessionState =>
+  SessionState.advance(SessionState.empty("o200k_base"), {
+    _tag: "Loaded",
+    rows: Array.from({ length: n }, (_, i) => ({
       seq: i + 1,
       message: { role: "user" as const, parts: [{ type: "text" as const, text: `m${i}` }] },
       tokens: 1,
     })),
-  )
+  })
 
-describe("SessionCache", () => {
+describe("SessionActor", () => {
   it.scoped("runs a session's turns one at a time, in arrival order, even when they all wait", () =>
     Effect.gen(function* () {
-      const cache = yield* SessionCache.make(limits)
-      const key = SessionCache.key("acme", "s1")
+      const cache = yield* SessionActor.make(limits)
+      const key = SessionActor.key("acme", "s1")
       const gate = yield* Deferred.make<void>()
       const order: Array<number> = []
       let running = 0
@@ -50,13 +51,13 @@ describe("SessionCache", () => {
 
   it.scoped("a full mailbox answers Busy at once; other sessions are not affected", () =>
     Effect.gen(function* () {
-      const cache = yield* SessionCache.make({ ...limits, mailbox: 2 })
+      const cache = yield* SessionActor.make({ ...limits, mailbox: 2 })
       const gate = yield* Deferred.make<void>()
-      const hold = cache.withSession(SessionCache.key("acme", "s1"), (state) =>
+      const hold = cache.withSession(SessionActor.key("acme", "s1"), (state) =>
         Effect.as(Deferred.await(gate), ["held", state] as const),
       )
       const quick = (session: string) =>
-        cache.withSession(SessionCache.key("acme", session), (state) => Effect.succeed(["ok", state] as const))
+        cache.withSession(SessionActor.key("acme", session), (state) => Effect.succeed(["ok", state] as const))
       const first = yield* Effect.fork(hold)
       yield* Effect.yieldNow()
       const waiting = [yield* Effect.fork(quick("s1")), yield* Effect.fork(quick("s1"))]
@@ -72,8 +73,8 @@ describe("SessionCache", () => {
 
   it.scoped("an interrupted waiter leaves the queue without blocking the turns behind it", () =>
     Effect.gen(function* () {
-      const cache = yield* SessionCache.make(limits)
-      const key = SessionCache.key("acme", "s1")
+      const cache = yield* SessionActor.make(limits)
+      const key = SessionActor.key("acme", "s1")
       const gate = yield* Deferred.make<void>()
       const first = yield* Effect.fork(cache.withSession(key, (s) => Effect.as(Deferred.await(gate), [1, s] as const)))
       yield* Effect.yieldNow()
@@ -91,13 +92,13 @@ describe("SessionCache", () => {
 
   it.scoped("keeps the state a turn returns, drops it when a turn fails, and counts messages", () =>
     Effect.gen(function* () {
-      const cache = yield* SessionCache.make(limits)
-      const key = SessionCache.key("acme", "s1")
+      const cache = yield* SessionActor.make(limits)
+      const key = SessionActor.key("acme", "s1")
       yield* cache.withSession(key, () => Effect.succeed([undefined, stateWith(3)] as const))
       expect(cache.size()).toEqual({ sessions: 1, messages: 3 })
       // a turn appends to the state in place and returns it
       yield* cache.withSession(key, (state) => {
-        SessionCache.append(state!, [{ seq: 4, message: { role: "user", parts: [] }, tokens: 1 }])
+        SessionState.advance(state!, { _tag: "Loaded", rows: [{ seq: 4, message: { role: "user", parts: [] }, tokens: 1 }] })
         return Effect.succeed([undefined, state] as const)
       })
       expect(cache.size()).toEqual({ sessions: 1, messages: 4 })
@@ -112,15 +113,15 @@ describe("SessionCache", () => {
       type Change = { readonly _tag: "Acquired" | "Lost"; readonly shard: number }
       const hub = yield* PubSub.unbounded<Change>()
       const shardOf = (_tenant: string, session: string) => Number(session.slice(1)) % 2
-      const cache = yield* SessionCache.make(limits, { shardOf, changes: Stream.fromPubSub(hub) })
+      const cache = yield* SessionActor.make(limits, { shardOf, changes: Stream.fromPubSub(hub) })
       yield* Effect.sleep("10 millis") // the subscription starts
       for (const s of ["s0", "s1", "s2", "s3"]) {
-        yield* cache.withSession(SessionCache.key("acme", s), () => Effect.succeed([undefined, stateWith(2)] as const))
+        yield* cache.withSession(SessionActor.key("acme", s), () => Effect.succeed([undefined, stateWith(2)] as const))
       }
       expect(cache.size()).toEqual({ sessions: 4, messages: 8 })
       const gate = yield* Deferred.make<void>()
       const running = yield* Effect.fork(
-        cache.withSession(SessionCache.key("acme", "s4"), () => Effect.as(Deferred.await(gate), [undefined, stateWith(5)] as const)),
+        cache.withSession(SessionActor.key("acme", "s4"), () => Effect.as(Deferred.await(gate), [undefined, stateWith(5)] as const)),
       )
       yield* Effect.yieldNow()
       yield* PubSub.publish(hub, { _tag: "Lost", shard: 0 } satisfies Change)
@@ -130,7 +131,7 @@ describe("SessionCache", () => {
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.join(running)
       expect(cache.size()).toEqual({ sessions: 3, messages: 4 })
-      const state = yield* cache.withSession(SessionCache.key("acme", "s4"), (s) => Effect.succeed([s, s] as const))
+      const state = yield* cache.withSession(SessionActor.key("acme", "s4"), (s) => Effect.succeed([s, s] as const))
       expect(state).toBeUndefined()
     }),
   )

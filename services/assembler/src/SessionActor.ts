@@ -1,9 +1,8 @@
 /**
- * The worker's session actors: for each recently used session, the stored
- * history (for the encoding it was counted with), the tool call ids seen and
- * answered, and a mailbox, so one session's turns run one at a time on this
- * worker, in arrival order (strict FIFO: the lock is handed from one turn to
- * the next, nobody can overtake a waiting turn).
+ * The worker's session actors: for each recently used session, its
+ * `SessionState` and a mailbox, so one session's turns run one at a time on
+ * this worker, in arrival order (strict FIFO: the lock is handed from one
+ * turn to the next, nobody can overtake a waiting turn).
  *
  * Bounded: at most `mailbox` turns of one session wait behind the running
  * one (more are refused with `Busy` at once); at most `maxSessions` sessions
@@ -15,90 +14,10 @@
  * session's shard, so a session is rehydrated from Postgres on its first
  * turn after it comes back.
  */
-import { type Assemble, type Masking, Normalize, type Toolsets, Waste, type Window } from "@ctxd/context"
-import type { Conversation } from "@ctxd/contracts"
 import { Errors } from "@ctxd/contracts"
-import type { View } from "@ctxd/compactor"
-import { LoopState } from "@ctxd/loop-detector"
 import { Deferred, Effect, Exit, FiberId, type Scope, Stream } from "effect"
-
-export interface SessionState {
-  /** Sequence number of the last stored message (0 for a new session). */
-  lastSeq: number
-  /** The token family `messages[].tokens` were counted in (see `Assembler`). */
-  family: string
-  messages: Array<Assemble.StoredMessage>
-  /** Sum of `messages[].tokens`. */
-  tokens: number
-  /** Tool call ids made so far, and the ones answered with a result. */
-  readonly callIds: Set<string>
-  readonly answered: Set<string>
-  /** Anchor and pinned positions of `messages`, so assembly scans only new messages. */
-  landmarks: Window.Landmarks | undefined
-  /** The loop detector's folded state over `messages`. */
-  loop: LoopState.State
-  /**
-   * Toolsets loaded so far; `undefined` until first needed, then rebuilt from
-   * the history (`Toolsets.replay`): the history is the truth, so it
-   * survives a worker change.
-   */
-  toolsets: Toolsets.State | undefined
-  /** Tools sent and called (waste detection); rebuilt from the history's calls on load. */
-  waste: Waste.State
-  /** Masking boundary grid and proactive rung of the previous turn (cache stability). */
-  maskGrid: Masking.Grid | undefined
-  rung: number | undefined
-  /** The live summary (from the compactor's store), once read. */
-  summary: View.Summary | undefined
-  summaryLoaded: boolean
-  /** Last seq when a background compaction was scheduled and not yet seen done. */
-  compactionPending: number | undefined
-  /** The summarized view of `messages` (its prefix is reused while the summary stays). */
-  view: View.View | undefined
-}
-
-/** A state for a session with nothing loaded yet. */
-export const emptyState = (family: string): SessionState => ({
-  lastSeq: 0,
-  family,
-  messages: [],
-  tokens: 0,
-  callIds: new Set(),
-  answered: new Set(),
-  landmarks: undefined,
-  loop: LoopState.initial(),
-  toolsets: undefined,
-  waste: Waste.empty,
-  maskGrid: undefined,
-  rung: undefined,
-  summary: undefined,
-  summaryLoaded: false,
-  compactionPending: undefined,
-  view: undefined,
-})
-
-/** One stored message as `append` takes it. */
-export interface Row {
-  readonly seq: number
-  readonly message: Conversation.Message
-  readonly tokens: number
-}
-
-/** Appends stored rows (ascending seq) to `state` in place: history, token sum, pairing and loop state. */
-export const append = (state: SessionState, rows: ReadonlyArray<Row>): SessionState => {
-  if (rows.length === 0) return state
-  const start = state.messages.length
-  for (const row of rows) {
-    state.messages.push(row)
-    state.tokens += row.tokens
-    Normalize.recordPairing(state.callIds, state.answered, row.message)
-    state.lastSeq = row.seq
-  }
-  const messages = rows.map((r) => r.message)
-  state.loop = LoopState.observe(state.loop, messages, start)
-  state.waste = Waste.record(state.waste, [], messages)
-  return state
-}
+import * as AssemblerConfig from "./AssemblerConfig.ts"
+import type { SessionState } from "./SessionState.ts"
 
 /** The cache key of a session (tenant and session ids cannot contain NUL). */
 export const key = (tenant: string, session: string): string => `${tenant}\u0000${session}`
@@ -109,16 +28,13 @@ export const parseKey = (cacheKey: string): { readonly tenant: string; readonly 
   return { tenant: cacheKey.slice(0, at), session: cacheKey.slice(at + 1) }
 }
 
-/** Turns of one session that may wait behind the running one by default: 64. */
-export const DEFAULT_MAILBOX = 64
-
-/** Limits of a {@link SessionCache}. */
+/** Limits of the {@link SessionActors}. */
 export interface Limits {
   /** Sessions kept in memory. */
   readonly maxSessions: number
   /** Messages kept in memory over all sessions. */
   readonly maxMessages: number
-  /** Turns of one session that may wait behind the running one; default {@link DEFAULT_MAILBOX}. */
+  /** Turns of one session that may wait behind the running one; default `AssemblerConfig.defaults.mailbox`. */
   readonly mailbox?: number | undefined
 }
 
@@ -129,7 +45,7 @@ export interface Shards {
   readonly changes: Stream.Stream<{ readonly _tag: "Acquired" | "Lost"; readonly shard: number }>
 }
 
-export interface SessionCache {
+export interface SessionActors {
   /**
    * Runs `f` as the session's only running turn, with its cached state (or
    * none), after the turns that arrived before it; fails with `Busy` at once
@@ -166,9 +82,9 @@ interface Entry {
  * messages. With `shards`, a session's state is dropped when its shard is
  * lost (the subscription lives as long as the scope).
  */
-export const make = (limits: Limits, shards?: Shards): Effect.Effect<SessionCache, never, Scope.Scope> =>
+export const make = (limits: Limits, shards?: Shards): Effect.Effect<SessionActors, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const mailbox = Math.max(0, limits.mailbox ?? DEFAULT_MAILBOX)
+    const mailbox = Math.max(0, limits.mailbox ?? AssemblerConfig.defaults.mailbox)
     // Map iteration order is insertion order: re-inserting on use makes it an LRU.
     const entries = new Map<string, Entry>()
     let messages = 0
@@ -262,12 +178,12 @@ export const make = (limits: Limits, shards?: Shards): Effect.Effect<SessionCach
     if (shards !== undefined) {
       yield* shards.changes.pipe(
         Stream.runForEach((change) => (change._tag === "Lost" ? Effect.sync(() => dropShard(change.shard)) : Effect.void)),
-        Effect.catchAllCause((cause) => Effect.logWarning("session cache: shard changes ended", cause)),
+        Effect.catchAllCause((cause) => Effect.logWarning("session actors: shard changes ended", cause)),
         Effect.forkScoped,
       )
     }
 
-    const withSession: SessionCache["withSession"] = <A, E, R>(
+    const withSession: SessionActors["withSession"] = <A, E, R>(
       k: string,
       f: (state: SessionState | undefined) => Effect.Effect<readonly [A, SessionState | undefined], E, R>,
     ) =>

@@ -1,11 +1,10 @@
 import type { Conversation } from "@ctxd/contracts"
 import { describe, expect, it } from "vitest"
-import * as Assemble from "../src/Assemble.ts"
+import * as Pipeline from "../src/Pipeline.ts"
 import * as RenderAnthropic from "../src/RenderAnthropic.ts"
 import * as RenderOpenAI from "../src/RenderOpenAI.ts"
 import * as SchemaCompression from "../src/SchemaCompression.ts"
 import * as Toolsets from "../src/Toolsets.ts"
-import * as Waste from "../src/Waste.ts"
 import { anthropicPairingProblems, anthropicShapeProblems, claude, gpt, input, openaiPairingProblems, stored, user } from "./Helpers.ts"
 
 type Json = Record<string, unknown>
@@ -32,34 +31,26 @@ describe("renderers keep a given tool order", () => {
   })
 })
 
-describe("Assemble with the optimization options", () => {
+describe("the pipeline with the optimization options", () => {
   const history = stored([user("hello")])
 
   it("keeps the old behaviour and report when the options are absent", () => {
-    const out = Assemble.assemble(input(history, { tools: [tool("b"), tool("a")], toolsTokens: 40 }))
+    const out = Pipeline.run(input(history, { tools: [tool("b"), tool("a")], toolsTokens: 40 }))
     for (const key of ["tools", "masking", "proactive", "virtualCalls", "waste"]) expect(out.report).not.toHaveProperty(key)
     expect(((out.request["tools"] as Array<Json>)[0]!)["name"]).toBe("a")
-    expect(Assemble.resolveOptions(undefined)).not.toHaveProperty("maskKeep")
+    expect(Pipeline.resolveOptions(undefined)).not.toHaveProperty("maskKeep")
   })
 
   it("compresses the tools, counts them with countTools and reports the saving", () => {
     const tools = [tool("b"), tool("a")]
     const count = (ts: ReadonlyArray<Conversation.Tool>) => JSON.stringify(ts).length
-    const out = Assemble.assemble(
-      input(history, { tools, toolsTokens: count(tools), countTools: count, options: Assemble.resolveOptions({ toolCompression: "truncate" }) }),
+    const out = Pipeline.run(
+      input(history, { tools, toolsTokens: count(tools), countTools: count, options: Pipeline.resolveOptions({ toolCompression: "truncate" }) }),
     )
     const sent = SchemaCompression.compressAll(tools, "truncate")
     expect(out.report.tools).toEqual({ sent: 2, compression: "truncate", tokens: count(sent), saved: count(tools) - count(sent) })
     expect(out.report.tokens.tools).toBe(count(sent))
     expect(JSON.stringify(out.request["tools"])).not.toContain("An x")
-  })
-
-  it("copies virtual calls and waste into the report", () => {
-    const calls = [{ tool: "load_toolset", callId: "c", args: { toolset: "x" }, ok: true }]
-    const waste = Waste.report(Waste.record(Waste.empty, [tool("a")], []))
-    const out = Assemble.assemble(input(history, { virtualCalls: calls, waste }))
-    expect(out.report.virtualCalls).toEqual(calls)
-    expect(out.report.waste).toEqual({ sentNeverCalled: ["a"], ratio: 1 })
   })
 
   it("a toolset load appends tools after the cached ones, in both formats, and pairs the virtual call", () => {
@@ -74,7 +65,7 @@ describe("Assemble with the optimization options", () => {
     const grown = stored([user("hello"), ...answered.messages])
     for (const format of ["anthropic", "openai"] as const) {
       const names = (tools: ReadonlyArray<Conversation.Tool>) => {
-        const out = Assemble.assemble(input(grown, { format, tools, toolOrder: "given", options: Assemble.resolveOptions({ toolCompression: "minify" }) }))
+        const out = Pipeline.run(input(grown, { format, tools, toolOrder: "given", options: Pipeline.resolveOptions({ toolCompression: "minify" }) }))
         if (format === "anthropic") expect(anthropicPairingProblems(out.request)).toEqual([])
         else expect(openaiPairingProblems(out.request)).toEqual([])
         return (out.request["tools"] as Array<Json>).map((t) => String(t["name"] ?? (t["function"] as Json)["name"]))

@@ -1,7 +1,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import { describe, expect, it } from "vitest"
-import * as Assemble from "../src/Assemble.ts"
-import * as RenderOpenAI from "../src/RenderOpenAI.ts"
+import * as Pipeline from "../src/Pipeline.ts"
+import * as CacheLayout from "../src/CacheLayout.ts"
 import { anthropicPairingProblems, assistant, calls, input, results, stored, sys, user } from "./Helpers.ts"
 
 type Json = Record<string, unknown>
@@ -9,16 +9,15 @@ type Json = Record<string, unknown>
 const chat = (n: number): Array<Conversation.Message> =>
   Array.from({ length: n }, (_, i) => (i % 2 === 0 ? user(`u${i}`) : assistant(`a${i}`)))
 
-describe("Assemble.resolveOptions", () => {
+describe("Pipeline.resolveOptions", () => {
   it("applies the defaults and keeps given values", () => {
-    expect(Assemble.resolveOptions(undefined)).toEqual({
+    expect(Pipeline.resolveOptions(undefined)).toEqual({
       windowMessages: 40,
       windowStep: 20,
       freshTailMessages: 16,
       budgetTokens: undefined,
-      memoryFraction: 0.1,
     })
-    expect(Assemble.resolveOptions({ windowMessages: 5, budgetTokens: 900, freshTailMessages: 0 })).toMatchObject({
+    expect(Pipeline.resolveOptions({ windowMessages: 5, budgetTokens: 900, freshTailMessages: 0 })).toMatchObject({
       windowMessages: 5,
       windowStep: 20,
       freshTailMessages: 0,
@@ -27,10 +26,10 @@ describe("Assemble.resolveOptions", () => {
   })
 })
 
-describe("Assemble.assemble", () => {
+describe("Pipeline.run", () => {
   it("reports what was stored, windowed and sent", () => {
     const history = stored([sys("policy"), ...chat(70)])
-    const { request, report } = Assemble.assemble(input(history, { systemTokens: 7, toolsTokens: 3 }))
+    const { request, report } = Pipeline.run(input(history, { systemTokens: 7, toolsTokens: 3 }))
     // 70 non-system messages, N 40, step 20: cut at the 20th non-system message (index 21).
     expect(report.messages).toEqual({
       stored: 71,
@@ -62,9 +61,25 @@ describe("Assemble.assemble", () => {
     expect((request["system"] as Array<Json>).map((b) => b["text"])).toEqual(["You are helpful.", "policy"])
   })
 
+  it("lists each stage with the prompt's tokens before and after it", () => {
+    const history = stored(chat(30), 100)
+    const { report } = Pipeline.run(
+      input(history, { systemTokens: 7, toolsTokens: 3, options: Pipeline.resolveOptions({ budgetTokens: 1_500, freshTailMessages: 4, windowStep: 5 }) }),
+    )
+    expect(report.stages?.map((s) => s.stage)).toEqual(Pipeline.STAGES.filter((s) => s !== "proactive"))
+    const byName = Object.fromEntries((report.stages ?? []).map((s) => [s.stage, s]))
+    // the window (40 of 30 messages) keeps everything; the budget cut takes 19 messages
+    expect(byName["window"]).toEqual({ stage: "window", tokensIn: 3_010, tokensOut: 3_010 })
+    expect(byName["budget"]).toEqual({ stage: "budget", tokensIn: 3_010, tokensOut: 1_110 })
+    expect(byName["render"]!.tokensOut).toBe(report.tokens.total)
+    // stages chain: what one hands on is what the next receives
+    const stages = report.stages ?? []
+    for (let i = 1; i < stages.length; i++) expect(stages[i]!.tokensIn).toBe(stages[i - 1]!.tokensOut)
+  })
+
   it("renders OpenAI with a prompt cache key and no breakpoints", () => {
-    const { request, report } = Assemble.assemble(input(stored(chat(3)), { format: "openai" }))
-    expect(report.cache).toEqual({ breakpoints: 0, promptCacheKey: RenderOpenAI.promptCacheKey("acme", "s1") })
+    const { request, report } = Pipeline.run(input(stored(chat(3)), { format: "openai" }))
+    expect(report.cache).toEqual({ breakpoints: 0, promptCacheKey: CacheLayout.promptCacheKey("acme", "s1") })
     expect(request["prompt_cache_key"]).toBe(report.cache.promptCacheKey)
     expect(request["model"]).toBe("gpt-4o")
     expect((request["messages"] as Array<Json>).map((m) => m["role"])).toEqual(["system", "user", "assistant", "user"])
@@ -72,7 +87,7 @@ describe("Assemble.assemble", () => {
 
   it("removes an unanswered call at the end and a stray result, counting them and their tokens", () => {
     const history = stored([user("q"), results("ghost"), calls("a", "b"), results("a")], 10)
-    const { request, report } = Assemble.assemble(input(history))
+    const { request, report } = Pipeline.run(input(history))
     expect(report.orphans).toEqual({ calls: 1, results: 1 })
     expect(report.messages.sent).toBe(3)
     expect(report.tokens.history).toBe(30)
@@ -82,8 +97,8 @@ describe("Assemble.assemble", () => {
 
   it("drops by budget, keeps the anchor, and reports it", () => {
     const history = stored(chat(30), 100)
-    const { report } = Assemble.assemble(
-      input(history, { options: Assemble.resolveOptions({ budgetTokens: 1_500, freshTailMessages: 4, windowStep: 5 }) }),
+    const { report } = Pipeline.run(
+      input(history, { options: Pipeline.resolveOptions({ budgetTokens: 1_500, freshTailMessages: 4, windowStep: 5 }) }),
     )
     expect(report.overBudget).toBe(false)
     expect(report.tokens.total).toBeLessThanOrEqual(1_500)
@@ -95,8 +110,8 @@ describe("Assemble.assemble", () => {
   })
 
   it("flags overBudget when the protected tail does not fit", () => {
-    const { report } = Assemble.assemble(
-      input(stored(chat(30), 100), { options: Assemble.resolveOptions({ budgetTokens: 1_000 }) }),
+    const { report } = Pipeline.run(
+      input(stored(chat(30), 100), { options: Pipeline.resolveOptions({ budgetTokens: 1_000 }) }),
     )
     expect(report.overBudget).toBe(true)
     expect(report.messages.sent).toBe(17)
@@ -104,18 +119,18 @@ describe("Assemble.assemble", () => {
   })
 
   it("handles an empty history", () => {
-    const { request, report } = Assemble.assemble(input([]))
+    const { request, report } = Pipeline.run(input([]))
     expect(report.messages).toMatchObject({ stored: 0, sent: 0, anchorSeq: null, firstSentSeq: null, lastSentSeq: null })
     expect((request["messages"] as Array<Json>).length).toBe(1)
   })
 
   it("returns landmarks that make the next call scan only new messages", () => {
     const history = stored(chat(50))
-    const first = Assemble.assemble(input(history))
+    const first = Pipeline.run(input(history))
     expect(first.landmarks).toEqual({ anchor: 0, pinned: [], scanned: 50 })
     const grown = history.concat(stored(chat(3)).map((m, i) => ({ ...m, seq: 51 + i })))
-    const next = Assemble.assemble(input(grown, { landmarks: first.landmarks }))
-    expect(next).toEqual(Assemble.assemble(input(grown)))
+    const next = Pipeline.run(input(grown, { landmarks: first.landmarks }))
+    expect(next).toEqual(Pipeline.run(input(grown)))
     expect(next.landmarks.scanned).toBe(53)
   })
 })

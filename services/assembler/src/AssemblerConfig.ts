@@ -1,0 +1,46 @@
+/**
+ * The assembler's knobs (the worker reads them from the environment, README
+ * "Configuration"). {@link defaults} is the one place their defaults live.
+ */
+import type { Loop, Turn } from "@ctxd/contracts"
+import { Context, Layer } from "effect"
+
+/**
+ * The defaults: 1,000 sessions and 500,000 messages kept in memory (LRU),
+ * 64 turns of one session waiting behind the running one before `Busy`.
+ */
+export const defaults = {
+  maxSessions: 1_000,
+  maxMessages: 500_000,
+  mailbox: 64,
+} as const
+
+export interface Config {
+  /** Sessions kept in memory. */
+  readonly maxSessions: number
+  /** Messages kept in memory over all sessions. */
+  readonly maxMessages: number
+  /** Turns of one session that may wait behind the running one before `Busy`. */
+  readonly mailbox: number
+  /** Global turn options, under a tenant's and a request's own (see `turn/Options`). */
+  readonly defaults: Turn.Options
+  /** Loop-detector defaults (a tenant's and a request's `options.loop` win field by field). */
+  readonly loop: Loop.Settings
+  /** Per-tenant turn options, between the global defaults and a request's own options. */
+  readonly tenants: Readonly<Record<string, Turn.Options>>
+  /** Toolsets sent from the start when neither the tenant nor the request names them. */
+  readonly defaultToolsets: ReadonlyArray<string>
+}
+
+export class AssemblerConfig extends Context.Tag("@ctxd/assembler/AssemblerConfig")<AssemblerConfig, Config>() {}
+
+/** The config from explicit values over {@link defaults} (tests, embedding, the worker). */
+export const layer = (config: Partial<Config> = {}): Layer.Layer<AssemblerConfig> =>
+  Layer.succeed(AssemblerConfig, {
+    ...defaults,
+    defaults: {},
+    loop: {},
+    tenants: {},
+    defaultToolsets: [],
+    ...config,
+  })

@@ -1,0 +1,132 @@
+/**
+ * Committing a turn: the shard lease's fence is checked on the same write
+ * that appends the new messages and stores the reply, in one transaction
+ * (`SessionStore.commitTurn`), so a retried `turnId` gets the same reply and
+ * nothing is ever half-written. Another writer having appended since the
+ * state was read (`SeqConflict`) re-runs the turn on the fresh history, at
+ * most {@link MAX_ATTEMPTS} times.
+ */
+import { Errors, type Turn } from "@ctxd/contracts"
+import { type SessionStore } from "@ctxd/db"
+import { type ShardLeases } from "@ctxd/sharding"
+import { Effect, Option } from "effect"
+
+/** How many times a turn runs when other writers keep appending to its session: 3. */
+export const MAX_ATTEMPTS = 3
+
+/**
+ * A store failure as the caller sees it: `Unavailable` (retry) when the
+ * database cannot be reached; otherwise `Internal`, logged here with its
+ * cause (the reply says only that the store failed). Use with `catchAll`.
+ */
+export const storeError = (error: { readonly _tag: string; readonly message: string }): Effect.Effect<never, Errors.WireError> =>
+  error._tag === "DatabaseUnavailable"
+    ? Effect.fail(new Errors.ServiceUnavailable({ message: "the session store is unavailable; retry", hint: error.message }))
+    : Effect.zipRight(
+        Effect.logError(`the session store failed: ${error._tag}: ${error.message.slice(0, 300)}`),
+        Effect.fail(new Errors.InternalError({ message: "the session store failed" })),
+      )
+
+/** A turn id answered before: the stored reply, or `Conflict` when the content differs. */
+export const replay = (turnId: string, hash: string, stored: SessionStore.StoredTurn): Effect.Effect<Turn.TurnReply, Errors.WireError> =>
+  stored.requestHash === hash
+    ? Effect.succeed(stored.reply as Turn.TurnReply)
+    : Effect.fail(
+        new Errors.TurnConflict({
+          message: `turnId ${JSON.stringify(turnId)} was already used with different content`,
+          path: "turnId",
+          hint: "use a new turnId for a new turn; resend the same content to get the stored reply",
+        }),
+      )
+
+/** The session's shard is not (or no longer) this worker's: nothing was stored; the owner answers the retry. */
+const notOwner = (shard: number): Errors.WireError =>
+  new Errors.NotOwner({
+    message: `this worker does not own shard ${shard} (any more); nothing was stored`,
+    hint: "retry with the same turnId: the shard's owner answers it",
+  })
+
+/** What a commit came to. */
+export type Outcome =
+  /** Stored: the new messages and the reply. */
+  | { readonly _tag: "Committed" }
+  /** The turn id was stored before (by an earlier attempt or another worker): its reply. */
+  | { readonly _tag: "Replayed"; readonly reply: Turn.TurnReply }
+  /** Another writer appended first: run the turn again on the fresh history. */
+  | Conflict
+
+/** Another writer appended to the session first. */
+export interface Conflict {
+  readonly _tag: "Conflict"
+  readonly actualLastSeq: number
+}
+
+export interface Input {
+  readonly tenant: string
+  readonly session: string
+  readonly turnId: string
+  readonly hash: string
+  /** The stored history's last seq the turn was built on. */
+  readonly expectedLastSeq: number
+  readonly family: string
+  readonly rows: ReadonlyArray<{ readonly message: SessionStore.NewMessage["message"]; readonly tokens: number }>
+  readonly reply: Turn.TurnReply
+}
+
+/** Commits one turn under this worker's fence for the session's shard. */
+export const commit = (
+  store: SessionStore.SessionStore,
+  leases: ShardLeases.ShardLeases,
+  input: Input,
+): Effect.Effect<Outcome, Errors.WireError> =>
+  Effect.gen(function* () {
+    const shard = leases.shardOf(input.tenant, input.session)
+    const fence = yield* leases.fence(shard)
+    if (Option.isNone(fence)) return yield* Effect.fail(notOwner(shard))
+    const committed = yield* store
+      .commitTurn({
+        tenant: input.tenant,
+        session: input.session,
+        turnId: input.turnId,
+        requestHash: input.hash,
+        expectedLastSeq: input.expectedLastSeq,
+        messages: input.rows.map((r) => ({ message: r.message, tokens: r.tokens, encoding: input.family })),
+        reply: input.reply,
+        fence: fence.value,
+      })
+      .pipe(Effect.either)
+    if (committed._tag === "Right") return { _tag: "Committed" }
+    const error = committed.left
+    switch (error._tag) {
+      case "TurnExists":
+        return { _tag: "Replayed", reply: yield* replay(input.turnId, input.hash, error.stored) }
+      case "NotOwner":
+        return yield* Effect.fail(notOwner(shard))
+      case "SeqConflict":
+        return { _tag: "Conflict", actualLastSeq: error.actualLastSeq }
+      default:
+        return yield* storeError(error)
+    }
+  })
+
+/**
+ * Runs `attempt(undefined)`; while it ends in a {@link Conflict} (the
+ * session moved on under us), runs it again with that conflict (whose state
+ * it refreshes), at most {@link MAX_ATTEMPTS} times in all; then `Unavailable`.
+ */
+export const retrying = <X, C extends Conflict, E, R>(
+  attempt: (previous: C | undefined) => Effect.Effect<X, E, R>,
+): Effect.Effect<Exclude<X, Conflict>, E | Errors.WireError, R> =>
+  Effect.gen(function* () {
+    let previous: C | undefined
+    for (let n = 0; n < MAX_ATTEMPTS; n++) {
+      const result = yield* attempt(previous)
+      if (!isConflict(result)) return result as Exclude<X, Conflict>
+      previous = result as unknown as C
+      yield* Effect.logDebug("session moved on under us; reloading").pipe(Effect.annotateLogs({ actualLastSeq: result.actualLastSeq }))
+    }
+    return yield* Effect.fail(new Errors.ServiceUnavailable({ message: "the session is being written concurrently; retry" }))
+  })
+
+const isConflict = (value: unknown): value is Conflict =>
+  typeof value === "object" && value !== null && (value as { _tag?: unknown })._tag === "Conflict"

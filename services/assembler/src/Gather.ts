@@ -1,0 +1,125 @@
+/**
+ * The reads a turn needs before its stages run, concurrently: the session's
+ * stored history (only what this worker's state lacks), the agent's
+ * knowledge documents (cached per tenant/agent for a few seconds) and the
+ * live summary (while it may have changed). Each read is applied to the
+ * session state with `SessionState.advance`.
+ */
+import type { Knowledge } from "@ctxd/context"
+import type { Errors, Turn } from "@ctxd/contracts"
+import { KnowledgeStore, SessionStore } from "@ctxd/db"
+import { TokenService } from "@ctxd/token-counter"
+import { Effect } from "effect"
+import { AssemblerConfig } from "./AssemblerConfig.ts"
+import { Compaction } from "./Compaction.ts"
+import * as SessionState from "./SessionState.ts"
+import { storeError } from "./Commit.ts"
+import type { LocalCounter } from "./turn/Carry.ts"
+
+/** How long a worker trusts its copy of an agent's knowledge documents: 5 s (edits through this worker's endpoint invalidate at once). */
+export const KNOWLEDGE_TTL_MS = 5_000
+
+/** What {@link Gather.gather} returns. */
+export interface Gathered {
+  readonly state: SessionState.SessionState
+  readonly knowledge: ReadonlyArray<Knowledge.Doc>
+}
+
+export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
+  effect: Effect.gen(function* () {
+    const store = yield* SessionStore.SessionStore
+    const knowledgeStore = yield* KnowledgeStore.KnowledgeStore
+    const compaction = yield* Compaction
+    const local = (yield* TokenService.TokenService).local
+    const config = yield* AssemblerConfig
+
+    /**
+     * Stored counts are reused while the session's model stays in one token
+     * family: Anthropic models (counted exactly or with the calibrated local
+     * approximation), or one tiktoken vocabulary. A switch of family recounts
+     * the stored history locally, once.
+     */
+    const familyOf = (model: Turn.Model): string => (model.provider === "anthropic" ? "anthropic" : local.encodingFor(model))
+
+    const knowledgeCache = new Map<string, { readonly docs: ReadonlyArray<Knowledge.Doc>; readonly at: number }>()
+    const knowledgeOf = (tenant: string, agent: string) => {
+      const key = `${tenant}\u0000${agent}`
+      const hit = knowledgeCache.get(key)
+      if (hit !== undefined && Date.now() - hit.at < KNOWLEDGE_TTL_MS) return Effect.succeed(hit.docs)
+      return knowledgeStore.docs(tenant, agent).pipe(
+        Effect.tap((docs) =>
+          Effect.sync(() => {
+            if (knowledgeCache.size >= config.maxSessions) knowledgeCache.clear()
+            knowledgeCache.set(key, { docs, at: Date.now() })
+          }),
+        ),
+        Effect.catchAll(storeError),
+      )
+    }
+
+    /** Rows after the state's last seq, counted in its family (recounted locally where stored in another). */
+    const history = (tenant: string, session: string, state: SessionState.SessionState, model: Turn.Model) =>
+      store.loadMessages(tenant, session, state.lastSeq).pipe(
+        Effect.map((rows) => {
+          const encoding = local.encodingFor(model)
+          return rows.map((row) => ({
+            seq: row.seq,
+            message: row.message,
+            tokens: row.encoding === state.family ? row.tokens : local.countMessage(row.message, encoding),
+          }))
+        }),
+        Effect.catchAll(storeError),
+      )
+
+    /**
+     * The turn's reads for `cached` (this worker's state of the session, if
+     * any): the history is read when there is no state in the request's token
+     * family, or when `refresh` (another writer appended).
+     */
+    const gather = (input: {
+      readonly tenant: string
+      readonly session: string
+      readonly model: Turn.Model
+      readonly agent: string
+      readonly cached: SessionState.SessionState | undefined
+      readonly refresh: boolean
+    }): Effect.Effect<Gathered, Errors.WireError> => {
+      const family = familyOf(input.model)
+      const reuse = input.cached !== undefined && input.cached.family === family
+      const state = reuse ? input.cached! : SessionState.empty(family)
+      return Effect.all(
+        [
+          reuse && !input.refresh ? Effect.succeed([]) : history(input.tenant, input.session, state, input.model),
+          knowledgeOf(input.tenant, input.agent),
+          SessionState.needsSummary(state) ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s })) : Effect.succeed(undefined),
+        ],
+        { concurrency: "unbounded" },
+      ).pipe(
+        Effect.map(([rows, knowledge, summary]) => {
+          SessionState.advance(state, { _tag: "Loaded", rows })
+          if (summary !== undefined) SessionState.advance(state, { _tag: "SummaryRead", latest: summary.s })
+          return { state, knowledge }
+        }),
+      )
+    }
+
+    /** Reads the live summary again (after a blocking compaction) into `state`. */
+    const summary = (tenant: string, session: string, state: SessionState.SessionState) =>
+      Effect.map(compaction.latest(tenant, session), (latest) => SessionState.advance(state, { _tag: "SummaryRead", latest }))
+
+    const invalidateKnowledge = (tenant: string, agent: string) => Effect.sync(() => void knowledgeCache.delete(`${tenant}\u0000${agent}`))
+
+    /** Local counting in `model`'s encoding, for the stages. */
+    const localFor = (model: Turn.Model): LocalCounter => {
+      const encoding = local.encodingFor(model)
+      return {
+        encoding,
+        countText: (text) => local.countText(text, encoding),
+        countTools: (tools) => local.countTools(tools, encoding),
+        countMessage: (message) => local.countMessage(message, encoding),
+      }
+    }
+
+    return { gather, summary, invalidateKnowledge, localFor } as const
+  }),
+}) {}

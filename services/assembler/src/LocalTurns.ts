@@ -1,0 +1,140 @@
+/**
+ * The worker's turn stages (`turn/Turn`) in-process, with no NATS and no
+ * database: each session's state in memory, the I/O the stages ask for
+ * answered by the caller's {@link Ports}. The benches replay real sessions
+ * through it, so what they measure is what the worker does.
+ *
+ * A background compaction runs at once and lands on the session's next
+ * turn (in the worker it lands when a compactor finishes the job).
+ */
+import type { Knowledge, Normalize, Pipeline } from "@ctxd/context"
+import type { Turn } from "@ctxd/contracts"
+import type { Plan, View, WorkQueue } from "@ctxd/compactor"
+import type { TokenService } from "@ctxd/token-counter"
+import * as AssemblerConfig from "./AssemblerConfig.ts"
+import * as SessionState from "./SessionState.ts"
+import type * as Carry from "./turn/Carry.ts"
+import * as TurnStages from "./turn/Turn.ts"
+
+/** What the stages' I/O is answered with. */
+export interface Ports {
+  /** The token family stored counts are kept in (as `Gather.familyOf`; default the counter's encoding). */
+  readonly local: Carry.LocalCounter
+  /** Counts a turn (the worker asks its token counter). */
+  readonly count: (input: TokenService.CountTurnInput) => TokenService.TurnCount
+  /** When to compact; absent: compaction off. */
+  readonly thresholds?: Plan.Thresholds | undefined
+  /** Folds the head of `history` (after the `live` summary) into a new summary; absent: compaction off. */
+  readonly compact?:
+    | ((job: WorkQueue.Job, history: ReadonlyArray<Pipeline.StoredMessage>, live: View.Summary | undefined) => Promise<View.Summary | undefined>)
+    | undefined
+  /** The agent's knowledge documents (default none). */
+  readonly knowledge?: ReadonlyArray<Knowledge.Doc> | undefined
+}
+
+/** A request the stages rejected (nothing was kept). */
+export class Rejected extends Error {
+  readonly path: string | undefined
+  constructor(path: string | undefined, message: string) {
+    super(message)
+    this.path = path
+  }
+}
+
+export interface LocalTurns {
+  /**
+   * Runs one turn of `tenant`/`session`; rejects with {@link Rejected} where
+   * the worker answers `BadRequest`. `normalized`: the request's content
+   * given in neutral form (replays of logs), instead of its `messages`,
+   * `system` and `tools`.
+   */
+  readonly turn: (tenant: string, session: string, request: Turn.TurnRequest, normalized?: Normalize.NormalizedRequest) => Promise<Turn.TurnReply>
+}
+
+/** Turns in memory under `config` (over `AssemblerConfig.defaults`), I/O answered by `ports`. */
+export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {}): LocalTurns => {
+  const resolved: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, tenants: {}, defaultToolsets: [], ...config }
+  const sessions = new Map<string, SessionState.SessionState>()
+  /** Summaries made by background compactions, read by the session's next turn. */
+  const landed = new Map<string, View.Summary>()
+
+  const turn: LocalTurns["turn"] = async (tenant, session, request, normalized) => {
+    const key = `${tenant}\u0000${session}`
+    const state = sessions.get(key) ?? SessionState.empty(ports.local.encoding)
+    if (SessionState.needsSummary(state)) SessionState.advance(state, { _tag: "SummaryRead", latest: landed.get(key) })
+    let carry = TurnStages.begin({
+      config: resolved,
+      tenant,
+      session,
+      request,
+      normalized,
+      state,
+      knowledge: ports.knowledge ?? [],
+      local: ports.local,
+      thresholds: ports.compact === undefined ? undefined : ports.thresholds,
+    })
+    let from = 0
+    for (;;) {
+      const outcome = TurnStages.run(carry, from)
+      if (outcome._tag === "Rejected") throw new Rejected(outcome.path, outcome.message)
+      if (outcome._tag === "Done") {
+        carry = outcome.carry
+        break
+      }
+      const { need } = outcome
+      from = outcome.at
+      switch (need._tag) {
+        case "Count":
+          carry = { ...outcome.carry, answers: { ...outcome.carry.answers, count: ports.count(need.input) } }
+          break
+        case "Judge":
+          carry = {
+            ...outcome.carry,
+            answers: { ...outcome.carry.answers, judge: { answered: false, progress: null, reason: "no judge in-process", model: "", tokensIn: 0, tokensOut: 0 } },
+          }
+          break
+        case "CompactNow": {
+          const summary = await compactNow(need.job, outcome.carry)
+          if (summary !== undefined) landed.set(key, summary)
+          SessionState.advance(state, { _tag: "SummaryRead", latest: summary })
+          carry = { ...outcome.carry, answers: { ...outcome.carry.answers, compacted: need.decision } }
+          break
+        }
+      }
+    }
+    const reply = carry.reply!
+    SessionState.advance(state, TurnStages.committed(carry))
+    sessions.set(key, state)
+    const job = carry.compaction?.schedule
+    if (job !== undefined) {
+      const summary = await compactNow(job, carry)
+      if (summary !== undefined) landed.set(key, summary)
+    }
+    return reply
+  }
+
+  /** Compacts the stored history (as the worker's compactor reads it from the store). */
+  const compactNow = (job: WorkQueue.Job, carry: Carry.Carry) =>
+    ports.compact === undefined ? Promise.resolve(undefined) : ports.compact(job, carry.inputs.state.messages, carry.inputs.state.summary)
+
+  return { turn }
+}
+
+/**
+ * Counting with a local counter for {@link Ports.count}: system, tools and
+ * each message in `local`'s encoding, scaled by `factor` (a calibration).
+ */
+export const countLocally =
+  (local: Carry.LocalCounter & { readonly countSystem: (system: TokenService.CountTurnInput["system"]) => number }, factor = 1) =>
+  (input: TokenService.CountTurnInput): TokenService.TurnCount => {
+    const scale = (n: number) => (factor === 1 ? n : Math.ceil(n * factor))
+    return {
+      systemTokens: scale(local.countSystem(input.system)),
+      toolsTokens: scale(local.countTools(input.tools)),
+      messageTokens: input.messages.map((m) => scale(local.countMessage(m))),
+      backend: "tiktoken",
+      encoding: local.encoding,
+      exact: false,
+      calibration: factor,
+    }
+  }

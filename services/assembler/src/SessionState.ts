@@ -1,0 +1,152 @@
+/**
+ * What a session carries between turns on the worker that owns it: the
+ * stored history (counted in one token family), the tool call ids seen and
+ * answered, and what the mechanisms remember so the prompt prefix stays
+ * stable (window landmarks, mask grid, proactive rung, summary view,
+ * toolsets, waste, loop state).
+ *
+ * It changes in one place, {@link advance}, by one of three outcomes: rows
+ * loaded from the store, the live summary read, or a turn committed. A state
+ * is only a speed-up: Postgres is the truth, and the session actor drops the
+ * state when a turn fails, so the next turn rehydrates it.
+ */
+import { type Masking, Normalize, type Pipeline, type Toolsets, Waste, type Window } from "@ctxd/context"
+import type { Conversation } from "@ctxd/contracts"
+import type { View } from "@ctxd/compactor"
+import { LoopState } from "@ctxd/loop-detector"
+
+export interface SessionState {
+  /** Sequence number of the last stored message (0 for a new session). */
+  lastSeq: number
+  /** The token family `messages[].tokens` were counted in (see `Gather.familyOf`). */
+  readonly family: string
+  readonly messages: Array<Pipeline.StoredMessage>
+  /** Sum of `messages[].tokens`. */
+  tokens: number
+  /** Tool call ids made so far, and the ones answered with a result. */
+  readonly callIds: Set<string>
+  readonly answered: Set<string>
+  /** Anchor and pinned positions of `messages`, so the window scans only new messages. */
+  landmarks: Window.Landmarks | undefined
+  /** The loop detector's folded state over `messages`. */
+  loop: LoopState.State
+  /**
+   * Toolsets loaded so far; `undefined` until first needed, then rebuilt from
+   * the history (`Toolsets.replay`): the history is the truth, so it
+   * survives a worker change.
+   */
+  toolsets: Toolsets.State | undefined
+  /** Tools sent and called (waste detection); rebuilt from the history's calls on load. */
+  waste: Waste.State
+  /** Masking boundary grid and proactive rung of the previous turn (cache stability). */
+  maskGrid: Masking.Grid | undefined
+  rung: number | undefined
+  /** The live summary (from the compactor's store), once read. */
+  summary: View.Summary | undefined
+  summaryLoaded: boolean
+  /** Last seq when a background compaction was scheduled and not yet seen done. */
+  compactionPending: number | undefined
+  /** The summarized view of `messages` (its prefix is reused while the summary stays). */
+  view: View.View | undefined
+}
+
+/** A state for a session with nothing loaded yet. */
+export const empty = (family: string): SessionState => ({
+  lastSeq: 0,
+  family,
+  messages: [],
+  tokens: 0,
+  callIds: new Set(),
+  answered: new Set(),
+  landmarks: undefined,
+  loop: LoopState.initial(),
+  toolsets: undefined,
+  waste: Waste.empty,
+  maskGrid: undefined,
+  rung: undefined,
+  summary: undefined,
+  summaryLoaded: false,
+  compactionPending: undefined,
+  view: undefined,
+})
+
+/** One stored message. */
+export type Row = Pipeline.StoredMessage
+
+/** Messages to wait for a scheduled compaction before scheduling again: 40. */
+export const PENDING_TURNS = 40
+
+/** What changes a session's state. */
+export type Outcome =
+  /** Rows read from the store (ascending seq, after `lastSeq`): their loop events and tool calls are folded in. */
+  | { readonly _tag: "Loaded"; readonly rows: ReadonlyArray<Row> }
+  /** The live summary read from the compactor's store (`undefined`: none). */
+  | { readonly _tag: "SummaryRead"; readonly latest: View.Summary | undefined }
+  /** A turn committed: its new rows, and what its stages computed over them (already folded). */
+  | {
+      readonly _tag: "Committed"
+      readonly rows: ReadonlyArray<Row>
+      readonly loop: LoopState.State
+      readonly waste: Waste.State
+      readonly toolsets: Toolsets.State
+      readonly landmarks: Window.Landmarks
+      readonly maskGrid: Masking.Grid | undefined
+      readonly rung: number | undefined
+      readonly view: View.View
+      /** A background compaction was scheduled by this turn. */
+      readonly scheduled: boolean
+    }
+
+const push = (state: SessionState, rows: ReadonlyArray<Row>): void => {
+  for (const row of rows) {
+    state.messages.push(row)
+    state.tokens += row.tokens
+    Normalize.recordPairing(state.callIds, state.answered, row.message)
+    state.lastSeq = row.seq
+  }
+}
+
+/**
+ * Applies `outcome` to `state` in place (the session actor runs one turn of
+ * a session at a time) and returns it.
+ */
+export const advance = (state: SessionState, outcome: Outcome): SessionState => {
+  switch (outcome._tag) {
+    case "Loaded": {
+      if (outcome.rows.length === 0) return state
+      const start = state.messages.length
+      push(state, outcome.rows)
+      const messages: ReadonlyArray<Conversation.Message> = outcome.rows.map((r) => r.message)
+      state.loop = LoopState.observe(state.loop, messages, start)
+      state.waste = Waste.record(state.waste, [], messages)
+      return state
+    }
+    case "SummaryRead": {
+      state.summaryLoaded = true
+      const { latest } = outcome
+      if (latest !== undefined && latest.coversToSeq > (state.summary?.coversToSeq ?? 0)) {
+        state.summary = latest
+        state.compactionPending = undefined
+      } else if (state.compactionPending !== undefined && state.lastSeq - state.compactionPending > PENDING_TURNS) {
+        // the scheduled compaction never landed: the next decision schedules anew
+        state.compactionPending = undefined
+      }
+      return state
+    }
+    case "Committed": {
+      if (outcome.scheduled) state.compactionPending = state.lastSeq
+      push(state, outcome.rows)
+      state.loop = outcome.loop
+      state.waste = outcome.waste
+      state.toolsets = outcome.toolsets
+      state.landmarks = outcome.landmarks
+      state.maskGrid = outcome.maskGrid
+      state.rung = outcome.rung
+      state.view = outcome.view
+      return state
+    }
+  }
+}
+
+/** True when the live summary must be read (never read, or a scheduled compaction may have landed). */
+export const needsSummary = (state: SessionState): boolean => !state.summaryLoaded || state.compactionPending !== undefined

@@ -1,0 +1,128 @@
+/**
+ * The turn's carry: what the shell gathered ({@link Inputs}), what it
+ * answered to the stages' {@link Need}s, and one section per stage, filled
+ * in order (see `Turn`).
+ */
+import type { Conversation, Loop, Turn } from "@ctxd/contracts"
+import type { Knowledge, Models, Normalize, Pipeline, Toolsets, Waste } from "@ctxd/context"
+import type { Plan, View, WorkQueue } from "@ctxd/compactor"
+import type { LoopState } from "@ctxd/loop-detector"
+import type { TokenService } from "@ctxd/token-counter"
+import type * as LoopJudge from "../LoopJudge.ts"
+import type { Row, SessionState } from "../SessionState.ts"
+import type * as Options from "./Options.ts"
+
+/** Local token counting in the request's encoding (pure, cached by content). */
+export interface LocalCounter {
+  readonly encoding: string
+  readonly countText: (text: string) => number
+  readonly countTools: (tools: ReadonlyArray<Conversation.Tool>) => number
+  readonly countMessage: (message: Conversation.Message) => number
+}
+
+/** What the shell gathered before the stages run; read-only for them. */
+export interface Inputs {
+  readonly tenant: string
+  readonly session: string
+  readonly request: Turn.TurnRequest
+  readonly normalized: Normalize.NormalizedRequest
+  readonly model: Models.ResolvedModel
+  readonly options: Options.Resolved
+  /** The session's state before this turn (stored history, loaded and summary read). */
+  readonly state: SessionState
+  readonly knowledge: ReadonlyArray<Knowledge.Doc>
+  readonly local: LocalCounter
+  /** When to compact; undefined: compaction is off. */
+  readonly thresholds: Plan.Thresholds | undefined
+}
+
+/** I/O a stage asked for. */
+export type Need =
+  | { readonly _tag: "Count"; readonly input: TokenService.CountTurnInput }
+  | { readonly _tag: "Judge"; readonly input: LoopJudge.Question }
+  | { readonly _tag: "CompactNow"; readonly job: WorkQueue.Job; readonly decision: Plan.Decision }
+
+/** What the shell answered so far. */
+export interface Answers {
+  readonly count?: TokenService.TurnCount | undefined
+  readonly judge?: LoopJudge.Answer | undefined
+  /** A blocking compaction ran (the state holds the summary it made, if any), decided on this. */
+  readonly compacted?: Plan.Decision | undefined
+}
+
+/** `tools`: what the model may call and what ctxd answered itself. */
+export interface ToolsOut {
+  /** The system sections to send (the request's, then the knowledge index). */
+  readonly system: ReadonlyArray<Conversation.SystemSection>
+  /** The tools to send (uncompressed), in cache-stable order. */
+  readonly sent: ReadonlyArray<Conversation.Tool>
+  /** The new messages, with virtual calls answered by ctxd. */
+  readonly messages: ReadonlyArray<Conversation.Message>
+  readonly virtualCalls: ReadonlyArray<Turn.VirtualCall>
+  readonly toolsets: Toolsets.State
+  readonly waste: Waste.State
+}
+
+/** `count`: the turn's counts and its new rows. */
+export interface CountOut {
+  readonly count: TokenService.TurnCount
+  /** The new messages as rows to store, with their tokens. */
+  readonly fresh: ReadonlyArray<Row>
+}
+
+/** `loop`: the verdict, the folded state to keep, and the nudge to append. */
+export interface LoopOut {
+  readonly report: Loop.Report
+  readonly state: LoopState.State
+  readonly trailer: { readonly text: string; readonly tokens: number } | undefined
+}
+
+/** `compaction`: the history view, what was decided, and a background job to schedule. */
+export interface CompactionOut {
+  readonly view: View.View
+  readonly decision: Plan.Decision | undefined
+  readonly schedule: WorkQueue.Job | undefined
+  /** The view is the previous turn's, extended: landmarks and mask grid carry over. */
+  readonly sameView: boolean
+}
+
+/** The turn's value as it passes the stages: each fills its own section. */
+export interface Carry {
+  readonly inputs: Inputs
+  readonly answers: Answers
+  readonly tools?: ToolsOut
+  readonly count?: CountOut
+  readonly loop?: LoopOut
+  readonly compaction?: CompactionOut
+  readonly prompt?: Pipeline.Output
+  readonly reply?: Turn.TurnReply
+}
+
+/** A rejection of the request (nothing stored). `pairing`: maybe a retry of a stored turn. */
+export interface Rejected {
+  readonly _tag: "Rejected"
+  readonly message: string
+  readonly path?: string | undefined
+  readonly pairing: boolean
+}
+
+/** What one stage returns. */
+export type Step = { readonly _tag: "Next"; readonly carry: Carry } | { readonly _tag: "Need"; readonly need: Need } | Rejected
+
+export const next = (carry: Carry): Step => ({ _tag: "Next", carry })
+export const need = (n: Need): Step => ({ _tag: "Need", need: n })
+
+export interface Stage {
+  readonly name: string
+  readonly run: (carry: Carry) => Step
+}
+
+/** Reads a section an earlier stage filled (a missing one is a bug in the stage order). */
+export const section = <K extends "tools" | "count" | "loop" | "compaction" | "prompt">(
+  carry: Carry,
+  key: K,
+): NonNullable<Carry[K]> => {
+  const value = carry[key]
+  if (value === undefined) throw new Error(`turn stage order: "${key}" has not run`)
+  return value as NonNullable<Carry[K]>
+}

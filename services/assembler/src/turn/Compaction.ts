@@ -1,0 +1,39 @@
+/**
+ * Stage `compaction`: the history as the model sees it under the session's
+ * live summary (the summary pair, then the messages after it; the previous
+ * turn's view is extended rather than rebuilt while the summary stays), and
+ * the compaction decision on the pre-flight estimate: at the soft threshold
+ * a background job is scheduled (once until it lands); only a prompt that
+ * would exceed the window blocks on a compaction now (I/O: asked of the
+ * shell, which re-reads the live summary; the turn then goes on with or
+ * without the new summary).
+ */
+import { Plan, View } from "@ctxd/compactor"
+import * as Carry from "./Carry.ts"
+
+export const stage: Carry.Stage = {
+  name: "compaction",
+  run: (carry) => {
+    const { tenant, session, request, state, model, thresholds, local } = carry.inputs
+    const { count, fresh } = Carry.section(carry, "count")
+    const history = state.messages.concat(fresh)
+    const summary = state.summary
+    const sameSummary = state.view !== undefined && state.view.summary === summary
+    const view = sameSummary ? View.extend(state.view!, history) : View.applySummary(history, summary, local.countMessage)
+    const fixedTokens = count.systemTokens + count.toolsTokens
+    const decided =
+      carry.answers.compacted ??
+      (thresholds === undefined ? undefined : Plan.decide(Plan.estimate(view.messages, fixedTokens), model.effectiveWindow, thresholds))
+    const job = { tenant, session, afterSeq: summary?.coversToSeq ?? 0, model: request.model, fixedTokens }
+    if (decided?.trigger === "blocking" && carry.answers.compacted === undefined) {
+      return Carry.need({ _tag: "CompactNow", job: { ...job, trigger: "over_window" }, decision: decided })
+    }
+    const schedule =
+      decided?.trigger === "background" && state.compactionPending === undefined
+        ? { ...job, trigger: decided.reason === "hard" ? ("hard" as const) : ("soft" as const) }
+        : undefined
+    // Landmarks and mask grids are positions in the view: a new summary starts them afresh.
+    const sameView = state.view !== undefined && state.view.key === view.key
+    return Carry.next({ ...carry, compaction: { view, decision: decided, schedule, sameView } })
+  },
+}

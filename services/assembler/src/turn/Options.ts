@@ -1,0 +1,43 @@
+/**
+ * A turn's options, merged once — the global defaults (environment), then
+ * the tenant's, then the request's own (`loop` field by field) — and cut
+ * into the slice each stage reads.
+ */
+import { Pipeline, type Toolsets } from "@ctxd/context"
+import { Knowledge, type Tokens, type Turn } from "@ctxd/contracts"
+import { Config as LoopConfig } from "@ctxd/loop-detector"
+import type * as AssemblerConfig from "../AssemblerConfig.ts"
+
+/** Every stage's slice of the merged options. */
+export interface Resolved {
+  /** The pipeline's knobs (`Pipeline.defaults` under the merged options). */
+  readonly pipeline: Pipeline.Options
+  /** On-demand toolsets. */
+  readonly toolsets: Toolsets.Config
+  /** Whose knowledge documents the turn sees. */
+  readonly agent: string
+  /** Who counts this turn (undefined: the worker's default). */
+  readonly tokenBackend: Tokens.BackendChoice | undefined
+  /** The loop detector's thresholds and policy. */
+  readonly loop: LoopConfig.Config
+  /** The optional LLM judge at the loop detector's borderline. */
+  readonly judge: { readonly enabled: boolean; readonly model: string | undefined }
+}
+
+/** Merges `config`'s global and `tenant`'s options under the request's own, and slices them. */
+export const resolve = (config: AssemblerConfig.Config, tenant: string, request: Turn.Options | undefined): Resolved => {
+  const forTenant = config.tenants[tenant]
+  const merged: Turn.Options = { ...config.defaults, ...forTenant, ...request }
+  const loop: Turn.Options["loop"] = { ...config.loop, ...forTenant?.loop, ...request?.loop }
+  return {
+    pipeline: Pipeline.resolveOptions({ ...Pipeline.defaults, ...merged }),
+    toolsets: {
+      defaultToolsets: merged.toolsets?.defaults ?? config.defaultToolsets,
+      includeWriteByDefault: merged.toolsets?.includeWrite ?? false,
+    },
+    agent: merged.agent ?? Knowledge.DEFAULT_AGENT,
+    tokenBackend: merged.tokenBackend,
+    loop: LoopConfig.make(loop),
+    judge: { enabled: loop?.judge?.enabled === true, model: loop?.judge?.model },
+  }
+}

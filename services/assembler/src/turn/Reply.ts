@@ -1,0 +1,47 @@
+/**
+ * Stage `reply`: the success reply — the provider request body and the
+ * report: the pipeline's, with the loop verdict, the compaction decision,
+ * the virtual calls ctxd answered and the session's tool waste.
+ */
+import { Waste } from "@ctxd/context"
+import type { Turn } from "@ctxd/contracts"
+import * as Carry from "./Carry.ts"
+
+export const stage: Carry.Stage = {
+  name: "reply",
+  run: (carry) => {
+    const tools = Carry.section(carry, "tools")
+    const loop = Carry.section(carry, "loop")
+    const { view, decision } = Carry.section(carry, "compaction")
+    const prompt = Carry.section(carry, "prompt")
+    const reply: Turn.TurnReply = {
+      ok: true,
+      turnId: carry.inputs.request.turnId,
+      request: prompt.request,
+      report: {
+        ...prompt.report,
+        loop: loop.report,
+        ...(decision === undefined
+          ? {}
+          : {
+              compaction: {
+                summary:
+                  view.summary === undefined
+                    ? null
+                    : {
+                        coversFromSeq: view.summary.coversFromSeq,
+                        coversToSeq: view.summary.coversToSeq,
+                        mode: view.summary.mode,
+                        depth: view.summary.depth,
+                      },
+                trigger: decision.trigger,
+                utilization: decision.utilization,
+              },
+            }),
+        virtualCalls: tools.virtualCalls,
+        waste: Waste.report(tools.waste),
+      },
+    }
+    return Carry.next({ ...carry, reply })
+  },
+}

@@ -1,0 +1,112 @@
+/**
+ * One turn as an ordered list of pure, named stages over one value, the
+ * turn's carry (`Carry`). The shell (`Assembler`) gathers the reads a turn
+ * needs (`Gather`), runs the stages, and commits (`Commit`).
+ *
+ * {@link STAGES}, in order — each in the file named after it:
+ *
+ * 1. `validate`   — pairing against the stored history; a new session's first turn not empty (`Validate`);
+ * 2. `tools`      — knowledge index, on-demand toolsets, virtual calls answered, waste (`Tools`);
+ * 3. `count`      — tokens of system, tools and the new messages (`Count`);
+ * 4. `loop`       — loop detection, the nudge, the optional judge (`Loop`);
+ * 5. `compaction` — the view under the live summary; compact in the background or now (`Compaction`);
+ * 6. `prompt`     — the context pipeline: window → compress → mask → budget → prune → render → proactive (`Prompt`);
+ * 7. `reply`      — the reply and its report (`Reply`).
+ *
+ * A stage that needs I/O it does not have (a provider count, the loop
+ * judge, a blocking compaction) returns a `Need`; the shell performs it,
+ * records the answer, and runs the stages again from that one.
+ */
+import { Models, Normalize } from "@ctxd/context"
+import type { Turn } from "@ctxd/contracts"
+import type * as AssemblerConfig from "../AssemblerConfig.ts"
+import type * as SessionState from "../SessionState.ts"
+import type * as Carry from "./Carry.ts"
+import * as Compaction from "./Compaction.ts"
+import * as Count from "./Count.ts"
+import * as Loop from "./Loop.ts"
+import * as Options from "./Options.ts"
+import * as Prompt from "./Prompt.ts"
+import * as Reply from "./Reply.ts"
+import * as Tools from "./Tools.ts"
+import * as Validate from "./Validate.ts"
+
+/** The stages, in the order they run. */
+export const STAGES: ReadonlyArray<Carry.Stage> = [
+  Validate.stage,
+  Tools.stage,
+  Count.stage,
+  Loop.stage,
+  Compaction.stage,
+  Prompt.stage,
+  Reply.stage,
+]
+
+/** The outcome of {@link run}. */
+export type Outcome =
+  | { readonly _tag: "Done"; readonly carry: Carry.Carry; readonly reply: Turn.TurnReply }
+  | { readonly _tag: "Need"; readonly need: Carry.Need; readonly carry: Carry.Carry; readonly at: number }
+  | Carry.Rejected
+
+/** Runs the stages from index `from` (0: all) until one needs I/O, rejects the request, or the reply is built. */
+export const run = (carry: Carry.Carry, from = 0): Outcome => {
+  let current = carry
+  for (let at = from; at < STAGES.length; at++) {
+    const step = STAGES[at]!.run(current)
+    if (step._tag === "Rejected") return step
+    if (step._tag === "Need") return { _tag: "Need", need: step.need, carry: current, at }
+    current = step.carry
+  }
+  return { _tag: "Done", carry: current, reply: current.reply! }
+}
+
+/** The names of {@link STAGES}, in order. */
+export const names = (): ReadonlyArray<string> => STAGES.map((s) => s.name)
+
+/** The carry a turn starts with: the request normalized, its model resolved, its options merged. */
+export const begin = (input: {
+  readonly config: AssemblerConfig.Config
+  readonly tenant: string
+  readonly session: string
+  readonly request: Turn.TurnRequest
+  /** The request's content in neutral form; default `Normalize.request(request)`. */
+  readonly normalized?: Carry.Inputs["normalized"] | undefined
+  readonly state: SessionState.SessionState
+  readonly knowledge: Carry.Inputs["knowledge"]
+  readonly local: Carry.LocalCounter
+  readonly thresholds: Carry.Inputs["thresholds"]
+}): Carry.Carry => ({
+  inputs: {
+    tenant: input.tenant,
+    session: input.session,
+    request: input.request,
+    normalized: input.normalized ?? Normalize.request(input.request),
+    model: Models.resolve(input.request.model),
+    options: Options.resolve(input.config, input.tenant, input.request.options),
+    state: input.state,
+    knowledge: input.knowledge,
+    local: input.local,
+    thresholds: input.thresholds,
+  },
+  answers: {},
+})
+
+/** What a committed turn changes in its session's state (see `SessionState.advance`). */
+export const committed = (carry: Carry.Carry): SessionState.Outcome => {
+  const { count, loop, tools, prompt, compaction } = carry
+  if (count === undefined || loop === undefined || tools === undefined || prompt === undefined || compaction === undefined) {
+    throw new Error("turn stage order: a turn commits only after every stage ran")
+  }
+  return {
+    _tag: "Committed",
+    rows: count.fresh,
+    loop: loop.state,
+    waste: tools.waste,
+    toolsets: tools.toolsets,
+    landmarks: prompt.landmarks,
+    maskGrid: prompt.maskGrid,
+    rung: prompt.proactiveRung,
+    view: compaction.view,
+    scheduled: compaction.schedule !== undefined,
+  }
+}

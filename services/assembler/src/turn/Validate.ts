@@ -1,0 +1,27 @@
+/**
+ * Stage `validate`: the new messages must fit the stored history — a tool
+ * result answers a known, still open call (a `BadRequest` naming the message
+ * otherwise; or, when the turn was stored already, its stored reply) — and a
+ * new session's first turn must carry at least one message (the provider
+ * rejects an empty conversation).
+ */
+import { Normalize } from "@ctxd/context"
+import * as Carry from "./Carry.ts"
+
+export const stage: Carry.Stage = {
+  name: "validate",
+  run: (carry) => {
+    const { state, normalized } = carry.inputs
+    if (state.lastSeq === 0 && normalized.messages.length === 0) {
+      return {
+        _tag: "Rejected",
+        message: "the first turn of a session must carry at least one message",
+        path: "messages",
+        pairing: false,
+      }
+    }
+    const pairing = Normalize.findPairingError(state.callIds, state.answered, normalized.messages)
+    if (pairing === undefined) return Carry.next(carry)
+    return { _tag: "Rejected", message: pairing.message, path: `messages[${pairing.sourceIndex}]`, pairing: true }
+  },
+}
