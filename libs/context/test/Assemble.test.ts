@@ -112,7 +112,7 @@ describe("Assemble.assemble", () => {
   it("returns landmarks that make the next call scan only new messages", () => {
     const history = stored(chat(50))
     const first = Assemble.assemble(input(history))
-    expect(first.landmarks).toEqual({ anchor: 0, pinned: [], scanned: 50 })
+    expect(first.landmarks).toEqual({ anchor: 0, pinned: [], requests: Array.from({ length: 25 }, (_, i) => 2 * i), scanned: 50 })
     const grown = history.concat(stored(chat(3)).map((m, i) => ({ ...m, seq: 51 + i })))
     const next = Assemble.assemble(input(grown, { landmarks: first.landmarks }))
     expect(next).toEqual(Assemble.assemble(input(grown)))
