@@ -6,6 +6,10 @@
  * original stays). Only content is replaced: no result or call is removed,
  * so pairing is untouched.
  *
+ * The results of the newest exchange (the last tool-call group, see
+ * `Units.lastUnitStart`) are not consumed yet: they are never masked, however
+ * many they are.
+ *
  * Cache-aware: results older than the last `keep` (K) become maskable, but
  * the masked boundary only sits on a fixed grid of history positions — a
  * new grid point every `batchTokens` tokens of tool results, counted from the
@@ -214,7 +218,8 @@ const nameOf = (history: ReadonlyArray<Entry>, index: number, callId: string): s
 export const plan = (history: ReadonlyArray<Entry>, input: PlanInput): Plan => {
   const { from, options, countText } = input
   const n = history.length
-  const q = keepStart(history, options.keep, from)
+  // The results of the newest exchange are not consumed yet: never masked.
+  const q = Math.min(keepStart(history, options.keep, from), Units.lastUnitStart(history))
   const bound = boundary(input.grid, q)
   // callId-keyed rewrites per history index.
   const rewrites = new Map<number, Map<string, Rewrite>>()

@@ -179,12 +179,13 @@ const windowStage = (input: Input): Windowed => {
   }
 }
 
-/** Tokens of the window's messages (pinned and anchor before its start included) under `tokenOf`. */
+/** Tokens of the window's messages (pinned, anchor and latest or held request before its start included) under `tokenOf`. */
 const sumOf = (window: Window.Window, tokenOf: (i: number) => number, n: number): number => {
   let sum = 0
   for (let i = window.start; i < n; i++) sum += tokenOf(i)
   for (const p of window.pinnedBefore) sum += tokenOf(p)
-  if (window.anchor !== undefined && window.anchor < window.start) sum += tokenOf(window.anchor)
+  const before = new Set([window.anchor, window.request, window.held].filter((i) => i !== undefined && i < window.start))
+  for (const i of before) sum += tokenOf(i!)
   return sum
 }
 

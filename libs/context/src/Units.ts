@@ -54,6 +54,19 @@ export const unitStart = (history: ReadonlyArray<Entry>, i: number): number => {
   return head === -1 ? Math.max(0, i) : head
 }
 
+/**
+ * Where the newest exchange's tool-call group starts: the unit of the last
+ * non-system message (the assistant message carrying the calls when that
+ * message is one of their results), or `history.length` when there is none.
+ * Window, budget and masking never cut into it. Cost: the trailing pinned
+ * messages plus the unit's length.
+ */
+export const lastUnitStart = (history: ReadonlyArray<Entry>): number => {
+  let i = history.length - 1
+  while (i >= 0 && history[i]!.message.role === "system") i--
+  return i < 0 ? history.length : unitStart(history, i)
+}
+
 /** A message of the view: its history index and its (possibly pruned) content. */
 export interface ViewMessage {
   readonly index: number

@@ -5,10 +5,19 @@
  * messages rather than every turn. The cut is then moved forward to a unit
  * boundary (a tool call never loses its results).
  *
- * Never dropped: pinned `system`-role messages (kept in place) and the intent
- * anchor, the first user message with non-tool content. Positions on the grid
- * count non-system messages only, so a pinned message arriving mid-session
- * does not move the cut.
+ * Never dropped: pinned `system`-role messages (kept in place), the intent
+ * anchor (the first request) and the newest exchange. A request is a user
+ * message with non-tool content. The newest exchange is what the model must
+ * see to answer this turn: the latest request, and the last message with its
+ * whole tool-call group (the assistant message carrying the calls and all
+ * their results). The window never starts after that group, however large
+ * it is; the latest request, when older than the window's start, is kept
+ * before it like the anchor. Positions on the grid count non-system messages
+ * only, so a pinned message arriving mid-session does not move the cut.
+ *
+ * Cache-aware: the request that was the latest when the cut last moved stays
+ * in front of the window until the cut moves again, so a new request does
+ * not change the prefix (see {@link Window.held}).
  */
 import type { Conversation } from "@ctxd/contracts"
 import * as Units from "./Units.ts"
@@ -22,30 +31,58 @@ export interface Landmarks {
   readonly anchor: number | undefined
   /** History indices of `system`-role messages, ascending. */
   readonly pinned: ReadonlyArray<number>
+  /** History indices of requests ({@link isRequest}), ascending: the anchor first, the latest last. */
+  readonly requests: ReadonlyArray<number>
   /** How many history messages were scanned (the next scan starts here). */
   readonly scanned: number
 }
 
-/** True for a user message with some non-tool content: a candidate anchor. */
-export const isAnchor = (message: Conversation.Message): boolean =>
+/** True for a request: a user message with some non-tool content. The first one is the anchor. */
+export const isRequest = (message: Conversation.Message): boolean =>
   message.role === "user" && message.parts.some((p) => p.type !== "tool_call" && p.type !== "tool_result")
 
+/** True for a candidate anchor: a request ({@link isRequest}). */
+export const isAnchor = isRequest
+
 /**
- * Finds the anchor and pinned messages, scanning only the messages after
- * `previous.scanned` when a previous result for a prefix of the same history
- * is given (so a caller that keeps it pays O(new messages) per turn).
+ * Finds the anchor, the requests and the pinned messages, scanning only the
+ * messages after `previous.scanned` when a previous result for a prefix of
+ * the same history is given (so a caller that keeps it pays O(new messages)
+ * per turn).
  */
 export const landmarks = (history: ReadonlyArray<Units.Entry>, previous?: Landmarks): Landmarks => {
   const from = previous !== undefined && previous.scanned <= history.length ? previous.scanned : 0
   let anchor = from === 0 ? undefined : previous?.anchor
   let added: Array<number> | undefined
+  let asked: Array<number> | undefined
   for (let i = from; i < history.length; i++) {
     const message = history[i]!.message
     if (message.role === "system") (added ??= []).push(i)
-    else if (anchor === undefined && isAnchor(message)) anchor = i
+    else if (isRequest(message)) {
+      anchor ??= i
+      ;(asked ??= []).push(i)
+    }
   }
   const base = from === 0 ? [] : (previous?.pinned ?? [])
-  return { anchor, pinned: added === undefined ? base : base.concat(added), scanned: history.length }
+  const requests = from === 0 ? [] : (previous?.requests ?? [])
+  return {
+    anchor,
+    pinned: added === undefined ? base : base.concat(added),
+    requests: asked === undefined ? requests : requests.concat(asked),
+    scanned: history.length,
+  }
+}
+
+/** The last element of an ascending array that is < `x` (binary search). */
+const lastBelow = (sorted: ReadonlyArray<number>, x: number): number | undefined => {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (sorted[mid]! < x) lo = mid + 1
+    else hi = mid
+  }
+  return lo === 0 ? undefined : sorted[lo - 1]
 }
 
 /** How many pinned indices are < `abs` (binary search). */
@@ -89,25 +126,55 @@ export interface WindowOptions {
 
 /** A computed window: history indices `[start, history.length)` plus what is kept before it. */
 export interface Window {
-  /** First history index inside the window (a unit boundary). */
+  /** First history index inside the window (a unit boundary, never after {@link lastUnit}). */
   readonly start: number
   /** The grid cut before moving to a unit boundary. */
   readonly gridCut: number
+  /** Start of the newest exchange's tool-call group (`Units.lastUnitStart`): always in the window. */
+  readonly lastUnit: number
   /** The anchor, if any (kept wherever it is). */
   readonly anchor: number | undefined
+  /** The latest request, if any (kept wherever it is: part of the newest exchange). */
+  readonly request: number | undefined
+  /**
+   * An older request kept before `start`: the one that was the latest when
+   * the cut last moved, while a newer request has arrived since (only when it
+   * is neither the anchor nor in the window). It keeps the prefix unchanged
+   * until the cut moves again; the budget may drop it.
+   */
+  readonly held: number | undefined
   /** Pinned messages before `start`, ascending (kept). */
   readonly pinnedBefore: ReadonlyArray<number>
 }
 
 /**
- * Computes the window over `history`. Cost: O(pinned + unit length), not
- * O(history) — given the {@link landmarks}.
+ * Computes the window over `history`: the grid cut moved forward to a unit
+ * boundary, but never past the start of the newest exchange's tool-call
+ * group (so a group larger than the window is sent whole). Cost:
+ * O(pinned + unit length + log requests), not O(history) — given the
+ * {@link landmarks}.
  */
 export const compute = (history: ReadonlyArray<Units.Entry>, options: WindowOptions, marks: Landmarks): Window => {
   const pinned = marks.pinned
   const m = history.length - pinned.length
   const rel = cutIndex(m, options.windowMessages, Math.max(1, options.windowStep))
   const gridCut = rel === 0 ? 0 : Math.min(history.length, absolute(rel, pinned))
-  const start = Units.nextBoundary(history, gridCut)
-  return { start, gridCut, anchor: marks.anchor, pinnedBefore: pinned.slice(0, pinnedBefore(start, pinned)) }
+  const lastUnit = Units.lastUnitStart(history)
+  const start = Math.min(Units.nextBoundary(history, gridCut), lastUnit)
+  const request = marks.requests.at(-1)
+  // The cut moved to `rel` when the history reached `rel + windowMessages` non-system messages.
+  const latestThen = rel === 0 ? undefined : lastBelow(marks.requests, absolute(rel + options.windowMessages, pinned))
+  const held =
+    latestThen !== undefined && latestThen < start && latestThen !== request && latestThen !== marks.anchor
+      ? latestThen
+      : undefined
+  return {
+    start,
+    gridCut,
+    lastUnit,
+    anchor: marks.anchor,
+    request,
+    held,
+    pinnedBefore: pinned.slice(0, pinnedBefore(start, pinned)),
+  }
 }

@@ -127,7 +127,7 @@ describe("Pipeline.run", () => {
   it("returns landmarks that make the next call scan only new messages", () => {
     const history = stored(chat(50))
     const first = Pipeline.run(input(history))
-    expect(first.landmarks).toEqual({ anchor: 0, pinned: [], scanned: 50 })
+    expect(first.landmarks).toEqual({ anchor: 0, pinned: [], requests: Array.from({ length: 25 }, (_, i) => 2 * i), scanned: 50 })
     const grown = history.concat(stored(chat(3)).map((m, i) => ({ ...m, seq: 51 + i })))
     const next = Pipeline.run(input(grown, { landmarks: first.landmarks }))
     expect(next).toEqual(Pipeline.run(input(grown)))

@@ -95,7 +95,8 @@ describe("Window.compute", () => {
     expect(partial.anchor).toBeUndefined()
     const extended = Window.landmarks(h, Window.landmarks(h.slice(0, 20), partial))
     expect(extended).toEqual(Window.landmarks(h))
-    expect(extended).toEqual({ anchor: 2, pinned: [0, 32], scanned: h.length })
+    const requests = [...Array.from({ length: 15 }, (_, i) => 2 + 2 * i), 33, 35, 37, 39, 41]
+    expect(extended).toEqual({ anchor: 2, pinned: [0, 32], requests, scanned: h.length })
   })
 
   it("converts between history indices and non-system positions", () => {
