@@ -14,7 +14,7 @@ import { TokenService } from "@ctxd/token-counter"
 import { Context, Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import { Plan, View } from "@ctxd/compactor"
-import type { Encoding } from "@ctxd/tokens/Encoding"
+import type { Encoding } from "@ctxd/tokens"
 import * as Compaction from "./Compaction.ts"
 import * as Decode from "./Decode.ts"
 import * as LoopJudge from "./LoopJudge.ts"
@@ -145,7 +145,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
       state: SessionCache.SessionState,
       history: ReadonlyArray<Assemble.StoredMessage>,
       summary: View.Summary | undefined,
-      encoding: Encoding,
+      encoding: Encoding.Encoding,
     ): View.View =>
       state.view !== undefined && state.view.summary === summary
         ? View.extend(state.view, history)
