@@ -1,4 +1,4 @@
-import * as TestDatabase from "@ctxd/testing/TestDatabase"
+import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { Database } from "../src/index.ts"

@@ -1,4 +1,4 @@
-import * as TestDatabase from "@ctxd/testing/TestDatabase"
+import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Database, Migrations } from "../src/index.ts"

@@ -1,5 +1,5 @@
 import type { Conversation } from "@ctxd/contracts"
-import * as TestDatabase from "@ctxd/testing/TestDatabase"
+import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { Database, Migrations, SessionStore } from "../src/index.ts"

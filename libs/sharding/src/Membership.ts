@@ -17,7 +17,7 @@
  * An `Effect.Service`: one implementation; tests build several, each on its
  * own {@link ShardingConfig.ShardingConfig} and {@link Database.Database}.
  */
-import { Database, type DatabaseError, type DatabaseUnavailable } from "@ctxd/db/Database"
+import { Database } from "@ctxd/db"
 import { Duration, Effect, Schedule } from "effect"
 import * as Sql from "./internal/sql.ts"
 import * as ShardId from "./ShardId.ts"
@@ -39,7 +39,7 @@ const DEREGISTER_TIMEOUT = Duration.seconds(5)
 /** This worker's registration and the live workers. Needs a migrated {@link Database.Database}. */
 export class Membership extends Effect.Service<Membership>()("@ctxd/sharding/Membership", {
   scoped: Effect.gen(function* () {
-    const db = yield* Database
+    const db = yield* Database.Database
     const settings = yield* ShardingConfig
     const self: Worker = { id: settings.workerId, address: settings.address }
     const interval = Duration.millis(settings.refreshIntervalMs)
@@ -64,7 +64,7 @@ export class Membership extends Effect.Service<Membership>()("@ctxd/sharding/Mem
     )
 
     /** The live workers (this one included while its heartbeats land), by id. */
-    const live: Effect.Effect<ReadonlyArray<Worker>, DatabaseUnavailable | DatabaseError> = db
+    const live: Effect.Effect<ReadonlyArray<Worker>, Database.DatabaseUnavailable | Database.DatabaseError> = db
       .query<{ id: string; address: string }>(Sql.LIVE, [settings.leaseTtlMs])
       .pipe(Effect.map(({ rows }) => rows.map((row) => ({ id: row.id, address: row.address }))))
 

@@ -14,7 +14,7 @@
  * worker to start stores it in `ctxd_cluster` ({@link claimShardCount}); a
  * worker configured with another count refuses to start.
  */
-import type { DatabaseError, DatabaseService, DatabaseUnavailable } from "@ctxd/db/Database"
+import type { Database } from "@ctxd/db"
 import { Data, Effect } from "effect"
 import { hash as digest } from "node:crypto"
 
@@ -68,9 +68,9 @@ const CLAIM = `
  * count is stored already.
  */
 export const claimShardCount = (
-  db: DatabaseService,
+  db: Database.DatabaseService,
   shards: number,
-): Effect.Effect<void, ShardCountMismatch | DatabaseUnavailable | DatabaseError> =>
+): Effect.Effect<void, ShardCountMismatch | Database.DatabaseUnavailable | Database.DatabaseError> =>
   Effect.gen(function* () {
     let rows: ReadonlyArray<{ value: string }> = []
     for (let attempt = 0; attempt < 3 && rows.length === 0; attempt++) {

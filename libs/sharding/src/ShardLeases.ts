@@ -33,8 +33,7 @@
  * An `Effect.Service` ({@link ShardLeases}): one implementation; tests build
  * several workers in one process, each on its own config and database.
  */
-import { Database, type DatabaseError, type DatabaseUnavailable } from "@ctxd/db/Database"
-import type { Fence } from "@ctxd/db/SessionStore"
+import { Database, type SessionStore } from "@ctxd/db"
 import { Clock, Duration, Effect, Layer, Option, PubSub, Schedule, type Scope, Stream } from "effect"
 import * as Assignment from "./Assignment.ts"
 import * as Sql from "./internal/sql.ts"
@@ -66,7 +65,7 @@ export interface ShardLeasesService {
   /** Whether this worker owns `shard` now: leased and within the local validity. */
   readonly isOwner: (shard: number) => Effect.Effect<boolean>
   /** The lease to pass to `SessionStore.commitTurn` as `fence`, while this worker owns `shard`. */
-  readonly fence: (shard: number) => Effect.Effect<Option.Option<Fence & { readonly epoch: number }>>
+  readonly fence: (shard: number) => Effect.Effect<Option.Option<SessionStore.Fence & { readonly epoch: number }>>
   /** The shards this worker owns now, ascending. */
   readonly ownedShards: Effect.Effect<ReadonlyArray<OwnedShard>>
   /**
@@ -85,7 +84,7 @@ export interface ShardLeasesService {
    */
   readonly changes: Stream.Stream<ShardChange>
   /** Runs one round now (the loop runs one every refresh interval). */
-  readonly refresh: Effect.Effect<void, DatabaseUnavailable | DatabaseError>
+  readonly refresh: Effect.Effect<void, Database.DatabaseUnavailable | Database.DatabaseError>
   /**
    * A hint that this worker may have to take a shard over now (another
    * worker sent it a turn of a shard it does not own): runs a round unless a
@@ -130,10 +129,10 @@ const RELEASE_TIMEOUT = Duration.seconds(5)
  */
 export const make: Effect.Effect<
   ShardLeasesService,
-  DatabaseUnavailable | DatabaseError,
-  Database | Membership | ShardingConfig | Scope.Scope
+  Database.DatabaseUnavailable | Database.DatabaseError,
+  Database.Database | Membership | ShardingConfig | Scope.Scope
 > = Effect.gen(function* () {
-  const db = yield* Database
+  const db = yield* Database.Database
   const membership = yield* Membership
   const settings = yield* ShardingConfig
   const self = membership.self
@@ -368,12 +367,12 @@ export const make: Effect.Effect<
   } satisfies ShardLeasesService
 })
 
-/** This worker's shard leases. Needs a migrated {@link Database}, the {@link ShardingConfig} and {@link Membership}. */
+/** This worker's shard leases. Needs a migrated {@link Database.Database}, the {@link ShardingConfig} and {@link Membership}. */
 export class ShardLeases extends Effect.Service<ShardLeases>()("@ctxd/sharding/ShardLeases", { scoped: make }) {}
 
-/** The leases with this worker's membership, both exposed; needs a migrated {@link Database} and the {@link ShardingConfig}. */
+/** The leases with this worker's membership, both exposed; needs a migrated {@link Database.Database} and the {@link ShardingConfig}. */
 export const layer: Layer.Layer<
   ShardLeases | Membership,
-  ShardId.ShardCountMismatch | DatabaseUnavailable | DatabaseError,
-  Database | ShardingConfig
+  ShardId.ShardCountMismatch | Database.DatabaseUnavailable | Database.DatabaseError,
+  Database.Database | ShardingConfig
 > = ShardLeases.Default.pipe(Layer.provideMerge(Membership.Default))

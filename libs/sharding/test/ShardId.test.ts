@@ -1,5 +1,5 @@
 import { Database, Migrations } from "@ctxd/db"
-import * as TestDatabase from "@ctxd/testing/TestDatabase"
+import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import fc from "fast-check"

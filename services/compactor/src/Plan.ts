@@ -29,6 +29,7 @@
 import { Units } from "@ctxd/context"
 import type { Pipeline } from "@ctxd/context"
 import type * as View from "./View.ts"
+import { indexAfter } from "./View.ts"
 
 /** The thresholds (defaults in {@link defaults}). */
 export interface Thresholds {
@@ -122,18 +123,6 @@ export interface Cut {
 export interface NoBoundary {
   readonly _tag: "NoBoundary"
   readonly reason: string
-}
-
-/** The index of the first message with `seq > afterSeq` (binary search; seqs ascend). */
-export const indexAfter = (history: ReadonlyArray<{ readonly seq: number }>, afterSeq: number): number => {
-  let lo = 0
-  let hi = history.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (history[mid]!.seq <= afterSeq) lo = mid + 1
-    else hi = mid
-  }
-  return lo
 }
 
 /**

@@ -24,7 +24,18 @@
 import type { Pipeline } from "@ctxd/context"
 import { Window } from "@ctxd/context"
 import type { Conversation, Summarize } from "@ctxd/contracts"
-import { indexAfter } from "./Plan.ts"
+
+/** The index of the first message with `seq > afterSeq` (binary search; seqs ascend): where a span ending at `afterSeq` ends in the history. */
+export const indexAfter = (history: ReadonlyArray<{ readonly seq: number }>, afterSeq: number): number => {
+  let lo = 0
+  let hi = history.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (history[mid]!.seq <= afterSeq) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
 
 /** A live summary: what it covers and its text. */
 export interface Summary {

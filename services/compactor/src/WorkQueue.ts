@@ -17,8 +17,7 @@
  *   again when it runs out); a handler failure naks it after 5 s; a payload
  *   that is not a job is terminated.
  */
-import { Subjects, Turn } from "@ctxd/contracts"
-import { Mode } from "@ctxd/contracts/Summarize"
+import { Subjects, Summarize, Turn } from "@ctxd/contracts"
 import { Json, NatsClient } from "@ctxd/nats"
 import {
   AckPolicy,
@@ -40,7 +39,7 @@ export const Job = Schema.Struct({
   afterSeq: Schema.Int.pipe(Schema.nonNegative()),
   trigger: Schema.Literal("soft", "hard", "over_window", "manual"),
   model: Turn.Model,
-  mode: Schema.optional(Mode),
+  mode: Schema.optional(Summarize.Mode),
   /** System + tools (+ memory) tokens of the turn that enqueued it. */
   fixedTokens: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
 })

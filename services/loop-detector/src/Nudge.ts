@@ -5,14 +5,13 @@
  * the verdict (no clock, no counters beyond the verdict's own), so the same
  * loop state gives byte-identical text.
  */
-import type { Conversation } from "@ctxd/contracts"
+import type { Conversation, Loop } from "@ctxd/contracts"
 import type * as Config from "./Config.ts"
-import type * as Detector from "./Detector.ts"
 
 /** The line every nudge starts with, so runtimes and reports can recognise one. */
 export const HEADER = "[ctxd loop check] You are repeating yourself without making progress:"
 
-const ADVICE: Record<Detector.Pattern, string> = {
+const ADVICE: Record<Loop.Pattern, string> = {
   repeated_call: "calling it again will return the same thing.",
   repeated_error: "retrying it unchanged will fail again; read the error and change the call.",
   alternation: "going around this cycle again will not give you anything new.",
@@ -28,7 +27,7 @@ const CLOSING =
  * times) and telling the model to change approach or ask the user. Empty
  * string when the verdict has no findings.
  */
-export const nudgeText = (verdict: Detector.Verdict): string => {
+export const nudgeText = (verdict: Loop.Verdict): string => {
   if (!verdict.looping || verdict.findings.length === 0) return ""
   const lines = verdict.findings.map((f) => `- ${f.detail}: ${ADVICE[f.pattern]}`)
   return [HEADER, ...lines, CLOSING].join("\n")
@@ -39,7 +38,7 @@ export const nudgeText = (verdict: Detector.Verdict): string => {
  * message, the one role every provider accepts at the end (renderers merge
  * it with a preceding user/tool-result turn where the format needs that).
  */
-export const nudgeMessage = (verdict: Detector.Verdict): Conversation.Message | undefined => {
+export const nudgeMessage = (verdict: Loop.Verdict): Conversation.Message | undefined => {
   const text = nudgeText(verdict)
   return text === "" ? undefined : { role: "user", parts: [{ type: "text", text }] }
 }
@@ -55,7 +54,7 @@ export type Action =
  * gives `none`; `escalate` gives `escalate`; `nudge` gives the message from
  * {@link nudgeMessage}. The verdict itself goes into the turn report either way.
  */
-export const action = (verdict: Detector.Verdict, policy: Config.Policy = "nudge"): Action => {
+export const action = (verdict: Loop.Verdict, policy: Config.Policy = "nudge"): Action => {
   if (policy === "off" || !verdict.looping) return { kind: "none" }
   if (policy === "escalate") return { kind: "escalate" }
   const message = nudgeMessage(verdict)

@@ -21,8 +21,8 @@
  * | `CTXD_SUMMARIZER_RETRIES` | 3 | retries of a failed call (429, 5xx, timeout, connection) |
  * | `CTXD_SUMMARIZER_RETRY_BASE_MS` | 500 | first backoff; doubles per retry, jittered |
  */
+import type { Summarize } from "@ctxd/contracts"
 import { Config, Option, Redacted } from "effect"
-import type { Mode } from "@ctxd/contracts/Summarize"
 
 /** The provider clients the summarizer can use. */
 export type ProviderKind = "anthropic" | "openai" | "openai_compatible"
@@ -43,7 +43,7 @@ export interface Settings {
   readonly openai: Endpoint
   /** The OpenAI-compatible server; `baseURL` undefined = none configured. */
   readonly compatible: Endpoint
-  readonly mode: Mode
+  readonly mode: Summarize.Mode
   readonly bullets: number
   readonly toolResultMaxPct: number
   /** Undefined: the model table's window for the summarizer model. */

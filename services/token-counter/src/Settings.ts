@@ -16,12 +16,12 @@
  * | `ANTHROPIC_BASE_URL` | unset | the SDK's base URL; setting it (or the key) enables `auto` → `anthropic_api` |
  * | `ANTHROPIC_API_KEY` | unset | the SDK's API key (redacted) |
  */
+import type { Tokens } from "@ctxd/contracts"
 import { Config, Option, Redacted } from "effect"
-import type { BackendChoice } from "@ctxd/contracts/Tokens"
 
 /** Everything the service needs; see the module doc for the defaults. */
 export interface Settings {
-  readonly backend: BackendChoice
+  readonly backend: Tokens.BackendChoice
   readonly cacheCapacity: number
   readonly timeoutMs: number
   readonly maxInFlight: number

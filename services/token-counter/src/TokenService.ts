@@ -16,7 +16,7 @@
  * - Calibration (default on): usage reports teach a per-model factor that
  *   multiplies local estimates (`calibration` in the answer; 1 when none).
  */
-import type { Conversation } from "@ctxd/contracts"
+import { type Conversation, Tokens } from "@ctxd/contracts"
 import { TokenCounter } from "@ctxd/tokens"
 import { Cause, type ConfigError, Context, Duration, Effect, Either, Layer, Ref, type Scope } from "effect"
 import * as AnthropicCounter from "./AnthropicCounter.ts"
@@ -24,7 +24,11 @@ import * as Calibration from "./Calibration.ts"
 import type * as CircuitBreaker from "./CircuitBreaker.ts"
 import * as LocalBody from "./internal/LocalBody.ts"
 import * as Settings from "./Settings.ts"
-import { type Backend, type BackendChoice, BadUsage } from "@ctxd/contracts/Tokens"
+
+const { BadUsage } = Tokens
+type BadUsage = Tokens.BadUsage
+type Backend = Tokens.Backend
+type BackendChoice = Tokens.BackendChoice
 
 /** A model as the counter needs it. */
 export interface Model {

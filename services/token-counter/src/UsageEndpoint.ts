@@ -10,7 +10,10 @@ import { type Subjects } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
 import { Effect, Either, Option } from "effect"
 import { type Model, TokenService, unknownTurn } from "./TokenService.ts"
-import { toWireError, UsageReport, type UsageReply } from "@ctxd/contracts/Tokens"
+import { Tokens } from "@ctxd/contracts"
+
+const { toWireError, UsageReport } = Tokens
+type UsageReply = Tokens.UsageReply
 
 /** What the turn report said about a turn (report `tokens.total` and `counter`). */
 export interface TurnEstimate {

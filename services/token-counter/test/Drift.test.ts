@@ -8,7 +8,7 @@ import { FakeProvider } from "@ctxd/testing"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Option } from "effect"
 import { Calibration, TokenService, UsageEndpoint } from "../src/index.ts"
-import * as UsageSchema from "@ctxd/contracts/Tokens"
+import { Tokens as UsageSchema } from "@ctxd/contracts"
 import * as Replay from "./Replay.ts"
 
 let server: FakeProvider.FakeProviderServer

@@ -5,7 +5,7 @@ import { FakeProvider, TestNats } from "@ctxd/testing"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Either, Layer, Option, Redacted, Schema } from "effect"
 import { CountEndpoint, TokenService, UsageEndpoint } from "../src/index.ts"
-import * as UsageSchema from "@ctxd/contracts/Tokens"
+import { Tokens as UsageSchema } from "@ctxd/contracts"
 import * as Replay from "./Replay.ts"
 
 const call = (subject: string, value: unknown) =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, JSONSchema, Schema } from "effect"
-import * as UsageSchema from "@ctxd/contracts/Tokens"
+import { Tokens as UsageSchema } from "@ctxd/contracts"
 
 describe("UsageSchema", () => {
   it("decodes usage reports in both providers' field names and rejects negative counts", () => {

@@ -7,7 +7,7 @@
  * cluster).
  */
 import { Database, Migrations } from "@ctxd/db"
-import * as TestDatabase from "@ctxd/testing/TestDatabase"
+import { TestDatabase } from "@ctxd/testing"
 import { Context, Duration, Effect, Exit, Layer, Schedule, Scope } from "effect"
 import { Membership, ShardingConfig, ShardLeases } from "../../src/index.ts"
 
