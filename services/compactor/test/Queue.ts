@@ -4,17 +4,37 @@ import { jetstreamManager } from "@nats-io/jetstream"
 import { Effect } from "effect"
 import { type Settings, WorkQueue } from "../src/index.ts"
 
-/** Short ack wait, memory storage. */
+/**
+ * Short ack wait, memory storage. The ack wait still leaves room for the
+ * event loop stalls of a loaded 2-core machine (the in-progress beat comes
+ * every third of it).
+ */
 export const QUEUE: Settings.QueueSettings = {
   stream: "",
   consumer: "ctxd-compactor",
-  ackWaitMs: 2_000,
+  ackWaitMs: 5_000,
   maxDeliver: 20,
   duplicateWindowMs: 60_000,
   maxAgeMs: 600_000,
   concurrency: 2,
   storage: "memory",
 }
+
+/**
+ * The lease TTL of the compactors in the test process. They are never
+ * killed, and the fake provider tokenizes their calls on the same event
+ * loop: a lease this long is not lost to a stall while they work.
+ */
+export const STEADY_LEASE_TTL_MS = 30_000
+
+/**
+ * The crash test's victim process: a lease short enough to wait out, long
+ * enough to outlive a stall of up to two seconds (it is renewed every
+ * third of it); one job at a time, so that a redelivery of its own job
+ * (after a stall longer than the ack wait) can never make it take the
+ * session's lease a second time.
+ */
+export const VICTIM = { queue: { ...QUEUE, concurrency: 1 }, leaseTtlMs: 3_000 } as const
 
 /** Jobs stored in the stream (work-queue retention: acked jobs are gone). */
 export const pending = (options: WorkQueue.QueueOptions) =>
