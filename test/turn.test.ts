@@ -171,6 +171,17 @@ describe("bad input never crashes the worker and never writes", () => {
     expect(deep).toMatchObject({ ok: false, error: { code: "BadRequest" } })
   })
 
+  it("an empty first turn → BadRequest naming messages, nothing stored; an empty later turn is fine", async () => {
+    const reply = await h.request(h.turnSubject("bad", "empty"), openaiTurn("e1", []))
+    expect(reply).toMatchObject({ ok: false, error: { code: "BadRequest", path: "messages" } })
+    expect(await count("ctxd_turns", "bad", "empty")).toBe(0)
+    expect((await h.request(h.turnSubject("bad", "empty"), openaiTurn("e2", [{ role: "user", content: "hi" }]))).ok).toBe(true)
+    const later = await h.request(h.turnSubject("bad", "empty"), openaiTurn("e3", []))
+    expect(later.ok).toBe(true)
+    expect(later.request.messages.at(-1)).toEqual({ role: "user", content: "hi" })
+    await expectServing()
+  })
+
   it("a tool result for an unknown call → BadRequest naming the message index, nothing stored", async () => {
     const reply = await h.request(
       h.turnSubject("bad", "pairing"),
