@@ -1,0 +1,75 @@
+// Hostile input against a real worker process (issue 12): every reply
+// reaches its caller within the bus's limit, bad input is BadRequest (never
+// Internal or Unavailable), and rejected prompts never reach the logs.
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as Harness from "./Harness.ts"
+
+let h: Harness.Harness
+beforeAll(async () => {
+  h = await Harness.start()
+})
+afterAll(async () => {
+  await h?.close()
+})
+
+const encoder = new TextEncoder()
+const head = '{"turnId":"t1","format":"anthropic","model":{"provider":"anthropic","name":"claude-sonnet-4-5"},'
+
+const anthropicTurn = (turnId: string, messages: unknown, extra: Record<string, unknown> = {}) => ({
+  turnId,
+  format: "anthropic",
+  model: { provider: "anthropic", name: "claude-sonnet-4-5" },
+  messages,
+  ...extra,
+})
+
+/** The worker's JSON log lines that contain `needle`. */
+const logLines = (needle: string) =>
+  h.worker
+    .output()
+    .split("\n")
+    .filter((line) => line.includes(needle))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+
+describe("turn replies stay under the bus's limit", () => {
+  it("an invalid 600 KB content gets a short BadRequest (it used to be a > 1 MiB reply, lost)", async () => {
+    const reply = await h.request(h.turnSubject("hostile", "big"), anthropicTurn("t1", [{ role: "user", content: { text: "x".repeat(600_000) } }]), 5_000)
+    expect(reply).toMatchObject({ ok: false, error: { code: "BadRequest", path: "messages[0].content" } })
+    expect(JSON.stringify(reply).length).toBeLessThan(4_000)
+  })
+})
+
+describe("bad input is BadRequest", () => {
+  it("10,000-deep nesting in a tool_use input or an unknown block names the depth limit", async () => {
+    const deep = "[".repeat(10_000) + "]".repeat(10_000)
+    for (const [i, block] of [`{"type":"tool_use","id":"c1","name":"f","input":{"x":${deep}}}`, `{"type":"mystery","data":${deep}}`].entries()) {
+      const bytes = encoder.encode(`${head}"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[${block}]}]}`)
+      const reply = await h.request(h.turnSubject("hostile", `deep${i}`), bytes, 5_000)
+      expect(reply).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+      expect(reply.error.message).toContain("deeper than 128 levels")
+    }
+  })
+
+  it("a lone UTF-16 surrogate in content names the path, and nothing is stored", async () => {
+    const bytes = encoder.encode(`${head}"messages":[{"role":"user","content":"a\\ud800b"}]}`)
+    const reply = await h.request(h.turnSubject("hostile", "surrogate"), bytes, 5_000)
+    expect(reply).toMatchObject({ ok: false, error: { code: "BadRequest", path: "messages[0].content" } })
+    const rows = await h.sql("select 1 from ctxd_sessions where tenant = 'hostile' and session = 'surrogate'")
+    expect(rows.length).toBe(0)
+  })
+})
+
+describe("prompts stay out of logs", () => {
+  it("a rejected 500 KB system is logged by code, path and size, never by content", async () => {
+    const marker = `PROMPT-MARKER-${Math.random().toString(36).slice(2)}`
+    const system = { text: `${marker} ${"s".repeat(500_000)} ${marker}` }
+    const reply = await h.request(h.turnSubject("hostile", "logs"), anthropicTurn("t-logs", [{ role: "user", content: "hi" }], { system }), 5_000)
+    expect(reply).toMatchObject({ ok: false, error: { code: "BadRequest", path: "system" } })
+    await h.worker.waitFor("turn rejected", 5_000)
+    await new Promise((resolve) => setTimeout(resolve, 200)) // let the log line flush
+    expect(h.worker.output()).not.toContain(marker)
+    const lines = logLines('"session":"logs"').filter((line) => String(line.msg).startsWith("turn rejected"))
+    expect(lines[0]).toMatchObject({ code: "BadRequest", path: "system", tenant: "hostile", session: "logs" })
+    expect(lines[0]!.requestBytes).toBeGreaterThan(500_000)
+  })
+})
