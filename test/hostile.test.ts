@@ -73,3 +73,48 @@ describe("prompts stay out of logs", () => {
     expect(lines[0]!.requestBytes).toBeGreaterThan(500_000)
   })
 })
+
+describe("knowledge endpoint", () => {
+  const subject = () => `${h.root}.v1.knowledge.hostile`
+
+  it("pages a list of 1,100 documents with long titles; add and remove answer within the limit", async () => {
+    const title = (i: number) => `${String(i).padStart(4, "0")} ${"long title ".repeat(90)}`
+    await h.sql(
+      `insert into ctxd_knowledge (tenant, agent, id, title, body)
+       select 'hostile', 'big', 'doc-' || lpad(i::text, 4, '0'), lpad(i::text, 4, '0') || ' ' || repeat('long title ', 90), 'body'
+       from generate_series(1, 1099) as i`,
+    )
+    const added = await h.request(subject(), { op: "add", agent: "big", doc: { id: "doc-1100", title: title(1100), text: "t" } }, 5_000)
+    expect(added.ok).toBe(true)
+    expect(added.docs.length).toBe(100)
+    expect(added.nextCursor).toBe("doc-0100")
+    const seen: string[] = []
+    let cursor: string | undefined
+    for (let page = 0; page < 20; page++) {
+      const reply = await h.request(subject(), { op: "list", agent: "big", limit: 1000, ...(cursor === undefined ? {} : { cursor }) }, 5_000)
+      expect(reply.ok).toBe(true)
+      seen.push(...reply.docs.map((d: { id: string }) => d.id))
+      cursor = reply.nextCursor
+      if (cursor === undefined) break
+    }
+    expect(seen.length).toBe(1100)
+    expect(new Set(seen).size).toBe(1100)
+    const removed = await h.request(subject(), { op: "remove", agent: "big", id: "doc-0001" }, 5_000)
+    expect(removed).toMatchObject({ ok: true, removed: true, nextCursor: "doc-0101" })
+  })
+
+  it("NUL characters and lone surrogates in a document are BadRequest, nothing stored", async () => {
+    const nul = await h.request(subject(), { op: "add", agent: "bad", doc: { id: "n", title: "t", text: "a\u0000b" } }, 5_000)
+    expect(nul).toMatchObject({ ok: false, error: { code: "BadRequest", path: "doc.text" } })
+    const bytes = encoder.encode('{"op":"add","agent":"bad","doc":{"id":"s","title":"t","text":"a\\udc00b"}}')
+    const lone = await h.request(subject(), bytes, 5_000)
+    expect(lone).toMatchObject({ ok: false, error: { code: "BadRequest", path: "doc.text" } })
+    expect(await h.sql("select 1 from ctxd_knowledge where tenant = 'hostile' and agent = 'bad'")).toEqual([])
+  })
+
+  it("an invalid 600 KB document gets a short BadRequest", async () => {
+    const reply = await h.request(subject(), { op: "add", doc: { id: "x", title: "t", text: { v: "x".repeat(600_000) } } }, 5_000)
+    expect(reply).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+    expect(JSON.stringify(reply).length).toBeLessThan(4_000)
+  })
+})
