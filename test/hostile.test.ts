@@ -118,3 +118,44 @@ describe("knowledge endpoint", () => {
     expect(JSON.stringify(reply).length).toBeLessThan(4_000)
   })
 })
+
+describe("usage reports", () => {
+  const usageSubject = (session: string) => `${h.root}.v1.usage.hostile.${session}`
+  const openaiTurn = (turnId: string, model: string) => ({
+    turnId,
+    format: "openai",
+    model: { provider: "openai", name: model },
+    messages: [{ role: "user", content: "hello there" }],
+  })
+  const metrics = async () => (await h.request(`${h.root}.v1.metrics`, {}, 5_000)) as { tokens: Record<string, any> } // eslint-disable-line @typescript-eslint/no-explicit-any
+
+  it("the same {turnId, usage} sent 30 times (at once) counts once; the others are answered as duplicates", async () => {
+    const model = "dedupe-model"
+    expect((await h.request(h.turnSubject("hostile", "usage"), openaiTurn("u1", model))).ok).toBe(true)
+    const report = { turnId: "u1", usage: { prompt_tokens: 40 } }
+    const replies = await Promise.all(Array.from({ length: 30 }, () => h.request(usageSubject("usage"), report, 5_000)))
+    expect(replies.every((r) => r.ok === true)).toBe(true)
+    expect(replies.filter((r) => r.counted === true).length).toBe(1)
+    expect(replies.filter((r) => r.counted === false).length).toBe(29)
+    const tokens = (await metrics()).tokens
+    expect(tokens.drift[`openai/${model}`].count).toBe(1)
+    expect(tokens.factors[`openai/${model}#tiktoken`].reports).toBe(1)
+    expect(await h.sql("select turn_id from ctxd_usage_reports where tenant = 'hostile' and session = 'usage'")).toEqual([{ turn_id: "u1" }])
+  })
+
+  it("caller-chosen model names are normalized and capped in the metrics reply", async () => {
+    for (let i = 0; i < 130; i++) {
+      const name = `Hostile Model ${i} ${"x".repeat(150)}`
+      const turn = await h.request(h.turnSubject("hostile", `m${i}`), openaiTurn("t", name))
+      expect(turn, JSON.stringify(turn)).toMatchObject({ ok: true })
+      expect((await h.request(usageSubject(`m${i}`), { turnId: "t", usage: { prompt_tokens: 40 } })).ok).toBe(true)
+    }
+    const reply = await metrics()
+    const labels = Object.keys(reply.tokens.drift)
+    expect(labels.length).toBeLessThanOrEqual(101)
+    expect(labels).toContain("other")
+    expect(labels.every((l) => /^[a-z0-9._:/-]{1,64}\/[a-z0-9._:/_-]{1,64}$/.test(l) || l === "other")).toBe(true)
+    expect(reply.tokens.labels).toMatchObject({ max: 100, used: 100 })
+    expect(JSON.stringify(reply).length).toBeLessThan(256 * 1024)
+  })
+})
