@@ -59,6 +59,24 @@ describe("bad input is BadRequest", () => {
   })
 })
 
+describe("every endpoint decodes with the same bounds", () => {
+  it("deep nesting, lone surrogates and large invalid values are short BadRequests on loop.check, tokens.count and usage", async () => {
+    const deep = "[".repeat(10_000) + "]".repeat(10_000)
+    const cases: Array<[string, string]> = [
+      [`${h.root}.v1.loop.check`, `{"format":"openai","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}],"extra":${deep}}]}`],
+      [`${h.root}.v1.tokens.count`, `{"model":{"provider":"openai","name":"gpt-4o"},"body":{"messages":${deep}}}`],
+      [`${h.root}.v1.loop.check`, `{"format":"openai","messages":[{"role":"user","content":"a\\ud800"}]}`],
+      [`${h.root}.v1.tokens.count`, JSON.stringify({ model: { provider: "openai", name: "gpt-4o" }, segments: [{ text: "y".repeat(600_000) }] })],
+      [`${h.root}.v1.usage.hostile.none`, JSON.stringify({ turnId: "t", usage: { prompt_tokens: "z".repeat(600_000) } })],
+    ]
+    for (const [subject, body] of cases) {
+      const reply = await h.request(subject, encoder.encode(body), 5_000)
+      expect(reply, subject).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+      expect(JSON.stringify(reply).length).toBeLessThan(4_000)
+    }
+  })
+})
+
 describe("prompts stay out of logs", () => {
   it("a rejected 500 KB system is logged by code, path and size, never by content", async () => {
     const marker = `PROMPT-MARKER-${Math.random().toString(36).slice(2)}`

@@ -10,7 +10,7 @@
  *   the same {@link Compactor}; a `lock_held` job is retried when the
  *   holder's lease runs out, every other outcome is acked.
  */
-import { Compact, type Subjects } from "@ctxd/contracts"
+import { Compact, Requests, type Subjects } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
 import { Clock, Effect, Either } from "effect"
 import { Compactor, type CompactionError, toReply } from "./Compactor.ts"
@@ -33,7 +33,7 @@ export const handle = (
     if (target === undefined) {
       return Endpoint.errorReply("BadRequest", `bad subject ${subject}`, { hint: "<root>.v1.compact.<tenant>.<session>" })
     }
-    const request = Endpoint.decodeRequest(Compact.CompactRequest, data, "send {model: {provider, name, contextWindow?, maxOutputTokens?}, mode?}")
+    const request = Requests.decode(Compact.CompactRequest, data, { what: "compact requests", hint: "send {model: {provider, name, contextWindow?, maxOutputTokens?}, mode?}" })
     if (Either.isLeft(request)) return request.left
     const compactor = yield* Compactor
     const result = yield* Effect.either(

@@ -7,7 +7,7 @@
  * span too large even hierarchically → `TooLarge`.
  */
 import { Normalize } from "@ctxd/context"
-import { Subjects, type Summarize } from "@ctxd/contracts"
+import { Requests, Subjects, type Summarize } from "@ctxd/contracts"
 import { SummarizeRequest } from "@ctxd/contracts/Summarize"
 import { Endpoint } from "@ctxd/nats"
 import { Effect, Either } from "effect"
@@ -34,7 +34,7 @@ export const handle = (
   data: Uint8Array,
 ): Effect.Effect<Summarize.SummarizeReply | ReturnType<typeof Endpoint.errorReply>, never, Summarizer> =>
   Effect.gen(function* () {
-    const request = Endpoint.decodeRequest(SummarizeRequest, data, "send {format, model: {provider, name}, messages: [...], mode?, previousSummary?, maxBullets?}")
+    const request = Requests.decode(SummarizeRequest, data, { what: "summarize requests", hint: "send {format, model: {provider, name}, messages: [...], mode?, previousSummary?, maxBullets?}" })
     if (Either.isLeft(request)) return request.left
     const r = request.right
     const messages = r.format === "anthropic" ? Normalize.fromAnthropic(r.messages) : Normalize.fromOpenAI(r.messages)

@@ -13,9 +13,9 @@
  * in-process set of the last {@link LOCAL_CLAIMS} turns stands in (one
  * process only). Calibration is per tenant (see `CalibrationState`).
  */
-import { Errors, InputLimits, Issues, type Subjects } from "@ctxd/contracts"
-import { Endpoint, Json } from "@ctxd/nats"
-import { Effect, Either, Option, Schema } from "effect"
+import { Errors, Issues, Requests, type Subjects } from "@ctxd/contracts"
+import { Endpoint } from "@ctxd/nats"
+import { Effect, Either, Option } from "effect"
 import { type Model, TokenService, unknownTurn } from "./TokenService.ts"
 import { toWireError, UsageReport, type UsageReply } from "@ctxd/contracts/Tokens"
 
@@ -57,16 +57,8 @@ const HINT = "send {turnId, usage} with the provider's usage object (non-negativ
 const badRequest = (message: string, path?: string, hint?: string) =>
   Errors.toReply(new Errors.BadRequest({ message, ...(path === undefined ? {} : { path }), ...(hint === undefined ? {} : { hint }) }))
 
-const decode = (data: Uint8Array): Either.Either<UsageReport, Errors.ErrorReply> => {
-  const json = Json.decode(data)
-  if (Either.isLeft(json)) return Either.left(badRequest(Errors.cap(json.left.message, 300), undefined, HINT))
-  const problem = InputLimits.check(json.right, "usage reports")
-  if (problem !== undefined) return Either.left(badRequest(problem.message, problem.path))
-  return Either.mapLeft(Schema.decodeUnknownEither(UsageReport, { errors: "all" })(json.right), (error) => {
-    const described = Issues.describe(error)
-    return badRequest(`invalid usage report: ${described.message}`, described.path, HINT)
-  })
-}
+const decode = (data: Uint8Array): Either.Either<UsageReport, Errors.ErrorReply> =>
+  Requests.decode(UsageReport, data, { what: "usage reports", hint: HINT })
 
 const unavailable = (what: string, error: unknown) =>
   Errors.toReply(new Errors.ServiceUnavailable({ message: `the ${what} is unavailable; retry`, hint: String(error) }))

@@ -10,10 +10,10 @@
  * values in error messages are cut to a preview.
  */
 import { Assembler } from "@ctxd/assembler"
-import { Errors, InputLimits, Issues, Knowledge, type Subjects } from "@ctxd/contracts"
+import { Errors, Issues, Knowledge, Requests, type Subjects } from "@ctxd/contracts"
 import { KnowledgeStore } from "@ctxd/db"
-import { Endpoint, Json } from "@ctxd/nats"
-import { Effect, Either, Schema } from "effect"
+import { Endpoint } from "@ctxd/nats"
+import { Effect, Either } from "effect"
 
 /** A page stops before its ids and titles take more than this many bytes of UTF-8 (256 KB). */
 export const PAGE_BYTES = 256 * 1024
@@ -24,16 +24,8 @@ const badRequest = (message: string, path?: string, hint?: string) =>
   Errors.toReply(new Errors.BadRequest({ message, ...(path === undefined ? {} : { path }), ...(hint === undefined ? {} : { hint }) }))
 
 /** The request, or a bounded `BadRequest` envelope. */
-export const decode = (data: Uint8Array): Either.Either<Knowledge.Request, Errors.ErrorReply> => {
-  const json = Json.decode(data)
-  if (Either.isLeft(json)) return Either.left(badRequest(Errors.cap(json.left.message, 300), undefined, HINT))
-  const problem = InputLimits.check(json.right, "knowledge requests")
-  if (problem !== undefined) return Either.left(badRequest(problem.message, problem.path))
-  return Either.mapLeft(Schema.decodeUnknownEither(Knowledge.Request, { errors: "all" })(json.right), (error) => {
-    const described = Issues.describe(error)
-    return badRequest(`invalid knowledge request: ${described.message}`, described.path, HINT)
-  })
-}
+export const decode = (data: Uint8Array): Either.Either<Knowledge.Request, Errors.ErrorReply> =>
+  Requests.decode(Knowledge.Request, data, { what: "knowledge requests", hint: HINT })
 
 /** The longest prefix of `docs` whose titles fit {@link PAGE_BYTES} (at least one). */
 const fit = <D extends { readonly id: string; readonly title: string }>(docs: ReadonlyArray<D>): ReadonlyArray<D> => {
