@@ -6,6 +6,7 @@
 import type { Knowledge } from "@ctxd/contracts"
 import { Effect, type Layer } from "effect"
 import { Database, type DatabaseError, type DatabaseUnavailable } from "./Database.ts"
+import { logFailure } from "./internal/logFailure.ts"
 
 type Failure = DatabaseUnavailable | DatabaseError
 
@@ -20,7 +21,10 @@ export class KnowledgeStore extends Effect.Service<KnowledgeStore>()("@ctxd/db/K
           "SELECT id, title, body FROM ctxd_knowledge WHERE tenant = $1 AND agent = $2 ORDER BY id",
           [tenant, agent],
         )
-        .pipe(Effect.map(({ rows }) => rows.map((r) => ({ id: r.id, title: r.title, text: r.body }))))
+        .pipe(
+          Effect.map(({ rows }) => rows.map((r) => ({ id: r.id, title: r.title, text: r.body }))),
+          logFailure("knowledge store: docs"),
+        )
 
     /**
      * One page of the agent's index (id and title, no text), by id, starting

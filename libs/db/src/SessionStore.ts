@@ -31,6 +31,7 @@ import type { Conversation } from "@ctxd/contracts"
 import { Data, Effect, type Layer, type Option } from "effect"
 import { Database, DatabaseError, type DatabaseUnavailable } from "./Database.ts"
 import { COMMIT_TURN, type CommitRow, FIND_TURN, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
+import { logFailure } from "./internal/logFailure.ts"
 import * as ReplyCodec from "./internal/replyCodec.ts"
 
 /** A stored message and how many tokens it was counted as, with which encoding. */
@@ -196,25 +197,6 @@ const commitParams = (input: CommitTurn): Effect.Effect<ReadonlyArray<unknown>, 
     ])
   })
 
-/**
- * Logs a {@link DatabaseError} (not an unavailable database: that is retried)
- * at `error` with its SQLSTATE and Postgres's message, because callers map it
- * to an `Internal` reply without its cause. Postgres's `detail` and `where`,
- * which may quote the data (prompt content), are left out.
- */
-const logFailure =
-  (operation: string) =>
-  <A, E extends { readonly _tag: string; readonly message: string }, R>(
-    effect: Effect.Effect<A, E, R>,
-  ): Effect.Effect<A, E, R> =>
-    Effect.tapError(effect, (error) =>
-      error instanceof DatabaseError
-        ? Effect.logError(`session store: ${operation} failed: ${error.message.slice(0, 300)}`).pipe(
-            Effect.annotateLogs({ sqlstate: error.code ?? "none" }),
-          )
-        : Effect.void,
-    )
-
 /** The session store: `findTurn`, `loadMessages`, `commitTurn`. Needs a migrated {@link Database}. */
 export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/SessionStore", {
   effect: Effect.gen(function* () {
@@ -230,7 +212,7 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
         Effect.flatMap(({ rows }) =>
           rows[0] === undefined ? Effect.succeedNone : Effect.asSome(toTurn(rows[0])),
         ),
-        logFailure("findTurn"),
+        logFailure("session store: findTurn"),
         Effect.withSpan("SessionStore.findTurn"),
       )
 
@@ -248,7 +230,7 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
         Effect.map(({ rows }) =>
           rows.map((row) => ({ seq: row.seq, message: row.content, tokens: row.tokens, encoding: row.encoding })),
         ),
-        logFailure("loadMessages"),
+        logFailure("session store: loadMessages"),
         Effect.withSpan("SessionStore.loadMessages"),
       )
 
@@ -266,7 +248,7 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
       commitParams(input).pipe(
         Effect.flatMap((params) => db.query<CommitRow>(COMMIT_TURN, params)),
         Effect.flatMap(({ rows }) => outcome(input, rows[0])),
-        logFailure("commitTurn"),
+        logFailure("session store: commitTurn"),
         Effect.withSpan("SessionStore.commitTurn", {
           attributes: { messages: input.messages.length, fenced: input.fence !== undefined },
         }),
