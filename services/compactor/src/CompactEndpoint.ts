@@ -10,7 +10,7 @@
  *   the same {@link Compactor}; a `lock_held` job is retried when the
  *   holder's lease runs out, every other outcome is acked.
  */
-import { Compact, Requests, type Subjects } from "@ctxd/contracts"
+import { Compact, Errors, Requests, type Subjects } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
 import { Clock, Effect, Either } from "effect"
 import { Compactor, type CompactionError, toReply } from "./Compactor.ts"
@@ -18,9 +18,11 @@ import * as WorkQueue from "./WorkQueue.ts"
 
 
 const failure = (e: CompactionError) =>
-  e.reason === "unknown_session"
-    ? Endpoint.errorReply("BadRequest", e.message, { hint: "compact a session that has committed turns" })
-    : Endpoint.errorReply("Unavailable", e.message, { hint: "retry later" })
+  Errors.capReply(
+    e.reason === "unknown_session"
+      ? Endpoint.errorReply("BadRequest", e.message, { hint: "compact a session that has committed turns" })
+      : Endpoint.errorReply("Unavailable", e.message, { hint: "retry later" }),
+  )
 
 /** The reply to one manual compaction request on `subject` (exported for tests and in-process callers). */
 export const handle = (

@@ -7,7 +7,7 @@
  * span too large even hierarchically → `TooLarge`.
  */
 import { Normalize } from "@ctxd/context"
-import { Requests, Subjects, type Summarize } from "@ctxd/contracts"
+import { Errors, Requests, Subjects, type Summarize } from "@ctxd/contracts"
 import { SummarizeRequest } from "@ctxd/contracts/Summarize"
 import { Endpoint } from "@ctxd/nats"
 import { Effect, Either } from "effect"
@@ -50,11 +50,14 @@ export const handle = (
     )
     if (Either.isLeft(result)) {
       const e = result.left
-      return e.reason === "provider"
-        ? Endpoint.errorReply("Unavailable", e.message, { hint: "the summarizer's provider failed after retries; retry later" })
-        : e.reason === "too_large"
-          ? Endpoint.errorReply("TooLarge", e.message, { hint: "send a shorter span or raise CTXD_SUMMARIZER_MAX_DEPTH" })
-          : Endpoint.errorReply("BadRequest", e.message)
+      // capped: a provider's error text is not ours to bound
+      return Errors.capReply(
+        e.reason === "provider"
+          ? Endpoint.errorReply("Unavailable", e.message, { hint: "the summarizer's provider failed after retries; retry later" })
+          : e.reason === "too_large"
+            ? Endpoint.errorReply("TooLarge", e.message, { hint: "send a shorter span or raise CTXD_SUMMARIZER_MAX_DEPTH" })
+            : Endpoint.errorReply("BadRequest", e.message),
+      )
     }
     const s = result.right
     return {
