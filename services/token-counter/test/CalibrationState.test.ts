@@ -85,6 +85,10 @@ describe("TokenService calibration across tenants", () => {
       expect((yield* turn("mallory")).calibration).toBe(2)
       const other = yield* turn("alice")
       expect(other.calibration).toBeLessThanOrEqual(1.1)
+      // without an explicit tenant, the turn's `tenant` log annotation (set by the assembler) names it
+      const annotated = service.countTurn({ model: { provider: "openai", name: "gpt-4o" }, system: [], tools: [], messages: [] })
+      expect((yield* annotated.pipe(Effect.annotateLogs({ tenant: "mallory" }))).calibration).toBe(2)
+      expect((yield* annotated.pipe(Effect.annotateLogs({ tenant: "alice" }))).calibration).toBe(other.calibration)
     }),
   )
 })
