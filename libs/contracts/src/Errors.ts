@@ -85,13 +85,62 @@ const codes: Record<WireError["_tag"], ErrorCode> = {
   Busy: "Busy",
 }
 
-/** The wire envelope for an error. */
+/** Longest `message` in an error envelope, in characters (longer ones are cut: see {@link cap}). */
+export const MAX_MESSAGE = 2_000
+/** Longest `path` in an error envelope, in characters. */
+export const MAX_PATH = 300
+/** Longest `hint` in an error envelope, in characters. */
+export const MAX_HINT = 500
+
+/**
+ * `text` cut to at most `max` characters plus a short marker saying how much
+ * was cut (`…(+12345 chars)`); unchanged when it fits. Never splits a UTF-16
+ * surrogate pair.
+ */
+export const cap = (text: string, max: number): string => {
+  if (text.length <= max) return text
+  let end = Math.max(0, max)
+  const code = text.charCodeAt(end - 1)
+  if (code >= 0xd800 && code <= 0xdbff) end--
+  return `${text.slice(0, end)}…(+${text.length - end} chars)`
+}
+
+/**
+ * A body with `message`, `path` and `hint` capped ({@link MAX_MESSAGE},
+ * {@link MAX_PATH}, {@link MAX_HINT}): the last line of defence against an
+ * error reply that echoes a large input and so exceeds the bus's limit.
+ */
+export const capBody = (body: ErrorBody): ErrorBody => ({
+  code: body.code,
+  message: cap(body.message, MAX_MESSAGE),
+  ...(body.path === undefined ? {} : { path: cap(body.path, MAX_PATH) }),
+  ...(body.hint === undefined ? {} : { hint: cap(body.hint, MAX_HINT) }),
+})
+
+/** An error envelope with its fields capped ({@link capBody}). */
+export const capReply = (reply: ErrorReply): ErrorReply => ({ ok: false, error: capBody(reply.error) })
+
+/** The wire envelope for an error; `message`, `path` and `hint` are capped ({@link capBody}). */
 export const toReply = (error: WireError): ErrorReply => ({
   ok: false,
-  error: {
+  error: capBody({
     code: codes[error._tag],
     message: error.message,
     ...(error.path === undefined ? {} : { path: error.path }),
     ...(error.hint === undefined ? {} : { hint: error.hint }),
-  },
+  }),
 })
+
+/** The wire code of an error. */
+export const codeOf = (error: WireError): ErrorCode => codes[error._tag]
+
+/**
+ * `message` fit for a log line: cut before its first quote (`"`, `'` or a
+ * backtick), where error messages start echoing the caller's values, and
+ * capped at 300 characters. Prompts and secrets stay out of logs; the code
+ * and path are logged beside it.
+ */
+export const redact = (message: string): string => {
+  const quote = message.search(/["'`]/)
+  return cap(quote === -1 ? message : `${message.slice(0, quote)}…`, 300)
+}

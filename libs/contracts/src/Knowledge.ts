@@ -18,17 +18,34 @@ export const Doc = Schema.Struct({
 }).annotations({ identifier: "KnowledgeDoc" })
 export type Doc = typeof Doc.Type
 
+/** Documents in one reply when a request names no `limit`. */
+export const DEFAULT_PAGE = 100
+/** Most documents one reply lists. */
+export const MAX_PAGE = 1_000
+
 export const Request = Schema.Union(
   Schema.Struct({ op: Schema.Literal("add"), agent: Agent, doc: Doc }),
-  Schema.Struct({ op: Schema.Literal("list"), agent: Agent }),
+  Schema.Struct({
+    op: Schema.Literal("list"),
+    agent: Agent,
+    /** Where to continue: the `nextCursor` of the previous page (opaque). Absent = from the start. */
+    cursor: Schema.optional(Id),
+    /** Documents per page, 1 to 1,000; default 100. A page also stops at about 256 KB of titles. */
+    limit: Schema.optional(Schema.Int.pipe(Schema.between(1, MAX_PAGE))),
+  }),
   Schema.Struct({ op: Schema.Literal("remove"), agent: Agent, id: Id }),
 ).annotations({ identifier: "KnowledgeRequest", description: "ctx.v1.knowledge.<tenant> request" })
 export type Request = typeof Request.Type
 
 export const Reply = Schema.Struct({
   ok: Schema.Literal(true),
-  /** The agent's documents after the operation (id and title). */
+  /**
+   * The agent's documents after the operation (id and title), by id: one page
+   * (the first, for `add` and `remove`; see `nextCursor`).
+   */
   docs: Schema.Array(Schema.Struct({ id: Schema.String, title: Schema.String })),
+  /** Present when there are more documents: send `{op: "list", cursor: nextCursor}` for the next page. */
+  nextCursor: Schema.optional(Schema.String),
   /** For `remove`: whether a document was removed. */
   removed: Schema.optional(Schema.Boolean),
 }).annotations({ identifier: "KnowledgeReply", description: "ctx.v1.knowledge.<tenant> success reply" })

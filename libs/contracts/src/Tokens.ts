@@ -63,6 +63,12 @@ export const UsageReply = Schema.Struct({
   drift: Schema.Number,
   /** The model's correction factor for local estimates after this report (1 when none). */
   factor: Schema.Number,
+  /**
+   * True when this report was counted; false when the turn's usage had
+   * already been reported (a duplicate: drift and calibration are left as
+   * they were). Absent from workers older than this field.
+   */
+  counted: Schema.optional(Schema.Boolean),
 }).annotations({ identifier: "UsageReply", description: "ctx.v1.usage.<tenant>.<session> success reply" })
 export type UsageReply = typeof UsageReply.Type
 

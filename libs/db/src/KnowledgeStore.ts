@@ -6,6 +6,7 @@
 import type { Knowledge } from "@ctxd/contracts"
 import { Effect, type Layer } from "effect"
 import { Database, type DatabaseError, type DatabaseUnavailable } from "./Database.ts"
+import { logFailure } from "./internal/logFailure.ts"
 
 type Failure = DatabaseUnavailable | DatabaseError
 
@@ -20,7 +21,29 @@ export class KnowledgeStore extends Effect.Service<KnowledgeStore>()("@ctxd/db/K
           "SELECT id, title, body FROM ctxd_knowledge WHERE tenant = $1 AND agent = $2 ORDER BY id",
           [tenant, agent],
         )
-        .pipe(Effect.map(({ rows }) => rows.map((r) => ({ id: r.id, title: r.title, text: r.body }))))
+        .pipe(
+          Effect.map(({ rows }) => rows.map((r) => ({ id: r.id, title: r.title, text: r.body }))),
+          logFailure("knowledge store: docs"),
+        )
+
+    /**
+     * One page of the agent's index (id and title, no text), by id, starting
+     * after `after` (exclusive; from the start when undefined): at most
+     * `limit` documents, and `more` when there are others after them.
+     */
+    const page = (
+      tenant: string,
+      agent: string,
+      after: string | undefined,
+      limit: number,
+    ): Effect.Effect<{ readonly docs: ReadonlyArray<{ readonly id: string; readonly title: string }>; readonly more: boolean }, Failure> =>
+      db
+        .query<{ id: string; title: string }>(
+          `SELECT id, title FROM ctxd_knowledge
+           WHERE tenant = $1 AND agent = $2 AND ($3::text IS NULL OR id > $3) ORDER BY id LIMIT $4`,
+          [tenant, agent, after ?? null, limit + 1],
+        )
+        .pipe(Effect.map(({ rows }) => ({ docs: rows.slice(0, limit), more: rows.length > limit })))
 
     /** Adds or replaces a document. */
     const add = (tenant: string, agent: string, doc: Knowledge.Doc): Effect.Effect<void, Failure> =>
@@ -38,7 +61,7 @@ export class KnowledgeStore extends Effect.Service<KnowledgeStore>()("@ctxd/db/K
         .query("DELETE FROM ctxd_knowledge WHERE tenant = $1 AND agent = $2 AND id = $3", [tenant, agent, id])
         .pipe(Effect.map(({ rowCount }) => (rowCount ?? 0) > 0))
 
-    return { docs, add, remove } as const
+    return { docs, page, add, remove } as const
   }),
 }) {}
 

@@ -267,6 +267,20 @@ export const migrations: ReadonlyArray<Migration> = [
       );
     `,
   },
+  {
+    version: 6,
+    name: "usage reports counted once per turn",
+    sql: `
+      CREATE TABLE ctxd_usage_reports (
+        tenant text NOT NULL,
+        session text NOT NULL,
+        turn_id text NOT NULL,
+        billed integer NOT NULL,
+        received_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (tenant, session, turn_id)
+      );
+    `,
+  },
 ]
 
 /** The advisory lock key for migrating `schema`: the first 8 bytes of SHA-1(`ctxd/migrations/<schema>`), signed. */

@@ -31,6 +31,7 @@ import type { Conversation } from "@ctxd/contracts"
 import { Data, Effect, type Layer, type Option } from "effect"
 import { Database, DatabaseError, type DatabaseUnavailable } from "./Database.ts"
 import { COMMIT_TURN, type CommitRow, FIND_TURN, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
+import { logFailure } from "./internal/logFailure.ts"
 import * as ReplyCodec from "./internal/replyCodec.ts"
 
 /** A stored message and how many tokens it was counted as, with which encoding. */
@@ -211,6 +212,7 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
         Effect.flatMap(({ rows }) =>
           rows[0] === undefined ? Effect.succeedNone : Effect.asSome(toTurn(rows[0])),
         ),
+        logFailure("session store: findTurn"),
         Effect.withSpan("SessionStore.findTurn"),
       )
 
@@ -228,6 +230,7 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
         Effect.map(({ rows }) =>
           rows.map((row) => ({ seq: row.seq, message: row.content, tokens: row.tokens, encoding: row.encoding })),
         ),
+        logFailure("session store: loadMessages"),
         Effect.withSpan("SessionStore.loadMessages"),
       )
 
@@ -245,6 +248,7 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
       commitParams(input).pipe(
         Effect.flatMap((params) => db.query<CommitRow>(COMMIT_TURN, params)),
         Effect.flatMap(({ rows }) => outcome(input, rows[0])),
+        logFailure("session store: commitTurn"),
         Effect.withSpan("SessionStore.commitTurn", {
           attributes: { messages: input.messages.length, fenced: input.fence !== undefined },
         }),

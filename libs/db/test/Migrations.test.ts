@@ -48,6 +48,7 @@ describe("Migrations", () => {
         "ctxd_shard_leases",
         "ctxd_summaries",
         "ctxd_turns",
+        "ctxd_usage_reports",
         "ctxd_workers",
       ])
       // and a restart has nothing to do

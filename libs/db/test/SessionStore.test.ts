@@ -1,7 +1,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Effect, HashMap, Layer, Logger, Option } from "effect"
 import { Database, Migrations, SessionStore } from "../src/index.ts"
 
 const Store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(TestDatabase.layer))
@@ -196,6 +196,24 @@ describe("SessionStore", () => {
         // and the session is still usable from seq 0
         expect(yield* commit(session, "t1", 0, [text("user", "ok")])).toEqual({ firstSeq: 1, lastSeq: 1 })
         expect((yield* store.loadMessages("acme", session, 0)).length).toBe(1)
+      }),
+    )
+
+    it.effect("a failed statement is logged with its SQLSTATE and message, never the data", () =>
+      Effect.gen(function* () {
+        const lines: Array<{ level: string; message: string; annotations: Record<string, unknown> }> = []
+        const capture = Logger.make(({ logLevel, message, annotations }) => {
+          lines.push({ level: logLevel.label, message: String(message), annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+        })
+        const marker = "SECRET-PROMPT-MARKER"
+        const error = yield* commit(fresh(), "t1", 0, [text("user", `${marker} a\ud800b`)]).pipe(
+          Effect.flip,
+          Effect.provide(Logger.replace(Logger.defaultLogger, capture)),
+        )
+        expect(error._tag).toBe("DatabaseError")
+        const logged = lines.find((l) => l.message.includes("commitTurn failed"))
+        expect(logged).toMatchObject({ level: "ERROR", annotations: { sqlstate: "22P02" } }) // invalid input syntax for type json
+        expect(JSON.stringify(lines)).not.toContain(marker)
       }),
     )
 

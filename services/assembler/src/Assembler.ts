@@ -73,7 +73,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const outcome = yield* stages(carry)
         if (outcome._tag === "Rejected") {
           // a retried turn whose messages are stored already trips the pairing check: answer it from the store
-          const stored = outcome.pairing ? yield* store.findTurn(tenant, session, request.turnId).pipe(Effect.catchAll(Commit.storeError)) : Option.none()
+          const stored = outcome.pairing ? yield* store.findTurn(tenant, session, request.turnId).pipe(Effect.mapError(Commit.storeError)) : Option.none()
           if (Option.isSome(stored)) return [yield* Commit.replay(request.turnId, hash, stored.value), state] as const
           return yield* Effect.fail(new Errors.BadRequest({ message: outcome.message, ...(outcome.path === undefined ? {} : { path: outcome.path }) }))
         }

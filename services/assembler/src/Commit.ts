@@ -16,16 +16,13 @@ export const MAX_ATTEMPTS = 3
 
 /**
  * A store failure as the caller sees it: `Unavailable` (retry) when the
- * database cannot be reached; otherwise `Internal`, logged here with its
- * cause (the reply says only that the store failed). Use with `catchAll`.
+ * database cannot be reached; otherwise `Internal` (the store logged the
+ * cause: SQLSTATE and Postgres's message, never the data).
  */
-export const storeError = (error: { readonly _tag: string; readonly message: string }): Effect.Effect<never, Errors.WireError> =>
+export const storeError = (error: { readonly _tag: string; readonly message: string }): Errors.WireError =>
   error._tag === "DatabaseUnavailable"
-    ? Effect.fail(new Errors.ServiceUnavailable({ message: "the session store is unavailable; retry", hint: error.message }))
-    : Effect.zipRight(
-        Effect.logError(`the session store failed: ${error._tag}: ${error.message.slice(0, 300)}`),
-        Effect.fail(new Errors.InternalError({ message: "the session store failed" })),
-      )
+    ? new Errors.ServiceUnavailable({ message: "the session store is unavailable; retry", hint: error.message })
+    : new Errors.InternalError({ message: "the session store failed" })
 
 /** A turn id answered before: the stored reply, or `Conflict` when the content differs. */
 export const replay = (turnId: string, hash: string, stored: SessionStore.StoredTurn): Effect.Effect<Turn.TurnReply, Errors.WireError> =>
@@ -105,7 +102,7 @@ export const commit = (
       case "SeqConflict":
         return { _tag: "Conflict", actualLastSeq: error.actualLastSeq }
       default:
-        return yield* storeError(error)
+        return yield* Effect.fail(storeError(error))
     }
   })
 

@@ -53,7 +53,7 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
             knowledgeCache.set(key, { docs, at: Date.now() })
           }),
         ),
-        Effect.catchAll(storeError),
+        Effect.mapError(storeError),
       )
     }
 
@@ -68,7 +68,7 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
             tokens: row.encoding === state.family ? row.tokens : local.countMessage(row.message, encoding),
           }))
         }),
-        Effect.catchAll(storeError),
+        Effect.mapError(storeError),
       )
 
     /**

@@ -73,7 +73,12 @@ export const serve = (options: TurnEndpointOptions) =>
     const answer = (value: unknown) => Endpoint.reply({ value, headers: tags })
     const notOwnerTags = { ...tags, [NOT_OWNER_HEADER]: "1" }
 
-    const rejected = (error: Errors.WireError) => {
+    /**
+     * The error reply, logged by code, path and sizes: the message is logged
+     * redacted (quoted values replaced by their length), since error
+     * messages may echo what the caller sent (prompts, secrets).
+     */
+    const rejected = (error: Errors.WireError, requestBytes?: number) => {
       const reply = Errors.toReply(error)
       const log =
         error._tag === "InternalError" || error._tag === "ServiceUnavailable"
@@ -81,7 +86,13 @@ export const serve = (options: TurnEndpointOptions) =>
           : error._tag === "NotOwner"
             ? Effect.logDebug
             : Effect.logInfo
-      return log(`turn rejected: ${reply.error.code}: ${reply.error.message}`).pipe(
+      return log(`turn rejected: ${reply.error.code}`).pipe(
+        Effect.annotateLogs({
+          code: reply.error.code,
+          ...(reply.error.path === undefined ? {} : { path: reply.error.path }),
+          ...(requestBytes === undefined ? {} : { requestBytes }),
+          reason: Errors.redact(reply.error.message),
+        }),
         Effect.as(error._tag === "NotOwner" ? Endpoint.reply({ value: reply, headers: notOwnerTags }) : answer(reply)),
       )
     }
@@ -109,7 +120,7 @@ export const serve = (options: TurnEndpointOptions) =>
     const local = (tenant: string, session: string, data: Uint8Array) =>
       assembler.turn(tenant, session, data).pipe(
         Effect.map(answer),
-        Effect.catchAll(rejected),
+        Effect.catchAll((error) => rejected(error, data.byteLength)),
         Effect.ensuring(Effect.sync(() => void handled++)),
       )
 

@@ -10,7 +10,7 @@
  *   the same {@link Compactor}; a `lock_held` job is retried when the
  *   holder's lease runs out, every other outcome is acked.
  */
-import { Compact, type Subjects } from "@ctxd/contracts"
+import { Compact, Errors, Requests, type Subjects } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
 import { Clock, Effect, Either } from "effect"
 import { Compactor, type CompactionError, toReply } from "./Compactor.ts"
@@ -18,9 +18,11 @@ import * as WorkQueue from "./WorkQueue.ts"
 
 
 const failure = (e: CompactionError) =>
-  e.reason === "unknown_session"
-    ? Endpoint.errorReply("BadRequest", e.message, { hint: "compact a session that has committed turns" })
-    : Endpoint.errorReply("Unavailable", e.message, { hint: "retry later" })
+  Errors.capReply(
+    e.reason === "unknown_session"
+      ? Endpoint.errorReply("BadRequest", e.message, { hint: "compact a session that has committed turns" })
+      : Endpoint.errorReply("Unavailable", e.message, { hint: "retry later" }),
+  )
 
 /** The reply to one manual compaction request on `subject` (exported for tests and in-process callers). */
 export const handle = (
@@ -33,7 +35,7 @@ export const handle = (
     if (target === undefined) {
       return Endpoint.errorReply("BadRequest", `bad subject ${subject}`, { hint: "<root>.v1.compact.<tenant>.<session>" })
     }
-    const request = Endpoint.decodeRequest(Compact.CompactRequest, data, "send {model: {provider, name, contextWindow?, maxOutputTokens?}, mode?}")
+    const request = Requests.decode(Compact.CompactRequest, data, { what: "compact requests", hint: "send {model: {provider, name, contextWindow?, maxOutputTokens?}, mode?}" })
     if (Either.isLeft(request)) return request.left
     const compactor = yield* Compactor
     const result = yield* Effect.either(

@@ -3,7 +3,7 @@
  * callers that want the detector without sending turns.
  */
 import { Normalize } from "@ctxd/context"
-import { type Errors, Loop } from "@ctxd/contracts"
+import { type Errors, Loop, Requests } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
 import { Effect, Either } from "effect"
 import * as Config from "./Config.ts"
@@ -20,7 +20,7 @@ export const check = (request: Loop.CheckRequest): Loop.CheckReply => {
 
 /** Answers one raw request: the verdict, or a `BadRequest` envelope. */
 export const handle = (data: Uint8Array): Loop.CheckReply | Errors.ErrorReply => {
-  const request = Endpoint.decodeRequest(Loop.CheckRequest, data, "send {format, messages, config?}")
+  const request = Requests.decode(Loop.CheckRequest, data, { what: "loop checks", hint: "send {format, messages, config?}" })
   return Either.isLeft(request) ? request.left : check(request.right)
 }
 

@@ -7,7 +7,7 @@
  * span too large even hierarchically → `TooLarge`.
  */
 import { Normalize } from "@ctxd/context"
-import { Subjects, Summarize } from "@ctxd/contracts"
+import { Errors, Requests, Subjects, Summarize } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
 import { Effect, Either } from "effect"
 import { Summarizer } from "./Summarizer.ts"
@@ -33,7 +33,7 @@ export const handle = (
   data: Uint8Array,
 ): Effect.Effect<Summarize.SummarizeReply | ReturnType<typeof Endpoint.errorReply>, never, Summarizer> =>
   Effect.gen(function* () {
-    const request = Endpoint.decodeRequest(Summarize.SummarizeRequest, data, "send {format, model: {provider, name}, messages: [...], mode?, previousSummary?, maxBullets?}")
+    const request = Requests.decode(Summarize.SummarizeRequest, data, { what: "summarize requests", hint: "send {format, model: {provider, name}, messages: [...], mode?, previousSummary?, maxBullets?}" })
     if (Either.isLeft(request)) return request.left
     const r = request.right
     const messages = r.format === "anthropic" ? Normalize.fromAnthropic(r.messages) : Normalize.fromOpenAI(r.messages)
@@ -49,11 +49,14 @@ export const handle = (
     )
     if (Either.isLeft(result)) {
       const e = result.left
-      return e.reason === "provider"
-        ? Endpoint.errorReply("Unavailable", e.message, { hint: "the summarizer's provider failed after retries; retry later" })
-        : e.reason === "too_large"
-          ? Endpoint.errorReply("TooLarge", e.message, { hint: "send a shorter span or raise CTXD_SUMMARIZER_MAX_DEPTH" })
-          : Endpoint.errorReply("BadRequest", e.message)
+      // capped: a provider's error text is not ours to bound
+      return Errors.capReply(
+        e.reason === "provider"
+          ? Endpoint.errorReply("Unavailable", e.message, { hint: "the summarizer's provider failed after retries; retry later" })
+          : e.reason === "too_large"
+            ? Endpoint.errorReply("TooLarge", e.message, { hint: "send a shorter span or raise CTXD_SUMMARIZER_MAX_DEPTH" })
+            : Endpoint.errorReply("BadRequest", e.message),
+      )
     }
     const s = result.right
     return {

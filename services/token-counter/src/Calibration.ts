@@ -16,6 +16,9 @@
  *   (default 0.1). Local estimates are multiplied by it.
  * - Drift distributions per model: a histogram with fixed buckets and a
  *   window of the last {@link WINDOW} values for quantiles, both bounded.
+ *
+ * The state built from these (per tenant and model, with a global prior,
+ * bounded labels) is in `CalibrationState`.
  */
 import { Either } from "effect"
 
@@ -193,33 +196,11 @@ export const summarize = (h: Histogram): DriftSummary => {
   }
 }
 
-// ------------------------------------------------------------------ state
+/** Whether a backend name is a local estimator whose error a factor corrects. */
+export const isLocal = (backend: string): boolean => backend === "tiktoken" || backend === "heuristic"
 
-/** Calibration of a whole process: factors per `model#backend`, drift per model. */
-export interface State {
-  readonly factors: ReadonlyMap<string, Factor>
-  /** Drift of the estimates as reported (calibrated when a factor was applied). */
-  readonly drift: ReadonlyMap<string, Histogram>
-  /** Drift of the raw local estimates (before the factor), local backends only. */
-  readonly rawDrift: ReadonlyMap<string, Histogram>
-}
-
-/** Nothing learned yet. */
-export const empty: State = { factors: new Map(), drift: new Map(), rawDrift: new Map() }
-
-/** `provider/name`: the key of a model. */
-export const modelKey = (model: { readonly provider: string; readonly name: string }): string => `${model.provider}/${model.name}`
-
-/** `provider/name#backend`: the key of a factor. */
-export const factorKey = (model: { readonly provider: string; readonly name: string }, backend: string): string =>
-  `${modelKey(model)}#${backend}`
-
-/** The factor for a model and local backend; 1 when nothing was learned. */
-export const factorOf = (state: State, model: { readonly provider: string; readonly name: string }, backend: string): number =>
-  state.factors.get(factorKey(model, backend))?.factor ?? 1
-
-/** One billed turn to fold in. */
-export interface Observation {
+/** One billed turn to fold in (see `CalibrationState.record`). */
+export interface FactorObservation {
   readonly model: { readonly provider: string; readonly name: string }
   /** The estimate as reported for the turn (after the factor, if one was applied). */
   readonly estimate: number
@@ -231,33 +212,4 @@ export interface Observation {
   readonly calibration: number
   /** When false, drift is recorded but the factor is left alone. Default true. */
   readonly learn?: boolean
-}
-
-/** What folding an observation gave. */
-export interface Recorded {
-  readonly drift: number
-  /** The factor for the model and backend after this observation (1 for exact backends). */
-  readonly factor: number
-}
-
-const histogramAt = (map: ReadonlyMap<string, Histogram>, key: string, value: number): Map<string, Histogram> =>
-  new Map(map).set(key, observe(map.get(key) ?? emptyHistogram, value))
-
-/** Whether a backend name is a local estimator whose error a factor corrects. */
-export const isLocal = (backend: string): boolean => backend === "tiktoken" || backend === "heuristic"
-
-/** Folds one observation: drift histograms always, the factor for local backends. */
-export const record = (state: State, o: Observation, options: FactorOptions = defaultFactorOptions): readonly [Recorded, State] => {
-  const key = modelKey(o.model)
-  const d = drift(o.estimate, o.billed)
-  let next: State = { ...state, drift: histogramAt(state.drift, key, d) }
-  if (!isLocal(o.backend)) return [{ drift: d, factor: 1 }, next]
-  const calibration = Number.isFinite(o.calibration) && o.calibration > 0 ? o.calibration : 1
-  const raw = o.estimate / calibration
-  next = { ...next, rawDrift: histogramAt(state.rawDrift, key, drift(raw, o.billed)) }
-  const fk = factorKey(o.model, o.backend)
-  const current = state.factors.get(fk) ?? initialFactor
-  if (o.learn === false || raw <= 0) return [{ drift: d, factor: current.factor }, next]
-  const updated = updateFactor(current, o.billed / raw, options)
-  return [{ drift: d, factor: updated.factor }, { ...next, factors: new Map(state.factors).set(fk, updated) }]
 }

@@ -6,7 +6,7 @@
  * Malformed requests get a `BadRequest` envelope; counting itself never fails
  * (a sick provider means a local answer with `exact: false`).
  */
-import { Subjects, Tokens } from "@ctxd/contracts"
+import { Requests, Subjects, Tokens } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
 import { Effect, Either } from "effect"
 import { TokenService } from "./TokenService.ts"
@@ -30,7 +30,7 @@ export interface CountEndpointOptions {
 /** The reply to one raw request (exported for tests and for in-process callers). */
 export const handle = (data: Uint8Array): Effect.Effect<Tokens.CountReply | ReturnType<typeof Endpoint.errorReply>, never, TokenService> =>
   Effect.gen(function* () {
-    const request = Endpoint.decodeRequest(Tokens.CountRequest, data, "send {model: {provider, name}, backend?, body} or {model, backend?, segments: [text, ...]}")
+    const request = Requests.decode(Tokens.CountRequest, data, { what: "count requests", hint: "send {model: {provider, name}, backend?, body} or {model, backend?, segments: [text, ...]}" })
     if (Either.isLeft(request)) return request.left
     const service = yield* TokenService
     const r = yield* service.countRequest(request.right)

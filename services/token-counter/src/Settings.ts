@@ -13,6 +13,9 @@
  * | `CTXD_TOKEN_BREAKER_MAX_OPEN_MS` | 300000 | longest open period (doubling after each failed probe) |
  * | `CTXD_TOKEN_CALIBRATION` | `true` | multiply local estimates by the learned per-model factor |
  * | `CTXD_TOKEN_CALIBRATION_ALPHA` | 0.1 | EWMA weight of a new usage report |
+ * | `CTXD_TOKEN_CALIBRATION_PRIOR_TENANTS` | 10 | weight (in tenants at factor 1) of the prior in a model's global factor |
+ * | `CTXD_TOKEN_CALIBRATION_TENANT_FACTORS` | 10000 | per-tenant factors kept (least recently updated dropped first) |
+ * | `CTXD_TOKEN_MAX_MODELS` | 100 | distinct model labels in calibration and metrics; later models share `other` |
  * | `ANTHROPIC_BASE_URL` | unset | the SDK's base URL; setting it (or the key) enables `auto` → `anthropic_api` |
  * | `ANTHROPIC_API_KEY` | unset | the SDK's API key (redacted) |
  */
@@ -32,6 +35,12 @@ export interface Settings {
   }
   readonly calibration: boolean
   readonly calibrationAlpha: number
+  /** Bounds of the calibration state (`CalibrationState.Limits`). */
+  readonly calibrationLimits: {
+    readonly maxModels: number
+    readonly maxTenantFactors: number
+    readonly priorTenants: number
+  }
   /** How to reach Anthropic's count endpoint; `undefined` = not configured (`auto` stays local). */
   readonly anthropic: { readonly baseURL?: string | undefined; readonly apiKey?: Redacted.Redacted<string> | undefined } | undefined
 }
@@ -45,6 +54,7 @@ export const defaults: Settings = {
   breaker: { failureThreshold: 3, openForMs: 30_000, maxOpenForMs: 300_000 },
   calibration: true,
   calibrationAlpha: 0.1,
+  calibrationLimits: { maxModels: 100, maxTenantFactors: 10_000, priorTenants: 10 },
   anthropic: undefined,
 }
 
@@ -79,6 +89,17 @@ export const config: Config.Config<Settings> = Config.all({
     Config.withDescription("EWMA weight of a new usage report in the correction factor"),
     Config.withDefault(defaults.calibrationAlpha),
   ),
+  maxModels: positive("CTXD_TOKEN_MAX_MODELS", defaults.calibrationLimits.maxModels, "Distinct model labels in calibration and metrics; later models share `other`"),
+  maxTenantFactors: positive(
+    "CTXD_TOKEN_CALIBRATION_TENANT_FACTORS",
+    defaults.calibrationLimits.maxTenantFactors,
+    "Per-tenant correction factors kept (least recently updated dropped first)",
+  ),
+  priorTenants: positive(
+    "CTXD_TOKEN_CALIBRATION_PRIOR_TENANTS",
+    defaults.calibrationLimits.priorTenants,
+    "Weight, in tenants at factor 1, of the prior in a model's global correction factor",
+  ),
   baseURL: Config.option(Config.string("ANTHROPIC_BASE_URL").pipe(Config.withDescription("Anthropic API base URL"))),
   apiKey: Config.option(Config.redacted("ANTHROPIC_API_KEY").pipe(Config.withDescription("Anthropic API key"))),
 }).pipe(
@@ -93,6 +114,7 @@ export const config: Config.Config<Settings> = Config.all({
       breaker: { failureThreshold: c.failureThreshold, openForMs: c.openForMs, maxOpenForMs: c.maxOpenForMs },
       calibration: c.calibration,
       calibrationAlpha: c.calibrationAlpha,
+      calibrationLimits: { maxModels: c.maxModels, maxTenantFactors: c.maxTenantFactors, priorTenants: c.priorTenants },
       anthropic: baseURL === undefined && key === undefined ? undefined : { baseURL, apiKey: key },
     }
   }),

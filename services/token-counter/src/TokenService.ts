@@ -18,9 +18,10 @@
  */
 import { type Conversation, Tokens } from "@ctxd/contracts"
 import { TokenCounter } from "@ctxd/tokens"
-import { Cause, type ConfigError, Context, Duration, Effect, Either, Layer, Ref, type Scope } from "effect"
+import { Cause, type ConfigError, Context, Duration, Effect, Either, FiberRef, HashMap, Layer, Option, type Scope } from "effect"
 import * as AnthropicCounter from "./AnthropicCounter.ts"
 import * as Calibration from "./Calibration.ts"
+import * as CalibrationState from "./CalibrationState.ts"
 import type * as CircuitBreaker from "./CircuitBreaker.ts"
 import * as LocalBody from "./internal/LocalBody.ts"
 import * as Settings from "./Settings.ts"
@@ -39,6 +40,12 @@ export interface Model {
 /** One turn to count: the stable prefix and only the NEW messages (older ones carry stored counts). */
 export interface CountTurnInput {
   readonly model: Model
+  /**
+   * Whose turn it is: local estimates use this tenant's correction factor
+   * (else the global one). When absent, the `tenant` log annotation of the
+   * calling fiber is used (the assembler annotates every turn with it).
+   */
+  readonly tenant?: string | undefined
   /** Per-request backend; default the process setting. */
   readonly backend?: BackendChoice | undefined
   readonly system: ReadonlyArray<Conversation.SystemSection>
@@ -98,6 +105,11 @@ export interface UsageInput {
   readonly backend?: string | undefined
   /** The factor applied to it (report `counter.calibration`); default 1. */
   readonly calibration?: number | undefined
+  /**
+   * False: validate and compute the drift, but record nothing (a duplicate
+   * report, or a check before the report is claimed). Default true.
+   */
+  readonly count?: boolean | undefined
 }
 
 /** What a usage report gave. */
@@ -129,12 +141,16 @@ export interface Metrics {
   readonly breaker: CircuitBreaker.Snapshot
   /** The `exact` metric label: false for the rest of the process once the breaker has opened. */
   readonly exactEver: boolean
-  /** Drift of reported estimates per model (`provider/name`). */
+  /** Drift of reported estimates per model label (`provider/name`, normalized; at most `maxModels` and `other`). */
   readonly drift: Readonly<Record<string, Calibration.DriftSummary>>
-  /** Drift of raw local estimates (before the factor) per model. */
+  /** Drift of raw local estimates (before the factor) per model label. */
   readonly rawDrift: Readonly<Record<string, Calibration.DriftSummary>>
-  /** Correction factors per `provider/name#backend`. */
-  readonly factors: Readonly<Record<string, Calibration.Factor>>
+  /** Global correction factors per `provider/name#backend` label, with the reports and tenants behind them. */
+  readonly factors: Readonly<Record<string, { readonly factor: number; readonly reports: number; readonly tenants: number }>>
+  /** Model labels in use, the cap, and reports recorded under `other`. */
+  readonly labels: { readonly used: number; readonly max: number; readonly overflow: number }
+  /** Per-tenant factors kept. */
+  readonly tenantFactors: number
 }
 
 /** The service interface. */
@@ -187,7 +203,8 @@ export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<To
               maxOpenFor: Duration.millis(settings.breaker.maxOpenForMs),
             },
           })
-    const calibration = yield* Ref.make(Calibration.empty)
+    // mutated in place, only inside Effect.sync (one fiber at a time on the JS thread)
+    const calibration = CalibrationState.make(settings.calibrationLimits)
     const factorOptions: Calibration.FactorOptions = { ...Calibration.defaultFactorOptions, alpha: settings.calibrationAlpha }
     const deadline = Duration.millis(settings.timeoutMs)
     const tally = { turns: 0, exactTurns: 0, fallbacks: new Map<string, number>() }
@@ -201,10 +218,15 @@ export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<To
       return { exact: true, local: "tiktoken" }
     }
 
-    const local = (backend: "tiktoken" | "heuristic", model: Model, fallback: string | undefined) =>
-      Effect.map(Ref.get(calibration), (state) => {
+    /** Local counting for `tenant` (its own factor, else the global one; the global one when undefined). */
+    const local = (backend: "tiktoken" | "heuristic", model: Model, fallback: string | undefined, tenant?: string | undefined) =>
+      Effect.sync(() => {
         const counter = backend === "heuristic" ? heuristic : tiktoken
-        const factor = settings.calibration ? Calibration.factorOf(state, model, backend) : 1
+        const factor = !settings.calibration
+          ? 1
+          : tenant === undefined
+            ? CalibrationState.globalFactorOf(calibration, model, backend)
+            : CalibrationState.factorOf(calibration, model, backend, tenant)
         const report: CounterReport = {
           backend,
           encoding: counter.encodingFor(model),
@@ -223,10 +245,19 @@ export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<To
     const exactReport = (counter: AnthropicCounter.AnthropicCounter, approximate: boolean) =>
       Effect.map(counter.breaker.hasOpened, (opened): CounterReport => ({ backend: "anthropic_api", encoding: "anthropic", exact: !opened && !approximate, calibration: 1 }))
 
+    /** The tenant of a turn: given, else the calling fiber's `tenant` log annotation. */
+    const tenantOf = (input: CountTurnInput): Effect.Effect<string | undefined> =>
+      input.tenant !== undefined
+        ? Effect.succeed(input.tenant)
+        : Effect.map(FiberRef.get(FiberRef.currentLogAnnotations), (annotations) => {
+            const tenant = HashMap.get(annotations, "tenant")
+            return Option.isSome(tenant) && typeof tenant.value === "string" ? tenant.value : undefined
+          })
+
     const countLocally = (input: CountTurnInput, backend: "tiktoken" | "heuristic", fallback: string | undefined) =>
       Effect.gen(function* () {
         yield* noteFallback(fallback)
-        const { counter, encoding, scale, report } = yield* local(backend, input.model, fallback)
+        const { counter, encoding, scale, report } = yield* local(backend, input.model, fallback, yield* tenantOf(input))
         return {
           ...report,
           systemTokens: scale(counter.countSystem(input.system, encoding)),
@@ -299,26 +330,28 @@ export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<To
         if (billed <= 0) {
           return yield* new BadUsage({ reason: "malformed", path: "usage", message: "usage bills 0 prompt tokens; there is nothing to compare the estimate with" })
         }
-        const observation: Calibration.Observation = {
+        const observation: CalibrationState.Observation = {
+          tenant: input.tenant,
           model: input.model,
           estimate: input.estimate,
           billed,
           backend: input.backend ?? "tiktoken",
           calibration: input.calibration ?? 1,
         }
-        const recorded = yield* Ref.modify(calibration, (state) => Calibration.record(state, observation, factorOptions))
-        yield* Effect.logDebug(`usage: billed ${billed}, estimate ${input.estimate}, drift ${recorded.drift.toFixed(4)}, factor ${recorded.factor.toFixed(4)}`)
+        const dryRun = input.count === false
+        const recorded = yield* Effect.sync(() => CalibrationState.record(calibration, observation, factorOptions, dryRun))
+        if (!dryRun) {
+          yield* Effect.logDebug(`usage: billed ${billed}, estimate ${input.estimate}, drift ${recorded.drift.toFixed(4)}, factor ${recorded.factor.toFixed(4)}`)
+        }
         return { billed, drift: recorded.drift, factor: recorded.factor }
       }).pipe(Effect.annotateLogs({ tenant: input.tenant, session: input.session, turn: input.turnId }))
 
     const closed: CircuitBreaker.Snapshot = { status: "closed", failures: 0, openForMs: settings.breaker.openForMs, retryAfterMs: 0, openings: 0, hasOpened: false }
 
     const metrics: Effect.Effect<Metrics> = Effect.gen(function* () {
-      const state = yield* Ref.get(calibration)
+      const learned = yield* Effect.sync(() => CalibrationState.snapshot(calibration))
       const breaker = exact === undefined ? closed : yield* exact.breaker.snapshot
       const stats = exact?.stats() ?? { calls: 0, failures: 0, cacheHits: 0, cacheMisses: 0, cacheSize: 0, shared: 0, inFlight: 0 }
-      const summaries = (m: ReadonlyMap<string, Calibration.Histogram>) =>
-        Object.fromEntries([...m].map(([k, h]) => [k, Calibration.summarize(h)] as const))
       return {
         calls: stats.calls,
         callFailures: stats.failures,
@@ -333,9 +366,7 @@ export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<To
         fallbacks: record(tally.fallbacks),
         breaker,
         exactEver: !breaker.hasOpened,
-        drift: summaries(state.drift),
-        rawDrift: summaries(state.rawDrift),
-        factors: record(state.factors),
+        ...learned,
       }
     })
 

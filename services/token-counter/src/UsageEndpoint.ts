@@ -5,8 +5,15 @@
  * report (the assembler's store), through `lookup`; a turn it does not know
  * is rejected as `unknown_turn`. Every rejection is a `BadRequest` envelope
  * and leaves calibration untouched.
+ *
+ * A turn's usage is counted once: after the report is validated, `claim`
+ * records `(tenant, session, turnId)` durably (the worker uses
+ * `UsageStore`, shared by all workers); a later report of the same turn is
+ * answered with `counted: false` and changes nothing. Without `claim`, an
+ * in-process set of the last {@link LOCAL_CLAIMS} turns stands in (one
+ * process only). Calibration is per tenant (see `CalibrationState`).
  */
-import { type Subjects } from "@ctxd/contracts"
+import { Errors, Issues, Requests, type Subjects } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
 import { Effect, Either, Option } from "effect"
 import { type Model, TokenService, unknownTurn } from "./TokenService.ts"
@@ -14,6 +21,7 @@ import { Tokens } from "@ctxd/contracts"
 
 const { toWireError, UsageReport } = Tokens
 type UsageReply = Tokens.UsageReply
+type UsageReport = Tokens.UsageReport
 
 /** What the turn report said about a turn (report `tokens.total` and `counter`). */
 export interface TurnEstimate {
@@ -29,51 +37,92 @@ export interface TurnEstimate {
 /** Finds a turn's estimate; `None` when the session never answered that turn. */
 export type Lookup<E, R> = (tenant: string, session: string, turnId: string) => Effect.Effect<Option.Option<TurnEstimate>, E, R>
 
+/** Claims a turn's usage report: true for the first report of the turn (count it), false for a duplicate. */
+export type Claim<E, R> = (tenant: string, session: string, turnId: string, billed: number) => Effect.Effect<boolean, E, R>
+
+/** Turns remembered by the in-process stand-in for `claim`. */
+export const LOCAL_CLAIMS = 100_000
+
+/** A process-local {@link Claim} (the last {@link LOCAL_CLAIMS} turns): for a counter without a database. */
+export const localClaim = (): Claim<never, never> => {
+  const seen = new Set<string>()
+  return (tenant, session, turnId) =>
+    Effect.sync(() => {
+      const key = JSON.stringify([tenant, session, turnId])
+      if (seen.has(key)) return false
+      seen.add(key)
+      if (seen.size > LOCAL_CLAIMS) seen.delete(seen.values().next().value as string)
+      return true
+    })
+}
+
+const HINT = "send {turnId, usage} with the provider's usage object (non-negative whole token counts)"
+
+const badRequest = (message: string, path?: string, hint?: string) =>
+  Errors.toReply(new Errors.BadRequest({ message, ...(path === undefined ? {} : { path }), ...(hint === undefined ? {} : { hint }) }))
+
+const decode = (data: Uint8Array): Either.Either<UsageReport, Errors.ErrorReply> =>
+  Requests.decode(UsageReport, data, { what: "usage reports", hint: HINT })
+
+const unavailable = (what: string, error: unknown) =>
+  Errors.toReply(new Errors.ServiceUnavailable({ message: `the ${what} is unavailable; retry`, hint: String(error) }))
+
 /** The reply to one raw usage report for `tenant`/`session`. */
-export const handle = <E, R>(
+export const handle = <E, R, E2 = never, R2 = never>(
   tenant: string,
   session: string,
   data: Uint8Array,
   lookup: Lookup<E, R>,
-): Effect.Effect<UsageReply | ReturnType<typeof Endpoint.errorReply>, never, TokenService | R> =>
+  /** Default: every report counts (no dedupe); {@link serve} always passes one. */
+  claim: Claim<E2, R2> = () => Effect.succeed(true),
+): Effect.Effect<UsageReply | Errors.ErrorReply, never, TokenService | R | R2> =>
   Effect.gen(function* () {
-    const report = Endpoint.decodeRequest(UsageReport, data, "send {turnId, usage} with the provider's usage object (non-negative whole token counts)")
+    const report = decode(data)
     if (Either.isLeft(report)) return report.left
     const { turnId, usage } = report.right
     const found = yield* Effect.either(lookup(tenant, session, turnId))
-    if (Either.isLeft(found)) return Endpoint.errorReply("Unavailable", "the turn store is unavailable; retry", { hint: String(found.left) })
+    if (Either.isLeft(found)) return unavailable("turn store", found.left)
     const service = yield* TokenService
-    const result = yield* Option.match(found.right, {
+    // validate first (nothing recorded), so a malformed report never claims the turn
+    const checked = yield* Option.match(found.right, {
       onNone: () => Effect.fail(unknownTurn(turnId)),
-      onSome: (turn) => service.recordUsage({ tenant, session, turnId, usage, ...turn }),
+      onSome: (turn) => Effect.map(service.recordUsage({ tenant, session, turnId, usage, ...turn, count: false }), (dry) => ({ turn, dry })),
     }).pipe(Effect.either)
-    if (Either.isLeft(result)) {
-      const wire = toWireError(result.left)
-      return Endpoint.errorReply("BadRequest", wire.message, { path: wire.path, hint: wire.hint })
+    if (Either.isLeft(checked)) {
+      const wire = toWireError(checked.left)
+      return badRequest(wire.message, wire.path, wire.hint)
     }
-    return { ok: true as const, turnId, billed: result.right.billed, drift: result.right.drift, factor: result.right.factor }
+    const { turn, dry } = checked.right
+    const first = yield* Effect.either(claim(tenant, session, turnId, dry.billed))
+    if (Either.isLeft(first)) return unavailable("usage store", first.left)
+    const result = first.right ? yield* Effect.orDie(service.recordUsage({ tenant, session, turnId, usage, ...turn })) : dry
+    return { ok: true as const, turnId, billed: result.billed, drift: result.drift, factor: result.factor, counted: first.right }
   })
 
 /** How to serve. */
-export interface UsageEndpointOptions<E, R> {
+export interface UsageEndpointOptions<E, R, E2, R2> {
   readonly subjects: Subjects.Subjects
   /** Queue group; default `ctxd-usage`. */
   readonly queue?: string | undefined
   readonly lookup: Lookup<E, R>
+  /** Counts a turn's usage once; default {@link localClaim} (this process only). */
+  readonly claim?: Claim<E2, R2> | undefined
 }
 
 /** Serves `<root>.v1.usage.>` until the surrounding scope closes. */
-export const serve = <E, R>(options: UsageEndpointOptions<E, R>) =>
-  Endpoint.serve({
+export const serve = <E, R, E2 = never, R2 = never>(options: UsageEndpointOptions<E, R, E2, R2>) => {
+  const claim = options.claim ?? (localClaim() as Claim<E2, R2>)
+  return Endpoint.serve({
     subject: options.subjects.usageWildcard,
     queue: options.queue ?? "ctxd-usage",
     handler: ({ subject, data }) => {
       const ids = options.subjects.parseSession(subject)
       if (ids === undefined) {
         return Effect.succeed(
-          Endpoint.errorReply("BadRequest", `bad subject ${JSON.stringify(subject)}: expected ${options.subjects.root}.v1.usage.<tenant>.<session>`),
+          badRequest(`bad subject ${Issues.preview(subject)}: expected ${options.subjects.root}.v1.usage.<tenant>.<session>`),
         )
       }
-      return handle(ids.tenant, ids.session, data, options.lookup)
+      return handle(ids.tenant, ids.session, data, options.lookup, claim)
     },
   })
+}

@@ -8,6 +8,7 @@
  */
 export * as AnthropicCounter from "./AnthropicCounter.ts"
 export * as Calibration from "./Calibration.ts"
+export * as CalibrationState from "./CalibrationState.ts"
 export * as CircuitBreaker from "./CircuitBreaker.ts"
 export * as CountEndpoint from "./CountEndpoint.ts"
 export * as Settings from "./Settings.ts"

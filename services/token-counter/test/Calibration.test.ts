@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
-import { Calibration } from "../src/index.ts"
+import { Calibration, CalibrationState } from "../src/index.ts"
 
 const MODEL = { provider: "anthropic", name: "claude-sonnet-4-6" }
 
@@ -75,18 +75,18 @@ describe("Calibration factors", () => {
   })
 
   it("records drift for every backend but learns only from local ones, per model and backend", () => {
-    let state = Calibration.empty
-    let recorded: Calibration.Recorded
-    ;[recorded, state] = Calibration.record(state, { model: MODEL, estimate: 900, billed: 1_000, backend: "tiktoken", calibration: 1 })
+    const state = CalibrationState.make()
+    let recorded: CalibrationState.Recorded
+    recorded = CalibrationState.record(state, { model: MODEL, estimate: 900, billed: 1_000, backend: "tiktoken", calibration: 1 })
     expect(recorded.drift).toBeCloseTo(-0.1, 9)
     expect(recorded.factor).toBeCloseTo(1_000 / 900, 9)
     // an exact count teaches nothing
-    ;[recorded, state] = Calibration.record(state, { model: MODEL, estimate: 1_000, billed: 1_000, backend: "anthropic_api", calibration: 1 })
+    recorded = CalibrationState.record(state, { model: MODEL, estimate: 1_000, billed: 1_000, backend: "anthropic_api", calibration: 1 })
     expect(recorded).toEqual({ drift: 0, factor: 1 })
-    expect(Calibration.factorOf(state, MODEL, "tiktoken")).toBeCloseTo(1_000 / 900, 9)
-    expect(Calibration.factorOf(state, MODEL, "heuristic")).toBe(1)
+    expect(CalibrationState.factorOf(state, MODEL, "tiktoken")).toBeCloseTo(1_000 / 900, 9)
+    expect(CalibrationState.factorOf(state, MODEL, "heuristic")).toBe(1)
     // a calibrated estimate is divided back to the raw one before learning
-    ;[recorded, state] = Calibration.record(state, { model: MODEL, estimate: 1_000, billed: 1_000, backend: "tiktoken", calibration: 1_000 / 900 })
+    recorded = CalibrationState.record(state, { model: MODEL, estimate: 1_000, billed: 1_000, backend: "tiktoken", calibration: 1_000 / 900 })
     expect(recorded.drift).toBeCloseTo(0, 9)
     expect(recorded.factor).toBeCloseTo(1_000 / 900, 9)
     const summary = Calibration.summarize(state.drift.get("anthropic/claude-sonnet-4-6")!)

@@ -7,7 +7,7 @@ import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider } from "@ctxd/testing"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Option } from "effect"
-import { Calibration, TokenService, UsageEndpoint } from "../src/index.ts"
+import { Calibration, CalibrationState, TokenService, UsageEndpoint } from "../src/index.ts"
 import { Tokens as UsageSchema } from "@ctxd/contracts"
 import * as Replay from "./Replay.ts"
 
@@ -32,7 +32,7 @@ describe("drift and calibration", () => {
         const history: Array<Conversation.Message> = []
         let historyTokens = 0
         for (const messages of session.turns) {
-          const count = yield* service.countTurn({ model: Replay.MODEL, system: session.system, tools: session.tools, messages })
+          const count = yield* service.countTurn({ tenant: ids.tenant, model: Replay.MODEL, system: session.system, tools: session.tools, messages })
           history.push(...messages)
           historyTokens += count.messageTokens.reduce((a, b) => a + b, 0)
           const estimate = count.systemTokens + count.toolsTokens + historyTokens
@@ -67,14 +67,17 @@ describe("drift and calibration", () => {
       expect(Calibration.quantile(calibrated, 0.5)).toBeLessThan(Calibration.quantile(raw, 0.5))
 
       const metrics = yield* service.metrics
-      const key = Calibration.modelKey(Replay.MODEL)
+      const key = CalibrationState.modelKey(Replay.MODEL)
       expect(metrics.drift[key]!.count).toBe(reports)
       expect(metrics.drift[key]!.absP99).toBeLessThanOrEqual(0.03)
       expect(metrics.factors[`${key}#tiktoken`]!.reports).toBe(reports)
       expect(metrics.factors[`${key}#tiktoken`]!.factor).toBeGreaterThan(1)
-      // a new turn carries the factor it applied
-      const next = yield* service.countTurn({ model: Replay.MODEL, system: [], tools: [], messages: Replay.tauBench(1)[0]!.turns[0]! })
-      expect(next.calibration).toBe(metrics.factors[`${key}#tiktoken`]!.factor)
+      expect(metrics.factors[`${key}#tiktoken`]!.tenants).toBe(1)
+      // a new turn carries the factor it applied: the tenant's own; without a tenant, the global one
+      const next = yield* service.countTurn({ tenant: ids.tenant, model: Replay.MODEL, system: [], tools: [], messages: Replay.tauBench(1)[0]!.turns[0]! })
+      expect(next.calibration).toBeGreaterThan(metrics.factors[`${key}#tiktoken`]!.factor)
+      const anonymous = yield* service.countTurn({ model: Replay.MODEL, system: [], tools: [], messages: Replay.tauBench(1)[0]!.turns[0]! })
+      expect(anonymous.calibration).toBe(metrics.factors[`${key}#tiktoken`]!.factor)
     }),
   )
 
@@ -136,7 +139,7 @@ describe("drift and calibration", () => {
 
       // and a good one goes through
       const ok = yield* send({ turnId: "known", usage: { input_tokens: 100, cache_read_input_tokens: 900, cache_creation_input_tokens: 100 } })
-      expect(ok).toEqual({ ok: true, turnId: "known", billed: 1_100, drift: (1_000 - 1_100) / 1_100, factor: 1.1 })
+      expect(ok).toEqual({ ok: true, turnId: "known", billed: 1_100, drift: (1_000 - 1_100) / 1_100, factor: 1.1, counted: true })
     }),
   )
 })

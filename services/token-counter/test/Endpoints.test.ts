@@ -56,7 +56,9 @@ describe("endpoints", () => {
             ),
         })
         const reply = yield* call(subjects.usage("acme", "s1"), { turnId: "t1", usage: { input_tokens: 50, cache_read_input_tokens: 900, cache_creation_input_tokens: 50, output_tokens: 7 } })
-        expect(reply).toEqual({ ok: true, turnId: "t1", billed: 1_000, drift: -0.05, factor: 1_000 / 950 })
+        expect(reply).toEqual({ ok: true, turnId: "t1", billed: 1_000, drift: -0.05, factor: 1_000 / 950, counted: true })
+        // the same report again is a duplicate: answered, not counted
+        expect(yield* call(subjects.usage("acme", "s1"), { turnId: "t1", usage: { input_tokens: 50, cache_read_input_tokens: 900, cache_creation_input_tokens: 50 } })).toMatchObject({ ok: true, counted: false, factor: 1_000 / 950 })
         expect(Schema.is(UsageSchema.UsageReply)(reply)).toBe(true)
         expect(yield* call(subjects.usage("acme", "s2"), { turnId: "t1", usage: { input_tokens: 5 } })).toMatchObject({
           ok: false,

@@ -3,6 +3,11 @@
  * (turns, tokens sent and saved, loop flags, waste, utilization, compactions
  * ...) plus the token counter's own (calls, cache, breaker, drift per model).
  * Every worker answers (no queue group): gather replies to see the fleet.
+ *
+ * The reply is bounded: labels chosen by callers (model names) are
+ * normalized and capped in number by the token counter (`CTXD_TOKEN_MAX_MODELS`,
+ * then `other`); as a last line of defence, a reply over {@link MAX_REPLY}
+ * bytes drops its per-model drift sections and says `truncated: true`.
  */
 import { Endpoint } from "@ctxd/nats"
 import { TokenService } from "@ctxd/token-counter"
@@ -19,6 +24,16 @@ const stateJson = (state: MetricState.MetricState.Untyped): unknown => {
   return { type: "unknown" }
 }
 
+/** Largest metrics reply, in bytes of JSON (256 KB). */
+export const MAX_REPLY = 256 * 1024
+
+/** `reply` as it goes out: whole if it fits {@link MAX_REPLY}, else without the per-model drift sections. */
+export const bound = <T extends { readonly tokens: object }>(reply: T): T | (T & { truncated: true }) => {
+  if (Buffer.byteLength(JSON.stringify(reply)) <= MAX_REPLY) return reply
+  const { drift: _drift, rawDrift: _rawDrift, factors: _factors, ...tokens } = reply.tokens as Record<string, unknown>
+  return { ...reply, tokens, truncated: true }
+}
+
 export const serve = (options: { readonly subject: string; readonly workerId: string }) =>
   Effect.gen(function* () {
     const tokens = yield* TokenService.TokenService
@@ -28,7 +43,7 @@ export const serve = (options: { readonly subject: string; readonly workerId: st
       handler: () =>
         Effect.gen(function* () {
           const snapshot = yield* Metric.snapshot
-          return {
+          return bound({
             ok: true,
             worker: options.workerId,
             metrics: snapshot.map((pair) => ({
@@ -37,7 +52,7 @@ export const serve = (options: { readonly subject: string; readonly workerId: st
               ...(stateJson(pair.metricState) as object),
             })),
             tokens: yield* tokens.metrics,
-          }
+          })
         }),
     })
   })

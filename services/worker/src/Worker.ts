@@ -15,7 +15,7 @@ import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { TokenCounter } from "@ctxd/tokens"
 import { Subjects, type Turn } from "@ctxd/contracts"
 import { LoopCheck } from "@ctxd/loop-detector"
-import { Database, KnowledgeStore, Migrations, SessionStore } from "@ctxd/db"
+import { Database, KnowledgeStore, Migrations, SessionStore, UsageStore } from "@ctxd/db"
 import { NatsClient } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenService, UsageEndpoint } from "@ctxd/token-counter"
@@ -40,6 +40,10 @@ const usageLookup = (tenant: string, session: string, turnId: string) =>
       }),
     ),
   )
+
+/** Counts a turn's usage once across all workers (`ctxd_usage_reports`). */
+const usageClaim = (tenant: string, session: string, turnId: string, billed: number) =>
+  Effect.flatMap(UsageStore.UsageStore, (store) => store.claim(tenant, session, turnId, billed))
 
 /** Serves until the scope closes. */
 export const serve = Effect.gen(function* () {
@@ -67,7 +71,7 @@ export const serve = Effect.gen(function* () {
   yield* KnowledgeEndpoint.serve({ subjects, queue: config.queueGroup })
   yield* MetricsEndpoint.serve({ subject: subjects.metrics, workerId: config.workerId })
   yield* CountEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
-  yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup })
+  yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup, claim: usageClaim })
   yield* SummarizeEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
   yield* CompactEndpoint.serve({ subjects, queue: config.queueGroup })
   const compaction = yield* CompactorSettings.config
@@ -141,6 +145,7 @@ export const layer = Layer.unwrapEffect(
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const tokens = TokenService.layerConfig
     const nats = NatsClient.layer({ servers: config.natsUrl.split(","), name: `ctxd-worker-${config.workerId}` })
     // The summarizer and the compactor count with the token service's local counter (one cache).
@@ -199,6 +204,7 @@ export const layer = Layer.unwrapEffect(
       tokens,
       store,
       knowledge,
+      usage,
       database,
       summarizer,
       compactor,

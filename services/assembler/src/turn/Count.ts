@@ -10,13 +10,13 @@ import * as Carry from "./Carry.ts"
 export const stage: Carry.Stage = {
   name: "count",
   run: (carry) => {
-    const { request, options, state } = carry.inputs
+    const { tenant, request, options, state } = carry.inputs
     const tools = Carry.section(carry, "tools")
     const count = carry.answers.count
     if (count === undefined) {
       return Carry.need({
         _tag: "Count",
-        input: { model: request.model, backend: options.tokenBackend, system: tools.system, tools: tools.sent, messages: tools.messages },
+        input: { tenant, model: request.model, backend: options.tokenBackend, system: tools.system, tools: tools.sent, messages: tools.messages },
       })
     }
     const fresh = tools.messages.map((message, i) => ({ seq: state.lastSeq + 1 + i, message, tokens: count.messageTokens[i]! }))

@@ -1,0 +1,70 @@
+// Error messages and envelopes stay bounded whatever the input; the input
+// checks that run right after JSON.parse are iterative.
+import { Schema } from "effect"
+import { describe, expect, it } from "vitest"
+import * as Errors from "../src/Errors.ts"
+import * as InputLimits from "../src/InputLimits.ts"
+import * as Issues from "../src/Issues.ts"
+import * as Knowledge from "../src/Knowledge.ts"
+
+const nested = (depth: number): unknown => {
+  let value: unknown = "leaf"
+  for (let i = 0; i < depth; i++) value = i % 2 === 0 ? { a: value } : [value]
+  return value
+}
+
+describe("error envelope", () => {
+  it("caps message, path and hint", () => {
+    const big = "x".repeat(600_000)
+    const reply = Errors.toReply(new Errors.BadRequest({ message: big, path: big, hint: big }))
+    expect(JSON.stringify(reply).length).toBeLessThan(4_000)
+    expect(reply.error.message.length).toBeLessThanOrEqual(Errors.MAX_MESSAGE + 30)
+    expect(reply.error.message).toContain("(+598000 chars)")
+  })
+
+  it("redacts quoted values for logs", () => {
+    const line = Errors.redact(`messages[0].content: Expected { readonly type: "text" }, actual {"secret":"SECRET-MARKER-123"}`)
+    expect(line).not.toContain("SECRET-MARKER")
+    expect(line).toContain("messages[0].content")
+  })
+})
+
+describe("Issues.describe", () => {
+  it("echoes at most MAX_ECHO characters of a large invalid value", () => {
+    const result = Schema.decodeUnknownEither(Knowledge.Request, { errors: "all" })({
+      op: "add",
+      doc: { id: "a", title: "t", text: 42, extra: "y".repeat(600_000) },
+    })
+    if (result._tag === "Right") throw new Error("expected a failure")
+    const bad = Schema.decodeUnknownEither(Schema.Struct({ content: Schema.Number }))({ content: "z".repeat(600_000) })
+    if (bad._tag === "Right") throw new Error("expected a failure")
+    const described = Issues.describe(bad.left)
+    expect(described.path).toBe("content")
+    expect(described.message.length).toBeLessThan(Issues.MAX_ECHO + 200)
+    expect(described.message).toContain("(600000 chars)")
+    expect(Issues.describe(result.left).message.length).toBeLessThan(4_000)
+  })
+
+  it("previews deep and wide values within bounds", () => {
+    expect(Issues.preview(nested(10_000)).length).toBeLessThanOrEqual(Issues.MAX_ECHO + 30)
+    expect(Issues.preview(Array.from({ length: 100_000 }, (_, i) => i)).length).toBeLessThanOrEqual(Issues.MAX_ECHO + 30)
+    expect(Issues.preview({ a: 1 })).toBe('{"a":1}')
+  })
+})
+
+describe("InputLimits.check", () => {
+  it("refuses nesting deeper than MAX_DEPTH without recursion, naming the limit", () => {
+    const problem = InputLimits.check({ messages: [nested(10_000)] }, "turn requests")
+    expect(problem?.message).toContain(`deeper than ${InputLimits.MAX_DEPTH}`)
+    expect(problem?.path.startsWith("messages[0]")).toBe(true)
+    expect(InputLimits.check(nested(InputLimits.MAX_DEPTH - 1), "x")).toBeUndefined()
+  })
+
+  it("refuses NUL characters and lone surrogates with their path, accepts pairs", () => {
+    const lone = JSON.parse('{"messages":[{"content":"a\\ud800b"}]}')
+    expect(InputLimits.check(lone, "turn requests")).toMatchObject({ path: "messages[0].content" })
+    expect(InputLimits.check({ a: ["ok", "a\u0000b"] }, "x")).toMatchObject({ path: "a[1]" })
+    expect(InputLimits.check({ ["k\udc00"]: 1 }, "x")?.message).toContain("(a key)")
+    expect(InputLimits.check({ emoji: "😀 日本" }, "x")).toBeUndefined()
+  })
+})
