@@ -128,6 +128,12 @@ export interface Endpoint {
 
 export { decodeRequest, errorReply } from "./internal/replies.ts"
 
+/** Resumes after the event loop's next check phase (after pending I/O callbacks, such as socket reads, ran). */
+const nextMacrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const id = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(id))
+})
+
 /**
  * Serves `subject` until the surrounding scope closes (see the module doc
  * for flow control, large bodies and shutdown). Returns counters for health
@@ -237,7 +243,9 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
         started = true
         state.waiting--
         state.running++
-        return body.pipe(
+        // one event-loop turn before the handler's CPU work: under a burst, socket reads (and the
+        // cheap Busy answers) keep their share of the loop, so the server never sees a slow consumer
+        return Effect.zipRight(nextMacrotask, body).pipe(
           Effect.matchEffect({
             onFailure: (error) =>
               Effect.logInfo(`request body not readable from the object store: ${error.message}`).pipe(

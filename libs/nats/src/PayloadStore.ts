@@ -199,7 +199,7 @@ export const make = (options: PayloadStoreOptions): Effect.Effect<PayloadStoreSe
       )
 
     if (options.mode === "create") {
-      yield* Effect.tryPromise(() => open()).pipe(
+      yield* Effect.tryPromise({ try: () => open(), catch: (error) => new Error(message(error)) }).pipe(
         Effect.timeout(timeout),
         Effect.tap(() =>
           Effect.logInfo(`object store bucket ${bucket} ready (TTL ${ttlMs} ms) for bodies above the NATS max_payload`),
@@ -207,7 +207,8 @@ export const make = (options: PayloadStoreOptions): Effect.Effect<PayloadStoreSe
         Effect.catchAll((error) =>
           Effect.logError(
             `JetStream object store bucket ${bucket} is unavailable (${message(error)}): ` +
-              "replies larger than the NATS max_payload will be answered TooLarge, larger requests refused",
+              "replies larger than the NATS max_payload will be answered TooLarge, larger requests refused " +
+            "(the bucket is tried again on the next such body)",
           ),
         ),
       )
