@@ -27,8 +27,8 @@ export interface AdmissionService {
 /** The byte budget shared by the endpoints in this context (see {@link layer}). */
 export class Admission extends Context.Tag("@ctxd/nats/Admission")<Admission, AdmissionService>() {}
 
-/** The default budget: 32 MiB of request bytes in flight per process. */
-export const DEFAULT_MAX_BYTES = 32 * 1024 * 1024
+/** The default budget: 16 MiB of request bytes in flight per process. */
+export const DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 /** A budget of `maxBytes` (a non-positive or non-finite value means unbounded). */
 export const make = (maxBytes: number): AdmissionService => {
@@ -51,7 +51,7 @@ export const make = (maxBytes: number): AdmissionService => {
 /** {@link make} as a layer. */
 export const layer = (maxBytes: number): Layer.Layer<Admission> => Layer.sync(Admission, () => make(maxBytes))
 
-/** `CTXD_MAX_INFLIGHT_BYTES` (default 32 MiB; 0 = unbounded). */
+/** `CTXD_MAX_INFLIGHT_BYTES` (default 16 MiB; 0 = unbounded). */
 export const config = Config.integer("CTXD_MAX_INFLIGHT_BYTES").pipe(
   Config.withDefault(DEFAULT_MAX_BYTES),
   Config.withDescription("Request bytes one worker holds in flight (running + waiting) before answering Busy; 0 = unbounded"),
