@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Assembly from "./Assembly.ts"
+import * as Burst from "./Burst.ts"
 import * as Compaction from "./Compaction.ts"
 import * as EndToEnd from "./EndToEnd.ts"
 import * as Optimizations from "./Optimizations.ts"
@@ -23,6 +24,7 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["store", Store.run],
   ["e2e", () => EndToEnd.run()],
   ["scaling", () => Scaling.run()],
+  ["burst", () => Burst.run()],
 ]
 
 const filter = process.argv[2]

@@ -8,6 +8,12 @@
  * exponential backoff for a bounded time. Retries are safe because the turnId
  * is an idempotency key and every retry reuses it.
  *
+ * Large bodies: a request above the server's `max_payload` is put into the
+ * JetStream object store bucket `ctxd-payloads-<root>` once and sent as a
+ * reference (every retry sends the same reference; the object is deleted
+ * when the call ends); a reply that arrives as a reference is fetched,
+ * verified (size, sha256) and deleted, so callers only ever see the reply.
+ *
  * Sticky routing: the first turn of a session goes to the shared subject
  * (any worker takes it and forwards it to the owner of the session's shard);
  * the reply names the owner's direct subject, and the session's next turns
@@ -19,7 +25,7 @@
  * calls {@link connect} and gets Promises.
  */
 import { Errors, Health, Subjects, Turn } from "@ctxd/contracts"
-import { Json, NatsClient, Request } from "@ctxd/nats"
+import { Json, LargePayload, NatsClient, PayloadStore, Request } from "@ctxd/nats"
 import {
   Cause,
   Clock,
@@ -54,8 +60,20 @@ export interface ContextClientOptions {
   readonly timeoutMs?: number | undefined
   /** How long transient failures are retried, in ms from the first attempt; default 10 000. 0 disables retries. */
   readonly retryForMs?: number | undefined
-  /** Largest request in bytes; default the server's `max_payload`. A lower value wins over the server's. */
+  /**
+   * Largest request in bytes, refused locally (`TooLarge`) above it; default
+   * `maxRequestBytes`. Requests above the server's `max_payload` go through
+   * the object store (see below).
+   */
   readonly maxPayload?: number | undefined
+  /**
+   * Largest request sent through the JetStream object store when it exceeds
+   * the server's `max_payload`; default 64 MiB (the workers refuse more than
+   * their own `CTXD_MAX_REQUEST_BYTES`).
+   */
+  readonly maxRequestBytes?: number | undefined
+  /** Largest reply body fetched from the object store; default 256 MiB. */
+  readonly maxReplyBytes?: number | undefined
   /** Send a session's turns straight to the worker that owns it (learned from replies); default true. */
   readonly direct?: boolean | undefined
 }
@@ -81,7 +99,25 @@ export interface ContextClientService {
 /** The client as a service. */
 export class ContextClient extends Context.Tag("@ctxd/client/ContextClient")<ContextClient, ContextClientService>() {}
 
-const TOO_LARGE_HINT = "raise max_payload on the NATS server and CTXD_MAX_PAYLOAD, or send fewer/lighter messages per turn"
+const TOO_LARGE_HINT =
+  "send fewer/lighter messages per turn, or raise the client's limit (maxPayload / CTXD_MAX_REQUEST_BYTES; " +
+  "bodies above the server's max_payload go through the object store, up to the workers' CTXD_MAX_REQUEST_BYTES)"
+
+/** Default largest reply body fetched from the object store: 256 MiB. */
+export const DEFAULT_MAX_REPLY_BYTES = 256 * 1024 * 1024
+
+/** A body that could not go through the object store, as a client error. */
+const storeError = (error: PayloadStore.PayloadStoreError, what: "request" | "reply"): ClientError.ClientError =>
+  error.reason === "Unavailable" || error.reason === "TooLarge"
+    ? new ClientError.ClientError({
+        code: "TooLarge",
+        message: `the ${what} exceeds the NATS max_payload and cannot go through the object store: ${error.message}`,
+        hint: "enable JetStream (a worker creates the bucket at start), or raise max_payload",
+        retryable: false,
+        cause: error,
+      })
+    : // an expired, vanished or damaged body, or a store timeout: the same turnId again gets a fresh one
+      new ClientError.ClientError({ code: "Unavailable", message: error.message, retryable: true, cause: error })
 
 const decodeTurnReply = Schema.decodeUnknownEither(Turn.TurnReply)
 const decodeHealthReply = Schema.decodeUnknownEither(Health.HealthReply)
@@ -134,7 +170,21 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
     const timeoutMs = options.timeoutMs ?? 10_000
     const retryForMs = options.retryForMs ?? 10_000
     const direct = options.direct ?? true
-    const context = Context.make(NatsClient.NatsClient, nats)
+    const maxRequestBytes = options.maxRequestBytes ?? PayloadStore.DEFAULT_MAX_REQUEST_BYTES
+    const maxReplyBytes = options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES
+    // opened on first use: the workers create the bucket
+    const payloads = yield* PayloadStore.make({
+      bucket: PayloadStore.bucketName(subjects.root),
+      mode: "open",
+      maxRequestBytes,
+    }).pipe(Effect.provideService(NatsClient.NatsClient, nats))
+    const context = Context.make(NatsClient.NatsClient, nats).pipe(Context.add(PayloadStore.PayloadStore, payloads))
+    /** The reply's own bytes, fetched from the object store when it was sent by reference (then deleted there). */
+    const body = (msg: { readonly data: Uint8Array; readonly headers?: Request.RequestOptions["headers"] }) =>
+      LargePayload.resolve(msg.data, msg.headers, maxReplyBytes).pipe(
+        Effect.mapError((error) => storeError(error, "reply")),
+        Effect.provide(context),
+      )
     // session → the direct subject prefix of the worker that answered its last turn (an LRU)
     const routes = new Map<string, string>()
     const remember = (session: string, prefix: string | undefined) => {
@@ -144,10 +194,7 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
       if (routes.size > MAX_ROUTES) routes.delete(routes.keys().next().value!)
     }
 
-    const limit = (): number => {
-      const server = nats.connection.info?.max_payload ?? Number.POSITIVE_INFINITY
-      return Math.min(server, options.maxPayload ?? Number.POSITIVE_INFINITY)
-    }
+    const limit = (): number => options.maxPayload ?? maxRequestBytes
 
     const attempt = <A>(
       subject: string,
@@ -156,7 +203,8 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
     ): Effect.Effect<A, ClientError.ClientError> =>
       Request.request(subject, payload, { timeoutMs }).pipe(
         Effect.mapError(ClientError.fromRequestError),
-        Effect.flatMap((msg) => readReply(msg.data, onOk)),
+        Effect.flatMap(body),
+        Effect.flatMap((data) => readReply(data, onOk)),
         Effect.provide(context),
       )
 
@@ -215,16 +263,18 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
           })
         }
         const route = `${tenant}.${session}`
-        const once = Effect.suspend(() => {
+        const once = (out: LargePayload.Outgoing) => Effect.suspend(() => {
           const prefix = direct ? routes.get(route) : undefined
           const subject = prefix === undefined ? subjects.turn(tenant, session) : `${prefix}.turn.${tenant}.${session}`
-          return Request.request(subject, payload, { timeoutMs }).pipe(
+          return Request.request(subject, out.payload, { timeoutMs, headers: out.headers }).pipe(
             Effect.mapError(ClientError.fromRequestError),
             Effect.flatMap((msg) =>
-              Effect.map(readReply(msg.data, decodeTurnReply), (reply) => {
-                if (direct) remember(route, msg.headers?.get(Subjects.DIRECT_HEADER))
-                return reply
-              }),
+              Effect.flatMap(body(msg), (data) =>
+                Effect.map(readReply(data, decodeTurnReply), (reply) => {
+                  if (direct) remember(route, msg.headers?.get(Subjects.DIRECT_HEADER))
+                  return reply
+                }),
+              ),
             ),
             Effect.tapError((error) =>
               Effect.sync(() => {
@@ -235,7 +285,15 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
             Effect.provide(context),
           )
         })
-        const reply = yield* retrying(once, `turn ${turnId}`)
+        // above the server's max_payload the body goes to the object store once; every attempt sends the reference
+        const reply = yield* Effect.acquireUseRelease(
+          LargePayload.outgoing(payload, undefined).pipe(
+            Effect.mapError((error) => storeError(error, "request")),
+            Effect.provide(context),
+          ),
+          (out) => retrying(once(out), `turn ${turnId}`),
+          (out) => LargePayload.cleanup(out).pipe(Effect.provide(context)),
+        )
         if (reply.turnId !== turnId) {
           return yield* ClientError.malformedReply(`reply for turn ${reply.turnId}, expected ${turnId}`)
         }
@@ -254,7 +312,8 @@ export const layer = (options: ContextClientOptions = {}): Layer.Layer<ContextCl
 /**
  * The options from the environment: `CTXD_SUBJECT_ROOT` (default `ctx`),
  * `CTXD_CLIENT_TIMEOUT_MS` (default 10 000), `CTXD_CLIENT_RETRY_FOR_MS`
- * (default 10 000), `CTXD_MAX_PAYLOAD` (default: the server's `max_payload`).
+ * (default 10 000), `CTXD_MAX_PAYLOAD` (default: `CTXD_MAX_REQUEST_BYTES`),
+ * `CTXD_MAX_REQUEST_BYTES` (default 64 MiB).
  */
 export const config: Config.Config<ContextClientOptions> = Config.all({
   root: Config.string("CTXD_SUBJECT_ROOT").pipe(Config.withDefault(Subjects.DEFAULT_ROOT)),
@@ -263,6 +322,7 @@ export const config: Config.Config<ContextClientOptions> = Config.all({
   maxPayload: Config.option(Config.integer("CTXD_MAX_PAYLOAD")).pipe(
     Config.map((o) => (o._tag === "Some" ? o.value : undefined)),
   ),
+  maxRequestBytes: Config.integer("CTXD_MAX_REQUEST_BYTES").pipe(Config.withDefault(PayloadStore.DEFAULT_MAX_REQUEST_BYTES)),
 })
 
 /** {@link layer} configured from the environment (see {@link config}). */

@@ -9,6 +9,10 @@ export const HealthReply = Schema.Struct({
   inFlight: Schema.Number,
   postgres: Schema.Boolean,
   draining: Schema.Boolean,
+  /** Request bytes this worker holds in flight (running and waiting, over all its endpoints). */
+  inFlightBytes: Schema.optional(Schema.Number),
+  /** The limit of `inFlightBytes` (`CTXD_MAX_INFLIGHT_BYTES`); beyond it requests are answered `Busy`. */
+  maxInFlightBytes: Schema.optional(Schema.Number),
   /** Shards this worker owns now. */
   shards: Schema.optional(Schema.Number),
   /** Turns this worker handled as the owner of their session's shard since it started. */

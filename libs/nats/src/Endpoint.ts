@@ -5,9 +5,26 @@
  * reply: a defect or an interruption becomes the `Internal` error envelope.
  *
  * Flow control: at most `maxConcurrent` handlers run at once; further
- * requests wait, and once `maxPending` wait, new ones are answered `Busy`
- * at once. Requests larger than `maxPayload` are answered `TooLarge` without
- * calling the handler.
+ * requests wait, and once `maxPending` wait, or once their bytes would not
+ * fit the byte budget (`maxInflightBytes`, or the `Admission` budget in
+ * context shared by the process's endpoints), new ones are answered `Busy`
+ * at once, from the payload's length alone (nothing is decoded). Requests
+ * larger than `maxPayload` are answered `TooLarge` without calling the
+ * handler. nats.js hands a callback subscription every message as the socket
+ * is read (no client-side pending queue, and `slow` notifications do not
+ * apply to callbacks), so these limits are the subscription's pending
+ * limits; answering at once keeps the event loop reading, which is what keeps
+ * the server from cutting the connection as a slow consumer.
+ *
+ * Large bodies (see `LargePayload`): a request with the header
+ * `ctxd-payload: objectstore` names its body in the `PayloadStore` in
+ * context; it is admitted on its declared size (at most the store's
+ * `maxRequestBytes`, else `TooLarge`), fetched and verified once it has a
+ * handler slot, and the handler sees the body's bytes. A reply whose encoded
+ * bytes plus headers exceed the server's `max_payload` is put into the
+ * object store and a small reference reply is sent instead (`TooLarge` when
+ * there is no store or it fails for good). A reply that cannot be sent is
+ * logged.
  *
  * Shutdown (the scope closes): the subscription is drained (the server stops
  * delivering; messages already on the wire are still served), then the
@@ -19,9 +36,13 @@
  */
 import type { Errors } from "@ctxd/contracts"
 import type { Msg, MsgHdrs } from "@nats-io/transport-node"
-import { Duration, Effect, Either, Exit, FiberSet, ParseResult, Schema, type Scope } from "effect"
+import { Duration, Effect, Either, Exit, FiberSet, Option, type Scope } from "effect"
+import * as Admission from "./Admission.ts"
 import * as Json from "./Json.ts"
+import * as LargePayload from "./LargePayload.ts"
 import { NatsClient } from "./NatsClient.ts"
+import * as PayloadStore from "./PayloadStore.ts"
+import { encodeReply, errorReply, INTERNAL, storeErrorReply } from "./internal/replies.ts"
 import { headers as headersOf } from "./Request.ts"
 
 /** One request as the handler sees it. */
@@ -45,6 +66,12 @@ export interface ServeOptions<R> {
   readonly maxPending?: number | undefined
   /** Largest accepted payload in bytes; larger requests get `TooLarge`. Default: no limit of our own (the server's `max_payload` applies). */
   readonly maxPayload?: number | undefined
+  /**
+   * Request bytes this endpoint holds in flight before answering `Busy`: its
+   * own budget. Default: the {@link Admission.Admission} budget in context
+   * (shared with the process's other endpoints), else unbounded.
+   */
+  readonly maxInflightBytes?: number | undefined
   /** How long handlers in flight may take to finish when the scope closes; default 10 s. */
   readonly drainTimeoutMs?: number | undefined
   /** Computes the JSON reply value. Cannot fail: map errors to an error envelope. */
@@ -93,104 +120,138 @@ export interface Endpoint {
   readonly running: () => number
   /** Requests waiting for a handler slot. */
   readonly waiting: () => number
+  /** Request bytes accepted here and not answered yet. */
+  readonly inFlightBytes: () => number
   /** True once the scope started closing. */
   readonly draining: () => boolean
 }
 
-/** An error envelope (`{"ok": false, "error": {...}}`). */
-/**
- * Decodes a UTF-8 JSON request against `schema`: the value, or the
- * `BadRequest` envelope naming what is wrong (with `hint`, when given).
- */
-export const decodeRequest = <A, I>(
-  schema: Schema.Schema<A, I>,
-  data: Uint8Array,
-  hint?: string,
-): Either.Either<A, Errors.ErrorReply> => {
-  const json = Json.decode(data)
-  if (Either.isLeft(json)) return Either.left(errorReply("BadRequest", json.left.message, { hint }))
-  const decoded = Schema.decodeUnknownEither(schema, { errors: "all" })(json.right)
-  return Either.mapLeft(decoded, (error) =>
-    errorReply("BadRequest", ParseResult.TreeFormatter.formatErrorSync(error), { hint }),
-  )
-}
+export { decodeRequest, errorReply } from "./internal/replies.ts"
 
-export const errorReply = (
-  code: Errors.ErrorCode,
-  message: string,
-  extra?: { readonly path?: string | undefined; readonly hint?: string | undefined },
-): Errors.ErrorReply => ({
-  ok: false,
-  error: {
-    code,
-    message,
-    ...(extra?.path === undefined ? {} : { path: extra.path }),
-    ...(extra?.hint === undefined ? {} : { hint: extra.hint }),
-  },
+/** Resumes after the event loop's next check phase (after pending I/O callbacks, such as socket reads, ran). */
+const nextMacrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const id = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(id))
 })
-
-const INTERNAL = Json.encode(errorReply("Internal", "internal error"))
-
-const encodeReply = (value: unknown): { readonly bytes: Uint8Array; readonly error?: string } =>
-  Either.match(Json.encodeEither(value), {
-    onLeft: (e) => ({ bytes: INTERNAL, error: e.message }),
-    onRight: (bytes) => ({ bytes }),
-  })
 
 /**
  * Serves `subject` until the surrounding scope closes (see the module doc
- * for flow control and shutdown). Returns counters for health reports.
- * Dies (a defect, not a failure) if the connection is already closed or the
- * subject is invalid: both are wiring bugs.
+ * for flow control, large bodies and shutdown). Returns counters for health
+ * reports. Dies (a defect, not a failure) if the connection is already
+ * closed or the subject is invalid: both are wiring bugs.
  */
 export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, never, Scope.Scope | NatsClient | R> =>
   Effect.gen(function* () {
     const { connection } = yield* NatsClient
+    const payloads = yield* Effect.serviceOption(PayloadStore.PayloadStore)
+    const sharedBudget = yield* Effect.serviceOption(Admission.Admission)
+    const budget =
+      options.maxInflightBytes !== undefined
+        ? Admission.make(options.maxInflightBytes)
+        : Option.getOrElse(sharedBudget, () => Admission.make(Number.POSITIVE_INFINITY))
+    const maxRequestBytes = Option.match(payloads, {
+      onNone: () => PayloadStore.DEFAULT_MAX_REQUEST_BYTES,
+      onSome: (store) => store.maxRequestBytes,
+    })
     const maxConcurrent = Math.max(1, options.maxConcurrent ?? 64)
     const maxPending = Math.max(0, options.maxPending ?? 1024)
     const drainTimeout = Duration.millis(options.drainTimeoutMs ?? 10_000)
-    const state = { running: 0, waiting: 0, draining: false }
+    const state = { running: 0, waiting: 0, bytes: 0, draining: false }
     const semaphore = yield* Effect.makeSemaphore(maxConcurrent)
     // made before the subscription, so its finalizer (interrupt leftovers) runs after the drain
     const fibers = yield* FiberSet.make<void, never>()
     const run = yield* FiberSet.runtime(fibers)<R>()
     const annotate = Effect.annotateLogs({ endpoint: options.subject })
 
-    const send = (msg: Msg, bytes: Uint8Array, headers?: MsgHdrs): boolean => {
+    /** Publishes a reply; a reply that could not be sent is logged (never silently lost). */
+    const send = (msg: Msg, bytes: Uint8Array, headers?: MsgHdrs): void => {
+      let sent = false
+      let why = "no reply subject, or the connection is closed"
       try {
-        return msg.respond(bytes, headers === undefined ? undefined : { headers })
+        sent = msg.respond(bytes, headers === undefined ? undefined : { headers })
       } catch (error) {
-        run(annotate(Effect.logWarning(`reply to ${msg.subject} lost: ${String(error)}`)))
-        return false
+        why = String(error)
       }
+      if (!sent) run(annotate(Effect.logWarning(`reply to ${msg.subject} (${bytes.length} bytes) lost: ${why}`)))
     }
 
-    const job = (msg: Msg): Effect.Effect<void, never, R> => {
+    const rejectNow = (msg: Msg, reply: Errors.ErrorReply) => send(msg, Json.encode(reply))
+
+    /**
+     * Sends `bytes` if they fit the server's max_payload; else stores them in
+     * the object store and sends the reference reply (`value` gives it its `ok`
+     * and `turnId`); when that is impossible, a coded error reply.
+     */
+    const deliver = (msg: Msg, bytes: Uint8Array, headers: MsgHdrs | undefined, value: unknown, sendOnce: (b: Uint8Array, h?: MsgHdrs) => Effect.Effect<void>) => {
+      if (LargePayload.fits(connection, bytes, headers)) return sendOnce(bytes, headers)
+      const failed = (error: PayloadStore.PayloadStoreError) =>
+        Effect.logError(`reply of ${bytes.length} bytes to ${msg.subject} could not go by object store: ${error.message}`).pipe(
+          Effect.zipRight(sendOnce(Json.encode(storeErrorReply(error, "reply")), headers)),
+        )
+      return Option.match(payloads, {
+        onNone: () =>
+          failed(new PayloadStore.PayloadStoreError({ reason: "Unavailable", message: "no object store is configured" })),
+        onSome: (store) =>
+          store.put(bytes, "rep").pipe(
+            Effect.flatMap((ref) =>
+              Effect.logDebug(`reply of ${bytes.length} bytes sent by object store as ${ref.name}`).pipe(
+                Effect.zipRight(sendOnce(LargePayload.referenceReply(ref, value), LargePayload.withReferenceHeader(headers))),
+              ),
+            ),
+            Effect.catchAll(failed),
+          ),
+      })
+    }
+
+    const job = (msg: Msg, ref: PayloadStore.ObjectRef | undefined, size: number): Effect.Effect<void, never, R> => {
       let started = false
       let replied = false
-      const respond = (bytes: Uint8Array, headers?: MsgHdrs) =>
+      const sendOnce = (bytes: Uint8Array, headers?: MsgHdrs) =>
         Effect.sync(() => {
           if (replied) return
           replied = true
           send(msg, bytes, headers)
         })
-      const request: Request = { subject: msg.subject, data: msg.data, headers: msg.headers }
-      const work = Effect.suspend(() => {
-        started = true
-        state.waiting--
-        state.running++
-        return Effect.exit(options.handler(request)).pipe(
+      const respond = (bytes: Uint8Array, headers?: MsgHdrs, value?: unknown) =>
+        Effect.suspend(() => (replied ? Effect.void : deliver(msg, bytes, headers, value, sendOnce)))
+      // a small message may be a view into a large socket buffer: keep only its own bytes
+      const own = msg.data.byteLength * 2 < msg.data.buffer.byteLength ? msg.data.slice() : msg.data
+      const body: Effect.Effect<Uint8Array, PayloadStore.PayloadStoreError> =
+        ref === undefined
+          ? Effect.succeed(own)
+          : Option.match(payloads, {
+              onNone: () => new PayloadStore.PayloadStoreError({ reason: "Unavailable", message: "no object store is configured" }),
+              onSome: (store) => store.get(ref, maxRequestBytes),
+            })
+      const handle = (data: Uint8Array) =>
+        Effect.exit(options.handler({ subject: msg.subject, data, headers: msg.headers })).pipe(
           Effect.flatMap((exit) => {
             if (Exit.isSuccess(exit)) {
               const value = exit.value
               const headers = isReply(value) ? value.headers : undefined
               if (isReply(value) && value.bytes !== undefined) return respond(value.bytes, headers)
-              const { bytes, error } = encodeReply(isReply(value) ? value.value : value)
+              const json = isReply(value) ? value.value : value
+              const { bytes, error } = encodeReply(json)
               return error === undefined
-                ? respond(bytes, headers)
+                ? respond(bytes, headers, json)
                 : Effect.logError(`reply is not JSON: ${error}`).pipe(Effect.zipRight(respond(bytes)))
             }
             return Effect.logError(`handler died on ${msg.subject}`, exit.cause).pipe(Effect.zipRight(respond(INTERNAL)))
+          }),
+        )
+      const work = Effect.suspend(() => {
+        started = true
+        state.waiting--
+        state.running++
+        // one event-loop turn before the handler's CPU work: under a burst, socket reads (and the
+        // cheap Busy answers) keep their share of the loop, so the server never sees a slow consumer
+        return Effect.zipRight(nextMacrotask, body).pipe(
+          Effect.matchEffect({
+            onFailure: (error) =>
+              Effect.logInfo(`request body not readable from the object store: ${error.message}`).pipe(
+                Effect.zipRight(respond(Json.encode(storeErrorReply(error, "request")))),
+              ),
+            onSuccess: handle,
           }),
           Effect.ensuring(Effect.sync(() => void state.running--)),
         )
@@ -203,6 +264,12 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
               ? "the worker is shutting down; retry"
               : "the request was interrupted; retry"
             return respond(Json.encode(errorReply(state.draining ? "Unavailable" : "Internal", message)))
+          }),
+        ),
+        Effect.ensuring(
+          Effect.sync(() => {
+            state.bytes -= size
+            budget.release(size)
           }),
         ),
         annotate,
@@ -218,30 +285,48 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
         run(annotate(Effect.logWarning(`ignored a message without a reply subject on ${msg.subject}`)))
         return
       }
-      if (options.maxPayload !== undefined && msg.data.length > options.maxPayload) {
-        send(
-          msg,
-          Json.encode(
-            errorReply("TooLarge", `request of ${msg.data.length} bytes exceeds the limit of ${options.maxPayload} bytes`, {
-              hint: "raise max_payload on the NATS server and CTXD_MAX_PAYLOAD, or send fewer/lighter messages per turn",
+      let ref: PayloadStore.ObjectRef | undefined
+      if (LargePayload.isReference(msg.headers)) {
+        const parsed = LargePayload.parseReference(msg.data)
+        if (Either.isLeft(parsed)) return rejectNow(msg, errorReply("BadRequest", parsed.left))
+        ref = parsed.right
+        if (Option.isNone(payloads) || ref.size > maxRequestBytes) {
+          const why = Option.isNone(payloads) ? "this endpoint has no object store" : `the limit is ${maxRequestBytes} bytes`
+          return rejectNow(
+            msg,
+            errorReply("TooLarge", `request of ${ref.size} bytes refused: ${why}`, {
+              hint: "raise CTXD_MAX_REQUEST_BYTES, or send fewer/lighter messages per turn",
             }),
-          ),
+          )
+        }
+      } else if (options.maxPayload !== undefined && msg.data.length > options.maxPayload) {
+        return rejectNow(
+          msg,
+          errorReply("TooLarge", `request of ${msg.data.length} bytes exceeds the limit of ${options.maxPayload} bytes`, {
+            hint: "raise max_payload on the NATS server and CTXD_MAX_PAYLOAD, or send fewer/lighter messages per turn",
+          }),
         )
-        return
       }
+      const size = ref?.size ?? msg.data.length
       if (state.running + state.waiting >= maxConcurrent + maxPending) {
-        send(
+        return rejectNow(
           msg,
-          Json.encode(
-            errorReply("Busy", `too many requests in flight (${state.running} running, ${state.waiting} waiting)`, {
-              hint: "retry with backoff",
-            }),
-          ),
+          errorReply("Busy", `too many requests in flight (${state.running} running, ${state.waiting} waiting)`, {
+            hint: "retry with backoff",
+          }),
         )
-        return
       }
+      if (!budget.tryAcquire(size)) {
+        return rejectNow(
+          msg,
+          errorReply("Busy", `too many request bytes in flight (${budget.inFlightBytes()} of ${budget.maxBytes} bytes)`, {
+            hint: "retry with backoff",
+          }),
+        )
+      }
+      state.bytes += size
       state.waiting++
-      run(job(msg))
+      run(job(msg, ref, size))
     }
 
     const stop = (sub: ReturnType<typeof connection.subscribe>) =>
@@ -284,6 +369,7 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
       inFlight: () => state.running + state.waiting,
       running: () => state.running,
       waiting: () => state.waiting,
+      inFlightBytes: () => state.bytes,
       draining: () => state.draining,
     }
   })

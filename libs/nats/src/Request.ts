@@ -14,6 +14,7 @@ import {
   TimeoutError,
 } from "@nats-io/transport-node"
 import { Data, Effect } from "effect"
+import * as LargePayload from "./LargePayload.ts"
 import { NatsClient } from "./NatsClient.ts"
 
 /** Nobody subscribes to the subject (the server answered with a 503 status). */
@@ -83,6 +84,11 @@ export const mapError = (subject: string, timeoutMs: number, error: unknown): Re
 /**
  * Sends `payload` to `subject` and waits up to `timeoutMs` for one reply.
  * Interrupting the effect stops the wait (the reply, if any, is dropped).
+ * A payload above the server's `max_payload` goes through the
+ * `PayloadStore` in context (a reference is sent; the object is deleted once
+ * the request is over); without a store it fails with {@link RequestFailed}.
+ * The reply is returned as it came (a reference reply is not resolved: see
+ * `LargePayload.resolve`).
  */
 export const request = (
   subject: string,
@@ -90,12 +96,19 @@ export const request = (
   options: RequestOptions,
 ): Effect.Effect<Msg, RequestErrors, NatsClient> =>
   Effect.flatMap(NatsClient, ({ connection }) =>
-    Effect.tryPromise({
-      try: () =>
-        connection.request(subject, payload, {
-          timeout: options.timeoutMs,
-          ...(options.headers === undefined ? {} : { headers: options.headers }),
+    Effect.acquireUseRelease(
+      LargePayload.outgoing(payload, options.headers).pipe(
+        Effect.mapError((error) => new RequestFailed({ subject, message: `request on ${subject} failed: ${error.message}`, cause: error })),
+      ),
+      (out) =>
+        Effect.tryPromise({
+          try: () =>
+            connection.request(subject, out.payload, {
+              timeout: options.timeoutMs,
+              ...(out.headers === undefined ? {} : { headers: out.headers }),
+            }),
+          catch: (error) => mapError(subject, options.timeoutMs, error),
         }),
-      catch: (error) => mapError(subject, options.timeoutMs, error),
-    }),
+      LargePayload.cleanup,
+    ),
   )

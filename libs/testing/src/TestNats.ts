@@ -20,7 +20,8 @@ export const layer = (name = "ctxd-test"): Layer.Layer<NatsClient.NatsClient, Na
 
 /**
  * Deletes the JetStream streams a worker made under `root` (the compaction
- * work queue, `ctxd-compact-<root>`): file storage outlives a test run
+ * work queue, `ctxd-compact-<root>`, and the object store bucket of large
+ * bodies, `OBJ_ctxd-payloads-<root>`): file storage outlives a test run
  * otherwise. Errors are ignored (nothing to delete, server gone).
  */
 export const dropStreams = async (root: string): Promise<void> => {
@@ -28,8 +29,10 @@ export const dropStreams = async (root: string): Promise<void> => {
   if (nc === undefined) return
   try {
     const jsm = await jetstreamManager(nc)
+    const token = root.replace(/[^A-Za-z0-9_-]/g, "_")
+    const ours = new Set([`ctxd-compact-${token}`, `OBJ_ctxd-payloads-${token}`])
     for await (const info of jsm.streams.list()) {
-      if (info.config.name === `ctxd-compact-${root.replace(/[^A-Za-z0-9_-]/g, "_")}`) await jsm.streams.delete(info.config.name)
+      if (ours.has(info.config.name)) await jsm.streams.delete(info.config.name)
     }
   } catch {
     // best effort

@@ -14,6 +14,9 @@ export const serve = (options: {
   readonly workerId: string
   readonly started: number
   readonly inFlight: () => number
+  /** Request bytes in flight over the worker's endpoints, and their limit. */
+  readonly inFlightBytes?: (() => number) | undefined
+  readonly maxInFlightBytes?: number | undefined
   /** Sticky routing figures: shards owned now, turns handled as owner and forwarded since start. */
   readonly routing?: Effect.Effect<{ readonly shards: number; readonly turns: number; readonly forwarded: number }> | undefined
 }) =>
@@ -22,6 +25,8 @@ export const serve = (options: {
     return yield* Endpoint.serve({
       subject: options.subjects.health,
       maxConcurrent: 4,
+      // its own small budget: health answers while the turns' byte budget is full
+      maxInflightBytes: 1024 * 1024,
       handler: () =>
         db.query("select 1").pipe(
           Effect.timeout("1 second"),
@@ -35,6 +40,10 @@ export const serve = (options: {
               version: VERSION,
               uptimeMs: Date.now() - options.started,
               inFlight: options.inFlight(),
+              ...(options.inFlightBytes === undefined ? {} : { inFlightBytes: options.inFlightBytes() }),
+              ...(options.maxInFlightBytes === undefined || !Number.isFinite(options.maxInFlightBytes)
+                ? {}
+                : { maxInFlightBytes: options.maxInFlightBytes }),
               postgres,
               draining: false,
               ...routing,

@@ -16,7 +16,7 @@ import { TokenCounter } from "@ctxd/tokens"
 import { Subjects, type Turn } from "@ctxd/contracts"
 import { LoopCheck } from "@ctxd/loop-detector"
 import { Database, KnowledgeStore, Migrations, SessionStore, UsageStore } from "@ctxd/db"
-import { NatsClient } from "@ctxd/nats"
+import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenService, UsageEndpoint } from "@ctxd/token-counter"
 import { Effect, Layer, Option } from "effect"
@@ -59,6 +59,7 @@ export const serve = Effect.gen(function* () {
   }
   const started = Date.now()
   const leases = yield* ShardLeases.ShardLeases
+  const admission = yield* Admission.Admission
   const turns = yield* TurnEndpoint.serve({
     subjects,
     queue: config.queueGroup,
@@ -81,6 +82,8 @@ export const serve = Effect.gen(function* () {
     workerId: config.workerId,
     started,
     inFlight: turns.inFlight,
+    inFlightBytes: admission.inFlightBytes,
+    maxInFlightBytes: admission.maxBytes,
     routing: Effect.map(leases.ownedShards, (owned) => ({
       shards: owned.length,
       turns: turns.handled(),
@@ -91,7 +94,8 @@ export const serve = Effect.gen(function* () {
   const owned = (yield* leases.ownedShards).length
   yield* Effect.logInfo(
     `worker ready on ${subjects.turnWildcard} (queue ${config.queueGroup}) and ${turns.direct}.turn.>, ` +
-      `owning ${owned} of ${leases.shards} shards, max payload ${maxPayload} B`,
+      `owning ${owned} of ${leases.shards} shards, max payload ${maxPayload} B, ` +
+      `max request bytes in flight ${admission.maxBytes}`,
   ).pipe(Effect.annotateLogs({ worker: config.workerId }))
 })
 
@@ -148,6 +152,14 @@ export const layer = Layer.unwrapEffect(
     const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const tokens = TokenService.layerConfig
     const nats = NatsClient.layer({ servers: config.natsUrl.split(","), name: `ctxd-worker-${config.workerId}` })
+    // bodies above the NATS max_payload (both directions) and the request byte budget of every endpoint
+    const payloadSettings = yield* PayloadStore.config
+    const payloads = PayloadStore.layer({
+      ...payloadSettings,
+      bucket: PayloadStore.bucketName(config.subjectRoot),
+      mode: "create",
+    }).pipe(Layer.provide(nats))
+    const admission = Admission.layer(yield* Admission.config)
     // The summarizer and the compactor count with the token service's local counter (one cache).
     const localCounter = Layer.effect(
       TokenCounter.TokenCounter,
@@ -209,6 +221,8 @@ export const layer = Layer.unwrapEffect(
       summarizer,
       compactor,
       nats,
+      payloads,
+      admission,
     )
   }),
 )

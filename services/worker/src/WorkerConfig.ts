@@ -28,7 +28,9 @@ export const WorkerConfig = Config.all({
     Config.withDescription("Queue group the workers share"),
   ),
   maxPayload: int("CTXD_MAX_PAYLOAD", 1024 * 1024, "Largest accepted request in bytes (capped at the server's max_payload)"),
-  maxConcurrent: int("CTXD_MAX_CONCURRENT", 64, "Turns handled at once by one worker"),
+  // 16, not more: a turn needs a Postgres connection (pool of 10) and CPU; under a burst, more turns
+  // at once only interleave their CPU work and starve the socket reads (measured: npm run bench -- burst)
+  maxConcurrent: int("CTXD_MAX_CONCURRENT", 16, "Turns handled at once by one worker"),
   maxSessions: int("CTXD_SESSION_CACHE_SESSIONS", AssemblerConfig.defaults.maxSessions, "Sessions kept in memory"),
   maxMessages: int("CTXD_SESSION_CACHE_MESSAGES", AssemblerConfig.defaults.maxMessages, "Messages kept in memory over all sessions"),
   mailbox: int("CTXD_SESSION_MAILBOX", AssemblerConfig.defaults.mailbox, "Turns of one session that may wait behind the running one before Busy"),
