@@ -3,10 +3,13 @@
  * Normalize → Units / Window / Masking / Budget → RenderAnthropic /
  * RenderOpenAI, and Assemble for the whole pipeline; the cache-aware
  * optimizations: SchemaCompression, Toolsets, Knowledge, Masking, Proactive,
- * Waste.
+ * Waste; the cache economics: CostModel (prices) and CacheSim (provider
+ * cache billing).
  */
 export * as Assemble from "./Assemble.ts"
 export * as Budget from "./Budget.ts"
+export * as CacheSim from "./CacheSim.ts"
+export * as CostModel from "./CostModel.ts"
 export * as Knowledge from "./Knowledge.ts"
 export * as Masking from "./Masking.ts"
 export * as Models from "./Models.ts"
