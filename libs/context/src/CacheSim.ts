@@ -17,8 +17,8 @@
  * below `minCacheableTokens` caches nothing. Every breakpoint's entry (and
  * the entry read) gets its expiry set to now + its TTL: reads refresh it.
  *
- * **Automatic (OpenAI, Gemini).** Every prefix of a request at least
- * `minCacheableTokens` long is cached (at block boundaries) after it is
+ * **Automatic (OpenAI, Gemini).** A request at least `minCacheableTokens`
+ * long is cached with all its prefixes (at block boundaries) after it is
  * served; a request reads the longest live prefix it shares with any earlier
  * one, rounded down to `minCacheableTokens` + a multiple of `incrementTokens`
  * (OpenAI: 1,024, 1,152, ...). No write premium: new tokens are uncached
@@ -181,10 +181,9 @@ const automatic = (state: State, request: Request): CostModel.Usage => {
   const read = matched < min ? 0 : min + Math.floor((matched - min) / step) * step
   const { path, cum } = walk(state.root, blocks)
   const tier = tierOf(policy, policy.retention).name
-  path.forEach((p, i) => {
-    if (cum[i]! >= min) touch(policy, p, at, tier)
-  })
   const total = cum.at(-1) ?? 0
+  // A prompt below the minimum is not cached at all; a longer one is, with all its prefixes.
+  if (total >= min) for (const p of path) touch(policy, p, at, tier)
   return { cacheRead: read, cacheWrite: {}, uncached: total - read, output: request.output ?? 0 }
 }
 

@@ -119,6 +119,16 @@ describe("CacheSim, automatic (OpenAI)", () => {
     ])
   })
 
+  it("matches across many small blocks", () => {
+    const small = (n: number) => Array.from({ length: n }, (_, i) => ({ hash: `m${i}`, tokens: 100 }))
+    const usages = CacheSim.simulate(gpt, [
+      { at: 0, blocks: small(12) },
+      { at: 5, blocks: small(20) },
+    ])
+    // 1,200 matched → 1,024 + 1 × 128 = 1,152.
+    expect(usages[1]).toEqual({ cacheRead: 1_152, cacheWrite: {}, uncached: 848, output: 0 })
+  })
+
   it("never caches prompts under 1,024 tokens; a change at p invalidates what follows", () => {
     expect(
       CacheSim.simulate(gpt, [
