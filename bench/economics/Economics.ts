@@ -171,11 +171,17 @@ const strategyRows = (bench: string, mode: Mode, totals: Record<string, Outcome>
   })
 
 const table = (results: ReadonlyArray<SessionResult>): string => {
-  const lines = ["| session | turns | pauses | ctxd/full (no gaps) | ctxd/full (gaps) | best peer (gaps) | ctxd/best peer (gaps) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+  const lines = [
+    "| session | turns | pauses | ctxd/full, no gaps | gaps | best peer, no gaps | ctxd/best | best peer, gaps | ctxd/best |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+  ]
   for (const r of results) {
-    const ratio = (mode: Mode) => (r.outcomes[mode][CTXD]!.input / r.outcomes[mode]["full history"]!.input).toFixed(3)
-    const best = bestPeer(r.outcomes.gaps)
-    lines.push(`| ${r.id} | ${r.turns} | ${r.humanPauses} | ${ratio("no gaps")} | ${ratio("gaps")} | ${best} | ${(r.outcomes.gaps[CTXD]!.input / r.outcomes.gaps[best]!.input).toFixed(3)} |`)
+    const ratio = (mode: Mode, other: string) => (r.outcomes[mode][CTXD]!.input / r.outcomes[mode][other]!.input).toFixed(3)
+    const quiet = bestPeer(r.outcomes["no gaps"])
+    const busy = bestPeer(r.outcomes.gaps)
+    lines.push(
+      `| ${r.id} | ${r.turns} | ${r.humanPauses} | ${ratio("no gaps", "full history")} | ${ratio("gaps", "full history")} | ${quiet} | ${ratio("no gaps", quiet)} | ${busy} | ${ratio("gaps", busy)} |`,
+    )
   }
   return lines.join("\n")
 }
