@@ -2,8 +2,10 @@
  * The price of a model call: a table per provider and model family of base
  * input and output prices, the cache read discount, the cache write premium
  * per cache lifetime (TTL tier), the minimum cacheable prefix and how the
- * provider caches (explicit breakpoints or automatic prefixes), and the
- * effective cost of one request from its billed token split. Pure, no I/O.
+ * provider caches (explicit breakpoints or automatic prefixes), the
+ * effective cost of one request from its billed token split ({@link cost}),
+ * and what one edit of the cached prefix costs now and saves later
+ * ({@link edit}, for an edit planner). Pure, no I/O.
  *
  * Defaults (USD per million tokens, from the providers' public price lists
  * and prompt-caching guides, late 2025):
@@ -235,3 +237,42 @@ export const add = (a: Usage, b: Usage): Usage => {
 
 /** No tokens. */
 export const zero: Usage = { cacheRead: 0, cacheWrite: {}, uncached: 0, output: 0 }
+
+/** An edit of the cached prefix, in tokens (see {@link edit}). */
+export interface Edit {
+  /** Tokens after the edit point that the edited prompt sends (re-written once). */
+  readonly rewritten: number
+  /** Tokens the edit removes from the prompt (they would have been read every turn). */
+  readonly removed: number
+  /** Whether the prefix is still cached (false: the TTL ran out, everything is written anyway). */
+  readonly warm: boolean
+  /** Tier the rewritten prefix is written under (default: the model's first). */
+  readonly tier?: string | undefined
+}
+
+/** What an edit costs now and saves later, in base-input-token units. */
+export interface EditEconomics {
+  /** Extra cost of this turn with the edit, against this turn without it (negative: cheaper at once). */
+  readonly now: number
+  /** Saved on each later warm turn. */
+  readonly perTurn: number
+  /** Later warm turns needed to recover `now` (0 when `now` ≤ 0; Infinity when nothing is saved). */
+  readonly breakEvenTurns: number
+}
+
+/**
+ * The economics of one prefix edit (lesson 5 of the design): without it the
+ * turn reads `rewritten + removed` tokens (warm) or writes them (cold); with
+ * it the turn writes `rewritten`. Later warm turns read `removed` fewer
+ * tokens. A cold edit is free (it only writes less); a warm one pays off
+ * after `breakEvenTurns` more turns within the TTL.
+ */
+export const edit = (prices: ModelPrices, e: Edit): EditEconomics => {
+  const read = prices.cacheReadMultiplier
+  const write = tier(prices, e.tier).writeMultiplier
+  const without = (e.rewritten + e.removed) * (e.warm ? read : write)
+  const now = e.rewritten * write - without
+  const perTurn = e.removed * read
+  const breakEvenTurns = now <= 0 ? 0 : perTurn > 0 ? now / perTurn : Number.POSITIVE_INFINITY
+  return { now, perTurn, breakEvenTurns }
+}

@@ -90,3 +90,30 @@ describe("CostModel.cost", () => {
     expect(CostModel.add(CostModel.zero, a)).toEqual(a)
   })
 })
+
+describe("CostModel.edit", () => {
+  const sonnet = CostModel.lookup("claude-sonnet-4-5")
+
+  it("a warm edit pays its re-write back over later turns", () => {
+    // Re-writing 20,000 tokens to drop 10,000: now 20,000 × 1.25 − 30,000 × 0.1 = 22,000; saves 1,000 a turn.
+    const e = CostModel.edit(sonnet, { rewritten: 20_000, removed: 10_000, warm: true })
+    expect(e.now).toBeCloseTo(22_000)
+    expect(e.perTurn).toBeCloseTo(1_000)
+    expect(e.breakEvenTurns).toBeCloseTo(22)
+    expect(CostModel.edit(sonnet, { rewritten: 20_000, removed: 10_000, warm: true, tier: "1h" }).now).toBeCloseTo(37_000)
+  })
+
+  it("a cold edit is free: it only writes less", () => {
+    const e = CostModel.edit(sonnet, { rewritten: 20_000, removed: 10_000, warm: false })
+    expect(e.now).toBeCloseTo(-12_500)
+    expect(e.breakEvenTurns).toBe(0)
+  })
+
+  it("an edit that removes nothing never pays; without a write premium a warm edit costs only the lost discount", () => {
+    expect(CostModel.edit(sonnet, { rewritten: 5_000, removed: 0, warm: true }).breakEvenTurns).toBe(Number.POSITIVE_INFINITY)
+    const gpt5 = CostModel.lookup("gpt-5")
+    const e = CostModel.edit(gpt5, { rewritten: 20_000, removed: 10_000, warm: true })
+    expect(e.now).toBeCloseTo(20_000 - 3_000)
+    expect(e.breakEvenTurns).toBeCloseTo(17)
+  })
+})
