@@ -202,7 +202,7 @@ type Raw = Record<string, unknown>
 const str = (u: unknown): string => (typeof u === "string" ? u : u === undefined || u === null ? "" : JSON.stringify(u))
 
 /** The trajectories as one session: system of the first, then each task, actions as calls, observations as results. */
-const sweSession = (): { system: string; messages: Array<Conversation.Message>; tools: Array<Conversation.Tool> } => {
+export const sweSession = (): { system: string; messages: Array<Conversation.Message>; tools: Array<Conversation.Tool> } => {
   const dir = join(Workloads.dataDir(), "swe-agent")
   const files = readdirSync(dir).filter((f) => f.endsWith(".traj")).sort()
   let system = ""
@@ -261,7 +261,7 @@ const sweSession = (): { system: string; messages: Array<Conversation.Message>; 
 }
 
 /** Each assistant message is a model call: turn k = the messages before assistant k that are new. */
-const turnsOf = (messages: ReadonlyArray<Conversation.Message>): Array<Array<Conversation.Message>> => {
+export const turnsOf = (messages: ReadonlyArray<Conversation.Message>): Array<Array<Conversation.Message>> => {
   const turns: Array<Array<Conversation.Message>> = []
   let start = 0
   messages.forEach((m, i) => {

@@ -2,11 +2,13 @@
 // as JSON to bench/results/<name>.json (default `latest`).
 //   npm run bench                 all benchmarks
 //   npm run bench -- assembly     only those whose name contains "assembly"
+//   npm run bench -- economics --model gpt-4o   (economics: the model to price; default claude-sonnet-4-5)
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Assembly from "./Assembly.ts"
 import * as Burst from "./Burst.ts"
 import * as Compaction from "./Compaction.ts"
+import * as Economics from "./economics/Economics.ts"
 import * as EndToEnd from "./EndToEnd.ts"
 import * as Optimizations from "./Optimizations.ts"
 import * as Scaling from "./Scaling.ts"
@@ -18,6 +20,7 @@ import type { Row } from "./Stats.ts"
 const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["assembly", Assembly.run],
   ["optimizations", Optimizations.run],
+  ["economics", Economics.run],
   ["tokens", TokenCounter.run],
   ["compaction", Compaction.run],
   ["loop", async () => [...LoopDetector.run()]],

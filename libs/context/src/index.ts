@@ -2,10 +2,13 @@
  * @ctxd/context: the pure core of the context pipeline (no I/O).
  * Normalize → Pipeline (Window → SchemaCompression → Masking → Budget →
  * Units → RenderAnthropic / RenderOpenAI laid out by CacheLayout →
- * Proactive); around a turn: Toolsets, Knowledge, Waste, Models.
+ * Proactive); around a turn: Toolsets, Knowledge, Waste, Models; the cache
+ * economics: CostModel (prices) and CacheSim (provider cache billing).
  */
 export * as Budget from "./Budget.ts"
 export * as CacheLayout from "./CacheLayout.ts"
+export * as CacheSim from "./CacheSim.ts"
+export * as CostModel from "./CostModel.ts"
 export * as Knowledge from "./Knowledge.ts"
 export * as Masking from "./Masking.ts"
 export * as Models from "./Models.ts"

@@ -1,0 +1,52 @@
+/**
+ * ctxd's side of the economics bench: the request body ctxd sends for each
+ * turn of a session, from the worker's own turn stages run in-process
+ * (`LocalTurns`, the worker's default options; the model's window is
+ * 1,000,000 tokens, as in the optimizations bench, so the budget never
+ * forces a cut the peers do not get). It gets the whole session — turns,
+ * their times, the model and its prices — and returns one body per turn.
+ */
+import { LocalTurns } from "@ctxd/assembler"
+import type { CostModel, Models } from "@ctxd/context"
+import type { Conversation } from "@ctxd/contracts"
+import type { Counting } from "./Blocks.ts"
+
+/** One session as the bench replays it. */
+export interface Session {
+  readonly id: string
+  readonly system: ReadonlyArray<Conversation.SystemSection>
+  readonly tools: ReadonlyArray<Conversation.Tool>
+  /** Per model call, the messages that arrived since the previous call. */
+  readonly turns: ReadonlyArray<ReadonlyArray<Conversation.Message>>
+}
+
+export interface Input {
+  readonly session: Session
+  /** Seconds since the session started, per turn (the gap model's clock). */
+  readonly times: ReadonlyArray<number>
+  readonly format: "anthropic" | "openai"
+  readonly model: Models.ResolvedModel
+  readonly prices: CostModel.ModelPrices
+  readonly count: Counting
+}
+
+/** The body ctxd sends per turn. */
+export const bodies = async (input: Input): Promise<Array<Record<string, unknown>>> => {
+  const { session, count, model, format } = input
+  const local = {
+    encoding: count.encoding,
+    countText: count.text,
+    countTools: count.tools,
+    countMessage: count.message,
+    countSystem: count.system,
+  }
+  const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+  const out: Array<Record<string, unknown>> = []
+  for (const [k, messages] of session.turns.entries()) {
+    const request = { turnId: `t${k}`, format, model: { provider: model.provider, name: model.name, contextWindow: 1_000_000 }, messages: [] } as const
+    const normalized = { system: session.system, tools: session.tools, messages: messages.map((message, i) => ({ message, sourceIndex: i })) }
+    const reply = await turns.turn("bench", session.id, request, normalized)
+    out.push(reply.request)
+  }
+  return out
+}

@@ -1,0 +1,119 @@
+import { describe, expect, it } from "vitest"
+import * as CostModel from "../src/CostModel.ts"
+
+describe("CostModel.lookup", () => {
+  const row = (name: string) => CostModel.lookup(name)
+
+  it("finds Anthropic families with their minimum prefix", () => {
+    expect(row("claude-sonnet-4-5-20250929")).toMatchObject({ family: "claude-sonnet-4", inputPerMtok: 3, outputPerMtok: 15, minCacheableTokens: 1024 })
+    expect(row("claude-3-5-sonnet-20241022").family).toBe("claude-sonnet-4")
+    expect(row("claude-sonnet-4-6").minCacheableTokens).toBe(2048)
+    expect(row("claude-opus-4-1-20250805")).toMatchObject({ inputPerMtok: 15, outputPerMtok: 75, minCacheableTokens: 1024 })
+    expect(row("claude-opus-4-5")).toMatchObject({ inputPerMtok: 5, outputPerMtok: 25, minCacheableTokens: 4096 })
+    expect(row("claude-haiku-4-5")).toMatchObject({ inputPerMtok: 1, minCacheableTokens: 4096 })
+    expect(row("claude-3-5-haiku-latest")).toMatchObject({ inputPerMtok: 0.8, minCacheableTokens: 2048 })
+    expect(row("claude-3-haiku-20240307").minCacheableTokens).toBe(2048)
+    expect(row("Anthropic/Claude-Sonnet-4-5").family).toBe("claude-sonnet-4")
+  })
+
+  it("gives Anthropic 0.1× reads, 1.25× 5-minute and 2× 1-hour writes, explicit breakpoints", () => {
+    const r = row("claude-sonnet-4-5")
+    expect(r.cacheReadMultiplier).toBe(0.1)
+    expect(CostModel.tier(r, "5m")).toMatchObject({ ttlSeconds: 300, writeMultiplier: 1.25 })
+    expect(CostModel.tier(r, "1h")).toMatchObject({ ttlSeconds: 3600, writeMultiplier: 2 })
+    expect(CostModel.tier(r).name).toBe("5m")
+    expect(r).toMatchObject({ mechanism: "explicit", maxBreakpoints: 4, lookbackBlocks: 20 })
+  })
+
+  it("finds OpenAI families: cached-input discount, no write premium, 1,024 + 128-token steps", () => {
+    expect(row("gpt-4o-2024-08-06")).toMatchObject({ family: "gpt-4o", cacheReadMultiplier: 0.5 })
+    expect(row("gpt-4o-mini").family).toBe("gpt-4o-mini")
+    expect(row("gpt-4.1")).toMatchObject({ cacheReadMultiplier: 0.25, inputPerMtok: 2 })
+    expect(row("gpt-4.1-mini").family).toBe("gpt-4.1-mini")
+    expect(row("gpt-5")).toMatchObject({ cacheReadMultiplier: 0.1, inputPerMtok: 1.25 })
+    expect(row("gpt-5.1-codex-mini").family).toBe("gpt-5-mini")
+    expect(row("gpt-5-nano").family).toBe("gpt-5-nano")
+    expect(row("o4-mini").family).toBe("o4-mini")
+    expect(row("o3").family).toBe("o3")
+    const r = row("gpt-5.1")
+    expect(r).toMatchObject({ mechanism: "automatic", minCacheableTokens: 1024, incrementTokens: 128 })
+    expect(r.tiers.map((t) => t.name)).toEqual(["in_memory", "24h"])
+    expect(r.tiers.every((t) => t.writeMultiplier === 1)).toBe(true)
+    expect(row("gpt-4o").tiers.map((t) => t.name)).toEqual(["in_memory"])
+  })
+
+  it("finds Gemini implicit caching at 0.25×", () => {
+    expect(row("gemini-2.5-flash")).toMatchObject({ provider: "gemini", cacheReadMultiplier: 0.25, mechanism: "automatic" })
+    expect(row("gemini-2.5-pro").minCacheableTokens).toBe(2048)
+  })
+
+  it("falls back per family, then to the conservative default", () => {
+    expect(row("claude-next-9")).toMatchObject({ family: "claude", minCacheableTokens: 4096 })
+    expect(row("gpt-6")).toMatchObject({ family: "openai" })
+    expect(row("o9-pro")).toMatchObject({ family: "openai", cacheReadMultiplier: 0.1 })
+    expect(row("llama-3.1-70b")).toBe(CostModel.conservative)
+    expect(CostModel.conservative).toMatchObject({ cacheReadMultiplier: 0.1, minCacheableTokens: 4096, provider: "unknown" })
+    expect(CostModel.conservative.tiers).toEqual([{ name: "5m", ttlSeconds: 300, writeMultiplier: 1.25 }])
+  })
+
+  it("applies overrides", () => {
+    expect(CostModel.lookup("claude-sonnet-4-5", { inputPerMtok: 2 }).inputPerMtok).toBe(2)
+  })
+})
+
+describe("CostModel.cost", () => {
+  const sonnet = CostModel.lookup("claude-sonnet-4-5")
+
+  it("prices reads, writes by TTL, uncached input and output", () => {
+    const usage: CostModel.Usage = { cacheRead: 10_000, cacheWrite: { "5m": 1_000, "1h": 500 }, uncached: 200, output: 100 }
+    // 10,000 × 0.1 + 1,000 × 1.25 + 500 × 2 + 200 = 3,450 input units; 100 × 15/3 = 500 output units.
+    expect(CostModel.inputUnits(sonnet, usage)).toBeCloseTo(3_450)
+    expect(CostModel.outputUnits(sonnet, usage)).toBeCloseTo(500)
+    expect(CostModel.cost(sonnet, usage)).toBeCloseTo((3_950 * 3) / 1e6, 12)
+    expect(CostModel.written(usage)).toBe(1_500)
+  })
+
+  it("charges an unknown tier the highest premium on offer", () => {
+    expect(CostModel.inputUnits(sonnet, { cacheRead: 0, cacheWrite: { "2h": 100 }, uncached: 0, output: 0 })).toBe(200)
+  })
+
+  it("prices OpenAI cached input at the family discount without a write premium", () => {
+    const gpt4o = CostModel.lookup("gpt-4o")
+    const usage: CostModel.Usage = { cacheRead: 2_048, cacheWrite: {}, uncached: 1_000, output: 0 }
+    expect(CostModel.cost(gpt4o, usage)).toBeCloseTo(((2_048 * 0.5 + 1_000) * 2.5) / 1e6, 12)
+  })
+
+  it("adds usages tier by tier", () => {
+    const a: CostModel.Usage = { cacheRead: 1, cacheWrite: { "5m": 2 }, uncached: 3, output: 4 }
+    const b: CostModel.Usage = { cacheRead: 10, cacheWrite: { "5m": 20, "1h": 5 }, uncached: 30, output: 40 }
+    expect(CostModel.add(a, b)).toEqual({ cacheRead: 11, cacheWrite: { "5m": 22, "1h": 5 }, uncached: 33, output: 44 })
+    expect(CostModel.add(CostModel.zero, a)).toEqual(a)
+  })
+})
+
+describe("CostModel.edit", () => {
+  const sonnet = CostModel.lookup("claude-sonnet-4-5")
+
+  it("a warm edit pays its re-write back over later turns", () => {
+    // Re-writing 20,000 tokens to drop 10,000: now 20,000 × 1.25 − 30,000 × 0.1 = 22,000; saves 1,000 a turn.
+    const e = CostModel.edit(sonnet, { rewritten: 20_000, removed: 10_000, warm: true })
+    expect(e.now).toBeCloseTo(22_000)
+    expect(e.perTurn).toBeCloseTo(1_000)
+    expect(e.breakEvenTurns).toBeCloseTo(22)
+    expect(CostModel.edit(sonnet, { rewritten: 20_000, removed: 10_000, warm: true, tier: "1h" }).now).toBeCloseTo(37_000)
+  })
+
+  it("a cold edit is free: it only writes less", () => {
+    const e = CostModel.edit(sonnet, { rewritten: 20_000, removed: 10_000, warm: false })
+    expect(e.now).toBeCloseTo(-12_500)
+    expect(e.breakEvenTurns).toBe(0)
+  })
+
+  it("an edit that removes nothing never pays; without a write premium a warm edit costs only the lost discount", () => {
+    expect(CostModel.edit(sonnet, { rewritten: 5_000, removed: 0, warm: true }).breakEvenTurns).toBe(Number.POSITIVE_INFINITY)
+    const gpt5 = CostModel.lookup("gpt-5")
+    const e = CostModel.edit(gpt5, { rewritten: 20_000, removed: 10_000, warm: true })
+    expect(e.now).toBeCloseTo(20_000 - 3_000)
+    expect(e.breakEvenTurns).toBeCloseTo(17)
+  })
+})
