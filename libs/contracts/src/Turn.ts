@@ -66,6 +66,13 @@ export const Options = Schema.Struct({
   maskKeep: Schema.optional(Count),
   /** The masked boundary advances by at least this many tokens of tool results at a time (default 2,000). */
   maskBatchTokens: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
+  /**
+   * Prompt-cache lifetime to plan with, in seconds (default the model's: 300 for Anthropic's 5-minute
+   * breakpoints); past it since the session's previous turn the cache counts as cold.
+   */
+  cacheTtlSeconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 86_400))),
+  /** Turns the session is expected to go on for, for the edit planner (default: as many as it has had, at least 10). */
+  expectedTurns: Schema.optional(Count),
   /** Proactive compression starts when the window would use more than this fraction of the budget (default 0.85). */
   proactiveThreshold: Schema.optional(Fraction),
   /**
@@ -193,6 +200,21 @@ export const ProactiveReport = Schema.Struct({
 })
 export type ProactiveReport = typeof ProactiveReport.Type
 
+/** Why a prompt's cached prefix changed (see the README's cache economics). */
+export const CacheBreakReason = Schema.Literal(
+  "append",
+  "window",
+  "mask",
+  "summary",
+  "tools",
+  "system",
+  "knowledge",
+  "budget",
+  "ttl_expired",
+  "first_turn",
+)
+export type CacheBreakReason = typeof CacheBreakReason.Type
+
 export const StageReport = Schema.Struct({
   /** The pipeline stage (`window`, `compress`, `mask`, `budget`, `prune`, `render`, `proactive`). */
   stage: Schema.String,
@@ -252,6 +274,20 @@ export const Report = Schema.Struct({
     breakpoints: Schema.Number,
     /** OpenAI `prompt_cache_key` (stable per tenant/session). */
     promptCacheKey: Schema.NullOr(Schema.String),
+    /** Estimated prompt tokens (system + tools + history) in this prompt. */
+    prefixTokens: Schema.optional(Schema.Number),
+    /** Tokens before the first place this prompt differs from the previous turn's (the reusable cached prefix). */
+    changedAtTokens: Schema.optional(Schema.Number),
+    /** Why the prefix changed where it did (`append`: nothing before the new messages changed). */
+    reason: Schema.optional(CacheBreakReason),
+    /** The TTL the breakpoints were written with, in seconds. */
+    ttlSeconds: Schema.optional(Schema.Number),
+    /** Tokens the provider should read from its cache (0 when cold or below the minimum cacheable prefix). */
+    expectedReadTokens: Schema.optional(Schema.Number),
+    /** Tokens the provider should write to its cache (Anthropic) or bill uncached (OpenAI). */
+    expectedWriteTokens: Schema.optional(Schema.Number),
+    /** Prefix edits this turn held back because they do not pay for themselves yet. */
+    deferred: Schema.optional(Schema.Array(Schema.Literal("window", "mask"))),
   }),
   /** Compaction: the live summary the history view starts with, and what this turn decided. */
   compaction: Schema.optional(
