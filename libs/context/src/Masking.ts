@@ -162,6 +162,8 @@ export interface PlanInput {
   readonly needTokens?: number | undefined
   /** Pressure: replace repeated identical results by a reference to the first. */
   readonly dedupe?: boolean | undefined
+  /** Keep the boundary here (the previous turn's) rather than advancing it: an edit the cache planner defers. */
+  readonly holdBoundary?: number | undefined
 }
 
 interface Rewrite {
@@ -220,7 +222,7 @@ export const plan = (history: ReadonlyArray<Entry>, input: PlanInput): Plan => {
   const n = history.length
   // The results of the newest exchange are not consumed yet: never masked.
   const q = Math.min(keepStart(history, options.keep, from), Units.lastUnitStart(history))
-  const bound = boundary(input.grid, q)
+  const bound = input.holdBoundary === undefined ? boundary(input.grid, q) : Math.min(boundary(input.grid, q), input.holdBoundary)
   // callId-keyed rewrites per history index.
   const rewrites = new Map<number, Map<string, Rewrite>>()
   let masked = 0

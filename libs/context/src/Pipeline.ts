@@ -19,7 +19,9 @@
  * previous call to keep it so as the history grows.
  */
 import type { Turn } from "@ctxd/contracts"
+import { createHash } from "node:crypto"
 import * as Budget from "./Budget.ts"
+import * as CachePlanner from "./CachePlanner.ts"
 import {
   compressStage,
   maskStage,
@@ -27,6 +29,7 @@ import {
   renderStage,
   sumOf,
   tokenOfUnder,
+  type Hold,
   type Input,
   type Options,
   type StageReport,
@@ -89,6 +92,8 @@ export interface Output {
   readonly maskGrid?: Masking.Grid | undefined
   /** Proactive rungs in effect when proactive compression ran: pass it to the next call. */
   readonly proactiveRung?: number | undefined
+  /** The prompt as the cache planner compares it: pass it as `cachePlan.previous` next turn. */
+  readonly shape?: CachePlanner.Candidate | undefined
 }
 
 interface Attempt {
@@ -188,7 +193,25 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
           },
         }),
   }
-  return { output: { request: rendered.request, report, landmarks: w.marks, maskGrid: w.grid }, demand }
+  const shape: CachePlanner.Candidate = {
+    windowStart: w.window.start,
+    maskBoundary: plan?.boundary,
+    sent: pruned.view.messages.map((v) => ({ index: v.index, masked: plan?.replaced.has(v.index) === true, tokens: tokenOf(v.index) })),
+    systemKey: digest(input.system.map((x) => x.text)),
+    toolsKey: digest([level.toolCompression, ...compressed.tools.map((t) => t.name)], compressed.tokens),
+    systemTokens: input.systemTokens,
+    toolsTokens: compressed.tokens,
+    total,
+    overBudget: allocation.overBudget,
+  }
+  return { output: { request: rendered.request, report, landmarks: w.marks, maskGrid: w.grid, shape }, demand }
+}
+
+/** A short digest of texts (and a number), to tell whether the system or the tools changed. */
+const digest = (texts: ReadonlyArray<string>, extra = 0): string => {
+  const hash = createHash("sha1")
+  for (const t of texts) hash.update(t).update("\u0000")
+  return `${hash.digest("hex").slice(0, 16)}:${extra}`
 }
 
 /**
@@ -203,8 +226,30 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
  * upper bound).
  */
 export const run = (input: Input): Output => {
+  const plan = input.cachePlan
+  const advanced = runAt(input, undefined)
+  if (plan === undefined) return advanced
+  const previous = plan.previous
+  const held =
+    previous === undefined || plan.cold || plan.viewChanged === true
+      ? undefined
+      : runAt(input, { windowStart: previous.windowStart, maskBoundary: previous.maskBoundary })
+  const candidates = held === undefined || sameShape(held.shape, advanced.shape) ? [advanced] : [held, advanced]
+  const { chosen, cache } = CachePlanner.choose(
+    plan,
+    candidates.map((o) => ({ ...o.shape, output: o })),
+  )
+  const out = chosen.output
+  return { ...out, report: { ...out.report, cache: { ...out.report.cache, ...cache } } }
+}
+
+const sameShape = (a: CachePlanner.Candidate, b: CachePlanner.Candidate): boolean =>
+  a.windowStart === b.windowStart && a.maskBoundary === b.maskBoundary && a.total === b.total && a.sent.length === b.sent.length
+
+/** The pipeline with the window's start and the mask boundary held at `hold` (the previous turn's), if given. */
+const runAt = (input: Input, hold: Hold | undefined): Output & { readonly shape: CachePlanner.Candidate } => {
   const { options } = input
-  const windowed = windowStage(input)
+  const windowed = windowStage(input, hold)
   const base: Proactive.Level = {
     toolCompression: options.toolCompression ?? "none",
     maskKeep: options.maskKeep,
@@ -212,7 +257,10 @@ export const run = (input: Input): Output => {
     dedupe: false,
   }
   const threshold = options.proactiveThreshold
-  if (threshold === undefined) return attempt(input, windowed, base, undefined).output
+  if (threshold === undefined) {
+    const only = attempt(input, windowed, base, undefined).output
+    return { ...only, shape: only.shape! }
+  }
   const budget = windowed.totalTokens
   const from = input.proactiveRung ?? 0
   let first: Attempt | undefined
@@ -226,7 +274,7 @@ export const run = (input: Input): Output => {
     },
     from,
   )
-  const { request, report, landmarks, maskGrid } = outcome.result
+  const { request, report, landmarks, maskGrid, shape } = outcome.result
   const proactive: StageReport = {
     stage: "proactive",
     tokensIn: first?.output.report.tokens.total ?? report.tokens.total,
@@ -249,5 +297,6 @@ export const run = (input: Input): Output => {
     landmarks,
     maskGrid,
     proactiveRung: outcome.rung,
+    shape: shape!,
   }
 }

@@ -122,6 +122,12 @@ export const cutIndex = (n: number, windowMessages: number, step: number): numbe
 export interface WindowOptions {
   readonly windowMessages: number
   readonly windowStep: number
+  /**
+   * Keep the window starting here (the previous turn's start) rather than
+   * advancing it: an edit the cache planner defers. Ignored when not before
+   * the computed start.
+   */
+  readonly holdStart?: number | undefined
 }
 
 /** A computed window: history indices `[start, history.length)` plus what is kept before it. */
@@ -160,7 +166,8 @@ export const compute = (history: ReadonlyArray<Units.Entry>, options: WindowOpti
   const rel = cutIndex(m, options.windowMessages, Math.max(1, options.windowStep))
   const gridCut = rel === 0 ? 0 : Math.min(history.length, absolute(rel, pinned))
   const lastUnit = Units.lastUnitStart(history)
-  const start = Math.min(Units.nextBoundary(history, gridCut), lastUnit)
+  const advanced = Math.min(Units.nextBoundary(history, gridCut), lastUnit)
+  const start = options.holdStart !== undefined && options.holdStart >= 0 && options.holdStart < advanced ? options.holdStart : advanced
   const request = marks.requests.at(-1)
   // The cut moved to `rel` when the history reached `rel + windowMessages` non-system messages.
   const latestThen = rel === 0 ? undefined : lastBelow(marks.requests, absolute(rel + options.windowMessages, pinned))

@@ -7,6 +7,7 @@
  */
 export * as Budget from "./Budget.ts"
 export * as CacheLayout from "./CacheLayout.ts"
+export * as CachePlanner from "./CachePlanner.ts"
 export * as CacheSim from "./CacheSim.ts"
 export * as CostModel from "./CostModel.ts"
 export * as Knowledge from "./Knowledge.ts"

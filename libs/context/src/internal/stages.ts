@@ -7,6 +7,7 @@ import type * as Budget from "../Budget.ts"
 import * as Masking from "../Masking.ts"
 import type { Turn } from "@ctxd/contracts"
 import type * as CacheLayout from "../CacheLayout.ts"
+import type * as CachePlanner from "../CachePlanner.ts"
 import type * as Models from "../Models.ts"
 import type * as Proactive from "../Proactive.ts"
 import * as RenderAnthropic from "../RenderAnthropic.ts"
@@ -77,6 +78,8 @@ export interface Input {
   readonly maskGrid?: Masking.Grid | undefined
   /** Proactive rungs already in effect for the session (from the previous call); default 0. */
   readonly proactiveRung?: number | undefined
+  /** The cache planner's inputs; absent: every edit is made as soon as its grid says (no planner). */
+  readonly cachePlan?: CachePlanner.Plan | undefined
 }
 
 /** A stage's effect on the prompt: its estimated tokens before and after. */
@@ -89,13 +92,22 @@ export interface Windowed {
   readonly totalTokens: number
   readonly grid: Masking.Grid | undefined
   readonly report: StageReport
+  /** The positions the planner holds (the previous turn's), if any. */
+  readonly hold: Hold | undefined
+}
+
+/** Positions of the previous turn's prompt the cache planner may keep rather than advance. */
+export interface Hold {
+  readonly windowStart: number
+  /** The mask boundary; undefined: masking was off. */
+  readonly maskBoundary: number | undefined
 }
 
 /** Stage 1: the message-count window (and the mask grid, which only grows with the history). */
-export const windowStage = (input: Input): Windowed => {
+export const windowStage = (input: Input, hold?: Hold): Windowed => {
   const { history, options } = input
   const marks = Window.landmarks(history, input.landmarks)
-  const window = Window.compute(history, options, marks)
+  const window = Window.compute(history, { ...options, holdStart: hold?.windowStart }, marks)
   const masking = options.maskKeep !== undefined || options.proactiveThreshold !== undefined
   const grid = masking
     ? Masking.grid(history, options.maskBatchTokens ?? Masking.defaults.batchTokens, input.maskGrid)
@@ -108,6 +120,7 @@ export const windowStage = (input: Input): Windowed => {
     window,
     totalTokens: options.budgetTokens ?? input.model.effectiveWindow,
     grid,
+    hold,
     report: { stage: "window", tokensIn: fixed + stored, tokensOut: fixed + windowTokens },
   }
 }
@@ -157,6 +170,7 @@ export const maskStage = (
     grid: w.grid,
     countText: input.countText ?? ((text: string) => Math.ceil(text.length / 3)),
     dedupe: level.dedupe,
+    holdBoundary: w.hold?.maskBoundary,
   }
   const plan = Masking.plan(input.history, planInput)
   if (!level.pressure || target === undefined) return plan
