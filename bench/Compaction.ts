@@ -31,7 +31,7 @@ import { Plan, type View } from "@ctxd/compactor"
 import { Models, Normalize, Pipeline, Units } from "@ctxd/context"
 import { LocalTurns } from "@ctxd/assembler"
 import type { Conversation, Turn } from "@ctxd/contracts"
-import { Llm, Settings, Summarizer } from "@ctxd/summarizer"
+import { Llm, Summarizer, SummarizerConfig } from "@ctxd/summarizer"
 import { FakeProvider, Workloads } from "@ctxd/testing"
 import { TokenCounter } from "@ctxd/tokens"
 import { Effect, Layer, Redacted } from "effect"
@@ -215,8 +215,8 @@ export const run = async (): Promise<Row[]> => {
   const server = await FakeProvider.start({ contextWindow: MODEL.contextWindow })
   try {
     const counter = TokenCounter.make({ backend: "tiktoken", cacheCapacity: 200_000 })
-    const settings: Settings.Settings = {
-      ...Settings.defaults,
+    const settings: SummarizerConfig.Config = {
+      ...SummarizerConfig.defaults,
       anthropic: { baseURL: server.url, apiKey: Redacted.make("bench-summarizer") },
       openai: { baseURL: server.openaiBaseURL, apiKey: Redacted.make("bench-summarizer") },
     }

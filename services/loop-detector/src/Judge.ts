@@ -5,14 +5,14 @@
  * summarizer's provider client), only when `loop.judge.enabled` is set.
  */
 import type { Conversation } from "@ctxd/contracts"
-import type * as Config from "./Config.ts"
+import type * as LoopConfig from "./LoopConfig.ts"
 import * as Detector from "./Detector.ts"
 import type * as LoopState from "./LoopState.ts"
 
 const lower = (threshold: number): number => (threshold === 0 ? 0 : Math.max(2, threshold - 1))
 
 /** `config` with every threshold one lower (never below 2; 0 stays off). */
-export const lowered = (config: Config.Config): Config.Config => ({
+export const lowered = (config: LoopConfig.Config): LoopConfig.Config => ({
   ...config,
   repeatedCall: { threshold: lower(config.repeatedCall.threshold) },
   repeatedError: { threshold: lower(config.repeatedError.threshold) },
@@ -22,7 +22,7 @@ export const lowered = (config: Config.Config): Config.Config => ({
 })
 
 /** Findings one repeat short of `config`'s thresholds (none when the real verdict already loops). */
-export const borderline = (state: LoopState.State, config: Config.Config): Detector.Verdict => {
+export const borderline = (state: LoopState.State, config: LoopConfig.Config): Detector.Verdict => {
   if (config.policy === "off" || Detector.verdict(state, config).looping) return Detector.none
   return Detector.verdict(state, lowered(config))
 }

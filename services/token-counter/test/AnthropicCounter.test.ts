@@ -21,8 +21,8 @@ const local = TokenCounter.make({ backend: "tiktoken" })
 const weights = (messages: ReadonlyArray<Conversation.Message>) => messages.map((m) => local.countMessage(m, "cl100k_base"))
 const countCalls = () => server.requests().filter((r) => r.endpoint === "count_tokens").length
 
-const counter = (settings: AnthropicCounter.Settings = {}) =>
-  AnthropicCounter.make({ baseURL: server.url, apiKey: "test", ...settings })
+const counter = (options: AnthropicCounter.Options = {}) =>
+  AnthropicCounter.make({ baseURL: server.url, apiKey: "test", ...options })
 
 const turnInput = (session: Replay.Session, messages: ReadonlyArray<Conversation.Message>): AnthropicCounter.TurnInput => ({
   model: Replay.MODEL.name,

@@ -2,7 +2,7 @@ import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider } from "@ctxd/testing"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Redacted } from "effect"
-import { Settings, TokenService } from "../src/index.ts"
+import { TokenCounterConfig, TokenService } from "../src/index.ts"
 import * as Replay from "./Replay.ts"
 
 let server: FakeProvider.FakeProviderServer
@@ -88,8 +88,8 @@ describe("TokenService config", () => {
         ["CTXD_TOKEN_CALIBRATION", "false"],
         ["ANTHROPIC_BASE_URL", "http://127.0.0.1:9"],
       ])
-      const settings = yield* Effect.withConfigProvider(Settings.config, ConfigProvider.fromMap(env))
-      expect(settings).toMatchObject({
+      const config = yield* Effect.withConfigProvider(TokenCounterConfig.config, ConfigProvider.fromMap(env))
+      expect(config).toMatchObject({
         backend: "heuristic",
         cacheCapacity: 64,
         timeoutMs: 500,
@@ -99,9 +99,9 @@ describe("TokenService config", () => {
         calibrationAlpha: 0.1,
         anthropic: { baseURL: "http://127.0.0.1:9", apiKey: undefined },
       })
-      const none = yield* Effect.withConfigProvider(Settings.config, ConfigProvider.fromMap(new Map([["ANTHROPIC_API_KEY", " "]])))
-      expect(none).toEqual(Settings.defaults)
-      const bad = yield* Effect.either(Effect.withConfigProvider(Settings.config, ConfigProvider.fromMap(new Map([["CTXD_TOKEN_BACKEND", "exact"]]))))
+      const none = yield* Effect.withConfigProvider(TokenCounterConfig.config, ConfigProvider.fromMap(new Map([["ANTHROPIC_API_KEY", " "]])))
+      expect(none).toEqual(TokenCounterConfig.defaults)
+      const bad = yield* Effect.either(Effect.withConfigProvider(TokenCounterConfig.config, ConfigProvider.fromMap(new Map([["CTXD_TOKEN_BACKEND", "exact"]]))))
       expect(bad._tag).toBe("Left")
       const service = yield* Effect.provide(
         TokenService.TokenService,

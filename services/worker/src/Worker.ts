@@ -10,7 +10,7 @@
  * acquisition.
  */
 import { Assembler, AssemblerConfig, Compaction, LoopJudge, TurnEndpoint } from "@ctxd/assembler"
-import { CompactEndpoint, CompactionStore, Compactor, Settings as CompactorSettings } from "@ctxd/compactor"
+import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { TokenCounter } from "@ctxd/tokens"
 import { Subjects, type Turn } from "@ctxd/contracts"
@@ -74,8 +74,8 @@ export const serve = Effect.gen(function* () {
   yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup, claim: usageClaim })
   yield* SummarizeEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
   yield* CompactEndpoint.serve({ subjects, queue: config.queueGroup })
-  const compaction = yield* CompactorSettings.config
-  yield* CompactEndpoint.serveJobs({ subjects, settings: compaction.queue })
+  const compaction = yield* CompactorConfig.config
+  yield* CompactEndpoint.serveJobs({ subjects, config: compaction.queue })
   yield* HealthEndpoint.serve({
     subjects,
     workerId: config.workerId,
@@ -156,14 +156,14 @@ export const layer = Layer.unwrapEffect(
     const llm = Llm.layerConfig
     const summarizer = Summarizer.layerConfig.pipe(Layer.provide(llm), Layer.provide(localCounter))
     const compactionStore = CompactionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
-    const compactorSettings = yield* CompactorSettings.config
-    const compactor = Compactor.layer(compactorSettings).pipe(
+    const compactorConfig = yield* CompactorConfig.config
+    const compactor = Compactor.layer(compactorConfig).pipe(
       Layer.provide(compactionStore),
       Layer.provide(store),
       Layer.provide(summarizer),
       Layer.provide(localCounter),
     )
-    const compaction = Compaction.layer({ root: config.subjectRoot, settings: compactorSettings }).pipe(
+    const compaction = Compaction.layer({ root: config.subjectRoot, config: compactorConfig }).pipe(
       Layer.provide(compactor),
       Layer.provide(compactionStore),
       Layer.provide(nats),
