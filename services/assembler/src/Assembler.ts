@@ -7,7 +7,7 @@
 import { Errors, type Turn } from "@ctxd/contracts"
 import { SessionStore } from "@ctxd/db"
 import { ShardLeases } from "@ctxd/sharding"
-import { TokenService } from "@ctxd/token-counter"
+import { TokenCounter } from "@ctxd/token-counter"
 import { Effect, Option } from "effect"
 import { createHash } from "node:crypto"
 import { AssemblerConfig } from "./AssemblerConfig.ts"
@@ -33,7 +33,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const config = yield* AssemblerConfig
     const store = yield* SessionStore.SessionStore
     const leases = yield* ShardLeases.ShardLeases
-    const tokens = yield* TokenService.TokenService
+    const tokens = yield* TokenCounter.TokenCounter
     const compaction = yield* Compaction
     const judge = yield* LoopJudge.LoopJudge
     const gather = yield* Gather

@@ -24,7 +24,7 @@ import { Models } from "@ctxd/context"
 import type { Compact, Summarize, Turn } from "@ctxd/contracts"
 import { SessionStore } from "@ctxd/db"
 import { Summarizer } from "@ctxd/summarizer"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { Clock, type ConfigError, Context, Data, Duration, Effect, Either, Layer, Option, Schedule } from "effect"
 import { type Audit, CompactionStore, type Lease, type StoredSummary } from "./CompactionStore.ts"
 import * as Metrics from "./Metrics.ts"
@@ -102,13 +102,13 @@ export const make = (
 ): Effect.Effect<
   CompactorService,
   never,
-  CompactionStore | SessionStore.SessionStore | Summarizer.Summarizer | TokenCounter.TokenCounter
+  CompactionStore | SessionStore.SessionStore | Summarizer.Summarizer | LocalCounter.LocalCounter
 > =>
   Effect.gen(function* () {
     const store = yield* CompactionStore
     const sessions = yield* SessionStore.SessionStore
     const summarizer = yield* Summarizer.Summarizer
-    const counter = yield* TokenCounter.TokenCounter
+    const counter = yield* LocalCounter.LocalCounter
     const ttl = config.leaseTtlMs
 
     const compact = (input: CompactInput): Effect.Effect<CompactResult, CompactionError> =>
@@ -246,12 +246,12 @@ export const make = (
 /** The compactor for explicit config (defaults for what is left out). */
 export const layer = (
   config: Partial<CompactorConfig.Config> = {},
-): Layer.Layer<Compactor, never, CompactionStore | SessionStore.SessionStore | Summarizer.Summarizer | TokenCounter.TokenCounter> =>
+): Layer.Layer<Compactor, never, CompactionStore | SessionStore.SessionStore | Summarizer.Summarizer | LocalCounter.LocalCounter> =>
   Layer.effect(Compactor, make({ ...CompactorConfig.defaults, ...config }))
 
 /** The compactor configured from the environment (`CompactorConfig.config`). */
 export const layerConfig: Layer.Layer<
   Compactor,
   ConfigError.ConfigError,
-  CompactionStore | SessionStore.SessionStore | Summarizer.Summarizer | TokenCounter.TokenCounter
+  CompactionStore | SessionStore.SessionStore | Summarizer.Summarizer | LocalCounter.LocalCounter
 > = Layer.effect(Compactor, Effect.flatMap(CompactorConfig.config, make))

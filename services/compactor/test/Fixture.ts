@@ -8,7 +8,7 @@ import type { Conversation } from "@ctxd/contracts"
 import { Migrations, SessionStore } from "@ctxd/db"
 import { Llm, SummarizerConfig, Summarizer } from "@ctxd/summarizer"
 import { type FakeProvider, TestDatabase, Workloads } from "@ctxd/testing"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { Effect, Layer, Redacted } from "effect"
 import { CompactionStore, Compactor, CompactorConfig } from "../src/index.ts"
 
@@ -21,7 +21,7 @@ export const Stores = Layer.mergeAll(SessionStore.layer, CompactionStore.layer).
   Layer.provideMerge(TestDatabase.layer),
 )
 
-export const counter = TokenCounter.make({ backend: "tiktoken", cacheCapacity: 100_000 })
+export const counter = LocalCounter.make({ backend: "tiktoken", cacheCapacity: 100_000 })
 
 /** Summarizer config on the fake provider: fast retries, short timeouts. */
 export const summarizerConfig = (
@@ -36,11 +36,11 @@ export const summarizerConfig = (
   ...overrides,
 })
 
-/** The summarizer (and its token counter) over the fake provider. */
+/** The summarizer (and its local counter) over the fake provider. */
 export const summarizer = (server: FakeProvider.FakeProviderServer, overrides: Partial<SummarizerConfig.Config> = {}) => {
   const s = summarizerConfig(server, overrides)
   return Summarizer.layer(s).pipe(
-    Layer.provideMerge(Layer.merge(Llm.layer(s), Layer.succeed(TokenCounter.TokenCounter, counter))),
+    Layer.provideMerge(Layer.merge(Llm.layer(s), Layer.succeed(LocalCounter.LocalCounter, counter))),
   )
 }
 

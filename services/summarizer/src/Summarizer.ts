@@ -4,7 +4,7 @@
  *
  * Every request fits (lesson 4): the input budget of one call is
  * `(window − output) × (1 − safety margin)` of the summarizer model, counted
- * with the local {@link TokenCounter}; each call is checked against it
+ * with the {@link LocalCounter}; each call is checked against it
  * before it is sent. Tool results are cut to `tool_result_max_pct` of that
  * budget. A span whose transcript does not fit is summarized
  * hierarchically: chunks cut on unit boundaries (a tool call stays with its
@@ -21,7 +21,7 @@
  */
 import { Models, Units } from "@ctxd/context"
 import type { Summarize } from "@ctxd/contracts"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { type ConfigError, Context, Data, Duration, Effect, Either, Layer, Schedule } from "effect"
 import * as Llm from "./Llm.ts"
 import * as Prompts from "./Prompts.ts"
@@ -154,11 +154,11 @@ export const chunk = (
   return chunks
 }
 
-/** Builds the summarizer over the given model port and token counter. */
-export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerService, never, Llm.Llm | TokenCounter.TokenCounter> =>
+/** Builds the summarizer over the given model port and local counter. */
+export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerService, never, Llm.Llm | LocalCounter.LocalCounter> =>
   Effect.gen(function* () {
     const llm = yield* Llm.Llm
-    const counter = yield* TokenCounter.TokenCounter
+    const counter = yield* LocalCounter.LocalCounter
     const retry = Schedule.exponential(Duration.millis(config.retryBaseMs)).pipe(
       Schedule.jittered,
       Schedule.intersect(Schedule.recurs(config.retries)),
@@ -297,17 +297,17 @@ export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerS
     return { config, target: (model) => target(config, model), summarize }
   })
 
-/** The summarizer for explicit config; needs the model port and a token counter. */
-export const layer = (config: Partial<SummarizerConfig.Config> = {}): Layer.Layer<Summarizer, never, Llm.Llm | TokenCounter.TokenCounter> =>
+/** The summarizer for explicit config; needs the model port and a local counter. */
+export const layer = (config: Partial<SummarizerConfig.Config> = {}): Layer.Layer<Summarizer, never, Llm.Llm | LocalCounter.LocalCounter> =>
   Layer.effect(Summarizer, make({ ...SummarizerConfig.defaults, ...config }))
 
-/** The summarizer configured from the environment (`SummarizerConfig.config`); needs the model port and a token counter. */
-export const layerConfig: Layer.Layer<Summarizer, ConfigError.ConfigError, Llm.Llm | TokenCounter.TokenCounter> = Layer.effect(
+/** The summarizer configured from the environment (`SummarizerConfig.config`); needs the model port and a local counter. */
+export const layerConfig: Layer.Layer<Summarizer, ConfigError.ConfigError, Llm.Llm | LocalCounter.LocalCounter> = Layer.effect(
   Summarizer,
   Effect.flatMap(SummarizerConfig.config, make),
 )
 
-/** Everything from the environment: the SDK clients, the local token counter and the summarizer. */
+/** Everything from the environment: the SDK clients, the local counter and the summarizer. */
 export const layerAll: Layer.Layer<Summarizer, ConfigError.ConfigError> = layerConfig.pipe(
-  Layer.provide(Layer.merge(Llm.layerConfig, TokenCounter.layerConfig)),
+  Layer.provide(Layer.merge(Llm.layerConfig, LocalCounter.layerConfig)),
 )

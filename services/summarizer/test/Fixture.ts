@@ -2,7 +2,7 @@
 import { Normalize } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import { type FakeProvider, Workloads } from "@ctxd/testing"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { Effect, Layer, Redacted } from "effect"
 import { Llm, Summarizer, SummarizerConfig, type Transcript } from "../src/index.ts"
 
@@ -23,14 +23,14 @@ export const config = (server: FakeProvider.FakeProviderServer, overrides: Parti
 export const make = (server: FakeProvider.FakeProviderServer, overrides: Partial<SummarizerConfig.Config> = {}) => {
   const s = config(server, overrides)
   return Summarizer.make(s).pipe(
-    Effect.provide(Layer.merge(Llm.layer(s), TokenCounter.layerTiktoken())),
+    Effect.provide(Layer.merge(Llm.layer(s), LocalCounter.layerTiktoken())),
   )
 }
 
 /** A summarizer layer over the fake provider. */
 export const layer = (server: FakeProvider.FakeProviderServer, overrides: Partial<SummarizerConfig.Config> = {}) => {
   const s = config(server, overrides)
-  return Summarizer.layer(s).pipe(Layer.provide(Layer.merge(Llm.layer(s), TokenCounter.layerTiktoken())))
+  return Summarizer.layer(s).pipe(Layer.provide(Layer.merge(Llm.layer(s), LocalCounter.layerTiktoken())))
 }
 
 /** Real messages: tau-bench sessions back to back (call ids made unique), numbered from 1. */

@@ -12,13 +12,13 @@
 import { Assembler, AssemblerConfig, Compaction, LoopJudge, TurnEndpoint } from "@ctxd/assembler"
 import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { Subjects, type Turn } from "@ctxd/contracts"
 import { LoopCheck } from "@ctxd/loop-detector"
 import { Database, KnowledgeStore, Migrations, SessionStore, UsageStore } from "@ctxd/db"
 import { NatsClient } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
-import { CountEndpoint, TokenService, UsageEndpoint } from "@ctxd/token-counter"
+import { CountEndpoint, TokenCounter, UsageEndpoint } from "@ctxd/token-counter"
 import { Effect, Layer, Option } from "effect"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
@@ -118,7 +118,7 @@ const shardingLayer = (config: WorkerConfig) =>
  * the first lease renewals wait behind them.
  */
 const warmUp = Layer.effectDiscard(
-  Effect.flatMap(TokenService.TokenService, ({ local }) =>
+  Effect.flatMap(TokenCounter.TokenCounter, ({ local }) =>
     Effect.sync(() => {
       for (const encoding of ["o200k_base", "cl100k_base"] as const) local.countText("warm up", encoding)
     }),
@@ -146,12 +146,12 @@ export const layer = Layer.unwrapEffect(
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
-    const tokens = TokenService.layerConfig
+    const tokens = TokenCounter.layerConfig
     const nats = NatsClient.layer({ servers: config.natsUrl.split(","), name: `ctxd-worker-${config.workerId}` })
-    // The summarizer and the compactor count with the token service's local counter (one cache).
+    // The summarizer and the compactor count with the token counter's local counter (one cache).
     const localCounter = Layer.effect(
-      TokenCounter.TokenCounter,
-      Effect.map(TokenService.TokenService, (service) => service.local),
+      LocalCounter.LocalCounter,
+      Effect.map(TokenCounter.TokenCounter, (service) => service.local),
     ).pipe(Layer.provide(tokens))
     const llm = Llm.layerConfig
     const summarizer = Summarizer.layerConfig.pipe(Layer.provide(llm), Layer.provide(localCounter))

@@ -1,6 +1,6 @@
 /**
- * The token counter service: what the assembler calls in-process and what
- * `ctx.v1.tokens.count` serves.
+ * The token counter: counts a turn's tokens for the assembler (in-process)
+ * and for `ctx.v1.tokens.count`.
  *
  * - Backends: `anthropic_api` (exact, {@link AnthropicCounter}), `tiktoken`
  *   and `heuristic` (local, `@ctxd/tokens`). `auto` (the default) = the
@@ -17,7 +17,7 @@
  *   multiplies local estimates (`calibration` in the answer; 1 when none).
  */
 import { type Conversation, Tokens } from "@ctxd/contracts"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { Cause, type ConfigError, Context, Duration, Effect, Either, FiberRef, HashMap, Layer, Option, type Scope } from "effect"
 import * as AnthropicCounter from "./AnthropicCounter.ts"
 import * as Calibration from "./Calibration.ts"
@@ -133,7 +133,7 @@ export interface Metrics {
   readonly shared: number
   readonly inFlight: number
   /** Local text segment cache (`@ctxd/tokens`). */
-  readonly local: TokenCounter.Stats
+  readonly local: LocalCounter.Stats
   readonly turns: number
   readonly exactTurns: number
   /** Local answers when the provider's count was wanted, by reason. */
@@ -154,17 +154,17 @@ export interface Metrics {
 }
 
 /** The service interface. */
-export interface TokenServiceApi {
+export interface TokenCounterService {
   readonly countTurn: (input: CountTurnInput) => Effect.Effect<TurnCount>
   readonly countRequest: (input: CountRequestInput) => Effect.Effect<CountResult>
   readonly recordUsage: (input: UsageInput) => Effect.Effect<UsageResult, BadUsage>
   readonly metrics: Effect.Effect<Metrics>
-  /** The local tiktoken counter (shared cache) for callers that must count synchronously. */
-  readonly local: TokenCounter.TokenCounterService
+  /** The local counter (tiktoken, shared cache) for callers that must count synchronously. */
+  readonly local: LocalCounter.LocalCounterService
 }
 
 /** The token counter of this process. */
-export class TokenService extends Context.Tag("@ctxd/token-counter/TokenService")<TokenService, TokenServiceApi>() {}
+export class TokenCounter extends Context.Tag("@ctxd/token-counter/TokenCounter")<TokenCounter, TokenCounterService>() {}
 
 /** A {@link BadUsage} for a usage report whose turn the session does not know (the caller looks the turn up). */
 export const unknownTurn = (turnId: string): BadUsage =>
@@ -184,11 +184,11 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => {
 const record = <V>(map: ReadonlyMap<string, V>): Record<string, V> => Object.fromEntries(map)
 
 /** Builds the service; provider calls run in the current scope. */
-export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.Effect<TokenServiceApi, never, Scope.Scope> =>
+export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.Effect<TokenCounterService, never, Scope.Scope> =>
   Effect.gen(function* () {
     const config: TokenCounterConfig.Config = { ...TokenCounterConfig.defaults, ...options }
-    const tiktoken = TokenCounter.make({ backend: "tiktoken", cacheCapacity: config.cacheCapacity })
-    const heuristic = TokenCounter.make({ backend: "heuristic" })
+    const tiktoken = LocalCounter.make({ backend: "tiktoken", cacheCapacity: config.cacheCapacity })
+    const heuristic = LocalCounter.make({ backend: "heuristic" })
     const exact =
       config.anthropic === undefined
         ? undefined
@@ -374,10 +374,10 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
   })
 
 /** The service with `config` (defaults for the rest: see `TokenCounterConfig.defaults`). */
-export const layer = (config: Partial<TokenCounterConfig.Config> = {}): Layer.Layer<TokenService> => Layer.scoped(TokenService, make(config))
+export const layer = (config: Partial<TokenCounterConfig.Config> = {}): Layer.Layer<TokenCounter> => Layer.scoped(TokenCounter, make(config))
 
 /** The service configured from the environment (see `TokenCounterConfig.config`). */
-export const layerConfig: Layer.Layer<TokenService, ConfigError.ConfigError> = Layer.scoped(
-  TokenService,
+export const layerConfig: Layer.Layer<TokenCounter, ConfigError.ConfigError> = Layer.scoped(
+  TokenCounter,
   Effect.flatMap(TokenCounterConfig.config, (config) => make(config)),
 )
