@@ -9,12 +9,12 @@
  * Postgres pool — in that order, because scopes close in reverse order of
  * acquisition.
  */
-import { Assembler, AssemblerConfig, Compaction, LoopJudge, TurnEndpoint } from "@ctxd/assembler"
+import { Assembler, AssemblerConfig, Compaction, TurnEndpoint } from "@ctxd/assembler"
 import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { LocalCounter } from "@ctxd/tokens"
 import { Subjects, type Turn } from "@ctxd/contracts"
-import { LoopCheck } from "@ctxd/loop-detector"
+import { Judge, LoopCheck } from "@ctxd/loop-detector"
 import { Database, KnowledgeStore, Migrations, SessionStore, UsageStore } from "@ctxd/db"
 import { NatsClient } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
@@ -195,7 +195,7 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(store),
       Layer.provide(knowledge),
       Layer.provide(compaction),
-      Layer.provide(LoopJudge.layer.pipe(Layer.provide(llm))),
+      Layer.provide(Judge.layer.pipe(Layer.provide(llm))),
       Layer.provide(sharding),
     )
     return Layer.mergeAll(

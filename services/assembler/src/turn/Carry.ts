@@ -6,9 +6,8 @@
 import type { Conversation, Loop, Turn } from "@ctxd/contracts"
 import type { Knowledge, Models, Normalize, Pipeline, Toolsets, Waste } from "@ctxd/context"
 import type { Plan, View, WorkQueue } from "@ctxd/compactor"
-import type { LoopState } from "@ctxd/loop-detector"
+import type { Judge, LoopState } from "@ctxd/loop-detector"
 import type { TokenCounter } from "@ctxd/token-counter"
-import type * as LoopJudge from "../LoopJudge.ts"
 import type { Row, SessionState } from "../SessionState.ts"
 import type * as Options from "./Options.ts"
 
@@ -39,13 +38,13 @@ export interface Inputs {
 /** I/O a stage asked for. */
 export type Need =
   | { readonly _tag: "Count"; readonly input: TokenCounter.CountTurnInput }
-  | { readonly _tag: "Judge"; readonly input: LoopJudge.Question }
+  | { readonly _tag: "Judge"; readonly input: Judge.Question }
   | { readonly _tag: "CompactNow"; readonly job: WorkQueue.Job; readonly decision: Plan.Decision }
 
 /** What the shell answered so far. */
 export interface Answers {
   readonly count?: TokenCounter.TurnCount | undefined
-  readonly judge?: LoopJudge.Answer | undefined
+  readonly judge?: Judge.Answer | undefined
   /** A blocking compaction ran (the state holds the summary it made, if any), decided on this. */
   readonly compacted?: Plan.Decision | undefined
 }
