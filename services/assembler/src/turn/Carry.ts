@@ -11,7 +11,7 @@ import type { TokenCounter } from "@ctxd/token-counter"
 import type { Row, SessionState } from "../SessionState.ts"
 import type * as Options from "./Options.ts"
 
-/** Local token counting in the request's encoding (pure, cached by content). */
+/** The local counter (`@ctxd/tokens` `LocalCounter`) bound to the request's encoding (pure, cached by content). */
 export interface LocalCounter {
   readonly encoding: string
   readonly countText: (text: string) => number
