@@ -7,10 +7,10 @@
 import { Models, Normalize, Pipeline } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import { Workloads } from "@ctxd/testing"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { quantile, round, type Row } from "./Stats.ts"
 
-const counter = TokenCounter.make({ backend: "tiktoken", cacheCapacity: 100_000 })
+const counter = LocalCounter.make({ backend: "tiktoken", cacheCapacity: 100_000 })
 
 /** `n` real messages: tau-bench sessions back to back (call ids made unique per session). */
 const realHistory = (n: number): Array<Pipeline.StoredMessage> => {

@@ -31,9 +31,9 @@ import { Plan, type View } from "@ctxd/compactor"
 import { Models, Normalize, Pipeline, Units } from "@ctxd/context"
 import { LocalTurns } from "@ctxd/assembler"
 import type { Conversation, Turn } from "@ctxd/contracts"
-import { Llm, Settings, Summarizer } from "@ctxd/summarizer"
+import { Llm, Summarizer, SummarizerConfig } from "@ctxd/summarizer"
 import { FakeProvider, Workloads } from "@ctxd/testing"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { Effect, Layer, Redacted } from "effect"
 import { round, type Row } from "./Stats.ts"
 
@@ -107,7 +107,7 @@ const plainText = (m: Conversation.Message): string =>
     .join("")
 
 /** Ground truth over local count for a workload's messages (the calibration factor). */
-const calibration = (counter: TokenCounter.TokenCounterService, workload: Workload): number => {
+const calibration = (counter: LocalCounter.LocalCounterService, workload: Workload): number => {
   let local = 0
   let truth = 0
   for (const m of workload.turns.flat()) {
@@ -121,7 +121,7 @@ const calibration = (counter: TokenCounter.TokenCounterService, workload: Worklo
 const replay = async (
   server: FakeProvider.FakeProviderServer,
   summarizer: Summarizer.SummarizerService,
-  counter: TokenCounter.TokenCounterService,
+  counter: LocalCounter.LocalCounterService,
   workload: Workload,
   strategy: Strategy,
   factor: number,
@@ -214,14 +214,14 @@ export const run = async (): Promise<Row[]> => {
   // the fake's window is the model's; a prompt above it would be rejected, and the run would fail
   const server = await FakeProvider.start({ contextWindow: MODEL.contextWindow })
   try {
-    const counter = TokenCounter.make({ backend: "tiktoken", cacheCapacity: 200_000 })
-    const settings: Settings.Settings = {
-      ...Settings.defaults,
+    const counter = LocalCounter.make({ backend: "tiktoken", cacheCapacity: 200_000 })
+    const settings: SummarizerConfig.Config = {
+      ...SummarizerConfig.defaults,
       anthropic: { baseURL: server.url, apiKey: Redacted.make("bench-summarizer") },
       openai: { baseURL: server.openaiBaseURL, apiKey: Redacted.make("bench-summarizer") },
     }
     const summarizer = await Effect.runPromise(
-      Summarizer.make(settings).pipe(Effect.provide(Layer.merge(Llm.layer(settings), Layer.succeed(TokenCounter.TokenCounter, counter)))),
+      Summarizer.make(settings).pipe(Effect.provide(Layer.merge(Llm.layer(settings), Layer.succeed(LocalCounter.LocalCounter, counter)))),
     )
     const workloads = [backToBack("swe-agent", Workloads.sweAgentSessions()), backToBack("tau-bench", Workloads.tauBenchSessions())]
     const rows: Row[] = []

@@ -33,12 +33,12 @@ import { LocalTurns } from "@ctxd/assembler"
 import { Models, Normalize, Pipeline, SchemaCompression, Toolsets, type Window } from "@ctxd/context"
 import type { Conversation, OpenAI, Turn } from "@ctxd/contracts"
 import { Workloads } from "@ctxd/testing"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { round, type Row } from "./Stats.ts"
 
-const counter = TokenCounter.make({ backend: "tiktoken", cacheCapacity: 200_000 })
+const counter = LocalCounter.make({ backend: "tiktoken", cacheCapacity: 200_000 })
 /** Claude with a 1M window, so the full-history baseline is never cut by the budget. */
 const MODEL = { provider: "anthropic", name: "claude-sonnet-4-5", contextWindow: 1_000_000 } as const
 const model = Models.resolve(MODEL)

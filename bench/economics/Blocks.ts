@@ -11,21 +11,21 @@
  */
 import type { CacheSim, Models } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { createHash } from "node:crypto"
 
 type Json = Record<string, unknown>
 
 /** Token counting under one model's encoding. */
 export interface Counting {
-  readonly encoding: TokenCounter.Encoding
+  readonly encoding: LocalCounter.Encoding
   readonly text: (text: string) => number
   readonly message: (message: Conversation.Message) => number
   readonly system: (sections: ReadonlyArray<Conversation.SystemSection>) => number
   readonly tools: (tools: ReadonlyArray<Conversation.Tool>) => number
 }
 
-const counter = TokenCounter.make({ backend: "tiktoken", cacheCapacity: 200_000 })
+const counter = LocalCounter.make({ backend: "tiktoken", cacheCapacity: 200_000 })
 
 /** Counting for `model`; message counts are memoized per message object. */
 export const counting = (model: Models.ResolvedModel): Counting => {

@@ -49,7 +49,7 @@ export interface Options {
 /** `keep` 3, `batchTokens` 2,000, `minTokens` 50. */
 export const defaults: Options = { keep: 3, batchTokens: 2_000, minTokens: 50 }
 
-/** Framing tokens per message and per tool result (as the token counter estimates them). */
+/** Framing tokens per message and per tool result (as the local counter estimates them, `LocalCounter.overhead`). */
 const MESSAGE_OVERHEAD = 4
 const RESULT_OVERHEAD = 4
 /** Characters an image weighs when a message's tokens are shared among its results. */

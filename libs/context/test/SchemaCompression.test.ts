@@ -1,6 +1,6 @@
 import type { Conversation } from "@ctxd/contracts"
 import { Workloads } from "@ctxd/testing"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import fc from "fast-check"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
@@ -160,7 +160,7 @@ describe("SchemaCompression.compress", () => {
   })
 
   it("keeps every catalog schema valid, with the same properties, and saves tokens level by level", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken" })
+    const counter = LocalCounter.make({ backend: "tiktoken" })
     for (const catalog of [github, tau]) {
       let previous = Number.POSITIVE_INFINITY
       for (const level of SchemaCompression.levels) {

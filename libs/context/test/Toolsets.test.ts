@@ -1,6 +1,6 @@
 import type { Conversation } from "@ctxd/contracts"
 import { Workloads } from "@ctxd/testing"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import * as Knowledge from "../src/Knowledge.ts"
@@ -211,7 +211,7 @@ describe("Toolsets on the GitHub MCP catalog", () => {
     defaultToolsets: github.toolsets.filter((t) => t.default).map((t) => t.id),
     descriptions: Object.fromEntries(github.toolsets.map((t) => [t.id, t.description])),
   }
-  const counter = TokenCounter.make({ backend: "tiktoken" })
+  const counter = LocalCounter.make({ backend: "tiktoken" })
 
   it("the default context (default toolsets read-only + load_toolset) costs at most 20 % of all tools, truncated", () => {
     const all = counter.countTools(tools, "o200k_base")

@@ -40,10 +40,10 @@ const DEREGISTER_TIMEOUT = Duration.seconds(5)
 export class Membership extends Effect.Service<Membership>()("@ctxd/sharding/Membership", {
   scoped: Effect.gen(function* () {
     const db = yield* Database.Database
-    const settings = yield* ShardingConfig
-    const self: Worker = { id: settings.workerId, address: settings.address }
-    const interval = Duration.millis(settings.refreshIntervalMs)
-    yield* ShardId.claimShardCount(db, settings.shards)
+    const config = yield* ShardingConfig
+    const self: Worker = { id: config.workerId, address: config.address }
+    const interval = Duration.millis(config.refreshIntervalMs)
+    yield* ShardId.claimShardCount(db, config.shards)
 
     const heartbeat = db.query(Sql.HEARTBEAT, [self.id, self.address])
     yield* Effect.acquireRelease(heartbeat, () =>
@@ -55,7 +55,7 @@ export class Membership extends Effect.Service<Membership>()("@ctxd/sharding/Mem
     )
 
     yield* heartbeat.pipe(
-      Effect.zipRight(db.query(Sql.PRUNE, [settings.leaseTtlMs * PRUNE_AFTER_TTLS])),
+      Effect.zipRight(db.query(Sql.PRUNE, [config.leaseTtlMs * PRUNE_AFTER_TTLS])),
       Effect.timeout(interval),
       Effect.catchAllCause((cause) => Effect.logWarning("heartbeat failed", cause)),
       Effect.repeat(Schedule.fixed(interval)),
@@ -65,7 +65,7 @@ export class Membership extends Effect.Service<Membership>()("@ctxd/sharding/Mem
 
     /** The live workers (this one included while its heartbeats land), by id. */
     const live: Effect.Effect<ReadonlyArray<Worker>, Database.DatabaseUnavailable | Database.DatabaseError> = db
-      .query<{ id: string; address: string }>(Sql.LIVE, [settings.leaseTtlMs])
+      .query<{ id: string; address: string }>(Sql.LIVE, [config.leaseTtlMs])
       .pipe(Effect.map(({ rows }) => rows.map((row) => ({ id: row.id, address: row.address }))))
 
     return { self, live } as const

@@ -134,13 +134,13 @@ export const make: Effect.Effect<
 > = Effect.gen(function* () {
   const db = yield* Database.Database
   const membership = yield* Membership
-  const settings = yield* ShardingConfig
+  const config = yield* ShardingConfig
   const self = membership.self
   const me = self.id
-  const interval = Duration.millis(settings.refreshIntervalMs)
-  const validity = ms(settings.leaseTtlMs - settings.safetyMarginMs)
+  const interval = Duration.millis(config.refreshIntervalMs)
+  const validity = ms(config.leaseTtlMs - config.safetyMarginMs)
 
-  yield* db.query(Sql.SEED, [settings.shards])
+  yield* db.query(Sql.SEED, [config.shards])
 
   const owned = new Map<number, Held>()
   let view: View = { workers: new Map(), assignment: [], holders: new Map() }
@@ -181,7 +181,7 @@ export const make: Effect.Effect<
   const assignmentOf = (workers: ReadonlyArray<Worker>) => {
     const key = workers.map((w) => w.id).join("\n")
     if (key !== assigned.key || assigned.owners.length === 0) {
-      assigned = { key, owners: Assignment.assign(workers.map((w) => w.id), settings.shards) }
+      assigned = { key, owners: Assignment.assign(workers.map((w) => w.id), config.shards) }
     }
     return assigned.owners
   }
@@ -203,7 +203,7 @@ export const make: Effect.Effect<
     const sentAt = yield* Clock.currentTimeNanos
     const claimed = yield* db.query<{ shard: number; epoch: string }>(Sql.CLAIM, [
       me,
-      settings.leaseTtlMs,
+      config.leaseTtlMs,
       mine,
       held,
     ])
@@ -242,8 +242,8 @@ export const make: Effect.Effect<
     .withPermits(1)(
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeNanos
-        if (stopping || now - hinted < ms(settings.refreshIntervalMs / 4)) return
-        if (now - renewedAt > ms(settings.refreshIntervalMs * 1.5)) return
+        if (stopping || now - hinted < ms(config.refreshIntervalMs / 4)) return
+        if (now - renewedAt > ms(config.refreshIntervalMs * 1.5)) return
         hinted = now
         yield* refresh
       }),
@@ -261,11 +261,11 @@ export const make: Effect.Effect<
       const now = yield* Clock.currentTimeNanos
       const last = suspects.get(worker)
       if (worker === me || stopping || !view.workers.has(worker)) return false
-      if (last !== undefined && now - last < ms(settings.refreshIntervalMs / 4)) return false
+      if (last !== undefined && now - last < ms(config.refreshIntervalMs / 4)) return false
       suspects.set(worker, now)
       const { rows } = yield* db.query<{ dead: boolean; freed: number; listed: boolean }>(Sql.DECLARE_DEAD, [
         worker,
-        settings.refreshIntervalMs + settings.safetyMarginMs,
+        config.refreshIntervalMs + config.safetyMarginMs,
       ])
       const result = rows[0]
       if (result === undefined || (result.listed && !result.dead)) return false
@@ -327,7 +327,7 @@ export const make: Effect.Effect<
   )
   yield* sweep.pipe(
     Effect.catchAllCause((cause) => Effect.logWarning("lease sweep failed", cause)),
-    Effect.repeat(Schedule.spaced(Duration.millis(Math.max(5, settings.refreshIntervalMs / 4)))),
+    Effect.repeat(Schedule.spaced(Duration.millis(Math.max(5, config.refreshIntervalMs / 4)))),
     Effect.annotateLogs({ worker: me, loop: "lease-sweep" }),
     Effect.forkScoped,
   )
@@ -354,8 +354,8 @@ export const make: Effect.Effect<
 
   return {
     self,
-    shards: settings.shards,
-    shardOf: (tenant, session) => ShardId.of(tenant, session, settings.shards),
+    shards: config.shards,
+    shardOf: (tenant, session) => ShardId.of(tenant, session, config.shards),
     isOwner,
     fence,
     ownedShards,

@@ -1,5 +1,5 @@
 /**
- * The settings of one worker's membership and shard leases.
+ * The config of one worker's membership and shard leases.
  *
  * Timing: a lease lives `leaseTtlMs` on the database clock from its last
  * renewal; the worker renews every `refreshIntervalMs` (at most a third of
@@ -36,8 +36,8 @@ export interface ShardingOptions {
   readonly safetyMarginMs?: number | undefined
 }
 
-/** The resolved settings. */
-export interface ShardingSettings {
+/** The resolved config: the options with their defaults filled in. */
+export interface Config {
   readonly workerId: string
   readonly address: string
   readonly shards: number
@@ -51,8 +51,8 @@ export class InvalidShardingConfig extends Data.TaggedError("InvalidShardingConf
   readonly message: string
 }> {}
 
-/** The settings of this worker. */
-export class ShardingConfig extends Context.Tag("@ctxd/sharding/ShardingConfig")<ShardingConfig, ShardingSettings>() {}
+/** The config of this worker. */
+export class ShardingConfig extends Context.Tag("@ctxd/sharding/ShardingConfig")<ShardingConfig, Config>() {}
 
 /** A fresh worker id: `<hostname>-<pid>-<6 random hex>` in `[A-Za-z0-9_-]`, at most 128 characters. */
 export const defaultWorkerId = (): string => {
@@ -61,7 +61,7 @@ export const defaultWorkerId = (): string => {
 }
 
 /** Fills in the defaults and checks the options. */
-export const make = (options: ShardingOptions = {}): Effect.Effect<ShardingSettings, InvalidShardingConfig> =>
+export const make = (options: ShardingOptions = {}): Effect.Effect<Config, InvalidShardingConfig> =>
   Effect.suspend(() => {
     const workerId = options.workerId ?? defaultWorkerId()
     const shards = options.shards ?? ShardId.DEFAULT_SHARDS
@@ -90,7 +90,7 @@ export const make = (options: ShardingOptions = {}): Effect.Effect<ShardingSetti
     })
   })
 
-/** The settings for explicit options. */
+/** The config for explicit options. */
 export const layer = (options: ShardingOptions = {}): Layer.Layer<ShardingConfig, InvalidShardingConfig> =>
   Layer.effect(ShardingConfig, make(options))
 
@@ -134,7 +134,7 @@ export const config: Config.Config<ShardingOptions> = Config.all({
   })),
 )
 
-/** The settings configured by {@link config}. */
+/** The config read by {@link config}. */
 export const layerConfig: Layer.Layer<ShardingConfig, ConfigError.ConfigError | InvalidShardingConfig> = Layer.effect(
   ShardingConfig,
   Effect.flatMap(config, make),

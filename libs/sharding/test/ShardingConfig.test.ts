@@ -10,17 +10,17 @@ const fromEnv = (env: Record<string, string>) =>
 describe("ShardingConfig", () => {
   it.effect("defaults: 256 shards, TTL 15 s, refresh a third, margin a fifth, a generated id as address", () =>
     Effect.gen(function* () {
-      const settings = yield* fromEnv({})
-      expect(settings).toMatchObject({ shards: 256, leaseTtlMs: 15_000, refreshIntervalMs: 5_000, safetyMarginMs: 3_000 })
-      expect(settings.workerId).toMatch(/^[A-Za-z0-9_-]+-\d+-[0-9a-f]{6}$/)
-      expect(settings.address).toBe(settings.workerId)
-      expect((yield* fromEnv({})).workerId).not.toBe(settings.workerId)
+      const config = yield* fromEnv({})
+      expect(config).toMatchObject({ shards: 256, leaseTtlMs: 15_000, refreshIntervalMs: 5_000, safetyMarginMs: 3_000 })
+      expect(config.workerId).toMatch(/^[A-Za-z0-9_-]+-\d+-[0-9a-f]{6}$/)
+      expect(config.address).toBe(config.workerId)
+      expect((yield* fromEnv({})).workerId).not.toBe(config.workerId)
     }),
   )
 
   it.effect("reads the environment", () =>
     Effect.gen(function* () {
-      const settings = yield* fromEnv({
+      const config = yield* fromEnv({
         CTXD_WORKER_ID: "w-1",
         CTXD_WORKER_ADDRESS: "ctx.v1.worker.w-1",
         CTXD_SHARDS: "64",
@@ -28,7 +28,7 @@ describe("ShardingConfig", () => {
         CTXD_LEASE_REFRESH_MS: "2000",
         CTXD_LEASE_MARGIN_MS: "1000",
       })
-      expect(settings).toEqual({
+      expect(config).toEqual({
         workerId: "w-1",
         address: "ctx.v1.worker.w-1",
         shards: 64,
@@ -40,7 +40,7 @@ describe("ShardingConfig", () => {
     }),
   )
 
-  it.effect("refuses inconsistent settings", () =>
+  it.effect("refuses inconsistent config", () =>
     Effect.gen(function* () {
       const bad = [
         { workerId: "has space" },

@@ -1,3 +1,3 @@
 export * as Encoding from "./Encoding.ts"
-export * as TokenCounter from "./TokenCounter.ts"
+export * as LocalCounter from "./LocalCounter.ts"
 export * as Lru from "./Lru.ts"

@@ -6,8 +6,9 @@
  */
 import { Errors, type Turn } from "@ctxd/contracts"
 import { SessionStore } from "@ctxd/db"
+import { Judge } from "@ctxd/loop-detector"
 import { ShardLeases } from "@ctxd/sharding"
-import { TokenService } from "@ctxd/token-counter"
+import { TokenCounter } from "@ctxd/token-counter"
 import { Effect, Option } from "effect"
 import { createHash } from "node:crypto"
 import { AssemblerConfig } from "./AssemblerConfig.ts"
@@ -15,7 +16,6 @@ import * as Commit from "./Commit.ts"
 import { Compaction } from "./Compaction.ts"
 import * as Decode from "./Decode.ts"
 import { Gather } from "./Gather.ts"
-import * as LoopJudge from "./LoopJudge.ts"
 import * as SessionActor from "./SessionActor.ts"
 import * as SessionState from "./SessionState.ts"
 import type * as Carry from "./turn/Carry.ts"
@@ -33,9 +33,9 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const config = yield* AssemblerConfig
     const store = yield* SessionStore.SessionStore
     const leases = yield* ShardLeases.ShardLeases
-    const tokens = yield* TokenService.TokenService
+    const tokens = yield* TokenCounter.TokenCounter
     const compaction = yield* Compaction
-    const judge = yield* LoopJudge.LoopJudge
+    const judge = yield* Judge.Judge
     const gather = yield* Gather
     const actors = yield* SessionActor.make(config, leases)
 

@@ -8,7 +8,7 @@
  */
 import { Subjects } from "@ctxd/contracts"
 import { NatsClient } from "@ctxd/nats"
-import { CompactionStore, Compactor, type Plan, type Settings, type View, WorkQueue } from "@ctxd/compactor"
+import { CompactionStore, Compactor, type CompactorConfig, type Plan, type View, WorkQueue } from "@ctxd/compactor"
 import { Context, type Duration, Effect, FiberSet, Layer, Option } from "effect"
 
 export interface CompactionApi {
@@ -35,7 +35,7 @@ export const layerDisabled: Layer.Layer<Compaction> = Layer.succeed(Compaction, 
 /** Compaction through the compactor, its store and the JetStream work queue under `root`. */
 export const layer = (options: {
   readonly root: string
-  readonly settings: Settings.Settings
+  readonly config: CompactorConfig.Config
 }): Layer.Layer<Compaction, never, Compactor.Compactor | CompactionStore.CompactionStore | NatsClient.NatsClient> =>
   Layer.scoped(
     Compaction,
@@ -43,14 +43,14 @@ export const layer = (options: {
       const store = yield* CompactionStore.CompactionStore
       const compactor = yield* Compactor.Compactor
       const nats = yield* NatsClient.NatsClient
-      const queue: WorkQueue.QueueOptions = { subjects: Subjects.make(options.root), settings: options.settings.queue }
+      const queue: WorkQueue.QueueOptions = { subjects: Subjects.make(options.root), config: options.config.queue }
       const background = yield* FiberSet.make<void, never>()
       yield* WorkQueue.ensure(queue).pipe(
         Effect.provideService(NatsClient.NatsClient, nats),
         Effect.catchAll((e) => Effect.logWarning(`compaction queue not ready yet: ${String(e)}`)),
       )
       return {
-        thresholds: options.settings.thresholds,
+        thresholds: options.config.thresholds,
         latest: (tenant, session) =>
           store.latestSummary(tenant, session).pipe(
             Effect.map(Option.getOrUndefined),

@@ -8,7 +8,7 @@
 import type { Knowledge } from "@ctxd/context"
 import type { Errors, Turn } from "@ctxd/contracts"
 import { KnowledgeStore, SessionStore } from "@ctxd/db"
-import { TokenService } from "@ctxd/token-counter"
+import { TokenCounter } from "@ctxd/token-counter"
 import { Effect } from "effect"
 import { AssemblerConfig } from "./AssemblerConfig.ts"
 import { Compaction } from "./Compaction.ts"
@@ -30,7 +30,7 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
     const store = yield* SessionStore.SessionStore
     const knowledgeStore = yield* KnowledgeStore.KnowledgeStore
     const compaction = yield* Compaction
-    const local = (yield* TokenService.TokenService).local
+    const local = (yield* TokenCounter.TokenCounter).local
     const config = yield* AssemblerConfig
 
     /**

@@ -10,7 +10,7 @@
 import type { Knowledge, Normalize, Pipeline } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
 import type { Plan, View, WorkQueue } from "@ctxd/compactor"
-import type { TokenService } from "@ctxd/token-counter"
+import type { TokenCounter } from "@ctxd/token-counter"
 import * as AssemblerConfig from "./AssemblerConfig.ts"
 import * as SessionState from "./SessionState.ts"
 import type * as Carry from "./turn/Carry.ts"
@@ -21,7 +21,7 @@ export interface Ports {
   /** The token family stored counts are kept in (as `Gather.familyOf`; default the counter's encoding). */
   readonly local: Carry.LocalCounter
   /** Counts a turn (the worker asks its token counter). */
-  readonly count: (input: TokenService.CountTurnInput) => TokenService.TurnCount
+  readonly count: (input: TokenCounter.CountTurnInput) => TokenCounter.TurnCount
   /** When to compact; absent: compaction off. */
   readonly thresholds?: Plan.Thresholds | undefined
   /** Folds the head of `history` (after the `live` summary) into a new summary; absent: compaction off. */
@@ -125,8 +125,8 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
  * each message in `local`'s encoding, scaled by `factor` (a calibration).
  */
 export const countLocally =
-  (local: Carry.LocalCounter & { readonly countSystem: (system: TokenService.CountTurnInput["system"]) => number }, factor = 1) =>
-  (input: TokenService.CountTurnInput): TokenService.TurnCount => {
+  (local: Carry.LocalCounter & { readonly countSystem: (system: TokenCounter.CountTurnInput["system"]) => number }, factor = 1) =>
+  (input: TokenCounter.CountTurnInput): TokenCounter.TurnCount => {
     const scale = (n: number) => (factor === 1 ? n : Math.ceil(n * factor))
     return {
       systemTokens: scale(local.countSystem(input.system)),

@@ -24,12 +24,12 @@ import { Models } from "@ctxd/context"
 import type { Compact, Summarize, Turn } from "@ctxd/contracts"
 import { SessionStore } from "@ctxd/db"
 import { Summarizer } from "@ctxd/summarizer"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { Clock, type ConfigError, Context, Data, Duration, Effect, Either, Layer, Option, Schedule } from "effect"
 import { type Audit, CompactionStore, type Lease, type StoredSummary } from "./CompactionStore.ts"
 import * as Metrics from "./Metrics.ts"
 import * as Plan from "./Plan.ts"
-import * as Settings from "./Settings.ts"
+import * as CompactorConfig from "./CompactorConfig.ts"
 import * as View from "./View.ts"
 
 /** What started a compaction: a turn's decision (`soft`, `hard`, `over_window`) or an operator (`manual`). */
@@ -72,7 +72,7 @@ export class CompactionError extends Data.TaggedError("CompactionError")<{
 
 /** The service. */
 export interface CompactorService {
-  readonly settings: Settings.Settings
+  readonly config: CompactorConfig.Config
   readonly compact: (input: CompactInput) => Effect.Effect<CompactResult, CompactionError>
 }
 
@@ -98,18 +98,18 @@ const database = (cause: { readonly message: string }) =>
 
 /** Builds the compactor. */
 export const make = (
-  settings: Settings.Settings,
+  config: CompactorConfig.Config,
 ): Effect.Effect<
   CompactorService,
   never,
-  CompactionStore | SessionStore.SessionStore | Summarizer.Summarizer | TokenCounter.TokenCounter
+  CompactionStore | SessionStore.SessionStore | Summarizer.Summarizer | LocalCounter.LocalCounter
 > =>
   Effect.gen(function* () {
     const store = yield* CompactionStore
     const sessions = yield* SessionStore.SessionStore
     const summarizer = yield* Summarizer.Summarizer
-    const counter = yield* TokenCounter.TokenCounter
-    const ttl = settings.leaseTtlMs
+    const counter = yield* LocalCounter.LocalCounter
+    const ttl = config.leaseTtlMs
 
     const compact = (input: CompactInput): Effect.Effect<CompactResult, CompactionError> =>
       Effect.gen(function* () {
@@ -136,22 +136,22 @@ export const make = (
           })
 
         if (!force) {
-          const streak = yield* store.failureStreak(tenant, session, settings.cooldownAfterFailures).pipe(Effect.mapError(database))
+          const streak = yield* store.failureStreak(tenant, session, config.cooldownAfterFailures).pipe(Effect.mapError(database))
           const last = streak[0]
-          if (last !== undefined && started < last.getTime() + settings.cooldownMs) {
-            const retryAt = new Date(last.getTime() + settings.cooldownMs)
+          if (last !== undefined && started < last.getTime() + config.cooldownMs) {
+            const retryAt = new Date(last.getTime() + config.cooldownMs)
             return yield* finish("cooldown", { detail: `${streak.length} failed compactions in a row; cooling down until ${retryAt.toISOString()}`, retryAt })
           }
         }
 
-        const acquired = yield* Effect.either(store.acquire(tenant, session, settings.owner, ttl))
+        const acquired = yield* Effect.either(store.acquire(tenant, session, config.owner, ttl))
         if (Either.isLeft(acquired)) {
           const e = acquired.left
           if (e._tag === "LockHeld") {
             return yield* finish("lock_held", {
               detail: `${e.message} until ${e.expiresAt.toISOString()}`,
               retryAt: e.expiresAt,
-              audit: { sessionId: e.sessionId, owner: settings.owner },
+              audit: { sessionId: e.sessionId, owner: config.owner },
             })
           }
           if (e._tag === "UnknownSession") return yield* new CompactionError({ reason: "unknown_session", message: e.message })
@@ -160,7 +160,7 @@ export const make = (
 
         const run = (lease: Lease) =>
           Effect.gen(function* () {
-            const audit = { sessionId: lease.sessionId, owner: settings.owner, token: lease.token }
+            const audit = { sessionId: lease.sessionId, owner: config.owner, token: lease.token }
             // Keep the lease while we work; a lost lease shows at the write.
             yield* store.renew(lease, ttl).pipe(
               Effect.catchAll((e) => Effect.logWarning(`compaction lease renewal failed: ${e.message}`)),
@@ -175,15 +175,15 @@ export const make = (
             if (!force) {
               const encoding = counter.encodingFor(model)
               const view = View.applySummary(history, live, (m) => counter.countMessage(m, encoding))
-              const decision = Plan.decide(Plan.estimate(view.messages, input.fixedTokens ?? 0), window, settings.thresholds)
+              const decision = Plan.decide(Plan.estimate(view.messages, input.fixedTokens ?? 0), window, config.thresholds)
               if (decision.trigger === "none") {
                 return yield* finish("not_needed", { detail: `utilization ${decision.utilization.toFixed(3)} is below the soft threshold` })
               }
             }
             const blocking = force || input.trigger === "over_window"
-            const cut = Plan.planCut(history, live, window, settings.thresholds, {
+            const cut = Plan.planCut(history, live, window, config.thresholds, {
               fixedTokens: input.fixedTokens ?? 0,
-              minFoldTokens: blocking ? 0 : Math.floor(settings.thresholds.minFoldPct * window),
+              minFoldTokens: blocking ? 0 : Math.floor(config.thresholds.minFoldPct * window),
             })
             if (cut._tag === "NoBoundary") return yield* finish("no_boundary", { detail: cut.reason, audit })
             const items = history
@@ -200,7 +200,7 @@ export const make = (
               }),
             )
             if (Either.isLeft(summarized)) {
-              return yield* finish("failed", { detail: summarized.left.message, audit: { ...audit, ...range, mode: input.mode ?? summarizer.settings.mode } })
+              return yield* finish("failed", { detail: summarized.left.message, audit: { ...audit, ...range, mode: input.mode ?? summarizer.config.mode } })
             }
             const s = summarized.right
             tokensIn = s.tokensIn
@@ -240,18 +240,18 @@ export const make = (
         Effect.withSpan("Compactor.compact", { attributes: { tenant: input.tenant, session: input.session, trigger: input.trigger } }),
       )
 
-    return { settings, compact }
+    return { config, compact }
   })
 
-/** The compactor for explicit settings (defaults for what is left out). */
+/** The compactor for explicit config (defaults for what is left out). */
 export const layer = (
-  settings: Partial<Settings.Settings> = {},
-): Layer.Layer<Compactor, never, CompactionStore | SessionStore.SessionStore | Summarizer.Summarizer | TokenCounter.TokenCounter> =>
-  Layer.effect(Compactor, make({ ...Settings.defaults, ...settings }))
+  config: Partial<CompactorConfig.Config> = {},
+): Layer.Layer<Compactor, never, CompactionStore | SessionStore.SessionStore | Summarizer.Summarizer | LocalCounter.LocalCounter> =>
+  Layer.effect(Compactor, make({ ...CompactorConfig.defaults, ...config }))
 
-/** The compactor configured from the environment (`Settings.config`). */
+/** The compactor configured from the environment (`CompactorConfig.config`). */
 export const layerConfig: Layer.Layer<
   Compactor,
   ConfigError.ConfigError,
-  CompactionStore | SessionStore.SessionStore | Summarizer.Summarizer | TokenCounter.TokenCounter
-> = Layer.effect(Compactor, Effect.flatMap(Settings.config, make))
+  CompactionStore | SessionStore.SessionStore | Summarizer.Summarizer | LocalCounter.LocalCounter
+> = Layer.effect(Compactor, Effect.flatMap(CompactorConfig.config, make))

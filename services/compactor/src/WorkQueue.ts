@@ -29,7 +29,7 @@ import {
   StorageType,
 } from "@nats-io/jetstream"
 import { Data, Duration, Effect, Either, FiberSet, Schedule, Schema, type Scope } from "effect"
-import type * as Settings from "./Settings.ts"
+import type * as CompactorConfig from "./CompactorConfig.ts"
 
 /** One compaction job. */
 export const Job = Schema.Struct({
@@ -51,7 +51,7 @@ export class QueueError extends Data.TaggedError("QueueError")<{ readonly messag
 /** Where the queue lives. */
 export interface QueueOptions {
   readonly subjects: Subjects.Subjects
-  readonly settings: Settings.QueueSettings
+  readonly config: CompactorConfig.QueueConfig
 }
 
 /** What to do with a job after the handler ran: ack it, or nak it for a retry after `retryInMs`. */
@@ -61,7 +61,7 @@ export interface Disposition {
 
 /** The stream name for a subject root: `ctxd-compact-<root>` with every character outside `[A-Za-z0-9_-]` replaced by `_`. */
 export const streamName = (options: QueueOptions): string =>
-  options.settings.stream !== "" ? options.settings.stream : `ctxd-compact-${options.subjects.root.replace(/[^A-Za-z0-9_-]/g, "_")}`
+  options.config.stream !== "" ? options.config.stream : `ctxd-compact-${options.subjects.root.replace(/[^A-Za-z0-9_-]/g, "_")}`
 
 /** The dedup id of a job. */
 export const jobId = (job: Job): string => `${job.tenant}.${job.session}.${job.afterSeq}`
@@ -80,7 +80,7 @@ export const ensure = (options: QueueOptions): Effect.Effect<void, QueueError, N
     const { connection } = yield* NatsClient.NatsClient
     const jsm = yield* wrap("jetstream manager", () => jetstreamManager(connection))
     const name = streamName(options)
-    const q = options.settings
+    const q = options.config
     const stream = {
       name,
       subjects: [options.subjects.compactJobWildcard],
@@ -144,7 +144,7 @@ export const consume = <R>(
   Effect.gen(function* () {
     yield* ensure(options)
     const { connection } = yield* NatsClient.NatsClient
-    const q = options.settings
+    const q = options.config
     const consumer = yield* wrap("consumer", () => jetstream(connection).consumers.get(streamName(options), q.consumer))
     const permits = yield* Effect.makeSemaphore(q.concurrency)
     const fibers = yield* FiberSet.make<void, never>()

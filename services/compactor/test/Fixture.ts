@@ -6,11 +6,11 @@
 import { Normalize } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import { Migrations, SessionStore } from "@ctxd/db"
-import { Llm, Settings as SummarizerSettings, Summarizer } from "@ctxd/summarizer"
+import { Llm, SummarizerConfig, Summarizer } from "@ctxd/summarizer"
 import { type FakeProvider, TestDatabase, Workloads } from "@ctxd/testing"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { Effect, Layer, Redacted } from "effect"
-import { CompactionStore, Compactor, Settings } from "../src/index.ts"
+import { CompactionStore, Compactor, CompactorConfig } from "../src/index.ts"
 
 /** The session model of the tests: an effective window of 14,000 tokens. */
 export const MODEL = { provider: "openai", name: "gpt-4o", contextWindow: 16_000, maxOutputTokens: 2_000 } as const
@@ -21,14 +21,14 @@ export const Stores = Layer.mergeAll(SessionStore.layer, CompactionStore.layer).
   Layer.provideMerge(TestDatabase.layer),
 )
 
-export const counter = TokenCounter.make({ backend: "tiktoken", cacheCapacity: 100_000 })
+export const counter = LocalCounter.make({ backend: "tiktoken", cacheCapacity: 100_000 })
 
-/** Summarizer settings on the fake provider: fast retries, short timeouts. */
-export const summarizerSettings = (
+/** Summarizer config on the fake provider: fast retries, short timeouts. */
+export const summarizerConfig = (
   server: FakeProvider.FakeProviderServer,
-  overrides: Partial<SummarizerSettings.Settings> = {},
-): SummarizerSettings.Settings => ({
-  ...SummarizerSettings.defaults,
+  overrides: Partial<SummarizerConfig.Config> = {},
+): SummarizerConfig.Config => ({
+  ...SummarizerConfig.defaults,
   anthropic: { baseURL: server.url, apiKey: Redacted.make("test") },
   openai: { baseURL: server.openaiBaseURL, apiKey: Redacted.make("test") },
   retryBaseMs: 10,
@@ -36,23 +36,23 @@ export const summarizerSettings = (
   ...overrides,
 })
 
-/** The summarizer (and its token counter) over the fake provider. */
-export const summarizer = (server: FakeProvider.FakeProviderServer, overrides: Partial<SummarizerSettings.Settings> = {}) => {
-  const s = summarizerSettings(server, overrides)
+/** The summarizer (and its local counter) over the fake provider. */
+export const summarizer = (server: FakeProvider.FakeProviderServer, overrides: Partial<SummarizerConfig.Config> = {}) => {
+  const s = summarizerConfig(server, overrides)
   return Summarizer.layer(s).pipe(
-    Layer.provideMerge(Layer.merge(Llm.layer(s), Layer.succeed(TokenCounter.TokenCounter, counter))),
+    Layer.provideMerge(Layer.merge(Llm.layer(s), Layer.succeed(LocalCounter.LocalCounter, counter))),
   )
 }
 
-/** Compactor settings for tests: short leases, the test model's thresholds. */
-export const settings = (overrides: Partial<Settings.Settings> = {}): Settings.Settings => ({
-  ...Settings.defaults,
+/** Compactor config for tests: short leases, the test model's thresholds. */
+export const config = (overrides: Partial<CompactorConfig.Config> = {}): CompactorConfig.Config => ({
+  ...CompactorConfig.defaults,
   leaseTtlMs: 1_500,
   ...overrides,
 })
 
 /** A compactor over whatever stores and summarizer are in context. */
-export const compactor = (overrides: Partial<Settings.Settings> = {}) => Compactor.make(settings(overrides))
+export const compactor = (overrides: Partial<CompactorConfig.Config> = {}) => Compactor.make(config(overrides))
 
 /** `n` real messages: tau-bench sessions back to back (call ids made unique per session). */
 export const tauMessages = (n: number, from = 0): Array<Conversation.Message> => {

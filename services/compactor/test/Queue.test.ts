@@ -51,7 +51,7 @@ layer(Layer.merge(Fixture.Stores, TestNats.layer("ctxd-compactor-test")))((it) =
     it.scoped("jobs are deduplicated per session and live summary; a job is acked once its outcome is recorded", () =>
       live(
         Effect.gen(function* () {
-          const options = { subjects: Subjects.make(TestNats.uniqueRoot()), settings: QUEUE }
+          const options = { subjects: Subjects.make(TestNats.uniqueRoot()), config: QUEUE }
           yield* cleanup(options)
           const session = Fixture.fresh()
           yield* Fixture.storeSession("acme", session, Fixture.tauMessages(150))
@@ -81,7 +81,7 @@ layer(Layer.merge(Fixture.Stores, TestNats.layer("ctxd-compactor-test")))((it) =
       live(
         Effect.gen(function* () {
           const root = TestNats.uniqueRoot()
-          const options = { subjects: Subjects.make(root), settings: QUEUE }
+          const options = { subjects: Subjects.make(root), config: QUEUE }
           yield* cleanup(options)
           const session = Fixture.fresh()
           yield* Fixture.storeSession("acme", session, Fixture.tauMessages(150))
@@ -147,7 +147,7 @@ layer(Layer.merge(Fixture.Stores, TestNats.layer("ctxd-compactor-test")))((it) =
             Effect.provide(Fixture.summarizer(server)),
           )
           // one job at a time: a stall past the ack wait must not make the survivor run the job twice
-          yield* CompactEndpoint.serveJobs({ ...options, settings: VICTIM.queue }).pipe(Effect.provideService(Compactor.Compactor, compactor))
+          yield* CompactEndpoint.serveJobs({ ...options, config: VICTIM.queue }).pipe(Effect.provideService(Compactor.Compactor, compactor))
           const summary = yield* poll(latest(session), 40_000)
           const elapsed = Date.now() - killedAt
           // not before the victim's lease ran out (both times by the database clock)...

@@ -1,15 +1,15 @@
-/** Work queue settings and helpers shared by the queue tests and the crash-test process. */
+/** Work queue config and helpers shared by the queue tests and the crash-test process. */
 import { NatsClient } from "@ctxd/nats"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { Effect } from "effect"
-import { type Settings, WorkQueue } from "../src/index.ts"
+import { type CompactorConfig, WorkQueue } from "../src/index.ts"
 
 /**
  * Short ack wait, memory storage. The ack wait still leaves room for the
  * event loop stalls of a loaded 2-core machine (the in-progress beat comes
  * every third of it).
  */
-export const QUEUE: Settings.QueueSettings = {
+export const QUEUE: CompactorConfig.QueueConfig = {
   stream: "",
   consumer: "ctxd-compactor",
   ackWaitMs: 5_000,

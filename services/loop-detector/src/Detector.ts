@@ -6,7 +6,7 @@
  * at most {@link LoopState.EVENT_CAP} recent calls).
  */
 import { type Conversation, Loop } from "@ctxd/contracts"
-import * as Config from "./Config.ts"
+import * as LoopConfig from "./LoopConfig.ts"
 import * as LoopState from "./LoopState.ts"
 
 export const Pattern = Loop.Pattern
@@ -26,10 +26,10 @@ export const observe = LoopState.observe
 
 /**
  * The loops active at the end of what `state` has folded, judged against
- * `config` (default {@link Config.defaults}). Policy `off` always gives
+ * `config` (default {@link LoopConfig.defaults}). Policy `off` always gives
  * {@link none}.
  */
-export const verdict = (state: LoopState.State, config: Config.Config = Config.defaults): Verdict => {
+export const verdict = (state: LoopState.State, config: LoopConfig.Config = LoopConfig.defaults): Verdict => {
   if (config.policy === "off") return none
   const findings: Array<Finding> = []
   const events = state.events
@@ -78,15 +78,15 @@ export const verdict = (state: LoopState.State, config: Config.Config = Config.d
 }
 
 /** Folds the whole history at once and judges it: `verdict(observe(initial(), messages, 0), config)`. */
-export const check = (messages: ReadonlyArray<Conversation.Message>, config: Config.Config = Config.defaults): Verdict =>
+export const check = (messages: ReadonlyArray<Conversation.Message>, config: LoopConfig.Config = LoopConfig.defaults): Verdict =>
   verdict(LoopState.observe(LoopState.initial(), messages, 0), config)
 
 const fires = (repeats: number, threshold: number): boolean => threshold > 0 && repeats >= threshold
 
 /** The smallest cycle length p (2..maxPeriod) whose repetition reaches the threshold. */
-const alternation = (state: LoopState.State, config: Config.Config): Finding | undefined => {
+const alternation = (state: LoopState.State, config: LoopConfig.Config): Finding | undefined => {
   const events = state.events
-  const maxPeriod = Math.min(config.alternation.maxPeriod, Config.MAX_PERIOD)
+  const maxPeriod = Math.min(config.alternation.maxPeriod, LoopConfig.MAX_PERIOD)
   for (let p = 2; p <= maxPeriod; p++) {
     const run = state.runs[p - 1]!
     if (run === 0 || !isPrimitiveCycle(events, p)) continue

@@ -1,18 +1,23 @@
 /**
- * The pure half of the optional LLM judge: which findings are borderline
+ * The optional LLM judge of the loop detector, only asked when
+ * `loop.judge.enabled` is set. The pure half: which findings are borderline
  * (one repeat short of their threshold), the question put to the model, and
- * reading its answer. The call itself is the assembler's (through the
- * summarizer's provider client), only when `loop.judge.enabled` is set.
+ * reading its answer. The port ({@link Judge}, {@link layer}): asks a model
+ * (the session's, or `loop.judge.model`) through the summarizer's provider
+ * client whether the agent is making progress. Bounded in time; a failure is
+ * an unanswered judge and flags nothing.
  */
-import type { Conversation } from "@ctxd/contracts"
-import type * as Config from "./Config.ts"
+import type { Conversation, Loop, Turn } from "@ctxd/contracts"
+import { Llm } from "@ctxd/summarizer"
+import { Context, Effect, Layer } from "effect"
 import * as Detector from "./Detector.ts"
+import type * as LoopConfig from "./LoopConfig.ts"
 import type * as LoopState from "./LoopState.ts"
 
 const lower = (threshold: number): number => (threshold === 0 ? 0 : Math.max(2, threshold - 1))
 
 /** `config` with every threshold one lower (never below 2; 0 stays off). */
-export const lowered = (config: Config.Config): Config.Config => ({
+export const lowered = (config: LoopConfig.Config): LoopConfig.Config => ({
   ...config,
   repeatedCall: { threshold: lower(config.repeatedCall.threshold) },
   repeatedError: { threshold: lower(config.repeatedError.threshold) },
@@ -22,7 +27,7 @@ export const lowered = (config: Config.Config): Config.Config => ({
 })
 
 /** Findings one repeat short of `config`'s thresholds (none when the real verdict already loops). */
-export const borderline = (state: LoopState.State, config: Config.Config): Detector.Verdict => {
+export const borderline = (state: LoopState.State, config: LoopConfig.Config): Detector.Verdict => {
   if (config.policy === "off" || Detector.verdict(state, config).looping) return Detector.none
   return Detector.verdict(state, lowered(config))
 }
@@ -78,3 +83,62 @@ export const parse = (text: string): { readonly progress: boolean | undefined; r
   }
   return { progress: undefined, reason: `unreadable answer: ${text.slice(0, 200)}` }
 }
+
+/** The judge's answer, as it goes into the turn report. */
+export type Answer = NonNullable<Loop.Report["judge"]>
+
+/** What the judge is asked: the borderline verdict and the recent messages. */
+export interface Question {
+  readonly model: Turn.Model
+  readonly judgeModel: string | undefined
+  readonly borderline: Detector.Verdict
+  readonly recent: ReadonlyArray<Conversation.Message>
+}
+
+/** The port. */
+export interface JudgeService {
+  readonly ask: (input: Question) => Effect.Effect<Answer>
+}
+
+/** The loop judge of this process. */
+export class Judge extends Context.Tag("@ctxd/loop-detector/Judge")<Judge, JudgeService>() {}
+
+/** How long the judge may take (it is on the turn's path when enabled). */
+const TIMEOUT = "10 seconds"
+
+/** The judge through the summarizer's provider clients. */
+export const layer: Layer.Layer<Judge, never, Llm.Llm> = Layer.effect(
+  Judge,
+  Effect.map(Llm.Llm, (llm) => ({
+    ask: ({ model, judgeModel, borderline, recent }) => {
+      const name = judgeModel ?? model.name
+      return llm
+        .client(model.provider)
+        .complete({ model: name, system: SYSTEM, prompt: prompt(borderline, recent), maxTokens: 200, json: true })
+        .pipe(
+          Effect.timeout(TIMEOUT),
+          Effect.map((completion): Answer => {
+            const { progress, reason } = parse(completion.text)
+            return {
+              answered: progress !== undefined,
+              progress: progress ?? null,
+              reason,
+              model: name,
+              tokensIn: completion.inputTokens,
+              tokensOut: completion.outputTokens,
+            }
+          }),
+          Effect.catchAll((error) =>
+            Effect.succeed<Answer>({
+              answered: false,
+              progress: null,
+              reason: `judge failed: ${error._tag === "TimeoutException" ? "timeout" : error.message}`,
+              model: name,
+              tokensIn: 0,
+              tokensOut: 0,
+            }),
+          ),
+        )
+    },
+  })),
+)

@@ -6,14 +6,14 @@ import { Normalize } from "@ctxd/context"
 import { type Errors, Loop, Requests } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
 import { Effect, Either } from "effect"
-import * as Config from "./Config.ts"
+import * as LoopConfig from "./LoopConfig.ts"
 import * as Detector from "./Detector.ts"
 import * as Nudge from "./Nudge.ts"
 
 /** Checks one history (pure). */
 export const check = (request: Loop.CheckRequest): Loop.CheckReply => {
   const messages = request.format === "anthropic" ? Normalize.fromAnthropic(request.messages) : Normalize.fromOpenAI(request.messages)
-  const config = Config.make(request.config)
+  const config = LoopConfig.make(request.config)
   const verdict = Detector.check(messages, config)
   return { ok: true, verdict, nudge: verdict.looping && config.policy === "nudge" ? Nudge.nudgeText(verdict) : null }
 }

@@ -25,7 +25,7 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import { canonicalArgs, canonicalJson, fingerprint } from "./Canonical.ts"
-import { MAX_PERIOD } from "./Config.ts"
+import { MAX_PERIOD } from "./LoopConfig.ts"
 import { looksLikeError, mentionsOverflow } from "./internal/Classify.ts"
 import { HEADER as NUDGE_HEADER } from "./Nudge.ts"
 

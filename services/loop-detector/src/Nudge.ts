@@ -6,7 +6,7 @@
  * loop state gives byte-identical text.
  */
 import type { Conversation, Loop } from "@ctxd/contracts"
-import type * as Config from "./Config.ts"
+import type * as LoopConfig from "./LoopConfig.ts"
 
 /** The line every nudge starts with, so runtimes and reports can recognise one. */
 export const HEADER = "[ctxd loop check] You are repeating yourself without making progress:"
@@ -54,7 +54,7 @@ export type Action =
  * gives `none`; `escalate` gives `escalate`; `nudge` gives the message from
  * {@link nudgeMessage}. The verdict itself goes into the turn report either way.
  */
-export const action = (verdict: Loop.Verdict, policy: Config.Policy = "nudge"): Action => {
+export const action = (verdict: Loop.Verdict, policy: LoopConfig.Policy = "nudge"): Action => {
   if (policy === "off" || !verdict.looping) return { kind: "none" }
   if (policy === "escalate") return { kind: "escalate" }
   const message = nudgeMessage(verdict)

@@ -1,13 +1,13 @@
 import type { Conversation } from "@ctxd/contracts"
 import { describe, expect, it } from "vitest"
-import * as Config from "../src/Config.ts"
+import * as LoopConfig from "../src/LoopConfig.ts"
 import * as Detector from "../src/Detector.ts"
 import { callMessage, exchange, repeat, resultMessage, say, start, system, user } from "./Synthetic.ts"
 
-const patterns = (messages: ReadonlyArray<Conversation.Message>, config?: Config.Config) =>
+const patterns = (messages: ReadonlyArray<Conversation.Message>, config?: LoopConfig.Config) =>
   Detector.check(messages, config).findings.map((f) => f.pattern)
 
-const finding = (messages: ReadonlyArray<Conversation.Message>, pattern: Detector.Pattern, config?: Config.Config) =>
+const finding = (messages: ReadonlyArray<Conversation.Message>, pattern: Detector.Pattern, config?: LoopConfig.Config) =>
   Detector.check(messages, config).findings.find((f) => f.pattern === pattern)
 
 const lookup = () => exchange("get_user", { id: "u1" }, '{"name":"Ada"}')
@@ -30,10 +30,10 @@ describe("repeated_call", () => {
   })
 
   it("honours a configured threshold exactly", () => {
-    const config = Config.make({ repeatedCall: { threshold: 5 } })
+    const config = LoopConfig.make({ repeatedCall: { threshold: 5 } })
     expect(patterns([...start(), ...repeat(4, lookup)], config)).toEqual([])
     expect(finding([...start(), ...repeat(5, lookup)], "repeated_call", config)?.repeats).toBe(5)
-    expect(patterns([...start(), ...repeat(9, lookup)], Config.make({ repeatedCall: { threshold: 0 } }))).toEqual([])
+    expect(patterns([...start(), ...repeat(9, lookup)], LoopConfig.make({ repeatedCall: { threshold: 0 } }))).toEqual([])
   })
 
   it("compares arguments canonically: key order and whitespace do not matter", () => {
@@ -150,11 +150,11 @@ describe("alternation", () => {
     const cycle = () => [...a(), ...b(), ...c(), ...d()]
     const messages = [...cycle(), ...cycle(), ...cycle()]
     expect(patterns(messages)).toEqual([])
-    expect(finding(messages, "alternation", Config.make({ alternation: { maxPeriod: 4 } }))?.repeats).toBe(3)
+    expect(finding(messages, "alternation", LoopConfig.make({ alternation: { maxPeriod: 4 } }))?.repeats).toBe(3)
   })
 
   it("honours a configured cycle count", () => {
-    const config = Config.make({ alternation: { cycles: 2 } })
+    const config = LoopConfig.make({ alternation: { cycles: 2 } })
     expect(patterns([...a(), ...b(), ...a()], config)).toEqual([])
     expect(patterns([...a(), ...b(), ...a(), ...b()], config)).toEqual(["alternation"])
   })
@@ -220,13 +220,13 @@ describe("context_overflow", () => {
     const far = [...overflow(1), ...Array.from({ length: 10 }, (_, n) => exchange("step", { n }, "ok")).flat(), ...overflow(2)]
     expect(far).toHaveLength(24)
     expect(patterns(far)).toEqual([])
-    expect(patterns(far, Config.make({ contextOverflow: { withinMessages: 30 } }))).toEqual(["context_overflow"])
+    expect(patterns(far, LoopConfig.make({ contextOverflow: { withinMessages: 30 } }))).toEqual(["context_overflow"])
   })
 })
 
 describe("verdict", () => {
   it("reports nothing under policy off", () => {
-    expect(Detector.check(repeat(5, lookup), Config.make({ policy: "off" }))).toEqual(Detector.none)
+    expect(Detector.check(repeat(5, lookup), LoopConfig.make({ policy: "off" }))).toEqual(Detector.none)
   })
 
   it("reports several patterns at once, in pattern order", () => {

@@ -1,7 +1,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import * as Config from "../src/Config.ts"
+import * as LoopConfig from "../src/LoopConfig.ts"
 import * as Detector from "../src/Detector.ts"
 import * as LoopState from "../src/LoopState.ts"
 
@@ -84,9 +84,9 @@ const historyArb = fc.oneof(
 )
 
 const configs = [
-  Config.defaults,
-  Config.make({ repeatedCall: { threshold: 2 }, repeatedError: { threshold: 2 }, alternation: { cycles: 2, maxPeriod: 4 } }),
-  Config.make({ monologue: { threshold: 2 }, contextOverflow: { threshold: 3, withinMessages: 10 } }),
+  LoopConfig.defaults,
+  LoopConfig.make({ repeatedCall: { threshold: 2 }, repeatedError: { threshold: 2 }, alternation: { cycles: 2, maxPeriod: 4 } }),
+  LoopConfig.make({ monologue: { threshold: 2 }, contextOverflow: { threshold: 3, withinMessages: 10 } }),
 ]
 
 /** Cuts `messages` at the given points (taken modulo the length), sorted and deduplicated. */

@@ -1,6 +1,6 @@
 import type { Conversation } from "@ctxd/contracts"
 import { describe, expect, it } from "vitest"
-import * as Config from "../src/Config.ts"
+import * as LoopConfig from "../src/LoopConfig.ts"
 import * as Judge from "../src/Judge.ts"
 import * as LoopState from "../src/LoopState.ts"
 
@@ -15,7 +15,7 @@ const history = (calls: number): Array<Conversation.Message> => [
 
 describe("Judge", () => {
   it("is borderline one repeat short of the threshold, and not at or below two short", () => {
-    const config = Config.make()
+    const config = LoopConfig.make()
     const at = (n: number) => Judge.borderline(LoopState.observe(LoopState.initial(), history(n), 0), config)
     expect(at(1).looping).toBe(false)
     expect(at(2).findings.map((f) => f.pattern)).toEqual(["repeated_call"])
@@ -24,7 +24,7 @@ describe("Judge", () => {
   })
 
   it("never lowers a threshold below 2 and keeps 0 (off)", () => {
-    const config = Judge.lowered(Config.make({ repeatedCall: { threshold: 2 }, monologue: { threshold: 0 } }))
+    const config = Judge.lowered(LoopConfig.make({ repeatedCall: { threshold: 2 }, monologue: { threshold: 0 } }))
     expect(config.repeatedCall.threshold).toBe(2)
     expect(config.monologue.threshold).toBe(0)
   })
@@ -36,7 +36,7 @@ describe("Judge", () => {
   })
 
   it("asks about what repeats, with the recent messages", () => {
-    const verdict = Judge.borderline(LoopState.observe(LoopState.initial(), history(2), 0), Config.make())
+    const verdict = Judge.borderline(LoopState.observe(LoopState.initial(), history(2), 0), LoopConfig.make())
     const text = Judge.prompt(verdict, history(2))
     expect(text).toContain("search")
     expect(text).toContain("[tool] result: none")

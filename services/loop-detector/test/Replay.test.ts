@@ -7,7 +7,7 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import { describe, expect, it } from "vitest"
-import * as Config from "../src/Config.ts"
+import * as LoopConfig from "../src/LoopConfig.ts"
 import * as Detector from "../src/Detector.ts"
 import * as LoopState from "../src/LoopState.ts"
 import { type Session, sweAgent, tauBench } from "./Trajectories.ts"
@@ -22,7 +22,7 @@ interface Flag {
 }
 
 /** Every flag the replay raises: one per contiguous run of messages reporting the same pattern. */
-const replay = (sessions: ReadonlyArray<Session>, config: Config.Config = Config.defaults): Array<Flag> => {
+const replay = (sessions: ReadonlyArray<Session>, config: LoopConfig.Config = LoopConfig.defaults): Array<Flag> => {
   const flags: Array<Flag> = []
   for (const { id, messages } of sessions) {
     let state = LoopState.initial()
@@ -103,7 +103,7 @@ describe("replay of the real sessions in shared/data", () => {
   it("why 3 and not 2: at threshold 2 a trajectory that recovers by itself would be flagged", () => {
     // pydicom-1458: the agent sends the same broken edit twice (messages 15 and 17, same syntax-error
     // answer), then fixes it on the next try and solves the task.
-    const strict = Config.make({ repeatedCall: { threshold: 2 } })
+    const strict = LoopConfig.make({ repeatedCall: { threshold: 2 } })
     const pydicom = swe.filter((s) => s.id.includes("pydicom"))
     expect(replay(pydicom, strict)).toEqual([
       { session: pydicom[0]!.id, pattern: "repeated_call", at: 18, repeats: 2 },

@@ -7,7 +7,7 @@
  * summarizer owns retries and backoff. A timeout aborts the HTTP request.
  *
  * A `Context.Tag` with {@link make} / {@link layer} / {@link layerConfig};
- * tests point the real SDKs at the fake provider through the settings.
+ * tests point the real SDKs at the fake provider through the config.
  */
 import Anthropic, {
   APIConnectionError as AnthropicConnectionError,
@@ -20,7 +20,7 @@ import OpenAI, {
   APIConnectionTimeoutError as OpenAITimeoutError,
   APIError as OpenAIApiError,
 } from "openai"
-import * as Settings from "./Settings.ts"
+import * as SummarizerConfig from "./SummarizerConfig.ts"
 
 /** One completion to make. */
 export interface CompletionRequest {
@@ -48,7 +48,7 @@ export type FailureReason = "timeout" | "rate_limited" | "server" | "connection"
 
 /** A provider call failed. */
 export class ProviderFailed extends Data.TaggedError("ProviderFailed")<{
-  readonly provider: Settings.ProviderKind
+  readonly provider: SummarizerConfig.ProviderKind
   readonly reason: FailureReason
   readonly message: string
   readonly status?: number | undefined
@@ -60,13 +60,13 @@ export const isRetryable = (error: ProviderFailed): boolean =>
 
 /** One provider's client. */
 export interface LlmClient {
-  readonly provider: Settings.ProviderKind
+  readonly provider: SummarizerConfig.ProviderKind
   readonly complete: (request: CompletionRequest) => Effect.Effect<Completion, ProviderFailed>
 }
 
 /** The clients of this process, one per provider kind. */
 export interface LlmService {
-  readonly client: (provider: Settings.ProviderKind) => LlmClient
+  readonly client: (provider: SummarizerConfig.ProviderKind) => LlmClient
 }
 
 /** The model port. */
@@ -86,7 +86,7 @@ const reasonOf = (status: number): FailureReason =>
             : "unknown"
 
 const classify =
-  (provider: Settings.ProviderKind) =>
+  (provider: SummarizerConfig.ProviderKind) =>
   (error: unknown): ProviderFailed => {
     const message = error instanceof Error ? error.message : String(error)
     if (error instanceof AnthropicTimeoutError || error instanceof OpenAITimeoutError) {
@@ -101,12 +101,12 @@ const classify =
     return new ProviderFailed({ provider, reason: "unknown", message })
   }
 
-const key = (endpoint: Settings.Endpoint): string | undefined =>
+const key = (endpoint: SummarizerConfig.Endpoint): string | undefined =>
   endpoint.apiKey === undefined ? undefined : Redacted.value(endpoint.apiKey)
 
 /** Bounds a promise-returning call: the SDK's timeout, and ours as a backstop that aborts the request. */
 const bounded = <A>(
-  provider: Settings.ProviderKind,
+  provider: SummarizerConfig.ProviderKind,
   timeoutMs: number,
   call: (signal: AbortSignal) => Promise<A>,
 ): Effect.Effect<A, ProviderFailed> =>
@@ -117,7 +117,7 @@ const bounded = <A>(
     }),
   )
 
-const anthropicClient = (endpoint: Settings.Endpoint, timeoutMs: number): LlmClient => {
+const anthropicClient = (endpoint: SummarizerConfig.Endpoint, timeoutMs: number): LlmClient => {
   const apiKey = key(endpoint)
   const sdk = new Anthropic({
     ...(endpoint.baseURL === undefined ? {} : { baseURL: endpoint.baseURL }),
@@ -154,7 +154,7 @@ const anthropicClient = (endpoint: Settings.Endpoint, timeoutMs: number): LlmCli
 
 const openaiClient = (
   provider: "openai" | "openai_compatible",
-  endpoint: Settings.Endpoint,
+  endpoint: SummarizerConfig.Endpoint,
   timeoutMs: number,
 ): LlmClient => {
   // A self-hosted server often has no key; the SDK insists on one.
@@ -196,30 +196,30 @@ const openaiClient = (
   }
 }
 
-/** What {@link make} needs: the endpoints and the per-call timeout (defaults in `Settings`). */
-export type ClientSettings = Pick<Settings.Settings, "anthropic" | "openai" | "compatible" | "timeoutMs">
+/** What {@link make} needs: the endpoints and the per-call timeout (defaults in `SummarizerConfig`). */
+export type ClientConfig = Pick<SummarizerConfig.Config, "anthropic" | "openai" | "compatible" | "timeoutMs">
 
 /**
  * The SDK-backed clients. Each is created on first use, so a process that
  * never summarizes with a provider never needs its key. Asking for
  * `openai_compatible` without `CTXD_SUMMARIZER_BASE_URL` uses the OpenAI
- * endpoint settings.
+ * endpoint config.
  */
-export const make = (settings: ClientSettings): LlmService => {
-  const clients = new Map<Settings.ProviderKind, LlmClient>()
+export const make = (config: ClientConfig): LlmService => {
+  const clients = new Map<SummarizerConfig.ProviderKind, LlmClient>()
   return {
     client: (provider) => {
       let client = clients.get(provider)
       if (client === undefined) {
         client =
           provider === "anthropic"
-            ? anthropicClient(settings.anthropic, settings.timeoutMs)
+            ? anthropicClient(config.anthropic, config.timeoutMs)
             : provider === "openai"
-              ? openaiClient("openai", settings.openai, settings.timeoutMs)
+              ? openaiClient("openai", config.openai, config.timeoutMs)
               : openaiClient(
                   "openai_compatible",
-                  settings.compatible.baseURL === undefined ? settings.openai : settings.compatible,
-                  settings.timeoutMs,
+                  config.compatible.baseURL === undefined ? config.openai : config.compatible,
+                  config.timeoutMs,
                 )
         clients.set(provider, client)
       }
@@ -228,8 +228,8 @@ export const make = (settings: ClientSettings): LlmService => {
   }
 }
 
-/** The clients for explicit settings. */
-export const layer = (settings: ClientSettings): Layer.Layer<Llm> => Layer.sync(Llm, () => make(settings))
+/** The clients for explicit config. */
+export const layer = (config: ClientConfig): Layer.Layer<Llm> => Layer.sync(Llm, () => make(config))
 
-/** The clients configured from the environment (`Settings.config`). */
-export const layerConfig: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.effect(Llm, Effect.map(Settings.config, make))
+/** The clients configured from the environment (`SummarizerConfig.config`). */
+export const layerConfig: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.effect(Llm, Effect.map(SummarizerConfig.config, make))

@@ -4,7 +4,7 @@
  *
  * Every request fits (lesson 4): the input budget of one call is
  * `(window − output) × (1 − safety margin)` of the summarizer model, counted
- * with the local {@link TokenCounter}; each call is checked against it
+ * with the {@link LocalCounter}; each call is checked against it
  * before it is sent. Tool results are cut to `tool_result_max_pct` of that
  * budget. A span whose transcript does not fit is summarized
  * hierarchically: chunks cut on unit boundaries (a tool call stays with its
@@ -21,12 +21,12 @@
  */
 import { Models, Units } from "@ctxd/context"
 import type { Summarize } from "@ctxd/contracts"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { type ConfigError, Context, Data, Duration, Effect, Either, Layer, Schedule } from "effect"
 import * as Llm from "./Llm.ts"
 import * as Prompts from "./Prompts.ts"
-import * as Settings from "./Settings.ts"
 import * as Snapshot from "./Snapshot.ts"
+import * as SummarizerConfig from "./SummarizerConfig.ts"
 import * as Transcript from "./Transcript.ts"
 
 /** What to summarize. */
@@ -49,7 +49,7 @@ export interface SummarizeResult {
   readonly mode: Summarize.Mode
   readonly depth: number
   readonly model: string
-  readonly provider: Settings.ProviderKind
+  readonly provider: SummarizerConfig.ProviderKind
   readonly tokensIn: number
   readonly tokensOut: number
   readonly calls: number
@@ -68,7 +68,7 @@ export class SummarizeFailed extends Data.TaggedError("SummarizeFailed")<{
 
 /** The summarizer model and its limits for a session model. */
 export interface Target {
-  readonly provider: Settings.ProviderKind
+  readonly provider: SummarizerConfig.ProviderKind
   readonly name: string
   readonly contextWindow: number
   /** Output tokens asked for per call. */
@@ -79,7 +79,7 @@ export interface Target {
 
 /** The service. */
 export interface SummarizerService {
-  readonly settings: Settings.Settings
+  readonly config: SummarizerConfig.Config
   readonly target: (sessionModel: SummarizeInput["sessionModel"]) => Target
   readonly summarize: (input: SummarizeInput) => Effect.Effect<SummarizeResult, SummarizeFailed>
 }
@@ -91,22 +91,22 @@ export class Summarizer extends Context.Tag("@ctxd/summarizer/Summarizer")<Summa
 const FRAMING = 64
 
 /** Which model summarizes for `sessionModel`, and its budget (see the module doc). */
-export const target = (settings: Settings.Settings, sessionModel: SummarizeInput["sessionModel"]): Target => {
-  const configured = settings.model !== ""
-  const name = configured ? settings.model : sessionModel.name
-  const provider: Settings.ProviderKind = !configured
+export const target = (config: SummarizerConfig.Config, sessionModel: SummarizeInput["sessionModel"]): Target => {
+  const configured = config.model !== ""
+  const name = configured ? config.model : sessionModel.name
+  const provider: SummarizerConfig.ProviderKind = !configured
     ? sessionModel.provider
-    : settings.provider !== ""
-      ? settings.provider
-      : settings.compatible.baseURL !== undefined
+    : config.provider !== ""
+      ? config.provider
+      : config.compatible.baseURL !== undefined
         ? "openai_compatible"
         : /^claude/i.test(name)
           ? "anthropic"
           : "openai"
   const row = Models.lookup(name)
-  const contextWindow = settings.contextWindow ?? row.contextWindow
-  const maxOutputTokens = Math.max(64, Math.min(settings.maxOutputTokens, row.maxOutputTokens, Math.floor(contextWindow / 4)))
-  const inputBudget = Math.floor((contextWindow - maxOutputTokens) * (1 - settings.safetyMargin)) - FRAMING
+  const contextWindow = config.contextWindow ?? row.contextWindow
+  const maxOutputTokens = Math.max(64, Math.min(config.maxOutputTokens, row.maxOutputTokens, Math.floor(contextWindow / 4)))
+  const inputBudget = Math.floor((contextWindow - maxOutputTokens) * (1 - config.safetyMargin)) - FRAMING
   return { provider, name, contextWindow, maxOutputTokens, inputBudget }
 }
 
@@ -154,22 +154,22 @@ export const chunk = (
   return chunks
 }
 
-/** Builds the summarizer over the given model port and token counter. */
-export const make = (settings: Settings.Settings): Effect.Effect<SummarizerService, never, Llm.Llm | TokenCounter.TokenCounter> =>
+/** Builds the summarizer over the given model port and local counter. */
+export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerService, never, Llm.Llm | LocalCounter.LocalCounter> =>
   Effect.gen(function* () {
     const llm = yield* Llm.Llm
-    const counter = yield* TokenCounter.TokenCounter
-    const retry = Schedule.exponential(Duration.millis(settings.retryBaseMs)).pipe(
+    const counter = yield* LocalCounter.LocalCounter
+    const retry = Schedule.exponential(Duration.millis(config.retryBaseMs)).pipe(
       Schedule.jittered,
-      Schedule.intersect(Schedule.recurs(settings.retries)),
+      Schedule.intersect(Schedule.recurs(config.retries)),
     )
 
     const summarize = (input: SummarizeInput): Effect.Effect<SummarizeResult, SummarizeFailed> =>
       Effect.gen(function* () {
         if (input.items.length === 0) return yield* new SummarizeFailed({ reason: "empty", message: "nothing to summarize" })
-        const mode = input.mode ?? settings.mode
-        const bullets = input.maxBullets ?? settings.bullets
-        const goal = target(settings, input.sessionModel)
+        const mode = input.mode ?? config.mode
+        const bullets = input.maxBullets ?? config.bullets
+        const goal = target(config, input.sessionModel)
         const client = llm.client(goal.provider)
         const encoding = counter.encodingFor({ provider: goal.provider === "anthropic" ? "anthropic" : "openai", name: goal.name })
         const count: Transcript.CountText = (text) => counter.countText(text, encoding)
@@ -209,7 +209,7 @@ export const make = (settings: Settings.Settings): Effect.Effect<SummarizerServi
         const chunkBudget = budget - count(Prompts.chunkSystem) - FRAMING
         const blocks = Transcript.render(
           input.items,
-          { toolResult: Math.max(16, Math.floor(settings.toolResultMaxPct * budget)), text: Math.max(16, Math.floor(chunkBudget * 0.9)) },
+          { toolResult: Math.max(16, Math.floor(config.toolResultMaxPct * budget)), text: Math.max(16, Math.floor(chunkBudget * 0.9)) },
           count,
         )
         const truncatedToolResults = blocks.reduce((n, b) => n + b.truncated, 0)
@@ -220,7 +220,7 @@ export const make = (settings: Settings.Settings): Effect.Effect<SummarizerServi
         if (total + finalOverhead <= budget) {
           answer = yield* call(finalSystem, Prompts.spanPrompt(blocks.map((b) => b.text).join("\n\n"), previous, range(blocks)), mode === "structured")
         } else {
-          if (settings.maxDepth < 2) {
+          if (config.maxDepth < 2) {
             return yield* new SummarizeFailed({ reason: "too_large", message: `the span (${total} tokens) does not fit one call of ${budget}` })
           }
           const chunks = chunk(input.items, blocks, chunkBudget)
@@ -233,7 +233,7 @@ export const make = (settings: Settings.Settings): Effect.Effect<SummarizerServi
           depth = 2
           const partCost = (p: { range: string; text: string }) => count(p.text) + 16
           while (parts.reduce((n, p) => n + partCost(p), 0) + finalOverhead > budget) {
-            if (depth >= settings.maxDepth) {
+            if (depth >= config.maxDepth) {
               return yield* new SummarizeFailed({ reason: "too_large", message: `the span still does not fit after ${depth} levels` })
             }
             const groups: Array<Array<{ range: string; text: string }>> = [[]]
@@ -294,20 +294,20 @@ export const make = (settings: Settings.Settings): Effect.Effect<SummarizerServi
         }
       }).pipe(Effect.withSpan("Summarizer.summarize", { attributes: { messages: input.items.length } }))
 
-    return { settings, target: (model) => target(settings, model), summarize }
+    return { config, target: (model) => target(config, model), summarize }
   })
 
-/** The summarizer for explicit settings; needs the model port and a token counter. */
-export const layer = (settings: Partial<Settings.Settings> = {}): Layer.Layer<Summarizer, never, Llm.Llm | TokenCounter.TokenCounter> =>
-  Layer.effect(Summarizer, make({ ...Settings.defaults, ...settings }))
+/** The summarizer for explicit config; needs the model port and a local counter. */
+export const layer = (config: Partial<SummarizerConfig.Config> = {}): Layer.Layer<Summarizer, never, Llm.Llm | LocalCounter.LocalCounter> =>
+  Layer.effect(Summarizer, make({ ...SummarizerConfig.defaults, ...config }))
 
-/** The summarizer configured from the environment (`Settings.config`); needs the model port and a token counter. */
-export const layerConfig: Layer.Layer<Summarizer, ConfigError.ConfigError, Llm.Llm | TokenCounter.TokenCounter> = Layer.effect(
+/** The summarizer configured from the environment (`SummarizerConfig.config`); needs the model port and a local counter. */
+export const layerConfig: Layer.Layer<Summarizer, ConfigError.ConfigError, Llm.Llm | LocalCounter.LocalCounter> = Layer.effect(
   Summarizer,
-  Effect.flatMap(Settings.config, make),
+  Effect.flatMap(SummarizerConfig.config, make),
 )
 
-/** Everything from the environment: the SDK clients, the local token counter and the summarizer. */
+/** Everything from the environment: the SDK clients, the local counter and the summarizer. */
 export const layerAll: Layer.Layer<Summarizer, ConfigError.ConfigError> = layerConfig.pipe(
-  Layer.provide(Layer.merge(Llm.layerConfig, TokenCounter.layerConfig)),
+  Layer.provide(Layer.merge(Llm.layerConfig, LocalCounter.layerConfig)),
 )

@@ -5,8 +5,8 @@
  */
 export * as Llm from "./Llm.ts"
 export * as Prompts from "./Prompts.ts"
-export * as Settings from "./Settings.ts"
 export * as Snapshot from "./Snapshot.ts"
 export * as SummarizeEndpoint from "./SummarizeEndpoint.ts"
 export * as Summarizer from "./Summarizer.ts"
+export * as SummarizerConfig from "./SummarizerConfig.ts"
 export * as Transcript from "./Transcript.ts"

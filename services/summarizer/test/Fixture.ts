@@ -2,16 +2,16 @@
 import { Normalize } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import { type FakeProvider, Workloads } from "@ctxd/testing"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { Effect, Layer, Redacted } from "effect"
-import { Llm, Settings, Summarizer, type Transcript } from "../src/index.ts"
+import { Llm, Summarizer, SummarizerConfig, type Transcript } from "../src/index.ts"
 
 export const CLAUDE = { provider: "anthropic", name: "claude-sonnet-4-6" } as const
 export const GPT = { provider: "openai", name: "gpt-4o" } as const
 
-/** Settings whose endpoints are the fake provider's (fast retries). */
-export const settings = (server: FakeProvider.FakeProviderServer, overrides: Partial<Settings.Settings> = {}): Settings.Settings => ({
-  ...Settings.defaults,
+/** Config whose endpoints are the fake provider's (fast retries). */
+export const config = (server: FakeProvider.FakeProviderServer, overrides: Partial<SummarizerConfig.Config> = {}): SummarizerConfig.Config => ({
+  ...SummarizerConfig.defaults,
   anthropic: { baseURL: server.url, apiKey: Redacted.make("test") },
   openai: { baseURL: server.openaiBaseURL, apiKey: Redacted.make("test") },
   retryBaseMs: 10,
@@ -20,17 +20,17 @@ export const settings = (server: FakeProvider.FakeProviderServer, overrides: Par
 })
 
 /** A summarizer over the fake provider. */
-export const make = (server: FakeProvider.FakeProviderServer, overrides: Partial<Settings.Settings> = {}) => {
-  const s = settings(server, overrides)
+export const make = (server: FakeProvider.FakeProviderServer, overrides: Partial<SummarizerConfig.Config> = {}) => {
+  const s = config(server, overrides)
   return Summarizer.make(s).pipe(
-    Effect.provide(Layer.merge(Llm.layer(s), TokenCounter.layerTiktoken())),
+    Effect.provide(Layer.merge(Llm.layer(s), LocalCounter.layerTiktoken())),
   )
 }
 
 /** A summarizer layer over the fake provider. */
-export const layer = (server: FakeProvider.FakeProviderServer, overrides: Partial<Settings.Settings> = {}) => {
-  const s = settings(server, overrides)
-  return Summarizer.layer(s).pipe(Layer.provide(Layer.merge(Llm.layer(s), TokenCounter.layerTiktoken())))
+export const layer = (server: FakeProvider.FakeProviderServer, overrides: Partial<SummarizerConfig.Config> = {}) => {
+  const s = config(server, overrides)
+  return Summarizer.layer(s).pipe(Layer.provide(Layer.merge(Llm.layer(s), LocalCounter.layerTiktoken())))
 }
 
 /** Real messages: tau-bench sessions back to back (call ids made unique), numbered from 1. */

@@ -1,11 +1,11 @@
 /** The pure parts: transcript rendering and truncation, bullets, JSON extraction, chunking on unit boundaries. */
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import { Prompts, Snapshot, Summarizer, Transcript } from "../src/index.ts"
 import * as Fixture from "./Fixture.ts"
 
-const counter = TokenCounter.make({ backend: "tiktoken" })
+const counter = LocalCounter.make({ backend: "tiktoken" })
 const count = (text: string) => counter.countText(text, "cl100k_base")
 
 describe("Transcript", () => {

@@ -204,7 +204,7 @@ describe("Summarizer", () => {
   )
 
   it("the target: the session's model unless one is configured, with its budget", () => {
-    const base = Fixture.settings({ url: "http://x", openaiBaseURL: "http://x/v1" } as FakeProvider.FakeProviderServer)
+    const base = Fixture.config({ url: "http://x", openaiBaseURL: "http://x/v1" } as FakeProvider.FakeProviderServer)
     expect(Summarizer.target(base, Fixture.CLAUDE)).toMatchObject({ provider: "anthropic", name: "claude-sonnet-4-6", contextWindow: 200_000, maxOutputTokens: 2_048 })
     expect(Summarizer.target({ ...base, model: "claude-haiku-4-5" }, Fixture.GPT)).toMatchObject({ provider: "anthropic", name: "claude-haiku-4-5" })
     expect(Summarizer.target({ ...base, model: "gpt-4o-mini" }, Fixture.CLAUDE)).toMatchObject({ provider: "openai" })

@@ -15,11 +15,11 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider } from "@ctxd/testing"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { Effect, Logger, LogLevel, Redacted } from "effect"
 import { fileURLToPath } from "node:url"
 import * as Calibration from "../src/Calibration.ts"
-import * as TokenService from "../src/TokenService.ts"
+import * as TokenCounter from "../src/TokenCounter.ts"
 import * as Replay from "../test/Replay.ts"
 import type { Row } from "../../../bench/Stats.ts"
 
@@ -41,8 +41,8 @@ const texts = (sessions: ReadonlyArray<Replay.Session>): Array<string> => {
   return [...seen].filter((t) => t.length > 0)
 }
 
-const localThroughput = (backend: TokenCounter.Backend, corpus: ReadonlyArray<string>): Row => {
-  const counter = TokenCounter.make({ backend, cacheCapacity: corpus.length + 1, preload: backend === "tiktoken" ? ["cl100k_base"] : [] })
+const localThroughput = (backend: LocalCounter.Backend, corpus: ReadonlyArray<string>): Row => {
+  const counter = LocalCounter.make({ backend, cacheCapacity: corpus.length + 1, preload: backend === "tiktoken" ? ["cl100k_base"] : [] })
   const started = performance.now()
   let tokens = 0
   for (const text of corpus) tokens += counter.countText(text, backend === "heuristic" ? "heuristic" : "cl100k_base")
@@ -52,7 +52,7 @@ const localThroughput = (backend: TokenCounter.Backend, corpus: ReadonlyArray<st
 
 const exactThroughput = (server: FakeProvider.FakeProviderServer, sessions: ReadonlyArray<Replay.Session>) =>
   Effect.gen(function* () {
-    const service = yield* TokenService.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("bench") }, timeoutMs: 10_000 })
+    const service = yield* TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("bench") }, timeoutMs: 10_000 })
     const bodies = sessions.flatMap((s) => s.turns.map((_, i) => Replay.render(s, s.turns.slice(0, i + 1).flat())))
     const started = performance.now()
     const counts = yield* Effect.forEach(bodies, (body) => service.countRequest({ model: Replay.MODEL, body }), { concurrency: 8 })
@@ -72,7 +72,7 @@ const exactThroughput = (server: FakeProvider.FakeProviderServer, sessions: Read
 const replayCalls = (server: FakeProvider.FakeProviderServer, sessions: ReadonlyArray<Replay.Session>) =>
   Effect.gen(function* () {
     server.reset()
-    const service = yield* TokenService.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("bench") }, timeoutMs: 10_000 })
+    const service = yield* TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("bench") }, timeoutMs: 10_000 })
     const countCalls = () => server.requests().filter((r) => r.endpoint === "count_tokens").length
     const perTurn: Array<number> = []
     let exactTurns = 0
@@ -101,7 +101,7 @@ const replayCalls = (server: FakeProvider.FakeProviderServer, sessions: Readonly
 /** Replays every session with a local backend, reporting the fake's ground truth as billed usage. */
 const replayDrift = (backend: "tiktoken" | "heuristic", sessions: ReadonlyArray<Replay.Session>) =>
   Effect.gen(function* () {
-    const service = yield* TokenService.make({ backend })
+    const service = yield* TokenCounter.make({ backend })
     const raw: Array<number> = []
     const calibrated: Array<number> = []
     let reports = 0

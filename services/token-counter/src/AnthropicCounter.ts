@@ -39,7 +39,7 @@ export class CountFailed extends Data.TaggedError("CountFailed")<{
 }> {}
 
 /** How to reach the provider; every field but the credentials has a default. */
-export interface Settings {
+export interface Options {
   /** Default: the SDK's (`ANTHROPIC_BASE_URL`, else the public API). */
   readonly baseURL?: string | undefined
   /** Default: the SDK's (`ANTHROPIC_API_KEY`). */
@@ -50,7 +50,7 @@ export interface Settings {
   readonly cacheCapacity?: number | undefined
   /** Calls in flight at once; default 16. */
   readonly maxInFlight?: number | undefined
-  /** Breaker settings (defaults: 3 failures, 30 s doubling to 300 s). */
+  /** Breaker options (defaults: 3 failures, 30 s doubling to 300 s). */
   readonly breaker?: Omit<CircuitBreaker.Options, "isFailure" | "name"> | undefined
 }
 
@@ -126,24 +126,24 @@ const hashOf = (model: string, body: unknown): string =>
   createHash("sha256").update(model).update("\0").update(JSON.stringify(body)).digest("base64")
 
 /** Builds the exact backend; its calls run in the current scope. */
-export const make = (settings: Settings = {}): Effect.Effect<AnthropicCounter, never, Scope.Scope> =>
+export const make = (options: Options = {}): Effect.Effect<AnthropicCounter, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const timeoutMs = settings.timeoutMs ?? 2_000
-    const maxInFlight = Math.max(1, settings.maxInFlight ?? 16)
-    const apiKey = Redacted.isRedacted(settings.apiKey) ? Redacted.value(settings.apiKey) : settings.apiKey
+    const timeoutMs = options.timeoutMs ?? 2_000
+    const maxInFlight = Math.max(1, options.maxInFlight ?? 16)
+    const apiKey = Redacted.isRedacted(options.apiKey) ? Redacted.value(options.apiKey) : options.apiKey
     const client = new Anthropic({
-      ...(settings.baseURL === undefined ? {} : { baseURL: settings.baseURL }),
+      ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
       ...(apiKey === undefined ? {} : { apiKey }),
       maxRetries: 0,
       timeout: timeoutMs,
     })
     const breaker = yield* CircuitBreaker.make({
-      ...settings.breaker,
+      ...options.breaker,
       name: "anthropic count_tokens",
       isFailure: (e) => !(e instanceof CountFailed && (e.reason === "rejected" || e.reason === "saturated")),
     })
     const flights = yield* SingleFlight.make
-    const cache = Lru.make<number>(settings.cacheCapacity ?? 1_024)
+    const cache = Lru.make<number>(options.cacheCapacity ?? 1_024)
     const baselines = new Map<string, number>()
     let calls = 0
     let failures = 0

@@ -1,7 +1,7 @@
 /**
  * `<root>.v1.tokens.count` (default root `ctx`): count a whole provider
  * request body or a list of text segments for a model, over NATS, with the
- * {@link TokenService} of this process. Served in a queue group (default
+ * {@link TokenCounter} of this process. Served in a queue group (default
  * `ctxd-token-counter`), so any number of workers share the subject.
  * Malformed requests get a `BadRequest` envelope; counting itself never fails
  * (a sick provider means a local answer with `exact: false`).
@@ -9,7 +9,7 @@
 import { Requests, Subjects, Tokens } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
 import { Effect, Either } from "effect"
-import { TokenService } from "./TokenService.ts"
+import { TokenCounter } from "./TokenCounter.ts"
 
 /** `<root>.v1.tokens.count` */
 export const subject = (root: string = Subjects.DEFAULT_ROOT): string => `${root}.v1.tokens.count`
@@ -28,11 +28,11 @@ export interface CountEndpointOptions {
 
 
 /** The reply to one raw request (exported for tests and for in-process callers). */
-export const handle = (data: Uint8Array): Effect.Effect<Tokens.CountReply | ReturnType<typeof Endpoint.errorReply>, never, TokenService> =>
+export const handle = (data: Uint8Array): Effect.Effect<Tokens.CountReply | ReturnType<typeof Endpoint.errorReply>, never, TokenCounter> =>
   Effect.gen(function* () {
     const request = Requests.decode(Tokens.CountRequest, data, { what: "count requests", hint: "send {model: {provider, name}, backend?, body} or {model, backend?, segments: [text, ...]}" })
     if (Either.isLeft(request)) return request.left
-    const service = yield* TokenService
+    const service = yield* TokenCounter
     const r = yield* service.countRequest(request.right)
     return {
       ok: true as const,
@@ -49,12 +49,12 @@ export const handle = (data: Uint8Array): Effect.Effect<Tokens.CountReply | Retu
 /** Serves `<root>.v1.tokens.count` until the surrounding scope closes. */
 export const serve = (options: CountEndpointOptions = {}) =>
   Effect.gen(function* () {
-    const service = yield* TokenService
+    const service = yield* TokenCounter
     return yield* Endpoint.serve({
       subject: subject(options.root),
       queue: options.queue ?? "ctxd-token-counter",
       maxConcurrent: options.maxConcurrent,
       maxPayload: options.maxPayload,
-      handler: ({ data }) => Effect.provideService(handle(data), TokenService, service),
+      handler: ({ data }) => Effect.provideService(handle(data), TokenCounter, service),
     })
   })

@@ -16,7 +16,7 @@
 import { Errors, Issues, Requests, type Subjects } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
 import { Effect, Either, Option } from "effect"
-import { type Model, TokenService, unknownTurn } from "./TokenService.ts"
+import { type Model, TokenCounter, unknownTurn } from "./TokenCounter.ts"
 import { Tokens } from "@ctxd/contracts"
 
 const { toWireError, UsageReport } = Tokens
@@ -75,14 +75,14 @@ export const handle = <E, R, E2 = never, R2 = never>(
   lookup: Lookup<E, R>,
   /** Default: every report counts (no dedupe); {@link serve} always passes one. */
   claim: Claim<E2, R2> = () => Effect.succeed(true),
-): Effect.Effect<UsageReply | Errors.ErrorReply, never, TokenService | R | R2> =>
+): Effect.Effect<UsageReply | Errors.ErrorReply, never, TokenCounter | R | R2> =>
   Effect.gen(function* () {
     const report = decode(data)
     if (Either.isLeft(report)) return report.left
     const { turnId, usage } = report.right
     const found = yield* Effect.either(lookup(tenant, session, turnId))
     if (Either.isLeft(found)) return unavailable("turn store", found.left)
-    const service = yield* TokenService
+    const service = yield* TokenCounter
     // validate first (nothing recorded), so a malformed report never claims the turn
     const checked = yield* Option.match(found.right, {
       onNone: () => Effect.fail(unknownTurn(turnId)),

@@ -3,7 +3,7 @@
  * (Anthropic `count_tokens`), cached by content hash and behind a circuit
  * breaker, local counts (js-tiktoken, heuristic) otherwise, and drift
  * calibration against the usage the provider bills. In-process through
- * {@link TokenService.TokenService}; over NATS on `ctx.v1.tokens.count`
+ * {@link TokenCounter.TokenCounter}; over NATS on `ctx.v1.tokens.count`
  * ({@link CountEndpoint}) and `ctx.v1.usage.<tenant>.<session>` ({@link UsageEndpoint}).
  */
 export * as AnthropicCounter from "./AnthropicCounter.ts"
@@ -11,7 +11,7 @@ export * as Calibration from "./Calibration.ts"
 export * as CalibrationState from "./CalibrationState.ts"
 export * as CircuitBreaker from "./CircuitBreaker.ts"
 export * as CountEndpoint from "./CountEndpoint.ts"
-export * as Settings from "./Settings.ts"
 export * as SingleFlight from "./SingleFlight.ts"
-export * as TokenService from "./TokenService.ts"
+export * as TokenCounter from "./TokenCounter.ts"
+export * as TokenCounterConfig from "./TokenCounterConfig.ts"
 export * as UsageEndpoint from "./UsageEndpoint.ts"

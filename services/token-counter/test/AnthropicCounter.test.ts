@@ -4,7 +4,7 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider } from "@ctxd/testing"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { AnthropicCounter } from "../src/index.ts"
@@ -17,12 +17,12 @@ beforeAll(async () => {
 afterAll(() => server.close())
 beforeEach(() => server.reset())
 
-const local = TokenCounter.make({ backend: "tiktoken" })
+const local = LocalCounter.make({ backend: "tiktoken" })
 const weights = (messages: ReadonlyArray<Conversation.Message>) => messages.map((m) => local.countMessage(m, "cl100k_base"))
 const countCalls = () => server.requests().filter((r) => r.endpoint === "count_tokens").length
 
-const counter = (settings: AnthropicCounter.Settings = {}) =>
-  AnthropicCounter.make({ baseURL: server.url, apiKey: "test", ...settings })
+const counter = (options: AnthropicCounter.Options = {}) =>
+  AnthropicCounter.make({ baseURL: server.url, apiKey: "test", ...options })
 
 const turnInput = (session: Replay.Session, messages: ReadonlyArray<Conversation.Message>): AnthropicCounter.TurnInput => ({
   model: Replay.MODEL.name,

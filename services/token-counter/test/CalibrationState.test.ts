@@ -3,7 +3,7 @@
 // the state or the metrics without bound.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { CalibrationState, TokenService } from "../src/index.ts"
+import { CalibrationState, TokenCounter } from "../src/index.ts"
 
 const GPT = { provider: "openai", name: "gpt-4o" }
 const report = (tenant: string | undefined, ratio: number, model = GPT) => ({
@@ -64,10 +64,10 @@ describe("CalibrationState", () => {
   })
 })
 
-describe("TokenService calibration across tenants", () => {
+describe("TokenCounter calibration across tenants", () => {
   it.scoped("1,000 skewed gpt-4o reports from one tenant leave another tenant's estimates within 10 %", () =>
     Effect.gen(function* () {
-      const service = yield* TokenService.make({ backend: "tiktoken" })
+      const service = yield* TokenCounter.make({ backend: "tiktoken" })
       const turn = (tenant: string) =>
         service.countTurn({ tenant, model: { provider: "openai", name: "gpt-4o" }, system: [], tools: [], messages: [{ role: "user", parts: [{ type: "text", text: "hello" }] }] })
       for (let i = 0; i < 1_000; i++) {

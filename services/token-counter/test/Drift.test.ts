@@ -7,7 +7,7 @@ import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider } from "@ctxd/testing"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Option } from "effect"
-import { Calibration, CalibrationState, TokenService, UsageEndpoint } from "../src/index.ts"
+import { Calibration, CalibrationState, TokenCounter, UsageEndpoint } from "../src/index.ts"
 import { Tokens as UsageSchema } from "@ctxd/contracts"
 import * as Replay from "./Replay.ts"
 
@@ -24,7 +24,7 @@ const ids = { tenant: "acme", session: "s1" }
 describe("drift and calibration", () => {
   it.scopedLive("calibrated drift p99 ≤ 3 % after 20 usage reports (fake ground truth vs tiktoken)", () =>
     Effect.gen(function* () {
-      const service = yield* TokenService.make({ backend: "tiktoken" })
+      const service = yield* TokenCounter.make({ backend: "tiktoken" })
       const calibrated: Array<number> = []
       const raw: Array<number> = []
       let reports = 0
@@ -83,7 +83,7 @@ describe("drift and calibration", () => {
 
   it.scoped("bad usage reports are rejected with a clear error and do not touch calibration", () =>
     Effect.gen(function* () {
-      const service = yield* TokenService.make({ backend: "tiktoken" })
+      const service = yield* TokenCounter.make({ backend: "tiktoken" })
       const report = (usage: unknown, estimate = 1_000) =>
         Effect.either(service.recordUsage({ ...ids, turnId: "t1", model: Replay.MODEL, usage, estimate }))
       yield* report({ input_tokens: 1_100 })
@@ -113,7 +113,7 @@ describe("drift and calibration", () => {
       const send = (value: unknown) =>
         Effect.provideService(
           UsageEndpoint.handle(ids.tenant, ids.session, new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value)), lookup),
-          TokenService.TokenService,
+          TokenCounter.TokenCounter,
           service,
         )
       expect(yield* send({ turnId: "nope", usage: { input_tokens: 900 } })).toEqual({

@@ -4,15 +4,15 @@ import { Json, Request } from "@ctxd/nats"
 import { FakeProvider, TestNats } from "@ctxd/testing"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Either, Layer, Option, Redacted, Schema } from "effect"
-import { CountEndpoint, TokenService, UsageEndpoint } from "../src/index.ts"
+import { CountEndpoint, TokenCounter, UsageEndpoint } from "../src/index.ts"
 import { Tokens as UsageSchema } from "@ctxd/contracts"
 import * as Replay from "./Replay.ts"
 
 const call = (subject: string, value: unknown) =>
   Request.request(subject, Json.encode(value), { timeoutMs: 5_000 }).pipe(Effect.map((msg) => Either.getOrThrow(Json.decode(msg.data))))
 
-const fake = Layer.scoped(TokenService.TokenService, Effect.flatMap(FakeProvider.scoped(), (server) =>
-  TokenService.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") } }),
+const fake = Layer.scoped(TokenCounter.TokenCounter, Effect.flatMap(FakeProvider.scoped(), (server) =>
+  TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") } }),
 )).pipe(Layer.orDie)
 
 describe("endpoints", () => {
@@ -64,7 +64,7 @@ describe("endpoints", () => {
           ok: false,
           error: { code: "BadRequest", path: "turnId" },
         })
-        const metrics = yield* Effect.flatMap(TokenService.TokenService, (s) => s.metrics)
+        const metrics = yield* Effect.flatMap(TokenCounter.TokenCounter, (s) => s.metrics)
         expect(metrics.drift["anthropic/claude-sonnet-4-6"]!.count).toBe(1)
       }),
     )

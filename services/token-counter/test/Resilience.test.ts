@@ -7,7 +7,7 @@ import { FakeProvider } from "@ctxd/testing"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted, Schedule, TestClock } from "effect"
 import { createServer } from "node:net"
-import { TokenService } from "../src/index.ts"
+import { TokenCounter } from "../src/index.ts"
 import * as Replay from "./Replay.ts"
 
 let server: FakeProvider.FakeProviderServer
@@ -33,7 +33,7 @@ const closedPort = (): Promise<number> =>
 
 const [SESSION] = Replay.tauBench(1)
 const session = SESSION!
-const turn = (messages: ReadonlyArray<Conversation.Message>): TokenService.CountTurnInput => ({
+const turn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.CountTurnInput => ({
   model: Replay.MODEL,
   system: session.system,
   tools: session.tools,
@@ -49,11 +49,11 @@ const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     return [value, performance.now() - start] as const
   })
 
-describe("TokenService failures", () => {
+describe("TokenCounter failures", () => {
   it.scopedLive("provider down at start: turns answer locally at once with exact false", () =>
     Effect.gen(function* () {
       const port = yield* Effect.promise(closedPort)
-      const service = yield* TokenService.make({ anthropic: { baseURL: `http://127.0.0.1:${port}`, apiKey: Redacted.make("test") } })
+      const service = yield* TokenCounter.make({ anthropic: { baseURL: `http://127.0.0.1:${port}`, apiKey: Redacted.make("test") } })
       // each turn answers at once, locally; refused connections count until the breaker opens
       // (a turn falls back at its first failed call, so it may take up to 3 turns)
       const reasons: Array<string | undefined> = []
@@ -77,7 +77,7 @@ describe("TokenService failures", () => {
 
   it.scoped("flapping: 3 failures open the breaker; open → half open → closed with TestClock; exact stays false", () =>
     Effect.gen(function* () {
-      const service = yield* TokenService.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") } })
+      const service = yield* TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") } })
       expect(yield* service.countTurn(turn(fresh(0)))).toMatchObject({ backend: "anthropic_api", exact: true })
 
       server.control({ failNext: 3, errorStatus: 529 })
@@ -114,7 +114,7 @@ describe("TokenService failures", () => {
   it.scopedLive("hanging provider: every turn answers within the timeout and waiting calls do not pile up", () =>
     Effect.gen(function* () {
       const timeoutMs = 300
-      const service = yield* TokenService.make({
+      const service = yield* TokenCounter.make({
         anthropic: { baseURL: server.url, apiKey: Redacted.make("test") },
         timeoutMs,
         maxInFlight: 4,
@@ -161,7 +161,7 @@ describe("TokenService failures", () => {
   it.scopedLive("a hanging cold start answers within the timeout too", () =>
     Effect.gen(function* () {
       server.control({ hang: true })
-      const service = yield* TokenService.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") }, timeoutMs: 200 })
+      const service = yield* TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") }, timeoutMs: 200 })
       const [count, elapsed] = yield* timed(service.countTurn(turn(session.turns[0]!)))
       expect(count).toMatchObject({ backend: "tiktoken", exact: false, fallback: "timeout" })
       expect(elapsed).toBeLessThan(700)

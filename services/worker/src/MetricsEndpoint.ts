@@ -10,7 +10,7 @@
  * bytes drops its per-model drift sections and says `truncated: true`.
  */
 import { Endpoint } from "@ctxd/nats"
-import { TokenService } from "@ctxd/token-counter"
+import { TokenCounter } from "@ctxd/token-counter"
 import { Effect, Metric, MetricState } from "effect"
 
 const stateJson = (state: MetricState.MetricState.Untyped): unknown => {
@@ -36,7 +36,7 @@ export const bound = <T extends { readonly tokens: object }>(reply: T): T | (T &
 
 export const serve = (options: { readonly subject: string; readonly workerId: string }) =>
   Effect.gen(function* () {
-    const tokens = yield* TokenService.TokenService
+    const tokens = yield* TokenCounter.TokenCounter
     return yield* Endpoint.serve({
       subject: options.subject,
       maxConcurrent: 2,

@@ -9,16 +9,16 @@
  * Postgres pool — in that order, because scopes close in reverse order of
  * acquisition.
  */
-import { Assembler, AssemblerConfig, Compaction, LoopJudge, TurnEndpoint } from "@ctxd/assembler"
-import { CompactEndpoint, CompactionStore, Compactor, Settings as CompactorSettings } from "@ctxd/compactor"
+import { Assembler, AssemblerConfig, Compaction, TurnEndpoint } from "@ctxd/assembler"
+import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { Subjects, type Turn } from "@ctxd/contracts"
-import { LoopCheck } from "@ctxd/loop-detector"
+import { Judge, LoopCheck } from "@ctxd/loop-detector"
 import { Database, KnowledgeStore, Migrations, SessionStore, UsageStore } from "@ctxd/db"
 import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
-import { CountEndpoint, TokenService, UsageEndpoint } from "@ctxd/token-counter"
+import { CountEndpoint, TokenCounter, UsageEndpoint } from "@ctxd/token-counter"
 import { Effect, Layer, Option } from "effect"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
@@ -75,8 +75,8 @@ export const serve = Effect.gen(function* () {
   yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup, claim: usageClaim })
   yield* SummarizeEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
   yield* CompactEndpoint.serve({ subjects, queue: config.queueGroup })
-  const compaction = yield* CompactorSettings.config
-  yield* CompactEndpoint.serveJobs({ subjects, settings: compaction.queue })
+  const compaction = yield* CompactorConfig.config
+  yield* CompactEndpoint.serveJobs({ subjects, config: compaction.queue })
   yield* HealthEndpoint.serve({
     subjects,
     workerId: config.workerId,
@@ -122,7 +122,7 @@ const shardingLayer = (config: WorkerConfig) =>
  * the first lease renewals wait behind them.
  */
 const warmUp = Layer.effectDiscard(
-  Effect.flatMap(TokenService.TokenService, ({ local }) =>
+  Effect.flatMap(TokenCounter.TokenCounter, ({ local }) =>
     Effect.sync(() => {
       for (const encoding of ["o200k_base", "cl100k_base"] as const) local.countText("warm up", encoding)
     }),
@@ -150,32 +150,32 @@ export const layer = Layer.unwrapEffect(
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
-    const tokens = TokenService.layerConfig
+    const tokens = TokenCounter.layerConfig
     const nats = NatsClient.layer({ servers: config.natsUrl.split(","), name: `ctxd-worker-${config.workerId}` })
     // bodies above the NATS max_payload (both directions) and the request byte budget of every endpoint
-    const payloadSettings = yield* PayloadStore.config
+    const payloadConfig = yield* PayloadStore.config
     const payloads = PayloadStore.layer({
-      ...payloadSettings,
+      ...payloadConfig,
       bucket: PayloadStore.bucketName(config.subjectRoot),
       mode: "create",
     }).pipe(Layer.provide(nats))
     const admission = Admission.layer(yield* Admission.config)
-    // The summarizer and the compactor count with the token service's local counter (one cache).
+    // The summarizer and the compactor count with the token counter's local counter (one cache).
     const localCounter = Layer.effect(
-      TokenCounter.TokenCounter,
-      Effect.map(TokenService.TokenService, (service) => service.local),
+      LocalCounter.LocalCounter,
+      Effect.map(TokenCounter.TokenCounter, (service) => service.local),
     ).pipe(Layer.provide(tokens))
     const llm = Llm.layerConfig
     const summarizer = Summarizer.layerConfig.pipe(Layer.provide(llm), Layer.provide(localCounter))
     const compactionStore = CompactionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
-    const compactorSettings = yield* CompactorSettings.config
-    const compactor = Compactor.layer(compactorSettings).pipe(
+    const compactorConfig = yield* CompactorConfig.config
+    const compactor = Compactor.layer(compactorConfig).pipe(
       Layer.provide(compactionStore),
       Layer.provide(store),
       Layer.provide(summarizer),
       Layer.provide(localCounter),
     )
-    const compaction = Compaction.layer({ root: config.subjectRoot, settings: compactorSettings }).pipe(
+    const compaction = Compaction.layer({ root: config.subjectRoot, config: compactorConfig }).pipe(
       Layer.provide(compactor),
       Layer.provide(compactionStore),
       Layer.provide(nats),
@@ -207,7 +207,7 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(store),
       Layer.provide(knowledge),
       Layer.provide(compaction),
-      Layer.provide(LoopJudge.layer.pipe(Layer.provide(llm))),
+      Layer.provide(Judge.layer.pipe(Layer.provide(llm))),
       Layer.provide(sharding),
     )
     return Layer.mergeAll(

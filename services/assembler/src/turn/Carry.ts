@@ -6,13 +6,12 @@
 import type { Conversation, Loop, Turn } from "@ctxd/contracts"
 import type { Knowledge, Models, Normalize, Pipeline, Toolsets, Waste } from "@ctxd/context"
 import type { Plan, View, WorkQueue } from "@ctxd/compactor"
-import type { LoopState } from "@ctxd/loop-detector"
-import type { TokenService } from "@ctxd/token-counter"
-import type * as LoopJudge from "../LoopJudge.ts"
+import type { Judge, LoopState } from "@ctxd/loop-detector"
+import type { TokenCounter } from "@ctxd/token-counter"
 import type { Row, SessionState } from "../SessionState.ts"
 import type * as Options from "./Options.ts"
 
-/** Local token counting in the request's encoding (pure, cached by content). */
+/** The local counter (`@ctxd/tokens` `LocalCounter`) bound to the request's encoding (pure, cached by content). */
 export interface LocalCounter {
   readonly encoding: string
   readonly countText: (text: string) => number
@@ -38,14 +37,14 @@ export interface Inputs {
 
 /** I/O a stage asked for. */
 export type Need =
-  | { readonly _tag: "Count"; readonly input: TokenService.CountTurnInput }
-  | { readonly _tag: "Judge"; readonly input: LoopJudge.Question }
+  | { readonly _tag: "Count"; readonly input: TokenCounter.CountTurnInput }
+  | { readonly _tag: "Judge"; readonly input: Judge.Question }
   | { readonly _tag: "CompactNow"; readonly job: WorkQueue.Job; readonly decision: Plan.Decision }
 
 /** What the shell answered so far. */
 export interface Answers {
-  readonly count?: TokenService.TurnCount | undefined
-  readonly judge?: LoopJudge.Answer | undefined
+  readonly count?: TokenCounter.TurnCount | undefined
+  readonly judge?: Judge.Answer | undefined
   /** A blocking compaction ran (the state holds the summary it made, if any), decided on this. */
   readonly compacted?: Plan.Decision | undefined
 }
@@ -65,7 +64,7 @@ export interface ToolsOut {
 
 /** `count`: the turn's counts and its new rows. */
 export interface CountOut {
-  readonly count: TokenService.TurnCount
+  readonly count: TokenCounter.TurnCount
   /** The new messages as rows to store, with their tokens. */
   readonly fresh: ReadonlyArray<Row>
 }

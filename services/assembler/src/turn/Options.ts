@@ -5,7 +5,7 @@
  */
 import { Pipeline, type Toolsets } from "@ctxd/context"
 import { Knowledge, type Tokens, type Turn } from "@ctxd/contracts"
-import { Config as LoopConfig } from "@ctxd/loop-detector"
+import { LoopConfig } from "@ctxd/loop-detector"
 import type * as AssemblerConfig from "../AssemblerConfig.ts"
 
 /** Every stage's slice of the merged options. */

@@ -3,14 +3,14 @@
  * OpenAI Chat Completions), for `ctx.v1.tokens.count` when no exact count
  * is possible. The body is walked structurally, never rejected: every text
  * is counted with the local counter (cached per segment), with the same
- * framing constants as `TokenCounter.overhead` (message, tool call, tool
+ * framing constants as `LocalCounter.overhead` (message, tool call, tool
  * result, image, system, tool definitions).
  */
-import { type Encoding, TokenCounter } from "@ctxd/tokens"
+import { type Encoding, LocalCounter } from "@ctxd/tokens"
 
-const { overhead } = TokenCounter
+const { overhead } = LocalCounter
 
-type Counter = TokenCounter.TokenCounterService
+type Counter = LocalCounter.LocalCounterService
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 const list = (u: unknown): ReadonlyArray<unknown> => (Array.isArray(u) ? u : [])

@@ -68,7 +68,7 @@ export const defaults: Config = {
 
 /**
  * Overrides of {@link defaults}, as they arrive on the wire (tenant/agent
- * settings, `ctx.v1.loop.check` requests). Every field is optional.
+ * options, `ctx.v1.loop.check` requests). Every field is optional.
  */
 export const Overrides = Loop.Settings
 export type Overrides = Loop.Settings

@@ -1,17 +1,17 @@
 import type { Conversation } from "@ctxd/contracts"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
-import { TokenCounter } from "../src/index.ts"
+import { LocalCounter } from "../src/index.ts"
 import * as Bpe from "../src/internal/Bpe.ts"
 
-const { overhead } = TokenCounter
+const { overhead } = LocalCounter
 
 const text = (t: string): Conversation.TextPart => ({ type: "text", text: t })
 const user = (...parts: Array<Conversation.Part>): Conversation.Message => ({ role: "user", parts })
 
-describe("TokenCounter (tiktoken)", () => {
+describe("LocalCounter (tiktoken)", () => {
   it("counts known samples like the reference tokenizer", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken" })
+    const counter = LocalCounter.make({ backend: "tiktoken" })
     expect(counter.backend).toBe("tiktoken")
     expect(counter.exact).toBe(false)
     expect(counter.countText("hello world", "cl100k_base")).toBe(2)
@@ -22,12 +22,12 @@ describe("TokenCounter (tiktoken)", () => {
   })
 
   it("treats special-token text as ordinary text instead of throwing", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken" })
+    const counter = LocalCounter.make({ backend: "tiktoken" })
     expect(counter.countText("<|endoftext|>", "cl100k_base")).toBe(7)
   })
 
   it("answers a repeated segment from the cache without tokenizing again", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken" })
+    const counter = LocalCounter.make({ backend: "tiktoken" })
     const first = counter.countText("some tool output that is worth caching", "o200k_base")
     expect(counter.stats()).toEqual({ hits: 0, misses: 1, size: 1 })
     expect(counter.countText("some tool output that is worth caching", "o200k_base")).toBe(first)
@@ -38,7 +38,7 @@ describe("TokenCounter (tiktoken)", () => {
   })
 
   it("keeps at most cacheCapacity segments, evicting the least recently used", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken", cacheCapacity: 3 })
+    const counter = LocalCounter.make({ backend: "tiktoken", cacheCapacity: 3 })
     for (const t of ["one", "two", "three"]) counter.countText(t, "cl100k_base")
     counter.countText("one", "cl100k_base") // refresh: "two" is now the oldest
     counter.countText("four", "cl100k_base") // evicts "two"
@@ -53,7 +53,7 @@ describe("TokenCounter (tiktoken)", () => {
   })
 
   it("counts a message as its parts plus framing", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken" })
+    const counter = LocalCounter.make({ backend: "tiktoken" })
     expect(counter.countMessage(user(text("hello world")), "cl100k_base")).toBe(overhead.message + 2)
     expect(counter.countMessage({ role: "user", name: "alice", parts: [text("hello world")] }, "cl100k_base")).toBe(
       overhead.message + overhead.name + 1 + 2,
@@ -64,7 +64,7 @@ describe("TokenCounter (tiktoken)", () => {
   })
 
   it("counts tool calls by name and arguments, tool results by content", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken" })
+    const counter = LocalCounter.make({ backend: "tiktoken" })
     const call: Conversation.Message = {
       role: "assistant",
       parts: [{ type: "tool_call", id: "call_1", name: "get_weather", input: { city: "Paris" } }],
@@ -88,7 +88,7 @@ describe("TokenCounter (tiktoken)", () => {
   })
 
   it("only tokenizes the new segments of a turn and remembers message objects", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken" })
+    const counter = LocalCounter.make({ backend: "tiktoken" })
     const a = user(text("first question"))
     counter.countMessage(a, "o200k_base")
     const misses = counter.stats().misses
@@ -105,7 +105,7 @@ describe("TokenCounter (tiktoken)", () => {
   })
 
   it("counts the system prompt by sections", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken" })
+    const counter = LocalCounter.make({ backend: "tiktoken" })
     expect(counter.countSystem([], "cl100k_base")).toBe(0)
     const sections: Array<Conversation.SystemSection> = [
       { id: "a", text: "hello world", cache: "1h" },
@@ -115,7 +115,7 @@ describe("TokenCounter (tiktoken)", () => {
   })
 
   it("counts tools per definition so a stable tool list hits the cache", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken" })
+    const counter = LocalCounter.make({ backend: "tiktoken" })
     expect(counter.countTools([], "o200k_base")).toBe(0)
     const tools = (): Array<Conversation.Tool> => [
       {
@@ -138,7 +138,7 @@ describe("TokenCounter (tiktoken)", () => {
   })
 
   it("cuts long runs so pathological text stays close to the exact count (at most ~1 token per cut)", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken" })
+    const counter = LocalCounter.make({ backend: "tiktoken" })
     for (const sample of ["a".repeat(1_000), "=".repeat(1_000), " ".repeat(1_000), "ACGT".repeat(250), "é".repeat(700)]) {
       const exact = Bpe.tokenizer("o200k_base").encode(sample, [], []).length
       const counted = counter.countText(sample, "o200k_base")
@@ -151,7 +151,7 @@ describe("TokenCounter (tiktoken)", () => {
   })
 
   it("counts huge texts without a space (guarded; the test timeout is the bound)", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken" })
+    const counter = LocalCounter.make({ backend: "tiktoken" })
     const letters = Array.from({ length: 200_000 }, (_, i) => String.fromCharCode(97 + ((i * 7) % 26))).join("")
     const n = counter.countText(letters, "o200k_base")
     expect(n).toBeGreaterThan(200_000 / 8)
@@ -160,15 +160,15 @@ describe("TokenCounter (tiktoken)", () => {
   })
 
   it("does not split surrogate pairs", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken" })
+    const counter = LocalCounter.make({ backend: "tiktoken" })
     const emoji = "😀".repeat(200)
     expect(counter.countText(emoji, "o200k_base")).toBeGreaterThan(0)
   })
 })
 
-describe("TokenCounter (heuristic)", () => {
+describe("LocalCounter (heuristic)", () => {
   it("counts ceil(characters / 4) and always picks the heuristic encoding", () => {
-    const counter = TokenCounter.make({ backend: "heuristic" })
+    const counter = LocalCounter.make({ backend: "heuristic" })
     expect(counter.encodingFor({ provider: "openai", name: "gpt-4o" })).toBe("heuristic")
     expect(counter.countText("hello world", "heuristic")).toBe(3)
     expect(counter.countText("abcd", "o200k_base")).toBe(1)
@@ -178,35 +178,35 @@ describe("TokenCounter (heuristic)", () => {
   })
 
   it("is used by the tiktoken backend for the heuristic encoding", () => {
-    const counter = TokenCounter.make({ backend: "tiktoken" })
+    const counter = LocalCounter.make({ backend: "tiktoken" })
     expect(counter.encodingFor({ provider: "anthropic", name: "claude-opus-4-1" })).toBe("cl100k_base")
     expect(counter.countText("hello world", "heuristic")).toBe(3)
   })
 })
 
-describe("TokenCounter layers", () => {
-  layer(TokenCounter.layerHeuristic)("layerHeuristic", (it) => {
+describe("LocalCounter layers", () => {
+  layer(LocalCounter.layerHeuristic)("layerHeuristic", (it) => {
     it.effect("provides the heuristic counter", () =>
       Effect.gen(function* () {
-        const counter = yield* TokenCounter.TokenCounter
+        const counter = yield* LocalCounter.LocalCounter
         expect(counter.backend).toBe("heuristic")
       }),
     )
   })
 
   const withEnv = (env: Record<string, string>) =>
-    TokenCounter.layerConfig.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))
+    LocalCounter.layerConfig.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))
 
   it.effect("layerConfig defaults to tiktoken", () =>
     Effect.gen(function* () {
-      const counter = yield* TokenCounter.TokenCounter
+      const counter = yield* LocalCounter.LocalCounter
       expect(counter.backend).toBe("tiktoken")
     }).pipe(Effect.provide(withEnv({}))),
   )
 
   it.effect("layerConfig reads CTXD_TOKENIZER and CTXD_TOKEN_CACHE_SIZE", () =>
     Effect.gen(function* () {
-      const counter = yield* TokenCounter.TokenCounter
+      const counter = yield* LocalCounter.LocalCounter
       expect(counter.backend).toBe("tiktoken")
       for (const t of ["a", "b", "c"]) counter.countText(t, "cl100k_base")
       expect(counter.stats().size).toBe(2)
@@ -215,15 +215,15 @@ describe("TokenCounter layers", () => {
 
   it.effect("layerConfig rejects an unknown backend", () =>
     Effect.gen(function* () {
-      const error = yield* Effect.flip(TokenCounter.TokenCounter.pipe(Effect.provide(withEnv({ CTXD_TOKENIZER: "bert" }))))
+      const error = yield* Effect.flip(LocalCounter.LocalCounter.pipe(Effect.provide(withEnv({ CTXD_TOKENIZER: "bert" }))))
       expect(String(error)).toContain("CTXD_TOKENIZER")
     }),
   )
 
   it.effect("layerTiktoken can preload a vocabulary", () =>
     Effect.gen(function* () {
-      const counter = yield* TokenCounter.TokenCounter
+      const counter = yield* LocalCounter.LocalCounter
       expect(counter.countText("hello world", "o200k_base")).toBe(2)
-    }).pipe(Effect.provide(TokenCounter.layerTiktoken({ preload: ["o200k_base"], cacheCapacity: 8 }))),
+    }).pipe(Effect.provide(LocalCounter.layerTiktoken({ preload: ["o200k_base"], cacheCapacity: 8 }))),
   )
 })

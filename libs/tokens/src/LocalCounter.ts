@@ -1,10 +1,10 @@
 /**
- * The token counter port: local, synchronous counting for the assembly hot
- * path. Two backends: `tiktoken` (js-tiktoken BPE, `o200k_base` or
+ * The local counter port: synchronous counting without I/O for the assembly
+ * hot path. Two backends: `tiktoken` (js-tiktoken BPE, `o200k_base` or
  * `cl100k_base`) and `heuristic` (four characters per token). Neither is
  * exact for every provider (`exact` is false): exact counts come from the
  * provider's own counting endpoint, elsewhere, behind a breaker that falls
- * back to this.
+ * back to this (the token counter, `@ctxd/token-counter`).
  *
  * Counting is segment-wise: every text part, tool call, tool result text,
  * opaque block and tool definition is one segment, cached by the SHA-1 of
@@ -36,7 +36,7 @@ export interface Stats {
 }
 
 /** The counter. Every method is synchronous and never fails. */
-export interface TokenCounterService {
+export interface LocalCounterService {
   readonly backend: Backend
   /** Whether counts are exact for the provider; false for both local backends. */
   readonly exact: boolean
@@ -53,8 +53,8 @@ export interface TokenCounterService {
   readonly stats: () => Stats
 }
 
-/** The token counter of this process. */
-export class TokenCounter extends Context.Tag("@ctxd/tokens/TokenCounter")<TokenCounter, TokenCounterService>() {}
+/** The local counter of this process. */
+export class LocalCounter extends Context.Tag("@ctxd/tokens/LocalCounter")<LocalCounter, LocalCounterService>() {}
 
 /**
  * Framing estimates, in tokens, added on top of content (the same for every
@@ -102,7 +102,7 @@ export const heuristicCount = (text: string): number => Math.ceil(text.length / 
 const json = (value: unknown): string => JSON.stringify(value) ?? ""
 
 /** Builds a counter. Pure and synchronous, except for `preload`. */
-export const make = (options: Options): TokenCounterService => {
+export const make = (options: Options): LocalCounterService => {
   const backend = options.backend
   const cache = Lru.make<number>(options.cacheCapacity ?? 1_024)
   const known = new WeakMap<Conversation.Message, Partial<Record<Encoding, number>>>()
@@ -211,14 +211,14 @@ export const make = (options: Options): TokenCounterService => {
 }
 
 /** The js-tiktoken counter; vocabularies load on first use unless `preload`ed. */
-export const layerTiktoken = (options: Omit<Options, "backend"> = {}): Layer.Layer<TokenCounter> =>
-  Layer.sync(TokenCounter, () => make({ ...options, backend: "tiktoken" }))
+export const layerTiktoken = (options: Omit<Options, "backend"> = {}): Layer.Layer<LocalCounter> =>
+  Layer.sync(LocalCounter, () => make({ ...options, backend: "tiktoken" }))
 
 /** The four-characters-per-token counter (no vocabulary, no cache). */
-export const layerHeuristic: Layer.Layer<TokenCounter> = Layer.sync(TokenCounter, () => make({ backend: "heuristic" }))
+export const layerHeuristic: Layer.Layer<LocalCounter> = Layer.sync(LocalCounter, () => make({ backend: "heuristic" }))
 
 /**
- * Settings from the environment: `CTXD_TOKENIZER` (`tiktoken` or `heuristic`,
+ * Options from the environment: `CTXD_TOKENIZER` (`tiktoken` or `heuristic`,
  * default `tiktoken`) and `CTXD_TOKEN_CACHE_SIZE` (segments, default 1,024).
  */
 export const config: Config.Config<{ readonly backend: Backend; readonly cacheCapacity: number }> = Config.all({
@@ -234,7 +234,7 @@ export const config: Config.Config<{ readonly backend: Backend; readonly cacheCa
 })
 
 /** The counter configured by {@link config}. */
-export const layerConfig: Layer.Layer<TokenCounter, ConfigError.ConfigError> = Layer.effect(
-  TokenCounter,
-  Effect.map(config, (settings) => make(settings)),
+export const layerConfig: Layer.Layer<LocalCounter, ConfigError.ConfigError> = Layer.effect(
+  LocalCounter,
+  Effect.map(config, (options) => make(options)),
 )

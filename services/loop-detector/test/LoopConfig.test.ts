@@ -1,12 +1,12 @@
 import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import * as Config from "../src/Config.ts"
+import * as LoopConfig from "../src/LoopConfig.ts"
 
-const decode = Schema.decodeUnknownEither(Config.Overrides)
+const decode = Schema.decodeUnknownEither(LoopConfig.Overrides)
 
-describe("Config", () => {
+describe("LoopConfig", () => {
   it("has the documented defaults", () => {
-    expect(Config.defaults).toEqual({
+    expect(LoopConfig.defaults).toEqual({
       policy: "nudge",
       repeatedCall: { threshold: 3 },
       repeatedError: { threshold: 3 },
@@ -14,17 +14,17 @@ describe("Config", () => {
       monologue: { threshold: 4 },
       contextOverflow: { threshold: 2, withinMessages: 20 },
     })
-    expect(Config.make()).toEqual(Config.defaults)
+    expect(LoopConfig.make()).toEqual(LoopConfig.defaults)
   })
 
   it("applies overrides field by field", () => {
-    expect(Config.make({ policy: "escalate", alternation: { cycles: 2 }, contextOverflow: { withinMessages: 50 } })).toEqual({
-      ...Config.defaults,
+    expect(LoopConfig.make({ policy: "escalate", alternation: { cycles: 2 }, contextOverflow: { withinMessages: 50 } })).toEqual({
+      ...LoopConfig.defaults,
       policy: "escalate",
       alternation: { cycles: 2, maxPeriod: 3 },
       contextOverflow: { threshold: 2, withinMessages: 50 },
     })
-    expect(Config.make({ alternation: { maxPeriod: 9 } }).alternation.maxPeriod).toBe(Config.MAX_PERIOD)
+    expect(LoopConfig.make({ alternation: { maxPeriod: 9 } }).alternation.maxPeriod).toBe(LoopConfig.MAX_PERIOD)
   })
 
   it("decodes wire overrides and rejects meaningless thresholds", () => {

@@ -1,5 +1,5 @@
 /**
- * Settings of the compactor, from the environment (constant case) through
+ * The compactor's config, from the environment (constant case) through
  * Effect `Config`. Defaults:
  *
  * | env | default | meaning |
@@ -26,8 +26,8 @@ import { Config } from "effect"
 import { hostname } from "node:os"
 import type * as Plan from "./Plan.ts"
 
-/** The work queue's settings. */
-export interface QueueSettings {
+/** The work queue's config. */
+export interface QueueConfig {
   /** Empty: `ctxd-compact-<root>`. */
   readonly stream: string
   readonly consumer: string
@@ -40,20 +40,20 @@ export interface QueueSettings {
 }
 
 /** Everything the compactor needs (defaults in the module doc and {@link defaults}). */
-export interface Settings {
+export interface Config {
   readonly thresholds: Plan.Thresholds
   readonly leaseTtlMs: number
   readonly cooldownMs: number
   readonly cooldownAfterFailures: number
   readonly owner: string
-  readonly queue: QueueSettings
+  readonly queue: QueueConfig
 }
 
 /** The default owner name: `<hostname>-<pid>`. */
 export const defaultOwner = (): string => `${hostname()}-${process.pid}`
 
 /** The defaults. */
-export const defaults: Settings = {
+export const defaults: Config = {
   thresholds: { compactAtPct: 0.75, softPct: 0.6, tailKeepTokens: 20_000, tailMaxPct: 0.3, minFoldPct: 0.05 },
   leaseTtlMs: 300_000,
   cooldownMs: 600_000,
@@ -85,8 +85,8 @@ const integer = (name: string, fallback: number, min: number, description: strin
     Config.withDefault(fallback),
   )
 
-/** {@link Settings} from the environment (table in the module doc). */
-export const config: Config.Config<Settings> = Config.all({
+/** {@link Config} from the environment (table in the module doc). */
+export const config: Config.Config<Config> = Config.all({
   thresholds: Config.all({
     compactAtPct: fraction("CTXD_COMPACT_AT_PCT", defaults.thresholds.compactAtPct, "Share of the effective window at which compaction is due"),
     softPct: fraction("CTXD_COMPACT_SOFT_PCT", defaults.thresholds.softPct, "Share of the effective window at which background compaction starts"),

@@ -1,5 +1,5 @@
 /**
- * Settings of the summarizer, from the environment (constant case) through
+ * The summarizer's config, from the environment (constant case) through
  * Effect `Config`. Defaults:
  *
  * | env | default | meaning |
@@ -34,7 +34,7 @@ export interface Endpoint {
 }
 
 /** Everything the summarizer needs (defaults in the module doc and in {@link defaults}). */
-export interface Settings {
+export interface Config {
   /** Empty: the session's model. */
   readonly model: string
   /** Empty: inferred (see the module doc). */
@@ -57,7 +57,7 @@ export interface Settings {
 }
 
 /** The defaults: the session's model, rolling summaries of 12 bullets, the SDKs' environment. */
-export const defaults: Settings = {
+export const defaults: Config = {
   model: "",
   provider: "",
   anthropic: {},
@@ -100,8 +100,8 @@ const fraction = (name: string, fallback: number, description: string) =>
     Config.withDefault(fallback),
   )
 
-/** {@link Settings} from the environment (table in the module doc). */
-export const config: Config.Config<Settings> = Config.all({
+/** {@link Config} from the environment (table in the module doc). */
+export const config: Config.Config<Config> = Config.all({
   model: text("CTXD_SUMMARIZER_MODEL", "Summarizer model; empty = the session's own model"),
   provider: Config.literal("", "anthropic", "openai", "openai_compatible")("CTXD_SUMMARIZER_PROVIDER").pipe(
     Config.withDescription("Provider client of CTXD_SUMMARIZER_MODEL; empty = inferred"),

@@ -1,6 +1,6 @@
 /**
- * The token counter service: what the assembler calls in-process and what
- * `ctx.v1.tokens.count` serves.
+ * The token counter: counts a turn's tokens for the assembler (in-process)
+ * and for `ctx.v1.tokens.count`.
  *
  * - Backends: `anthropic_api` (exact, {@link AnthropicCounter}), `tiktoken`
  *   and `heuristic` (local, `@ctxd/tokens`). `auto` (the default) = the
@@ -17,14 +17,14 @@
  *   multiplies local estimates (`calibration` in the answer; 1 when none).
  */
 import { type Conversation, Tokens } from "@ctxd/contracts"
-import { TokenCounter } from "@ctxd/tokens"
+import { LocalCounter } from "@ctxd/tokens"
 import { Cause, type ConfigError, Context, Duration, Effect, Either, FiberRef, HashMap, Layer, Option, type Scope } from "effect"
 import * as AnthropicCounter from "./AnthropicCounter.ts"
 import * as Calibration from "./Calibration.ts"
 import * as CalibrationState from "./CalibrationState.ts"
 import type * as CircuitBreaker from "./CircuitBreaker.ts"
 import * as LocalBody from "./internal/LocalBody.ts"
-import * as Settings from "./Settings.ts"
+import * as TokenCounterConfig from "./TokenCounterConfig.ts"
 
 const { BadUsage } = Tokens
 type BadUsage = Tokens.BadUsage
@@ -133,7 +133,7 @@ export interface Metrics {
   readonly shared: number
   readonly inFlight: number
   /** Local text segment cache (`@ctxd/tokens`). */
-  readonly local: TokenCounter.Stats
+  readonly local: LocalCounter.Stats
   readonly turns: number
   readonly exactTurns: number
   /** Local answers when the provider's count was wanted, by reason. */
@@ -154,17 +154,17 @@ export interface Metrics {
 }
 
 /** The service interface. */
-export interface TokenServiceApi {
+export interface TokenCounterService {
   readonly countTurn: (input: CountTurnInput) => Effect.Effect<TurnCount>
   readonly countRequest: (input: CountRequestInput) => Effect.Effect<CountResult>
   readonly recordUsage: (input: UsageInput) => Effect.Effect<UsageResult, BadUsage>
   readonly metrics: Effect.Effect<Metrics>
-  /** The local tiktoken counter (shared cache) for callers that must count synchronously. */
-  readonly local: TokenCounter.TokenCounterService
+  /** The local counter (tiktoken, shared cache) for callers that must count synchronously. */
+  readonly local: LocalCounter.LocalCounterService
 }
 
 /** The token counter of this process. */
-export class TokenService extends Context.Tag("@ctxd/token-counter/TokenService")<TokenService, TokenServiceApi>() {}
+export class TokenCounter extends Context.Tag("@ctxd/token-counter/TokenCounter")<TokenCounter, TokenCounterService>() {}
 
 /** A {@link BadUsage} for a usage report whose turn the session does not know (the caller looks the turn up). */
 export const unknownTurn = (turnId: string): BadUsage =>
@@ -184,34 +184,34 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => {
 const record = <V>(map: ReadonlyMap<string, V>): Record<string, V> => Object.fromEntries(map)
 
 /** Builds the service; provider calls run in the current scope. */
-export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<TokenServiceApi, never, Scope.Scope> =>
+export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.Effect<TokenCounterService, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const settings: Settings.Settings = { ...Settings.defaults, ...options }
-    const tiktoken = TokenCounter.make({ backend: "tiktoken", cacheCapacity: settings.cacheCapacity })
-    const heuristic = TokenCounter.make({ backend: "heuristic" })
+    const config: TokenCounterConfig.Config = { ...TokenCounterConfig.defaults, ...options }
+    const tiktoken = LocalCounter.make({ backend: "tiktoken", cacheCapacity: config.cacheCapacity })
+    const heuristic = LocalCounter.make({ backend: "heuristic" })
     const exact =
-      settings.anthropic === undefined
+      config.anthropic === undefined
         ? undefined
         : yield* AnthropicCounter.make({
-            ...settings.anthropic,
-            timeoutMs: settings.timeoutMs,
-            cacheCapacity: settings.cacheCapacity,
-            maxInFlight: settings.maxInFlight,
+            ...config.anthropic,
+            timeoutMs: config.timeoutMs,
+            cacheCapacity: config.cacheCapacity,
+            maxInFlight: config.maxInFlight,
             breaker: {
-              failureThreshold: settings.breaker.failureThreshold,
-              openFor: Duration.millis(settings.breaker.openForMs),
-              maxOpenFor: Duration.millis(settings.breaker.maxOpenForMs),
+              failureThreshold: config.breaker.failureThreshold,
+              openFor: Duration.millis(config.breaker.openForMs),
+              maxOpenFor: Duration.millis(config.breaker.maxOpenForMs),
             },
           })
     // mutated in place, only inside Effect.sync (one fiber at a time on the JS thread)
-    const calibration = CalibrationState.make(settings.calibrationLimits)
-    const factorOptions: Calibration.FactorOptions = { ...Calibration.defaultFactorOptions, alpha: settings.calibrationAlpha }
-    const deadline = Duration.millis(settings.timeoutMs)
+    const calibration = CalibrationState.make(config.calibrationLimits)
+    const factorOptions: Calibration.FactorOptions = { ...Calibration.defaultFactorOptions, alpha: config.calibrationAlpha }
+    const deadline = Duration.millis(config.timeoutMs)
     const tally = { turns: 0, exactTurns: 0, fallbacks: new Map<string, number>() }
 
     /** The backend to try first, or the local one and why. */
     const route = (model: Model, choice: BackendChoice | undefined): { readonly exact: boolean; readonly local: "tiktoken" | "heuristic"; readonly fallback?: string } => {
-      const wanted = choice ?? settings.backend
+      const wanted = choice ?? config.backend
       if (wanted === "heuristic" || wanted === "tiktoken") return { exact: false, local: wanted }
       if (model.provider !== "anthropic") return wanted === "auto" ? { exact: false, local: "tiktoken" } : { exact: false, local: "tiktoken", fallback: "unsupported_provider" }
       if (exact === undefined) return wanted === "auto" ? { exact: false, local: "tiktoken" } : { exact: false, local: "tiktoken", fallback: "not_configured" }
@@ -222,7 +222,7 @@ export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<To
     const local = (backend: "tiktoken" | "heuristic", model: Model, fallback: string | undefined, tenant?: string | undefined) =>
       Effect.sync(() => {
         const counter = backend === "heuristic" ? heuristic : tiktoken
-        const factor = !settings.calibration
+        const factor = !config.calibration
           ? 1
           : tenant === undefined
             ? CalibrationState.globalFactorOf(calibration, model, backend)
@@ -346,7 +346,7 @@ export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<To
         return { billed, drift: recorded.drift, factor: recorded.factor }
       }).pipe(Effect.annotateLogs({ tenant: input.tenant, session: input.session, turn: input.turnId }))
 
-    const closed: CircuitBreaker.Snapshot = { status: "closed", failures: 0, openForMs: settings.breaker.openForMs, retryAfterMs: 0, openings: 0, hasOpened: false }
+    const closed: CircuitBreaker.Snapshot = { status: "closed", failures: 0, openForMs: config.breaker.openForMs, retryAfterMs: 0, openings: 0, hasOpened: false }
 
     const metrics: Effect.Effect<Metrics> = Effect.gen(function* () {
       const learned = yield* Effect.sync(() => CalibrationState.snapshot(calibration))
@@ -373,11 +373,11 @@ export const make = (options: Partial<Settings.Settings> = {}): Effect.Effect<To
     return { countTurn, countRequest, recordUsage, metrics, local: tiktoken }
   })
 
-/** The service with `settings` (defaults for the rest: see `Settings.defaults`). */
-export const layer = (settings: Partial<Settings.Settings> = {}): Layer.Layer<TokenService> => Layer.scoped(TokenService, make(settings))
+/** The service with `config` (defaults for the rest: see `TokenCounterConfig.defaults`). */
+export const layer = (config: Partial<TokenCounterConfig.Config> = {}): Layer.Layer<TokenCounter> => Layer.scoped(TokenCounter, make(config))
 
-/** The service configured from the environment (see `Settings.config`). */
-export const layerConfig: Layer.Layer<TokenService, ConfigError.ConfigError> = Layer.scoped(
-  TokenService,
-  Effect.flatMap(Settings.config, (settings) => make(settings)),
+/** The service configured from the environment (see `TokenCounterConfig.config`). */
+export const layerConfig: Layer.Layer<TokenCounter, ConfigError.ConfigError> = Layer.scoped(
+  TokenCounter,
+  Effect.flatMap(TokenCounterConfig.config, (config) => make(config)),
 )

@@ -1,5 +1,5 @@
 /**
- * Settings of the token counter and where they come from: the environment
+ * The token counter's config and where it comes from: the environment
  * (constant case) through Effect `Config`. Defaults:
  *
  * | env | default | meaning |
@@ -22,8 +22,8 @@
 import type { Tokens } from "@ctxd/contracts"
 import { Config, Option, Redacted } from "effect"
 
-/** Everything the service needs; see the module doc for the defaults. */
-export interface Settings {
+/** Everything the token counter needs; see the module doc for the defaults. */
+export interface Config {
   readonly backend: Tokens.BackendChoice
   readonly cacheCapacity: number
   readonly timeoutMs: number
@@ -46,7 +46,7 @@ export interface Settings {
 }
 
 /** The defaults (no provider configured). */
-export const defaults: Settings = {
+export const defaults: Config = {
   backend: "auto",
   cacheCapacity: 1_024,
   timeoutMs: 2_000,
@@ -68,8 +68,8 @@ const positive = (name: string, fallback: number, description: string) =>
 const nonEmpty = (o: Option.Option<string>): string | undefined =>
   Option.isSome(o) && o.value.trim() !== "" ? o.value.trim() : undefined
 
-/** {@link Settings} from the environment (table in the module doc). */
-export const config: Config.Config<Settings> = Config.all({
+/** {@link Config} from the environment (table in the module doc). */
+export const config: Config.Config<Config> = Config.all({
   backend: Config.literal("auto", "anthropic_api", "tiktoken", "heuristic")("CTXD_TOKEN_BACKEND").pipe(
     Config.withDescription("Token counting backend: auto (exact where the provider offers it), anthropic_api, tiktoken, heuristic"),
     Config.withDefault("auto" as const),
@@ -103,7 +103,7 @@ export const config: Config.Config<Settings> = Config.all({
   baseURL: Config.option(Config.string("ANTHROPIC_BASE_URL").pipe(Config.withDescription("Anthropic API base URL"))),
   apiKey: Config.option(Config.redacted("ANTHROPIC_API_KEY").pipe(Config.withDescription("Anthropic API key"))),
 }).pipe(
-  Config.map((c): Settings => {
+  Config.map((c): Config => {
     const baseURL = nonEmpty(c.baseURL)
     const key = Option.isSome(c.apiKey) && Redacted.value(c.apiKey.value).trim() !== "" ? c.apiKey.value : undefined
     return {

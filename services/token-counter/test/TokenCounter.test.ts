@@ -2,7 +2,7 @@ import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider } from "@ctxd/testing"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Redacted } from "effect"
-import { Settings, TokenService } from "../src/index.ts"
+import { TokenCounterConfig, TokenCounter } from "../src/index.ts"
 import * as Replay from "./Replay.ts"
 
 let server: FakeProvider.FakeProviderServer
@@ -16,10 +16,10 @@ const anthropic = () => ({ baseURL: server.url, apiKey: Redacted.make("test") })
 const user = (text: string): Conversation.Message => ({ role: "user", parts: [{ type: "text", text }] })
 const GPT = { provider: "openai", name: "gpt-4o" } as const
 
-describe("TokenService routing", () => {
+describe("TokenCounter routing", () => {
   it.scoped("auto without a provider configured counts with tiktoken; per-request overrides win", () =>
     Effect.gen(function* () {
-      const service = yield* TokenService.make()
+      const service = yield* TokenCounter.make()
       const input = { model: Replay.MODEL, system: [], tools: [], messages: [user("hello world")] }
       const local = yield* service.countTurn(input)
       expect(local).toMatchObject({ backend: "tiktoken", encoding: "cl100k_base", exact: false, calibration: 1, messageTokens: [6] })
@@ -34,7 +34,7 @@ describe("TokenService routing", () => {
 
   it.scoped("auto with the provider configured counts exactly for Anthropic models, locally for OpenAI ones", () =>
     Effect.gen(function* () {
-      const service = yield* TokenService.make({ anthropic: anthropic() })
+      const service = yield* TokenCounter.make({ anthropic: anthropic() })
       const [session] = Replay.tauBench(1)
       const turn = session!.turns[0]!
       const exact = yield* service.countTurn({ model: Replay.MODEL, system: session!.system, tools: session!.tools, messages: turn })
@@ -54,7 +54,7 @@ describe("TokenService routing", () => {
 
   it.scoped("counts whole bodies and segments exactly, or locally on request", () =>
     Effect.gen(function* () {
-      const service = yield* TokenService.make({ anthropic: anthropic() })
+      const service = yield* TokenCounter.make({ anthropic: anthropic() })
       const [session] = Replay.tauBench(1)
       const messages = session!.turns.flat()
       const body = Replay.render(session!, messages)
@@ -77,7 +77,7 @@ describe("TokenService routing", () => {
   )
 })
 
-describe("TokenService config", () => {
+describe("TokenCounter config", () => {
   it.scoped("reads the environment: backend, cache size, timeout, breaker, calibration, Anthropic", () =>
     Effect.gen(function* () {
       const env = new Map([
@@ -88,8 +88,8 @@ describe("TokenService config", () => {
         ["CTXD_TOKEN_CALIBRATION", "false"],
         ["ANTHROPIC_BASE_URL", "http://127.0.0.1:9"],
       ])
-      const settings = yield* Effect.withConfigProvider(Settings.config, ConfigProvider.fromMap(env))
-      expect(settings).toMatchObject({
+      const config = yield* Effect.withConfigProvider(TokenCounterConfig.config, ConfigProvider.fromMap(env))
+      expect(config).toMatchObject({
         backend: "heuristic",
         cacheCapacity: 64,
         timeoutMs: 500,
@@ -99,13 +99,13 @@ describe("TokenService config", () => {
         calibrationAlpha: 0.1,
         anthropic: { baseURL: "http://127.0.0.1:9", apiKey: undefined },
       })
-      const none = yield* Effect.withConfigProvider(Settings.config, ConfigProvider.fromMap(new Map([["ANTHROPIC_API_KEY", " "]])))
-      expect(none).toEqual(Settings.defaults)
-      const bad = yield* Effect.either(Effect.withConfigProvider(Settings.config, ConfigProvider.fromMap(new Map([["CTXD_TOKEN_BACKEND", "exact"]]))))
+      const none = yield* Effect.withConfigProvider(TokenCounterConfig.config, ConfigProvider.fromMap(new Map([["ANTHROPIC_API_KEY", " "]])))
+      expect(none).toEqual(TokenCounterConfig.defaults)
+      const bad = yield* Effect.either(Effect.withConfigProvider(TokenCounterConfig.config, ConfigProvider.fromMap(new Map([["CTXD_TOKEN_BACKEND", "exact"]]))))
       expect(bad._tag).toBe("Left")
       const service = yield* Effect.provide(
-        TokenService.TokenService,
-        TokenService.layerConfig.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(env)))),
+        TokenCounter.TokenCounter,
+        TokenCounter.layerConfig.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(env)))),
       )
       expect(yield* service.countTurn({ model: Replay.MODEL, system: [], tools: [], messages: [user("abcdefgh")] })).toMatchObject({
         backend: "heuristic",
