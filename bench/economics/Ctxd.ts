@@ -45,7 +45,7 @@ export const bodies = async (input: Input): Promise<Array<Record<string, unknown
   for (const [k, messages] of session.turns.entries()) {
     const request = { turnId: `t${k}`, format, model: { provider: model.provider, name: model.name, contextWindow: 1_000_000 }, messages: [] } as const
     const normalized = { system: session.system, tools: session.tools, messages: messages.map((message, i) => ({ message, sourceIndex: i })) }
-    const reply = await turns.turn("bench", session.id, request, normalized)
+    const reply = await turns.turn("bench", session.id, request, normalized, input.times[k]! * 1000)
     out.push(reply.request)
   }
   return out

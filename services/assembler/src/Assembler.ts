@@ -9,7 +9,7 @@ import { SessionStore } from "@ctxd/db"
 import { Judge } from "@ctxd/loop-detector"
 import { ShardLeases } from "@ctxd/sharding"
 import { TokenCounter } from "@ctxd/token-counter"
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { createHash } from "node:crypto"
 import { AssemblerConfig } from "./AssemblerConfig.ts"
 import * as Commit from "./Commit.ts"
@@ -69,7 +69,8 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const { tenant, session } = ids
         const agent = Options.resolve(config, tenant, request.options).agent
         const { state, knowledge } = yield* gather.gather({ tenant, session, model: request.model, agent, cached: previous?.state ?? cached, refresh: previous !== undefined })
-        const carry = TurnStages.begin({ config, tenant, session, request, state, knowledge, local: gather.localFor(request.model), thresholds: compaction.thresholds })
+        const now = yield* Clock.currentTimeMillis
+        const carry = TurnStages.begin({ config, tenant, session, request, state, knowledge, local: gather.localFor(request.model), thresholds: compaction.thresholds, now })
         const outcome = yield* stages(carry)
         if (outcome._tag === "Rejected") {
           // a retried turn whose messages are stored already trips the pairing check: answer it from the store

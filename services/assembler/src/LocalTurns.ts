@@ -46,9 +46,16 @@ export interface LocalTurns {
    * Runs one turn of `tenant`/`session`; rejects with {@link Rejected} where
    * the worker answers `BadRequest`. `normalized`: the request's content
    * given in neutral form (replays of logs), instead of its `messages`,
-   * `system` and `tools`.
+   * `system` and `tools`. `at`: when the turn runs, in ms (default now):
+   * replays pass the logged times so the cache planner sees the real gaps.
    */
-  readonly turn: (tenant: string, session: string, request: Turn.TurnRequest, normalized?: Normalize.NormalizedRequest) => Promise<Turn.TurnReply>
+  readonly turn: (
+    tenant: string,
+    session: string,
+    request: Turn.TurnRequest,
+    normalized?: Normalize.NormalizedRequest,
+    at?: number,
+  ) => Promise<Turn.TurnReply>
 }
 
 /** Turns in memory under `config` (over `AssemblerConfig.defaults`), I/O answered by `ports`. */
@@ -58,7 +65,7 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
   /** Summaries made by background compactions, read by the session's next turn. */
   const landed = new Map<string, View.Summary>()
 
-  const turn: LocalTurns["turn"] = async (tenant, session, request, normalized) => {
+  const turn: LocalTurns["turn"] = async (tenant, session, request, normalized, at) => {
     const key = `${tenant}\u0000${session}`
     const state = sessions.get(key) ?? SessionState.empty(ports.local.encoding)
     if (SessionState.needsSummary(state)) SessionState.advance(state, { _tag: "SummaryRead", latest: landed.get(key) })
@@ -72,6 +79,7 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
       knowledge: ports.knowledge ?? [],
       local: ports.local,
       thresholds: ports.compact === undefined ? undefined : ports.thresholds,
+      now: at ?? Date.now(),
     })
     let from = 0
     for (;;) {

@@ -10,7 +10,7 @@
  * is only a speed-up: Postgres is the truth, and the session actor drops the
  * state when a turn fails, so the next turn rehydrates it.
  */
-import { type Masking, Normalize, type Pipeline, type Toolsets, Waste, type Window } from "@ctxd/context"
+import { type CachePlanner, type Masking, Normalize, type Pipeline, type Toolsets, Waste, type Window } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import type { View } from "@ctxd/compactor"
 import { LoopState } from "@ctxd/loop-detector"
@@ -48,6 +48,11 @@ export interface SessionState {
   compactionPending: number | undefined
   /** The summarized view of `messages` (its prefix is reused while the summary stays). */
   view: View.View | undefined
+  /** Model calls so far (assistant messages stored): the cache planner's guide to how long the session goes on. */
+  turns: number
+  /** The previous prompt as the cache planner compares prompts, and when it was built (ms). */
+  shape: CachePlanner.Shape | undefined
+  lastAt: number | undefined
 }
 
 /** A state for a session with nothing loaded yet. */
@@ -68,6 +73,9 @@ export const empty = (family: string): SessionState => ({
   summaryLoaded: false,
   compactionPending: undefined,
   view: undefined,
+  turns: 0,
+  shape: undefined,
+  lastAt: undefined,
 })
 
 /** One stored message. */
@@ -95,10 +103,14 @@ export type Outcome =
       readonly view: View.View
       /** A background compaction was scheduled by this turn. */
       readonly scheduled: boolean
+      /** The prompt sent, as the cache planner compares prompts, and when it was built (ms). */
+      readonly shape: CachePlanner.Shape | undefined
+      readonly at: number
     }
 
 const push = (state: SessionState, rows: ReadonlyArray<Row>): void => {
   for (const row of rows) {
+    if (row.message.role === "assistant") state.turns++
     state.messages.push(row)
     state.tokens += row.tokens
     Normalize.recordPairing(state.callIds, state.answered, row.message)
@@ -143,6 +155,8 @@ export const advance = (state: SessionState, outcome: Outcome): SessionState => 
       state.maskGrid = outcome.maskGrid
       state.rung = outcome.rung
       state.view = outcome.view
+      state.shape = outcome.shape
+      state.lastAt = outcome.at
       return state
     }
   }

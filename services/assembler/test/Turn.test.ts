@@ -25,7 +25,7 @@ const request = (turnId: string, messages: ReadonlyArray<Record<string, unknown>
 /** Runs a turn's stages on `state`, answering the count; returns the outcome and the needs asked for. */
 const runStages = (state: SessionState.SessionState, req: Turn.TurnRequest) => {
   const needs: Array<Carry.Need["_tag"]> = []
-  let carry = TurnStages.begin({ config, tenant: "acme", session: "s1", request: req, state, knowledge: [], local, thresholds: undefined })
+  let carry = TurnStages.begin({ config, tenant: "acme", session: "s1", request: req, state, knowledge: [], local, thresholds: undefined, now: 0 })
   let outcome = TurnStages.run(carry)
   while (outcome._tag === "Need") {
     needs.push(outcome.need._tag)

@@ -33,6 +33,8 @@ export interface Inputs {
   readonly local: LocalCounter
   /** When to compact; undefined: compaction is off. */
   readonly thresholds: Plan.Thresholds | undefined
+  /** When the turn runs (ms, the shell's clock): the cache planner tells a cold cache from a warm one. */
+  readonly now: number
 }
 
 /** I/O a stage asked for. */

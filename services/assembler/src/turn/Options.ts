@@ -22,6 +22,8 @@ export interface Resolved {
   readonly loop: LoopConfig.Config
   /** The optional LLM judge at the loop detector's borderline. */
   readonly judge: { readonly enabled: boolean; readonly model: string | undefined }
+  /** The cache planner's overrides (undefined: the model's TTL; as many turns as the session has had). */
+  readonly cache: { readonly ttlSeconds: number | undefined; readonly expectedTurns: number | undefined }
 }
 
 /** Merges `config`'s global and `tenant`'s options under the request's own, and slices them. */
@@ -39,5 +41,6 @@ export const resolve = (config: AssemblerConfig.Config, tenant: string, request:
     tokenBackend: merged.tokenBackend,
     loop: LoopConfig.make(loop),
     judge: { enabled: loop?.judge?.enabled === true, model: loop?.judge?.model },
+    cache: { ttlSeconds: merged.cacheTtlSeconds, expectedTurns: merged.expectedTurns },
   }
 }

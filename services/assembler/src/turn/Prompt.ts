@@ -4,8 +4,38 @@
  * with what the session remembers for cache stability (landmarks, mask
  * grid, proactive rung) while the view is the same.
  */
-import { Pipeline } from "@ctxd/context"
+import { type CachePlanner, CostModel, Pipeline } from "@ctxd/context"
 import * as Carry from "./Carry.ts"
+
+/**
+ * Turns a session is expected to go on for, by default: half as many as it
+ * has had (at least 1). Conservative on purpose: an edit that does not pay
+ * back before the session ends costs more than doing nothing, and most
+ * sessions are short; a long session earns its edits as it goes on.
+ */
+export const expectedTurns = (turnsSoFar: number): number => Math.max(1, Math.floor(turnsSoFar / 2))
+
+/**
+ * The cache planner's inputs for this turn: the model's prices (`CostModel`),
+ * the previous prompt while the view is the same, whether the cache has gone
+ * cold since the previous turn, and how long the session is expected to go on.
+ */
+export const cachePlan = (inputs: Carry.Inputs, sameView: boolean): CachePlanner.Plan => {
+  const { state, options, model, now } = inputs
+  const prices = CostModel.lookup(model.name)
+  const tier = CostModel.tier(prices)
+  const ttlSeconds = options.cache.ttlSeconds ?? tier.ttlSeconds
+  return {
+    previous: sameView ? state.shape : undefined,
+    viewChanged: !sameView && state.shape !== undefined,
+    read: prices.cacheReadMultiplier,
+    write: tier.writeMultiplier,
+    expectedTurns: options.cache.expectedTurns ?? expectedTurns(state.turns),
+    cold: state.lastAt !== undefined && now - state.lastAt > ttlSeconds * 1000,
+    ttlSeconds,
+    minCacheable: prices.minCacheableTokens,
+  }
+}
 
 export const stage: Carry.Stage = {
   name: "prompt",
@@ -31,6 +61,7 @@ export const stage: Carry.Stage = {
       landmarks: sameView ? state.landmarks : undefined,
       maskGrid: sameView ? state.maskGrid : undefined,
       proactiveRung: state.rung,
+      cachePlan: cachePlan(carry.inputs, sameView),
       storedTokens: count.messageTokens.reduce((sum, n) => sum + n, state.tokens),
       trailer: loop.trailer,
       options: options.pipeline,

@@ -75,6 +75,7 @@ export const begin = (input: {
   readonly knowledge: Carry.Inputs["knowledge"]
   readonly local: Carry.LocalCounter
   readonly thresholds: Carry.Inputs["thresholds"]
+  readonly now: number
 }): Carry.Carry => ({
   inputs: {
     tenant: input.tenant,
@@ -87,6 +88,7 @@ export const begin = (input: {
     knowledge: input.knowledge,
     local: input.local,
     thresholds: input.thresholds,
+    now: input.now,
   },
   answers: {},
 })
@@ -108,5 +110,7 @@ export const committed = (carry: Carry.Carry): SessionState.Outcome => {
     rung: prompt.proactiveRung,
     view: compaction.view,
     scheduled: compaction.schedule !== undefined,
+    shape: prompt.shape,
+    at: carry.inputs.now,
   }
 }
