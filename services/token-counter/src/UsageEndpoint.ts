@@ -17,8 +17,8 @@
  * through `lookup`), the reply carries `cache`: the billed reads and writes
  * against it and whether the cache broke where ctxd did not break it (the
  * rule is in {@link CacheCheck}); the first report of the turn counts it in
- * `ctxd_cache_break_total{reason}`. A duplicate gets the same `cache` and
- * counts nothing. Without an expectation the reply is as before.
+ * `ctxd_cache_break_total{reason}`. A duplicate is compared the same way
+ * and counts nothing. Without an expectation the reply is as before.
  */
 import { Errors, Issues, Requests, type Subjects } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
