@@ -53,6 +53,34 @@ export const UsageReport = Schema.Struct({
 }).annotations({ identifier: "UsageReport", description: "ctx.v1.usage.<tenant>.<session> request" })
 export type UsageReport = typeof UsageReport.Type
 
+/**
+ * A usage reply's comparison of the billed cache reads with the turn's
+ * expectation (present when the turn's report carried
+ * `cache.expectedReadTokens`). `break` is `unexpected` when
+ * `billedReadTokens < minReadTokens` = 0.9 × expected (in the provider's
+ * tokens: scaled by the turn's billed / estimated prompt) − 64: the cache
+ * broke where ctxd did not break it (the runtime changed the system prompt or
+ * tools, the cache expired before the provider call, or the provider evicted
+ * early).
+ */
+export const UsageCache = Schema.Struct({
+  /** Tokens the turn's report expected the provider to read from its cache (ctxd's estimate). */
+  expectedReadTokens: Schema.Number,
+  /** Tokens the turn's report expected it to write (Anthropic) or bill uncached (OpenAI). */
+  expectedWriteTokens: Schema.optional(Schema.Number),
+  /** `cache_read_input_tokens` (Anthropic) or `prompt_tokens_details.cached_tokens` (OpenAI). */
+  billedReadTokens: Schema.Number,
+  /** `cache_creation_input_tokens` (Anthropic) or `prompt_tokens − cached_tokens` (OpenAI). */
+  billedWriteTokens: Schema.Number,
+  /** The billed read below which the break is `unexpected`. */
+  minReadTokens: Schema.Number,
+  /** `unexpected`: the provider read less than ctxd's own edits left cached; `none` otherwise. */
+  break: Schema.Literal("unexpected", "none"),
+  /** Why ctxd changed the prefix where it did (the turn's `report.cache.reason`; `append`: it did not). */
+  reason: Schema.optional(Schema.String),
+}).annotations({ identifier: "UsageCache" })
+export type UsageCache = typeof UsageCache.Type
+
 /** `<root>.v1.usage.<tenant>.<session>` success reply. */
 export const UsageReply = Schema.Struct({
   ok: Schema.Literal(true),
@@ -69,6 +97,11 @@ export const UsageReply = Schema.Struct({
    * they were). Absent from workers older than this field.
    */
   counted: Schema.optional(Schema.Boolean),
+  /**
+   * The billed cache reads and writes against the turn's expectation; absent
+   * when the turn's report has none (a worker older than the field).
+   */
+  cache: Schema.optional(UsageCache),
 }).annotations({ identifier: "UsageReply", description: "ctx.v1.usage.<tenant>.<session> success reply" })
 export type UsageReply = typeof UsageReply.Type
 

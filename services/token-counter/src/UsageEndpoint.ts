@@ -12,10 +12,19 @@
  * answered with `counted: false` and changes nothing. Without `claim`, an
  * in-process set of the last {@link LOCAL_CLAIMS} turns stands in (one
  * process only). Calibration is per tenant (see `CalibrationState`).
+ *
+ * When the turn's report expected cache reads (`report.cache.expectedReadTokens`,
+ * through `lookup`), the reply carries `cache`: the billed reads and writes
+ * against it and whether the cache broke where ctxd did not break it (the
+ * rule is in {@link CacheCheck}); the first report of the turn counts it in
+ * `ctxd_cache_break_total{reason}`. A duplicate is compared the same way
+ * and counts nothing. Without an expectation the reply is as before.
  */
 import { Errors, Issues, Requests, type Subjects } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
 import { Effect, Either, Option } from "effect"
+import * as CacheCheck from "./CacheCheck.ts"
+import * as Calibration from "./Calibration.ts"
 import { type Model, TokenCounter, unknownTurn } from "./TokenCounter.ts"
 import { Tokens } from "@ctxd/contracts"
 
@@ -32,6 +41,8 @@ export interface TurnEstimate {
   readonly backend: string
   /** Report `counter.calibration` (1 when none). */
   readonly calibration: number
+  /** Report `cache.expectedReadTokens` and friends; absent when the report has none (older workers). */
+  readonly cache?: CacheCheck.Expectation | undefined
 }
 
 /** Finds a turn's estimate; `None` when the session never answered that turn. */
@@ -67,6 +78,13 @@ const decode = (data: Uint8Array): Either.Either<UsageReport, Errors.ErrorReply>
 const unavailable = (what: string, error: unknown) =>
   Errors.toReply(new Errors.ServiceUnavailable({ message: `the ${what} is unavailable; retry`, hint: String(error) }))
 
+/** The cache verdict of a usage report `recordUsage` accepted (so it parses). */
+const cacheVerdict = (expectation: CacheCheck.Expectation, usage: unknown, estimate: number): CacheCheck.Verdict | undefined =>
+  Either.match(Calibration.parseUsage(usage), {
+    onLeft: () => undefined,
+    onRight: (parsed) => CacheCheck.compare(expectation, parsed, estimate),
+  })
+
 /** The reply to one raw usage report for `tenant`/`session`. */
 export const handle = <E, R, E2 = never, R2 = never>(
   tenant: string,
@@ -93,10 +111,21 @@ export const handle = <E, R, E2 = never, R2 = never>(
       return badRequest(wire.message, wire.path, wire.hint)
     }
     const { turn, dry } = checked.right
+    const { cache: expectation, ...estimated } = turn
     const first = yield* Effect.either(claim(tenant, session, turnId, dry.billed))
     if (Either.isLeft(first)) return unavailable("usage store", first.left)
-    const result = first.right ? yield* Effect.orDie(service.recordUsage({ tenant, session, turnId, usage, ...turn })) : dry
-    return { ok: true as const, turnId, billed: result.billed, drift: result.drift, factor: result.factor, counted: first.right }
+    const result = first.right ? yield* Effect.orDie(service.recordUsage({ tenant, session, turnId, usage, ...estimated })) : dry
+    const cache = expectation === undefined ? undefined : cacheVerdict(expectation, usage, turn.estimate)
+    if (cache !== undefined && first.right) yield* CacheCheck.record(cache)
+    return {
+      ok: true as const,
+      turnId,
+      billed: result.billed,
+      drift: result.drift,
+      factor: result.factor,
+      counted: first.right,
+      ...(cache === undefined ? {} : { cache }),
+    }
   })
 
 /** How to serve. */

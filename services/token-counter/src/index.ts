@@ -7,6 +7,7 @@
  * ({@link CountEndpoint}) and `ctx.v1.usage.<tenant>.<session>` ({@link UsageEndpoint}).
  */
 export * as AnthropicCounter from "./AnthropicCounter.ts"
+export * as CacheCheck from "./CacheCheck.ts"
 export * as Calibration from "./Calibration.ts"
 export * as CalibrationState from "./CalibrationState.ts"
 export * as CircuitBreaker from "./CircuitBreaker.ts"

@@ -25,17 +25,38 @@ import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
 import { tenantOptions, WorkerConfig } from "./WorkerConfig.ts"
 
-/** What a usage report needs to know of the turn it bills: the estimate ctxd made and how. */
+const tokenCount = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
+
+/**
+ * What the turn's report expected of the prompt cache; undefined when it has
+ * no `cache.expectedReadTokens` (a reply of a worker older than the field).
+ */
+const cacheExpectation = (cache: Turn.Report["cache"] | undefined): UsageEndpoint.TurnEstimate["cache"] =>
+  cache === undefined || !tokenCount(cache.expectedReadTokens)
+    ? undefined
+    : {
+        expectedReadTokens: cache.expectedReadTokens,
+        ...(tokenCount(cache.expectedWriteTokens) ? { expectedWriteTokens: cache.expectedWriteTokens } : {}),
+        ...(cache.reason === undefined ? {} : { reason: cache.reason }),
+      }
+
+/**
+ * What a usage report needs to know of the turn it bills: the estimate ctxd
+ * made and how, and what it expected of the cache. One indexed read of the
+ * stored reply (`ctxd_turns` by tenant, session, turn id).
+ */
 const usageLookup = (tenant: string, session: string, turnId: string) =>
   Effect.flatMap(SessionStore.SessionStore, (store) => store.findTurn(tenant, session, turnId)).pipe(
     Effect.map(
-      Option.map((turn) => {
+      Option.map((turn): UsageEndpoint.TurnEstimate => {
         const { report } = turn.reply as Turn.TurnReply
+        const cache = cacheExpectation(report.cache)
         return {
           model: { provider: report.model.provider, name: report.model.name },
           estimate: report.tokens.total,
           backend: report.counter.backend,
           calibration: report.counter.calibration,
+          ...(cache === undefined ? {} : { cache }),
         }
       }),
     ),
