@@ -125,7 +125,10 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
     tokenOf: plan === undefined ? undefined : tokenOf,
   })
   const pruned = pruneStage(input, allocation, plan, tokenOf)
-  const rendered = renderStage(input, compressed.tools, pruned.messages)
+  // the cache frontier: messages before the mask boundary (the previous turn's, if it advanced now) stay as they are
+  const frontier = plan === undefined ? undefined : Math.min(plan.boundary, input.cachePlan?.previous?.maskBoundary ?? plan.boundary)
+  const stable = frontier === undefined ? undefined : pruned.view.messages.filter((v) => v.index < frontier).length
+  const rendered = renderStage(input, compressed.tools, pruned.messages, input.cachePlan === undefined ? undefined : stable)
   const historyTokens = pruned.historyTokens + (input.trailer?.tokens ?? 0)
   const total = fixed + historyTokens
 

@@ -39,6 +39,13 @@ export interface RenderInput {
    * prefix is untouched.
    */
   readonly trailer?: string | undefined
+  /**
+   * Leading messages the next prompt edit will not change (the cache
+   * planner's frontier: those before the mask boundary). When a breakpoint
+   * is left, the last block of message `stable − 1` is marked too, so an edit
+   * after it rewrites only what follows it.
+   */
+  readonly stable?: number | undefined
   /** `"name"` (default) or `"given"`: see {@link CacheLayout.ToolOrder}. */
   readonly toolOrder?: CacheLayout.ToolOrder | undefined
 }
@@ -168,7 +175,8 @@ export const render = (input: RenderInput): Rendered => {
   const drafts: Array<Draft> = []
   const used = new Set<string>()
   let ids = new Map<string, string>()
-  for (const message of input.messages) {
+  let frontier: Block | undefined
+  for (const [k, message] of input.messages.entries()) {
     if (message.role === "assistant") ids = uniqueCallIds(message, used)
     if (message.role === "system") {
       for (const p of message.parts) if (p.type === "text" && !isBlank(p.text)) system.push({ type: "text", text: p.text })
@@ -180,7 +188,12 @@ export const render = (input: RenderInput): Rendered => {
       draft = { role, results: [], others: [] }
       drafts.push(draft)
     }
+    const before = draft.results.length + draft.others.length
     for (const p of message.parts) addPart(p, ids, draft.results, draft.others)
+    if (k === (input.stable ?? 0) - 1 && draft.results.length + draft.others.length > before) {
+      const added = message.role === "tool" ? draft.results.at(-1) : draft.others.at(-1)
+      frontier = added !== undefined && CACHEABLE.has(String(added["type"])) ? added : undefined
+    }
   }
   if (drafts[0]?.role !== "user") drafts.unshift({ role: "user", results: [], others: [{ type: "text", text: CONTINUES }] })
   const messages = drafts.map((d) => {
@@ -219,6 +232,10 @@ export const render = (input: RenderInput): Rendered => {
   })
   if (tools.length > 0) {
     tools[tools.length - 1]!["cache_control"] = CacheLayout.cacheControl(CacheLayout.toolsTtl(marks))
+    breakpoints++
+  }
+  if (frontier !== undefined && frontier["cache_control"] === undefined && breakpoints < CacheLayout.MAX_BREAKPOINTS) {
+    frontier["cache_control"] = CacheLayout.cacheControl("5m")
     breakpoints++
   }
 

@@ -202,8 +202,13 @@ export const pruneStage = (input: Input, allocation: Budget.Allocation, plan: Ma
 }
 
 /** Stage 6: the body in the request's format. */
-export const renderStage = (input: Input, tools: ReadonlyArray<Conversation.Tool>, messages: ReadonlyArray<Conversation.Message>) => {
-  const body = { model: input.model, system: input.system, tools, messages, trailer: input.trailer?.text, toolOrder: input.toolOrder }
+export const renderStage = (
+  input: Input,
+  tools: ReadonlyArray<Conversation.Tool>,
+  messages: ReadonlyArray<Conversation.Message>,
+  stable: number | undefined,
+) => {
+  const body = { model: input.model, system: input.system, tools, messages, trailer: input.trailer?.text, toolOrder: input.toolOrder, stable }
   if (input.format === "anthropic") {
     const rendered = RenderAnthropic.render(body)
     return { request: rendered.body, cache: { breakpoints: rendered.breakpoints, promptCacheKey: null } }
