@@ -93,24 +93,37 @@ const contentText = (part: Conversation.ToolResultPart): string =>
 
 const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff
 
+/** No token spans more characters than this (for the cut: a longer text is counted only up to the cap's reach). */
+const MAX_CHARS_PER_TOKEN = 16
+
 /**
  * `text` cut to about `maxTokens` tokens, a note included (unchanged when it
- * fits). The cut is found by a few proportional steps (deterministic) and
- * never splits a surrogate pair.
+ * fits). The note names `total` (default: `text` counted). Only the first
+ * `maxTokens × 16` characters are ever counted, so a huge stored output
+ * costs no more than a capped one; the cut is found by a few proportional
+ * steps (deterministic) and never splits a surrogate pair.
  */
-export const cap = (text: string, maxTokens: number, countText: (text: string) => number): { readonly text: string; readonly truncated: boolean } => {
-  const total = countText(text)
-  if (total <= maxTokens) return { text, truncated: false }
-  const note = `\n[recall: cut to about ${maxTokens} of ${total} tokens; the full output stays stored]`
+export const cap = (
+  text: string,
+  maxTokens: number,
+  countText: (text: string) => number,
+  total?: number,
+): { readonly text: string; readonly truncated: boolean } => {
+  const reach = Math.max(1, maxTokens) * MAX_CHARS_PER_TOKEN
+  const head = text.length > reach ? text.slice(0, reach) : text
+  const counted = countText(head)
+  if (head === text && counted <= maxTokens) return { text, truncated: false }
+  const all = Math.max(total ?? (head === text ? counted : countText(text)), counted)
+  const note = `\n[recall: cut to about ${maxTokens} of ${all} tokens; the full output stays stored]`
   const room = Math.max(0, maxTokens - countText(note))
-  let chars = Math.floor((text.length * room) / total)
+  let chars = Math.floor((head.length * room) / Math.max(1, counted))
   for (let i = 0; i < 8 && chars > 0; i++) {
-    const n = countText(text.slice(0, chars))
+    const n = countText(head.slice(0, chars))
     if (n <= room) break
     chars = Math.floor(((chars * room) / n) * 0.97)
   }
-  if (chars > 0 && isHighSurrogate(text.charCodeAt(chars - 1))) chars--
-  return { text: `${text.slice(0, Math.max(0, chars))}${note}`, truncated: true }
+  if (chars > 0 && isHighSurrogate(head.charCodeAt(chars - 1))) chars--
+  return { text: `${head.slice(0, Math.max(0, chars))}${note}`, truncated: true }
 }
 
 const HINT = "Pass the step of a masked tool result's reference: [Tool: name — ok, N tokens, step i — recall(i) restores it]."
@@ -141,7 +154,8 @@ export const answer = (args: unknown, source: Source): Answer => {
       return `[Recalled step ${step}${which}: ${nameOf(history, index, r.callId)} — ${r.isError ? "error" : "ok"}]\n${contentText(r)}`
     })
     .join("\n\n")
-  return { ok: true, text: cap(body, source.maxTokens, source.countText).text }
+  // the stored count names the whole output without counting a huge one again
+  return { ok: true, text: cap(body, source.maxTokens, source.countText, history[index]!.tokens).text }
 }
 
 /**

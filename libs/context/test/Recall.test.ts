@@ -98,6 +98,12 @@ describe("Recall.answer", () => {
     expect(emoji.truncated).toBe(true)
     expect(emoji.text).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/)
     expect(Recall.cap("short", 30, countText)).toEqual({ text: "short", truncated: false })
+    // a huge stored output is counted only as far as the cap reaches
+    const lengths: Array<number> = []
+    const huge = Recall.cap("z".repeat(1_000_000), 100, (t) => (lengths.push(t.length), countText(t)), 250_000)
+    expect(Math.max(...lengths)).toBeLessThanOrEqual(1_600)
+    expect(huge.text).toMatch(/\[recall: cut to about 100 of 250000 tokens; the full output stays stored\]$/)
+    expect(countText(huge.text)).toBeLessThanOrEqual(100)
   })
 })
 
