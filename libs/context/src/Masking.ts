@@ -1,10 +1,11 @@
 /**
  * Observation masking: tool results the model has consumed are sent as a
- * one-line reference `[Tool: name — status, N tokens, step i]` instead of
- * their content (name from the matching call, status `ok`/`error`, N the
- * result's tokens, i the stored sequence number of its message, where the
- * original stays). Only content is replaced: no result or call is removed,
- * so pairing is untouched.
+ * one-line reference `[Tool: name — status, N tokens, step i — recall(i)
+ * restores it]` instead of their content (name from the matching call,
+ * status `ok`/`error`, N the result's tokens, i the stored sequence number of
+ * its message, where the original stays: the handle the virtual `recall`
+ * tool takes, see `Recall`). Only content is replaced: no result or call is
+ * removed, so pairing is untouched.
  *
  * The results of the newest exchange (the last tool-call group, see
  * `Units.lastUnitStart`) are not consumed yet: they are never masked, however
@@ -121,9 +122,13 @@ export const boundary = (g: Grid, limit: number): number => {
   return Math.min(g.points[lo] ?? 0, limit)
 }
 
-/** The one-line reference a masked result becomes. */
+/**
+ * The one-line reference a masked result becomes; `step` is its handle for
+ * `recall` (a pure function of the stored result, so the cached prefix stays
+ * byte-identical from turn to turn).
+ */
 export const placeholder = (name: string, isError: boolean, tokens: number, step: number): string =>
-  `[Tool: ${name} — ${isError ? "error" : "ok"}, ${tokens} tokens, step ${step}]`
+  `[Tool: ${name} — ${isError ? "error" : "ok"}, ${tokens} tokens, step ${step} — recall(${step}) restores it]`
 
 /** The reference a duplicate result becomes. */
 export const duplicate = (name: string, step: number): string => `[Tool: ${name} — same output as step ${step}]`
@@ -172,14 +177,15 @@ interface Rewrite {
   readonly dedupe: boolean
 }
 
-interface Result {
+/** One tool result of a history message, with its share of the message's tokens. */
+export interface Result {
   readonly index: number
   readonly part: Conversation.ToolResultPart
   readonly tokens: number
 }
 
 /** A tool message's results with their share of its tokens (by text length; images weigh {@link IMAGE_WEIGHT}). */
-const resultsOf = (entry: Entry, index: number): Array<Result> => {
+export const resultsOf = (entry: Entry, index: number): Array<Result> => {
   const parts = entry.message.parts.filter((p): p is Conversation.ToolResultPart => p.type === "tool_result")
   const weights = parts.map((p) => p.content.reduce((n, c) => n + (c.type === "text" ? c.text.length : IMAGE_WEIGHT), 0))
   const total = weights.reduce((a, b) => a + b, 0)

@@ -15,6 +15,7 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import * as Knowledge from "./Knowledge.ts"
+import * as Recall from "./Recall.ts"
 import { collapse } from "./SchemaCompression.ts"
 
 /** Name of the virtual tool. */
@@ -162,12 +163,14 @@ export interface VirtualCall {
   readonly ok: boolean
 }
 
-/** What answering needs: the request's tools, the toolset config, the registered documents. */
+/** What answering needs: the request's tools, the toolset config, the registered documents, the stored history. */
 export interface Context {
   readonly tools: ReadonlyArray<Conversation.Tool>
   readonly config: Config
   /** Registered documents; absent: `load_knowledge` is not answered (knowledge is off). */
   readonly knowledge?: ReadonlyArray<Knowledge.Doc> | undefined
+  /** The stored history to restore masked results from; absent: `recall` is not answered (see `Recall.enabled`). */
+  readonly recall?: Recall.Source | undefined
 }
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -211,8 +214,9 @@ export const load = (args: unknown, state: State, context: Context): { text: str
  * Answers the virtual calls of one assistant message, skipping call ids in
  * `answered` (a runtime that answered a call itself wins). `load_toolset`
  * is answered when some tool has a toolset; `load_knowledge` when
- * `context.knowledge` is given. Returns the tool results to append (in call
- * order), the new state and the report entries.
+ * `context.knowledge` is given; `recall` when `context.recall` is given.
+ * Returns the tool results to append (in call order), the new state and the
+ * report entries.
  */
 export const answerCalls = (
   message: Conversation.Message,
@@ -233,6 +237,8 @@ export const answerCalls = (
       outcome = loaded
     } else if (part.name === Knowledge.LOAD_KNOWLEDGE && context.knowledge !== undefined) {
       outcome = Knowledge.answer(part.input, context.knowledge)
+    } else if (part.name === Recall.RECALL && context.recall !== undefined) {
+      outcome = Recall.answer(part.input, context.recall)
     }
     if (outcome === undefined) continue
     results.push({ type: "tool_result", callId: part.id, content: [{ type: "text", text: outcome.text }], isError: !outcome.ok })

@@ -2,7 +2,7 @@
  * @ctxd/context: the pure core of the context pipeline (no I/O).
  * Normalize → Pipeline (Window → SchemaCompression → Masking → Budget →
  * Units → RenderAnthropic / RenderOpenAI laid out by CacheLayout →
- * Proactive); around a turn: Toolsets, Knowledge, Waste, Models; the cache
+ * Proactive); around a turn: Toolsets, Knowledge, Recall, Waste, Models; the cache
  * economics: CostModel (prices) and CacheSim (provider cache billing).
  */
 export * as Budget from "./Budget.ts"
@@ -16,6 +16,7 @@ export * as Models from "./Models.ts"
 export * as Normalize from "./Normalize.ts"
 export * as Pipeline from "./Pipeline.ts"
 export * as Proactive from "./Proactive.ts"
+export * as Recall from "./Recall.ts"
 export * as RenderAnthropic from "./RenderAnthropic.ts"
 export * as RenderOpenAI from "./RenderOpenAI.ts"
 export * as SchemaCompression from "./SchemaCompression.ts"

@@ -159,11 +159,11 @@ export const MaskingReport = Schema.Struct({
 export type MaskingReport = typeof MaskingReport.Type
 
 export const VirtualCall = Schema.Struct({
-  /** `load_toolset` or `load_knowledge`. */
+  /** `load_toolset`, `load_knowledge` or `recall`. */
   tool: Schema.String,
   callId: Schema.String,
   args: Schema.Unknown,
-  /** False when the answer was an error (unknown toolset or document...). */
+  /** False when the answer was an error (unknown toolset, document or step...). */
   ok: Schema.Boolean,
 })
 export type VirtualCall = typeof VirtualCall.Type

@@ -36,6 +36,11 @@ export interface SessionState {
    * survives a worker change.
    */
   toolsets: Toolsets.State | undefined
+  /**
+   * The virtual `recall` tool is offered (sticky once true); `undefined`
+   * until first needed, then rebuilt from the history (`Recall.replay`).
+   */
+  recall: boolean | undefined
   /** Tools sent and called (waste detection); rebuilt from the history's calls on load. */
   waste: Waste.State
   /** Masking boundary grid and proactive rung of the previous turn (cache stability). */
@@ -66,6 +71,7 @@ export const empty = (family: string): SessionState => ({
   landmarks: undefined,
   loop: LoopState.initial(),
   toolsets: undefined,
+  recall: undefined,
   waste: Waste.empty,
   maskGrid: undefined,
   rung: undefined,
@@ -97,6 +103,8 @@ export type Outcome =
       readonly loop: LoopState.State
       readonly waste: Waste.State
       readonly toolsets: Toolsets.State
+      /** `recall` was offered in this turn's prompt. */
+      readonly recall: boolean
       readonly landmarks: Window.Landmarks
       readonly maskGrid: Masking.Grid | undefined
       readonly rung: number | undefined
@@ -151,6 +159,7 @@ export const advance = (state: SessionState, outcome: Outcome): SessionState => 
       state.loop = outcome.loop
       state.waste = outcome.waste
       state.toolsets = outcome.toolsets
+      state.recall = outcome.recall
       state.landmarks = outcome.landmarks
       state.maskGrid = outcome.maskGrid
       state.rung = outcome.rung

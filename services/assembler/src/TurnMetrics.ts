@@ -14,7 +14,7 @@ const tokensSaved = Metric.counter("ctxd_tokens_saved_total", {
   incremental: true,
 })
 const loopFlags = Metric.counter("ctxd_loop_flags_total", { description: "turns flagged as looping, by pattern", incremental: true })
-const virtualCalls = Metric.counter("ctxd_virtual_calls_total", { description: "load_toolset / load_knowledge answered", incremental: true })
+const virtualCalls = Metric.counter("ctxd_virtual_calls_total", { description: "load_toolset / load_knowledge / recall answered", incremental: true })
 const wasteRatio = Metric.histogram(
   "ctxd_tool_waste_ratio",
   MetricBoundaries.linear({ start: 0, width: 0.1, count: 11 }),

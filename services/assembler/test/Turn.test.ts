@@ -88,4 +88,88 @@ describe("turn stages", () => {
     expect(second.report.messages.stored).toBe(3)
     await expect(turns.turn("acme", "s2", request("t1", []))).rejects.toBeInstanceOf(LocalTurns.Rejected)
   })
+
+  describe("restorable masking: recall", () => {
+    const options = { maskKeep: 1, maskBatchTokens: 100 }
+    const masking = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>): Turn.TurnRequest =>
+      ({ ...request(turnId, messages), tools: [{ type: "function", function: { name: "ls", parameters: { type: "object" } } }], options }) as Turn.TurnRequest
+    const big = (i: number) => ({ role: "tool", tool_call_id: `c${i}`, content: `listing ${i} `.repeat(30) })
+    const recallOf = (id: string, step: number) => ({
+      role: "assistant",
+      content: null,
+      tool_calls: [{ id, type: "function", function: { name: "recall", arguments: JSON.stringify({ step }) } }],
+    })
+    type Body = { tools: Array<{ function: { name: string } }>; messages: Array<{ role: string; content: string; tool_call_id?: string }> }
+    const names = (reply: Turn.TurnReply) => (reply.request as unknown as Body).tools.map((t) => t.function.name)
+    const messagesOf = (reply: Turn.TurnReply) => (reply.request as unknown as Body).messages
+
+    it("offers recall from the turn that first masks, answers it on the next turn from the stored original, and keeps it offered", async () => {
+      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+      const replies: Array<Turn.TurnReply> = []
+      replies.push(await turns.turn("acme", "r1", masking("t0", [{ role: "user", content: "list it" }, call("c1")])))
+      for (let i = 1; i <= 3; i++) replies.push(await turns.turn("acme", "r1", masking(`t${i}`, [big(i), call(`c${i + 1}`)])))
+      const firstMasked = replies.findIndex((r) => (r.report.masking?.masked ?? 0) > 0)
+      expect(firstMasked).toBeGreaterThan(0)
+      // not offered before anything is masked; offered in the very turn that masks (one change of the tool list)
+      for (const r of replies.slice(0, firstMasked)) expect(names(r)).not.toContain("recall")
+      for (const r of replies.slice(firstMasked)) expect(names(r)).toContain("recall")
+      const last = replies.at(-1)!
+      const reference = messagesOf(last).find((m) => m.role === "tool" && m.content.startsWith("[Tool: ls"))!
+      expect(reference.content).toMatch(/^\[Tool: ls — ok, \d+ tokens, step 3 — recall\(3\) restores it\]$/)
+
+      const recalled = await turns.turn("acme", "r1", masking("t4", [big(4), recallOf("r1", 3)]))
+      expect(recalled.report.virtualCalls).toEqual([{ tool: "recall", callId: "r1", args: { step: 3 }, ok: true }])
+      const answer = messagesOf(recalled).at(-1)!
+      expect(answer).toMatchObject({ role: "tool", tool_call_id: "r1" })
+      expect(answer.content).toBe(`[Recalled step 3: ls — ok]\n${"listing 1 ".repeat(30)}`)
+      // stored like any other message: the call and ctxd's answer
+      expect(recalled.report.messages.stored).toBe(last.report.messages.stored + 3)
+      // the masked reference stays as it was (the cached prefix before it is untouched)
+      expect(messagesOf(recalled).filter((m) => m.content === reference.content)).toHaveLength(1)
+
+      const unknown = await turns.turn("acme", "r1", masking("t5", [recallOf("r2", 999)]))
+      expect(unknown.report.virtualCalls).toEqual([{ tool: "recall", callId: "r2", args: { step: 999 }, ok: false }])
+      expect(messagesOf(unknown).at(-1)!.content).toContain("no stored message at step 999")
+      const after = await turns.turn("acme", "r1", masking("t6", [{ role: "user", content: "thanks" }]))
+      expect(names(after)).toEqual(names(last))
+      // the stored answer is a tool result like any other: older than the last K, it is masked in turn
+      const answerStep = recalled.report.messages.lastSentSeq!
+      expect(messagesOf(after).find((m) => m.tool_call_id === "r1")!.content).toMatch(
+        new RegExp(`^\\[Tool: recall — ok, \\d+ tokens, step ${answerStep} — recall\\(${answerStep}\\) restores it\\]$`),
+      )
+    })
+
+    it("caps a recalled result at maskBatchTokens, and is rebuilt from the stored history by another worker", () => {
+      const state = SessionState.empty("o200k_base")
+      const turn = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>, on = state) => {
+        const { outcome } = runStages(on, masking(turnId, messages))
+        if (outcome._tag !== "Done") throw new Error(outcome._tag)
+        SessionState.advance(on, TurnStages.committed(outcome.carry))
+        return outcome
+      }
+      turn("t0", [{ role: "user", content: "list it" }, call("c1")])
+      for (let i = 1; i <= 3; i++) turn(`t${i}`, [{ ...big(i), content: `listing ${i} `.repeat(i === 1 ? 400 : 80) }, call(`c${i + 1}`)])
+      expect(state.recall).toBe(true)
+      // another worker: only the stored rows
+      const other = SessionState.empty("o200k_base")
+      SessionState.advance(other, { _tag: "Loaded", rows: state.messages })
+      const done = turn("t4", [big(4), recallOf("r1", 3)], other)
+      expect(done.carry.tools!.sent.map((t) => t.name)).toContain("recall")
+      expect(other.recall).toBe(true)
+      const text = messagesOf(done.reply).at(-1)!.content
+      expect(words(text)).toBeLessThanOrEqual(options.maskBatchTokens)
+      expect(text).toMatch(/^\[Recalled step 3: ls — ok\]\nlisting 1 /)
+      expect(text).toMatch(/\[recall: cut to about 100 of \d+ tokens; the full output stays stored\]$/)
+    })
+
+    it("leaves a runtime tool named recall to the runtime", async () => {
+      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+      const own = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>) =>
+        ({ ...masking(turnId, messages), tools: [{ type: "function", function: { name: "recall", parameters: { type: "object" } } }] }) as Turn.TurnRequest
+      await turns.turn("acme", "r3", own("t0", [{ role: "user", content: "go" }]))
+      const reply = await turns.turn("acme", "r3", own("t1", [recallOf("x1", 1)]))
+      expect(reply.report.virtualCalls).toEqual([])
+      expect(names(reply)).toEqual(["recall"])
+    })
+  })
 })

@@ -62,6 +62,18 @@ export interface ToolsOut {
   readonly virtualCalls: ReadonlyArray<Turn.VirtualCall>
   readonly toolsets: Toolsets.State
   readonly waste: Waste.State
+  /** The virtual `recall` tool (see `Tools`). */
+  readonly recall: RecallOffer
+}
+
+/**
+ * Whether `recall` is in {@link ToolsOut.sent}; when it is not yet but could
+ * be, the tools and waste to switch to if the prompt masks a result (the
+ * `prompt` stage does, once a session).
+ */
+export interface RecallOffer {
+  readonly offered: boolean
+  readonly ifMasked?: { readonly sent: ReadonlyArray<Conversation.Tool>; readonly waste: Waste.State } | undefined
 }
 
 /** `count`: the turn's counts and its new rows. */

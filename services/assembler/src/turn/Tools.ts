@@ -2,22 +2,34 @@
  * Stage `tools`: what the model may call this turn. The knowledge index
  * joins the system sections (with `load_knowledge`); on-demand toolsets are
  * rebuilt from the history once per session and `load_toolset` /
- * `load_knowledge` calls in the new messages are answered by ctxd itself
- * (their results are stored like any other); the tools to send are selected
- * in cache-stable order; tools sent and called are recorded for waste
- * detection.
+ * `load_knowledge` / `recall` calls in the new messages are answered by ctxd
+ * itself (their results are stored like any other); the tools to send are
+ * selected in cache-stable order; tools sent and called are recorded for
+ * waste detection.
+ *
+ * `recall` (restorable masking) is offered from the first prompt that masks
+ * a tool result on and then for the rest of the session, so the tool list
+ * changes once, in the turn whose prefix masking changes anyway: this stage
+ * prepares the tool list with `recall` ({@link Carry.RecallOffer}) and the
+ * `prompt` stage switches to it when it masks. A worker that takes the
+ * session over rebuilds the flag from the stored history (`Recall.replay`).
  */
-import { Knowledge, Toolsets, Waste } from "@ctxd/context"
+import { Knowledge, Masking, Proactive, Recall, Toolsets, Waste } from "@ctxd/context"
+import type { Conversation } from "@ctxd/contracts"
 import * as Carry from "./Carry.ts"
 
 export const stage: Carry.Stage = {
   name: "tools",
   run: (carry) => {
     const { normalized, state, knowledge, options, local } = carry.inputs
+    const pipeline = options.pipeline
+    const recallOn = Recall.enabled(normalized.tools, pipeline)
+    const maxTokens = pipeline.maskBatchTokens ?? Masking.defaults.batchTokens
     const context: Toolsets.Context = {
       tools: normalized.tools,
       config: options.toolsets,
       ...(knowledge.length === 0 ? {} : { knowledge }),
+      ...(recallOn ? { recall: { history: state.messages, maxTokens, countText: local.countText } } : {}),
     }
     const index = Knowledge.section(knowledge)
     const loaded =
@@ -31,16 +43,30 @@ export const stage: Carry.Stage = {
       loaded,
       context,
     )
-    const sent = Toolsets.selectTools(normalized.tools, answered.state, options.toolsets, knowledge.length === 0 ? [] : [Knowledge.tool])
+    const offered =
+      recallOn &&
+      (state.recall ??
+        Recall.replay(state.messages, {
+          keep: pipeline.maskKeep ?? Proactive.DEFAULT_KEEP,
+          batchTokens: maxTokens,
+          minTokens: pipeline.maskMinTokens ?? Masking.defaults.minTokens,
+        }))
+    const base = knowledge.length === 0 ? [] : [Knowledge.tool]
+    const select = (virtual: ReadonlyArray<Conversation.Tool>) => {
+      const sent = Toolsets.selectTools(normalized.tools, answered.state, options.toolsets, virtual)
+      return { sent, waste: Waste.record(state.waste, sent, answered.messages, (tool) => local.countTools([tool])) }
+    }
+    const chosen = select(offered ? [...base, Recall.tool] : base)
     return Carry.next({
       ...carry,
       tools: {
         system: index === undefined ? normalized.system : [...normalized.system, index],
-        sent,
+        sent: chosen.sent,
         messages: answered.messages,
         virtualCalls: answered.calls,
         toolsets: answered.state,
-        waste: Waste.record(state.waste, sent, answered.messages, (tool) => local.countTools([tool])),
+        waste: chosen.waste,
+        recall: recallOn && !offered ? { offered, ifMasked: select([...base, Recall.tool]) } : { offered },
       },
     })
   },

@@ -105,6 +105,7 @@ export const committed = (carry: Carry.Carry): SessionState.Outcome => {
     loop: loop.state,
     waste: tools.waste,
     toolsets: tools.toolsets,
+    recall: tools.recall.offered,
     landmarks: prompt.landmarks,
     maskGrid: prompt.maskGrid,
     rung: prompt.proactiveRung,
