@@ -10,7 +10,7 @@ let h: Harness.Harness
 let fake: FakeProvider.FakeProviderServer
 beforeAll(async () => {
   fake = await FakeProvider.start()
-  h = await Harness.start({ ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: "test-key", CTXD_TOKEN_TIMEOUT_MS: "500" })
+  h = await Harness.start({ ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: "test-key", CTXD_TOKEN_TIMEOUT_MS: "2000" })
 })
 afterAll(async () => {
   await h?.close()

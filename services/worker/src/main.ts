@@ -1,7 +1,7 @@
 // The ctxd worker process: `npm start`. Configuration from the environment
 // (README, "Configuration"); SIGINT/SIGTERM shut it down gracefully.
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schedule } from "effect"
 import * as Logging from "./Logging.ts"
 import * as Worker from "./Worker.ts"
 import { providerLayer, WorkerConfig } from "./WorkerConfig.ts"
@@ -10,8 +10,23 @@ const logging = Layer.unwrapEffect(
   Effect.map(WorkerConfig, (config) => Logging.layer({ level: config.logLevel, name: "ctxd-worker" })),
 )
 
+/**
+ * A worker starting beside its dependencies (a container stack, a loaded
+ * host) keeps trying while Postgres is not reachable yet, for 60 s, with
+ * backoff; any other start failure stops it at once.
+ */
+const starting = Layer.retry(
+  Worker.layer,
+  Schedule.exponential("250 millis").pipe(
+    Schedule.either(Schedule.spaced("5 seconds")),
+    Schedule.upTo("60 seconds"),
+    Schedule.whileInput((error: unknown) => (error as { readonly _tag?: unknown })?._tag === "DatabaseUnavailable"),
+    Schedule.tapInput(() => Effect.logWarning("Postgres is not reachable yet; starting again")),
+  ),
+)
+
 const main = Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(
-  Effect.provide(Worker.layer),
+  Effect.provide(starting),
   Effect.provide(logging),
   Effect.provide(providerLayer),
 )
