@@ -3,16 +3,17 @@
  * fake provider: the lease race, provider failure, the cooldown, the
  * fencing token, the audit.
  */
-import { SessionStore } from "@ctxd/db"
+import { Database, SessionStore } from "@ctxd/db"
 import { FakeProvider } from "@ctxd/testing"
 import { afterAll, beforeAll, beforeEach, describe, expect, layer } from "@effect/vitest"
-import { Effect, Option, TestClock, TestServices } from "effect"
+import { Effect, Option, Schedule, TestClock, TestServices } from "effect"
 import { CompactionStore, Metrics } from "../src/index.ts"
 import * as Fixture from "./Fixture.ts"
 
 let server: FakeProvider.FakeProviderServer
 beforeAll(async () => {
   server = await FakeProvider.start()
+  Fixture.warmUp()
 })
 afterAll(() => server.close())
 beforeEach(() => server.reset())
@@ -41,15 +42,25 @@ layer(Fixture.Stores)((it) => {
         expect(providerCalls()).toHaveLength(1)
         const winner = results.find((r) => r.outcome === "ok")!
         const loser = results.find((r) => r.outcome === "lock_held")!
-        expect(loser.retryAt!.getTime()).toBeGreaterThan(Date.now())
         const live = Option.getOrThrow(yield* Effect.flatMap(store, (s) => s.latestSummary("acme", session)))
-        expect(live).toMatchObject({ id: winner.summary!.id, coversFromSeq: 1, mode: "rolling", depth: 1, token: 1n })
+        expect({ id: live.id, coversFromSeq: live.coversFromSeq, mode: live.mode, depth: live.depth, token: String(live.token) }).toEqual({
+          id: winner.summary!.id,
+          coversFromSeq: 1,
+          mode: "rolling",
+          depth: 1,
+          token: "1",
+        })
         expect(live.coversToSeq).toBeLessThan(messages.length)
         expect(live.text).toMatch(/^- Summary of \d+ messages/)
         const audit = yield* Effect.flatMap(store, (s) => s.compactions("acme", session))
         expect(audit.map((a) => a.outcome).sort()).toEqual(["lock_held", "ok"])
+        // the loser is told to come back when the winner's lease runs out: after it gave up, within one TTL of the winner's acquire
+        const held = audit.find((a) => a.outcome === "lock_held")!
+        expect({ owner: held.owner, token: held.token }).toEqual({ owner: loser === results[0] ? "compactor-a" : "compactor-b", token: null })
+        expect(loser.retryAt!.getTime()).toBeGreaterThan(held.finishedAt.getTime())
+        expect(loser.retryAt!.getTime()).toBeLessThanOrEqual(held.finishedAt.getTime() + Fixture.LEASE_TTL_MS)
         const ok = audit.find((a) => a.outcome === "ok")!
-        expect(ok).toMatchObject({ trigger: "hard", coversFromSeq: 1, coversToSeq: live.coversToSeq, summaryId: live.id, mode: "rolling", depth: 1, model: "gpt-4o", token: 1n })
+        expect({ ...ok, token: String(ok.token) }).toMatchObject({ trigger: "hard", coversFromSeq: 1, coversToSeq: live.coversToSeq, summaryId: live.id, mode: "rolling", depth: 1, model: "gpt-4o", token: "1" })
         expect(ok.tokensIn).toBeGreaterThan(0)
         expect(ok.tokensOut).toBeGreaterThan(0)
         expect(ok.durationMs).toBeGreaterThanOrEqual(400)
@@ -69,7 +80,7 @@ layer(Fixture.Stores)((it) => {
         )
         const next = yield* run("compactor-a")
         expect(next.outcome).toBe("ok")
-        expect(next.summary).toMatchObject({ coversFromSeq: 1, token: 2n }) // a lock_held attempt takes no token
+        expect({ coversFromSeq: next.summary?.coversFromSeq, token: String(next.summary?.token) }).toEqual({ coversFromSeq: 1, token: "2" }) // a lock_held attempt takes no token
         expect(next.summary!.coversToSeq).toBeGreaterThan(live.coversToSeq)
         const prompt = String((providerCalls().at(-1)!.body as { messages: Array<{ content: string }> }).messages[1]!.content)
         expect(prompt).toContain(`<previous_summary>\n${live.text}`)
@@ -130,24 +141,33 @@ layer(Fixture.Stores)((it) => {
         yield* Fixture.storeSession("acme", session, Fixture.tauMessages(4))
         const summary = { coversFromSeq: 1, coversToSeq: 2, text: "- a", mode: "rolling" as const, depth: 1 }
 
-        const a = yield* s.acquire("acme", session, "a", 800)
-        expect(a.token).toBe(1n)
-        expect(yield* Effect.flip(s.acquire("acme", session, "b", 800))).toMatchObject({ _tag: "LockHeld", owner: "a" })
-        yield* Effect.sleep("900 millis")
+        // long enough that b's attempt right after comes before the expiry even when the machine stalls for seconds
+        const a = yield* s.acquire("acme", session, "a", 5_000)
+        expect(String(a.token)).toBe("1")
+        const refused = yield* Effect.flip(s.acquire("acme", session, "b", 800))
+        expect(refused).toMatchObject({ _tag: "LockHeld", owner: "a" })
+        expect(refused._tag === "LockHeld" && refused.expiresAt.getTime()).toBe(a.expiresAt.getTime())
+        // held until a's expiry by the database clock, and free from then on
+        const db = yield* Database.Database
+        yield* db.query<{ past: boolean }>("SELECT clock_timestamp() > $1 AS past", [a.expiresAt]).pipe(
+          Effect.map(({ rows }) => rows[0]!.past),
+          Effect.repeat({ until: (past) => past, schedule: Schedule.spaced("100 millis") }),
+        )
         const b = yield* s.acquire("acme", session, "b", 60_000)
-        expect(b.token).toBe(2n)
+        expect(String(b.token)).toBe("2")
         // a's token is stale: its write and its renewal are rejected, b's write lands
-        expect(yield* Effect.flip(s.writeSummary(a, summary))).toMatchObject({ _tag: "LeaseLost", token: 1n })
+        const stale = yield* Effect.flip(s.writeSummary(a, summary))
+        expect({ _tag: stale._tag, token: stale._tag === "LeaseLost" ? String(stale.token) : undefined }).toEqual({ _tag: "LeaseLost", token: "1" })
         expect(yield* Effect.flip(s.renew(a, 1_000))).toMatchObject({ _tag: "LeaseLost" })
         const written = yield* s.writeSummary(b, summary)
-        expect(written).toMatchObject({ coversToSeq: 2, token: 2n })
+        expect({ coversToSeq: written.coversToSeq, token: String(written.token) }).toEqual({ coversToSeq: 2, token: "2" })
         // a summary must cover more than the live one
         expect(yield* Effect.flip(s.writeSummary(b, { ...summary, coversToSeq: 2 }))).toMatchObject({ _tag: "NotNewer", liveToSeq: 2 })
         // a release ends the lease but keeps the token growing
         yield* s.release(b)
         expect(yield* Effect.flip(s.writeSummary(b, { ...summary, coversToSeq: 3 }))).toMatchObject({ _tag: "LeaseLost" })
         const c = yield* s.acquire("acme", session, "c", 60_000)
-        expect(c.token).toBe(3n)
+        expect(String(c.token)).toBe("3")
         const renewed = yield* s.renew(c, 120_000)
         expect(renewed.expiresAt.getTime()).toBeGreaterThan(c.expiresAt.getTime())
         expect(yield* Effect.flip(s.acquire("acme", "nobody", "c", 1_000))).toMatchObject({ _tag: "UnknownSession" })

@@ -7,7 +7,7 @@ import { Normalize } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import { Migrations, SessionStore } from "@ctxd/db"
 import { Llm, SummarizerConfig, Summarizer } from "@ctxd/summarizer"
-import { type FakeProvider, TestDatabase, Workloads } from "@ctxd/testing"
+import { FakeProvider, TestDatabase, Workloads } from "@ctxd/testing"
 import { LocalCounter } from "@ctxd/tokens"
 import { Effect, Layer, Redacted } from "effect"
 import { CompactionStore, Compactor, CompactorConfig } from "../src/index.ts"
@@ -44,10 +44,19 @@ export const summarizer = (server: FakeProvider.FakeProviderServer, overrides: P
   )
 }
 
-/** Compactor config for tests: short leases, the test model's thresholds. */
+/**
+ * The lease TTL of the compactors in the test process. They are never killed
+ * and run on the event loop of the fake provider, which tokenizes their calls:
+ * a loaded 2-core machine stalls that loop for seconds, and a lease short
+ * enough to run out in a stall (renewed every third of its TTL) would make a
+ * compaction lose its write. Tests of expiry take their own short leases.
+ */
+export const LEASE_TTL_MS = 30_000
+
+/** Compactor config for tests: {@link LEASE_TTL_MS}, the test model's thresholds. */
 export const config = (overrides: Partial<CompactorConfig.Config> = {}): CompactorConfig.Config => ({
   ...CompactorConfig.defaults,
-  leaseTtlMs: 1_500,
+  leaseTtlMs: LEASE_TTL_MS,
   ...overrides,
 })
 
@@ -72,6 +81,17 @@ export const tauMessages = (n: number, from = 0): Array<Conversation.Message> =>
     }
   }
   return out
+}
+
+/**
+ * Loads the tokenizers a compaction uses (o200k for the stored messages, the
+ * fake provider's Claude BPE for its usage) and counts the test sessions'
+ * messages once: the first use takes seconds of blocking CPU on a loaded
+ * machine, which belongs in a `beforeAll`, not inside a test's leases and timings.
+ */
+export const warmUp = (): void => {
+  for (const message of tauMessages(150)) counter.countMessage(message, "o200k_base")
+  FakeProvider.countTextTokens("warm up")
 }
 
 let sessions = 0

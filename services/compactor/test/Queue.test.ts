@@ -14,14 +14,12 @@ import { spawn } from "node:child_process"
 import { join } from "node:path"
 import { CompactEndpoint, CompactionStore, Compactor, WorkQueue } from "../src/index.ts"
 import * as Fixture from "./Fixture.ts"
-import { cleanup, pending, QUEUE, STEADY_LEASE_TTL_MS, VICTIM } from "./Queue.ts"
+import { cleanup, pending, QUEUE, VICTIM } from "./Queue.ts"
 
 let server: FakeProvider.FakeProviderServer
 beforeAll(async () => {
   server = await FakeProvider.start()
-  // the tokenizers' first use takes seconds on a loaded machine: not inside a test's timings
-  for (const message of Fixture.tauMessages(150)) Fixture.counter.countMessage(message, "o200k_base")
-  FakeProvider.countTextTokens("warm up")
+  Fixture.warmUp()
 })
 afterAll(() => server.close())
 beforeEach(() => server.reset())
@@ -59,7 +57,7 @@ layer(Layer.merge(Fixture.Stores, TestNats.layer("ctxd-compactor-test")))((it) =
           expect(yield* WorkQueue.enqueue(options, job(session))).toMatchObject({ duplicate: false })
           expect(yield* WorkQueue.enqueue(options, job(session))).toMatchObject({ duplicate: true })
           expect(yield* pending(options)).toBe(1)
-          const compactor = yield* Fixture.compactor({ owner: "worker-1", leaseTtlMs: STEADY_LEASE_TTL_MS }).pipe(Effect.provide(Fixture.summarizer(server)))
+          const compactor = yield* Fixture.compactor({ owner: "worker-1" }).pipe(Effect.provide(Fixture.summarizer(server)))
           yield* CompactEndpoint.serveJobs(options).pipe(Effect.provideService(Compactor.Compactor, compactor))
           const summary = yield* poll(latest(session), 30_000)
           expect({ coversFromSeq: summary.coversFromSeq, mode: summary.mode }).toEqual({ coversFromSeq: 1, mode: "rolling" })
@@ -143,7 +141,7 @@ layer(Layer.merge(Fixture.Stores, TestNats.layer("ctxd-compactor-test")))((it) =
           const last = yield* lease()
           expect({ owner: last?.owner, token: last?.token }).toEqual({ owner: "doomed", token: "1" })
 
-          const compactor = yield* Fixture.compactor({ owner: "survivor", leaseTtlMs: STEADY_LEASE_TTL_MS }).pipe(
+          const compactor = yield* Fixture.compactor({ owner: "survivor" }).pipe(
             Effect.provide(Fixture.summarizer(server)),
           )
           // one job at a time: a stall past the ack wait must not make the survivor run the job twice

@@ -21,13 +21,6 @@ export const QUEUE: CompactorConfig.QueueConfig = {
 }
 
 /**
- * The lease TTL of the compactors in the test process. They are never
- * killed, and the fake provider tokenizes their calls on the same event
- * loop: a lease this long is not lost to a stall while they work.
- */
-export const STEADY_LEASE_TTL_MS = 30_000
-
-/**
  * The crash test's victim process: a lease short enough to wait out, long
  * enough to outlive a stall of up to two seconds (it is renewed every
  * third of it); one job at a time, so that a redelivery of its own job

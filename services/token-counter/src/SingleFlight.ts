@@ -36,7 +36,10 @@ export const make: Effect.Effect<SingleFlight, never, Scope.Scope> = Effect.gen(
         }
         const deferred = Deferred.unsafeMake<A, E>(fiberId)
         pending.set(key, deferred as Deferred.Deferred<unknown, unknown>)
-        const work = effect.pipe(
+        // The fiber is forked inside the mask and would inherit it: only the exit
+        // hook stays uninterruptible, the work itself can be interrupted (by its own
+        // timeout, and by the scope closing), or a hung call could outlast both.
+        const work = Effect.interruptible(effect).pipe(
           Effect.onExit((exit) =>
             Effect.suspend(() => {
               if (pending.get(key) === deferred) pending.delete(key)

@@ -13,6 +13,7 @@ import * as Replay from "./Replay.ts"
 let server: FakeProvider.FakeProviderServer
 beforeAll(async () => {
   server = await FakeProvider.start()
+  Replay.warmUp()
 })
 afterAll(() => server.close())
 beforeEach(() => server.reset())
@@ -21,8 +22,13 @@ const local = LocalCounter.make({ backend: "tiktoken" })
 const weights = (messages: ReadonlyArray<Conversation.Message>) => messages.map((m) => local.countMessage(m, "cl100k_base"))
 const countCalls = () => server.requests().filter((r) => r.endpoint === "count_tokens").length
 
+/**
+ * The exact backend on the fake provider. The SDK's abort timer runs on real
+ * time even under the TestClock: long enough (30 s) that a loaded machine's
+ * stalls never turn a count into a timeout.
+ */
 const counter = (options: AnthropicCounter.Options = {}) =>
-  AnthropicCounter.make({ baseURL: server.url, apiKey: "test", ...options })
+  AnthropicCounter.make({ baseURL: server.url, apiKey: "test", timeoutMs: 30_000, ...options })
 
 const turnInput = (session: Replay.Session, messages: ReadonlyArray<Conversation.Message>): AnthropicCounter.TurnInput => ({
   model: Replay.MODEL.name,

@@ -2,18 +2,23 @@
 import { Subjects } from "@ctxd/contracts"
 import { Json, Request } from "@ctxd/nats"
 import { FakeProvider, TestNats } from "@ctxd/testing"
-import { describe, expect, layer } from "@effect/vitest"
+import { beforeAll, describe, expect, layer } from "@effect/vitest"
 import { Effect, Either, Layer, Option, Redacted, Schema } from "effect"
 import { CountEndpoint, TokenCounter, UsageEndpoint } from "../src/index.ts"
 import { Tokens as UsageSchema } from "@ctxd/contracts"
 import * as Replay from "./Replay.ts"
 
+// These tests check what the endpoints answer, not how fast: the request timeout and the count
+// calls' deadline leave room for the event loop stalls of a loaded machine (the fake provider
+// tokenizes on this process's loop), so a slow answer is never mistaken for a missing one or a fallback.
 const call = (subject: string, value: unknown) =>
-  Request.request(subject, Json.encode(value), { timeoutMs: 5_000 }).pipe(Effect.map((msg) => Either.getOrThrow(Json.decode(msg.data))))
+  Request.request(subject, Json.encode(value), { timeoutMs: 30_000 }).pipe(Effect.map((msg) => Either.getOrThrow(Json.decode(msg.data))))
 
 const fake = Layer.scoped(TokenCounter.TokenCounter, Effect.flatMap(FakeProvider.scoped(), (server) =>
-  TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") } }),
+  TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") }, timeoutMs: 30_000 }),
 )).pipe(Layer.orDie)
+
+beforeAll(() => Replay.warmUp())
 
 describe("endpoints", () => {
   layer(Layer.merge(TestNats.layer("ctxd-token-counter-test"), fake), { excludeTestServices: true })((it) => {
@@ -41,6 +46,7 @@ describe("endpoints", () => {
           expect(yield* call(subject, bad)).toMatchObject({ ok: false, error: { code: "BadRequest" } })
         }
       }),
+      120_000,
     )
 
     it.scoped("ctx.v1.usage.<tenant>.<session> records drift for known turns only", () =>
@@ -67,6 +73,7 @@ describe("endpoints", () => {
         const metrics = yield* Effect.flatMap(TokenCounter.TokenCounter, (s) => s.metrics)
         expect(metrics.drift["anthropic/claude-sonnet-4-6"]!.count).toBe(1)
       }),
+      120_000,
     )
   })
 })

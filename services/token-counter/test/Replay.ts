@@ -6,6 +6,7 @@
 import { Models, Normalize, RenderAnthropic } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider, Workloads } from "@ctxd/testing"
+import { LocalCounter } from "@ctxd/tokens"
 
 export interface Session {
   readonly id: string
@@ -35,3 +36,17 @@ export const render = (session: Session, messages: ReadonlyArray<Conversation.Me
 /** The fake provider's count of that body: what `count_tokens` answers and what a response bills. */
 export const groundTruth = (session: Session, messages: ReadonlyArray<Conversation.Message>): number =>
   FakeProvider.countRequestTokens("anthropic", render(session, messages))
+
+/**
+ * Loads the vocabularies a test's counts need (both tiktoken encodings, the
+ * fake provider's Claude BPE) and parses the workload: each takes seconds of
+ * blocking CPU on a loaded machine the first time, which belongs in a
+ * `beforeAll` (the worker warms up before it serves, too), not inside a
+ * request timeout or a count call's deadline.
+ */
+export const warmUp = (): void => {
+  const local = LocalCounter.make({ backend: "tiktoken" })
+  for (const encoding of ["o200k_base", "cl100k_base"] as const) local.countText("warm up", encoding)
+  FakeProvider.countTextTokens("warm up")
+  tauBench(1)
+}

@@ -1,33 +1,49 @@
 /**
  * Failure tests: provider down at start, flapping, hanging. The exact
  * backend is the real Anthropic SDK against the fake provider.
+ *
+ * Time is the TestClock's: the turns' deadlines, the calls' timeouts and the
+ * breaker run on it, so "answers within the timeout" is checked as "still
+ * waiting while the clock stands still, answered once it reaches the
+ * deadline", and "answers at once" as "answers while the clock stands
+ * still". No bound on wall time: a loaded machine stalls the event loop for
+ * seconds. The SDK's own abort timer (same `timeoutMs`, real time) is set
+ * long enough never to fire during a test.
  */
 import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider } from "@ctxd/testing"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
-import { Effect, Redacted, Schedule, TestClock } from "effect"
-import { createServer } from "node:net"
+import { Effect, Fiber, Option, Redacted, TestClock, TestServices } from "effect"
+import { createServer, type Server } from "node:net"
 import { TokenCounter } from "../src/index.ts"
 import * as Replay from "./Replay.ts"
 
 let server: FakeProvider.FakeProviderServer
 beforeAll(async () => {
   server = await FakeProvider.start()
+  Replay.warmUp()
 })
 afterAll(() => server.close())
 beforeEach(() => server.reset())
 
 const countCalls = () => server.requests().filter((r) => r.endpoint === "count_tokens").length
 
-/** A port nobody listens on (bound, then released). */
-const closedPort = (): Promise<number> =>
+/** The count calls' timeout in these tests: virtual for the deadlines, and never reached by the SDK's real-time abort timer. */
+const TIMEOUT_MS = 60_000
+
+/** A provider that is down: it accepts each connection and drops it at once, counting them. */
+const droppingServer = (): Promise<{ readonly port: number; readonly connections: () => number; readonly server: Server }> =>
   new Promise((resolve, reject) => {
-    const s = createServer()
+    let connections = 0
+    const s = createServer((socket) => {
+      connections++
+      socket.destroy()
+    })
     s.once("error", reject)
     s.listen(0, "127.0.0.1", () => {
       const address = s.address()
       const port = typeof address === "object" && address !== null ? address.port : 0
-      s.close(() => resolve(port))
+      resolve({ port, connections: () => connections, server: s })
     })
   })
 
@@ -42,26 +58,39 @@ const turn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.Count
 /** Distinct new messages for turn `i`. */
 const fresh = (i: number): ReadonlyArray<Conversation.Message> => [{ role: "user", parts: [{ type: "text", text: `question number ${i}: where is my bag?` }] }]
 
-const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+/**
+ * `effect`, which must finish without the test clock moving: it dies when it
+ * has not after `ms` of real time (room for a loaded machine; a turn that
+ * waits on the provider or on a timer never finishes while the clock stands still).
+ */
+const unaided = (what: string, ms = 20_000) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.raceFirst(effect, TestServices.provideLive(Effect.sleep(ms)).pipe(Effect.zipRight(Effect.dieMessage(`${what}: not finished after ${ms} ms of real time`))))
+
+/** Polls `check` (on the test clock) every 10 ms of real time until it gives a value; dies after `ms` of real time. */
+const eventually = <A>(what: string, check: Effect.Effect<A | undefined>, ms = 20_000): Effect.Effect<A> =>
   Effect.gen(function* () {
-    const start = performance.now()
-    const value = yield* effect
-    return [value, performance.now() - start] as const
+    const deadline = Date.now() + ms
+    for (;;) {
+      const value = yield* check
+      if (value !== undefined) return value
+      if (Date.now() > deadline) return yield* Effect.dieMessage(`${what}: not after ${ms} ms of real time`)
+      yield* TestServices.provideLive(Effect.sleep("10 millis"))
+    }
   })
 
 describe("TokenCounter failures", () => {
-  it.scopedLive("provider down at start: turns answer locally at once with exact false", () =>
+  it.scoped("provider down at start: turns answer locally at once with exact false", () =>
     Effect.gen(function* () {
-      const port = yield* Effect.promise(closedPort)
-      const service = yield* TokenCounter.make({ anthropic: { baseURL: `http://127.0.0.1:${port}`, apiKey: Redacted.make("test") } })
-      // each turn answers at once, locally; refused connections count until the breaker opens
-      // (a turn falls back at its first failed call, so it may take up to 3 turns)
+      const down = yield* Effect.acquireRelease(Effect.promise(droppingServer), ({ server }) => Effect.sync(() => server.close()))
+      const service = yield* TokenCounter.make({ anthropic: { baseURL: `http://127.0.0.1:${down.port}`, apiKey: Redacted.make("test") } })
+      // each turn answers at once, locally (the clock never moves: not by a deadline, no backoff);
+      // dropped connections count until the breaker opens (a turn falls back at its first failed
+      // call, so it may take up to 3 turns)
       const reasons: Array<string | undefined> = []
-      for (const messages of session.turns.slice(0, 5)) {
-        const [count, elapsed] = yield* timed(service.countTurn(turn(messages)))
+      for (const [i, messages] of session.turns.slice(0, 5).entries()) {
+        const count = yield* service.countTurn(turn(messages)).pipe(unaided(`turn ${i}`))
         expect(count).toMatchObject({ backend: "tiktoken", exact: false })
         expect(count.messageTokens.every((n) => n > 0)).toBe(true)
-        expect(elapsed).toBeLessThan(2_000)
         reasons.push(count.fallback)
       }
       const opened = reasons.indexOf("circuit_open")
@@ -72,12 +101,16 @@ describe("TokenCounter failures", () => {
       const metrics = yield* service.metrics
       expect(metrics).toMatchObject({ exactEver: false, breaker: { status: "open", hasOpened: true }, exactTurns: 0 })
       expect(metrics.fallbacks).toEqual({ connection: opened, circuit_open: 5 - opened })
+      // one connection per call: a failed call is not retried (the SDK's retries would wait and reconnect)
+      yield* eventually("the calls finished", Effect.map(service.metrics, (m) => (m.inFlight === 0 ? true : undefined)))
+      expect(metrics.calls).toBeGreaterThan(0)
+      expect({ connections: down.connections(), failed: (yield* service.metrics).callFailures }).toEqual({ connections: metrics.calls, failed: metrics.calls })
     }),
   )
 
   it.scoped("flapping: 3 failures open the breaker; open → half open → closed with TestClock; exact stays false", () =>
     Effect.gen(function* () {
-      const service = yield* TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") } })
+      const service = yield* TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") }, timeoutMs: TIMEOUT_MS })
       expect(yield* service.countTurn(turn(fresh(0)))).toMatchObject({ backend: "anthropic_api", exact: true })
 
       server.control({ failNext: 3, errorStatus: 529 })
@@ -111,60 +144,60 @@ describe("TokenCounter failures", () => {
     }),
   )
 
-  it.scopedLive("hanging provider: every turn answers within the timeout and waiting calls do not pile up", () =>
+  it.scoped("hanging provider: every turn answers at its deadline and waiting calls do not pile up", () =>
     Effect.gen(function* () {
-      const timeoutMs = 300
       const service = yield* TokenCounter.make({
         anthropic: { baseURL: server.url, apiKey: Redacted.make("test") },
-        timeoutMs,
+        timeoutMs: TIMEOUT_MS,
         maxInFlight: 4,
       })
       expect(yield* service.countTurn(turn(fresh(0)))).toMatchObject({ exact: true })
       server.control({ hang: true })
       const before = countCalls()
 
-      // 12 turns at once, each with its own new messages
-      const burst = yield* Effect.all(
-        Array.from({ length: 12 }, (_, i) => timed(service.countTurn(turn(fresh(100 + i))))),
-        { concurrency: "unbounded" },
-      )
-      for (const [count, elapsed] of burst) {
-        expect(count).toMatchObject({ backend: "tiktoken", exact: false })
-        expect(elapsed).toBeLessThan(timeoutMs + 500)
-      }
-      const reasons = burst.map(([c]) => c.fallback)
+      // 12 turns at once, each with its own new messages (one call each: the rest of the prompt is cached)
+      const burst = yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => service.countTurn(turn(fresh(100 + i)))), (t) => Effect.fork(t))
+      const done = () => Effect.map(Effect.forEach(burst, Fiber.poll), (polls) => polls.filter(Option.isSome).length)
+      // the bulkhead refuses 8 at once; 4 calls reach the provider, which never answers...
+      yield* eventually("8 turns answered and 4 calls reached the provider", Effect.flatMap(done(), (n) => Effect.sync(() => (n === 8 && countCalls() - before === 4 ? true : undefined))))
+      // ...and their turns wait while the clock stands still...
+      yield* TestServices.provideLive(Effect.sleep("200 millis"))
+      expect(yield* done()).toBe(8)
+      // ...until it reaches their deadline
+      yield* TestClock.adjust(TIMEOUT_MS)
+      const counts = yield* Effect.forEach(burst, Fiber.join).pipe(unaided("the burst after the deadline"))
+      for (const count of counts) expect(count).toMatchObject({ backend: "tiktoken", exact: false })
+      const reasons = counts.map((c) => c.fallback)
       expect(reasons.filter((r) => r === "timeout")).toHaveLength(4)
       expect(reasons.filter((r) => r === "saturated")).toHaveLength(8)
       // only as many calls as the bulkhead allows ever reached the provider
       expect(countCalls() - before).toBe(4)
 
-      // the hung calls time out on their own clock (a few ms after the turns' deadline),
-      // are aborted, and open the breaker
-      yield* service.metrics.pipe(
-        Effect.repeat({ until: (m) => m.inFlight === 0, schedule: Schedule.spaced("10 millis") }),
-        Effect.timeout("1 second"),
-      )
-      const metrics = yield* service.metrics
-      expect(metrics.inFlight).toBe(0)
+      // the hung calls time out on their own clock (at the turns' deadline), are aborted, and open the breaker
+      const metrics = yield* eventually("the hung calls ended", Effect.map(service.metrics, (m) => (m.inFlight === 0 ? m : undefined)))
       expect(metrics.breaker.status).toBe("open")
 
-      // from now on turns do not wait at all, and nothing reaches the provider
+      // from now on turns do not wait at all (the clock stands still), and nothing reaches the provider
       for (let i = 0; i < 10; i++) {
-        const [count, elapsed] = yield* timed(service.countTurn(turn(fresh(200 + i))))
+        const count = yield* service.countTurn(turn(fresh(200 + i))).pipe(unaided(`circuit-open turn ${i}`))
         expect(count).toMatchObject({ backend: "tiktoken", exact: false, fallback: "circuit_open" })
-        expect(elapsed).toBeLessThan(100)
       }
       expect(countCalls() - before).toBe(4)
     }),
   )
 
-  it.scopedLive("a hanging cold start answers within the timeout too", () =>
+  it.scoped("a hanging cold start answers at its deadline too", () =>
     Effect.gen(function* () {
       server.control({ hang: true })
-      const service = yield* TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") }, timeoutMs: 200 })
-      const [count, elapsed] = yield* timed(service.countTurn(turn(session.turns[0]!)))
+      const service = yield* TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") }, timeoutMs: TIMEOUT_MS })
+      const cold = yield* Effect.fork(service.countTurn(turn(session.turns[0]!)))
+      // the turn's deadline runs before its first call reaches the provider
+      yield* eventually("a call reached the provider", Effect.sync(() => (countCalls() > 0 ? true : undefined)))
+      yield* TestServices.provideLive(Effect.sleep("200 millis"))
+      expect(Option.isNone(yield* Fiber.poll(cold)), "the turn waits while the clock stands still").toBe(true)
+      yield* TestClock.adjust(TIMEOUT_MS)
+      const count = yield* Fiber.join(cold).pipe(unaided("the cold turn after the deadline"))
       expect(count).toMatchObject({ backend: "tiktoken", exact: false, fallback: "timeout" })
-      expect(elapsed).toBeLessThan(700)
     }),
   )
 })

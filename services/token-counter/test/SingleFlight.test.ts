@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber, Scope, TestClock } from "effect"
 import { SingleFlight } from "../src/index.ts"
 
 describe("SingleFlight", () => {
@@ -50,6 +50,32 @@ describe("SingleFlight", () => {
       expect(flights.inFlight()).toBe(1)
       yield* Deferred.succeed(gate, undefined)
       expect(yield* Fiber.join(second)).toBe("done")
+    }),
+  )
+
+  it.scoped("the work can be interrupted: its own timeout ends it, and so does closing the scope", () =>
+    Effect.gen(function* () {
+      const flights = yield* SingleFlight.make
+      // a timeout inside the work (a hung call's) ends it when it fires: it does not wait for the work
+      const timedOut = yield* Effect.fork(flights.run("hung", Effect.never.pipe(Effect.timeoutFail({ duration: "1 second", onTimeout: () => "timeout" as const }))))
+      yield* Effect.yieldNow().pipe(Effect.repeat({ until: () => flights.inFlight() === 1 }))
+      yield* TestClock.sleeps().pipe(Effect.repeat({ until: (sleeps) => sleeps.length === 1 }))
+      yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.await(timedOut)).toEqual(Exit.fail("timeout"))
+      expect(flights.inFlight()).toBe(0)
+
+      // closing the group's scope interrupts the work in flight and releases its waiters
+      const scope = yield* Scope.make()
+      const closing = yield* Scope.extend(SingleFlight.make, scope)
+      const started = yield* Deferred.make<void>()
+      const ended = yield* Deferred.make<boolean>()
+      const hung = Deferred.succeed(started, undefined).pipe(Effect.zipRight(Effect.never), Effect.onInterrupt(() => Deferred.succeed(ended, true)))
+      const waiter = yield* Effect.fork(closing.run("k", hung))
+      yield* Deferred.await(started)
+      yield* Scope.close(scope, Exit.void)
+      expect(yield* Deferred.await(ended)).toBe(true)
+      expect(Exit.isInterrupted(yield* Fiber.await(waiter))).toBe(true)
+      expect(closing.inFlight()).toBe(0)
     }),
   )
 })

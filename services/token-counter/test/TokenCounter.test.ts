@@ -8,11 +8,14 @@ import * as Replay from "./Replay.ts"
 let server: FakeProvider.FakeProviderServer
 beforeAll(async () => {
   server = await FakeProvider.start()
+  Replay.warmUp()
 })
 afterAll(() => server.close())
 beforeEach(() => server.reset())
 
 const anthropic = () => ({ baseURL: server.url, apiKey: Redacted.make("test") })
+/** The count calls' timeout: the SDK's abort timer runs on real time even under the TestClock; long enough for a loaded machine's stalls. */
+const TIMEOUT_MS = 30_000
 const user = (text: string): Conversation.Message => ({ role: "user", parts: [{ type: "text", text }] })
 const GPT = { provider: "openai", name: "gpt-4o" } as const
 
@@ -34,7 +37,7 @@ describe("TokenCounter routing", () => {
 
   it.scoped("auto with the provider configured counts exactly for Anthropic models, locally for OpenAI ones", () =>
     Effect.gen(function* () {
-      const service = yield* TokenCounter.make({ anthropic: anthropic() })
+      const service = yield* TokenCounter.make({ anthropic: anthropic(), timeoutMs: TIMEOUT_MS })
       const [session] = Replay.tauBench(1)
       const turn = session!.turns[0]!
       const exact = yield* service.countTurn({ model: Replay.MODEL, system: session!.system, tools: session!.tools, messages: turn })
@@ -54,7 +57,7 @@ describe("TokenCounter routing", () => {
 
   it.scoped("counts whole bodies and segments exactly, or locally on request", () =>
     Effect.gen(function* () {
-      const service = yield* TokenCounter.make({ anthropic: anthropic() })
+      const service = yield* TokenCounter.make({ anthropic: anthropic(), timeoutMs: TIMEOUT_MS })
       const [session] = Replay.tauBench(1)
       const messages = session!.turns.flat()
       const body = Replay.render(session!, messages)
