@@ -172,4 +172,28 @@ describe("turn stages", () => {
       expect(names(reply)).toEqual(["recall"])
     })
   })
+
+  it("the cache planner's knobs: expectedTurns decides whether a mask edit is made, cacheTtlSeconds when the cache is cold", async () => {
+    // large results between long calls: masking wants to advance; the edit re-writes the calls after it
+    const big = "x".repeat(4_000)
+    const turnsOf = (options: Record<string, unknown>) => {
+      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+      const send = (k: number, messages: ReadonlyArray<Record<string, unknown>>, at: number) =>
+        turns.turn("acme", "s1", { ...request(`t${k}`, messages), options: { maskKeep: 1, maskBatchTokens: 200, ...options } } as Turn.TurnRequest, undefined, at)
+      return send
+    }
+    const call = (id: string) => ({ role: "assistant", content: big, tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }] })
+    const play = async (options: Record<string, unknown>, gapMs: number) => {
+      const send = turnsOf(options)
+      await send(0, [{ role: "user", content: "go" }, call("c0")], 0)
+      let last
+      for (let k = 1; k < 6; k++) last = await send(k, [{ role: "tool", tool_call_id: `c${k - 1}`, content: big }, call(`c${k}`)], k * gapMs)
+      return last!.report.cache
+    }
+    expect((await play({ expectedTurns: 0 }, 1_000)).deferred).toEqual(["mask"])
+    expect((await play({ expectedTurns: 10_000 }, 1_000)).deferred).toEqual([])
+    // 10 s between turns: warm under the default 300 s TTL, cold under a 5 s one (every edit made, free)
+    expect((await play({ expectedTurns: 0 }, 10_000)).reason).not.toBe("ttl_expired")
+    expect(await play({ expectedTurns: 0, cacheTtlSeconds: 5 }, 10_000)).toMatchObject({ reason: "ttl_expired", deferred: [] })
+  })
 })
