@@ -123,7 +123,8 @@ describe("restorable masking", () => {
       system: "You are a CI assistant.",
       tools: [{ name: "get_run", description: "Get a workflow run's log", input_schema: { type: "object", properties: { id: { type: "integer" } } } }],
       messages,
-      options: { maskKeep: 1, maskBatchTokens: 500 },
+      // a 1 s cache TTL: offering recall changes the tool list, so it waits for a cold cache
+      options: { maskKeep: 1, maskBatchTokens: 500, cacheTtlSeconds: 1 },
     })
     const log = (i: number) => `run ${i}: step passed, artifact uploaded\n`.repeat(60)
     const use = (i: number) => ({ role: "assistant", content: [{ type: "tool_use", id: `c${i}`, name: "get_run", input: { id: i } }] })
@@ -135,10 +136,13 @@ describe("restorable masking", () => {
     expect(names(first.request)).not.toContain("recall")
     let reply = first
     for (let i = 1; i <= 3; i++) {
+      // the worker's own clock decides when the cache is cold: let more than the TTL pass before the last
+      if (i === 3) await new Promise((resolve) => setTimeout(resolve, 1_100))
       reply = await h.request(s, request(`t${i}`, [result(i), use(i + 1)]))
       expect(reply.ok).toBe(true)
     }
     expect(reply.report.masking.masked).toBeGreaterThan(0)
+    expect(reply.report.cache.reason).toBe("ttl_expired")
     expect(names(reply.request)).toContain("recall")
     const text = JSON.stringify(reply.request.messages)
     const step = Number(/step (\d+) — recall\((\d+)\) restores it/.exec(text)![1])

@@ -22,10 +22,12 @@ const model = { provider: "openai", name: "gpt-4o" } as const
 const request = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>): Turn.TurnRequest =>
   ({ turnId, format: "openai", model, system: "Be brief.", messages }) as unknown as Turn.TurnRequest
 
-/** Runs a turn's stages on `state`, answering the count; returns the outcome and the needs asked for. */
+let clock = 0
+
+/** Runs a turn's stages on `state` (10 s after the previous one), answering the count; returns the outcome and the needs asked for. */
 const runStages = (state: SessionState.SessionState, req: Turn.TurnRequest) => {
   const needs: Array<Carry.Need["_tag"]> = []
-  let carry = TurnStages.begin({ config, tenant: "acme", session: "s1", request: req, state, knowledge: [], local, thresholds: undefined, now: 0 })
+  let carry = TurnStages.begin({ config, tenant: "acme", session: "s1", request: req, state, knowledge: [], local, thresholds: undefined, now: (clock += 10_000) })
   let outcome = TurnStages.run(carry)
   while (outcome._tag === "Need") {
     needs.push(outcome.need._tag)
@@ -90,7 +92,9 @@ describe("turn stages", () => {
   })
 
   describe("restorable masking: recall", () => {
-    const options = { maskKeep: 1, maskBatchTokens: 100 }
+    // turns 10 s apart under a 5 s cache TTL: every turn finds the cache cold, so offering recall
+    // (a change of the tool list) is free at once; on a warm cache it waits (tested below)
+    const options = { maskKeep: 1, maskBatchTokens: 100, cacheTtlSeconds: 5 }
     const masking = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>): Turn.TurnRequest =>
       ({ ...request(turnId, messages), tools: [{ type: "function", function: { name: "ls", parameters: { type: "object" } } }], options }) as Turn.TurnRequest
     const big = (i: number) => ({ role: "tool", tool_call_id: `c${i}`, content: `listing ${i} `.repeat(30) })
@@ -105,9 +109,11 @@ describe("turn stages", () => {
 
     it("offers recall from the turn that first masks, answers it on the next turn from the stored original, and keeps it offered", async () => {
       const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+      let clock = 0
+      const send = (req: Turn.TurnRequest) => turns.turn("acme", "r1", req, undefined, (clock += 10_000))
       const replies: Array<Turn.TurnReply> = []
-      replies.push(await turns.turn("acme", "r1", masking("t0", [{ role: "user", content: "list it" }, call("c1")])))
-      for (let i = 1; i <= 3; i++) replies.push(await turns.turn("acme", "r1", masking(`t${i}`, [big(i), call(`c${i + 1}`)])))
+      replies.push(await send(masking("t0", [{ role: "user", content: "list it" }, call("c1")])))
+      for (let i = 1; i <= 3; i++) replies.push(await send(masking(`t${i}`, [big(i), call(`c${i + 1}`)])))
       const firstMasked = replies.findIndex((r) => (r.report.masking?.masked ?? 0) > 0)
       expect(firstMasked).toBeGreaterThan(0)
       // not offered before anything is masked; offered in the very turn that masks (one change of the tool list)
@@ -117,7 +123,7 @@ describe("turn stages", () => {
       const reference = messagesOf(last).find((m) => m.role === "tool" && m.content.startsWith("[Tool: ls"))!
       expect(reference.content).toMatch(/^\[Tool: ls — ok, \d+ tokens, step 3 — recall\(3\) restores it\]$/)
 
-      const recalled = await turns.turn("acme", "r1", masking("t4", [big(4), recallOf("r1", 3)]))
+      const recalled = await send(masking("t4", [big(4), recallOf("r1", 3)]))
       expect(recalled.report.virtualCalls).toEqual([{ tool: "recall", callId: "r1", args: { step: 3 }, ok: true }])
       const answer = messagesOf(recalled).at(-1)!
       expect(answer).toMatchObject({ role: "tool", tool_call_id: "r1" })
@@ -127,16 +133,31 @@ describe("turn stages", () => {
       // the masked reference stays as it was (the cached prefix before it is untouched)
       expect(messagesOf(recalled).filter((m) => m.content === reference.content)).toHaveLength(1)
 
-      const unknown = await turns.turn("acme", "r1", masking("t5", [recallOf("r2", 999)]))
+      const unknown = await send(masking("t5", [recallOf("r2", 999)]))
       expect(unknown.report.virtualCalls).toEqual([{ tool: "recall", callId: "r2", args: { step: 999 }, ok: false }])
       expect(messagesOf(unknown).at(-1)!.content).toContain("no stored message at step 999")
-      const after = await turns.turn("acme", "r1", masking("t6", [{ role: "user", content: "thanks" }]))
+      const after = await send(masking("t6", [{ role: "user", content: "thanks" }]))
       expect(names(after)).toEqual(names(last))
       // the stored answer is a tool result like any other: older than the last K, it is masked in turn
       const answerStep = recalled.report.messages.lastSentSeq!
       expect(messagesOf(after).find((m) => m.tool_call_id === "r1")!.content).toMatch(
         new RegExp(`^\\[Tool: recall — ok, \\d+ tokens, step ${answerStep} — recall\\(${answerStep}\\) restores it\\]$`),
       )
+    })
+
+    it("on a warm cache, waits to offer recall until the prefix is lost anyway", async () => {
+      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+      let at = 0
+      const warm = { ...options, cacheTtlSeconds: 300 }
+      const send = (id: string, messages: ReadonlyArray<Record<string, unknown>>) =>
+        turns.turn("acme", "w1", { ...masking(id, messages), options: warm } as Turn.TurnRequest, undefined, (at += 1_000))
+      const replies: Array<Turn.TurnReply> = [await send("t0", [{ role: "user", content: "list it" }, call("c1")])]
+      for (let i = 1; i <= 3; i++) replies.push(await send(`t${i}`, [big(i), call(`c${i + 1}`)]))
+      expect(replies.some((r) => (r.report.masking?.masked ?? 0) > 0)).toBe(true)
+      for (const r of replies) expect(names(r)).not.toContain("recall")
+      // the cache goes cold (10 minutes later): offered now, for free
+      at += 600_000
+      expect(names(await send("t4", [big(4), call("c5")]))).toContain("recall")
     })
 
     it("caps a recalled result at maskBatchTokens, and is rebuilt from the stored history by another worker", () => {

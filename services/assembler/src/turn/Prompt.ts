@@ -82,10 +82,18 @@ export const stage: Carry.Stage = {
     const alternative = tools.recall.ifMasked
     if (alternative === undefined || (prompt.report.masking?.masked ?? 0) === 0) return Carry.next({ ...carry, prompt })
     const added = Math.max(0, local.countTools(alternative.sent) - local.countTools(tools.sent))
+    // Offering `recall` changes the tool list, and so the whole cached prefix: it waits for a
+    // moment when that prefix is lost anyway (the cache is cold, or the system or the tools change
+    // this turn); until then masked references go out, and ctxd still answers a `recall` call.
+    const plan = cachePlan(carry.inputs, sameView)
+    const reason = prompt.report.cache.reason
+    const free = plan.cold || plan.previous === undefined || reason === "tools" || reason === "system" || reason === "summary"
+    if (!free) return Carry.next({ ...carry, prompt })
+    const withRecall = run(alternative.sent, count.toolsTokens + added)
     return Carry.next({
       ...carry,
       tools: { ...tools, sent: alternative.sent, waste: alternative.waste, recall: { offered: true } },
-      prompt: run(alternative.sent, count.toolsTokens + added),
+      prompt: withRecall,
     })
   },
 }
