@@ -4,7 +4,7 @@
  * connection that speaks the documented JSON (as a client in any language
  * would).
  */
-import { TestDatabase, TestNats, WorkerProcess } from "@ctxd/testing"
+import { TestDatabase, TestNats, WorkerProcess, Workloads } from "@ctxd/testing"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { Effect, Exit, Scope } from "effect"
 import pg from "pg"
@@ -61,4 +61,17 @@ export const start = async (env: Record<string, string> = {}): Promise<Harness> 
       await Effect.runPromise(Scope.close(scope, Exit.void))
     },
   }
+}
+
+/** Turn `k` of tau-bench session `source` as an Anthropic turn request (turn ids `t<k>`). */
+export const tauTurns = (source: number) => {
+  const session = Workloads.toAnthropic(Workloads.tauBenchSessions()[source]!)
+  return (k: number) => ({
+    turnId: `t${k}`,
+    format: "anthropic",
+    model: { provider: "anthropic", name: "claude-sonnet-4-5" },
+    system: session.system,
+    tools: session.tools,
+    messages: session.turns[k]!.messages,
+  })
 }

@@ -5,7 +5,6 @@
 // ctxd's own prefix changes count under their reason; a turn whose report has
 // no expectation is answered as before.
 import { Database, SessionStore } from "@ctxd/db"
-import { Workloads } from "@ctxd/testing"
 import { Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Harness from "./Harness.ts"
@@ -18,18 +17,7 @@ afterAll(async () => {
   await h?.close()
 })
 
-const sessions = Workloads.tauBenchSessions()
-const turnOf = (source: number) => {
-  const session = Workloads.toAnthropic(sessions[source]!)
-  return (k: number) => ({
-    turnId: `t${k}`,
-    format: "anthropic",
-    model: { provider: "anthropic", name: "claude-sonnet-4-5" },
-    system: session.system,
-    tools: session.tools,
-    messages: session.turns[k]!.messages,
-  })
-}
+const turnOf = Harness.tauTurns
 
 const usage = (session: string, turnId: string, body: unknown) => h.request(`${h.root}.v1.usage.acme.${session}`, { turnId, usage: body })
 

@@ -2,7 +2,7 @@
 // provider (the fake provider server, reached through the real SDK), at most
 // one count call per warm turn, local fallback with `exact: false` when the
 // provider is down, and usage reports feeding drift.
-import { FakeProvider, Workloads } from "@ctxd/testing"
+import { FakeProvider } from "@ctxd/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Harness from "./Harness.ts"
 
@@ -19,18 +19,7 @@ afterAll(async () => {
 
 const countCalls = () => fake.requests().filter((r) => r.endpoint === "count_tokens").length
 
-const sessions = Workloads.tauBenchSessions()
-const turnOf = (source: number) => {
-  const session = Workloads.toAnthropic(sessions[source]!)
-  return (k: number) => ({
-    turnId: `t${k}`,
-    format: "anthropic",
-    model: { provider: "anthropic", name: "claude-sonnet-4-5" },
-    system: session.system,
-    tools: session.tools,
-    messages: session.turns[k]!.messages,
-  })
-}
+const turnOf = Harness.tauTurns
 const turn = turnOf(3)
 
 describe("exact counting with a provider", () => {

@@ -17,6 +17,7 @@
  * a session's clock does not depend on which other sessions ran.
  */
 import type { Conversation } from "@ctxd/contracts"
+import { Random } from "@ctxd/testing"
 
 export interface Options {
   readonly seed: number
@@ -28,17 +29,8 @@ export interface Options {
   readonly pauseSeconds?: readonly [number, number] | undefined
 }
 
-/** mulberry32: a small, fast, seedable PRNG with values in [0, 1). */
-export const prng = (seed: number): (() => number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+/** The seeded PRNG (mulberry32) of `@ctxd/testing`. */
+export const prng = Random.prng
 
 /** FNV-1a 32-bit hash of a string. */
 export const fnv1a = (text: string): number => {

@@ -4,6 +4,7 @@
  */
 import { type Caches, clearCaches, makeCaches } from "./cache.ts"
 import { applySettings, type ControlPatch, DEFAULT_SETTINGS, type Endpoint, type ScriptedReply, type Settings } from "./settings.ts"
+import { prng } from "../../Random.ts"
 
 /** One request as the fake provider received it (mutable while it is being answered). */
 export interface LogEntry {
@@ -40,17 +41,6 @@ export interface State {
   requestIds: number
 }
 
-/** Deterministic PRNG (mulberry32), so error rates are reproducible. */
-const prng = (seed: number): (() => number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
-  }
-}
 
 export const make = (patch: ControlPatch, seed: number): State => {
   const initial = applySettings(DEFAULT_SETTINGS, patch)

@@ -1,0 +1,13 @@
+/** Deterministic randomness for fakes, workloads and benches, so runs are reproducible. */
+
+/** mulberry32: a small, fast, seedable PRNG with values in [0, 1). */
+export const prng = (seed: number): (() => number) => {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
+  }
+}
