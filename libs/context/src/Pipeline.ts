@@ -18,7 +18,7 @@
  * {@link Masking.Grid} when masking is on): pass those returned by the
  * previous call to keep it so as the history grows.
  */
-import type { Turn } from "@ctxd/contracts"
+import type { Conversation, Turn } from "@ctxd/contracts"
 import { createHash } from "node:crypto"
 import * as Budget from "./Budget.ts"
 import * as CachePlanner from "./CachePlanner.ts"
@@ -200,7 +200,7 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
     windowStart: w.window.start,
     maskBoundary: plan?.boundary,
     sent: pruned.view.messages.map((v) => ({ index: v.index, masked: plan?.replaced.has(v.index) === true, tokens: tokenOf(v.index) })),
-    systemKey: digest(input.system.map((x) => x.text)),
+    systemKey: systemKeyOf(input.system),
     toolsKey: digest([level.toolCompression, ...compressed.tools.map((t) => t.name)], compressed.tokens),
     systemTokens: input.systemTokens,
     toolsTokens: compressed.tokens,
@@ -208,6 +208,17 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
     overBudget: allocation.overBudget,
   }
   return { output: { request: rendered.request, report, landmarks: w.marks, maskGrid: w.grid, shape }, demand }
+}
+
+/** The digest of the system sections, once per sections array (a turn's attempts share it). */
+const systemKeys = new WeakMap<ReadonlyArray<Conversation.SystemSection>, string>()
+const systemKeyOf = (system: ReadonlyArray<Conversation.SystemSection>): string => {
+  let key = systemKeys.get(system)
+  if (key === undefined) {
+    key = digest(system.map((x) => x.text))
+    systemKeys.set(system, key)
+  }
+  return key
 }
 
 /** A short digest of texts (and a number), to tell whether the system or the tools changed. */
@@ -233,8 +244,12 @@ export const run = (input: Input): Output => {
   const advanced = runAt(input, undefined)
   if (plan === undefined) return advanced
   const previous = plan.previous
+  // holding differs from advancing only when an edit is due (rare): only then is there a second candidate
+  const due =
+    previous !== undefined &&
+    (advanced.shape.windowStart !== previous.windowStart || advanced.shape.maskBoundary !== previous.maskBoundary)
   const held =
-    previous === undefined || plan.cold || plan.viewChanged === true
+    previous === undefined || !due || plan.cold || plan.viewChanged === true
       ? undefined
       : runAt(input, { windowStart: previous.windowStart, maskBoundary: previous.maskBoundary })
   const candidates = held === undefined || sameShape(held.shape, advanced.shape) ? [advanced] : [held, advanced]
