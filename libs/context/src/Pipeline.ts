@@ -44,7 +44,6 @@ export type { CounterInfo, Input, Options, StageReport, StoredMessage } from "./
 
 /** The stage names, in the order they run. */
 export const STAGES = ["window", "compress", "mask", "budget", "prune", "render", "proactive"] as const
-export type StageName = (typeof STAGES)[number]
 
 /**
  * The turn options the pipeline applies by default — the one place their
