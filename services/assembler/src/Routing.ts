@@ -27,8 +27,15 @@ export type Ids = { readonly tenant: string; readonly session: string }
 type Routed = Effect.Effect<Endpoint.Reply, never, NatsClient.NatsClient>
 
 /** Routing for one worker; `forwardTimeoutMs`: how long a forwarded request waits for the owner's reply. */
-export const make = (forwardTimeoutMs: number) =>
+export const make = (options: {
+  /** How long a forwarded request waits for the owner's reply, in ms. */
+  readonly forwardTimeoutMs: number
+  /** Turns this worker runs at once (forwards and turns waiting for a permit do not count). */
+  readonly maxTurns: number
+}) =>
   Effect.gen(function* () {
+    const { forwardTimeoutMs } = options
+    const turns = yield* Effect.makeSemaphore(Math.max(1, options.maxTurns))
     const assembler = yield* Assembler
     const leases = yield* ShardLeases.ShardLeases
     const self = leases.self
@@ -84,7 +91,7 @@ export const make = (forwardTimeoutMs: number) =>
       )
 
     const local = (tenant: string, session: string, data: Uint8Array) =>
-      assembler.turn(tenant, session, data).pipe(
+      turns.withPermits(1)(assembler.turn(tenant, session, data)).pipe(
         Effect.map(answer),
         Effect.catchAll((error) => rejected(error, data.byteLength)),
         Effect.ensuring(Effect.sync(() => void handled++)),

@@ -23,7 +23,11 @@ export interface TurnEndpointOptions {
   readonly subjects: Subjects.Subjects
   /** Queue group shared by all workers (default `ctxd-workers`). */
   readonly queue: string
-  /** Requests handled at once by each of the two endpoints (queue group and direct). */
+  /**
+   * Turns this worker runs at once, over both subjects. Each subject takes
+   * 4× as many requests at once (at least 16), so requests being forwarded
+   * to another worker, or waiting for a turn slot, never block the turns.
+   */
   readonly maxConcurrent: number
   /** Largest accepted request in bytes. */
   readonly maxPayload: number
@@ -48,7 +52,7 @@ export interface TurnEndpoints {
 /** Serves turn requests on both subjects until the surrounding scope closes (then drains). */
 export const serve = (options: TurnEndpointOptions) =>
   Effect.gen(function* () {
-    const routing = yield* Routing.make(options.forwardTimeoutMs ?? 5_000)
+    const routing = yield* Routing.make({ forwardTimeoutMs: options.forwardTimeoutMs ?? 5_000, maxTurns: options.maxConcurrent })
 
     const onShared = (subject: string, data: Uint8Array, forwardedRequest: boolean) => {
       const ids = options.subjects.parseSession(subject)
@@ -65,7 +69,7 @@ export const serve = (options: TurnEndpointOptions) =>
     }
 
     const common = {
-      maxConcurrent: options.maxConcurrent,
+      maxConcurrent: Math.max(16, 4 * options.maxConcurrent),
       maxPayload: options.maxPayload,
       drainTimeoutMs: options.drainTimeoutMs,
     }

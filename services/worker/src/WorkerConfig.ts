@@ -28,8 +28,8 @@ export const WorkerConfig = Config.all({
     Config.withDescription("Queue group the workers share"),
   ),
   maxPayload: int("CTXD_MAX_PAYLOAD", 1024 * 1024, "Largest accepted request in bytes (capped at the server's max_payload)"),
-  // 4 per turn subject: a turn is mostly CPU on one core; more at once only interleave their CPU
-  // work between socket reads, so under a burst requests wait unread (measured: npm run bench -- burst:
+  // 4: a turn is mostly CPU on one core; more at once only interleave their CPU work between
+  // socket reads, so under a burst requests wait unread (measured: npm run bench -- burst:
   // 16 at once left 18 % of a 10,000-turn burst unanswered within 60 s, 4 at once none)
   maxConcurrent: int("CTXD_MAX_CONCURRENT", 4, "Turns handled at once by one worker"),
   maxSessions: int("CTXD_SESSION_CACHE_SESSIONS", AssemblerConfig.defaults.maxSessions, "Sessions kept in memory"),
