@@ -50,6 +50,7 @@ export const stage: Carry.Stage = {
     const { count } = Carry.section(carry, "count")
     const loop = Carry.section(carry, "loop")
     const { view, sameView } = Carry.section(carry, "compaction")
+    const plan = cachePlan(carry.inputs, sameView)
     const run = (sent: typeof tools.sent, toolsTokens: number) => Pipeline.run({
       tenant,
       session,
@@ -66,7 +67,7 @@ export const stage: Carry.Stage = {
       landmarks: sameView ? state.landmarks : undefined,
       maskGrid: sameView ? state.maskGrid : undefined,
       proactiveRung: state.rung,
-      cachePlan: cachePlan(carry.inputs, sameView),
+      cachePlan: plan,
       storedTokens: count.messageTokens.reduce((sum, n) => sum + n, state.tokens),
       trailer: loop.trailer,
       options: options.pipeline,
@@ -85,7 +86,6 @@ export const stage: Carry.Stage = {
     // Offering `recall` changes the tool list, and so the whole cached prefix: it waits for a
     // moment when that prefix is lost anyway (the cache is cold, or the system or the tools change
     // this turn); until then masked references go out, and ctxd still answers a `recall` call.
-    const plan = cachePlan(carry.inputs, sameView)
     const reason = prompt.report.cache.reason
     const free = plan.cold || plan.previous === undefined || reason === "tools" || reason === "system" || reason === "summary"
     if (!free) return Carry.next({ ...carry, prompt })
