@@ -3,24 +3,17 @@
  * provider (whose `count_tokens` ground truth is the Claude tokenizer).
  */
 import type { Conversation } from "@ctxd/contracts"
-import { FakeProvider } from "@ctxd/testing"
 import { LocalCounter } from "@ctxd/tokens"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { AnthropicCounter } from "../src/index.ts"
 import * as Replay from "./Replay.ts"
 
-let server: FakeProvider.FakeProviderServer
-beforeAll(async () => {
-  server = await FakeProvider.start()
-  Replay.warmUp()
-})
-afterAll(() => server.close())
-beforeEach(() => server.reset())
+const fake = Replay.fakeProvider()
 
 const local = LocalCounter.make({ backend: "tiktoken" })
 const weights = (messages: ReadonlyArray<Conversation.Message>) => messages.map((m) => local.countMessage(m, "cl100k_base"))
-const countCalls = () => server.requests().filter((r) => r.endpoint === "count_tokens").length
+const countCalls = () => fake().requests().filter((r) => r.endpoint === "count_tokens").length
 
 /**
  * The exact backend on the fake provider. The SDK's abort timer runs on real
@@ -28,7 +21,7 @@ const countCalls = () => server.requests().filter((r) => r.endpoint === "count_t
  * stalls never turn a count into a timeout.
  */
 const counter = (options: AnthropicCounter.Options = {}) =>
-  AnthropicCounter.make({ baseURL: server.url, apiKey: "test", timeoutMs: 30_000, ...options })
+  AnthropicCounter.make({ baseURL: fake().url, apiKey: "test", timeoutMs: 30_000, ...options })
 
 const turnInput = (session: Replay.Session, messages: ReadonlyArray<Conversation.Message>): AnthropicCounter.TurnInput => ({
   model: Replay.MODEL.name,
@@ -84,7 +77,7 @@ describe("AnthropicCounter (fake provider)", () => {
 
   it.scopedLive("10 concurrent identical counts make one call (single-flight)", () =>
     Effect.gen(function* () {
-      server.control({ latencyMs: 50 })
+      fake().control({ latencyMs: 50 })
       const exact = yield* counter()
       const [session] = Replay.tauBench(1)
       const body = Replay.render(session!, session!.turns.flat())
@@ -119,7 +112,7 @@ describe("AnthropicCounter (fake provider)", () => {
       expect(counts.approximate).toBe(true)
       expect(counts.messageTokens.every((n) => n > 0)).toBe(true)
       // every request the fake saw was valid
-      expect(server.requests().every((r) => r.status === 200)).toBe(true)
+      expect(fake().requests().every((r) => r.status === 200)).toBe(true)
     }),
   )
 })

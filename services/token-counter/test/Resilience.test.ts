@@ -11,22 +11,15 @@
  * long enough never to fire during a test.
  */
 import type { Conversation } from "@ctxd/contracts"
-import { FakeProvider } from "@ctxd/testing"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Option, Redacted, TestClock, TestServices } from "effect"
 import { createServer, type Server } from "node:net"
 import { TokenCounter } from "../src/index.ts"
 import * as Replay from "./Replay.ts"
 
-let server: FakeProvider.FakeProviderServer
-beforeAll(async () => {
-  server = await FakeProvider.start()
-  Replay.warmUp()
-})
-afterAll(() => server.close())
-beforeEach(() => server.reset())
+const fake = Replay.fakeProvider()
 
-const countCalls = () => server.requests().filter((r) => r.endpoint === "count_tokens").length
+const countCalls = () => fake().requests().filter((r) => r.endpoint === "count_tokens").length
 
 /** The count calls' timeout in these tests: virtual for the deadlines, and never reached by the SDK's real-time abort timer. */
 const TIMEOUT_MS = 60_000
@@ -110,10 +103,10 @@ describe("TokenCounter failures", () => {
 
   it.scoped("flapping: 3 failures open the breaker; open → half open → closed with TestClock; exact stays false", () =>
     Effect.gen(function* () {
-      const service = yield* TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") }, timeoutMs: TIMEOUT_MS })
+      const service = yield* TokenCounter.make({ anthropic: { baseURL: fake().url, apiKey: Redacted.make("test") }, timeoutMs: TIMEOUT_MS })
       expect(yield* service.countTurn(turn(fresh(0)))).toMatchObject({ backend: "anthropic_api", exact: true })
 
-      server.control({ failNext: 3, errorStatus: 529 })
+      fake().control({ failNext: 3, errorStatus: 529 })
       for (let i = 1; i <= 3; i++) {
         expect(yield* service.countTurn(turn(fresh(i)))).toMatchObject({ backend: "tiktoken", exact: false, fallback: "server" })
       }
@@ -127,7 +120,7 @@ describe("TokenCounter failures", () => {
       // a failed probe doubles the open period
       yield* TestClock.adjust("30 seconds")
       expect((yield* service.metrics).breaker.status).toBe("half_open")
-      server.control({ failNext: 1 })
+      fake().control({ failNext: 1 })
       expect(yield* service.countTurn(turn(fresh(5)))).toMatchObject({ fallback: "server" })
       expect((yield* service.metrics).breaker).toMatchObject({ status: "open", openForMs: 60_000 })
       yield* TestClock.adjust("30 seconds")
@@ -147,12 +140,12 @@ describe("TokenCounter failures", () => {
   it.scoped("hanging provider: every turn answers at its deadline and waiting calls do not pile up", () =>
     Effect.gen(function* () {
       const service = yield* TokenCounter.make({
-        anthropic: { baseURL: server.url, apiKey: Redacted.make("test") },
+        anthropic: { baseURL: fake().url, apiKey: Redacted.make("test") },
         timeoutMs: TIMEOUT_MS,
         maxInFlight: 4,
       })
       expect(yield* service.countTurn(turn(fresh(0)))).toMatchObject({ exact: true })
-      server.control({ hang: true })
+      fake().control({ hang: true })
       const before = countCalls()
 
       // 12 turns at once, each with its own new messages (one call each: the rest of the prompt is cached)
@@ -188,8 +181,8 @@ describe("TokenCounter failures", () => {
 
   it.scoped("a hanging cold start answers at its deadline too", () =>
     Effect.gen(function* () {
-      server.control({ hang: true })
-      const service = yield* TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") }, timeoutMs: TIMEOUT_MS })
+      fake().control({ hang: true })
+      const service = yield* TokenCounter.make({ anthropic: { baseURL: fake().url, apiKey: Redacted.make("test") }, timeoutMs: TIMEOUT_MS })
       const cold = yield* Effect.fork(service.countTurn(turn(session.turns[0]!)))
       // the turn's deadline runs before its first call reaches the provider
       yield* eventually("a call reached the provider", Effect.sync(() => (countCalls() > 0 ? true : undefined)))

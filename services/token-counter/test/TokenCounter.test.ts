@@ -1,19 +1,13 @@
 import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider } from "@ctxd/testing"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Redacted } from "effect"
 import { TokenCounterConfig, TokenCounter } from "../src/index.ts"
 import * as Replay from "./Replay.ts"
 
-let server: FakeProvider.FakeProviderServer
-beforeAll(async () => {
-  server = await FakeProvider.start()
-  Replay.warmUp()
-})
-afterAll(() => server.close())
-beforeEach(() => server.reset())
+const fake = Replay.fakeProvider()
 
-const anthropic = () => ({ baseURL: server.url, apiKey: Redacted.make("test") })
+const anthropic = () => ({ baseURL: fake().url, apiKey: Redacted.make("test") })
 /** The count calls' timeout: the SDK's abort timer runs on real time even under the TestClock; long enough for a loaded machine's stalls. */
 const TIMEOUT_MS = 30_000
 const user = (text: string): Conversation.Message => ({ role: "user", parts: [{ type: "text", text }] })
