@@ -4,7 +4,8 @@
 // (b) a package is imported by its bare name (`@ctxd/db`), never by a subpath
 //     (`@ctxd/db/Database`): everything outside code uses goes through the
 //     package's index;
-// (c) no relative import reaches into another package's `src`.
+// (c) no relative import reaches into another package's `src`;
+// (d) `npm run bench` runs outside vitest: nothing it reaches imports vitest.
 // Imports are read from TypeScript's syntax tree (a parse, no type check):
 // every `import` / `export ... from` (type-only ones too), `import("x")`
 // calls and types, and `require("x")`; comments and strings that merely look
@@ -219,6 +220,23 @@ const scannedFiles = (): Array<string> => [
     .map((name) => join(ROOT, name)),
 ]
 
+/** The files reachable from `entry` by relative imports, with the bare packages each imports. */
+const reachable = (entry: string): Map<string, ReadonlyArray<Import>> => {
+  const seen = new Map<string, ReadonlyArray<Import>>()
+  const queue = [entry]
+  while (queue.length > 0) {
+    const file = queue.pop()!
+    if (seen.has(file)) continue
+    const imports = importsOf(file)
+    seen.set(file, imports)
+    for (const { spec } of imports) {
+      const target = spec.startsWith(".") ? resolveRelative(file, spec) : undefined
+      if (target !== undefined && isSource(target)) queue.push(target)
+    }
+  }
+  return seen
+}
+
 const formatCycle = (cycle: ReadonlyArray<string>): string => cycle.join(" → ")
 
 describe("import parsing and cycle finding", () => {
@@ -308,6 +326,18 @@ describe("module structure", () => {
         if (reached !== undefined && reached !== owner) {
           found.push(`${rel(file)}:${line} imports "${spec}" (inside ${reached.name}'s src); import from "${reached.name}" instead`)
         }
+      }
+    }
+    expect(found, found.join("\n")).toEqual([])
+  })
+
+  it("keeps vitest out of what `npm run bench` loads (it runs under plain node)", () => {
+    const files = reachable(join(ROOT, "bench", "run.ts"))
+    expect(files.size).toBeGreaterThan(10)
+    const found: Array<string> = []
+    for (const [file, imports] of files) {
+      for (const { spec, line } of imports) {
+        if (/^(@effect\/)?vitest$/.test(spec)) found.push(`${rel(file)}:${line} imports "${spec}"`)
       }
     }
     expect(found, found.join("\n")).toEqual([])

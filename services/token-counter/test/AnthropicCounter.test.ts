@@ -7,9 +7,10 @@ import { LocalCounter } from "@ctxd/tokens"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { AnthropicCounter } from "../src/index.ts"
+import * as FakeProviderHooks from "./FakeProviderHooks.ts"
 import * as Replay from "./Replay.ts"
 
-const fake = Replay.fakeProvider()
+const fake = FakeProviderHooks.fakeProvider()
 
 const local = LocalCounter.make({ backend: "tiktoken" })
 const weights = (messages: ReadonlyArray<Conversation.Message>) => messages.map((m) => local.countMessage(m, "cl100k_base"))

@@ -6,7 +6,6 @@
 import { Models, Normalize, RenderAnthropic } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider, Workloads } from "@ctxd/testing"
-import { afterAll, beforeAll, beforeEach } from "@effect/vitest"
 import { LocalCounter } from "@ctxd/tokens"
 
 export interface Session {
@@ -50,19 +49,4 @@ export const warmUp = (): void => {
   for (const encoding of ["o200k_base", "cl100k_base"] as const) local.countText("warm up", encoding)
   FakeProvider.countTextTokens("warm up")
   tauBench(1)
-}
-
-/**
- * A fake provider for the whole test file (started once with the tokenizers
- * warmed up, reset before each test, closed after): returns its getter.
- */
-export const fakeProvider = (): (() => FakeProvider.FakeProviderServer) => {
-  let server: FakeProvider.FakeProviderServer | undefined
-  beforeAll(async () => {
-    server = await FakeProvider.start()
-    warmUp()
-  })
-  afterAll(() => server?.close())
-  beforeEach(() => server!.reset())
-  return () => server!
 }

@@ -15,9 +15,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Option, Redacted, TestClock, TestServices } from "effect"
 import { createServer, type Server } from "node:net"
 import { TokenCounter } from "../src/index.ts"
+import * as FakeProviderHooks from "./FakeProviderHooks.ts"
 import * as Replay from "./Replay.ts"
 
-const fake = Replay.fakeProvider()
+const fake = FakeProviderHooks.fakeProvider()
 
 const countCalls = () => fake().requests().filter((r) => r.endpoint === "count_tokens").length
 

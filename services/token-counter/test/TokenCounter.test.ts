@@ -3,9 +3,10 @@ import { FakeProvider } from "@ctxd/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Redacted } from "effect"
 import { TokenCounterConfig, TokenCounter } from "../src/index.ts"
+import * as FakeProviderHooks from "./FakeProviderHooks.ts"
 import * as Replay from "./Replay.ts"
 
-const fake = Replay.fakeProvider()
+const fake = FakeProviderHooks.fakeProvider()
 
 const anthropic = () => ({ baseURL: fake().url, apiKey: Redacted.make("test") })
 /** The count calls' timeout: the SDK's abort timer runs on real time even under the TestClock; long enough for a loaded machine's stalls. */
