@@ -102,7 +102,7 @@ describe("compression and masking in the report", () => {
     expect(reply.report.tools.saved).toBeGreaterThan(0)
     expect(reply.report.masking.masked).toBeGreaterThanOrEqual(4)
     expect(reply.report.masking.tokensSaved).toBeGreaterThan(1000)
-    const masked = reply.request.messages.filter((m: { role: string; content: string }) => m.role === "tool" && m.content.startsWith("[Tool: get_me"))
+    const masked = reply.request.messages.filter((m: { role: string; content: string }) => m.role === "tool" && m.content.startsWith("[get_me: "))
     expect(masked.length).toBe(reply.report.masking.masked)
     // The last results stay whole; the originals stay in Postgres.
     expect(reply.request.messages.at(-1).content).toContain("step output")
@@ -145,8 +145,8 @@ describe("restorable masking", () => {
     expect(reply.report.cache.reason).toBe("ttl_expired")
     expect(names(reply.request)).toContain("recall")
     const text = JSON.stringify(reply.request.messages)
-    const step = Number(/step (\d+) — recall\((\d+)\) restores it/.exec(text)![1])
-    expect(text).toContain(`recall(${step}) restores it`)
+    const step = Number(/tokens — recall\((\d+)\)\]/.exec(text)![1])
+    expect(step).toBeGreaterThan(0)
 
     const recalled = await h.request(
       s,

@@ -6,20 +6,20 @@
  * tokens are billed at the cache-write price (Anthropic: 1.25× for 5 min,
  * 2× for 1 h; OpenAI: full price instead of the cached discount) instead of
  * the read price, once. What it removes is saved on this turn and on every
- * later one, at the read price while the cache is warm. So with `r` the read
- * and `w` the write multiplier, `N` the turns the session is expected to go
- * on for, and for each candidate prompt its `total` and its `prefix` (the
- * tokens before its first difference from the previous turn's prompt):
+ * later one, at the read price while the cache is warm. With `r` the read
+ * and `w` the write multiplier, a candidate prompt's `total` and its
+ * `prefix` (the tokens before its first difference from the previous
+ * turn's prompt), this turn costs
  *
- *     cost = r × prefix + w × (total − prefix) + N × r × total
+ *     now = r × prefix + w × (total − prefix)
  *
- * The planner keeps the candidate of least cost; a tie keeps the previous
- * positions (the prefix changes rarely, in large steps). When the cache has
- * gone cold (more time since the previous turn than its TTL) every prompt
- * is written whole anyway: the smallest one wins, and every deferred edit is
- * made at once. A candidate over the budget loses to one within it (a
- * forced edit). A prefix shorter than the provider's minimum cacheable
- * length is never read from the cache.
+ * and an edit's premium is `now` with it minus `now` without it. When to pay
+ * it is {@link choose}'s rule (rent or buy, bounded by the turns the session
+ * is expected to go on for). When the cache has gone cold (more time since
+ * the previous turn than its TTL) every prompt is written whole anyway: the
+ * smallest one wins, and every deferred edit is made at once. A candidate
+ * over the budget loses to one within it (a forced edit). A prefix shorter
+ * than the provider's minimum cacheable length is never read from the cache.
  */
 import type { Turn } from "@ctxd/contracts"
 
@@ -41,12 +41,16 @@ export interface Shape {
   readonly toolsKey: string
   readonly systemTokens: number
   readonly toolsTokens: number
+  /** What holding its deferred edits had cost when this prompt was chosen (absent: nothing). */
+  readonly rent?: Rent | undefined
 }
 
 /** A candidate prompt of this turn. */
 export interface Candidate extends Shape {
   readonly total: number
   readonly overBudget: boolean
+  /** The edits it makes that holding the previous positions does not (absent or empty: it holds). */
+  readonly advances?: ReadonlyArray<Edit> | undefined
 }
 
 /** The planner's knobs for one turn. */
@@ -92,7 +96,7 @@ export const prefixOf = (
   return { tokens, reason: c.sent.length >= previous.sent.length ? "append" : "budget" }
 }
 
-/** The expected cost of `c` now and over the turns to come (see the module doc), with its reusable prefix. */
+/** The expected cost of `c` now and over `expectedTurns` more turns (`now + N × r × total`), with its reusable prefix. */
 export const costOf = (plan: Plan, c: Candidate) => {
   const prefix = plan.cold ? { tokens: 0, reason: "ttl_expired" as const } : prefixOf(c, plan.previous, plan.viewChanged)
   const read = prefix.tokens >= plan.minCacheable ? prefix.tokens : 0
@@ -100,17 +104,83 @@ export const costOf = (plan: Plan, c: Candidate) => {
   return { cost, read, prefix }
 }
 
+/** The edits a candidate makes that holding does not. */
+export type Edit = "window" | "mask"
+
 /**
- * Picks among `candidates` (the first holds the previous positions, the
- * last advances every edit) the one of least expected cost, and reports why
- * its prefix changed and what the provider should read and write.
+ * What holding back an edit has cost so far, per edit, in base-input-token
+ * units: the reads of the tokens it would have removed, summed over the
+ * turns it was held (reset when it is made, or when nothing is pending).
+ */
+export interface Rent {
+  readonly window: number
+  readonly mask: number
+}
+
+const noRent: Rent = { window: 0, mask: 0 }
+
+/** This turn's cost of `c` alone (no later turns). */
+const nowCost = (plan: Plan, c: Candidate): number => {
+  const { read } = costOf(plan, c)
+  return plan.read * read + plan.write * (c.total - read)
+}
+
+/**
+ * Picks among `candidates` — the first holds the previous positions, the
+ * others advance the edits in their `advances` (the last advances every
+ * due edit) — and reports why its prefix changed and what the provider
+ * should read and write, with the rent to carry to the next turn.
+ *
+ * While the cache is warm and holding fits the budget, an edit is optional
+ * and is made only when both hold:
+ *
+ * - **it has been earned** (rent or buy): the reads its removal would have
+ *   saved on the turns it was already held ({@link Rent}) reach its premium
+ *   (this turn's cost with it minus without it). Under a prompt that grows
+ *   by about the same each turn this makes the edit exactly when a rewrite
+ *   every T turns costs least (the premium equals the reads accumulated
+ *   over T), and never pays more than twice the best choice in hindsight,
+ *   whatever the future — no guess of the session's length is needed for it;
+ * - **it pays back before the session ends**: its saving per turn times the
+ *   turns the session is expected to go on for reaches its premium (a short
+ *   session never earns a rewrite, so it never makes one).
+ *
+ * An edit whose premium is not positive is always made. When the cache is
+ * cold, the view changed, or holding is over the budget (a forced edit),
+ * the candidate of least expected cost over the turns to come
+ * ({@link costOf}) wins, among those within the budget.
  */
 export const choose = <C extends Candidate>(
   plan: Plan,
   candidates: ReadonlyArray<C>,
-): { readonly chosen: C; readonly cache: Required<Pick<Turn.Report["cache"], "prefixTokens" | "changedAtTokens" | "reason" | "ttlSeconds" | "expectedReadTokens" | "expectedWriteTokens" | "deferred">> } => {
+): {
+  readonly chosen: C
+  readonly rent: Rent
+  readonly cache: Required<Pick<Turn.Report["cache"], "prefixTokens" | "changedAtTokens" | "reason" | "ttlSeconds" | "expectedReadTokens" | "expectedWriteTokens" | "deferred">>
+} => {
+  const held = candidates[0]!
   const fits = candidates.filter((c) => !c.overBudget)
-  const pool = fits.length > 0 ? fits : candidates
+  const optional = !plan.cold && plan.previous !== undefined && plan.viewChanged !== true && !held.overBudget
+  const rent = plan.previous?.rent ?? noRent
+  const saving = (c: Candidate) => plan.read * (held.total - c.total)
+  const premiumOf = (c: Candidate) => nowCost(plan, c) - nowCost(plan, held)
+  // the mask's rent counts toward a candidate that also advances the window only up to what
+  // the mask edit alone costs: its surplus does not pay for the window's re-write
+  const maskOnly = candidates.find((c) => c.advances?.length === 1 && c.advances[0] === "mask")
+  const maskCap = maskOnly === undefined ? Number.POSITIVE_INFINITY : Math.max(0, premiumOf(maskOnly))
+  const accrued = (c: Candidate) =>
+    (c.advances ?? []).reduce((sum, e) => sum + (e === "mask" && c !== maskOnly ? Math.min(rent.mask, maskCap) : rent[e]), 0)
+  const pool = !optional
+    ? fits.length > 0
+      ? fits
+      : candidates
+    : [
+        held,
+        ...fits.slice(1).filter((c) => {
+          const premium = premiumOf(c)
+          return premium <= 0 || (saving(c) > 0 && premium <= accrued(c) && premium <= plan.expectedTurns * saving(c))
+        }),
+      ]
   let best = pool[0]!
   let bestCost = costOf(plan, best)
   for (const c of pool.slice(1)) {
@@ -121,11 +191,12 @@ export const choose = <C extends Candidate>(
     }
   }
   const advanced = candidates.at(-1)!
-  const deferred: Array<"window" | "mask"> = []
+  const deferred: Array<Edit> = []
   if (best.windowStart < advanced.windowStart) deferred.push("window")
   if (best.maskBoundary !== undefined && advanced.maskBoundary !== undefined && best.maskBoundary < advanced.maskBoundary) deferred.push("mask")
   return {
     chosen: best,
+    rent: optional ? rentAfter(rent, candidates, deferred, saving) : noRent,
     cache: {
       prefixTokens: best.total,
       changedAtTokens: bestCost.prefix.tokens,
@@ -135,5 +206,27 @@ export const choose = <C extends Candidate>(
       expectedWriteTokens: best.total - bestCost.read,
       deferred,
     },
+  }
+}
+
+/**
+ * The rent after this turn: an edit still deferred adds what making it
+ * would have saved this turn — the mask's share is what the candidate that
+ * makes only the mask edit saves, the window's the rest of what advancing
+ * everything saves — and a made or no longer pending edit starts again at 0.
+ */
+const rentAfter = (
+  rent: Rent,
+  candidates: ReadonlyArray<Candidate>,
+  deferred: ReadonlyArray<Edit>,
+  saving: (c: Candidate) => number,
+): Rent => {
+  const advanced = candidates.at(-1)!
+  const maskOnly = candidates.find((c) => c.advances?.length === 1 && c.advances[0] === "mask")
+  const maskShare = maskOnly === undefined ? 0 : saving(maskOnly)
+  const windowShare = saving(advanced) - (maskOnly === undefined || maskOnly === advanced ? 0 : maskShare)
+  return {
+    window: deferred.includes("window") ? rent.window + Math.max(0, windowShare) : 0,
+    mask: deferred.includes("mask") ? rent.mask + Math.max(0, maskShare) : 0,
   }
 }

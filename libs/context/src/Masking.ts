@@ -1,10 +1,10 @@
 /**
  * Observation masking: tool results the model has consumed are sent as a
- * one-line reference `[Tool: name — status, N tokens, step i — recall(i)
- * restores it]` instead of their content (name from the matching call,
- * status `ok`/`error`, N the result's tokens, i the stored sequence number of
- * its message, where the original stays: the handle the virtual `recall`
- * tool takes, see `Recall`). Only content is replaced: no result or call is
+ * one-line reference `[name: status, N tokens — recall(i)]` instead of their
+ * content (name from the matching call, status `ok`/`error`, N the result's
+ * tokens, i the stored sequence number of its message, where the original
+ * stays: the handle the virtual `recall` tool takes, see `Recall`; short, as
+ * every masked result is sent with it on every later turn). Only content is replaced: no result or call is
  * removed, so pairing is untouched.
  *
  * The results of the newest exchange (the last tool-call group, see
@@ -25,7 +25,7 @@
  *   text that parses as a JSON object or array), then the rest; larger first
  *   within each class; older first on ties.
  * - `dedupe`: a result whose text equals an earlier visible result of the
- *   same tool becomes `[Tool: name — same output as step i]`.
+ *   same tool becomes `[name: same output as recall(i)]`.
  */
 import type { Conversation } from "@ctxd/contracts"
 import * as Units from "./Units.ts"
@@ -128,10 +128,10 @@ export const boundary = (g: Grid, limit: number): number => {
  * byte-identical from turn to turn).
  */
 export const placeholder = (name: string, isError: boolean, tokens: number, step: number): string =>
-  `[Tool: ${name} — ${isError ? "error" : "ok"}, ${tokens} tokens, step ${step} — recall(${step}) restores it]`
+  `[${name}: ${isError ? "error" : "ok"}, ${tokens} tokens — recall(${step})]`
 
 /** The reference a duplicate result becomes. */
-export const duplicate = (name: string, step: number): string => `[Tool: ${name} — same output as step ${step}]`
+export const duplicate = (name: string, step: number): string => `[${name}: same output as recall(${step})]`
 
 /** A history message as masking rewrote it. */
 export interface Replacement {

@@ -243,21 +243,27 @@ export const run = (input: Input): Output => {
   const advanced = runAt(input, undefined)
   if (plan === undefined) return advanced
   const previous = plan.previous
-  // holding differs from advancing only when an edit is due (rare): only then is there a second candidate
-  const due =
-    previous !== undefined &&
-    (advanced.shape.windowStart !== previous.windowStart || advanced.shape.maskBoundary !== previous.maskBoundary)
-  const held =
-    previous === undefined || !due || plan.cold || plan.viewChanged === true
-      ? undefined
-      : runAt(input, { windowStart: previous.windowStart, maskBoundary: previous.maskBoundary })
-  const candidates = held === undefined || sameShape(held.shape, advanced.shape) ? [advanced] : [held, advanced]
-  const { chosen, cache } = CachePlanner.choose(
+  // holding differs from advancing only when an edit is due: only then are there more candidates
+  const window = previous !== undefined && advanced.shape.windowStart !== previous.windowStart
+  const mask = previous !== undefined && advanced.shape.maskBoundary !== previous.maskBoundary
+  const free = previous === undefined || plan.cold || plan.viewChanged === true
+  type Run = Output & { readonly shape: CachePlanner.Candidate }
+  const candidates: Array<Run> = []
+  const add = (out: Run, advances: ReadonlyArray<CachePlanner.Edit>) => {
+    if (!candidates.some((c) => sameShape(c.shape, out.shape))) candidates.push({ ...out, shape: { ...out.shape, advances } })
+  }
+  if (!free && (window || mask)) {
+    add(runAt(input, { windowStart: previous.windowStart, maskBoundary: previous.maskBoundary }), [])
+    // the mask edit alone re-writes only what follows the boundary: a candidate of its own
+    if (window && mask) add(runAt(input, { windowStart: previous.windowStart, maskBoundary: undefined }), ["mask"])
+  }
+  add(advanced, [...(window ? ["window" as const] : []), ...(mask ? ["mask" as const] : [])])
+  const { chosen, rent, cache } = CachePlanner.choose(
     plan,
     candidates.map((o) => ({ ...o.shape, output: o })),
   )
   const out = chosen.output
-  return { ...out, report: { ...out.report, cache: { ...out.report.cache, ...cache } } }
+  return { ...out, shape: { ...out.shape!, rent }, report: { ...out.report, cache: { ...out.report.cache, ...cache } } }
 }
 
 const sameShape = (a: CachePlanner.Candidate, b: CachePlanner.Candidate): boolean =>

@@ -1,7 +1,7 @@
 /**
  * Restorable masking: a masked tool result's reference names its handle,
- * the stored sequence number of its message (`[Tool: name — ok, N tokens,
- * step i — recall(i) restores it]`, see `Masking.placeholder`), and the
+ * the stored sequence number of its message (`[name: ok, N tokens —
+ * recall(i)]`, see `Masking.placeholder`), and the
  * virtual `recall({step})` tool brings the original back. ctxd answers the
  * call itself from the stored history (like `load_toolset`, see
  * `Toolsets.answerCalls`): the answer is a new tool result at the end of the
@@ -30,7 +30,7 @@ export const RECALL = "recall"
 export const tool: Conversation.Tool = {
   name: RECALL,
   description:
-    "Restore an earlier tool output that was shortened to a reference such as [Tool: name — ok, N tokens, step i — recall(i) restores it]. Returns the original output of that step (very long outputs are cut).",
+    "Restore an earlier tool output that was shortened to a reference such as [name: ok, N tokens — recall(i)]: pass i as the step. Returns the original output of that step (very long outputs are cut).",
   inputSchema: {
     type: "object",
     properties: { step: { type: "integer", description: "The step number from the reference" } },
@@ -126,7 +126,7 @@ export const cap = (
   return { text: `${head.slice(0, Math.max(0, chars))}${note}`, truncated: true }
 }
 
-const HINT = "Pass the step of a masked tool result's reference: [Tool: name — ok, N tokens, step i — recall(i) restores it]."
+const HINT = "Pass the step of a masked tool result's reference: i in [name: ok, N tokens — recall(i)]."
 
 /**
  * Answers `recall(args)`: the original tool results stored at step

@@ -57,27 +57,69 @@ describe("CachePlanner.choose", () => {
     maskBoundary: 2,
     sent: [shape().sent[0]!, { index: 1, masked: true, tokens: 100 }, shape().sent[2]!, { index: 3, masked: false, tokens: 50 }],
     total: 1_350,
+    advances: ["mask"],
+  })
+  // this turn: holding reads 2,200 and writes 50; advancing reads 1,100 and writes 250 (premium 140)
+  const premium = 0.1 * 1_100 + 1.25 * 250 - (0.1 * 2_200 + 1.25 * 50)
+  const saving = 0.1 * (2_250 - 1_350)
+  const withRent = (mask: number) => shape({ rent: { window: 0, mask } })
+
+  it("holds an edit until the reads it would have saved reach its premium (rent or buy), then makes it", () => {
+    expect(premium).toBeCloseTo(140, 6)
+    const first = CachePlanner.choose(plan({ expectedTurns: 50 }), [held, advanced])
+    expect(first.chosen).toBe(held)
+    expect(first.cache).toMatchObject({ reason: "append", changedAtTokens: 2_200, expectedReadTokens: 2_200, expectedWriteTokens: 50, deferred: ["mask"] })
+    expect(first.rent.mask).toBeCloseTo(saving, 6)
+    // the rent grows by the saving each turn held; one short of the premium still holds
+    const almost = CachePlanner.choose(plan({ expectedTurns: 50, previous: withRent(premium - 1) }), [held, advanced])
+    expect(almost.chosen).toBe(held)
+    expect(almost.rent.mask).toBeCloseTo(premium - 1 + saving, 6)
+    const earned = CachePlanner.choose(plan({ expectedTurns: 50, previous: withRent(premium) }), [held, advanced])
+    expect(earned.chosen).toBe(advanced)
+    expect(earned.cache).toMatchObject({ reason: "mask", changedAtTokens: 1_100, expectedReadTokens: 1_100, expectedWriteTokens: 250, deferred: [] })
+    expect(earned.rent).toEqual({ window: 0, mask: 0 })
   })
 
-  it("holds an edit that does not pay back over the turns to come, and makes it once it does", () => {
-    const short = CachePlanner.choose(plan({ expectedTurns: 1 }), [held, advanced])
-    expect(short.chosen).toBe(held)
-    expect(short.cache).toMatchObject({ reason: "append", changedAtTokens: 2_200, expectedReadTokens: 2_200, expectedWriteTokens: 50, deferred: ["mask"] })
-    const long = CachePlanner.choose(plan({ expectedTurns: 50 }), [held, advanced])
-    expect(long.chosen).toBe(advanced)
-    expect(long.cache).toMatchObject({ reason: "mask", changedAtTokens: 1_100, expectedReadTokens: 1_100, expectedWriteTokens: 250, deferred: [] })
+  it("never makes an optional edit that would not pay back before the session is expected to end", () => {
+    const rich = plan({ previous: withRent(1e9) })
+    expect(CachePlanner.choose({ ...rich, expectedTurns: 1 }, [held, advanced]).chosen).toBe(held)
+    expect(CachePlanner.choose({ ...rich, expectedTurns: Math.ceil(premium / saving) }, [held, advanced]).chosen).toBe(advanced)
+  })
+
+  it("makes an edit at once when it costs nothing extra this turn", () => {
+    // a 19,000-token message masked near the end: re-writing 1,000 tokens is cheaper than reading it
+    const big = shape({ sent: [...shape().sent, { index: 3, masked: false, tokens: 19_000 }, { index: 4, masked: false, tokens: 50 }], total: 21_250 })
+    const cut = shape({ ...big, maskBoundary: 4, sent: [...big.sent.slice(0, 3), { index: 3, masked: true, tokens: 950 }, big.sent[4]!], total: 3_200, advances: ["mask"] })
+    const previous = shape({ sent: big.sent.slice(0, 4), total: 21_200 })
+    expect(CachePlanner.choose(plan({ previous, expectedTurns: 1 }), [big, cut]).chosen).toBe(cut)
   })
 
   it("makes every edit when the cache is cold (the rewrite is free), and keeps the previous positions on a tie", () => {
-    const cold = CachePlanner.choose(plan({ expectedTurns: 0, cold: true }), [held, advanced])
+    const cold = CachePlanner.choose(plan({ expectedTurns: 0, cold: true, previous: withRent(5) }), [held, advanced])
     expect(cold.chosen).toBe(advanced)
     expect(cold.cache).toMatchObject({ reason: "ttl_expired", expectedReadTokens: 0, expectedWriteTokens: 1_350 })
-    expect(CachePlanner.choose(plan(), [held, { ...held }]).chosen).toBe(held)
+    expect(cold.rent).toEqual({ window: 0, mask: 0 })
+    expect(CachePlanner.choose(plan(), [held, { ...held, advances: ["mask"] }]).chosen).toBe(held)
   })
 
   it("never keeps a candidate over the budget when one fits (a forced edit), and reads nothing below the minimum prefix", () => {
     expect(CachePlanner.choose(plan({ expectedTurns: 0 }), [{ ...held, overBudget: true }, advanced]).chosen).toBe(advanced)
     expect(CachePlanner.costOf(plan({ minCacheable: 4_096 }), held).read).toBe(0)
+  })
+
+  it("charges the mask edit its own saving and the window the rest, and starts a made edit's rent again", () => {
+    // three candidates: hold, the mask alone (saves 900), the window too (saves 900 + 1,000)
+    const maskOnly = { ...advanced, advances: ["mask"] as const }
+    const both = shape({ ...advanced, windowStart: 1, sent: advanced.sent.slice(1), total: 350, advances: ["window", "mask"] })
+    const r = { window: 7, mask: 3 }
+    const holding = CachePlanner.choose(plan({ previous: shape({ rent: r }) }), [held, maskOnly, both])
+    expect(holding.chosen).toBe(held)
+    expect(holding.cache.deferred).toEqual(["window", "mask"])
+    expect(holding.rent.mask).toBeCloseTo(3 + 90, 6)
+    expect(holding.rent.window).toBeCloseTo(7 + 100, 6)
+    const masked = CachePlanner.choose(plan({ expectedTurns: 50, previous: shape({ rent: { window: 0, mask: 1e6 } }) }), [held, maskOnly, both])
+    expect(masked.chosen).toBe(maskOnly)
+    expect(masked.rent).toEqual({ window: 100, mask: 0 })
   })
 })
 
@@ -91,18 +133,36 @@ describe("the pipeline with the planner", () => {
   }
   const options = Pipeline.resolveOptions({ maskKeep: 2, maskBatchTokens: 500, windowMessages: 1_000 })
 
-  it("defers a mask edit on a short horizon and makes it on a long one or when the cache is cold", () => {
+  it("defers a mask edit until it is earned, never on a short horizon, and makes it when the cache is cold", () => {
     const history = session()
-    const before = Pipeline.run(input(history.slice(0, 20), { options }))
-    const next = (over: Partial<CachePlanner.Plan>) =>
-      Pipeline.run(input(history, { options, cachePlan: { ...plan({ previous: before.shape, minCacheable: 0 }), ...over } }))
-    const short = next({ expectedTurns: 0 })
-    expect(short.report.cache.deferred).toEqual(["mask"])
-    expect(short.report.cache.reason).toBe("append")
-    const long = next({ expectedTurns: 500 })
-    expect(long.report.cache.deferred).toEqual([])
-    expect(long.report.tokens.total).toBeLessThan(short.report.tokens.total)
+    // the previous prompt ends with the 11th result; this turn adds a 12th, and the 10th (cached) becomes maskable
+    const before = Pipeline.run(input(history.slice(0, 23), { options, cachePlan: plan({ previous: undefined }) }))
+    const next = (over: Partial<CachePlanner.Plan>, rent = 0) =>
+      Pipeline.run(
+        input(history, { options, cachePlan: { ...plan({ previous: { ...before.shape!, rent: { window: 0, mask: rent } }, minCacheable: 0 }), ...over } }),
+      )
+    const unearned = next({ expectedTurns: 500 })
+    expect(unearned.report.cache).toMatchObject({ reason: "append", deferred: ["mask"] })
+    expect(unearned.shape?.rent?.mask).toBeGreaterThan(0)
+    expect(next({ expectedTurns: 0 }, 1e9).report.cache.deferred).toEqual(["mask"])
+    const earned = next({ expectedTurns: 500 }, 1e9)
+    expect(earned.report.cache).toMatchObject({ reason: "mask", deferred: [] })
+    expect(earned.shape?.rent).toEqual({ window: 0, mask: 0 })
+    expect(earned.report.tokens.total).toBeLessThan(unearned.report.tokens.total)
     expect(next({ expectedTurns: 0, cold: true }).report.cache).toMatchObject({ reason: "ttl_expired", deferred: [] })
+  })
+
+  it("moves an edit it makes as far as it goes (no grid): the window to exactly windowMessages, the mask to the last K", () => {
+    const history = session()
+    const windowed = { ...options, windowMessages: 10, windowStep: 20, maskBatchTokens: 100_000 }
+    const planned = Pipeline.run(input(history, { options: windowed, cachePlan: plan({ previous: undefined }) }))
+    const unplanned = Pipeline.run(input(history, { options: windowed }))
+    // the anchor plus exactly the last 10 messages; without the planner the 20-message grid keeps more
+    expect(planned.report.messages.sent).toBe(11)
+    expect(unplanned.report.messages.sent).toBeGreaterThan(11)
+    // every consumed result older than the last 2 is masked; the 100,000-token grid masks none
+    expect(planned.report.masking?.masked).toBeGreaterThan(0)
+    expect(unplanned.report.masking?.masked).toBe(0)
   })
 
   it("marks the cache frontier before the mask boundary with a fourth breakpoint", () => {

@@ -33,9 +33,9 @@ describe("Masking.plan", () => {
     expect([...plan.replaced.keys()].sort((a, b) => a - b)).toEqual([2, 4, 6, 8, 10, 12, 14])
     expect(plan.masked).toBe(7)
     const masked = plan.replaced.get(2)!.message.parts[0] as Conversation.ToolResultPart
-    expect(masked.content).toEqual([{ type: "text", text: "[Tool: tool0 — ok, 296 tokens, step 3 — recall(3) restores it]" }])
+    expect(masked.content).toEqual([{ type: "text", text: "[tool0: ok, 296 tokens — recall(3)]" }])
     const error = plan.replaced.get(10)!.message.parts[0] as Conversation.ToolResultPart
-    expect(error).toMatchObject({ callId: "c4", isError: true, content: [{ type: "text", text: "[Tool: tool1 — error, 296 tokens, step 11 — recall(11) restores it]" }] })
+    expect(error).toMatchObject({ callId: "c4", isError: true, content: [{ type: "text", text: "[tool1: error, 296 tokens — recall(11)]" }] })
     expect(plan.replaced.get(2)!.tokens).toBe(300 - plan.replaced.get(2)!.saved)
     expect(plan.tokensSaved).toBe([...plan.replaced.values()].reduce((n, r) => n + r.saved, 0))
   })
@@ -80,7 +80,7 @@ describe("Masking.plan", () => {
     const history = stored(steps(6, (i) => (i === 3 ? "same output ".repeat(30) : i === 0 ? "same output ".repeat(30) : `other ${i} `.repeat(30))), 200)
     const plan = Masking.plan(history, { from: 0, options: options({ keep: 10 }), grid: Masking.grid(history, 1), countText, dedupe: true })
     expect(plan.deduplicated).toBe(1)
-    expect(resultTexts([plan.replaced.get(8)!.message])).toEqual(["[Tool: tool0 — same output as step 3]"])
+    expect(resultTexts([plan.replaced.get(8)!.message])).toEqual(["[tool0: same output as recall(3)]"])
   })
 })
 
@@ -92,7 +92,7 @@ describe("observation masking in the pipeline", () => {
       const out = Pipeline.run(input(history, { format, options }))
       expect(out.report.masking).toMatchObject({ masked: 8, deduplicated: 0, boundarySeq: 18 })
       expect(out.report.tokens.history).toBe(history.reduce((n, m) => n + m.tokens, 0) - out.report.masking!.tokensSaved)
-      expect(JSON.stringify(out.request)).toContain("[Tool: tool0 — ok, 596 tokens, step 3 — recall(3) restores it]")
+      expect(JSON.stringify(out.request)).toContain("[tool0: ok, 596 tokens — recall(3)]")
       expect(out.maskGrid).toEqual(Masking.grid(history, 1_000))
     }
     const off = Pipeline.run(input(history))

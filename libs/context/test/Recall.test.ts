@@ -32,7 +32,7 @@ const resultText = (m: Conversation.Message | undefined): string =>
 describe("the masked reference names its handle", () => {
   it("is one line, deterministic, and its step is the stored seq recall takes", () => {
     const line = Masking.placeholder("read_file", false, 812, 14)
-    expect(line).toBe("[Tool: read_file — ok, 812 tokens, step 14 — recall(14) restores it]")
+    expect(line).toBe("[read_file: ok, 812 tokens — recall(14)]")
     expect(line).not.toContain("\n")
     const plan = () => Masking.plan(history, { from: 0, options: { ...Masking.defaults, keep: 3 }, grid: Masking.grid(history, 1_000), countText })
     const first = plan()
@@ -83,7 +83,7 @@ describe("Recall.answer", () => {
       const a = Recall.answer(args, source())
       expect(a.ok).toBe(false)
       expect(a.text).toContain(says)
-      expect(a.text).toContain("recall(i) restores it")
+      expect(a.text).toContain("recall(i)]")
     }
   })
 
@@ -128,7 +128,7 @@ describe("recall answered as a virtual call", () => {
       const body = Pipeline.run(input(after, { format, options, tools: [...catalog, Recall.tool], toolsTokens: 50 })).request as Json
       expect(format === "anthropic" ? anthropicPairingProblems(body) : openaiPairingProblems(body)).toEqual([])
       const json = JSON.stringify(body)
-      expect(json).toContain("recall(3) restores it")
+      expect(json).toContain("— recall(3)]")
       expect(json).toContain("[Recalled step 5: tool1 — ok]")
     }
   })

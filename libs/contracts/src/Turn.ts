@@ -48,7 +48,7 @@ export type ToolCompression = typeof ToolCompression.Type
 export const Options = Schema.Struct({
   /** Keep at least this many recent messages in the window (default 40). */
   windowMessages: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
-  /** The window's cut advances this many messages at a time (default 20). */
+  /** The budget's cut moves on a grid of this many messages (default 20); the window's cut moves when the cache planner says. */
   windowStep: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
   /** Recent messages never evicted for budget (default 16). */
   freshTailMessages: Schema.optional(Count),
@@ -64,7 +64,7 @@ export const Options = Schema.Struct({
   toolCompression: Schema.optional(ToolCompression),
   /** Observation masking: the last K tool results stay whole, older ones become one-line references (default 3). */
   maskKeep: Schema.optional(Count),
-  /** The masked boundary advances by at least this many tokens of tool results at a time (default 2,000). */
+  /** A `recall` answer is cut to about this many tokens (default 2,000); the masked boundary moves when the cache planner says. */
   maskBatchTokens: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
   /**
    * Prompt-cache lifetime to plan with, in seconds (default the model's: 300 for Anthropic's 5-minute

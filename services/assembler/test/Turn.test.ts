@@ -120,8 +120,8 @@ describe("turn stages", () => {
       for (const r of replies.slice(0, firstMasked)) expect(names(r)).not.toContain("recall")
       for (const r of replies.slice(firstMasked)) expect(names(r)).toContain("recall")
       const last = replies.at(-1)!
-      const reference = messagesOf(last).find((m) => m.role === "tool" && m.content.startsWith("[Tool: ls"))!
-      expect(reference.content).toMatch(/^\[Tool: ls — ok, \d+ tokens, step 3 — recall\(3\) restores it\]$/)
+      const reference = messagesOf(last).find((m) => m.role === "tool" && m.content.startsWith("[ls: "))!
+      expect(reference.content).toMatch(/^\[ls: ok, \d+ tokens — recall\(3\)\]$/)
 
       const recalled = await send(masking("t4", [big(4), recallOf("r1", 3)]))
       expect(recalled.report.virtualCalls).toEqual([{ tool: "recall", callId: "r1", args: { step: 3 }, ok: true }])
@@ -141,7 +141,7 @@ describe("turn stages", () => {
       // the stored answer is a tool result like any other: older than the last K, it is masked in turn
       const answerStep = recalled.report.messages.lastSentSeq!
       expect(messagesOf(after).find((m) => m.tool_call_id === "r1")!.content).toMatch(
-        new RegExp(`^\\[Tool: recall — ok, \\d+ tokens, step ${answerStep} — recall\\(${answerStep}\\) restores it\\]$`),
+        new RegExp(`^\\[recall: ok, \\d+ tokens — recall\\(${answerStep}\\)\\]$`),
       )
     })
 

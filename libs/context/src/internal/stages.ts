@@ -34,7 +34,7 @@ export interface Options {
   readonly toolCompression?: SchemaCompression.Level | undefined
   /** Observation masking: results kept whole (K); absent: masking off. */
   readonly maskKeep?: number | undefined
-  /** Tokens of results per step of the mask boundary (default 2,000). */
+  /** Tokens of results per step of the mask boundary without the cache planner (default 2,000). */
   readonly maskBatchTokens?: number | undefined
   /** Results smaller than this are never masked (default 50). */
   readonly maskMinTokens?: number | undefined
@@ -107,10 +107,13 @@ export interface Hold {
 export const windowStage = (input: Input, hold?: Hold): Windowed => {
   const { history, options } = input
   const marks = Window.landmarks(history, input.landmarks)
-  const window = Window.compute(history, { ...options, holdStart: hold?.windowStart }, marks)
+  // with the cache planner deciding when the window and the mask boundary move, an edit goes
+  // to the most compact position (every message, every result); the grids serve prompts built without it
+  const planned = input.cachePlan !== undefined
+  const window = Window.compute(history, { ...options, windowStep: planned ? 1 : options.windowStep, holdStart: hold?.windowStart }, marks)
   const masking = options.maskKeep !== undefined || options.proactiveThreshold !== undefined
   const grid = masking
-    ? Masking.grid(history, options.maskBatchTokens ?? Masking.defaults.batchTokens, input.maskGrid)
+    ? Masking.grid(history, planned ? 1 : (options.maskBatchTokens ?? Masking.defaults.batchTokens), input.maskGrid)
     : undefined
   const fixed = input.systemTokens + input.toolsTokens
   const stored = input.storedTokens ?? history.reduce((sum, m) => sum + m.tokens, 0)
