@@ -63,11 +63,14 @@ export const systemMarks = (sections: ReadonlyArray<Conversation.SystemSection>)
   return { hour, five }
 }
 
+/** An Anthropic breakpoint's TTL. */
+export type Ttl = "1h" | "5m"
+
 /** The TTL of the mark on the last tool: 1 h when a 1 h system block follows, else 5 min. */
-export const toolsTtl = (marks: SystemMarks): "1h" | "5m" => (marks.hour === -1 ? "5m" : "1h")
+export const toolsTtl = (marks: SystemMarks): Ttl => (marks.hour === -1 ? "5m" : "1h")
 
 /** An Anthropic `cache_control` value for `ttl` (a fresh object per mark: no two bodies share one). */
-export const cacheControl = (ttl: "1h" | "5m"): Record<string, unknown> =>
+export const cacheControl = (ttl: Ttl): Record<string, unknown> =>
   ttl === "1h" ? { type: "ephemeral", ttl: "1h" } : { type: "ephemeral" }
 
 /** OpenAI `prompt_cache_key`: `"ctxd-"` + the first 32 hex digits of sha256(`tenant/session`). */

@@ -263,7 +263,7 @@ export const run = (input: Input): Output => {
     candidates.map((o) => ({ ...o.shape, output: o })),
   )
   const out = chosen.output
-  return { ...out, shape: { ...out.shape!, rent }, report: { ...out.report, cache: { ...out.report.cache, ...cache } } }
+  return { ...out, shape: { ...out.shape!, rent, ttlSeconds: plan.ttlSeconds }, report: { ...out.report, cache: { ...out.report.cache, ...cache } } }
 }
 
 const sameShape = (a: CachePlanner.Candidate, b: CachePlanner.Candidate): boolean =>

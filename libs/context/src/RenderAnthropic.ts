@@ -48,6 +48,12 @@ export interface RenderInput {
   readonly stable?: number | undefined
   /** `"name"` (default) or `"given"`: see {@link CacheLayout.ToolOrder}. */
   readonly toolOrder?: CacheLayout.ToolOrder | undefined
+  /**
+   * The TTL of the conversation's breakpoints (default `"5m"`). `"1h"`
+   * marks every breakpoint `1h` (TTLs may not decrease along the prompt:
+   * the system's and the tools' marks are raised with it).
+   */
+  readonly ttl?: CacheLayout.Ttl | undefined
 }
 
 /** A rendered body and the number of cache breakpoints in it. */
@@ -163,10 +169,11 @@ export const render = (input: RenderInput): Rendered => {
   // System: sections, then pinned system messages.
   const sections = input.system.filter((s) => !isBlank(s.text))
   const marks = CacheLayout.systemMarks(sections)
+  const ttl = input.ttl ?? "5m"
   const system: Array<Block> = sections.map((s, i) => {
     const block: Block = { type: "text", text: s.text }
     if (i === marks.hour) block["cache_control"] = CacheLayout.cacheControl("1h")
-    else if (i === marks.five) block["cache_control"] = CacheLayout.cacheControl("5m")
+    else if (i === marks.five) block["cache_control"] = CacheLayout.cacheControl(ttl)
     return block
   })
   breakpoints += (marks.hour === -1 ? 0 : 1) + (marks.five === -1 ? 0 : 1)
@@ -213,7 +220,7 @@ export const render = (input: RenderInput): Rendered => {
   for (let i = last.content.length - 1; i >= 0; i--) {
     const block = last.content[i]!
     if (CACHEABLE.has(String(block["type"]))) {
-      block["cache_control"] = CacheLayout.cacheControl("5m")
+      block["cache_control"] = CacheLayout.cacheControl(ttl)
       breakpoints++
       break
     }
@@ -231,11 +238,11 @@ export const render = (input: RenderInput): Rendered => {
     return block
   })
   if (tools.length > 0) {
-    tools[tools.length - 1]!["cache_control"] = CacheLayout.cacheControl(CacheLayout.toolsTtl(marks))
+    tools[tools.length - 1]!["cache_control"] = CacheLayout.cacheControl(ttl === "1h" ? "1h" : CacheLayout.toolsTtl(marks))
     breakpoints++
   }
   if (frontier !== undefined && frontier["cache_control"] === undefined && breakpoints < CacheLayout.MAX_BREAKPOINTS) {
-    frontier["cache_control"] = CacheLayout.cacheControl("5m")
+    frontier["cache_control"] = CacheLayout.cacheControl(ttl)
     breakpoints++
   }
 

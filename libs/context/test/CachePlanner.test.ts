@@ -2,6 +2,7 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import * as CachePlanner from "../src/CachePlanner.ts"
+import * as CostModel from "../src/CostModel.ts"
 import * as Pipeline from "../src/Pipeline.ts"
 import { assembleInput } from "./Generators.ts"
 import { anthropicPairingProblems, anthropicShapeProblems, assistant, calls, input, openaiPairingProblems, results, stored, user } from "./Helpers.ts"
@@ -120,6 +121,35 @@ describe("CachePlanner.choose", () => {
     const masked = CachePlanner.choose(plan({ expectedTurns: 50, previous: shape({ rent: { window: 0, mask: 1e6 } }) }), [held, maskOnly, both])
     expect(masked.chosen).toBe(maskOnly)
     expect(masked.rent).toEqual({ window: 100, mask: 0 })
+  })
+})
+
+describe("CachePlanner.chooseTier", () => {
+  const tiers = CostModel.lookup("claude-sonnet-4-5").tiers
+  const choose = (gaps: ReadonlyArray<number>, prompt = 50_000, added = 500) => CachePlanner.chooseTier(tiers, 0.1, gaps, prompt, added).name
+
+  it("keeps the default 5 minutes until it has seen a few gaps, and while the agent works without pauses", () => {
+    expect(choose([])).toBe("5m")
+    expect(choose([900, 900])).toBe("5m")
+    expect(choose([3, 12, 8, 20, 5, 7, 2, 15])).toBe("5m")
+  })
+
+  it("takes 1 hour when pauses of 5-60 minutes are common and the prompt is large, not when they outlast the hour", () => {
+    // one turn in four after a 10-minute pause: re-writing 50k tokens at 1.25× loses to paying 2× on 500 new ones
+    expect(choose([5, 5, 5, 600, 5, 5, 5, 600])).toBe("1h")
+    // a small prompt: the re-write is cheap, the premium on every turn's new tokens is not
+    expect(choose([5, 5, 5, 600, 5, 5, 5, 600], 1_000, 500)).toBe("5m")
+    // pauses longer than an hour: 1 h does not keep the cache either
+    expect(choose([5, 5, 5, 7_200, 5, 5, 5, 7_200])).toBe("5m")
+  })
+
+  it("follows the session's recent rhythm: only the last MAX_GAPS gaps count", () => {
+    let gaps: ReadonlyArray<number> = []
+    for (const g of [600, 600, 600, 600]) gaps = CachePlanner.recordGap(gaps, g)
+    expect(choose(gaps)).toBe("1h")
+    for (let i = 0; i < CachePlanner.MAX_GAPS; i++) gaps = CachePlanner.recordGap(gaps, 4)
+    expect(gaps).toHaveLength(CachePlanner.MAX_GAPS)
+    expect(choose(gaps)).toBe("5m")
   })
 })
 

@@ -128,6 +128,23 @@ describe("RenderAnthropic.render", () => {
     expect(anthropicShapeProblems(body, breakpoints)).toEqual([])
   })
 
+  it("marks every breakpoint 1h under a 1h TTL (the tools' and system's raised with it), still in a valid order", () => {
+    const system: Array<Conversation.SystemSection> = [
+      { id: "a", text: "A", cache: "5m" },
+      { id: "b", text: "B", cache: "5m" },
+    ]
+    const messages = [user("q"), calls("c1"), results("c1"), assistant("a"), user("next")]
+    const { body, breakpoints } = RenderAnthropic.render({ model: claude, system, tools: [tool("t")], messages, stable: 3, ttl: "1h" })
+    expect(ttls(body["tools"] as Array<Json>)).toEqual(["1h"])
+    expect(ttls(body["system"] as Array<Json>)).toEqual(["-", "1h"])
+    const marks = (body["messages"] as Array<{ content: Array<Json> }>).flatMap((m) => ttls(m.content)).filter((t) => t !== "-")
+    expect(marks).toEqual(["1h", "1h"])
+    expect(breakpoints).toBe(4)
+    expect(anthropicShapeProblems(body, breakpoints)).toEqual([])
+    // the default is 5 minutes
+    expect(JSON.stringify(RenderAnthropic.render({ model: claude, system, tools: [tool("t")], messages }).body)).not.toContain('"1h"')
+  })
+
   it("skips blank sections and marks nothing in a system without cached sections", () => {
     const { body, breakpoints } = render([user("q")], [
       { id: "a", text: "A", cache: "none" },

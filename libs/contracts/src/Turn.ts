@@ -67,8 +67,9 @@ export const Options = Schema.Struct({
   /** A `recall` answer is cut to about this many tokens (default 2,000); the masked boundary moves when the cache planner says. */
   maskBatchTokens: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
   /**
-   * Prompt-cache lifetime to plan with, in seconds (default the model's: 300 for Anthropic's 5-minute
-   * breakpoints); past it since the session's previous turn the cache counts as cold.
+   * Prompt-cache lifetime to plan with, in seconds; past it since the session's previous turn the
+   * cache counts as cold. Default: chosen per session from its gaps (Anthropic 300 or 3,600, with the
+   * breakpoints marked to match); given, it pins the TTL and the breakpoints keep the model's default.
    */
   cacheTtlSeconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 86_400))),
   /** Turns the session is expected to go on for, for the edit planner (default: half as many as it has had, at least 1). */

@@ -10,7 +10,7 @@
  * is only a speed-up: Postgres is the truth, and the session actor drops the
  * state when a turn fails, so the next turn rehydrates it.
  */
-import { type CachePlanner, type Masking, Normalize, type Pipeline, type Toolsets, Waste, type Window } from "@ctxd/context"
+import { CachePlanner, type Masking, Normalize, type Pipeline, type Toolsets, Waste, type Window } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import type { View } from "@ctxd/compactor"
 import { LoopState } from "@ctxd/loop-detector"
@@ -56,8 +56,10 @@ export interface SessionState {
   /** Model calls so far (assistant messages stored): the cache planner's guide to how long the session goes on. */
   turns: number
   /** The previous prompt as the cache planner compares prompts, and when it was built (ms). */
-  shape: CachePlanner.Shape | undefined
+  shape: CachePlanner.Candidate | undefined
   lastAt: number | undefined
+  /** Seconds between this session's recent turns (at most `CachePlanner.MAX_GAPS`): the cache tier's guide. */
+  gaps: ReadonlyArray<number>
 }
 
 /** A state for a session with nothing loaded yet. */
@@ -82,6 +84,7 @@ export const empty = (family: string): SessionState => ({
   turns: 0,
   shape: undefined,
   lastAt: undefined,
+  gaps: [],
 })
 
 /** One stored message. */
@@ -112,7 +115,7 @@ export type Outcome =
       /** A background compaction was scheduled by this turn. */
       readonly scheduled: boolean
       /** The prompt sent, as the cache planner compares prompts, and when it was built (ms). */
-      readonly shape: CachePlanner.Shape | undefined
+      readonly shape: CachePlanner.Candidate | undefined
       readonly at: number
     }
 
@@ -165,6 +168,7 @@ export const advance = (state: SessionState, outcome: Outcome): SessionState => 
       state.rung = outcome.rung
       state.view = outcome.view
       state.shape = outcome.shape
+      if (state.lastAt !== undefined) state.gaps = CachePlanner.recordGap(state.gaps, (outcome.at - state.lastAt) / 1000)
       state.lastAt = outcome.at
       return state
     }

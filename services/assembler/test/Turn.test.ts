@@ -217,4 +217,37 @@ describe("turn stages", () => {
     expect((await play({ expectedTurns: 0 }, 10_000)).reason).not.toBe("ttl_expired")
     expect(await play({ expectedTurns: 0, cacheTtlSeconds: 5 }, 10_000)).toMatchObject({ reason: "ttl_expired", deferred: [] })
   })
+
+  it("chooses the 1-hour cache for a session that pauses 5-60 minutes between turns, 5 minutes for one that does not", async () => {
+    const system = "Policy. ".repeat(25_000) // about 50k tokens: a cold re-write is costly
+    const play = async (gapMs: number, options: Record<string, unknown> = {}) => {
+      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+      const replies: Array<Turn.TurnReply> = []
+      for (let k = 0; k < 6; k++) {
+        const messages =
+          k === 0
+            ? [{ role: "user", content: "hello" }]
+            : [{ role: "assistant", content: `answer ${k}` }, { role: "user", content: `question ${k}` }]
+        const req = { turnId: `t${k}`, format: "anthropic", model: { provider: "anthropic", name: "claude-sonnet-4-5" }, system, messages, options }
+        replies.push(await turns.turn("acme", "ttl", req as unknown as Turn.TurnRequest, undefined, k * gapMs))
+      }
+      return replies
+    }
+    const marks = (reply: Turn.TurnReply) => [...JSON.stringify(reply.request).matchAll(/"cache_control":\{[^}]*\}/g)].map((m) => m[0])
+    // 10 minutes apart: once three gaps are seen (the fifth turn) every breakpoint is 1 h, and the
+    // next 10-minute pause no longer finds the cache cold
+    const paused = await play(600_000)
+    expect(paused.slice(1, 5).map((r) => r.report.cache.reason)).toEqual(["ttl_expired", "ttl_expired", "ttl_expired", "ttl_expired"])
+    expect(paused.map((r) => r.report.cache.ttlSeconds)).toEqual([300, 300, 300, 300, 3600, 3600])
+    expect(paused.at(-1)!.report.cache.reason).toBe("append")
+    for (const mark of marks(paused.at(-1)!)) expect(mark).toContain('"ttl":"1h"')
+    // 10 seconds apart: 5 minutes throughout
+    const busy = await play(10_000)
+    expect(busy.map((r) => r.report.cache.ttlSeconds)).toEqual([300, 300, 300, 300, 300, 300])
+    expect(marks(busy.at(-1)!).some((m) => m.includes("1h"))).toBe(false)
+    // options.cacheTtlSeconds pins the TTL: no choice is made
+    const pinned = await play(600_000, { cacheTtlSeconds: 300 })
+    expect(pinned.at(-1)!.report.cache).toMatchObject({ ttlSeconds: 300, reason: "ttl_expired" })
+    expect(marks(pinned.at(-1)!).some((m) => m.includes("1h"))).toBe(false)
+  })
 })

@@ -213,7 +213,7 @@ export const renderStage = (
 ) => {
   const body = { model: input.model, system: input.system, tools, messages, trailer: input.trailer?.text, toolOrder: input.toolOrder, stable }
   if (input.format === "anthropic") {
-    const rendered = RenderAnthropic.render(body)
+    const rendered = RenderAnthropic.render({ ...body, ttl: input.cachePlan?.tier === "1h" ? "1h" : "5m" })
     return { request: rendered.body, cache: { breakpoints: rendered.breakpoints, promptCacheKey: null } }
   }
   const rendered = RenderOpenAI.render({ ...body, tenant: input.tenant, session: input.session })

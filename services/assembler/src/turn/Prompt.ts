@@ -9,7 +9,7 @@
  * then updates): its tool list changes in the turn whose prefix masking
  * changes anyway, and stays so. That one turn counts the added tool locally.
  */
-import { type CachePlanner, CostModel, Pipeline } from "@ctxd/context"
+import { CachePlanner, CostModel, Pipeline } from "@ctxd/context"
 import * as Carry from "./Carry.ts"
 
 /**
@@ -23,23 +23,37 @@ export const expectedTurns = (turnsSoFar: number): number => Math.max(1, Math.fl
 /**
  * The cache planner's inputs for this turn: the model's prices (`CostModel`),
  * the previous prompt while the view is the same, whether the cache has gone
- * cold since the previous turn, and how long the session is expected to go on.
+ * cold since the previous turn (under the TTL that prompt was sent with), how
+ * long the session is expected to go on, and the cache tier: with
+ * `options.cacheTtlSeconds` that TTL under the model's default tier; else,
+ * for Anthropic, 5 minutes or 1 hour, whichever the session's observed gaps
+ * make cheaper (`CachePlanner.chooseTier`).
  */
 export const cachePlan = (inputs: Carry.Inputs, sameView: boolean): CachePlanner.Plan => {
-  const { state, options, model, now } = inputs
+  const { state, options, model, now, request } = inputs
   const prices = CostModel.lookup(model.name)
-  const tier = CostModel.tier(prices)
+  const tier = options.cache.ttlSeconds !== undefined ? CostModel.tier(prices) : tierFor(request.format, prices, state)
   const ttlSeconds = options.cache.ttlSeconds ?? tier.ttlSeconds
+  const previousTtl = state.shape?.ttlSeconds ?? ttlSeconds
   return {
     previous: sameView ? state.shape : undefined,
     viewChanged: !sameView && state.shape !== undefined,
     read: prices.cacheReadMultiplier,
     write: tier.writeMultiplier,
     expectedTurns: options.cache.expectedTurns ?? expectedTurns(state.turns),
-    cold: state.lastAt !== undefined && now - state.lastAt > ttlSeconds * 1000,
+    cold: state.lastAt !== undefined && now - state.lastAt > previousTtl * 1000,
     ttlSeconds,
     minCacheable: prices.minCacheableTokens,
+    tier: tier.name,
   }
+}
+
+/** The tiers a request can ask for: Anthropic breakpoints say `5m` or `1h`; elsewhere the model's default only. */
+const tierFor = (format: string, prices: CostModel.ModelPrices, state: Carry.Inputs["state"]): CostModel.CacheTier => {
+  const expressible = format === "anthropic" ? prices.tiers.filter((t) => t.name === "5m" || t.name === "1h") : []
+  if (expressible.length < 2) return CostModel.tier(prices)
+  const prompt = state.shape?.total ?? 0
+  return CachePlanner.chooseTier(expressible, prices.cacheReadMultiplier, state.gaps, prompt, state.tokens / Math.max(1, state.turns))
 }
 
 export const stage: Carry.Stage = {
