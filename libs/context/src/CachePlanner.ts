@@ -287,3 +287,31 @@ const rentAfter = (
     mask: deferred.includes("mask") ? rent.mask + Math.max(0, maskShare) : 0,
   }
 }
+
+/** What the summary decision compares of a prompt: its report's cache split, its size, whether it fits. */
+export interface Built {
+  readonly total: number
+  readonly overBudget: boolean
+  readonly expectedReadTokens: number
+  readonly expectedWriteTokens: number
+}
+
+/**
+ * Whether to swap in a newer summary now. `held` is this turn's prompt on
+ * the previous view (its summary, extended), `swapped` the prompt under the
+ * new summary, which re-writes everything after the system and the tools —
+ * the summary and every message after the point it covers to. Unlike a
+ * window or mask edit, waiting does not batch anything: the tail after that
+ * point grows each turn, and with it the re-write, while the saving per turn
+ * stays the same. So the swap is made as soon as it pays back within the
+ * turns the session is expected to go on for (its premium — this turn's cost
+ * with it minus without it — at most `expectedTurns` × its saving per turn),
+ * and at once when the cache is cold, when holding is over the budget, or
+ * when it costs nothing extra this turn.
+ */
+export const swapSummary = (plan: Plan, held: Built, swapped: Built): boolean => {
+  const now = (b: Built) => plan.read * b.expectedReadTokens + plan.write * b.expectedWriteTokens
+  const premium = now(swapped) - now(held)
+  const saving = plan.read * (held.total - swapped.total)
+  return plan.cold || (held.overBudget && !swapped.overBudget) || premium <= 0 || (saving > 0 && premium <= plan.expectedTurns * saving)
+}

@@ -124,6 +124,21 @@ describe("CachePlanner.choose", () => {
   })
 })
 
+describe("CachePlanner.swapSummary", () => {
+  // holding reads 9,000 and writes 1,000 (cost 2,150); swapping writes 3,000 (3,750): premium 1,600, saving 700 a turn
+  const held = { total: 10_000, overBudget: false, expectedReadTokens: 9_000, expectedWriteTokens: 1_000 }
+  const swapped = { total: 3_000, overBudget: false, expectedReadTokens: 0, expectedWriteTokens: 3_000 }
+  it("swaps when it pays back within the expected turns, holds otherwise", () => {
+    expect(CachePlanner.swapSummary(plan({ expectedTurns: 3 }), held, swapped)).toBe(true)
+    expect(CachePlanner.swapSummary(plan({ expectedTurns: 2 }), held, swapped)).toBe(false)
+  })
+  it("swaps at once when the cache is cold, when holding is over the budget, or when it costs nothing extra", () => {
+    expect(CachePlanner.swapSummary(plan({ expectedTurns: 0, cold: true }), held, swapped)).toBe(true)
+    expect(CachePlanner.swapSummary(plan({ expectedTurns: 0 }), { ...held, overBudget: true }, swapped)).toBe(true)
+    expect(CachePlanner.swapSummary(plan({ expectedTurns: 0 }), { ...held, expectedReadTokens: 0, expectedWriteTokens: 10_000 }, swapped)).toBe(true)
+  })
+})
+
 describe("CachePlanner.chooseTier", () => {
   const tiers = CostModel.lookup("claude-sonnet-4-5").tiers
   const choose = (gaps: ReadonlyArray<number>, prompt = 50_000, added = 500) => CachePlanner.chooseTier(tiers, 0.1, gaps, prompt, added).name

@@ -289,6 +289,8 @@ export const Report = Schema.Struct({
     expectedWriteTokens: Schema.optional(Schema.Number),
     /** Prefix edits this turn held back because they do not pay for themselves yet. */
     deferred: Schema.optional(Schema.Array(Schema.Literal("window", "mask"))),
+    /** A newer summary is ready but held back (the prompt still starts with the previous one): swapping does not pay yet. */
+    summaryDeferred: Schema.optional(Schema.Boolean),
   }),
   /** Compaction: the live summary the history view starts with, and what this turn decided. */
   compaction: Schema.optional(

@@ -60,6 +60,8 @@ export interface SessionState {
   lastAt: number | undefined
   /** Seconds between this session's recent turns (at most `CachePlanner.MAX_GAPS`): the cache tier's guide. */
   gaps: ReadonlyArray<number>
+  /** The knowledge index last sent, and since when a newer one is held back (ms); undefined until a turn ran here. */
+  knowledgeIndex: { readonly sent: string; readonly since?: number | undefined } | undefined
 }
 
 /** A state for a session with nothing loaded yet. */
@@ -85,6 +87,7 @@ export const empty = (family: string): SessionState => ({
   shape: undefined,
   lastAt: undefined,
   gaps: [],
+  knowledgeIndex: undefined,
 })
 
 /** One stored message. */
@@ -114,6 +117,8 @@ export type Outcome =
       readonly view: View.View
       /** A background compaction was scheduled by this turn. */
       readonly scheduled: boolean
+      /** The knowledge index sent, and since when a newer one is held back. */
+      readonly knowledgeIndex: { readonly sent: string; readonly since?: number | undefined }
       /** The prompt sent, as the cache planner compares prompts, and when it was built (ms). */
       readonly shape: CachePlanner.Candidate | undefined
       readonly at: number
@@ -168,6 +173,7 @@ export const advance = (state: SessionState, outcome: Outcome): SessionState => 
       state.rung = outcome.rung
       state.view = outcome.view
       state.shape = outcome.shape
+      state.knowledgeIndex = outcome.knowledgeIndex
       if (state.lastAt !== undefined) state.gaps = CachePlanner.recordGap(state.gaps, (outcome.at - state.lastAt) / 1000)
       state.lastAt = outcome.at
       return state

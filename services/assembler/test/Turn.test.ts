@@ -250,4 +250,67 @@ describe("turn stages", () => {
     expect(pinned.at(-1)!.report.cache).toMatchObject({ ttlSeconds: 300, reason: "ttl_expired" })
     expect(marks(pinned.at(-1)!).some((m) => m.includes("1h"))).toBe(false)
   })
+
+  it("swaps in a summary that landed when it pays back in the turns to come, holds it otherwise, swaps at once when cold", async () => {
+    const body = "log line ".repeat(400) // about 900 tokens a message
+    const play = async (gapMs: number, options: Record<string, unknown> = {}) => {
+      const turns = LocalTurns.make({
+        local,
+        count: LocalTurns.countLocally(local),
+        thresholds: { compactAtPct: 0.95, softPct: 0.2, tailKeepTokens: 1_000, tailMaxPct: 0.3, minFoldPct: 0.01 },
+        // a summary of everything but the last two messages, made at once, landing on the next turn
+        compact: async (_job, stored) => ({ id: stored.length, coversFromSeq: 1, coversToSeq: stored.at(-3)!.seq, text: "Summary: the logs were read.", mode: "one_shot", depth: 1 }),
+      })
+      const replies: Array<Turn.TurnReply> = []
+      for (let k = 0; k < 14; k++) {
+        const messages = k === 0 ? [{ role: "user", content: body }] : [{ role: "assistant", content: `noted ${k}` }, { role: "user", content: body }]
+        const model = { provider: "anthropic", name: "claude-sonnet-4-5", contextWindow: 40_000, maxOutputTokens: 4_000 }
+        const req = { turnId: `t${k}`, format: "anthropic", model, system: "Be brief.", messages, options }
+        replies.push(await turns.turn("acme", "swap", req as unknown as Turn.TurnRequest, undefined, k * gapMs))
+      }
+      return replies
+    }
+    const summarized = (r: Turn.TurnReply) => r.report.compaction?.summary?.coversToSeq ?? 0
+    // a session going on for 10 more turns: swapped in on the turn it lands, the prefix re-written once
+    const going = await play(2_000, { expectedTurns: 10 })
+    const landed = going.findIndex((r) => summarized(r) > 0)
+    expect(landed).toBeGreaterThan(0)
+    expect(going[landed]!.report.cache.reason).toBe("summary")
+    expect(going.some((r) => r.report.cache.summaryDeferred === true)).toBe(false)
+    // a session expected to end now never earns the re-write: the previous view is sent and kept
+    const ending = await play(2_000, { expectedTurns: 0 })
+    expect(ending.slice(landed).every((r) => r.report.cache.summaryDeferred === true && summarized(r) === 0)).toBe(true)
+    expect(ending.slice(landed).every((r) => r.report.cache.reason === "append")).toBe(true)
+    // unless the cache is cold (2 hours apart: past even the 1-hour TTL): then the swap is free
+    const cold = await play(7_200_000, { expectedTurns: 0 })
+    expect(summarized(cold[landed]!)).toBeGreaterThan(0)
+    expect(cold.some((r) => r.report.cache.summaryDeferred === true)).toBe(false)
+  })
+
+  it("holds a changed knowledge index back until the prefix is re-written anyway (a cold cache), at most an hour", async () => {
+    const play = async (gapsMs: ReadonlyArray<number>, system: string, changeAt: number) => {
+      const docs = [{ id: "refunds", title: "Refund policy", text: "Refunds within 30 days." }]
+      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local), knowledge: docs })
+      const sent: Array<string> = []
+      let at = 0
+      for (const [k, gap] of gapsMs.entries()) {
+        if (k === changeAt) docs.push({ id: "baggage", title: "Baggage allowance", text: "Two bags." })
+        at += gap
+        const messages = k === 0 ? [{ role: "user", content: "hello" }] : [{ role: "assistant", content: `answer ${k}` }, { role: "user", content: `question ${k}` }]
+        const req = { turnId: `t${k}`, format: "anthropic", model: { provider: "anthropic", name: "claude-sonnet-4-5" }, system, messages }
+        const reply = await turns.turn("acme", "kb", req as unknown as Turn.TurnRequest, undefined, at)
+        sent.push(`${JSON.stringify(reply.request).includes("Baggage allowance") ? "new" : "old"} ${reply.report.cache.reason}`)
+      }
+      return sent
+    }
+    // 2 s apart, then 10 minutes (cold under 5 minutes): held while warm, sent with the cold re-write
+    expect(await play([0, 2_000, 2_000, 2_000, 2_000, 2_000, 600_000, 2_000], "Be brief.", 4)).toEqual([
+      "old first_turn", "old append", "old append", "old append", "old append", "old append", "new ttl_expired", "new append",
+    ])
+    // 30 minutes apart with a large prompt: the 1-hour cache (from the fifth turn) keeps it warm, so
+    // an index changed at the sixth waits its hour
+    const large = "Policy. ".repeat(25_000)
+    const hourly = await play(Array.from({ length: 9 }, (_, k) => (k === 0 ? 0 : 1_800_000)), large, 5)
+    expect(hourly.slice(4)).toEqual(["old ttl_expired", "old append", "old append", "new system", "new append"])
+  })
 })

@@ -64,6 +64,22 @@ export interface ToolsOut {
   readonly waste: Waste.State
   /** The virtual `recall` tool (see `Tools`). */
   readonly recall: RecallOffer
+  /** The knowledge index sent (see `Tools`). */
+  readonly knowledge: KnowledgeIndex
+}
+
+/**
+ * The knowledge index in {@link ToolsOut.system} (`""`: none). When it
+ * changed since the previous turn's, `ifHeld` is that turn's index and the
+ * system sections with it: the `prompt` stage keeps it until the prefix is
+ * re-written anyway (`since`: when the change was first held back).
+ */
+export interface KnowledgeIndex {
+  readonly sent: string
+  readonly since?: number | undefined
+  readonly ifHeld?:
+    | { readonly text: string; readonly system: ReadonlyArray<Conversation.SystemSection>; readonly since: number }
+    | undefined
 }
 
 /**
@@ -97,6 +113,12 @@ export interface CompactionOut {
   readonly schedule: WorkQueue.Job | undefined
   /** The view is the previous turn's, extended: landmarks and mask grid carry over. */
   readonly sameView: boolean
+  /**
+   * A newer summary than the previous turn's view is ready: that view,
+   * extended. Swapping is an edit the prompt stage may defer (it then names
+   * this view as the one sent); absent: nothing to decide.
+   */
+  readonly held?: View.View | undefined
 }
 
 /** The turn's value as it passes the stages: each fills its own section. */

@@ -6,7 +6,9 @@
  * a background job is scheduled (once until it lands); only a prompt that
  * would exceed the window blocks on a compaction now (I/O: asked of the
  * shell, which re-reads the live summary; the turn then goes on with or
- * without the new summary).
+ * without the new summary). A summary that landed in the background is not
+ * swapped in here: the previous view, extended, goes along as `held`, and the
+ * prompt stage swaps when it pays (`CachePlanner.swapSummary`).
  */
 import { Plan, View } from "@ctxd/compactor"
 import * as Carry from "./Carry.ts"
@@ -34,6 +36,11 @@ export const stage: Carry.Stage = {
         : undefined
     // Landmarks and mask grids are positions in the view: a new summary starts them afresh.
     const sameView = state.view !== undefined && state.view.key === view.key
-    return Carry.next({ ...carry, compaction: { view, decision: decided, schedule, sameView } })
+    // a newer summary landed: swapping it in is the prompt stage's decision, unless this turn had to compact
+    const held =
+      !sameView && state.view !== undefined && carry.answers.compacted === undefined && (state.view.summary?.coversToSeq ?? 0) < (summary?.coversToSeq ?? 0)
+        ? View.extend(state.view, history)
+        : undefined
+    return Carry.next({ ...carry, compaction: { view, decision: decided, schedule, sameView, held } })
   },
 }

@@ -8,6 +8,10 @@
  * the virtual `recall` tool added (prepared by `tools`, which this stage
  * then updates): its tool list changes in the turn whose prefix masking
  * changes anyway, and stays so. That one turn counts the added tool locally.
+ *
+ * When a newer summary is ready (`compaction.held`), the prompt is built on
+ * both views and the swap made only when it pays (`CachePlanner.swapSummary`);
+ * held back, the previous view is the one sent and kept.
  */
 import { CachePlanner, CostModel, Pipeline } from "@ctxd/context"
 import * as Carry from "./Carry.ts"
@@ -59,19 +63,77 @@ const tierFor = (format: string, prices: CostModel.ModelPrices, state: Carry.Inp
 export const stage: Carry.Stage = {
   name: "prompt",
   run: (carry) => {
-    const { tenant, session, request, model, options, state, local } = carry.inputs
-    const tools = Carry.section(carry, "tools")
-    const { count } = Carry.section(carry, "count")
-    const loop = Carry.section(carry, "loop")
-    const { view, sameView } = Carry.section(carry, "compaction")
-    const plan = cachePlan(carry.inputs, sameView)
-    const run = (sent: typeof tools.sent, toolsTokens: number) => Pipeline.run({
+    const compaction = Carry.section(carry, "compaction")
+    const swapped = build(carry, compaction.view, compaction.sameView)
+    if (compaction.held === undefined) return Carry.next({ ...carry, ...swapped })
+    // a newer summary is ready: swapping it in re-writes everything after the system and the
+    // tools, an edit made only when it pays (like a window or mask edit)
+    const held = build(carry, compaction.held, true)
+    const builtOf = (p: Pipeline.Output): CachePlanner.Built => ({
+      total: p.report.tokens.total,
+      overBudget: p.report.overBudget,
+      expectedReadTokens: p.report.cache.expectedReadTokens ?? 0,
+      expectedWriteTokens: p.report.cache.expectedWriteTokens ?? p.report.tokens.total,
+    })
+    if (CachePlanner.swapSummary(cachePlan(carry.inputs, true), builtOf(held.prompt), builtOf(swapped.prompt))) return Carry.next({ ...carry, ...swapped })
+    const prompt = held.prompt
+    return Carry.next({
+      ...carry,
+      tools: held.tools,
+      compaction: { ...compaction, view: compaction.held, sameView: true, held: undefined },
+      prompt: { ...prompt, report: { ...prompt.report, cache: { ...prompt.report.cache, summaryDeferred: true } } },
+    })
+  },
+}
+
+/** A changed knowledge index is held back at most this long (ms): 1 hour. */
+export const KNOWLEDGE_HOLD_MS = 3_600_000
+
+/** Reasons a prompt re-writes everything after the system (or more): a change there costs (almost) nothing extra. */
+const rewritesAfterSystem = new Set<string>(["first_turn", "ttl_expired", "tools", "system", "summary", "window"])
+
+type Built = { readonly prompt: Pipeline.Output; readonly tools: Carry.ToolsOut }
+
+/**
+ * The prompt over `view` (`sameView`: the previous turn's, extended, so its
+ * landmarks, mask grid and shape carry over), and the tools it goes with. A
+ * changed knowledge index (it only grows the prompt, it saves nothing) is
+ * held back until the prompt re-writes everything after the system anyway,
+ * or for at most {@link KNOWLEDGE_HOLD_MS}; `load_knowledge` answers every
+ * current document meanwhile.
+ */
+const build = (carry: Carry.Carry, view: Carry.CompactionOut["view"], sameView: boolean): Built => {
+  const tools = Carry.section(carry, "tools")
+  const { count } = Carry.section(carry, "count")
+  const held = tools.knowledge.ifHeld
+  if (held === undefined) return buildWith(carry, view, sameView, tools, count.systemTokens)
+  const { local, now } = carry.inputs
+  const systemTokens = Math.max(0, count.systemTokens - local.countText(tools.knowledge.sent) + local.countText(held.text))
+  const kept = buildWith(carry, view, sameView, { ...tools, system: held.system, knowledge: { sent: held.text, since: held.since } }, systemTokens)
+  const reason = kept.prompt.report.cache.reason ?? "first_turn"
+  if (!rewritesAfterSystem.has(reason) && now - held.since < KNOWLEDGE_HOLD_MS) return kept
+  return buildWith(carry, view, sameView, tools, count.systemTokens)
+}
+
+const buildWith = (
+  carry: Carry.Carry,
+  view: Carry.CompactionOut["view"],
+  sameView: boolean,
+  tools: Carry.ToolsOut,
+  systemTokens: number,
+): Built => {
+  const { tenant, session, request, model, options, state, local } = carry.inputs
+  const { count } = Carry.section(carry, "count")
+  const loop = Carry.section(carry, "loop")
+  const plan = cachePlan(carry.inputs, sameView)
+  const run = (sent: typeof tools.sent, toolsTokens: number) =>
+    Pipeline.run({
       tenant,
       session,
       format: request.format,
       model,
       system: tools.system,
-      systemTokens: count.systemTokens,
+      systemTokens,
       tools: sent,
       toolsTokens,
       toolOrder: "given",
@@ -93,21 +155,18 @@ export const stage: Carry.Stage = {
         ...(count.fallback === undefined ? {} : { fallback: count.fallback }),
       },
     })
-    const prompt = run(tools.sent, count.toolsTokens)
-    const alternative = tools.recall.ifMasked
-    if (alternative === undefined || (prompt.report.masking?.masked ?? 0) === 0) return Carry.next({ ...carry, prompt })
-    const added = Math.max(0, local.countTools(alternative.sent) - local.countTools(tools.sent))
-    // Offering `recall` changes the tool list, and so the whole cached prefix: it waits for a
-    // moment when that prefix is lost anyway (the cache is cold, or the system or the tools change
-    // this turn); until then masked references go out, and ctxd still answers a `recall` call.
-    const reason = prompt.report.cache.reason
-    const free = plan.cold || plan.previous === undefined || reason === "tools" || reason === "system" || reason === "summary"
-    if (!free) return Carry.next({ ...carry, prompt })
-    const withRecall = run(alternative.sent, count.toolsTokens + added)
-    return Carry.next({
-      ...carry,
-      tools: { ...tools, sent: alternative.sent, waste: alternative.waste, recall: { offered: true } },
-      prompt: withRecall,
-    })
-  },
+  const prompt = run(tools.sent, count.toolsTokens)
+  const alternative = tools.recall.ifMasked
+  if (alternative === undefined || (prompt.report.masking?.masked ?? 0) === 0) return { prompt, tools }
+  const added = Math.max(0, local.countTools(alternative.sent) - local.countTools(tools.sent))
+  // Offering `recall` changes the tool list, and so the whole cached prefix: it waits for a
+  // moment when that prefix is lost anyway (the cache is cold, or the system or the tools change
+  // this turn); until then masked references go out, and ctxd still answers a `recall` call.
+  const reason = prompt.report.cache.reason ?? "first_turn"
+  const free = plan.cold || plan.previous === undefined || (rewritesAfterSystem.has(reason) && reason !== "window")
+  if (!free) return { prompt, tools }
+  return {
+    prompt: run(alternative.sent, count.toolsTokens + added),
+    tools: { ...tools, sent: alternative.sent, waste: alternative.waste, recall: { offered: true } },
+  }
 }

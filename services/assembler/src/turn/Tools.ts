@@ -1,6 +1,7 @@
 /**
  * Stage `tools`: what the model may call this turn. The knowledge index
- * joins the system sections (with `load_knowledge`); on-demand toolsets are
+ * joins the system sections (with `load_knowledge`; a changed index is held
+ * back by `prompt` until the prefix is re-written anyway); on-demand toolsets are
  * rebuilt from the history once per session and `load_toolset` /
  * `load_knowledge` / `recall` calls in the new messages are answered by ctxd
  * itself (their results are stored like any other); the tools to send are
@@ -57,10 +58,20 @@ export const stage: Carry.Stage = {
       return { sent, waste: Waste.record(state.waste, sent, answered.messages, (tool) => local.countTools([tool])) }
     }
     const chosen = select(offered ? [...base, Recall.tool] : base)
+    const withIndex = (text: string) => (text === "" ? normalized.system : [...normalized.system, { id: Knowledge.SECTION_ID, text, cache: "5m" as const }])
+    const current = index?.text ?? ""
+    const previous = state.knowledgeIndex
     return Carry.next({
       ...carry,
       tools: {
-        system: index === undefined ? normalized.system : [...normalized.system, index],
+        system: withIndex(current),
+        knowledge: {
+          sent: current,
+          ifHeld:
+            previous === undefined || previous.sent === current
+              ? undefined
+              : { text: previous.sent, system: withIndex(previous.sent), since: previous.since ?? carry.inputs.now },
+        },
         sent: chosen.sent,
         messages: answered.messages,
         virtualCalls: answered.calls,

@@ -112,6 +112,7 @@ export const committed = (carry: Carry.Carry): SessionState.Outcome => {
     view: compaction.view,
     scheduled: compaction.schedule !== undefined,
     shape: prompt.shape,
+    knowledgeIndex: { sent: tools.knowledge.sent, since: tools.knowledge.since },
     at: carry.inputs.now,
   }
 }
