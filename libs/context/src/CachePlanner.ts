@@ -172,6 +172,8 @@ export type Edit = "window" | "mask"
 export interface Rent {
   readonly window: number
   readonly mask: number
+  /** A proactive rung held back (see {@link climb}; absent: 0). */
+  readonly rung?: number | undefined
 }
 
 const noRent: Rent = { window: 0, mask: 0 }
@@ -210,11 +212,7 @@ const nowCost = (plan: Plan, c: Candidate): number => {
 export const choose = <C extends Candidate>(
   plan: Plan,
   candidates: ReadonlyArray<C>,
-): {
-  readonly chosen: C
-  readonly rent: Rent
-  readonly cache: Required<Pick<Turn.Report["cache"], "prefixTokens" | "changedAtTokens" | "reason" | "ttlSeconds" | "expectedReadTokens" | "expectedWriteTokens" | "deferred">>
-} => {
+): { readonly chosen: C; readonly rent: Rent; readonly cache: CacheReport } => {
   const held = candidates[0]!
   const fits = candidates.filter((c) => !c.overBudget)
   const optional = !plan.cold && plan.previous !== undefined && plan.viewChanged !== true && !held.overBudget
@@ -239,10 +237,10 @@ export const choose = <C extends Candidate>(
         }),
       ]
   let best = pool[0]!
-  let bestCost = costOf(plan, best)
+  let bestCost = costOf(plan, best).cost
   for (const c of pool.slice(1)) {
-    const cost = costOf(plan, c)
-    if (cost.cost < bestCost.cost) {
+    const cost = costOf(plan, c).cost
+    if (cost < bestCost) {
       best = c
       bestCost = cost
     }
@@ -254,16 +252,43 @@ export const choose = <C extends Candidate>(
   return {
     chosen: best,
     rent: optional ? rentAfter(rent, candidates, deferred, saving) : noRent,
-    cache: {
-      prefixTokens: best.total,
-      changedAtTokens: bestCost.prefix.tokens,
-      reason: bestCost.prefix.reason,
-      ttlSeconds: plan.ttlSeconds,
-      expectedReadTokens: bestCost.read,
-      expectedWriteTokens: best.total - bestCost.read,
-      deferred,
-    },
+    cache: describe(plan, best, deferred),
   }
+}
+
+/** The cache report of sending `c`: its size, where it differs from the previous prompt and why, what is read and written. */
+export const describe = (plan: Plan, c: Candidate, deferred: ReadonlyArray<Edit>): CacheReport => {
+  const { read, prefix } = costOf(plan, c)
+  return {
+    prefixTokens: c.total,
+    changedAtTokens: prefix.tokens,
+    reason: prefix.reason,
+    ttlSeconds: plan.ttlSeconds,
+    expectedReadTokens: read,
+    expectedWriteTokens: c.total - read,
+    deferred: [...deferred],
+  }
+}
+
+/** The planner's part of `report.cache`. */
+export type CacheReport = Required<
+  Pick<Turn.Report["cache"], "prefixTokens" | "changedAtTokens" | "reason" | "ttlSeconds" | "expectedReadTokens" | "expectedWriteTokens" | "deferred">
+>
+
+/**
+ * Whether to climb the proactive rung this turn (`climbed`) or send the
+ * prompt at the session's rung (`held`): an optional edit by the rule of
+ * {@link choose} (rent or buy, paid back within the expected turns), made at
+ * once when the cache is cold or there is no previous prompt to keep, when
+ * holding is over the budget, or when it costs nothing extra this turn.
+ * Returns the rent to carry (what holding it has cost so far).
+ */
+export const climb = (plan: Plan, held: Candidate, climbed: Candidate, rent: number): { readonly climb: boolean; readonly rent: number } => {
+  if (plan.cold || plan.previous === undefined || plan.viewChanged === true || held.overBudget) return { climb: true, rent: 0 }
+  const premium = nowCost(plan, climbed) - nowCost(plan, held)
+  const saving = plan.read * (held.total - climbed.total)
+  const made = premium <= 0 || (saving > 0 && premium <= rent && premium <= plan.expectedTurns * saving)
+  return { climb: made, rent: made ? 0 : rent + Math.max(0, saving) }
 }
 
 /**
@@ -285,6 +310,7 @@ const rentAfter = (
   return {
     window: deferred.includes("window") ? rent.window + Math.max(0, windowShare) : 0,
     mask: deferred.includes("mask") ? rent.mask + Math.max(0, maskShare) : 0,
+    rung: rent.rung,
   }
 }
 

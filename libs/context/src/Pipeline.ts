@@ -9,7 +9,8 @@
  * 4. `budget`    — the budget cut (protected fresh tail, newest-first fill), `Budget`;
  * 5. `prune`     — orphaned tool calls/results removed, `Units`;
  * 6. `render`    — the body in the request's format, laid out by `CacheLayout`;
- * 7. `proactive` — above a threshold, stages 2–6 re-run one rung stronger at a time, `Proactive`.
+ * 7. `proactive` — above a threshold, stages 2–6 re-run one rung stronger at a time, `Proactive`
+ *    (under the cache planner a rung climbed is an optional edit like the others, see `run`).
  *
  * Each stage returns its own part of the report, and the report lists per
  * stage the prompt's tokens before and after it (`report.stages`).
@@ -247,7 +248,6 @@ export const run = (input: Input): Output => {
   const window = previous !== undefined && advanced.shape.windowStart !== previous.windowStart
   const mask = previous !== undefined && advanced.shape.maskBoundary !== previous.maskBoundary
   const free = previous === undefined || plan.cold || plan.viewChanged === true
-  type Run = Output & { readonly shape: CachePlanner.Candidate }
   const candidates: Array<Run> = []
   const add = (out: Run, advances: ReadonlyArray<CachePlanner.Edit>) => {
     if (!candidates.some((c) => sameShape(c.shape, out.shape))) candidates.push({ ...out, shape: { ...out.shape, advances } })
@@ -262,15 +262,26 @@ export const run = (input: Input): Output => {
     plan,
     candidates.map((o) => ({ ...o.shape, output: o })),
   )
-  const out = chosen.output
-  return { ...out, shape: { ...out.shape!, rent, ttlSeconds: plan.ttlSeconds }, report: { ...out.report, cache: { ...out.report.cache, ...cache } } }
+  // a proactive rung climbed this turn: made like an optional edit, or held at the session's rung
+  const held = chosen.output.unescalated
+  const climb = held === undefined ? undefined : CachePlanner.climb(plan, held.shape, chosen.output.shape, rent.rung ?? 0)
+  const out = held === undefined || climb!.climb ? chosen.output : held
+  const settled = climb === undefined || climb.climb ? cache : CachePlanner.describe(plan, held!.shape, cache.deferred)
+  return {
+    ...out,
+    shape: { ...out.shape, rent: { ...rent, rung: climb?.rent ?? 0 }, ttlSeconds: plan.ttlSeconds },
+    report: { ...out.report, cache: { ...out.report.cache, ...settled } },
+  }
 }
 
 const sameShape = (a: CachePlanner.Candidate, b: CachePlanner.Candidate): boolean =>
   a.windowStart === b.windowStart && a.maskBoundary === b.maskBoundary && a.total === b.total && a.sent.length === b.sent.length
 
 /** The pipeline with the window's start and the mask boundary held at `hold` (the previous turn's), if given. */
-const runAt = (input: Input, hold: Hold | undefined): Output & { readonly shape: CachePlanner.Candidate } => {
+/** One run of the stages; under the planner, a run that climbed a proactive rung carries the run at the session's rung beside it. */
+type Run = Output & { readonly shape: CachePlanner.Candidate; readonly unescalated?: Run | undefined }
+
+const runAt = (input: Input, hold: Hold | undefined): Run => {
   const { options } = input
   const windowed = windowStage(input, hold)
   const base: Proactive.Level = {
@@ -297,29 +308,35 @@ const runAt = (input: Input, hold: Hold | undefined): Output & { readonly shape:
     },
     from,
   )
-  const { request, report, landmarks, maskGrid, shape } = outcome.result
-  const proactive: StageReport = {
-    stage: "proactive",
-    tokensIn: first?.output.report.tokens.total ?? report.tokens.total,
-    tokensOut: report.tokens.total,
-  }
-  return {
-    request,
-    report: {
-      ...report,
-      stages: [...(report.stages ?? []), proactive],
-      proactive: {
-        threshold,
-        utilizationBefore: outcome.utilizationBefore,
-        utilizationAfter: outcome.utilizationAfter,
-        steps: outcome.steps,
-        carried: Math.min(from, outcome.rung),
-        rung: outcome.rung,
+  const finish = (result: Output, rung: number, steps: ReadonlyArray<Proactive.Step>, after: number): Run => {
+    const { request, report, landmarks, maskGrid, shape } = result
+    const proactive: StageReport = {
+      stage: "proactive",
+      tokensIn: first?.output.report.tokens.total ?? report.tokens.total,
+      tokensOut: report.tokens.total,
+    }
+    return {
+      request,
+      report: {
+        ...report,
+        stages: [...(report.stages ?? []), proactive],
+        proactive: {
+          threshold,
+          utilizationBefore: outcome.utilizationBefore,
+          utilizationAfter: after,
+          steps: [...steps],
+          carried: Math.min(from, rung),
+          rung,
+        },
       },
-    },
-    landmarks,
-    maskGrid,
-    proactiveRung: outcome.rung,
-    shape: shape!,
+      landmarks,
+      maskGrid,
+      proactiveRung: rung,
+      shape: shape!,
+    }
   }
+  const climbed = finish(outcome.result, outcome.rung, outcome.steps, outcome.utilizationAfter)
+  // under the planner, climbing a rung is an edit like the others: the prompt at the session's rung goes beside it
+  if (input.cachePlan === undefined || outcome.steps.length === 0 || first === undefined) return climbed
+  return { ...climbed, unescalated: finish(first.output, outcome.rung - outcome.steps.length, [], outcome.utilizationBefore) }
 }

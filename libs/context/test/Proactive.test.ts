@@ -1,5 +1,6 @@
 import type { Conversation } from "@ctxd/contracts"
 import { describe, expect, it } from "vitest"
+import type * as CachePlanner from "../src/CachePlanner.ts"
 import * as Pipeline from "../src/Pipeline.ts"
 import * as Proactive from "../src/Proactive.ts"
 import { anthropicPairingProblems, call, input, stored, text, user } from "./Helpers.ts"
@@ -114,6 +115,40 @@ describe("proactive compression in the pipeline", () => {
     )
     expect(later.report.proactive).toMatchObject({ steps: [], carried: pressed.proactiveRung, rung: pressed.proactiveRung })
     expect(later.report.tools!.compression).toBe(pressed.report.tools!.compression)
+  })
+
+  it("under the cache planner, climbs a rung on a warm cache only once it is earned, at once when cold", () => {
+    const budgetTokens = 3_000
+    const planned = (previous: CachePlanner.Shape | undefined, over: Partial<CachePlanner.Plan> = {}) =>
+      Pipeline.run(
+        input(history, {
+          tools: [bigTool],
+          toolsTokens: estimate([bigTool]),
+          countTools: estimate,
+          countText: (t) => Math.ceil(t.length / 4),
+          options: Pipeline.resolveOptions({ budgetTokens, maskKeep: 3, proactiveThreshold: 0.85 }),
+          cachePlan: { previous, read: 0.1, write: 1.25, expectedTurns: 50, cold: false, ttlSeconds: 300, minCacheable: 0, ...over },
+        }),
+      )
+    // the previous prompt: the same history one turn earlier, sent at rung 0 (no pressure then)
+    const before = Pipeline.run(
+      input(history.slice(0, -2), {
+        tools: [bigTool],
+        toolsTokens: estimate([bigTool]),
+        countTools: estimate,
+        options: Pipeline.resolveOptions({ budgetTokens: 1_000_000, maskKeep: 3, proactiveThreshold: 0.85 }),
+        cachePlan: { read: 0.1, write: 1.25, expectedTurns: 50, cold: false, ttlSeconds: 300, minCacheable: 0 },
+      }),
+    )
+    const held = planned(before.shape)
+    expect(held.report.proactive).toMatchObject({ steps: [], rung: 0 })
+    expect(held.report.proactive!.utilizationBefore).toBeGreaterThan(0.85)
+    expect(held.shape?.rent?.rung).toBeGreaterThan(0)
+    const earned = planned({ ...before.shape!, rent: { window: 0, mask: 0, rung: 1e9 } })
+    expect(earned.report.proactive!.steps.length).toBeGreaterThan(0)
+    expect(earned.shape?.rent?.rung).toBe(0)
+    const cold = planned(before.shape, { cold: true })
+    expect(cold.report.proactive!.rung).toBe(earned.report.proactive!.rung)
   })
 
   it("changes nothing but the report under the threshold", () => {
