@@ -21,13 +21,14 @@ import * as Carry from "./Carry.ts"
 export const expectedTurns = (turnsSoFar: number): number => Math.max(1, Math.floor(turnsSoFar / 2))
 
 /**
- * The cache planner's inputs for this turn: the model's prices (`CostModel`),
- * the previous prompt while the view is the same, whether the cache has gone
- * cold since the previous turn, and how long the session is expected to go on.
+ * The cache planner's inputs for this turn: the model's prices (the
+ * configured table, `AssemblerConfig.prices`: read and write multipliers,
+ * the default tier's TTL, the minimum cacheable prefix), the previous prompt
+ * while the view is the same, whether the cache has gone cold since the
+ * previous turn, and how long the session is expected to go on.
  */
 export const cachePlan = (inputs: Carry.Inputs, sameView: boolean): CachePlanner.Plan => {
-  const { state, options, model, now } = inputs
-  const prices = CostModel.lookup(model.name)
+  const { state, options, prices, now } = inputs
   const tier = CostModel.tier(prices)
   const ttlSeconds = options.cache.ttlSeconds ?? tier.ttlSeconds
   return {
