@@ -1,4 +1,6 @@
 import { Either } from "effect"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import * as CostModel from "../src/CostModel.ts"
 import * as PriceFile from "../src/PriceFile.ts"
@@ -43,6 +45,17 @@ describe("PriceFile.decode: good files", () => {
 
   it("an empty list is the built-in table", () => {
     expect(ok({ models: [] }).lookup("claude-sonnet-4-5")).toEqual(CostModel.lookup("claude-sonnet-4-5"))
+  })
+
+  it("takes the README's example (section Prices)", () => {
+    const readme = readFileSync(join(import.meta.dirname, "..", "..", "..", "README.md"), "utf8")
+    const section = readme.slice(readme.indexOf("### Prices"))
+    const example = section.slice(section.indexOf("```json\n") + 8, section.indexOf("\n```", section.indexOf("```json")))
+    const prices = Either.getOrThrow(PriceFile.fromJson(example))
+    expect(prices.rows.map((r) => r.match)).toEqual(["claude-sonnet-4-5", "gpt-4o*", "my-llama"])
+    expect(prices.lookup("claude-sonnet-4-5").inputPerMtok).toBe(2.4)
+    expect(CostModel.tier(prices.lookup("gpt-4o-mini")).ttlSeconds).toBe(600)
+    expect(prices.lookup("my-llama-3.1-70b")).toMatchObject({ provider: "openai", mechanism: "automatic", minCacheableTokens: 1024 })
   })
 
   it("reads JSON text", () => {
