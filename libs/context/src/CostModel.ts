@@ -38,6 +38,12 @@
  * - **Unknown model** ({@link conservative}): $3 / $15, cache read 0.1×,
  *   write 1.25×, 5-minute TTL, min prefix 4,096, explicit breakpoints — the
  *   assumptions under which a prefix edit looks most expensive and saves least.
+ *
+ * Configured prices ({@link make}): {@link PriceRow}s `{ "match": "<name
+ * prefix>", ...any ModelPrices fields }` checked before the built-in table,
+ * in order, first match wins; a row's missing fields come from the built-in
+ * row of the model's name. `PriceFile` validates a price file (the worker's
+ * `CTXD_PRICES_FILE`).
  */
 
 /** Which provider bills the call. */
@@ -192,10 +198,20 @@ export const table: ReadonlyArray<readonly [RegExp, ModelPrices]> = [
  * the row (a negotiated price, another TTL list).
  */
 export const lookup = (name: string, overrides?: Partial<ModelPrices>): ModelPrices => {
+  const row = table.find(([pattern]) => pattern.test(bareName(name)))?.[1] ?? conservative
+  return overrides === undefined ? row : over(row, overrides)
+}
+
+/** A model name lower-cased, without a `provider/` prefix. */
+const bareName = (name: string): string => {
   const lower = name.toLowerCase()
-  const bare = lower.includes("/") ? lower.slice(lower.lastIndexOf("/") + 1) : lower
-  const row = table.find(([pattern]) => pattern.test(bare))?.[1] ?? conservative
-  return overrides === undefined ? row : { ...row, ...overrides }
+  return lower.includes("/") ? lower.slice(lower.lastIndexOf("/") + 1) : lower
+}
+
+/** `row` with the fields `overrides` sets (an `undefined` field keeps the row's). */
+const over = (row: ModelPrices, overrides: Partial<ModelPrices>): ModelPrices => {
+  const set = Object.entries(overrides).filter(([, value]) => value !== undefined)
+  return set.length === 0 ? row : { ...row, ...Object.fromEntries(set) }
 }
 
 /** The tier named `name`, else the model's default (first) tier. */
@@ -220,13 +236,16 @@ export const inputUnits = (prices: ModelPrices, usage: Usage): number => {
   return units
 }
 
-/** Output cost of one request in base-input-token units (output price / input price per token). */
+/**
+ * Output cost of one request in base-input-token units (output price / input
+ * price per token; not finite when the input price is 0).
+ */
 export const outputUnits = (prices: ModelPrices, usage: Usage): number =>
   (usage.output * prices.outputPerMtok) / prices.inputPerMtok
 
 /** Effective cost of one request in USD: input (reads, writes by TTL, uncached) plus output. */
 export const cost = (prices: ModelPrices, usage: Usage): number =>
-  ((inputUnits(prices, usage) + outputUnits(prices, usage)) * prices.inputPerMtok) / 1e6
+  (inputUnits(prices, usage) * prices.inputPerMtok + usage.output * prices.outputPerMtok) / 1e6
 
 /** Adds two usages (tier by tier). */
 export const add = (a: Usage, b: Usage): Usage => {
@@ -276,3 +295,50 @@ export const edit = (prices: ModelPrices, e: Edit): EditEconomics => {
   const breakEvenTurns = now <= 0 ? 0 : perTurn > 0 ? now / perTurn : Number.POSITIVE_INFINITY
   return { now, perTurn, breakEvenTurns }
 }
+
+/**
+ * One row of a configured price table: `match`, a model-name prefix
+ * (case-insensitive; a trailing `*` is optional; `"*"` alone matches every
+ * model), and the {@link ModelPrices} fields it sets. `tiers` replaces the
+ * whole tier list. `PriceFile` validates rows read from a file.
+ */
+export interface PriceRow extends Partial<ModelPrices> {
+  readonly match: string
+}
+
+/** A model price table: configured rows over the built-in {@link table}. */
+export interface PriceTable {
+  /** The configured rows, in order (empty: the built-in table alone). */
+  readonly rows: ReadonlyArray<PriceRow>
+  /** The prices of a model by name (see {@link make}). */
+  readonly lookup: (name: string) => ModelPrices
+}
+
+/** The prefix a row's `match` stands for: trimmed, lower case, without the trailing `*`. */
+export const matchPrefix = (match: string): string => match.trim().toLowerCase().replace(/\*$/, "")
+
+/**
+ * The price table with `rows` before the built-in one (pure; the rows are
+ * trusted, `PriceFile` validates untrusted ones). A model name matches a row
+ * when it, or the name without its `provider/` prefix, starts with the row's
+ * {@link matchPrefix} (case-insensitive); the first matching row wins, its
+ * fields over the built-in row of that name (as {@link lookup} with
+ * overrides). A name no row matches gets the built-in row.
+ */
+export const make = (rows: ReadonlyArray<PriceRow>): PriceTable => {
+  const prefixes = rows.map((row) => matchPrefix(row.match))
+  return {
+    rows,
+    lookup: (name) => {
+      const lower = name.toLowerCase()
+      const bare = bareName(name)
+      const at = prefixes.findIndex((p) => lower.startsWith(p) || bare.startsWith(p))
+      if (at < 0) return lookup(name)
+      const { match: _match, ...fields } = rows[at]!
+      return lookup(name, fields)
+    },
+  }
+}
+
+/** The built-in table alone. */
+export const builtIn: PriceTable = make([])

@@ -3,7 +3,8 @@
  * Normalize → Pipeline (Window → SchemaCompression → Masking → Budget →
  * Units → RenderAnthropic / RenderOpenAI laid out by CacheLayout →
  * Proactive); around a turn: Toolsets, Knowledge, Recall, Waste, Models; the cache
- * economics: CostModel (prices) and CacheSim (provider cache billing).
+ * economics: CostModel (prices; PriceFile: configured ones, validated) and
+ * CacheSim (provider cache billing).
  */
 export * as Budget from "./Budget.ts"
 export * as CacheLayout from "./CacheLayout.ts"
@@ -15,6 +16,7 @@ export * as Masking from "./Masking.ts"
 export * as Models from "./Models.ts"
 export * as Normalize from "./Normalize.ts"
 export * as Pipeline from "./Pipeline.ts"
+export * as PriceFile from "./PriceFile.ts"
 export * as Proactive from "./Proactive.ts"
 export * as Recall from "./Recall.ts"
 export * as RenderAnthropic from "./RenderAnthropic.ts"

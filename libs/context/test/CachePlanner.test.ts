@@ -192,7 +192,7 @@ describe("the pipeline with the planner", () => {
     expect(next({ expectedTurns: 0 }, 1e9).report.cache.deferred).toEqual(["mask"])
     const earned = next({ expectedTurns: 500 }, 1e9)
     expect(earned.report.cache).toMatchObject({ reason: "mask", deferred: [] })
-    expect(earned.shape?.rent).toEqual({ window: 0, mask: 0 })
+    expect(earned.shape?.rent).toEqual({ window: 0, mask: 0, rung: 0 })
     expect(earned.report.tokens.total).toBeLessThan(unearned.report.tokens.total)
     expect(next({ expectedTurns: 0, cold: true }).report.cache).toMatchObject({ reason: "ttl_expired", deferred: [] })
   })

@@ -58,6 +58,60 @@ describe("CostModel.lookup", () => {
 
   it("applies overrides", () => {
     expect(CostModel.lookup("claude-sonnet-4-5", { inputPerMtok: 2 }).inputPerMtok).toBe(2)
+    // an undefined field keeps the row's
+    expect(CostModel.lookup("claude-sonnet-4-5", { inputPerMtok: undefined }).inputPerMtok).toBe(3)
+  })
+})
+
+describe("CostModel.make: configured rows over the built-in table", () => {
+  it("the built-in table alone answers as lookup does", () => {
+    for (const name of ["claude-sonnet-4-5", "gpt-4o", "anthropic/claude-opus-4-5", "llama-3"]) {
+      expect(CostModel.builtIn.lookup(name)).toEqual(CostModel.lookup(name))
+    }
+    expect(CostModel.builtIn.rows).toEqual([])
+  })
+
+  it("checks the configured rows first, in order, first match wins; others fall through to the built-in rows", () => {
+    const prices = CostModel.make([
+      { match: "claude-sonnet-4-5", inputPerMtok: 2.4 },
+      { match: "claude-sonnet*", inputPerMtok: 9 },
+      { match: "CLAUDE-", minCacheableTokens: 1 },
+    ])
+    expect(prices.lookup("claude-sonnet-4-5-20250929").inputPerMtok).toBe(2.4)
+    expect(prices.lookup("claude-sonnet-4-6").inputPerMtok).toBe(9)
+    expect(prices.lookup("claude-haiku-4-5")).toMatchObject({ inputPerMtok: 1, minCacheableTokens: 1 })
+    expect(prices.lookup("gpt-4o")).toEqual(CostModel.lookup("gpt-4o"))
+    expect(prices.lookup("llama-3")).toBe(CostModel.conservative)
+  })
+
+  it("a partial row inherits the rest from the built-in row of the model's name (else conservative)", () => {
+    const prices = CostModel.make([
+      { match: "claude", cacheReadMultiplier: 0.2 },
+      { match: "my-llama*", inputPerMtok: 0, mechanism: "automatic" },
+    ])
+    // claude-opus-4-5 keeps its own built-in row (not the generic `claude-` one) under the override
+    expect(prices.lookup("claude-opus-4-5")).toEqual({ ...CostModel.lookup("claude-opus-4-5"), cacheReadMultiplier: 0.2 })
+    expect(prices.lookup("claude-3-haiku")).toEqual({ ...CostModel.lookup("claude-3-haiku"), cacheReadMultiplier: 0.2 })
+    expect(prices.lookup("my-llama-70b")).toEqual({ ...CostModel.conservative, inputPerMtok: 0, mechanism: "automatic" })
+  })
+
+  it("matches case-insensitively, with or without the provider/ prefix, and * matches every model", () => {
+    const prices = CostModel.make([
+      { match: "openrouter/gpt-4o", outputPerMtok: 11 },
+      { match: "GPT-4O*", outputPerMtok: 12 },
+      { match: "*", minCacheableTokens: 0 },
+    ])
+    expect(prices.lookup("OpenRouter/GPT-4o-mini").outputPerMtok).toBe(11)
+    expect(prices.lookup("azure/gpt-4o").outputPerMtok).toBe(12)
+    expect(prices.lookup("gpt-4o-2024-08-06").outputPerMtok).toBe(12)
+    expect(prices.lookup("gemini-2.5-pro")).toEqual({ ...CostModel.lookup("gemini-2.5-pro"), minCacheableTokens: 0 })
+  })
+
+  it("a row's tiers replace the whole tier list (the first is the default)", () => {
+    const tiers = [{ name: "1h", ttlSeconds: 3600, writeMultiplier: 2 }]
+    const row = CostModel.make([{ match: "claude-sonnet-4-5", tiers }]).lookup("claude-sonnet-4-5")
+    expect(row.tiers).toEqual(tiers)
+    expect(CostModel.tier(row).name).toBe("1h")
   })
 })
 
@@ -81,6 +135,11 @@ describe("CostModel.cost", () => {
     const gpt4o = CostModel.lookup("gpt-4o")
     const usage: CostModel.Usage = { cacheRead: 2_048, cacheWrite: {}, uncached: 1_000, output: 0 }
     expect(CostModel.cost(gpt4o, usage)).toBeCloseTo(((2_048 * 0.5 + 1_000) * 2.5) / 1e6, 12)
+  })
+
+  it("prices a free model (input price 0) without dividing by it", () => {
+    const free = { ...CostModel.conservative, inputPerMtok: 0, outputPerMtok: 1 }
+    expect(CostModel.cost(free, { cacheRead: 100, cacheWrite: { "5m": 100 }, uncached: 100, output: 1_000_000 })).toBe(1)
   })
 
   it("adds usages tier by tier", () => {

@@ -2,17 +2,20 @@
  * The assembler's knobs (the worker reads them from the environment, README
  * "Configuration"). {@link defaults} is the one place their defaults live.
  */
+import { CostModel } from "@ctxd/context"
 import type { Loop, Turn } from "@ctxd/contracts"
 import { Context, Layer } from "effect"
 
 /**
  * The defaults: 1,000 sessions and 500,000 messages kept in memory (LRU),
- * 64 turns of one session waiting behind the running one before `Busy`.
+ * 64 turns of one session waiting behind the running one before `Busy`, the
+ * built-in price table (`CostModel.builtIn`).
  */
 export const defaults = {
   maxSessions: 1_000,
   maxMessages: 500_000,
   mailbox: 64,
+  prices: CostModel.builtIn,
 } as const
 
 export interface Config {
@@ -30,6 +33,8 @@ export interface Config {
   readonly tenants: Readonly<Record<string, Turn.Options>>
   /** Toolsets sent from the start when neither the tenant nor the request names them. */
   readonly defaultToolsets: ReadonlyArray<string>
+  /** The model prices the cache planner weighs edits with (configured rows over the built-in table). */
+  readonly prices: CostModel.PriceTable
 }
 
 export class AssemblerConfig extends Context.Tag("@ctxd/assembler/AssemblerConfig")<AssemblerConfig, Config>() {}

@@ -1,4 +1,5 @@
 /** The turn stages over the carry: order, the I/O they ask for, rejections, and what a commit changes. */
+import { CostModel } from "@ctxd/context"
 import type { Conversation, Turn } from "@ctxd/contracts"
 import { LoopState } from "@ctxd/loop-detector"
 import { describe, expect, it } from "vitest"
@@ -312,5 +313,40 @@ describe("turn stages", () => {
     const large = "Policy. ".repeat(25_000)
     const hourly = await play(Array.from({ length: 9 }, (_, k) => (k === 0 ? 0 : 1_800_000)), large, 5)
     expect(hourly.slice(4)).toEqual(["old ttl_expired", "old append", "old append", "new system", "new append"])
+  })
+
+  describe("the configured price table (AssemblerConfig.prices) drives the cache planner", () => {
+    // the scenario above: large results between long calls, turns 1 s apart, a long session expected
+    const big = "x".repeat(4_000)
+    const call = (id: string) => ({ role: "assistant", content: big, tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }] })
+    const play = async (prices?: CostModel.PriceTable) => {
+      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) }, prices === undefined ? {} : { prices })
+      const send = (k: number, messages: ReadonlyArray<Record<string, unknown>>) =>
+        turns.turn("acme", "s1", { ...request(`t${k}`, messages), options: { maskKeep: 1, maskBatchTokens: 200, expectedTurns: 10_000 } } as Turn.TurnRequest, undefined, k * 1_000)
+      const caches = [(await send(0, [{ role: "user", content: "go" }, call("c0")])).report.cache]
+      for (let k = 1; k < 6; k++) caches.push((await send(k, [{ role: "tool", tool_call_id: `c${k - 1}`, content: big }, call(`c${k}`)])).report.cache)
+      return caches
+    }
+
+    it("a huge cache-write premium holds back the mask edit the built-in prices make", async () => {
+      const builtIn = await play()
+      expect(builtIn.at(-1)!.deferred).toEqual([])
+      expect(builtIn.some((c) => c.reason === "mask")).toBe(true)
+      const tiers = [{ name: "in_memory", ttlSeconds: 300, writeMultiplier: 1_000 }]
+      const costly = await play(CostModel.make([{ match: "gpt-4o", tiers }]))
+      expect(costly.at(-1)!.deferred).toEqual(["mask"])
+      expect(costly.some((c) => c.reason === "mask")).toBe(false)
+    })
+
+    it("an enormous minimum cacheable prefix: no cache read expected", async () => {
+      const builtIn = await play()
+      expect(builtIn.at(-1)!.expectedReadTokens).toBeGreaterThan(0)
+      const never = await play(CostModel.make([{ match: "gpt-4o", minCacheableTokens: 100_000_000 }]))
+      expect(never.map((c) => c.expectedReadTokens)).toEqual(never.map(() => 0))
+    })
+
+    it("a row for another model changes nothing", async () => {
+      expect(await play(CostModel.make([{ match: "claude", minCacheableTokens: 100_000_000 }]))).toEqual(await play())
+    })
   })
 })

@@ -23,7 +23,7 @@ import { Effect, Layer, Option } from "effect"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
-import { tenantOptions, WorkerConfig } from "./WorkerConfig.ts"
+import { priceTable, tenantOptions, WorkerConfig } from "./WorkerConfig.ts"
 
 const tokenCount = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
 
@@ -167,6 +167,7 @@ export const layer = Layer.unwrapEffect(
   Effect.gen(function* () {
     const config = yield* WorkerConfig
     const tenants = yield* tenantOptions
+    const prices = yield* priceTable
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
@@ -223,6 +224,7 @@ export const layer = Layer.unwrapEffect(
           defaultToolsets: config.defaultToolsets,
           tenants,
           mailbox: config.mailbox,
+          prices,
         }),
       ),
       Layer.provide(store),

@@ -4,10 +4,10 @@
  * environment does not set. The README's config table lists every key.
  */
 import { AssemblerConfig } from "@ctxd/assembler"
-import { Pipeline } from "@ctxd/context"
+import { type CostModel, Pipeline, PriceFile } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
 import { Subjects, Turn } from "@ctxd/contracts"
-import { Config, ConfigProvider, Effect, Layer, ParseResult, Schema } from "effect"
+import { Config, type ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
 import { readFileSync } from "node:fs"
 
 const int = (name: string, fallback: number, description: string) =>
@@ -77,6 +77,41 @@ export const tenantOptions: Effect.Effect<Readonly<Record<string, Turn.Options>>
   }
   return tenants
 })
+
+/** The price file cannot be read or is not valid; the message names the file, and each problem's row and field. */
+export class InvalidPricesFile extends Data.TaggedError("InvalidPricesFile")<{
+  readonly message: string
+  readonly file: string
+}> {}
+
+/**
+ * The model price table the cache planner uses: `CostModel`'s built-in table,
+ * under the rows of the JSON file named by `CTXD_PRICES_FILE` when it is set,
+ * `{"models": [{"match": "<model-name prefix>", ...ModelPrices fields}]}`
+ * (format and rules: `PriceFile`), validated at start.
+ */
+export const priceTable: Effect.Effect<CostModel.PriceTable, ConfigError.ConfigError | InvalidPricesFile> = Effect.gen(
+  function* () {
+    const file = yield* Config.option(
+      Config.string("CTXD_PRICES_FILE").pipe(
+        Config.withDescription("JSON file of model price rows over the built-in table (README, \"Prices\")"),
+      ),
+    )
+    if (Option.isNone(file) || file.value === "") return AssemblerConfig.defaults.prices
+    const path = file.value
+    const read = yield* Effect.either(Effect.try({ try: () => readFileSync(path, "utf8"), catch: (e) => e }))
+    if (Either.isLeft(read)) {
+      const reason = read.left instanceof Error ? read.left.message : String(read.left)
+      return yield* new InvalidPricesFile({ file: path, message: `CTXD_PRICES_FILE ${path}: ${reason}` })
+    }
+    const decoded = PriceFile.fromJson(read.right)
+    if (Either.isLeft(decoded)) {
+      return yield* new InvalidPricesFile({ file: path, message: `CTXD_PRICES_FILE ${path} is not valid: ${decoded.left.message}` })
+    }
+    yield* Effect.logInfo(`CTXD_PRICES_FILE ${path}: ${decoded.right.rows.length} price rows before the built-in table`)
+    return decoded.right
+  },
+)
 
 /**
  * The environment first, then the JSON file named by `CTXD_CONFIG_FILE`

@@ -15,13 +15,17 @@ const logging = Layer.unwrapEffect(
  * host) keeps trying while Postgres is not reachable yet, for 60 s, with
  * backoff; any other start failure stops it at once.
  */
+const databaseUnavailable = (error: unknown): boolean => (error as { readonly _tag?: unknown })?._tag === "DatabaseUnavailable"
 const starting = Layer.retry(
   Worker.layer,
   Schedule.exponential("250 millis").pipe(
     Schedule.either(Schedule.spaced("5 seconds")),
     Schedule.upTo("60 seconds"),
-    Schedule.whileInput((error: unknown) => (error as { readonly _tag?: unknown })?._tag === "DatabaseUnavailable"),
-    Schedule.tapInput(() => Effect.logWarning("Postgres is not reachable yet; starting again")),
+    Schedule.whileInput(databaseUnavailable),
+    // tapInput sees every failure, also the ones that stop the start (a bad config file)
+    Schedule.tapInput((error: unknown) =>
+      databaseUnavailable(error) ? Effect.logWarning("Postgres is not reachable yet; starting again") : Effect.void,
+    ),
   ),
 )
 

@@ -4,7 +4,7 @@
  * in order (see `Turn`).
  */
 import type { Conversation, Loop, Turn } from "@ctxd/contracts"
-import type { Knowledge, Models, Normalize, Pipeline, Toolsets, Waste } from "@ctxd/context"
+import type { CostModel, Knowledge, Models, Normalize, Pipeline, Toolsets, Waste } from "@ctxd/context"
 import type { Plan, View, WorkQueue } from "@ctxd/compactor"
 import type { Judge, LoopState } from "@ctxd/loop-detector"
 import type { TokenCounter } from "@ctxd/token-counter"
@@ -26,6 +26,8 @@ export interface Inputs {
   readonly request: Turn.TurnRequest
   readonly normalized: Normalize.NormalizedRequest
   readonly model: Models.ResolvedModel
+  /** The model's prices, from the configured table (`AssemblerConfig.prices`). */
+  readonly prices: CostModel.ModelPrices
   readonly options: Options.Resolved
   /** The session's state before this turn (stored history, loaded and summary read). */
   readonly state: SessionState

@@ -25,17 +25,19 @@ import * as Carry from "./Carry.ts"
 export const expectedTurns = (turnsSoFar: number): number => Math.max(1, Math.floor(turnsSoFar / 2))
 
 /**
- * The cache planner's inputs for this turn: the model's prices (`CostModel`),
- * the previous prompt while the view is the same, whether the cache has gone
- * cold since the previous turn (under the TTL that prompt was sent with), how
- * long the session is expected to go on, and the cache tier: with
- * `options.cacheTtlSeconds` that TTL under the model's default tier; else,
- * for Anthropic, 5 minutes or 1 hour, whichever the session's observed gaps
- * make cheaper (`CachePlanner.chooseTier`).
+/**
+ * The cache planner's inputs for this turn: the model's prices (the
+ * configured table, `AssemblerConfig.prices`: read and write multipliers,
+ * the tiers, the minimum cacheable prefix), the previous prompt while the
+ * view is the same, whether the cache has gone cold since the previous turn
+ * (under the TTL that prompt was sent with), how long the session is
+ * expected to go on, and the cache tier: with `options.cacheTtlSeconds` that
+ * TTL under the model's default tier; else, for Anthropic, 5 minutes or
+ * 1 hour, whichever the session's observed gaps make cheaper
+ * (`CachePlanner.chooseTier`).
  */
 export const cachePlan = (inputs: Carry.Inputs, sameView: boolean): CachePlanner.Plan => {
-  const { state, options, model, now, request } = inputs
-  const prices = CostModel.lookup(model.name)
+  const { state, options, prices, now, request } = inputs
   const tier = options.cache.ttlSeconds !== undefined ? CostModel.tier(prices) : tierFor(request.format, prices, state)
   const ttlSeconds = options.cache.ttlSeconds ?? tier.ttlSeconds
   const previousTtl = state.shape?.ttlSeconds ?? ttlSeconds

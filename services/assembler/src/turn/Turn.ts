@@ -63,7 +63,7 @@ export const run = (carry: Carry.Carry, from = 0): Outcome => {
 /** The names of {@link STAGES}, in order. */
 export const names = (): ReadonlyArray<string> => STAGES.map((s) => s.name)
 
-/** The carry a turn starts with: the request normalized, its model resolved, its options merged. */
+/** The carry a turn starts with: the request normalized, its model resolved and priced, its options merged. */
 export const begin = (input: {
   readonly config: AssemblerConfig.Config
   readonly tenant: string
@@ -83,6 +83,7 @@ export const begin = (input: {
     request: input.request,
     normalized: input.normalized ?? Normalize.request(input.request),
     model: Models.resolve(input.request.model),
+    prices: input.config.prices.lookup(input.request.model.name),
     options: Options.resolve(input.config, input.tenant, input.request.options),
     state: input.state,
     knowledge: input.knowledge,
