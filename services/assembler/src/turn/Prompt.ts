@@ -9,23 +9,30 @@
  * then updates): its tool list changes in the turn whose prefix masking
  * changes anyway, and stays so. That one turn counts the added tool locally.
  */
-import { type CachePlanner, CostModel, Pipeline } from "@ctxd/context"
+import { type CachePlanner, CostModel, Pipeline, SessionLengths } from "@ctxd/context"
+import * as SessionState from "../SessionState.ts"
 import * as Carry from "./Carry.ts"
 
 /**
- * Turns a session is expected to go on for, by default: half as many as it
- * has had (at least 1). Conservative on purpose: an edit that does not pay
- * back before the session ends costs more than doing nothing, and most
- * sessions are short; a long session earns its edits as it goes on.
+ * Turns the session is expected to go on for after this one: the request's
+ * `expectedTurns` when it names one; otherwise, from the tenant's agent's
+ * history of session lengths, the mean of what the sessions that got as far
+ * went on for (`SessionLengths.estimate`, measured against the session's
+ * turns once `fresh` is stored); when fewer than 20 got as far (or the
+ * history is unknown), the rule of thumb: half the turns the session has had
+ * before this one, at least 1.
  */
-export const expectedTurns = (turnsSoFar: number): number => Math.max(1, Math.floor(turnsSoFar / 2))
+export const expectedTurns = (inputs: Carry.Inputs, fresh: ReadonlyArray<SessionState.Row>): number =>
+  inputs.options.cache.expectedTurns ??
+  SessionLengths.expectedTurns(inputs.lengths, SessionState.turnsAfter(inputs.state, fresh), SessionLengths.rule(inputs.state.turns))
 
 /**
  * The cache planner's inputs for this turn: the model's prices (`CostModel`),
  * the previous prompt while the view is the same, whether the cache has gone
- * cold since the previous turn, and how long the session is expected to go on.
+ * cold since the previous turn, and how long the session is expected to go on
+ * ({@link expectedTurns}; `fresh`: this turn's new rows).
  */
-export const cachePlan = (inputs: Carry.Inputs, sameView: boolean): CachePlanner.Plan => {
+export const cachePlan = (inputs: Carry.Inputs, sameView: boolean, fresh: ReadonlyArray<SessionState.Row>): CachePlanner.Plan => {
   const { state, options, model, now } = inputs
   const prices = CostModel.lookup(model.name)
   const tier = CostModel.tier(prices)
@@ -35,7 +42,7 @@ export const cachePlan = (inputs: Carry.Inputs, sameView: boolean): CachePlanner
     viewChanged: !sameView && state.shape !== undefined,
     read: prices.cacheReadMultiplier,
     write: tier.writeMultiplier,
-    expectedTurns: options.cache.expectedTurns ?? expectedTurns(state.turns),
+    expectedTurns: expectedTurns(inputs, fresh),
     cold: state.lastAt !== undefined && now - state.lastAt > ttlSeconds * 1000,
     ttlSeconds,
     minCacheable: prices.minCacheableTokens,
@@ -47,10 +54,10 @@ export const stage: Carry.Stage = {
   run: (carry) => {
     const { tenant, session, request, model, options, state, local } = carry.inputs
     const tools = Carry.section(carry, "tools")
-    const { count } = Carry.section(carry, "count")
+    const { count, fresh } = Carry.section(carry, "count")
     const loop = Carry.section(carry, "loop")
     const { view, sameView } = Carry.section(carry, "compaction")
-    const plan = cachePlan(carry.inputs, sameView)
+    const plan = cachePlan(carry.inputs, sameView, fresh)
     const run = (sent: typeof tools.sent, toolsTokens: number) => Pipeline.run({
       tenant,
       session,
