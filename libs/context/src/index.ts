@@ -3,8 +3,9 @@
  * Normalize → Pipeline (Window → SchemaCompression → Masking → Budget →
  * Units → RenderAnthropic / RenderOpenAI laid out by CacheLayout →
  * Proactive); around a turn: Toolsets, Knowledge, Recall, Waste, Models; the cache
- * economics: CostModel (prices; PriceFile: configured ones, validated) and
- * CacheSim (provider cache billing).
+ * economics: CostModel (prices; PriceFile: configured ones, validated),
+ * CacheSim (provider cache billing), CachePlanner (when an edit pays) and
+ * SessionLengths (how long a session is expected to go on).
  */
 export * as Budget from "./Budget.ts"
 export * as CacheLayout from "./CacheLayout.ts"
@@ -22,6 +23,7 @@ export * as Recall from "./Recall.ts"
 export * as RenderAnthropic from "./RenderAnthropic.ts"
 export * as RenderOpenAI from "./RenderOpenAI.ts"
 export * as SchemaCompression from "./SchemaCompression.ts"
+export * as SessionLengths from "./SessionLengths.ts"
 export * as Toolsets from "./Toolsets.ts"
 export * as Units from "./Units.ts"
 export * as Waste from "./Waste.ts"

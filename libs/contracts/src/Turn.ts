@@ -72,7 +72,10 @@ export const Options = Schema.Struct({
    * breakpoints marked to match); given, it pins the TTL and the breakpoints keep the model's default.
    */
   cacheTtlSeconds: Schema.optional(Schema.Int.pipe(Schema.between(1, 86_400))),
-  /** Turns the session is expected to go on for, for the edit planner (default: half as many as it has had, at least 1). */
+  /**
+   * Turns the session is expected to go on for, for the edit planner (default: learned from the
+   * agent's past session lengths; without enough of them, half as many as it has had, at least 1).
+   */
   expectedTurns: Schema.optional(Count),
   /** Proactive compression starts when the window would use more than this fraction of the budget (default 0.85). */
   proactiveThreshold: Schema.optional(Fraction),

@@ -12,6 +12,9 @@
  * statement, a call of the PL/pgSQL function `ctxd_commit_turn` (migration
  * 3), so a commit costs one round trip; the reply travels and is stored
  * compressed by the worker (`ctxd_turns.reply_z`), never parsed by Postgres.
+ * A commit that carries the session's {@link Length} calls
+ * `ctxd_commit_turn_v7` (migration 7) instead, which also records it for the
+ * agent's history of session lengths, in the same statement.
  * The hot statements are prepared once per connection.
  *
  * Fencing: a commit may carry the caller's shard lease ({@link Fence}); the
@@ -30,7 +33,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import { Data, Effect, type Layer, type Option } from "effect"
 import { Database, DatabaseError, type DatabaseUnavailable } from "./Database.ts"
-import { COMMIT_TURN, type CommitRow, FIND_TURN, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
+import { COMMIT_TURN, COMMIT_TURN_V7, type CommitRow, FIND_TURN, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
 import { logFailure } from "./internal/logFailure.ts"
 import * as ReplyCodec from "./internal/replyCodec.ts"
 
@@ -72,6 +75,18 @@ export interface CommitTurn {
   readonly reply: unknown
   /** The writer's shard lease; when present the commit is applied only while that lease is current. */
   readonly fence?: Fence | undefined
+  /**
+   * The session's agent and its turns once this commit is stored: recorded
+   * for the agent's history of session lengths (`SessionLengthStore`) in the same
+   * statement, only if the commit succeeds (absent: not recorded).
+   */
+  readonly length?: Length | undefined
+}
+
+/** A session's length as a commit records it: its agent and its turns (assistant messages stored). */
+export interface Length {
+  readonly agent: string
+  readonly turns: number
 }
 
 /** A shard lease as the writer holds it: `ctxd_shard_leases` row `shard` with this `owner` and `epoch`. */
@@ -194,6 +209,7 @@ const commitParams = (input: CommitTurn): Effect.Effect<ReadonlyArray<unknown>, 
       fence?.shard ?? null,
       fence?.owner ?? null,
       fence === undefined ? null : String(fence.epoch),
+      ...(input.length === undefined ? [] : [input.length.agent, Math.max(0, Math.floor(input.length.turns))]),
     ])
   })
 
@@ -246,7 +262,7 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
       input: CommitTurn,
     ): Effect.Effect<Committed, NotOwner | SeqConflict | TurnExists | Failure> =>
       commitParams(input).pipe(
-        Effect.flatMap((params) => db.query<CommitRow>(COMMIT_TURN, params)),
+        Effect.flatMap((params) => db.query<CommitRow>(input.length === undefined ? COMMIT_TURN : COMMIT_TURN_V7, params)),
         Effect.flatMap(({ rows }) => outcome(input, rows[0])),
         logFailure("session store: commitTurn"),
         Effect.withSpan("SessionStore.commitTurn", {

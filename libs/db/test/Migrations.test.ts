@@ -44,6 +44,7 @@ describe("Migrations", () => {
         "ctxd_knowledge",
         "ctxd_messages",
         "ctxd_schema_migrations",
+        "ctxd_session_lengths",
         "ctxd_sessions",
         "ctxd_shard_leases",
         "ctxd_summaries",

@@ -68,9 +68,9 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
       Effect.gen(function* () {
         const { tenant, session } = ids
         const agent = Options.resolve(config, tenant, request.options).agent
-        const { state, knowledge } = yield* gather.gather({ tenant, session, model: request.model, agent, cached: previous?.state ?? cached, refresh: previous !== undefined })
+        const { state, knowledge, lengths } = yield* gather.gather({ tenant, session, model: request.model, agent, cached: previous?.state ?? cached, refresh: previous !== undefined })
         const now = yield* Clock.currentTimeMillis
-        const carry = TurnStages.begin({ config, tenant, session, request, state, knowledge, local: gather.localFor(request.model), thresholds: compaction.thresholds, now })
+        const carry = TurnStages.begin({ config, tenant, session, request, state, knowledge, local: gather.localFor(request.model), thresholds: compaction.thresholds, now, lengths })
         const outcome = yield* stages(carry)
         if (outcome._tag === "Rejected") {
           // a retried turn whose messages are stored already trips the pairing check: answer it from the store
@@ -89,6 +89,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           family: state.family,
           rows: fresh,
           reply,
+          length: { agent, turns: SessionState.turnsAfter(state, fresh) },
         })
         if (committed._tag === "Conflict") return { ...committed, state } satisfies Conflict
         // its messages are stored but maybe not in this state: drop it

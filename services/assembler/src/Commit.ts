@@ -2,7 +2,9 @@
  * Committing a turn: the shard lease's fence is checked on the same write
  * that appends the new messages and stores the reply, in one transaction
  * (`SessionStore.commitTurn`), so a retried `turnId` gets the same reply and
- * nothing is ever half-written. Another writer having appended since the
+ * nothing is ever half-written; the session's length (its agent and turns)
+ * for the agent's history of session lengths is recorded by that same
+ * statement, on success only. Another writer having appended since the
  * state was read (`SeqConflict`) re-runs the turn on the fresh history, at
  * most {@link MAX_ATTEMPTS} times.
  */
@@ -68,6 +70,8 @@ export interface Input {
   readonly family: string
   readonly rows: ReadonlyArray<{ readonly message: SessionStore.NewMessage["message"]; readonly tokens: number }>
   readonly reply: Turn.TurnReply
+  /** The session's agent and turns once this commit is stored, recorded with it for the history of session lengths. */
+  readonly length?: SessionStore.Length | undefined
 }
 
 /** Commits one turn under this worker's fence for the session's shard. */
@@ -90,6 +94,7 @@ export const commit = (
         messages: input.rows.map((r) => ({ message: r.message, tokens: r.tokens, encoding: input.family })),
         reply: input.reply,
         fence: fence.value,
+        length: input.length,
       })
       .pipe(Effect.either)
     if (committed._tag === "Right") return { _tag: "Committed" }

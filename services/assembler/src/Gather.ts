@@ -1,17 +1,20 @@
 /**
  * The reads a turn needs before its stages run, concurrently: the session's
  * stored history (only what this worker's state lacks), the agent's
- * knowledge documents (cached per tenant/agent for a few seconds) and the
- * live summary (while it may have changed). Each read is applied to the
- * session state with `SessionState.advance`.
+ * knowledge documents (cached per tenant/agent for a few seconds), the live
+ * summary (while it may have changed) and the agent's history of session
+ * lengths (`LengthHistory`: cached for minutes, a bounded wait only while
+ * nothing is known). Each read is applied to the session state with
+ * `SessionState.advance`.
  */
-import type { Knowledge } from "@ctxd/context"
+import type { Knowledge, SessionLengths } from "@ctxd/context"
 import type { Errors, Turn } from "@ctxd/contracts"
 import { KnowledgeStore, SessionStore } from "@ctxd/db"
 import { TokenCounter } from "@ctxd/token-counter"
 import { Effect } from "effect"
 import { AssemblerConfig } from "./AssemblerConfig.ts"
 import { Compaction } from "./Compaction.ts"
+import { LengthHistory } from "./LengthHistory.ts"
 import * as SessionState from "./SessionState.ts"
 import { storeError } from "./Commit.ts"
 import type { LocalCounter } from "./turn/Carry.ts"
@@ -23,6 +26,8 @@ export const KNOWLEDGE_TTL_MS = 5_000
 export interface Gathered {
   readonly state: SessionState.SessionState
   readonly knowledge: ReadonlyArray<Knowledge.Doc>
+  /** The agent's history of session lengths (undefined: not known yet). */
+  readonly lengths: SessionLengths.Histogram | undefined
 }
 
 export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
@@ -30,6 +35,7 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
     const store = yield* SessionStore.SessionStore
     const knowledgeStore = yield* KnowledgeStore.KnowledgeStore
     const compaction = yield* Compaction
+    const lengthHistory = yield* LengthHistory
     const local = (yield* TokenCounter.TokenCounter).local
     const config = yield* AssemblerConfig
 
@@ -92,13 +98,14 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
           reuse && !input.refresh ? Effect.succeed([]) : history(input.tenant, input.session, state, input.model),
           knowledgeOf(input.tenant, input.agent),
           SessionState.needsSummary(state) ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s })) : Effect.succeed(undefined),
+          lengthHistory.get(input.tenant, input.agent),
         ],
         { concurrency: "unbounded" },
       ).pipe(
-        Effect.map(([rows, knowledge, summary]) => {
+        Effect.map(([rows, knowledge, summary, lengths]) => {
           SessionState.advance(state, { _tag: "Loaded", rows })
           if (summary !== undefined) SessionState.advance(state, { _tag: "SummaryRead", latest: summary.s })
-          return { state, knowledge }
+          return { state, knowledge, lengths }
         }),
       )
     }

@@ -7,13 +7,14 @@
  * A background compaction runs at once and lands on the session's next
  * turn (in the worker it lands when a compactor finishes the job).
  */
-import type { Knowledge, Normalize, Pipeline } from "@ctxd/context"
+import type { Knowledge, Normalize, Pipeline, SessionLengths } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
 import type { Plan, View, WorkQueue } from "@ctxd/compactor"
 import type { TokenCounter } from "@ctxd/token-counter"
 import * as AssemblerConfig from "./AssemblerConfig.ts"
 import * as SessionState from "./SessionState.ts"
 import type * as Carry from "./turn/Carry.ts"
+import * as Options from "./turn/Options.ts"
 import * as TurnStages from "./turn/Turn.ts"
 
 /** What the stages' I/O is answered with. */
@@ -30,6 +31,11 @@ export interface Ports {
     | undefined
   /** The agent's knowledge documents (default none). */
   readonly knowledge?: ReadonlyArray<Knowledge.Doc> | undefined
+  /**
+   * The tenant's agent's history of session lengths, for the cache planner's
+   * expected turns (absent, or undefined for a pair: its rule of thumb).
+   */
+  readonly lengths?: ((tenant: string, agent: string) => SessionLengths.Histogram | undefined) | undefined
 }
 
 /** A request the stages rejected (nothing was kept). */
@@ -80,6 +86,7 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
       local: ports.local,
       thresholds: ports.compact === undefined ? undefined : ports.thresholds,
       now: at ?? Date.now(),
+      lengths: ports.lengths?.(tenant, Options.resolve(resolved, tenant, request.options).agent),
     })
     let from = 0
     for (;;) {

@@ -181,5 +181,13 @@ export const advance = (state: SessionState, outcome: Outcome): SessionState => 
   }
 }
 
+/**
+ * The session's turns once `rows` (a turn's new messages) are stored: what
+ * the commit records as its length and what the cache planner measures the
+ * history of session lengths against.
+ */
+export const turnsAfter = (state: SessionState, rows: ReadonlyArray<Row>): number =>
+  rows.reduce((turns, row) => (row.message.role === "assistant" ? turns + 1 : turns), state.turns)
+
 /** True when the live summary must be read (never read, or a scheduled compaction may have landed). */
 export const needsSummary = (state: SessionState): boolean => !state.summaryLoaded || state.compactionPending !== undefined

@@ -1,5 +1,5 @@
 /** The turn stages over the carry: order, the I/O they ask for, rejections, and what a commit changes. */
-import { CostModel } from "@ctxd/context"
+import { CostModel, SessionLengths } from "@ctxd/context"
 import type { Conversation, Turn } from "@ctxd/contracts"
 import { LoopState } from "@ctxd/loop-detector"
 import { describe, expect, it } from "vitest"
@@ -347,6 +347,54 @@ describe("turn stages", () => {
 
     it("a row for another model changes nothing", async () => {
       expect(await play(CostModel.make([{ match: "claude", minCacheableTokens: 100_000_000 }]))).toEqual(await play())
+    })
+  })
+
+  describe("expected turns from the agent's history of session lengths", () => {
+    // gpt-5 (cache reads at 0.1×): one large result, then a long reply after it, then short exchanges.
+    // Once the result is masked-to-be, the edit re-writes the long reply after it: it is earned
+    // (rent or buy) after a few turns, and then pays back only if the session goes on long enough.
+    const call = (id: string) => ({ role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }] })
+    const script: ReadonlyArray<ReadonlyArray<Record<string, unknown>>> = [
+      [{ role: "user", content: "go" }, call("c0")],
+      [{ role: "tool", tool_call_id: "c0", content: "x".repeat(8_000) }, { role: "assistant", content: "y".repeat(4_000) }],
+      [{ role: "user", content: "next" }, call("c1")],
+      [{ role: "tool", tool_call_id: "c1", content: "ok" }, { role: "assistant", content: "ok" }],
+      ...Array.from({ length: 10 }, () => [{ role: "user", content: "more" }, { role: "assistant", content: "ok" }]),
+    ]
+    /** 30 sessions of `turns` turns for tenant acme's agent `coder`, nothing for anyone else. */
+    const coderSessions = (turns: number) => (tenant: string, agent: string) =>
+      tenant === "acme" && agent === "coder" ? SessionLengths.fromCounts([{ turns, sessions: 30 }]) : undefined
+    /** The script's turns, 1 s apart (the cache stays warm); each turn's cache report. */
+    const play = async (lengths: LocalTurns.Ports["lengths"], options: Record<string, unknown>) => {
+      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local), lengths })
+      const reports: Array<Turn.TurnReply["report"]["cache"]> = []
+      for (const [k, messages] of script.entries()) {
+        const req = { ...request(`t${k}`, messages), model: { provider: "openai", name: "gpt-5" }, options: { maskKeep: 1, ...options } } as Turn.TurnRequest
+        reports.push((await turns.turn("acme", "s1", req, undefined, k * 1_000)).report.cache)
+      }
+      return { masked: reports.findIndex((r) => r.reason === "mask"), at: (k: number) => reports[k]!.deferred }
+    }
+
+    it("a history of long sessions makes the edit sooner than the rule of thumb; of short ones, later", async () => {
+      // the rule of thumb (half the turns so far) holds the mask edit until turn 10
+      const rule = await play(undefined, { agent: "coder" })
+      expect(rule.masked).toBe(10)
+      expect(rule.at(8)).toEqual(["mask"])
+      // the coder's sessions go on for 200 turns: it pays back, and is made as soon as it is earned
+      const long = await play(coderSessions(200), { agent: "coder" })
+      expect(long.masked).toBe(8)
+      expect(long.at(8)).toEqual([])
+      // another agent of the tenant has no history: the rule of thumb
+      expect((await play(coderSessions(200), { agent: "reviewer" })).masked).toBe(10)
+      // the coder's sessions end at 13 turns: too little is left for the edit to pay back, until this
+      // session outlives them all (then the history says nothing, and the rule of thumb stands again)
+      expect((await play(coderSessions(13), { agent: "coder" })).masked).toBe(13)
+    })
+
+    it("options.expectedTurns still overrides the history", async () => {
+      expect((await play(coderSessions(200), { agent: "coder", expectedTurns: 0 })).masked).toBe(-1)
+      expect((await play(coderSessions(12), { agent: "coder", expectedTurns: 10_000 })).masked).toBe(8)
     })
   })
 })

@@ -9,13 +9,13 @@
  * Postgres pool — in that order, because scopes close in reverse order of
  * acquisition.
  */
-import { Assembler, AssemblerConfig, Compaction, TurnEndpoint } from "@ctxd/assembler"
+import { Assembler, AssemblerConfig, Compaction, LengthHistory, TurnEndpoint } from "@ctxd/assembler"
 import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { LocalCounter } from "@ctxd/tokens"
 import { Subjects, type Turn } from "@ctxd/contracts"
 import { Judge, LoopCheck } from "@ctxd/loop-detector"
-import { Database, KnowledgeStore, Migrations, SessionStore, UsageStore } from "@ctxd/db"
+import { Database, KnowledgeStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
 import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenCounter, UsageEndpoint } from "@ctxd/token-counter"
@@ -172,6 +172,12 @@ export const layer = Layer.unwrapEffect(
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    // the agents' histories of session lengths, cached per worker (the cache planner's expected turns)
+    const lengths = LengthHistory.layer().pipe(
+      Layer.provide(SessionLengthStore.layer),
+      Layer.provide(Migrations.layer),
+      Layer.provide(database),
+    )
     const tokens = TokenCounter.layerConfig
     const nats = NatsClient.layer({ servers: config.natsUrl.split(","), name: `ctxd-worker-${config.workerId}` })
     // bodies above the NATS max_payload (both directions) and the request byte budget of every endpoint
@@ -229,6 +235,7 @@ export const layer = Layer.unwrapEffect(
       ),
       Layer.provide(store),
       Layer.provide(knowledge),
+      Layer.provide(lengths),
       Layer.provide(compaction),
       Layer.provide(Judge.layer.pipe(Layer.provide(llm))),
       Layer.provide(sharding),

@@ -65,3 +65,14 @@ export const COMMIT_TURN = prepared(
    FROM ctxd_commit_turn($1::text, $2::text, $3::text, $4::text, $5::integer, $6::jsonb, $7::bytea,
                          $8::integer, $9::text, $10::bigint)`,
 )
+
+/**
+ * {@link COMMIT_TURN} with, on success, the session's length recorded in the
+ * same transaction (migration 7): $11 agent, $12 turns after this commit.
+ */
+export const COMMIT_TURN_V7 = prepared(
+  "ctxd_commit_turn_v7",
+  `SELECT status, actual_last_seq, stored_request_hash, stored_first_seq, stored_last_seq, stored_reply, stored_reply_z
+   FROM ctxd_commit_turn_v7($1::text, $2::text, $3::text, $4::text, $5::integer, $6::jsonb, $7::bytea,
+                            $8::integer, $9::text, $10::bigint, $11::text, $12::integer)`,
+)

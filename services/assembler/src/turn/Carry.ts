@@ -4,7 +4,7 @@
  * in order (see `Turn`).
  */
 import type { Conversation, Loop, Turn } from "@ctxd/contracts"
-import type { CostModel, Knowledge, Models, Normalize, Pipeline, Toolsets, Waste } from "@ctxd/context"
+import type { CostModel, Knowledge, Models, Normalize, Pipeline, SessionLengths, Toolsets, Waste } from "@ctxd/context"
 import type { Plan, View, WorkQueue } from "@ctxd/compactor"
 import type { Judge, LoopState } from "@ctxd/loop-detector"
 import type { TokenCounter } from "@ctxd/token-counter"
@@ -37,6 +37,8 @@ export interface Inputs {
   readonly thresholds: Plan.Thresholds | undefined
   /** When the turn runs (ms, the shell's clock): the cache planner tells a cold cache from a warm one. */
   readonly now: number
+  /** How long the tenant's agent's sessions went on (undefined: not known; the cache planner's rule of thumb). */
+  readonly lengths?: SessionLengths.Histogram | undefined
 }
 
 /** I/O a stage asked for. */

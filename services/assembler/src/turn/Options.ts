@@ -22,7 +22,7 @@ export interface Resolved {
   readonly loop: LoopConfig.Config
   /** The optional LLM judge at the loop detector's borderline. */
   readonly judge: { readonly enabled: boolean; readonly model: string | undefined }
-  /** The cache planner's overrides (undefined: the model's TTL; as many turns as the session has had). */
+  /** The cache planner's overrides (undefined: the model's TTL; the turns expected from the agent's session lengths, `Prompt.expectedTurns`). */
   readonly cache: { readonly ttlSeconds: number | undefined; readonly expectedTurns: number | undefined }
 }
 

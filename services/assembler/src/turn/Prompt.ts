@@ -13,30 +13,36 @@
  * both views and the swap made only when it pays (`CachePlanner.swapSummary`);
  * held back, the previous view is the one sent and kept.
  */
-import { CachePlanner, CostModel, Pipeline } from "@ctxd/context"
+import { CachePlanner, CostModel, Pipeline, SessionLengths } from "@ctxd/context"
+import * as SessionState from "../SessionState.ts"
 import * as Carry from "./Carry.ts"
 
 /**
- * Turns a session is expected to go on for, by default: half as many as it
- * has had (at least 1). Conservative on purpose: an edit that does not pay
- * back before the session ends costs more than doing nothing, and most
- * sessions are short; a long session earns its edits as it goes on.
+ * Turns the session is expected to go on for after this one: the request's
+ * `expectedTurns` when it names one; otherwise, from the tenant's agent's
+ * history of session lengths, the mean of what the sessions that got as far
+ * went on for (`SessionLengths.estimate`, measured against the session's
+ * turns once `fresh` is stored); when fewer than 20 got as far (or the
+ * history is unknown), the rule of thumb: half the turns the session has had
+ * before this one, at least 1.
  */
-export const expectedTurns = (turnsSoFar: number): number => Math.max(1, Math.floor(turnsSoFar / 2))
+export const expectedTurns = (inputs: Carry.Inputs, fresh: ReadonlyArray<SessionState.Row>): number =>
+  inputs.options.cache.expectedTurns ??
+  SessionLengths.expectedTurns(inputs.lengths, SessionState.turnsAfter(inputs.state, fresh), SessionLengths.rule(inputs.state.turns))
 
-/**
 /**
  * The cache planner's inputs for this turn: the model's prices (the
  * configured table, `AssemblerConfig.prices`: read and write multipliers,
  * the tiers, the minimum cacheable prefix), the previous prompt while the
  * view is the same, whether the cache has gone cold since the previous turn
  * (under the TTL that prompt was sent with), how long the session is
- * expected to go on, and the cache tier: with `options.cacheTtlSeconds` that
+ * expected to go on ({@link expectedTurns}; `fresh`: this turn's new rows),
+ * and the cache tier: with `options.cacheTtlSeconds` that
  * TTL under the model's default tier; else, for Anthropic, 5 minutes or
  * 1 hour, whichever the session's observed gaps make cheaper
  * (`CachePlanner.chooseTier`).
  */
-export const cachePlan = (inputs: Carry.Inputs, sameView: boolean): CachePlanner.Plan => {
+export const cachePlan = (inputs: Carry.Inputs, sameView: boolean, fresh: ReadonlyArray<SessionState.Row>): CachePlanner.Plan => {
   const { state, options, prices, now, request } = inputs
   const tier = options.cache.ttlSeconds !== undefined ? CostModel.tier(prices) : tierFor(request.format, prices, state)
   const ttlSeconds = options.cache.ttlSeconds ?? tier.ttlSeconds
@@ -46,7 +52,7 @@ export const cachePlan = (inputs: Carry.Inputs, sameView: boolean): CachePlanner
     viewChanged: !sameView && state.shape !== undefined,
     read: prices.cacheReadMultiplier,
     write: tier.writeMultiplier,
-    expectedTurns: options.cache.expectedTurns ?? expectedTurns(state.turns),
+    expectedTurns: expectedTurns(inputs, fresh),
     cold: state.lastAt !== undefined && now - state.lastAt > previousTtl * 1000,
     ttlSeconds,
     minCacheable: prices.minCacheableTokens,
@@ -77,7 +83,7 @@ export const stage: Carry.Stage = {
       expectedReadTokens: p.report.cache.expectedReadTokens ?? 0,
       expectedWriteTokens: p.report.cache.expectedWriteTokens ?? p.report.tokens.total,
     })
-    if (CachePlanner.swapSummary(cachePlan(carry.inputs, true), builtOf(held.prompt), builtOf(swapped.prompt))) return Carry.next({ ...carry, ...swapped })
+    if (CachePlanner.swapSummary(cachePlan(carry.inputs, true, Carry.section(carry, "count").fresh), builtOf(held.prompt), builtOf(swapped.prompt))) return Carry.next({ ...carry, ...swapped })
     const prompt = held.prompt
     return Carry.next({
       ...carry,
@@ -125,9 +131,9 @@ const buildWith = (
   systemTokens: number,
 ): Built => {
   const { tenant, session, request, model, options, state, local } = carry.inputs
-  const { count } = Carry.section(carry, "count")
+  const { count, fresh } = Carry.section(carry, "count")
   const loop = Carry.section(carry, "loop")
-  const plan = cachePlan(carry.inputs, sameView)
+  const plan = cachePlan(carry.inputs, sameView, fresh)
   const run = (sent: typeof tools.sent, toolsTokens: number) =>
     Pipeline.run({
       tenant,

@@ -76,6 +76,8 @@ export const begin = (input: {
   readonly local: Carry.LocalCounter
   readonly thresholds: Carry.Inputs["thresholds"]
   readonly now: number
+  /** The tenant's agent's history of session lengths (absent: unknown). */
+  readonly lengths?: Carry.Inputs["lengths"]
 }): Carry.Carry => ({
   inputs: {
     tenant: input.tenant,
@@ -90,6 +92,7 @@ export const begin = (input: {
     local: input.local,
     thresholds: input.thresholds,
     now: input.now,
+    lengths: input.lengths,
   },
   answers: {},
 })
