@@ -46,6 +46,8 @@ export interface Shape {
   readonly rent?: Rent | undefined
   /** The cache TTL it was sent under (absent: the model's default). */
   readonly ttlSeconds?: number | undefined
+  /** The tool schema compression it was sent with (absent: the configured one). */
+  readonly compression?: string | undefined
 }
 
 /** A candidate prompt of this turn. */
@@ -59,7 +61,7 @@ export interface Candidate extends Shape {
 /** The planner's knobs for one turn. */
 export interface Plan {
   /** The previous turn's prompt in the same view; absent: the first turn (or a new view). */
-  readonly previous?: Shape | undefined
+  readonly previous?: Candidate | undefined
   /** The view changed since the previous turn (a new summary): nothing after system and tools is cached. */
   readonly viewChanged?: boolean | undefined
   /** Price multipliers of a cache read and a cache write (relative to an uncached input token). */
@@ -157,9 +159,16 @@ export const prefixOf = (
 export const costOf = (plan: Plan, c: Candidate) => {
   const prefix = plan.cold ? { tokens: 0, reason: "ttl_expired" as const } : prefixOf(c, plan.previous, plan.viewChanged)
   const read = prefix.tokens >= plan.minCacheable ? prefix.tokens : 0
-  const cost = plan.read * read + plan.write * (c.total - read) + plan.expectedTurns * plan.read * c.total
+  const cost = nowOf(plan, c, read) + plan.expectedTurns * (cacheable(plan, c) ? plan.read : 1) * c.total
   return { cost, read, prefix }
 }
+
+/** A prompt shorter than the provider's minimum is not cached at all: billed at the base price, now and later. */
+const cacheable = (plan: Plan, c: Candidate): boolean => c.total >= plan.minCacheable
+
+/** This turn's cost of sending `c` with `read` of its tokens read from the cache. */
+const nowOf = (plan: Plan, c: Candidate, read: number): number =>
+  cacheable(plan, c) ? plan.read * read + plan.write * (c.total - read) : c.total
 
 /** The edits a candidate makes that holding does not. */
 export type Edit = "window" | "mask"
@@ -179,10 +188,7 @@ export interface Rent {
 const noRent: Rent = { window: 0, mask: 0 }
 
 /** This turn's cost of `c` alone (no later turns). */
-const nowCost = (plan: Plan, c: Candidate): number => {
-  const { read } = costOf(plan, c)
-  return plan.read * read + plan.write * (c.total - read)
-}
+const nowCost = (plan: Plan, c: Candidate): number => nowOf(plan, c, costOf(plan, c).read)
 
 /**
  * Picks among `candidates` — the first holds the previous positions, the

@@ -239,10 +239,10 @@ const digest = (texts: ReadonlyArray<string>, extra = 0): string => {
  * rewritten; a message that lost an orphaned call still counts in full: an
  * upper bound).
  */
-export const run = (input: Input): Output => {
-  const plan = input.cachePlan
-  const advanced = runAt(input, undefined)
-  if (plan === undefined) return advanced
+export const run = (given: Input): Output => {
+  const plan = given.cachePlan
+  if (plan === undefined) return runAt(given, undefined)
+  const { input, advanced } = compressionFor(given, plan)
   const previous = plan.previous
   // holding differs from advancing only when an edit is due: only then are there more candidates
   const window = previous !== undefined && advanced.shape.windowStart !== previous.windowStart
@@ -269,9 +269,33 @@ export const run = (input: Input): Output => {
   const settled = climb === undefined || climb.climb ? cache : CachePlanner.describe(plan, held!.shape, cache.deferred)
   return {
     ...out,
-    shape: { ...out.shape, rent: { ...rent, rung: climb?.rent ?? 0 }, ttlSeconds: plan.ttlSeconds },
+    shape: { ...out.shape, rent: { ...rent, rung: climb?.rent ?? 0 }, ttlSeconds: plan.ttlSeconds, compression: input.options.toolCompression ?? "none" },
     report: { ...out.report, cache: { ...out.report.cache, ...settled } },
   }
+}
+
+/**
+ * The input to plan with, and its prompt with every edit advanced: the
+ * configured tool compression, unless it is what keeps the prompt under the
+ * provider's minimum cacheable prefix — then, while nothing is cached, the
+ * tools go whole when that makes the prompt cacheable and costs less over the
+ * turns to come (a cached token costs a tenth of an uncached one, so a
+ * slightly larger prompt read from the cache beats a smaller one sent
+ * uncached every turn). Tools sent whole stay whole while the cache is warm;
+ * the configured compression comes back at the next moment nothing is cached.
+ */
+const compressionFor = (input: Input, plan: CachePlanner.Plan): { readonly input: Input; readonly advanced: Run } => {
+  const advanced = runAt(input, undefined)
+  const configured = input.options.toolCompression
+  if (configured === undefined || configured === "none" || plan.minCacheable <= 0) return { input, advanced }
+  const whole: Input = { ...input, options: { ...input.options, toolCompression: "none" } }
+  const previous = plan.previous
+  const nothingCached = previous === undefined || plan.cold || plan.viewChanged === true || previous.total < plan.minCacheable
+  if (!nothingCached) return previous.compression === "none" ? { input: whole, advanced: runAt(whole, undefined) } : { input, advanced }
+  if (advanced.shape.total >= plan.minCacheable) return { input, advanced }
+  const alt = runAt(whole, undefined)
+  const better = alt.shape.total >= plan.minCacheable && CachePlanner.costOf(plan, alt.shape).cost < CachePlanner.costOf(plan, advanced.shape).cost
+  return better ? { input: whole, advanced: alt } : { input, advanced }
 }
 
 const sameShape = (a: CachePlanner.Candidate, b: CachePlanner.Candidate): boolean =>

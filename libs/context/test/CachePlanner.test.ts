@@ -108,6 +108,13 @@ describe("CachePlanner.choose", () => {
     expect(CachePlanner.costOf(plan({ minCacheable: 4_096 }), held).read).toBe(0)
   })
 
+  it("bills a prompt under the minimum cacheable prefix at the base price, now and on every later turn", () => {
+    // 2,250 tokens under a 4,096 minimum: nothing is written or read, every turn pays 2,250
+    expect(CachePlanner.costOf(plan({ minCacheable: 4_096, expectedTurns: 3 }), held).cost).toBe(2_250 * 4)
+    // over a 1,024 minimum: 2,200 read at 0.1, 50 written at 1.25, later turns read 2,250 at 0.1
+    expect(CachePlanner.costOf(plan({ minCacheable: 1_024, expectedTurns: 3 }), held).cost).toBeCloseTo(220 + 62.5 + 3 * 225, 6)
+  })
+
   it("charges the mask edit its own saving and the window the rest, and starts a made edit's rent again", () => {
     // three candidates: hold, the mask alone (saves 900), the window too (saves 900 + 1,000)
     const maskOnly = { ...advanced, advances: ["mask"] as const }
@@ -208,6 +215,38 @@ describe("the pipeline with the planner", () => {
     // every consumed result older than the last 2 is masked; the 100,000-token grid masks none
     expect(planned.report.masking?.masked).toBeGreaterThan(0)
     expect(unplanned.report.masking?.masked).toBe(0)
+  })
+
+  it("sends the tools whole when compression is what keeps the prompt under the minimum cacheable prefix", () => {
+    const tool = {
+      name: "search",
+      description: "Search the catalog. ".repeat(40),
+      inputSchema: { type: "object", properties: Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`p${i}`, { type: "string", description: "word ".repeat(25) }])) },
+    }
+    const count = (tools: ReadonlyArray<unknown>) => Math.ceil(JSON.stringify(tools).length / 4)
+    const history = stored([user("find it")], () => 20)
+    const planned = (minCacheable: number, over: Partial<CachePlanner.Plan> = {}) =>
+      Pipeline.run(
+        input(history, {
+          tools: [tool],
+          toolsTokens: count([tool]),
+          countTools: count,
+          options: Pipeline.resolveOptions({ toolCompression: "truncate" }),
+          cachePlan: plan({ previous: undefined, minCacheable, ...over }),
+        }),
+      )
+    const whole = count([tool]) + 25
+    // compressed, the prompt is below the minimum; whole, it reaches it: whole it goes
+    const lifted = planned(whole - 10)
+    expect(lifted.report.tools?.compression).toBe("none")
+    expect(lifted.shape?.compression).toBe("none")
+    // a minimum nothing reaches, or one the compressed prompt reaches anyway: the configured compression
+    expect(planned(100_000).report.tools?.compression).toBe("truncate")
+    expect(planned(10).report.tools?.compression).toBe("truncate")
+    // whole while the cache is warm, even where compressed would be cacheable now; back at a cold moment
+    const warm = { previous: { ...lifted.shape! }, cold: false }
+    expect(planned(10, warm).report.tools?.compression).toBe("none")
+    expect(planned(10, { ...warm, cold: true }).report.tools?.compression).toBe("truncate")
   })
 
   it("marks the cache frontier before the mask boundary with a fourth breakpoint", () => {

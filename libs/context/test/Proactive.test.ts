@@ -119,7 +119,7 @@ describe("proactive compression in the pipeline", () => {
 
   it("under the cache planner, climbs a rung on a warm cache only once it is earned, at once when cold", () => {
     const budgetTokens = 3_000
-    const planned = (previous: CachePlanner.Shape | undefined, over: Partial<CachePlanner.Plan> = {}) =>
+    const planned = (previous: CachePlanner.Candidate | undefined, over: Partial<CachePlanner.Plan> = {}) =>
       Pipeline.run(
         input(history, {
           tools: [bigTool],

@@ -55,10 +55,19 @@ export const cachePlan = (inputs: Carry.Inputs, sameView: boolean, fresh: Readon
     expectedTurns: expectedTurns(inputs, fresh),
     cold: state.lastAt !== undefined && now - state.lastAt > previousTtl * 1000,
     ttlSeconds,
-    minCacheable: prices.minCacheableTokens,
+    minCacheable: Math.floor(prices.minCacheableTokens * MIN_PREFIX_MARGIN),
     tier: tier.name,
   }
 }
+
+/**
+ * The provider's minimum cacheable prefix is planned with 10 % off: local
+ * counts can fall a few percent short of the provider's, and near the
+ * minimum the cheaper mistake is to treat a prefix as cached (an edit held
+ * back costs a few tokens' reads; an edit made every turn on a prompt wrongly
+ * thought uncacheable re-writes it every turn).
+ */
+export const MIN_PREFIX_MARGIN = 0.9
 
 /** The tiers a request can ask for: Anthropic breakpoints say `5m` or `1h`; elsewhere the model's default only. */
 const tierFor = (format: string, prices: CostModel.ModelPrices, state: Carry.Inputs["state"]): CostModel.CacheTier => {
