@@ -191,6 +191,14 @@ const noRent: Rent = { window: 0, mask: 0 }
 const nowCost = (plan: Plan, c: Candidate): number => nowOf(plan, c, costOf(plan, c).read)
 
 /**
+ * The rule for an optional edit of `premium` (this turn's extra cost) that
+ * saves `saving` a turn: free, or earned by its `rent` and paid back within
+ * the turns the session is expected to go on for.
+ */
+const pays = (plan: Plan, premium: number, saving: number, rent: number): boolean =>
+  premium <= 0 || (saving > 0 && premium <= rent && premium <= plan.expectedTurns * saving)
+
+/**
  * Picks among `candidates` — the first holds the previous positions, the
  * others advance the edits in their `advances` (the last advances every
  * due edit) — and reports why its prefix changed and what the provider
@@ -237,10 +245,7 @@ export const choose = <C extends Candidate>(
       : candidates
     : [
         held,
-        ...fits.slice(1).filter((c) => {
-          const premium = premiumOf(c)
-          return premium <= 0 || (saving(c) > 0 && premium <= accrued(c) && premium <= plan.expectedTurns * saving(c))
-        }),
+        ...fits.slice(1).filter((c) => pays(plan, premiumOf(c), saving(c), accrued(c))),
       ]
   let best = pool[0]!
   let bestCost = costOf(plan, best).cost
@@ -291,9 +296,8 @@ export type CacheReport = Required<
  */
 export const climb = (plan: Plan, held: Candidate, climbed: Candidate, rent: number): { readonly climb: boolean; readonly rent: number } => {
   if (plan.cold || plan.previous === undefined || plan.viewChanged === true || held.overBudget) return { climb: true, rent: 0 }
-  const premium = nowCost(plan, climbed) - nowCost(plan, held)
   const saving = plan.read * (held.total - climbed.total)
-  const made = premium <= 0 || (saving > 0 && premium <= rent && premium <= plan.expectedTurns * saving)
+  const made = pays(plan, nowCost(plan, climbed) - nowCost(plan, held), saving, rent)
   return { climb: made, rent: made ? 0 : rent + Math.max(0, saving) }
 }
 
@@ -342,8 +346,7 @@ export interface Built {
  * when it costs nothing extra this turn.
  */
 export const swapSummary = (plan: Plan, held: Built, swapped: Built): boolean => {
-  const now = (b: Built) => plan.read * b.expectedReadTokens + plan.write * b.expectedWriteTokens
-  const premium = now(swapped) - now(held)
-  const saving = plan.read * (held.total - swapped.total)
-  return plan.cold || (held.overBudget && !swapped.overBudget) || premium <= 0 || (saving > 0 && premium <= plan.expectedTurns * saving)
+  const now = (b: Built) => (b.total < plan.minCacheable ? b.total : plan.read * b.expectedReadTokens + plan.write * b.expectedWriteTokens)
+  // no rent: waiting batches nothing here
+  return plan.cold || (held.overBudget && !swapped.overBudget) || pays(plan, now(swapped) - now(held), plan.read * (held.total - swapped.total), Number.POSITIVE_INFINITY)
 }
