@@ -1,8 +1,10 @@
 /**
  * `<root>.v1.metrics`: this worker's metrics as JSON — every Effect `Metric`
  * (turns, tokens sent and saved, loop flags, waste, utilization, compactions
- * ...) plus the token counter's own (calls, cache, breaker, drift per model).
- * Every worker answers (no queue group): gather replies to see the fleet.
+ * ...; the same registry Prometheus scrapes on `/metrics`, runtime gauges
+ * refreshed first) plus the token counter's own (calls, cache, breaker,
+ * drift per model). Every worker answers (no queue group): gather replies to
+ * see the fleet.
  *
  * The reply is bounded: labels chosen by callers (model names) are
  * normalized and capped in number by the token counter (`CTXD_TOKEN_MAX_MODELS`,
@@ -34,7 +36,12 @@ export const bound = <T extends { readonly tokens: object }>(reply: T): T | (T &
   return { ...reply, tokens, truncated: true }
 }
 
-export const serve = (options: { readonly subject: string; readonly workerId: string }) =>
+export const serve = (options: {
+  readonly subject: string
+  readonly workerId: string
+  /** Runs before each snapshot (sets the runtime gauges). */
+  readonly refresh?: Effect.Effect<void> | undefined
+}) =>
   Effect.gen(function* () {
     const tokens = yield* TokenCounter.TokenCounter
     return yield* Endpoint.serve({
@@ -42,6 +49,7 @@ export const serve = (options: { readonly subject: string; readonly workerId: st
       maxConcurrent: 2,
       handler: () =>
         Effect.gen(function* () {
+          if (options.refresh !== undefined) yield* options.refresh
           const snapshot = yield* Metric.snapshot
           return bound({
             ok: true,
