@@ -11,6 +11,10 @@
  * A `Context.Tag` rather than an `Effect.Service` so that tests and tools can
  * build it from explicit options ({@link layer}) as well as from the
  * environment ({@link layerConfig}).
+ *
+ * Inside a trace every statement is a client span `db.query` named by its
+ * prepared statement's name or its first keyword (`SELECT`, `BEGIN`...);
+ * never the parameters.
  */
 import {
   Config,
@@ -24,6 +28,7 @@ import {
   Runtime,
   type Scope,
 } from "effect"
+import { Spans } from "@ctxd/observe"
 import pg from "pg"
 
 /** Postgres cannot be reached right now (refused, reset, shut down, timed out); retrying later may work. */
@@ -189,7 +194,11 @@ export const classify = (error: unknown): DatabaseUnavailable | DatabaseError =>
   return new DatabaseError({ message, cause: error, ...(code === undefined ? {} : { code }) })
 }
 
-const queryable = (target: pg.Pool | pg.PoolClient): Queryable => ({
+/** What a statement's span is called by: its prepared name, else its first keyword. */
+const summaryOf = (sql: string | Prepared): string =>
+  typeof sql !== "string" ? sql.name : (/^\s*([A-Za-z]+)/.exec(sql)?.[1] ?? "SQL").toUpperCase()
+
+const queryable = (target: pg.Pool | pg.PoolClient, schema: string): Queryable => ({
   query: <Row = Record<string, unknown>>(sql: string | Prepared, params?: ReadonlyArray<unknown>) =>
     Effect.tryPromise({
       try: () =>
@@ -201,6 +210,10 @@ const queryable = (target: pg.Pool | pg.PoolClient): Queryable => ({
       catch: classify,
     }).pipe(
       Effect.map((result): QueryResult<Row> => ({ rows: result.rows as Array<Row>, rowCount: result.rowCount ?? 0 })),
+      Spans.child("db.query", {
+        kind: "client",
+        attributes: { "db.system.name": "postgresql", "db.namespace": schema, "db.query.summary": summaryOf(sql) },
+      }),
     ),
 })
 
@@ -249,7 +262,7 @@ export const make = (
         ),
     )
 
-    const onPool = queryable(pool)
+    const onPool = queryable(pool, schema)
 
     // Look before creating: CREATE SCHEMA needs the CREATE privilege on the
     // database even when the schema exists, which a production role may lack.
@@ -297,7 +310,7 @@ export const make = (
             : Effect.void
         return Effect.zipRight(terminate, give(true))
       }
-      return queryable(client)
+      return queryable(client, schema)
         .query("ROLLBACK")
         .pipe(
           Effect.timeout(CLEANUP_TIMEOUT_MS),
@@ -309,14 +322,14 @@ export const make = (
       Effect.acquireUseRelease(
         checkout,
         ({ client }) => {
-          const tx = queryable(client)
+          const tx = queryable(client, schema)
           return tx.query("BEGIN").pipe(
             Effect.zipRight(f(tx)),
             Effect.tap(() => tx.query("COMMIT")),
           )
         },
         checkin,
-      )
+      ).pipe(Spans.child("db.transaction", { kind: "client", attributes: { "db.system.name": "postgresql", "db.namespace": schema } }))
 
     return {
       schema,

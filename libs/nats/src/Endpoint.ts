@@ -33,8 +33,13 @@
  *
  * A handler returns the JSON value of its reply, or a {@link Reply} made with
  * {@link reply} to send ready bytes (a relayed reply) or NATS headers along.
+ *
+ * Tracing: a request carrying a W3C `traceparent` (and `tracestate`) header
+ * runs its handler as a continuation of that trace (`TraceContext`), so the
+ * spans the handler makes join the caller's trace.
  */
 import type { Errors } from "@ctxd/contracts"
+import { TraceContext } from "@ctxd/observe"
 import type { Msg, MsgHdrs } from "@nats-io/transport-node"
 import { Duration, Effect, Either, Exit, FiberSet, Option, type Scope } from "effect"
 import * as Admission from "./Admission.ts"
@@ -224,7 +229,9 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
               onSome: (store) => store.get(ref, maxRequestBytes),
             })
       const handle = (data: Uint8Array) =>
-        Effect.exit(options.handler({ subject: msg.subject, data, headers: msg.headers })).pipe(
+        Effect.exit(
+          TraceContext.continueFrom(msg.headers)(options.handler({ subject: msg.subject, data, headers: msg.headers })),
+        ).pipe(
           Effect.flatMap((exit) => {
             if (Exit.isSuccess(exit)) {
               const value = exit.value

@@ -1,7 +1,8 @@
 /**
  * The NATS connection as an Effect service. The connection is scoped: it is
  * opened when the layer is built and drained (then closed) when the layer's
- * scope closes. It reconnects forever; status changes are logged.
+ * scope closes. It reconnects forever; status changes are logged, and
+ * {@link NatsClientService.connected} follows them (readiness probes).
  */
 import { connect, type NatsConnection, type Status } from "@nats-io/transport-node"
 import { Config, type ConfigError, Context, Data, Duration, Effect, Layer, type Scope } from "effect"
@@ -9,7 +10,18 @@ import { Config, type ConfigError, Context, Data, Duration, Effect, Layer, type 
 /** The service: one open NATS connection. */
 export interface NatsClientService {
   readonly connection: NatsConnection
+  /**
+   * True while the connection is up: false from a `disconnect` status until
+   * the next `reconnect`, and once it is draining or closed. Optional so a
+   * service built from a bare connection (tests) still fits; read it with
+   * {@link isConnected}.
+   */
+  readonly connected?: (() => boolean) | undefined
 }
+
+/** Whether `client`'s connection is up now (see {@link NatsClientService.connected}). */
+export const isConnected = (client: NatsClientService): boolean =>
+  !client.connection.isClosed() && !client.connection.isDraining() && (client.connected?.() ?? true)
 
 /** The NATS connection of this process. */
 export class NatsClient extends Context.Tag("@ctxd/nats/NatsClient")<NatsClient, NatsClientService>() {}
@@ -69,10 +81,12 @@ const logStatus = (status: Status): Effect.Effect<void> => {
  * async generator that waits inside (`return()`) blocks until its next value,
  * which would deadlock the scope's finalizers; an abandoned `next()` does not.
  */
-const watchStatus = (nc: NatsConnection): Effect.Effect<void> => {
+const watchStatus = (nc: NatsConnection, onStatus: (status: Status) => void): Effect.Effect<void> => {
   const iterator = nc.status()[Symbol.asyncIterator]()
   const loop: Effect.Effect<void> = Effect.tryPromise(() => iterator.next()).pipe(
-    Effect.flatMap((next) => (next.done === true ? Effect.void : Effect.zipRight(logStatus(next.value), loop))),
+    Effect.flatMap((next) =>
+      next.done === true ? Effect.void : Effect.zipRight(Effect.sync(() => onStatus(next.value)), Effect.zipRight(logStatus(next.value), loop)),
+    ),
     Effect.catchAll((error) => Effect.logDebug(`nats status stream ended: ${String(error)}`)),
   )
   return loop
@@ -149,8 +163,13 @@ export const make = (options: NatsClientOptions): Effect.Effect<NatsClientServic
     const drainTimeoutMs = options.drainTimeoutMs ?? 10_000
     const connection = yield* Effect.acquireRelease(open(options, connectTimeoutMs), (nc) => release(nc, drainTimeoutMs))
     yield* Effect.logInfo(`nats connected to ${connection.getServer()}`)
-    yield* Effect.forkScoped(watchStatus(connection))
-    return { connection }
+    let up = true
+    const onStatus = (status: Status) => {
+      if (status.type === "disconnect" || status.type === "close") up = false
+      else if (status.type === "reconnect") up = true
+    }
+    yield* Effect.forkScoped(watchStatus(connection, onStatus))
+    return { connection, connected: () => up }
   }).pipe(Effect.annotateLogs({ nats: options.name ?? "ctxd" }))
 
 /**

@@ -1,7 +1,9 @@
 /**
  * One NATS request as an Effect, with the ways it can go wrong as distinct
  * tagged errors, so a caller can tell "nobody listens" (retry later) from
- * "it took too long" from "our connection is gone".
+ * "it took too long" from "our connection is gone". Inside a trace, the
+ * request is a client span (`nats.request`) and carries its W3C
+ * `traceparent`, so the other side's spans continue the trace.
  */
 import {
   ClosedConnectionError,
@@ -13,6 +15,7 @@ import {
   RequestError,
   TimeoutError,
 } from "@nats-io/transport-node"
+import { Spans, TraceContext } from "@ctxd/observe"
 import { Data, Effect } from "effect"
 import * as LargePayload from "./LargePayload.ts"
 import { NatsClient } from "./NatsClient.ts"
@@ -95,9 +98,9 @@ export const request = (
   payload: Uint8Array,
   options: RequestOptions,
 ): Effect.Effect<Msg, RequestErrors, NatsClient> =>
-  Effect.flatMap(NatsClient, ({ connection }) =>
+  Effect.flatMap(Effect.zip(NatsClient, TraceContext.headersOf), ([{ connection }, trace]) =>
     Effect.acquireUseRelease(
-      LargePayload.outgoing(payload, options.headers).pipe(
+      LargePayload.outgoing(payload, withTrace(options.headers, trace)).pipe(
         Effect.mapError((error) => new RequestFailed({ subject, message: `request on ${subject} failed: ${error.message}`, cause: error })),
       ),
       (out) =>
@@ -111,4 +114,18 @@ export const request = (
         }),
       LargePayload.cleanup,
     ),
+  ).pipe(
+    Spans.child("nats.request", {
+      kind: "client",
+      attributes: { "messaging.system": "nats", "messaging.destination.name": subject, "messaging.message.body.size": payload.byteLength },
+    }),
   )
+
+/** `headers` with the trace headers added (unless they carry their own); undefined when both are empty. */
+const withTrace = (given: MsgHdrs | undefined, trace: Readonly<Record<string, string>>): MsgHdrs | undefined => {
+  const names = Object.keys(trace)
+  if (names.length === 0 || given?.has(TraceContext.TRACEPARENT) === true) return given
+  const result = given ?? natsHeaders()
+  for (const name of names) result.set(name, trace[name]!)
+  return result
+}

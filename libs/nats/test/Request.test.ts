@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Either, Exit, Layer, Scope } from "effect"
-import { Json, NatsClient, Request } from "../src/index.ts"
+import { Spans } from "@ctxd/observe"
+import { Effect, Either, Exit, Layer, Option, Scope } from "effect"
+import { Endpoint, Json, NatsClient, Request } from "../src/index.ts"
 
 const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 const uniqueRoot = () => `t_${randomUUID().replaceAll("-", "").slice(0, 16)}`
@@ -28,6 +29,32 @@ describe("Request", () => {
         yield* Effect.promise(() => connection.flush())
         const error = yield* Effect.flip(Request.request(subject, Json.encode({}), { timeoutMs: 200 }))
         expect(error._tag).toBe("RequestTimedOut")
+      }),
+    )
+
+    it.scoped("inside a trace, a request carries traceparent and the endpoint's handler continues the trace", () =>
+      Effect.gen(function* () {
+        const subject = `${uniqueRoot()}.traced`
+        yield* Endpoint.serve({
+          subject,
+          handler: ({ headers }) =>
+            Effect.map(Effect.option(Effect.currentParentSpan), (parent) => ({
+              traceparent: headers?.get("traceparent") ?? "",
+              parent: Option.getOrUndefined(Option.map(parent, (p) => ({ traceId: p.traceId, spanId: p.spanId }))),
+            })),
+        })
+        const [span, reply] = yield* Effect.zip(
+          Effect.currentSpan,
+          Request.request(subject, Json.encode({}), { timeoutMs: 2_000 }).pipe(Effect.map((msg) => msg.json<{ traceparent: string; parent?: { traceId: string; spanId: string } }>())),
+        ).pipe(Spans.span("caller"))
+        // the request is a client span of its own, child of the caller's
+        expect(reply.traceparent).toMatch(new RegExp(`^00-${span.traceId}-[0-9a-f]{16}-01$`))
+        expect(reply.parent?.traceId).toBe(span.traceId)
+        expect(reply.parent?.spanId).toBe(reply.traceparent.split("-")[2])
+        expect(reply.parent?.spanId).not.toBe(span.spanId)
+        // outside a trace: no header, no parent
+        const plain = yield* Request.request(subject, Json.encode({}), { timeoutMs: 2_000 }).pipe(Effect.map((msg) => msg.json<{ traceparent: string; parent?: unknown }>()))
+        expect(plain).toEqual({ traceparent: "" })
       }),
     )
   })

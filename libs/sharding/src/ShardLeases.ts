@@ -102,6 +102,22 @@ export interface ShardLeasesService {
    * per quarter refresh interval per worker; never fails.
    */
   readonly unreachable: (worker: string) => Effect.Effect<boolean>
+  /**
+   * For readiness probes and gauges: `joined` while the last successful
+   * lease round is recent enough that the leases it renewed are still valid
+   * and listed this worker as live; `assigned`: the shards the current
+   * assignment gives this worker; `owned`: the shards it owns now;
+   * `missing`: assigned shards it does not own yet (a handover in progress).
+   */
+  readonly status: Effect.Effect<ShardStatus>
+}
+
+/** See {@link ShardLeasesService.status}. */
+export interface ShardStatus {
+  readonly joined: boolean
+  readonly assigned: number
+  readonly owned: number
+  readonly missing: number
 }
 
 interface Held {
@@ -305,6 +321,16 @@ export const make: Effect.Effect<
       return Option.fromNullable(assigned === undefined ? undefined : view.workers.get(assigned))
     })
 
+  const status = Effect.map(Clock.currentTimeNanos, (now): ShardStatus => {
+    const mine = Assignment.shardsOf(view.assignment, me)
+    return {
+      joined: !stopping && view.workers.has(me) && now - renewedAt < validity,
+      assigned: mine.length,
+      owned: [...owned.values()].filter((held) => valid(held, now)).length,
+      missing: mine.filter((shard) => !valid(owned.get(shard), now)).length,
+    }
+  })
+
   const changes = Stream.unwrapScoped(
     Effect.gen(function* () {
       const queue = yield* PubSub.subscribe(hub)
@@ -364,6 +390,7 @@ export const make: Effect.Effect<
     refresh,
     refreshSoon,
     unreachable,
+    status,
   } satisfies ShardLeasesService
 })
 

@@ -56,6 +56,7 @@ describe("ShardLeases", () => {
       expect(owned.every((o) => o.epoch === 1)).toBe(true)
       expect(yield* a.leases.fence(17)).toEqual(Option.some({ shard: 17, owner: "a", epoch: 1 }))
       expect(yield* a.leases.owner(17)).toEqual(Option.some({ id: "a", address: "a" }))
+      expect(yield* a.leases.status).toEqual({ joined: true, assigned: S, owned: S, missing: 0 })
       const rows = yield* leaseRows(db)
       expect(rows.length).toBe(S)
       expect(rows.every((r) => r.owner === "a" && r.live && r.epoch === 1)).toBe(true)
@@ -105,8 +106,10 @@ describe("ShardLeases", () => {
         Effect.fork,
       )
 
+      expect(yield* b.leases.status).toEqual({ joined: true, assigned: ofB.length, owned: ofB.length, missing: 0 })
       yield* b.stop
       expect(yield* b.leases.ownedShards).toEqual([])
+      expect((yield* b.leases.status).joined).toBe(false)
       const released = (yield* leaseRows(db)).filter((r) => ofB.some((o) => o.shard === r.shard))
       expect(released.every((r) => r.owner === null || r.owner === "a")).toBe(true)
 

@@ -19,11 +19,16 @@ export interface WorkerProcess {
   readonly stop: (signal?: NodeJS.Signals, timeoutMs?: number) => Promise<number | string>
 }
 
-/** Spawns a worker with `env` added to this process's environment and waits until it is ready. */
+/**
+ * Spawns a worker with `env` added to this process's environment and waits
+ * until it is ready. Its HTTP server is off (`CTXD_HTTP_PORT=0`) unless
+ * `env` sets a port.
+ */
 export const start = async (env: Record<string, string>, options: { readyTimeoutMs?: number } = {}): Promise<WorkerProcess> => {
   const child = spawn(process.execPath, [join(repoRoot, "services/worker/src/main.ts")], {
     cwd: repoRoot,
-    env: { ...process.env, LOG_LEVEL: "info", ...env },
+    // no HTTP port unless asked for: tests run many workers at once on one host
+    env: { ...process.env, LOG_LEVEL: "info", CTXD_HTTP_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   })
   let text = ""

@@ -3,13 +3,22 @@
  * the session's actor (one turn of a session at a time) → gather the reads →
  * run the stages (`turn/Turn`), performing the I/O they ask for → commit the
  * new messages with the reply → advance the session state.
+ *
+ * Tracing: a turn is the span `ctxd.turn` (tenant, session, turn id, model,
+ * outcome, tokens in — what sending everything would cost — and out — the
+ * prompt's estimate —, the cache break reason; never prompt text), with a
+ * child span per stage (`ctxd.stage.<name>`) holding the I/O that stage
+ * asked for (`ctxd.count_tokens`, `ctxd.loop_judge`, `ctxd.compact_now`),
+ * and `ctxd.gather` and `ctxd.commit` around the Postgres reads and write.
+ * Metrics: `TurnMetrics`.
  */
 import { Errors, type Turn } from "@ctxd/contracts"
 import { SessionStore } from "@ctxd/db"
 import { Judge } from "@ctxd/loop-detector"
+import { Spans } from "@ctxd/observe"
 import { ShardLeases } from "@ctxd/sharding"
 import { TokenCounter } from "@ctxd/token-counter"
-import { Clock, Effect, Option } from "effect"
+import { Cause, Clock, Effect, Exit, Option } from "effect"
 import { createHash } from "node:crypto"
 import { AssemblerConfig } from "./AssemblerConfig.ts"
 import * as Commit from "./Commit.ts"
@@ -39,26 +48,54 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const gather = yield* Gather
     const actors = yield* SessionActor.make(config, leases)
 
-    /** Runs the stages, performing the I/O they ask for, until the reply is built or the request rejected. */
-    const stages = (carry: Carry.Carry, from = 0): Effect.Effect<Exclude<TurnStages.Outcome, { readonly _tag: "Need" }>> =>
-      Effect.suspend(() => {
-        const outcome = TurnStages.run(carry, from)
-        if (outcome._tag !== "Need") return Effect.succeed(outcome)
-        const { need, at } = outcome
-        const { tenant, session, state } = carry.inputs
-        const answered = (answers: Carry.Answers) => stages({ ...outcome.carry, answers: { ...outcome.carry.answers, ...answers } }, at)
-        switch (need._tag) {
-          case "Count":
-            return Effect.flatMap(tokens.countTurn(need.input), (count) => answered({ count }))
-          case "Judge":
-            return Effect.flatMap(judge.ask(need.input), (answer) => answered({ judge: answer }))
-          case "CompactNow":
-            return compaction.now(need.job, BLOCKING_COMPACTION_TIMEOUT).pipe(
-              Effect.zipRight(gather.summary(tenant, session, state)),
-              Effect.zipRight(answered({ compacted: need.decision })),
-            )
-        }
-      })
+    /** Performs the I/O a stage asked for, in its own span; the answers to record. */
+    const perform = (need: Carry.Need, carry: Carry.Carry): Effect.Effect<Carry.Answers> => {
+      const { tenant, session, state } = carry.inputs
+      switch (need._tag) {
+        case "Count":
+          return tokens.countTurn(need.input).pipe(
+            Effect.tap((count) => Spans.annotate({ "ctxd.counter.backend": count.backend, "ctxd.counter.exact": count.exact })),
+            Effect.map((count) => ({ count })),
+            Spans.span("ctxd.count_tokens"),
+          )
+        case "Judge":
+          return judge.ask(need.input).pipe(
+            Effect.map((answer) => ({ judge: answer })),
+            Spans.span("ctxd.loop_judge", { kind: "client" }),
+          )
+        case "CompactNow":
+          return compaction.now(need.job, BLOCKING_COMPACTION_TIMEOUT).pipe(
+            Effect.zipRight(gather.summary(tenant, session, state)),
+            Effect.as({ compacted: need.decision }),
+            Spans.span("ctxd.compact_now"),
+          )
+      }
+    }
+
+    /** Stage `at` in its span: run it, perform the I/O it asks for and run it again, until it passes or rejects. */
+    const stage = (carry: Carry.Carry, at: number): Effect.Effect<Carry.Step> => {
+      const { name, run } = TurnStages.STAGES[at]!
+      const attempt = (current: Carry.Carry): Effect.Effect<Carry.Step> =>
+        Effect.suspend(() => {
+          const step = run(current)
+          if (step._tag !== "Need") return Effect.succeed(step)
+          return Effect.flatMap(perform(step.need, current), (answers) => attempt({ ...current, answers: { ...current.answers, ...answers } }))
+        })
+      return attempt(carry).pipe(Spans.span(`ctxd.stage.${name}`))
+    }
+
+    /** Runs the stages from `at` (as `TurnStages.run` does), each in its span, until the reply is built or the request rejected. */
+    const stages = (carry: Carry.Carry, at = 0): Effect.Effect<Exclude<TurnStages.Outcome, { readonly _tag: "Need" }>> =>
+      at >= TurnStages.STAGES.length
+        ? Effect.succeed({ _tag: "Done", carry, reply: carry.reply! })
+        : Effect.flatMap(stage(carry, at), (step) => {
+            if (step._tag === "Rejected") return Effect.succeed(step)
+            if (step._tag === "Next") return stages(step.carry, at + 1)
+            return Effect.dieMessage(`turn stage ${TurnStages.STAGES[at]!.name}: a need left unanswered`)
+          })
+
+    /** A turn's reply, and whether it was committed now (false: a stored reply replayed). */
+    type Answered = { readonly reply: Turn.TurnReply; readonly fresh: boolean }
 
     /** A commit conflict, with the state to refresh for the next attempt. */
     type Conflict = Commit.Conflict & { readonly state: SessionState.SessionState }
@@ -68,14 +105,16 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
       Effect.gen(function* () {
         const { tenant, session } = ids
         const agent = Options.resolve(config, tenant, request.options).agent
-        const { state, knowledge, lengths } = yield* gather.gather({ tenant, session, model: request.model, agent, cached: previous?.state ?? cached, refresh: previous !== undefined })
+        const { state, knowledge, lengths } = yield* gather
+          .gather({ tenant, session, model: request.model, agent, cached: previous?.state ?? cached, refresh: previous !== undefined })
+          .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": (previous?.state ?? cached) !== undefined } }))
         const now = yield* Clock.currentTimeMillis
         const carry = TurnStages.begin({ config, tenant, session, request, state, knowledge, local: gather.localFor(request.model), thresholds: compaction.thresholds, now, lengths })
         const outcome = yield* stages(carry)
         if (outcome._tag === "Rejected") {
           // a retried turn whose messages are stored already trips the pairing check: answer it from the store
           const stored = outcome.pairing ? yield* store.findTurn(tenant, session, request.turnId).pipe(Effect.mapError(Commit.storeError)) : Option.none()
-          if (Option.isSome(stored)) return [yield* Commit.replay(request.turnId, hash, stored.value), state] as const
+          if (Option.isSome(stored)) return [{ reply: yield* Commit.replay(request.turnId, hash, stored.value), fresh: false } as Answered, state] as const
           return yield* Effect.fail(new Errors.BadRequest({ message: outcome.message, ...(outcome.path === undefined ? {} : { path: outcome.path }) }))
         }
         const { reply } = outcome
@@ -90,21 +129,27 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           rows: fresh,
           reply,
           length: { agent, turns: SessionState.turnsAfter(state, fresh) },
-        })
+        }).pipe(Spans.span("ctxd.commit", { attributes: { "ctxd.messages.new": fresh.length } }))
         if (committed._tag === "Conflict") return { ...committed, state } satisfies Conflict
         // its messages are stored but maybe not in this state: drop it
-        if (committed._tag === "Replayed") return [committed.reply, undefined] as const
+        if (committed._tag === "Replayed") return [{ reply: committed.reply, fresh: false } as Answered, undefined] as const
         SessionState.advance(state, TurnStages.committed(outcome.carry))
         const job = outcome.carry.compaction!.schedule
         if (job !== undefined) yield* compaction.schedule(job)
         yield* TurnMetrics.record(reply.report)
-        return [reply, state] as const
+        return [{ reply, fresh: true } as Answered, state] as const
       })
 
-    /** Handles one turn request (raw bytes) for `tenant`/`session`. */
-    const turn = (tenant: string, session: string, data: Uint8Array): Effect.Effect<Turn.TurnReply, Errors.WireError> =>
+    /** One turn, with whether it was committed now (false: a replay of a stored reply). */
+    const handle = (tenant: string, session: string, data: Uint8Array) =>
       Effect.gen(function* () {
         const request = yield* Decode.parseJson(data).pipe(Effect.flatMap(Decode.turnRequest))
+        yield* Spans.annotate({
+          "ctxd.turn.id": request.turnId,
+          "ctxd.format": request.format,
+          "gen_ai.system": request.model.provider,
+          "gen_ai.request.model": request.model.name,
+        })
         const hash = requestHash(request)
         return yield* actors
           .withSession(SessionActor.key(tenant, session), (cached) =>
@@ -113,7 +158,46 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           .pipe(Effect.annotateLogs({ turn: request.turnId }))
       }).pipe(Effect.annotateLogs({ tenant, session }), Effect.withLogSpan("turn"))
 
-    return { turn, invalidateKnowledge: gather.invalidateKnowledge } as const
+    /** Handles one turn request (raw bytes) for `tenant`/`session`: the span `ctxd.turn`, its outcome and duration counted. */
+    const turn = (tenant: string, session: string, data: Uint8Array): Effect.Effect<Turn.TurnReply, Errors.WireError> =>
+      Effect.gen(function* () {
+        const started = yield* Clock.currentTimeNanos
+        const exit = yield* Effect.exit(handle(tenant, session, data))
+        const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
+        const outcome = Exit.match(exit, {
+          onSuccess: ({ fresh }) => (fresh ? "ok" : "replayed"),
+          onFailure: (cause) =>
+            Option.match(Cause.failureOption(cause), {
+              onSome: (error) => TurnMetrics.outcomeOf(Errors.codeOf(error)),
+              onNone: () => (Cause.isInterruptedOnly(cause) ? "interrupted" : "internal"),
+            }),
+        })
+        const report = Exit.isSuccess(exit) ? exit.value.reply.report : undefined
+        yield* TurnMetrics.finished(outcome, seconds, report)
+        yield* Spans.annotate({
+          "ctxd.turn.outcome": outcome,
+          ...(report === undefined
+            ? {}
+            : {
+                "ctxd.tokens.in": report.tokens.system + report.tokens.tools + report.tokens.memory + report.tokens.fullHistory,
+                "ctxd.tokens.out": report.tokens.total,
+                "ctxd.tokens.budget": report.tokens.budget,
+                "ctxd.messages.sent": report.messages.sent,
+                "ctxd.cache.break_reason": report.cache.reason,
+                "ctxd.cache.expected_read_tokens": report.cache.expectedReadTokens,
+                "ctxd.compaction.trigger": report.compaction?.trigger,
+                "ctxd.counter.backend": report.counter.backend,
+              }),
+        })
+        return yield* Effect.map(exit, ({ reply }) => reply)
+      }).pipe(Spans.span("ctxd.turn", { kind: "server", attributes: { "ctxd.tenant": tenant, "ctxd.session": session } }))
+
+    return {
+      turn,
+      invalidateKnowledge: gather.invalidateKnowledge,
+      /** Turns waiting in the session mailboxes (behind a running turn of their session). */
+      mailboxDepth: actors.waiting,
+    } as const
   }),
   dependencies: [Gather.Default],
 }) {}

@@ -59,6 +59,8 @@ export interface SessionActors {
   /** Drops the cached state of every session of `shard` (turns running keep theirs but do not store it). */
   readonly dropShard: (shard: number) => void
   readonly size: () => { readonly sessions: number; readonly messages: number }
+  /** Turns waiting behind a running turn of their session, over all sessions (the mailboxes' depth). */
+  readonly waiting: () => number
 }
 
 interface Entry {
@@ -88,6 +90,8 @@ export const make = (limits: Limits, shards?: Shards): Effect.Effect<SessionActo
     // Map iteration order is insertion order: re-inserting on use makes it an LRU.
     const entries = new Map<string, Entry>()
     let messages = 0
+    // turns in all the mailboxes (the sum of the entries' waiters)
+    let queued = 0
 
     const forget = (entry: Entry) => {
       messages -= entry.counted
@@ -143,7 +147,10 @@ export const make = (limits: Limits, shards?: Shards): Effect.Effect<SessionActo
     const unlock = (entry: Entry) => {
       const next = entry.waiters.shift()
       if (next === undefined) entry.running = false
-      else Deferred.unsafeDone(next, Exit.void)
+      else {
+        queued--
+        Deferred.unsafeDone(next, Exit.void)
+      }
     }
 
     const lock = (entry: Entry): Effect.Effect<void> =>
@@ -154,11 +161,15 @@ export const make = (limits: Limits, shards?: Shards): Effect.Effect<SessionActo
         }
         const turn = Deferred.unsafeMake<void>(FiberId.none)
         entry.waiters.push(turn)
+        queued++
         return Deferred.await(turn).pipe(
           Effect.onInterrupt(() =>
             Effect.sync(() => {
               const at = entry.waiters.indexOf(turn)
-              if (at >= 0) entry.waiters.splice(at, 1)
+              if (at >= 0) {
+                entry.waiters.splice(at, 1)
+                queued--
+              }
               // handed the session as we were interrupted: pass it on
               else unlock(entry)
             }),
@@ -213,5 +224,5 @@ export const make = (limits: Limits, shards?: Shards): Effect.Effect<SessionActo
         )
       })
 
-    return { withSession, dropShard, size: () => ({ sessions: entries.size, messages }) }
+    return { withSession, dropShard, size: () => ({ sessions: entries.size, messages }), waiting: () => queued }
   })

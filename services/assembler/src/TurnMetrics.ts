@@ -1,18 +1,45 @@
 /**
- * Metrics of answered turns (Effect `Metric`s, read by the worker's
- * `<root>.v1.metrics` endpoint): turns by counter backend and exactness,
- * tokens sent and saved by mechanism, loop flags by pattern, virtual calls,
- * and the waste ratio of tool definitions.
+ * Metrics of the turns this worker handles (Effect `Metric`s, read by the
+ * worker's `<root>.v1.metrics` endpoint and its Prometheus `/metrics`; the
+ * README's "Prometheus, traces, probes" lists them):
+ *
+ * - `ctxd_turns_total{outcome, backend, exact}`: turns by outcome (`ok`,
+ *   `replayed` — an idempotent retry answered from the store — or the error
+ *   code in snake case: `bad_request`, `busy`, `conflict`, ...); `backend`
+ *   and `exact` are the counter's for `ok` turns and `none` otherwise;
+ * - `ctxd_turn_duration_seconds{outcome}`: from the request's decode to the
+ *   reply (session mailbox wait included);
+ * - `ctxd_tokens_sent_total`, `ctxd_tokens_saved_total{mechanism}` (also
+ *   labelled `kind`, its former name, with the same value);
+ * - `llm_prompt_tokens_estimated{model}`: the prompt estimate per turn;
+ * - loop flags by pattern, virtual calls, tool waste and window utilization.
+ *
+ * The `model` label is bounded (`MetricLabels`: the first 100 models, then
+ * `other`).
  */
 import type { Turn } from "@ctxd/contracts"
+import { MetricLabels } from "@ctxd/observe"
 import { Effect, Metric, MetricBoundaries } from "effect"
 
-const turns = Metric.counter("ctxd_turns_total", { description: "turns answered", incremental: true })
-const tokensSent = Metric.counter("ctxd_tokens_sent_total", { description: "estimated prompt tokens sent", incremental: true })
-const tokensSaved = Metric.counter("ctxd_tokens_saved_total", {
-  description: "tokens not sent: window/budget cuts, masking, schema compression",
+const turns = Metric.counter("ctxd_turns_total", {
+  description: "turns handled as the shard's owner, by outcome (ok, replayed, or the error code), with the counter backend and exactness of ok turns (none otherwise)",
   incremental: true,
 })
+const turnDuration = Metric.histogram(
+  "ctxd_turn_duration_seconds",
+  MetricBoundaries.fromIterable([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]),
+  "time from a turn request's decode to its reply, session mailbox wait included, by outcome",
+)
+const tokensSent = Metric.counter("ctxd_tokens_sent_total", { description: "estimated prompt tokens sent", incremental: true })
+const tokensSaved = Metric.counter("ctxd_tokens_saved_total", {
+  description: "tokens not sent, by mechanism: window (window/budget cuts), masking, compression (tool schemas)",
+  incremental: true,
+})
+const promptEstimated = Metric.histogram(
+  "llm_prompt_tokens_estimated",
+  MetricBoundaries.exponential({ start: 256, factor: 2, count: 13 }),
+  "estimated prompt tokens per answered turn (report tokens.total), by model",
+)
 const loopFlags = Metric.counter("ctxd_loop_flags_total", { description: "turns flagged as looping, by pattern", incremental: true })
 const virtualCalls = Metric.counter("ctxd_virtual_calls_total", { description: "load_toolset / load_knowledge / recall answered", incremental: true })
 const wasteRatio = Metric.histogram(
@@ -26,15 +53,24 @@ const utilization = Metric.histogram(
   "prompt tokens / effective window, per turn",
 )
 
-/** Records one answered turn's report. */
+/** A turn's `outcome` label: `ok`, `replayed`, or a wire error code in snake case (`BadRequest` → `bad_request`). */
+export type Outcome = string
+
+/** The `outcome` label of a wire error code. */
+export const outcomeOf = (code: string): Outcome => code.replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase()
+
+const saved = (mechanism: string, tokens: number) =>
+  Metric.incrementBy(Metric.tagged(Metric.tagged(tokensSaved, "mechanism", mechanism), "kind", mechanism), Math.max(0, tokens))
+
+/** Records one answered turn's report (a turn committed now, not a replay). */
 export const record = (report: Turn.Report): Effect.Effect<void> =>
   Effect.all(
     [
-      Metric.increment(Metric.tagged(Metric.tagged(turns, "backend", report.counter.backend), "exact", String(report.counter.exact))),
       Metric.incrementBy(tokensSent, report.tokens.total),
-      Metric.incrementBy(Metric.tagged(tokensSaved, "kind", "window"), Math.max(0, report.tokens.fullHistory - report.tokens.history)),
-      Metric.incrementBy(Metric.tagged(tokensSaved, "kind", "masking"), report.masking?.tokensSaved ?? 0),
-      Metric.incrementBy(Metric.tagged(tokensSaved, "kind", "compression"), report.tools?.saved ?? 0),
+      saved("window", report.tokens.fullHistory - report.tokens.history),
+      saved("masking", report.masking?.tokensSaved ?? 0),
+      saved("compression", report.tools?.saved ?? 0),
+      Metric.update(Metric.tagged(promptEstimated, "model", MetricLabels.model(report.model)), report.tokens.total),
       Metric.incrementBy(virtualCalls, report.virtualCalls?.length ?? 0),
       Metric.update(utilization, report.utilization),
       ...(report.waste === undefined ? [] : [Metric.update(wasteRatio, report.waste.ratio)]),
@@ -42,3 +78,16 @@ export const record = (report: Turn.Report): Effect.Effect<void> =>
     ],
     { discard: true },
   )
+
+/**
+ * Counts one handled turn in `ctxd_turns_total` and its duration; `report`:
+ * the reply's report when the outcome is `ok` (its counter labels the turn).
+ */
+export const finished = (outcome: Outcome, seconds: number, report?: Turn.Report | undefined): Effect.Effect<void> => {
+  const backend = outcome === "ok" && report !== undefined ? report.counter.backend : "none"
+  const exact = outcome === "ok" && report !== undefined ? String(report.counter.exact) : "none"
+  return Effect.zipRight(
+    Metric.increment(Metric.tagged(Metric.tagged(Metric.tagged(turns, "outcome", outcome), "backend", backend), "exact", exact)),
+    Metric.update(Metric.tagged(turnDuration, "outcome", outcome), seconds),
+  )
+}

@@ -64,10 +64,12 @@ describe("SessionActor", () => {
       yield* Effect.yieldNow()
       const refused = yield* quick("s1").pipe(Effect.flip)
       expect(refused._tag).toBe("Busy")
+      expect(cache.waiting()).toBe(2)
       expect(yield* quick("s2")).toBe("ok")
       yield* Deferred.succeed(gate, undefined)
       expect(yield* Fiber.join(first)).toBe("held")
       for (const fiber of waiting) expect(yield* Fiber.join(fiber)).toBe("ok")
+      expect(cache.waiting()).toBe(0)
     }),
   )
 
@@ -81,10 +83,13 @@ describe("SessionActor", () => {
       const second = yield* Effect.fork(cache.withSession(key, (s) => Effect.succeed([2, s] as const)))
       const third = yield* Effect.fork(cache.withSession(key, (s) => Effect.succeed([3, s] as const)))
       yield* Effect.yieldNow()
+      expect(cache.waiting()).toBe(2)
       yield* Fiber.interrupt(second)
+      expect(cache.waiting()).toBe(1)
       yield* Deferred.succeed(gate, undefined)
       expect(yield* Fiber.join(first)).toBe(1)
       expect(yield* Fiber.join(third)).toBe(3)
+      expect(cache.waiting()).toBe(0)
       // and the session is free again
       expect(yield* cache.withSession(key, (s) => Effect.succeed([4, s] as const))).toBe(4)
     }),

@@ -4,7 +4,9 @@
  * per outcome, `ctxd_compaction_duration_ms{outcome}` is a histogram of
  * their durations (exponential buckets from 50 ms to ~200 s), and
  * `ctxd_compaction_summarizer_tokens_total{direction}` counts the tokens
- * the summarizer was billed (`in`, `out`).
+ * the summarizer was billed (`in`, `out`). The same attempts in the
+ * platform's names: `llm_compaction_triggered_total{outcome}` and
+ * `llm_compaction_duration_seconds{outcome}` (seconds, same buckets).
  */
 import type { Compact } from "@ctxd/contracts"
 import { Effect, Metric, MetricBoundaries } from "effect"
@@ -22,6 +24,19 @@ export const duration = Metric.histogram(
   "Duration of compaction attempts (ms)",
 )
 
+/** Attempts, tagged `outcome` (the platform name of {@link compactions}). */
+export const triggered = Metric.counter("llm_compaction_triggered_total", {
+  description: "compactions triggered (background, blocking or manual), by the outcome of the attempt",
+  incremental: true,
+})
+
+/** Durations in seconds, tagged `outcome`. */
+export const durationSeconds = Metric.histogram(
+  "llm_compaction_duration_seconds",
+  MetricBoundaries.exponential({ start: 0.05, factor: 2, count: 13 }),
+  "duration of compaction attempts in seconds, by outcome",
+)
+
 /** Summarizer tokens, tagged `direction` (`in`, `out`). */
 export const summarizerTokens = Metric.counter("ctxd_compaction_summarizer_tokens_total", {
   description: "Tokens billed to the summarizer by compactions",
@@ -34,6 +49,8 @@ export const record = (outcome: Compact.Outcome, durationMs: number, tokensIn = 
     [
       Metric.increment(Metric.tagged(compactions, "outcome", outcome)),
       Metric.update(Metric.tagged(duration, "outcome", outcome), durationMs),
+      Metric.increment(Metric.tagged(triggered, "outcome", outcome)),
+      Metric.update(Metric.tagged(durationSeconds, "outcome", outcome), durationMs / 1000),
       tokensIn > 0 ? Metric.incrementBy(Metric.tagged(summarizerTokens, "direction", "in"), tokensIn) : Effect.void,
       tokensOut > 0 ? Metric.incrementBy(Metric.tagged(summarizerTokens, "direction", "out"), tokensOut) : Effect.void,
     ],

@@ -20,6 +20,7 @@ import OpenAI, {
   APIConnectionTimeoutError as OpenAITimeoutError,
   APIError as OpenAIApiError,
 } from "openai"
+import { Spans } from "@ctxd/observe"
 import * as SummarizerConfig from "./SummarizerConfig.ts"
 
 /** One completion to make. */
@@ -104,10 +105,15 @@ const classify =
 const key = (endpoint: SummarizerConfig.Endpoint): string | undefined =>
   endpoint.apiKey === undefined ? undefined : Redacted.value(endpoint.apiKey)
 
-/** Bounds a promise-returning call: the SDK's timeout, and ours as a backstop that aborts the request. */
+/**
+ * Bounds a promise-returning call: the SDK's timeout, and ours as a backstop
+ * that aborts the request. Inside a trace it is a client span
+ * `ctxd.llm.complete` (provider and model; never the prompt).
+ */
 const bounded = <A>(
   provider: SummarizerConfig.ProviderKind,
   timeoutMs: number,
+  model: string,
   call: (signal: AbortSignal) => Promise<A>,
 ): Effect.Effect<A, ProviderFailed> =>
   Effect.tryPromise({ try: call, catch: classify(provider) }).pipe(
@@ -115,6 +121,7 @@ const bounded = <A>(
       duration: Duration.millis(timeoutMs + 1_000),
       onTimeout: () => new ProviderFailed({ provider, reason: "timeout", message: `no answer within ${timeoutMs} ms` }),
     }),
+    Spans.child("ctxd.llm.complete", { kind: "client", attributes: { "gen_ai.system": provider, "gen_ai.request.model": model } }),
   )
 
 const anthropicClient = (endpoint: SummarizerConfig.Endpoint, timeoutMs: number): LlmClient => {
@@ -128,7 +135,7 @@ const anthropicClient = (endpoint: SummarizerConfig.Endpoint, timeoutMs: number)
   return {
     provider: "anthropic",
     complete: (request) =>
-      bounded("anthropic", timeoutMs, (signal) =>
+      bounded("anthropic", timeoutMs, request.model, (signal) =>
         sdk.messages.create(
           {
             model: request.model,
@@ -168,7 +175,7 @@ const openaiClient = (
   return {
     provider,
     complete: (request) =>
-      bounded(provider, timeoutMs, (signal) =>
+      bounded(provider, timeoutMs, request.model, (signal) =>
         sdk.chat.completions.create(
           {
             model: request.model,

@@ -25,6 +25,7 @@ import { Data, Duration, Effect, Redacted, type Scope } from "effect"
 import { createHash } from "node:crypto"
 import * as CircuitBreaker from "./CircuitBreaker.ts"
 import * as Body from "./internal/AnthropicBody.ts"
+import { Spans } from "@ctxd/observe"
 import { Lru } from "@ctxd/tokens"
 import * as SingleFlight from "./SingleFlight.ts"
 
@@ -190,7 +191,10 @@ export const make = (options: Options = {}): Effect.Effect<AnthropicCounter, nev
                 if (exit._tag === "Failure") failures++
               }),
           )
-          return restore(breaker.run(counted)).pipe(
+          const traced = counted.pipe(
+            Spans.child("anthropic.count_tokens", { kind: "client", attributes: { "gen_ai.system": "anthropic", "gen_ai.request.model": model } }),
+          )
+          return restore(breaker.run(traced)).pipe(
             Effect.ensuring(
               Effect.sync(() => {
                 if (bulkhead) segmentCalls--

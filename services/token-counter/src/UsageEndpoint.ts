@@ -25,6 +25,7 @@ import { Endpoint } from "@ctxd/nats"
 import { Effect, Either, Option } from "effect"
 import * as CacheCheck from "./CacheCheck.ts"
 import * as Calibration from "./Calibration.ts"
+import * as UsageMetrics from "./UsageMetrics.ts"
 import { type Model, TokenCounter, unknownTurn } from "./TokenCounter.ts"
 import { Tokens } from "@ctxd/contracts"
 
@@ -117,6 +118,10 @@ export const handle = <E, R, E2 = never, R2 = never>(
     const result = first.right ? yield* Effect.orDie(service.recordUsage({ tenant, session, turnId, usage, ...estimated })) : dry
     const cache = expectation === undefined ? undefined : cacheVerdict(expectation, usage, turn.estimate)
     if (cache !== undefined && first.right) yield* CacheCheck.record(cache)
+    if (first.right) {
+      const parsed = Calibration.parseUsage(usage)
+      if (Either.isRight(parsed)) yield* UsageMetrics.record({ tenant, model: turn.model, usage: parsed.right, drift: result.drift })
+    }
     return {
       ok: true as const,
       turnId,

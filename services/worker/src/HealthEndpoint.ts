@@ -17,6 +17,8 @@ export const serve = (options: {
   /** Request bytes in flight over the worker's endpoints, and their limit. */
   readonly inFlightBytes?: (() => number) | undefined
   readonly maxInFlightBytes?: number | undefined
+  /** True once the worker is shutting down. */
+  readonly draining?: (() => boolean) | undefined
   /** Sticky routing figures: shards owned now, turns handled as owner and forwarded since start. */
   readonly routing?: Effect.Effect<{ readonly shards: number; readonly turns: number; readonly forwarded: number }> | undefined
 }) =>
@@ -45,7 +47,7 @@ export const serve = (options: {
                 ? {}
                 : { maxInFlightBytes: options.maxInFlightBytes }),
               postgres,
-              draining: false,
+              draining: options.draining?.() ?? false,
               ...routing,
             }),
           ),

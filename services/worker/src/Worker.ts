@@ -3,8 +3,10 @@
  * by shard), the health endpoint, and everything they need, wired from
  * {@link WorkerConfig}. It joins the cluster of the workers sharing its
  * Postgres schema (membership and shard leases, `@ctxd/sharding`), so
- * `npm start` run N times forms a cluster of N. Runs until interrupted; then
- * it stops taking turns, finishes the ones in flight, releases its shard
+ * `npm start` run N times forms a cluster of N. Once serving it attaches its
+ * readiness checks and runtime gauges to the process's `WorkerStatus` (the
+ * HTTP probes). Runs until interrupted; then it reports draining (`/readyz`
+ * 503), stops taking turns, finishes the ones in flight, releases its shard
  * leases (their new owners take over at once), drains NATS and closes the
  * Postgres pool — in that order, because scopes close in reverse order of
  * acquisition.
@@ -23,7 +25,10 @@ import { Effect, Layer, Option } from "effect"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
+import * as Readiness from "./Readiness.ts"
+import * as RuntimeMetrics from "./RuntimeMetrics.ts"
 import { priceTable, tenantOptions, WorkerConfig } from "./WorkerConfig.ts"
+import { WorkerStatus } from "./WorkerStatus.ts"
 
 const tokenCount = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
 
@@ -81,6 +86,8 @@ export const serve = Effect.gen(function* () {
   const started = Date.now()
   const leases = yield* ShardLeases.ShardLeases
   const admission = yield* Admission.Admission
+  const status = yield* WorkerStatus
+  const assembler = yield* Assembler.Assembler
   const turns = yield* TurnEndpoint.serve({
     subjects,
     queue: config.queueGroup,
@@ -91,7 +98,13 @@ export const serve = Effect.gen(function* () {
   })
   yield* LoopCheck.serve({ subject: subjects.loopCheck, queue: config.queueGroup })
   yield* KnowledgeEndpoint.serve({ subjects, queue: config.queueGroup })
-  yield* MetricsEndpoint.serve({ subject: subjects.metrics, workerId: config.workerId })
+  const gauges = RuntimeMetrics.refresh({
+    shards: leases.status,
+    mailboxDepth: assembler.mailboxDepth,
+    turnsInFlight: turns.inFlight,
+    bytesInFlight: admission.inFlightBytes,
+  })
+  yield* MetricsEndpoint.serve({ subject: subjects.metrics, workerId: config.workerId, refresh: gauges })
   yield* CountEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
   yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup, claim: usageClaim })
   yield* SummarizeEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
@@ -105,13 +118,19 @@ export const serve = Effect.gen(function* () {
     inFlight: turns.inFlight,
     inFlightBytes: admission.inFlightBytes,
     maxInFlightBytes: admission.maxBytes,
+    draining: status.draining,
     routing: Effect.map(leases.ownedShards, (owned) => ({
       shards: owned.length,
       turns: turns.handled(),
       forwarded: turns.forwarded(),
     })),
   })
-  yield* Effect.addFinalizer(() => Effect.logInfo("shutting down: no new turns; finishing the ones in flight"))
+  const checks = yield* Readiness.make({ nats, db: yield* Database.Database, leases })
+  yield* status.attach({ checks, gauges })
+  // the last finalizer added runs first: not ready before anything stops
+  yield* Effect.addFinalizer(() =>
+    Effect.zipRight(status.drain, Effect.logInfo("shutting down: not ready; no new turns; finishing the ones in flight")),
+  )
   const owned = (yield* leases.ownedShards).length
   yield* Effect.logInfo(
     `worker ready on ${subjects.turnWildcard} (queue ${config.queueGroup}) and ${turns.direct}.turn.>, ` +

@@ -9,6 +9,7 @@ import { ShardingConfig } from "@ctxd/sharding"
 import { Subjects, Turn } from "@ctxd/contracts"
 import { Config, type ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
 import { readFileSync } from "node:fs"
+import * as HttpServer from "./HttpServer.ts"
 
 const int = (name: string, fallback: number, description: string) =>
   Config.integer(name).pipe(Config.withDefault(fallback), Config.withDescription(description))
@@ -53,6 +54,13 @@ export const WorkerConfig = Config.all({
   ),
   logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info"), Config.withDescription("pino level")),
   shutdownTimeoutMs: int("CTXD_SHUTDOWN_TIMEOUT_MS", 10_000, "How long in-flight turns may take to finish at shutdown"),
+  httpPort: int("CTXD_HTTP_PORT", HttpServer.defaults.port, "Port of /metrics (Prometheus), /healthz and /readyz; 0 = no HTTP server").pipe(
+    Config.validate({ message: "a port number 0..65535 (0: off)", validation: (n) => n >= 0 && n <= 65535 }),
+  ),
+  httpHost: Config.string("CTXD_HTTP_HOST").pipe(
+    Config.withDefault(HttpServer.defaults.host),
+    Config.withDescription("Address the HTTP server binds to"),
+  ),
 })
 export type WorkerConfig = Config.Config.Success<typeof WorkerConfig>
 

@@ -2,9 +2,12 @@
 // (README, "Configuration"); SIGINT/SIGTERM shut it down gracefully.
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer, Schedule } from "effect"
+import * as HttpServer from "./HttpServer.ts"
 import * as Logging from "./Logging.ts"
+import * as Telemetry from "./Telemetry.ts"
 import * as Worker from "./Worker.ts"
 import { providerLayer, WorkerConfig } from "./WorkerConfig.ts"
+import * as WorkerStatus from "./WorkerStatus.ts"
 
 const logging = Layer.unwrapEffect(
   Effect.map(WorkerConfig, (config) => Logging.layer({ level: config.logLevel, name: "ctxd-worker" })),
@@ -29,8 +32,29 @@ const starting = Layer.retry(
   ),
 )
 
+/**
+ * Built before the worker and released after it: the status the probes
+ * report, the HTTP server (`CTXD_HTTP_PORT`, 0 = none) answering `/healthz`
+ * and `/readyz` ("starting") while the worker connects, and the trace
+ * exporter (flushed after the worker's last spans).
+ */
+const observability = Layer.unwrapEffect(
+  Effect.gen(function* () {
+    const config = yield* WorkerConfig
+    const telemetry = yield* Telemetry.config
+    const http =
+      config.httpPort === 0
+        ? Layer.empty
+        : Layer.scopedDiscard(HttpServer.make({ host: config.httpHost, port: config.httpPort, workerId: config.workerId })).pipe(
+            Layer.provide(Telemetry.prometheus(telemetry, config.workerId)),
+          )
+    return Layer.merge(http, Telemetry.tracing(telemetry, config.workerId)).pipe(Layer.provideMerge(WorkerStatus.layer))
+  }),
+)
+
 const main = Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(
   Effect.provide(starting),
+  Effect.provide(observability),
   Effect.provide(logging),
   Effect.provide(providerLayer),
 )

@@ -1,0 +1,46 @@
+/**
+ * How ctxd makes spans (Effect's tracing; exported through OpenTelemetry
+ * when the worker has an OTLP endpoint, see the README's "Prometheus,
+ * traces, probes"). Spans never carry prompt text, tool output or secrets:
+ * ids, counts, names of stages and reasons only.
+ *
+ * - {@link span}: a span always (a turn is worth a trace of its own);
+ * - {@link child}: a span only inside a trace, for I/O that also runs in
+ *   background loops (lease renewals, heartbeats, compaction jobs) and must
+ *   not start a trace of its own every few seconds.
+ *
+ * Neither captures a stack trace (Effect does by default: it costs an
+ * `Error` per span on the hot path), and none of these helpers looks the
+ * current span up through `Effect.currentSpan` (which fails, with an
+ * `Error` and its stack, when there is none): they read the context.
+ */
+import { Effect, Option, Tracer } from "effect"
+
+/** Span options (Effect's), without stack capture. */
+export type Options = Omit<Tracer.SpanOptions, "captureStackTrace">
+
+/** Runs `self` in a span named `name`. */
+export const span =
+  (name: string, options: Options = {}) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.withSpan(self, name, { ...options, captureStackTrace: false })
+
+/** The current span, local or remote (the parent a new span would get), if any. */
+export const current: Effect.Effect<Option.Option<Tracer.AnySpan>> = Effect.serviceOption(Tracer.ParentSpan)
+
+/** Runs `self` in a span named `name` when a trace is current (a parent span, local or remote); else as it is. */
+export const child =
+  (name: string, options: Options = {}) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.flatMap(current, (parent) =>
+      Option.isNone(parent) ? self : Effect.withSpan(self, name, { ...options, captureStackTrace: false }),
+    )
+
+/** Sets attributes on the current local span (a no-op without one). Undefined values are skipped. */
+export const annotate = (attributes: Readonly<Record<string, string | number | boolean | undefined>>): Effect.Effect<void> =>
+  Effect.flatMap(current, (span) =>
+    Effect.sync(() => {
+      if (Option.isNone(span) || span.value._tag !== "Span") return
+      for (const [key, value] of Object.entries(attributes)) if (value !== undefined) span.value.attribute(key, value)
+    }),
+  )

@@ -1,0 +1,3 @@
+export * as MetricLabels from "./MetricLabels.ts"
+export * as Spans from "./Spans.ts"
+export * as TraceContext from "./TraceContext.ts"
