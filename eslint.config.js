@@ -13,7 +13,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ["**/scripts/**", "bench/**", "**/test/**", "test/**"],
+    files: ["**/scripts/**", "bench/**", "**/test/**", "test/**", "deploy/**"],
     rules: { "no-console": "off" },
   },
 )

@@ -9,6 +9,6 @@ import { defineConfig } from "vitest/config"
  */
 export default defineConfig({
   test: {
-    projects: ["libs/*", "services/*", "test", "bench"],
+    projects: ["libs/*", "services/*", "test", "bench", "deploy"],
   },
 })

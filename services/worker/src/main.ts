@@ -15,19 +15,23 @@ const logging = Layer.unwrapEffect(
 
 /**
  * A worker starting beside its dependencies (a container stack, a loaded
- * host) keeps trying while Postgres is not reachable yet, for 60 s, with
- * backoff; any other start failure stops it at once.
+ * host) keeps trying while NATS or Postgres is not reachable yet, for 60 s,
+ * with backoff; any other start failure stops it at once (and a supervisor
+ * such as `restart: on-failure` starts it again).
  */
-const databaseUnavailable = (error: unknown): boolean => (error as { readonly _tag?: unknown })?._tag === "DatabaseUnavailable"
+const unreachable = new Set<unknown>(["DatabaseUnavailable", "NatsUnavailable"])
+const retried = (error: unknown): boolean => unreachable.has((error as { readonly _tag?: unknown })?._tag)
 const starting = Layer.retry(
   Worker.layer,
   Schedule.exponential("250 millis").pipe(
     Schedule.either(Schedule.spaced("5 seconds")),
     Schedule.upTo("60 seconds"),
-    Schedule.whileInput(databaseUnavailable),
+    Schedule.whileInput(retried),
     // tapInput sees every failure, also the ones that stop the start (a bad config file)
     Schedule.tapInput((error: unknown) =>
-      databaseUnavailable(error) ? Effect.logWarning("Postgres is not reachable yet; starting again") : Effect.void,
+      retried(error)
+        ? Effect.logWarning(`${(error as { readonly _tag?: unknown })?._tag === "NatsUnavailable" ? "NATS" : "Postgres"} is not reachable yet; starting again`)
+        : Effect.void,
     ),
   ),
 )

@@ -1,0 +1,54 @@
+// A worker started before its NATS server (as in a container stack, where
+// everything starts at once) keeps trying with backoff and serves once NATS
+// is up, instead of exiting at the first refused connection.
+import { TestDatabase, WorkerProcess } from "@ctxd/testing"
+import { connect } from "@nats-io/transport-node"
+import { Effect, Exit, Scope } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { createServer, type AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { randomBytes } from "node:crypto"
+import { expect, it } from "vitest"
+
+const NATS_SERVER = "/usr/sbin/nats-server"
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+
+it.skipIf(!existsSync(NATS_SERVER))("waits for NATS to come up at start", async () => {
+  const scope = Effect.runSync(Scope.make())
+  const db = await Effect.runPromise(Scope.extend(TestDatabase.make, scope))
+  const port = await freePort()
+  const root = `t_${randomBytes(5).toString("hex")}`
+  const storeDir = mkdtempSync(join(tmpdir(), "ctxd-nats-"))
+  let nats: ChildProcess | undefined
+  let worker: WorkerProcess.WorkerProcess | undefined
+  try {
+    const starting = WorkerProcess.start(
+      { NATS_URL: `nats://127.0.0.1:${port}`, DATABASE_URL: db.url, CTXD_DB_SCHEMA: db.schema, CTXD_SUBJECT_ROOT: root },
+      { readyTimeoutMs: 60_000 },
+    )
+    await new Promise((resolve) => setTimeout(resolve, 3_000))
+    nats = spawn(NATS_SERVER, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], { stdio: "ignore" })
+    worker = await starting
+    expect(worker.output()).toContain("NATS is not reachable yet; starting again")
+    const nc = await connect({ servers: `nats://127.0.0.1:${port}` })
+    const health = (await nc.request(`${root}.v1.health`, "", { timeout: 5_000 })).json<{ ok: boolean }>()
+    expect(health.ok).toBe(true)
+    await nc.close()
+  } finally {
+    await worker?.stop()
+    nats?.kill("SIGTERM")
+    rmSync(storeDir, { recursive: true, force: true })
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+}, 90_000)
