@@ -142,8 +142,23 @@ export const sumOf = (window: Window.Window, tokenOf: (i: number) => number, n: 
 const toolsSize = (tools: ReadonlyArray<Conversation.Tool>): number =>
   tools.reduce((n, t) => n + JSON.stringify({ name: t.name, description: t.description, input_schema: t.inputSchema }).length, 0)
 
+/**
+ * Compressed tool lists per input list and level, with their tokens: a turn
+ * runs the stages for several candidate prompts over the same tools (held
+ * by the input list, so they go with it).
+ */
+const compressed = new WeakMap<
+  ReadonlyArray<Conversation.Tool>,
+  Map<string, { readonly tools: ReadonlyArray<Conversation.Tool>; readonly tokens: number; readonly counter: Input["countTools"] }>
+>()
+
 /** Stage 2: tool schema compression at the level's strength. */
 export const compressStage = (input: Input, level: Proactive.Level) => {
+  let byLevel = compressed.get(input.tools)
+  if (byLevel === undefined) compressed.set(input.tools, (byLevel = new Map()))
+  const key = `${level.toolCompression}\u0000${input.toolsTokens}`
+  const known = byLevel.get(key)
+  if (known !== undefined && known.counter === input.countTools) return { tools: known.tools, tokens: known.tokens }
   const tools = SchemaCompression.compressAll(input.tools, level.toolCompression)
   const tokens =
     tools === input.tools
@@ -151,6 +166,7 @@ export const compressStage = (input: Input, level: Proactive.Level) => {
       : input.countTools !== undefined
         ? input.countTools(tools)
         : Math.round((input.toolsTokens * toolsSize(tools)) / Math.max(1, toolsSize(input.tools)))
+  byLevel.set(key, { tools, tokens, counter: input.countTools })
   return { tools, tokens }
 }
 

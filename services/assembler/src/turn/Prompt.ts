@@ -77,12 +77,38 @@ const tierFor = (format: string, prices: CostModel.ModelPrices, state: Carry.Inp
   return CachePlanner.chooseTier(expressible, prices.cacheReadMultiplier, state.gaps, prompt, state.tokens / Math.max(1, state.turns))
 }
 
+/**
+ * `local` with its text and tool counts remembered for one turn: the
+ * planner builds the prompt several times (held and advanced candidates,
+ * the summary swap, the knowledge index), and each build counts the same
+ * masked references and compressed tool lists again.
+ */
+const memoized = (local: Carry.LocalCounter): Carry.LocalCounter => {
+  const texts = new Map<string, number>()
+  const tools = new Map<ReadonlyArray<unknown>, number>()
+  return {
+    ...local,
+    countText: (text) => {
+      let n = texts.get(text)
+      if (n === undefined) texts.set(text, (n = local.countText(text)))
+      return n
+    },
+    countTools: (list) => {
+      let n = tools.get(list)
+      if (n === undefined) tools.set(list, (n = local.countTools(list)))
+      return n
+    },
+  }
+}
+
 export const stage: Carry.Stage = {
   name: "prompt",
-  run: (carry) => {
+  run: (given) => {
+    const carry = { ...given, inputs: { ...given.inputs, local: memoized(given.inputs.local) } }
+    const next = (done: Partial<Carry.Carry>) => Carry.next({ ...given, ...done })
     const compaction = Carry.section(carry, "compaction")
     const swapped = build(carry, compaction.view, compaction.sameView)
-    if (compaction.held === undefined) return Carry.next({ ...carry, ...swapped })
+    if (compaction.held === undefined) return next(swapped)
     // a newer summary is ready: swapping it in re-writes everything after the system and the
     // tools, an edit made only when it pays (like a window or mask edit)
     const held = build(carry, compaction.held, true)
@@ -92,10 +118,9 @@ export const stage: Carry.Stage = {
       expectedReadTokens: p.report.cache.expectedReadTokens ?? 0,
       expectedWriteTokens: p.report.cache.expectedWriteTokens ?? p.report.tokens.total,
     })
-    if (CachePlanner.swapSummary(cachePlan(carry.inputs, true, Carry.section(carry, "count").fresh), builtOf(held.prompt), builtOf(swapped.prompt))) return Carry.next({ ...carry, ...swapped })
+    if (CachePlanner.swapSummary(cachePlan(carry.inputs, true, Carry.section(carry, "count").fresh), builtOf(held.prompt), builtOf(swapped.prompt))) return next(swapped)
     const prompt = held.prompt
-    return Carry.next({
-      ...carry,
+    return next({
       tools: held.tools,
       compaction: { ...compaction, view: compaction.held, sameView: true, held: undefined },
       prompt: { ...prompt, report: { ...prompt.report, cache: { ...prompt.report.cache, summaryDeferred: true } } },
