@@ -122,9 +122,9 @@ export const tcpProxy = async (targetPort: number) => {
   return { port, cut, restore: () => listen(port).then(() => undefined), close: cut }
 }
 
-/** Inodes of this host's listening TCP sockets. */
-const listening = (): Set<string> => {
-  const inodes = new Set<string>()
+/** The rows of this host's TCP socket tables (IPv4 and IPv6), split into columns. */
+const tcpRows = (): Array<Array<string>> => {
+  const rows: Array<Array<string>> = []
   for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
     let text = ""
     try {
@@ -132,12 +132,9 @@ const listening = (): Set<string> => {
     } catch {
       continue
     }
-    for (const line of text.trim().split("\n").slice(1)) {
-      const cols = line.trim().split(/\s+/)
-      if (cols[3] === "0A") inodes.add(cols[9]!)
-    }
+    for (const line of text.trim().split("\n").slice(1)) rows.push(line.trim().split(/\s+/))
   }
-  return inodes
+  return rows
 }
 
 /** The TCP ports process `pid` listens on. */
@@ -151,20 +148,9 @@ export const listeningPortsOf = (pid: number): number[] => {
       // closed meanwhile
     }
   }
-  const listeningInodes = listening()
   const ports: number[] = []
-  for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
-    let text = ""
-    try {
-      text = readFileSync(file, "utf8")
-    } catch {
-      continue
-    }
-    for (const line of text.trim().split("\n").slice(1)) {
-      const cols = line.trim().split(/\s+/)
-      if (own.has(cols[9]!) && listeningInodes.has(cols[9]!)) ports.push(Number.parseInt(cols[1]!.split(":")[1]!, 16))
-    }
-  }
+  // state 0A: listening; column 9: the socket's inode; column 1: local address:port (hex)
+  for (const cols of tcpRows()) if (cols[3] === "0A" && own.has(cols[9]!)) ports.push(Number.parseInt(cols[1]!.split(":")[1]!, 16))
   return ports
 }
 

@@ -76,16 +76,16 @@ describe("proactive compression in the pipeline", () => {
     return stored(out, (i) => (i % 2 === 0 && i > 0 ? 400 : 10))
   })()
   const estimate = (tools: ReadonlyArray<Conversation.Tool>) => Math.ceil(JSON.stringify(tools).length / 4)
-  const run = (budgetTokens: number, threshold?: number) =>
-    Pipeline.run(
-      input(history, {
-        tools: [bigTool],
-        toolsTokens: estimate([bigTool]),
-        countTools: estimate,
-        countText: (t) => Math.ceil(t.length / 4),
-        options: Pipeline.resolveOptions({ budgetTokens, maskKeep: 3, ...(threshold === undefined ? {} : { proactiveThreshold: threshold }) }),
-      }),
-    )
+  const inputAt = (budgetTokens: number, threshold?: number, over: Partial<Pipeline.Input> = {}) =>
+    input(history, {
+      tools: [bigTool],
+      toolsTokens: estimate([bigTool]),
+      countTools: estimate,
+      countText: (t) => Math.ceil(t.length / 4),
+      options: Pipeline.resolveOptions({ budgetTokens, maskKeep: 3, ...(threshold === undefined ? {} : { proactiveThreshold: threshold }) }),
+      ...over,
+    })
+  const run = (budgetTokens: number, threshold?: number) => Pipeline.run(inputAt(budgetTokens, threshold))
 
   it("escalates until the window fits under the threshold, and reports the steps", () => {
     const out = run(3_000, 0.85)
@@ -103,43 +103,17 @@ describe("proactive compression in the pipeline", () => {
 
   it("stays at the rung reached on later turns, even without pressure", () => {
     const pressed = run(3_000, 0.85)
-    const later = Pipeline.run(
-      input(history, {
-        tools: [bigTool],
-        toolsTokens: estimate([bigTool]),
-        countTools: estimate,
-        countText: (t) => Math.ceil(t.length / 4),
-        options: Pipeline.resolveOptions({ budgetTokens: 1_000_000, maskKeep: 3, proactiveThreshold: 0.85 }),
-        proactiveRung: pressed.proactiveRung,
-      }),
-    )
+    const later = Pipeline.run(inputAt(1_000_000, 0.85, { proactiveRung: pressed.proactiveRung }))
     expect(later.report.proactive).toMatchObject({ steps: [], carried: pressed.proactiveRung, rung: pressed.proactiveRung })
     expect(later.report.tools!.compression).toBe(pressed.report.tools!.compression)
   })
 
   it("under the cache planner, climbs a rung on a warm cache only once it is earned, at once when cold", () => {
-    const budgetTokens = 3_000
+    const plan = { read: 0.1, write: 1.25, expectedTurns: 50, cold: false, ttlSeconds: 300, minCacheable: 0 }
     const planned = (previous: CachePlanner.Candidate | undefined, over: Partial<CachePlanner.Plan> = {}) =>
-      Pipeline.run(
-        input(history, {
-          tools: [bigTool],
-          toolsTokens: estimate([bigTool]),
-          countTools: estimate,
-          countText: (t) => Math.ceil(t.length / 4),
-          options: Pipeline.resolveOptions({ budgetTokens, maskKeep: 3, proactiveThreshold: 0.85 }),
-          cachePlan: { previous, read: 0.1, write: 1.25, expectedTurns: 50, cold: false, ttlSeconds: 300, minCacheable: 0, ...over },
-        }),
-      )
+      Pipeline.run(inputAt(3_000, 0.85, { cachePlan: { ...plan, previous, ...over } }))
     // the previous prompt: the same history one turn earlier, sent at rung 0 (no pressure then)
-    const before = Pipeline.run(
-      input(history.slice(0, -2), {
-        tools: [bigTool],
-        toolsTokens: estimate([bigTool]),
-        countTools: estimate,
-        options: Pipeline.resolveOptions({ budgetTokens: 1_000_000, maskKeep: 3, proactiveThreshold: 0.85 }),
-        cachePlan: { read: 0.1, write: 1.25, expectedTurns: 50, cold: false, ttlSeconds: 300, minCacheable: 0 },
-      }),
-    )
+    const before = Pipeline.run(inputAt(1_000_000, 0.85, { history: history.slice(0, -2), cachePlan: plan }))
     const held = planned(before.shape)
     expect(held.report.proactive).toMatchObject({ steps: [], rung: 0 })
     expect(held.report.proactive!.utilizationBefore).toBeGreaterThan(0.85)
