@@ -12,7 +12,7 @@ import { TestDatabase, TestNats, WorkerProcess } from "@ctxd/testing"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { Effect, Exit, Scope } from "effect"
 import { randomBytes } from "node:crypto"
-import { createServer, connect as tcpConnect, type Socket } from "node:net"
+import { createServer, connect as tcpConnect, type Server, type Socket } from "node:net"
 import pg from "pg"
 
 /** The lease TTL of every cluster test: 3 s (refresh 1 s, safety margin 600 ms). */
@@ -184,36 +184,54 @@ export const expectExactlyOnce = async (
   return problems
 }
 
+/** A TCP proxy to `target` that the test can cut (as if NATS were gone) and restore on the same port. */
+export const tcpProxy = async (targetPort: number, targetHost = "127.0.0.1") => {
+  const sockets = new Set<Socket>()
+  let server: Server | undefined
+  const listen = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      const s = createServer((client) => {
+        const upstream = tcpConnect(targetPort, targetHost)
+        sockets.add(client)
+        sockets.add(upstream)
+        const close = () => {
+          client.destroy()
+          upstream.destroy()
+          sockets.delete(client)
+          sockets.delete(upstream)
+        }
+        for (const socket of [client, upstream]) {
+          socket.on("error", close)
+          socket.on("close", close)
+        }
+        client.pipe(upstream)
+        upstream.pipe(client)
+      })
+      s.once("error", reject)
+      s.listen(port, "127.0.0.1", () => {
+        server = s
+        const address = s.address()
+        resolve(typeof address === "object" && address !== null ? address.port : port)
+      })
+    })
+  const port = await listen(0)
+  const cut = async () => {
+    const s = server
+    server = undefined
+    for (const socket of sockets) socket.destroy()
+    sockets.clear()
+    if (s !== undefined) await new Promise<void>((resolve) => s.close(() => resolve()))
+  }
+  return { port, cut, restore: () => listen(port).then(() => undefined), close: cut }
+}
+
 /** A TCP proxy to `url`'s Postgres that the test can cut: every connection through it breaks at once, new ones are refused. */
 export const postgresProxy = async (url: string) => {
   const target = new URL(url)
-  const sockets = new Set<Socket>()
-  const server = createServer((client) => {
-    const upstream = tcpConnect(Number(target.port || 5432), target.hostname)
-    sockets.add(client)
-    sockets.add(upstream)
-    const close = () => {
-      client.destroy()
-      upstream.destroy()
-      sockets.delete(client)
-      sockets.delete(upstream)
-    }
-    client.on("error", close).on("close", close)
-    upstream.on("error", close).on("close", close)
-    client.pipe(upstream)
-    upstream.pipe(client)
-  })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const port = (server.address() as { port: number }).port
+  const proxy = await tcpProxy(Number(target.port || 5432), target.hostname)
   const proxied = new URL(url)
-  proxied.host = `127.0.0.1:${port}`
-  return {
-    url: proxied.toString(),
-    cut: () => {
-      server.close()
-      for (const socket of sockets) socket.destroy()
-    },
-  }
+  proxied.host = `127.0.0.1:${proxy.port}`
+  return { url: proxied.toString(), cut: () => void proxy.cut() }
 }
 
 /** A session name of `tenant` whose shard is in `shards`, not in `exclude`. */

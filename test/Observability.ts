@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs"
 import { createServer as createHttpServer } from "node:http"
-import { connect, createServer as createTcpServer, type Server, type Socket } from "node:net"
+import { createServer as createTcpServer } from "node:net"
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -79,47 +79,6 @@ export const otlpReceiver = async () => {
     contentTypes,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   }
-}
-
-/** A TCP proxy to `target` that the test can cut (as if NATS were gone) and restore on the same port. */
-export const tcpProxy = async (targetPort: number) => {
-  const sockets = new Set<Socket>()
-  let server: Server | undefined
-  const listen = (port: number) =>
-    new Promise<number>((resolve, reject) => {
-      const s = createTcpServer((client) => {
-        const upstream = connect(targetPort, "127.0.0.1")
-        sockets.add(client)
-        sockets.add(upstream)
-        const close = () => {
-          client.destroy()
-          upstream.destroy()
-          sockets.delete(client)
-          sockets.delete(upstream)
-        }
-        for (const socket of [client, upstream]) {
-          socket.on("error", close)
-          socket.on("close", close)
-        }
-        client.pipe(upstream)
-        upstream.pipe(client)
-      })
-      s.once("error", reject)
-      s.listen(port, "127.0.0.1", () => {
-        server = s
-        const address = s.address()
-        resolve(typeof address === "object" && address !== null ? address.port : port)
-      })
-    })
-  const port = await listen(0)
-  const cut = async () => {
-    const s = server
-    server = undefined
-    for (const socket of sockets) socket.destroy()
-    sockets.clear()
-    if (s !== undefined) await new Promise<void>((resolve) => s.close(() => resolve()))
-  }
-  return { port, cut, restore: () => listen(port).then(() => undefined), close: cut }
 }
 
 /** The rows of this host's TCP socket tables (IPv4 and IPv6), split into columns. */

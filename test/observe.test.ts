@@ -10,7 +10,8 @@ import { headers as natsHeaders } from "@nats-io/transport-node"
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Harness from "./Harness.ts"
-import { attr, eventually, freePort, listeningPortsOf, type OtlpSpan, otlpReceiver, parseExposition, sleep, tcpProxy } from "./Observability.ts"
+import { tcpProxy } from "./Cluster.ts"
+import { attr, eventually, freePort, listeningPortsOf, type OtlpSpan, otlpReceiver, parseExposition, sleep } from "./Observability.ts"
 
 const natsPort = Number(new URL(process.env.NATS_URL ?? "nats://127.0.0.1:4222").port || 4222)
 
