@@ -32,7 +32,7 @@ export type ImagePart = typeof ImagePart.Type
 /** A block we do not interpret (thinking, documents, refusals...): passed through in its own format. */
 export const OpaquePart = Schema.Struct({
   type: Schema.Literal("opaque"),
-  format: Schema.Literal("anthropic", "openai"),
+  format: Schema.Literal("anthropic", "openai", "openai-responses"),
   block: Schema.Unknown,
 })
 export type OpaquePart = typeof OpaquePart.Type
