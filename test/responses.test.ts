@@ -71,6 +71,11 @@ describe("openai-responses turns over NATS", () => {
     const response = await client.responses.create(second.request as OpenAI.Responses.ResponseCreateParamsNonStreaming)
     expect(response.status).toBe("completed")
     expect(response.usage?.input_tokens).toBeGreaterThan(0)
+    // the Responses usage (input_tokens with input_tokens_details) reads as OpenAI usage: cached tokens are reads
+    const billed = await h.request(`${h.root}.v1.usage.acme.resp-1`, { turnId: "r2", usage: { ...response.usage, input_tokens_details: { cached_tokens: 3 } } })
+    expect(billed).toMatchObject({ ok: true, turnId: "r2", counted: true })
+    expect(billed.billed).toBe(response.usage?.input_tokens)
+    if (billed.cache !== undefined) expect(billed.cache.billedReadTokens).toBe(3)
 
     const orphan = await h.request(subject, responsesTurn("r3", [{ type: "function_call_output", call_id: "call_9", output: "x" }]))
     expect(orphan).toMatchObject({ ok: false, error: { code: "BadRequest" } })

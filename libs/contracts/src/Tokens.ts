@@ -28,7 +28,8 @@ const Loose = Schema.Record({ key: Schema.String, value: Schema.Unknown })
  * Token usage as a provider reports it. Anthropic: `input_tokens` (uncached),
  * `cache_read_input_tokens`, `cache_creation_input_tokens`, `output_tokens`.
  * OpenAI: `prompt_tokens` (cached included), `prompt_tokens_details.cached_tokens`,
- * `completion_tokens`. One of `input_tokens` / `prompt_tokens` is required;
+ * `completion_tokens`. OpenAI Responses: `input_tokens` (cached included),
+ * `input_tokens_details.cached_tokens`, `output_tokens`. One of `input_tokens` / `prompt_tokens` is required;
  * other fields are ignored.
  */
 export const Usage = Schema.Struct(
@@ -40,6 +41,8 @@ export const Usage = Schema.Struct(
     prompt_tokens: OptionalTokens,
     completion_tokens: OptionalTokens,
     prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalTokens }, Loose))),
+    /** OpenAI Responses: with it, `input_tokens` counts the cached tokens too (like `prompt_tokens`). */
+    input_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalTokens }, Loose))),
   },
   Loose,
 ).annotations({ identifier: "ProviderUsage" })
