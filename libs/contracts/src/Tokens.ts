@@ -135,7 +135,7 @@ export const CountRequest = Schema.Struct({
   }),
   /** Per-request backend; default the process setting (`CTXD_TOKEN_BACKEND`, default `auto`). */
   backend: Schema.optional(BackendChoice),
-  /** A whole provider request body (Anthropic Messages or OpenAI Chat Completions, by `model.provider`). */
+  /** A whole provider request body (Anthropic Messages, or OpenAI Chat Completions or Responses, by `model.provider`). */
   body: Schema.optional(Loose),
   /** Texts to count one by one (each as plain text, no message framing). */
   segments: Schema.optional(Schema.Array(Schema.String).pipe(Schema.maxItems(10_000))),
