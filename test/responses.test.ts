@@ -86,3 +86,19 @@ describe("openai-responses turns over NATS", () => {
     expect(malformed.error.path).toContain("input[0]")
   })
 })
+
+describe("loop check in openai-responses input", () => {
+  it("flags repeated function calls with the same output", async () => {
+    const call = (i: number) => [
+      { type: "function_call", call_id: `c${i}`, name: "search", arguments: '{"q": "flights"}' },
+      { type: "function_call_output", call_id: `c${i}`, output: "no results" },
+    ]
+    const input = [{ role: "user", content: "find me a flight" }, ...call(1), ...call(2), ...call(3)]
+    const reply = await h.request(`${h.root}.v1.loop.check`, { format: "openai-responses", input })
+    expect(reply.ok).toBe(true)
+    expect(reply.verdict.looping).toBe(true)
+    expect(reply.verdict.findings[0]).toMatchObject({ pattern: "repeated_call", repeats: 3 })
+    const calm = await h.request(`${h.root}.v1.loop.check`, { format: "openai-responses", input: input.slice(0, 5) })
+    expect(calm.verdict.looping).toBe(false)
+  })
+})
