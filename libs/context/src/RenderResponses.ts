@@ -15,7 +15,9 @@
  *   (`content` a string when it is one text, else `output_text` parts), a
  *   reasoning part its `reasoning` item verbatim (`encrypted_content`
  *   included), a tool call a `function_call` (the raw `arguments` string when
- *   it was kept, else `JSON.stringify(input)`). Anthropic thinking is dropped.
+ *   it was kept, else `JSON.stringify(input)`). Anthropic thinking is dropped,
+ *   and so are reasoning items left with nothing after them in their turn (the
+ *   API refuses a reasoning item without its following item).
  * - Every tool result becomes a `function_call_output`: `output` a string
  *   (one text part or none), else `input_text` / `input_image` parts; an
  *   error result is prefixed with `[error] `.
@@ -79,6 +81,7 @@ const systemItem = (m: Conversation.Message): Json => {
 }
 
 const assistantItems = (m: Conversation.Message, out: Array<Json>): void => {
+  const start = out.length
   let pending: Array<Json> = []
   const flush = () => {
     if (pending.length > 0) out.push(message("assistant", pending, "output_text"))
@@ -112,6 +115,8 @@ const assistantItems = (m: Conversation.Message, out: Array<Json>): void => {
     }
   }
   flush()
+  // a reasoning item must be followed by the output it led to: trailing ones (their call removed as an orphan) go
+  while (out.length > start && out[out.length - 1]!["type"] === "reasoning") out.pop()
 }
 
 const output = (part: Conversation.ToolResultPart): string | Array<Json> => {

@@ -171,6 +171,18 @@ describe("Responses input → neutral → render", () => {
     expect(outputs.at(-1)).toContain("result 7")
   })
 
+  it("drops a reasoning item whose call was removed as an orphan (the API wants its following item)", () => {
+    const reasoning: Conversation.Part = { type: "opaque", format: "openai-responses", block: { type: "reasoning", summary: [], encrypted_content: "enc" } }
+    const history: Array<Conversation.Message> = [user("go"), { role: "assistant", parts: [reasoning, ...calls("c1").parts] }, user("again")]
+    const out = Pipeline.run(input(stored(history), { format: "openai-responses" }))
+    expect(out.report.orphans.calls).toBe(1)
+    expect(out.request["input"]).toEqual([
+      { type: "message", role: "user", content: "go" },
+      { type: "message", role: "user", content: "again" },
+    ])
+    expect(responsesPairingProblems(out.request)).toEqual([])
+  })
+
   it("renders tool results with images as parts, errors prefixed, other formats' opaque parts as notes", () => {
     const { body } = render([
       user("go"),
