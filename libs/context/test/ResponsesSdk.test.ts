@@ -79,6 +79,7 @@ describe("openai-responses bodies through the official SDK", () => {
         tools: sent as Array<OpenAI.Responses.Tool>,
       })
       expect(counted).toEqual({ object: "response.input_tokens", input_tokens: response.usage?.input_tokens })
+      expect(FakeProvider.countRequestTokens("openai-responses", body)).toBe(counted.input_tokens)
     }
     expect(session.turns.length).toBeGreaterThan(3)
     expect(cachedTurns).toBeGreaterThan(0)
