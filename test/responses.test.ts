@@ -51,6 +51,8 @@ describe("openai-responses turns over NATS", () => {
     ])
     expect(first.request.prompt_cache_key).toBe(first.report.cache.promptCacheKey)
     expect(first.request.max_output_tokens).toBe(first.report.model.maxOutputTokens)
+    // the cache planner plans with the 24h tier the body asks for
+    expect(first.report.cache.ttlSeconds).toBe(86_400)
 
     const reasoning = { type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: "look the user up" }], encrypted_content: "gAAAAAB-opaque" }
     const second = await h.request(
