@@ -270,10 +270,21 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
           arguments: item.arguments,
         })
         return
+      case "custom_tool_call":
+        open("assistant", sourceIndex).push({
+          type: "tool_call",
+          id: item.call_id,
+          name: item.name,
+          input: { input: item.input },
+          arguments: item.input,
+          custom: true,
+        })
+        return
       case "reasoning":
         open("assistant", sourceIndex).push(opaque("openai-responses", item as Record<string, unknown>))
         return
       case "function_call_output":
+      case "custom_tool_call_output":
         open("tool", sourceIndex).push({ type: "tool_result", callId: item.call_id, content: responsesOutput(item.output), isError: false })
         return
       default: {
@@ -302,7 +313,9 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
  * becomes one `assistant` message with their parts in order (a reasoning item
  * an opaque `openai-responses` part, kept verbatim with its
  * `encrypted_content`, so it travels with the calls after it); a run of
- * `function_call_output` items becomes one `tool` message. `user` messages
+ * `function_call_output` items becomes one `tool` message. A `custom_tool_call`
+ * becomes a `tool_call` with `custom: true` (`arguments` its free-form input,
+ * `input` `{input}`); its output a tool result like a function call's. `user` messages
  * become user messages, `system`/`developer` pinned `system` messages (text
  * only). `input_text`/`output_text` become text parts, `input_image` with a URL
  * an image (a `data:` URL a base64 source); other parts are kept opaque. Item
@@ -314,7 +327,7 @@ export const fromResponses = (items: ReadonlyArray<OpenAIResponses.Item>): Array
 /** Responses tools → neutral tools; a hosted tool keeps its whole definition in `extra.hosted` (named by its type). */
 const responsesTools = (defs: ReadonlyArray<OpenAIResponses.Tool>): Array<Conversation.Tool> =>
   defs.map((t): Conversation.Tool => {
-    if (t.type !== "function") return { name: t.type, inputSchema: {}, extra: { hosted: t } }
+    if (t.type !== "function") return { name: typeof t["name"] === "string" ? t["name"] : t.type, inputSchema: {}, extra: { hosted: t } }
     const f = t as OpenAIResponses.FunctionTool
     return {
       name: f.name,

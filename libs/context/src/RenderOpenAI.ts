@@ -91,7 +91,7 @@ const assistantMessage = (message: Conversation.Message): Json => {
         calls.push({
           id: p.id,
           type: "function",
-          function: { name: p.name, arguments: p.arguments ?? JSON.stringify(p.input ?? {}) },
+          function: { name: p.name, arguments: p.custom !== true && p.arguments !== undefined ? p.arguments : JSON.stringify(p.input ?? {}) },
         })
         break
       case "opaque": {

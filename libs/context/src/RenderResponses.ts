@@ -15,7 +15,8 @@
  *   (`content` a string when it is one text, else `output_text` parts), a
  *   reasoning part its `reasoning` item verbatim (`encrypted_content`
  *   included), a tool call a `function_call` (the raw `arguments` string when
- *   it was kept, else `JSON.stringify(input)`). Anthropic thinking is dropped,
+ *   it was kept, else `JSON.stringify(input)`), a custom tool call a
+ *   `custom_tool_call` (its result then a `custom_tool_call_output`). Anthropic thinking is dropped,
  *   and so are reasoning items left with nothing after them in their turn (the
  *   API refuses a reasoning item without its following item).
  * - Every tool result becomes a `function_call_output`: `output` a string
@@ -80,7 +81,7 @@ const systemItem = (m: Conversation.Message): Json => {
   return message(m.developer === true ? "developer" : "system", parts, "input_text")
 }
 
-const assistantItems = (m: Conversation.Message, out: Array<Json>): void => {
+const assistantItems = (m: Conversation.Message, out: Array<Json>, custom: Set<string>): void => {
   const start = out.length
   let pending: Array<Json> = []
   const flush = () => {
@@ -97,7 +98,10 @@ const assistantItems = (m: Conversation.Message, out: Array<Json>): void => {
         break
       case "tool_call":
         flush()
-        out.push({ type: "function_call", call_id: p.id, name: p.name, arguments: p.arguments ?? JSON.stringify(p.input ?? {}) })
+        if (p.custom === true) {
+          custom.add(p.id)
+          out.push({ type: "custom_tool_call", call_id: p.id, name: p.name, input: p.arguments ?? "" })
+        } else out.push({ type: "function_call", call_id: p.id, name: p.name, arguments: p.arguments ?? JSON.stringify(p.input ?? {}) })
         break
       case "opaque": {
         if (isReasoning(p)) {
@@ -146,6 +150,8 @@ export const extendedRetention = (modelName: string): boolean =>
 /** Renders `input` into an OpenAI Responses API request body. */
 export const render = (input: RenderInput): Rendered => {
   const items: Array<Json> = []
+  // ids of the custom tool calls sent: their results go back as custom_tool_call_output
+  const custom = new Set<string>()
   const instructions = input.system
     .filter((s) => s.text.trim() !== "")
     .map((s) => s.text)
@@ -159,11 +165,13 @@ export const render = (input: RenderInput): Rendered => {
         items.push(userItem(m))
         break
       case "assistant":
-        assistantItems(m, items)
+        assistantItems(m, items, custom)
         break
       case "tool":
         for (const p of m.parts) {
-          if (p.type === "tool_result") items.push({ type: "function_call_output", call_id: p.callId, output: output(p) })
+          if (p.type !== "tool_result") continue
+          const type = custom.has(p.callId) ? "custom_tool_call_output" : "function_call_output"
+          items.push({ type, call_id: p.callId, output: output(p) })
         }
         break
     }

@@ -174,16 +174,16 @@ export const responsesPairingProblems = (body: Json): Array<string> => {
   const open = new Set<string>()
   items.forEach((item, i) => {
     const type = item["type"]
-    if (type === "function_call") {
+    if (type === "function_call" || type === "custom_tool_call") {
       const id = item["call_id"] as string
       if (open.has(id)) problems.push(`input[${i}]: duplicate open call ${id}`)
       open.add(id)
-    } else if (type === "function_call_output") {
+    } else if (type === "function_call_output" || type === "custom_tool_call_output") {
       const id = item["call_id"] as string
       if (!open.delete(id)) problems.push(`input[${i}]: output ${id} without an open call`)
     } else if (type === "reasoning") {
       const next = items[i + 1]
-      const ok = next !== undefined && (next["type"] === "function_call" || next["type"] === "reasoning" || (next["type"] === "message" && next["role"] === "assistant"))
+      const ok = next !== undefined && (next["type"] === "function_call" || next["type"] === "custom_tool_call" || next["type"] === "reasoning" || (next["type"] === "message" && next["role"] === "assistant"))
       if (!ok) problems.push(`input[${i}]: reasoning not followed by its assistant output`)
     } else {
       for (const id of open) problems.push(`input[${i}]: call ${id} unanswered before a message`)

@@ -42,7 +42,7 @@ const exchange = (n: number) =>
       pinned: fc.option(fc.tuple(fc.constantFrom("system", "developer"), word), { nil: undefined }),
       reasoning: fc.option(fc.tuple(word, fc.option(fc.base64String({ minLength: 4, maxLength: 40 }), { nil: undefined })), { nil: undefined }),
       text: fc.option(word, { nil: undefined }),
-      calls: fc.array(fc.tuple(fc.constantFrom("lookup", "book_flight", "get_user"), word, word), { maxLength: 3 }),
+      calls: fc.array(fc.tuple(fc.constantFrom("lookup", "book_flight", "get_user", "apply_patch"), word, word), { maxLength: 3 }),
     })
     .map((e): Array<Json> => {
       const items: Array<Json> = []
@@ -67,10 +67,17 @@ const exchange = (n: number) =>
       if (e.text !== undefined || (e.reasoning !== undefined && e.calls.length === 0)) {
         items.push({ type: "message", role: "assistant", content: e.text ?? "ok" })
       }
+      // apply_patch stands for a custom (free-form input) tool
       e.calls.forEach(([name, q], k) =>
-        items.push({ type: "function_call", call_id: `call_${n}_${k}`, name, arguments: JSON.stringify({ q }) }),
+        items.push(
+          name === "apply_patch"
+            ? { type: "custom_tool_call", call_id: `call_${n}_${k}`, name, input: `*** patch ${q}` }
+            : { type: "function_call", call_id: `call_${n}_${k}`, name, arguments: JSON.stringify({ q }) },
+        ),
       )
-      e.calls.forEach(([, , out], k) => items.push({ type: "function_call_output", call_id: `call_${n}_${k}`, output: out }))
+      e.calls.forEach(([name, , out], k) =>
+        items.push({ type: name === "apply_patch" ? "custom_tool_call_output" : "function_call_output", call_id: `call_${n}_${k}`, output: out }),
+      )
       return items
     })
 
@@ -143,6 +150,12 @@ describe("Responses input → neutral → render", () => {
       max_output_tokens: gpt.maxOutputTokens,
     })
     expect(promptCacheKey).toBe(body["prompt_cache_key"])
+  })
+
+  it("keeps a custom tool under its own name and sends it back as it came", () => {
+    const tools = Normalize.tools("openai-responses", decodeTools([{ type: "custom", name: "apply_patch", description: "patch files" }]))
+    expect(tools.map((t) => t.name)).toEqual(["apply_patch"])
+    expect(render([user("hi")], [], tools).body["tools"]).toEqual([{ type: "custom", name: "apply_patch", description: "patch files" }])
   })
 
   it("asks for 24h retention only for models whose price row has the 24h tier", () => {

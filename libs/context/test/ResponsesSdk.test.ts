@@ -109,6 +109,13 @@ describe("openai-responses bodies through the official SDK", () => {
       expect(error).toBeInstanceOf(OpenAI.BadRequestError)
       expect(JSON.stringify((error as InstanceType<typeof OpenAI.BadRequestError>).error)).toContain(mention)
     }
+    // a custom tool call and its output: accepted
+    const custom = await client.responses.create({
+      model: "gpt-4o",
+      input: [user, { type: "custom_tool_call", call_id: "k1", name: "apply_patch", input: "*** Begin Patch" }, { type: "custom_tool_call_output", call_id: "k1", output: "ok" }],
+      tools: [{ type: "custom", name: "apply_patch", description: "patch files" }],
+    } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)
+    expect(custom.status).toBe("completed")
     // a reasoning item and its call, answered: accepted
     const ok = await client.responses.create({
       model: "gpt-4o",

@@ -45,6 +45,8 @@ export const ToolCallPart = Schema.Struct({
   input: Schema.Unknown,
   /** OpenAI's raw `arguments` string, kept so a re-render is byte-identical. */
   arguments: Schema.optional(Schema.String),
+  /** A Responses custom tool call: `arguments` is its free-form `input` (and `input` is `{input}`). */
+  custom: Schema.optional(Schema.Boolean),
 })
 export type ToolCallPart = typeof ToolCallPart.Type
 

@@ -5,7 +5,8 @@
  * Items: `message` (roles `user`, `assistant`, `system`, `developer`; content
  * a string or `input_text` / `output_text` / `input_image` parts, other parts
  * such as `input_file` or `refusal` are kept as they are), `function_call`,
- * `function_call_output` and `reasoning` (kept verbatim, `encrypted_content`
+ * `function_call_output`, `custom_tool_call` / `custom_tool_call_output`
+ * (free-form input) and `reasoning` (kept verbatim, `encrypted_content`
  * included). Tools: `function` tools, and hosted tools (`web_search`,
  * `file_search`, ...) which are passed through untouched.
  */
@@ -72,6 +73,25 @@ export const FunctionCallOutputItem = Schema.Struct({
 }).annotations({ identifier: "ResponsesFunctionCallOutputItem" })
 export type FunctionCallOutputItem = typeof FunctionCallOutputItem.Type
 
+/** A call of a custom (free-form input) tool. */
+export const CustomToolCallItem = Schema.Struct({
+  type: Schema.Literal("custom_tool_call"),
+  call_id: Schema.String.pipe(Schema.minLength(1)),
+  name: Schema.String.pipe(Schema.minLength(1)),
+  input: Schema.String,
+  id: Schema.optional(Schema.String),
+  status: Schema.optional(Schema.String),
+}).annotations({ identifier: "ResponsesCustomToolCallItem" })
+export type CustomToolCallItem = typeof CustomToolCallItem.Type
+
+export const CustomToolCallOutputItem = Schema.Struct({
+  type: Schema.Literal("custom_tool_call_output"),
+  call_id: Schema.String.pipe(Schema.minLength(1)),
+  output: Schema.Union(Schema.String, Schema.Array(ContentPart)),
+  id: Schema.optional(Schema.String),
+}).annotations({ identifier: "ResponsesCustomToolCallOutputItem" })
+export type CustomToolCallOutputItem = typeof CustomToolCallOutputItem.Type
+
 /** A reasoning item: kept verbatim (its `encrypted_content` must go back with the call after it). */
 export const ReasoningItem = Schema.Struct(
   {
@@ -84,7 +104,14 @@ export const ReasoningItem = Schema.Struct(
 ).annotations({ identifier: "ResponsesReasoningItem" })
 export type ReasoningItem = typeof ReasoningItem.Type
 
-export const Item = Schema.Union(MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem).annotations({
+export const Item = Schema.Union(
+  MessageItem,
+  FunctionCallItem,
+  FunctionCallOutputItem,
+  CustomToolCallItem,
+  CustomToolCallOutputItem,
+  ReasoningItem,
+).annotations({
   identifier: "ResponsesInputItem",
 })
 export type Item = typeof Item.Type

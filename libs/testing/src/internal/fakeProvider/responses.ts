@@ -25,6 +25,8 @@ const ITEM_KEYS: Record<string, ReadonlySet<string>> = {
   message: new Set(["type", "role", "content", "id", "status"]),
   function_call: new Set(["type", "call_id", "name", "arguments", "id", "status"]),
   function_call_output: new Set(["type", "call_id", "output", "id", "status"]),
+  custom_tool_call: new Set(["type", "call_id", "name", "input", "id", "status"]),
+  custom_tool_call_output: new Set(["type", "call_id", "output", "id"]),
   reasoning: new Set(["type", "id", "summary", "encrypted_content", "content", "status"]),
 }
 const PART_KEYS: Record<string, ReadonlySet<string>> = {
@@ -88,7 +90,13 @@ const validateItem = (item: unknown, i: number): Problem | undefined => {
       if (typeof item["name"] !== "string" || item["name"] === "") return missing(`${at}.name`)
       if (typeof item["arguments"] !== "string") return missing(`${at}.arguments`)
       return undefined
+    case "custom_tool_call":
+      if (typeof item["call_id"] !== "string" || item["call_id"] === "") return missing(`${at}.call_id`)
+      if (typeof item["name"] !== "string" || item["name"] === "") return missing(`${at}.name`)
+      if (typeof item["input"] !== "string") return missing(`${at}.input`)
+      return undefined
     case "function_call_output":
+    case "custom_tool_call_output":
       if (typeof item["call_id"] !== "string" || item["call_id"] === "") return missing(`${at}.call_id`)
       if (item["output"] === undefined) return missing(`${at}.output`)
       return validateParts(item["output"], `${at}.output`, "tool")
@@ -119,14 +127,14 @@ const validatePairing = (items: ReadonlyArray<Json>): Problem | undefined => {
   const answered = new Set<string>()
   for (const [i, item] of items.entries()) {
     const type = item["type"] ?? "message"
-    if (type === "function_call") {
+    if (type === "function_call" || type === "custom_tool_call") {
       const id = String(item["call_id"])
       if (open.has(id)) return invalid(`input[${i}].call_id`, `Duplicate item found with call_id '${id}'.`)
       open.set(id, i)
       answered.delete(id)
       continue
     }
-    if (type === "function_call_output") {
+    if (type === "function_call_output" || type === "custom_tool_call_output") {
       const id = String(item["call_id"])
       if (!open.has(id)) {
         return invalid(`input[${i}].call_id`, answered.has(id)
@@ -219,7 +227,10 @@ export const promptTokens = (body: Json): Array<number> => {
     else if (type === "function_call") {
       append(out, Tokens.encode(String(item["name"])))
       append(out, Tokens.encode(String(item["arguments"])))
-    } else if (type === "function_call_output") appendContent(out, item["output"])
+    } else if (type === "custom_tool_call") {
+      append(out, Tokens.encode(String(item["name"])))
+      append(out, Tokens.encode(String(item["input"])))
+    } else if (type === "function_call_output" || type === "custom_tool_call_output") appendContent(out, item["output"])
     else append(out, Tokens.encode(stableJson(item)))
   }
   return out
