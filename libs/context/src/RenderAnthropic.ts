@@ -231,7 +231,7 @@ export const render = (input: RenderInput): Rendered => {
     else messages.push({ role: "user", content: [note] })
   }
 
-  const tools: Array<Block> = CacheLayout.orderTools(input.tools, input.toolOrder).map((t) => {
+  const tools: Array<Block> = CacheLayout.orderTools(input.tools.filter((t) => !Foreign.isHosted(t)), input.toolOrder).map((t) => {
     const block: Block = { name: t.name }
     if (t.description !== undefined) block["description"] = t.description
     block["input_schema"] = Foreign.isRecord(t.inputSchema) ? t.inputSchema : { type: "object", properties: {} }

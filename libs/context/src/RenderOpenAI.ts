@@ -91,7 +91,7 @@ const assistantMessage = (message: Conversation.Message): Json => {
         calls.push({
           id: p.id,
           type: "function",
-          function: { name: p.name, arguments: p.arguments ?? JSON.stringify(p.input ?? {}) },
+          function: { name: p.name, arguments: p.custom !== true && p.arguments !== undefined ? p.arguments : JSON.stringify(p.input ?? {}) },
         })
         break
       case "opaque": {
@@ -156,8 +156,9 @@ export const render = (input: RenderInput): Rendered => {
   if (input.trailer !== undefined) messages.push({ role: "user", content: input.trailer })
   const key = CacheLayout.promptCacheKey(input.tenant, input.session)
   const body: Json = { model: input.model.name, messages }
-  if (input.tools.length > 0) {
-    body["tools"] = CacheLayout.orderTools(input.tools, input.toolOrder).map(tool)
+  const functions = input.tools.filter((t) => !Foreign.isHosted(t))
+  if (functions.length > 0) {
+    body["tools"] = CacheLayout.orderTools(functions, input.toolOrder).map(tool)
   }
   body["prompt_cache_key"] = key
   body["max_completion_tokens"] = input.model.maxOutputTokens

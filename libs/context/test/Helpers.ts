@@ -43,7 +43,7 @@ export const input = (
   tenant: "acme",
   session: "s1",
   format: "anthropic",
-  model: over.format === "openai" ? gpt : claude,
+  model: over.format === "openai" || over.format === "openai-responses" ? gpt : claude,
   system: [{ id: "system", text: "You are helpful.", cache: "5m" }],
   systemTokens: 5,
   tools: [],
@@ -158,5 +158,38 @@ export const anthropicShapeProblems = (body: Json, breakpoints: number): Array<s
   if (marks.length !== breakpoints) problems.push(`reported ${breakpoints} breakpoints, found ${marks.length}`)
   const firstFive = marks.indexOf("5m")
   if (firstFive !== -1 && marks.slice(firstFive).includes("1h")) problems.push(`TTL order ${marks.join(",")}`)
+  return problems
+}
+
+/**
+ * Pairing problems of an OpenAI Responses body: every `function_call_output`
+ * answers an earlier, still open `function_call` with its `call_id`; every
+ * call is answered before the next `message` item (and at all); reasoning
+ * items sit right before a `function_call`, a `message` or another reasoning
+ * item of the assistant turn they belong to.
+ */
+export const responsesPairingProblems = (body: Json): Array<string> => {
+  const problems: Array<string> = []
+  const items = body["input"] as Array<Json>
+  const open = new Set<string>()
+  items.forEach((item, i) => {
+    const type = item["type"]
+    if (type === "function_call" || type === "custom_tool_call") {
+      const id = item["call_id"] as string
+      if (open.has(id)) problems.push(`input[${i}]: duplicate open call ${id}`)
+      open.add(id)
+    } else if (type === "function_call_output" || type === "custom_tool_call_output") {
+      const id = item["call_id"] as string
+      if (!open.delete(id)) problems.push(`input[${i}]: output ${id} without an open call`)
+    } else if (type === "reasoning") {
+      const next = items[i + 1]
+      const ok = next !== undefined && (next["type"] === "function_call" || next["type"] === "custom_tool_call" || next["type"] === "reasoning" || (next["type"] === "message" && next["role"] === "assistant"))
+      if (!ok) problems.push(`input[${i}]: reasoning not followed by its assistant output`)
+    } else {
+      for (const id of open) problems.push(`input[${i}]: call ${id} unanswered before a message`)
+      open.clear()
+    }
+  })
+  for (const id of open) problems.push(`call ${id} unanswered`)
   return problems
 }

@@ -17,7 +17,7 @@ import {
   assistant,
   calls,
   input,
-  openaiPairingProblems,
+  openaiPairingProblems, responsesPairingProblems,
   result,
   results,
   stored,
@@ -42,20 +42,21 @@ const session = (): Array<Conversation.Message> => [
 ]
 
 describe("the newest exchange is always sent", () => {
-  for (const format of ["anthropic", "openai"] as const) {
+  for (const format of ["anthropic", "openai", "openai-responses"] as const) {
     it(`${format}: 12 parallel calls and their 12 results, larger than windowMessages 10`, () => {
       const history = stored(session())
       expect(history).toHaveLength(26)
       const { request, report } = Pipeline.run(
         input(history, { format, options: Pipeline.resolveOptions({ windowMessages: 10, windowStep: 5 }) }),
       )
-      const body = JSON.stringify(request["messages"])
+      const body = JSON.stringify(request["messages"] ?? request["input"])
       for (const id of ids) expect(body).toContain(id)
       for (const id of ids) expect(body).toContain(`result of ${id}`)
       expect(body).toContain("first request")
       // The user's latest request, before the window, is kept like the anchor.
       expect(body).toContain("request 5")
-      expect(format === "anthropic" ? anthropicPairingProblems(request) : openaiPairingProblems(request)).toEqual([])
+      const pairing = format === "anthropic" ? anthropicPairingProblems : format === "openai" ? openaiPairingProblems : responsesPairingProblems
+      expect(pairing(request)).toEqual([])
       if (format === "openai") {
         const messages = request["messages"] as Array<Json>
         expect(messages.map((m) => m["role"])).toEqual(["system", "user", "user", "assistant", ...ids.map(() => "tool")])
@@ -79,7 +80,7 @@ describe("the newest exchange is always sent", () => {
           options: Pipeline.resolveOptions({ windowMessages: 10, windowStep: 5, freshTailMessages: 0, budgetTokens: 50 }),
         }),
       )
-      const body = JSON.stringify(request["messages"])
+      const body = JSON.stringify(request["messages"] ?? request["input"])
       for (const id of ids) expect(body).toContain(`result of ${id}`)
       expect(report.overBudget).toBe(true)
       expect(report.tokens.total).toBeGreaterThan(50)
@@ -124,9 +125,9 @@ describe("masking and the newest exchange", () => {
   it("never masks the results the model has not read yet", () => {
     const options = Pipeline.resolveOptions({ maskKeep: 3, maskBatchTokens: 500 })
     const history = stored(session(), (i) => (i >= 14 ? 200 : 10))
-    for (const format of ["anthropic", "openai"] as const) {
+    for (const format of ["anthropic", "openai", "openai-responses"] as const) {
       const { request, report } = Pipeline.run(input(history, { format, options }))
-      const body = JSON.stringify(request["messages"])
+      const body = JSON.stringify(request["messages"] ?? request["input"])
       for (const id of ids) expect(body).toContain(`result of ${id}`)
       expect(report.masking?.masked).toBe(0)
       // One more turn: the model has read them; all but the last 3 may go.
@@ -276,7 +277,8 @@ describe("the newest exchange is always sent (properties, both formats)", () => 
           for (const t of expected) expect(body).toContain(t)
           if (latest !== undefined) expect(body).toContain(`⟨u${latest}⟩`)
           if (survivors.length > 0) expect(report.messages.lastSentSeq).toBe(history[survivors.at(-1)!.index]!.seq)
-          expect(format === "anthropic" ? anthropicPairingProblems(request) : openaiPairingProblems(request)).toEqual([])
+          const pairing = format === "anthropic" ? anthropicPairingProblems : format === "openai" ? openaiPairingProblems : responsesPairingProblems
+      expect(pairing(request)).toEqual([])
           const t = report.tokens
           if (t.total > t.budget) expect(report.overBudget).toBe(true)
           const m = report.messages

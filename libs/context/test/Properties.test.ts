@@ -4,25 +4,27 @@ import * as Pipeline from "../src/Pipeline.ts"
 import * as Units from "../src/Units.ts"
 import * as Window from "../src/Window.ts"
 import { assembleInput, marker } from "./Generators.ts"
-import { anthropicPairingProblems, anthropicShapeProblems, openaiPairingProblems } from "./Helpers.ts"
+import { anthropicPairingProblems, anthropicShapeProblems, openaiPairingProblems, responsesPairingProblems } from "./Helpers.ts"
 
 const RUNS = 400
 
 type Json = Record<string, unknown>
 
-/** Both formats for one input. */
+/** Every format for one input. */
 const both = (input: Pipeline.Input) => ({
   anthropic: Pipeline.run({ ...input, format: "anthropic" }),
   openai: Pipeline.run({ ...input, format: "openai" }),
+  responses: Pipeline.run({ ...input, format: "openai-responses" }),
 })
 
 describe("assemble (properties over random histories)", () => {
-  it("never leaves an orphan, in either format", () => {
+  it("never leaves an orphan, in any format", () => {
     fc.assert(
       fc.property(assembleInput, (input) => {
-        const { anthropic, openai } = both(input)
+        const { anthropic, openai, responses } = both(input)
         expect(anthropicPairingProblems(anthropic.request)).toEqual([])
         expect(openaiPairingProblems(openai.request)).toEqual([])
+        expect(responsesPairingProblems(responses.request)).toEqual([])
       }),
       { numRuns: RUNS },
     )
@@ -33,15 +35,19 @@ describe("assemble (properties over random histories)", () => {
       fc.property(assembleInput, (input) => {
         const anchor = input.history.findIndex((m) => m.message.role === "user")
         const pinned = input.history.filter((m) => m.message.role === "system").length
-        const { anthropic, openai } = both(input)
-        for (const out of [anthropic, openai]) {
+        const { anthropic, openai, responses } = both(input)
+        for (const out of [anthropic, openai, responses]) {
           if (anchor === -1) {
             expect(out.report.messages.anchorSeq).toBeNull()
           } else {
             expect(out.report.messages.anchorSeq).toBe(input.history[anchor]!.seq)
-            expect(JSON.stringify(out.request["messages"])).toContain(marker(anchor))
+            expect(JSON.stringify(out.request["messages"] ?? out.request["input"])).toContain(marker(anchor))
           }
         }
+        const pinnedItems = (responses.request["input"] as Array<Json>).filter(
+          (m) => m["type"] === "message" && (m["role"] === "system" || m["role"] === "developer"),
+        )
+        expect(pinnedItems).toHaveLength(pinned)
         const leading = input.system.some((s) => s.text.trim() !== "") ? 1 : 0
         const systemMessages = (openai.request["messages"] as Array<Json>).filter(
           (m) => m["role"] === "system" || m["role"] === "developer",
@@ -70,13 +76,14 @@ describe("assemble (properties over random histories)", () => {
     )
   })
 
-  it("is deterministic: the same input gives a deep-equal output", () => {
+  it("is deterministic: the same input gives a deep-equal output, in any format", () => {
     fc.assert(
       fc.property(assembleInput, (input) => {
-        const first = Pipeline.run(input)
-        const again = Pipeline.run(structuredClone(input))
+        const first = both(input)
+        const again = both(structuredClone(input))
         expect(again).toEqual(first)
-        expect(JSON.stringify(again.request)).toBe(JSON.stringify(first.request))
+        expect(JSON.stringify(again.responses.request)).toBe(JSON.stringify(first.responses.request))
+        expect(JSON.stringify(again.openai.request)).toBe(JSON.stringify(first.openai.request))
       }),
       { numRuns: RUNS },
     )

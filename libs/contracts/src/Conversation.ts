@@ -32,7 +32,7 @@ export type ImagePart = typeof ImagePart.Type
 /** A block we do not interpret (thinking, documents, refusals...): passed through in its own format. */
 export const OpaquePart = Schema.Struct({
   type: Schema.Literal("opaque"),
-  format: Schema.Literal("anthropic", "openai"),
+  format: Schema.Literal("anthropic", "openai", "openai-responses"),
   block: Schema.Unknown,
 })
 export type OpaquePart = typeof OpaquePart.Type
@@ -45,6 +45,8 @@ export const ToolCallPart = Schema.Struct({
   input: Schema.Unknown,
   /** OpenAI's raw `arguments` string, kept so a re-render is byte-identical. */
   arguments: Schema.optional(Schema.String),
+  /** A Responses custom tool call: `arguments` is its free-form `input` (and `input` is `{input}`). */
+  custom: Schema.optional(Schema.Boolean),
 })
 export type ToolCallPart = typeof ToolCallPart.Type
 

@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import * as Anthropic from "./Anthropic.ts"
 import * as OpenAI from "./OpenAI.ts"
+import * as OpenAIResponses from "./OpenAIResponses.ts"
 
 export const Pattern = Schema.Literal("repeated_call", "repeated_error", "alternation", "monologue", "context_overflow")
 export type Pattern = typeof Pattern.Type
@@ -100,6 +101,7 @@ export type Report = typeof Report.Type
 export const CheckRequest = Schema.Union(
   Schema.Struct({ format: Schema.Literal("anthropic"), messages: Schema.Array(Anthropic.Message), config: Schema.optional(Settings) }),
   Schema.Struct({ format: Schema.Literal("openai"), messages: Schema.Array(OpenAI.Message), config: Schema.optional(Settings) }),
+  Schema.Struct({ format: Schema.Literal("openai-responses"), input: Schema.Array(OpenAIResponses.Item), config: Schema.optional(Settings) }),
 ).annotations({ identifier: "LoopCheckRequest", description: "ctx.v1.loop.check request" })
 export type CheckRequest = typeof CheckRequest.Type
 

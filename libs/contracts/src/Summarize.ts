@@ -6,6 +6,7 @@
 import { Schema } from "effect"
 import * as Anthropic from "./Anthropic.ts"
 import * as OpenAI from "./OpenAI.ts"
+import * as OpenAIResponses from "./OpenAIResponses.ts"
 import * as Turn from "./Turn.ts"
 
 /**
@@ -76,6 +77,7 @@ const common = {
 export const SummarizeRequest = Schema.Union(
   Schema.Struct({ format: Schema.Literal("anthropic"), messages: Schema.Array(Anthropic.Message).pipe(Schema.minItems(1)), ...common }),
   Schema.Struct({ format: Schema.Literal("openai"), messages: Schema.Array(OpenAI.Message).pipe(Schema.minItems(1)), ...common }),
+  Schema.Struct({ format: Schema.Literal("openai-responses"), input: Schema.Array(OpenAIResponses.Item).pipe(Schema.minItems(1)), ...common }),
 ).annotations({ identifier: "SummarizeRequest", description: "ctx.v1.summarize request" })
 export type SummarizeRequest = typeof SummarizeRequest.Type
 

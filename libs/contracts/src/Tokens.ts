@@ -28,7 +28,8 @@ const Loose = Schema.Record({ key: Schema.String, value: Schema.Unknown })
  * Token usage as a provider reports it. Anthropic: `input_tokens` (uncached),
  * `cache_read_input_tokens`, `cache_creation_input_tokens`, `output_tokens`.
  * OpenAI: `prompt_tokens` (cached included), `prompt_tokens_details.cached_tokens`,
- * `completion_tokens`. One of `input_tokens` / `prompt_tokens` is required;
+ * `completion_tokens`. OpenAI Responses: `input_tokens` (cached included),
+ * `input_tokens_details.cached_tokens`, `output_tokens`. One of `input_tokens` / `prompt_tokens` is required;
  * other fields are ignored.
  */
 export const Usage = Schema.Struct(
@@ -40,6 +41,8 @@ export const Usage = Schema.Struct(
     prompt_tokens: OptionalTokens,
     completion_tokens: OptionalTokens,
     prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalTokens }, Loose))),
+    /** OpenAI Responses: with it, `input_tokens` counts the cached tokens too (like `prompt_tokens`). */
+    input_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalTokens }, Loose))),
   },
   Loose,
 ).annotations({ identifier: "ProviderUsage" })
@@ -132,7 +135,7 @@ export const CountRequest = Schema.Struct({
   }),
   /** Per-request backend; default the process setting (`CTXD_TOKEN_BACKEND`, default `auto`). */
   backend: Schema.optional(BackendChoice),
-  /** A whole provider request body (Anthropic Messages or OpenAI Chat Completions, by `model.provider`). */
+  /** A whole provider request body (Anthropic Messages, or OpenAI Chat Completions or Responses, by `model.provider`). */
   body: Schema.optional(Loose),
   /** Texts to count one by one (each as plain text, no message framing). */
   segments: Schema.optional(Schema.Array(Schema.String).pipe(Schema.maxItems(10_000))),

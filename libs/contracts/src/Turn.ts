@@ -8,9 +8,10 @@ import * as Anthropic from "./Anthropic.ts"
 import * as Conversation from "./Conversation.ts"
 import * as Loop from "./Loop.ts"
 import * as OpenAI from "./OpenAI.ts"
+import * as OpenAIResponses from "./OpenAIResponses.ts"
 import * as Tokens from "./Tokens.ts"
 
-export const Format = Schema.Literal("anthropic", "openai")
+export const Format = Schema.Literal("anthropic", "openai", "openai-responses")
 export type Format = typeof Format.Type
 
 export const Provider = Schema.Literal("anthropic", "openai")
@@ -119,7 +120,18 @@ export const OpenAITurnRequest = Schema.Struct({
 }).annotations({ identifier: "OpenAITurnRequest" })
 export type OpenAITurnRequest = typeof OpenAITurnRequest.Type
 
-export const TurnRequest = Schema.Union(AnthropicTurnRequest, OpenAITurnRequest).annotations({
+/** OpenAI Responses API: `input` items (and `instructions`, one more system section after `system`). */
+export const OpenAIResponsesTurnRequest = Schema.Struct({
+  ...common,
+  format: Schema.Literal("openai-responses"),
+  /** Appended to `system` as the section `{id: "instructions"}`. */
+  instructions: Schema.optional(Schema.String),
+  tools: Schema.optional(Schema.Array(OpenAIResponses.Tool)),
+  input: Schema.Array(OpenAIResponses.Item),
+}).annotations({ identifier: "OpenAIResponsesTurnRequest" })
+export type OpenAIResponsesTurnRequest = typeof OpenAIResponsesTurnRequest.Type
+
+export const TurnRequest = Schema.Union(AnthropicTurnRequest, OpenAITurnRequest, OpenAIResponsesTurnRequest).annotations({
   identifier: "TurnRequest",
   description: "ctx.v1.turn.<tenant>.<session> request",
 })
@@ -327,7 +339,7 @@ export type Report = typeof Report.Type
 export const TurnReply = Schema.Struct({
   ok: Schema.Literal(true),
   turnId: Schema.String,
-  /** The request body for the provider API (Anthropic Messages or OpenAI Chat Completions), with `model`. */
+  /** The request body for the provider API (Anthropic Messages, OpenAI Chat Completions or OpenAI Responses), with `model`. */
   request: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
   report: Report,
 }).annotations({ identifier: "TurnReply", description: "ctx.v1.turn.<tenant>.<session> success reply" })

@@ -1,10 +1,15 @@
 /**
- * A local HTTP server that speaks the Anthropic Messages and OpenAI Chat
- * Completions wire formats, for driving the real provider SDKs in tests and
+ * A local HTTP server that speaks the Anthropic Messages, OpenAI Chat
+ * Completions and OpenAI Responses wire formats, for driving the real provider SDKs in tests and
  * demos (point the SDK's `baseURL` at it; no network needed).
  *
  * - `POST /v1/messages` (JSON or `stream: true` SSE), `POST /v1/messages/count_tokens`,
- *   `POST /v1/chat/completions` (JSON or SSE, `stream_options.include_usage`).
+ *   `POST /v1/chat/completions` (JSON or SSE, `stream_options.include_usage`),
+ *   `POST /v1/responses` (JSON only: a minimal `Response` with `usage.input_tokens`,
+ *   `input_tokens_details.cached_tokens`, `output_tokens`) and
+ *   `POST /v1/responses/input_tokens` (`{object: "response.input_tokens", input_tokens}`);
+ *   Responses bodies are checked for known keys, roles, `call_id` pairing between
+ *   `function_call` and `function_call_output`, and well-formed reasoning items.
  * - Requests are validated like the real APIs where ctxd can get them wrong
  *   (role alternation, tool call/result pairing, `cache_control` limits and TTL
  *   order, `max_tokens`, empty text, unknown fields, context window) and
@@ -38,6 +43,7 @@
 import { Data, Effect, Either, type Scope } from "effect"
 import * as Anthropic from "./internal/fakeProvider/anthropic.ts"
 import * as OpenAI from "./internal/fakeProvider/openai.ts"
+import * as Responses from "./internal/fakeProvider/responses.ts"
 import * as Server from "./internal/fakeProvider/server.ts"
 import { type ControlPatch, parsePatch, type Settings } from "./internal/fakeProvider/settings.ts"
 import * as State from "./internal/fakeProvider/state.ts"
@@ -108,10 +114,12 @@ export const countTextTokens = (text: string): number => Tokens.count(text)
  * The ground-truth input tokens of a request body, as `count_tokens` and the
  * usage of a response report them (uncached + cache read + cache write).
  */
-export const countRequestTokens = (format: "anthropic" | "openai", body: Record<string, unknown>): number =>
+export const countRequestTokens = (format: "anthropic" | "openai" | "openai-responses", body: Record<string, unknown>): number =>
   format === "anthropic"
     ? Anthropic.promptBlocks(body).reduce((n, b) => n + b.tokens, 0)
-    : OpenAI.promptTokens(body).length
+    : format === "openai"
+      ? OpenAI.promptTokens(body).length
+      : Responses.promptTokens(body).length
 
 const settingsPatch = (options: StartOptions): ControlPatch => {
   const { port: _port, host: _host, seed: _seed, ...rest } = options

@@ -10,7 +10,7 @@
  * are dropped), so it decodes against `OpenAI.Message`; {@link toAnthropic}
  * gives the same sessions in Anthropic format.
  */
-import type { Anthropic, OpenAI } from "@ctxd/contracts"
+import type { Anthropic, OpenAI, OpenAIResponses } from "@ctxd/contracts"
 import { readdirSync, readFileSync } from "node:fs"
 import { basename, join } from "node:path"
 import * as AnthropicConvert from "./internal/workloads/anthropic.ts"
@@ -38,6 +38,15 @@ export interface AnthropicReplaySession {
   readonly system: string
   readonly tools: ReadonlyArray<Anthropic.Tool>
   readonly turns: ReadonlyArray<ReplayTurn<Anthropic.Message>>
+}
+
+/** The same session as OpenAI Responses input items (see {@link toResponses}). */
+export interface ResponsesReplaySession {
+  readonly id: string
+  readonly format: "openai-responses"
+  readonly system: string
+  readonly tools: ReadonlyArray<OpenAIResponses.Tool>
+  readonly turns: ReadonlyArray<{ readonly input: ReadonlyArray<OpenAIResponses.Item> }>
 }
 
 /** A toolset of the GitHub MCP catalog. */
@@ -254,4 +263,59 @@ export const toAnthropic = (session: ReplaySession): AnthropicReplaySession => (
   system: session.system,
   tools: session.tools.map(AnthropicConvert.tool),
   turns: session.turns.map((turn) => ({ messages: AnthropicConvert.messages(turn.messages) })),
+})
+
+const responsesText = (content: string | ReadonlyArray<{ readonly type: string }> | null | undefined): string =>
+  typeof content === "string"
+    ? content
+    : (content ?? []).flatMap((p) => (p.type === "text" ? [(p as OpenAI.TextPart).text] : [])).join("\n")
+
+const responsesItems = (messages: ReadonlyArray<OpenAI.Message>): Array<OpenAIResponses.Item> =>
+  messages.flatMap((m): Array<OpenAIResponses.Item> => {
+    switch (m.role) {
+      case "system":
+      case "developer":
+        return [{ type: "message", role: m.role, content: responsesText(m.content) }]
+      case "user":
+        return [{
+          type: "message",
+          role: "user",
+          content: typeof m.content === "string"
+            ? m.content
+            : m.content.map((p): OpenAIResponses.ContentPart =>
+                p.type === "image_url"
+                  ? { type: "input_image", image_url: (p as OpenAI.ImagePart).image_url.url, detail: (p as OpenAI.ImagePart).image_url.detail ?? "auto" }
+                  : { type: "input_text", text: p.type === "text" ? (p as OpenAI.TextPart).text : JSON.stringify(p) }),
+        }]
+      case "assistant": {
+        const text = responsesText(m.content)
+        const items: Array<OpenAIResponses.Item> = text === "" ? [] : [{ type: "message", role: "assistant", content: text }]
+        for (const call of m.tool_calls ?? []) {
+          items.push({ type: "function_call", call_id: call.id, name: call.function.name, arguments: call.function.arguments })
+        }
+        return items
+      }
+      case "tool":
+        return [{ type: "function_call_output", call_id: m.tool_call_id, output: responsesText(m.content) }]
+    }
+  })
+
+/**
+ * The session as OpenAI Responses input: system/user/assistant messages
+ * become `message` items (text content as a string), each tool call a
+ * `function_call` (after the assistant's text, if any), each tool message a
+ * `function_call_output`; tools become flat `function` tools.
+ */
+export const toResponses = (session: ReplaySession): ResponsesReplaySession => ({
+  id: session.id,
+  format: "openai-responses",
+  system: session.system,
+  tools: session.tools.map((t): OpenAIResponses.Tool => ({
+    type: "function",
+    name: t.function.name,
+    ...(t.function.description === undefined ? {} : { description: t.function.description }),
+    ...(t.function.parameters === undefined ? {} : { parameters: t.function.parameters }),
+    ...(t.function.strict === undefined ? {} : { strict: t.function.strict }),
+  })),
+  turns: session.turns.map((turn) => ({ input: responsesItems(turn.messages) })),
 })

@@ -40,10 +40,10 @@ export const turnRequest = (value: unknown): Effect.Effect<Turn.TurnRequest, Err
     return Effect.fail(new Errors.BadRequest({ message: "the request must be a JSON object" }))
   }
   const format = (value as { format?: unknown }).format
-  if (format !== "anthropic" && format !== "openai") {
+  if (format !== "anthropic" && format !== "openai" && format !== "openai-responses") {
     return Effect.fail(
       new Errors.BadRequest({
-        message: `unknown format ${Issues.preview(format ?? null)}: expected "anthropic" or "openai"`,
+        message: `unknown format ${Issues.preview(format ?? null)}: expected "anthropic", "openai" or "openai-responses"`,
         path: "format",
       }),
     )
@@ -53,7 +53,9 @@ export const turnRequest = (value: unknown): Effect.Effect<Turn.TurnRequest, Err
   const result: Either.Either<Turn.TurnRequest, ParseResult.ParseError> =
     format === "anthropic"
       ? Schema.decodeUnknownEither(Turn.AnthropicTurnRequest, options)(value)
-      : Schema.decodeUnknownEither(Turn.OpenAITurnRequest, options)(value)
+      : format === "openai"
+        ? Schema.decodeUnknownEither(Turn.OpenAITurnRequest, options)(value)
+        : Schema.decodeUnknownEither(Turn.OpenAIResponsesTurnRequest, options)(value)
   if (Either.isRight(result)) return Effect.succeed(result.right)
   // echoed values are previews (≤ 200 characters): a 600 KB value must not make a reply over the bus's limit
   const described = Issues.describe(result.left)

@@ -12,7 +12,12 @@ import * as Nudge from "./Nudge.ts"
 
 /** Checks one history (pure). */
 export const check = (request: Loop.CheckRequest): Loop.CheckReply => {
-  const messages = request.format === "anthropic" ? Normalize.fromAnthropic(request.messages) : Normalize.fromOpenAI(request.messages)
+  const messages =
+    request.format === "anthropic"
+      ? Normalize.fromAnthropic(request.messages)
+      : request.format === "openai"
+        ? Normalize.fromOpenAI(request.messages)
+        : Normalize.fromResponses(request.input)
   const config = LoopConfig.make(request.config)
   const verdict = Detector.check(messages, config)
   return { ok: true, verdict, nudge: verdict.looping && config.policy === "nudge" ? Nudge.nudgeText(verdict) : null }

@@ -33,10 +33,15 @@ export const handle = (
   data: Uint8Array,
 ): Effect.Effect<Summarize.SummarizeReply | ReturnType<typeof Endpoint.errorReply>, never, Summarizer> =>
   Effect.gen(function* () {
-    const request = Requests.decode(Summarize.SummarizeRequest, data, { what: "summarize requests", hint: "send {format, model: {provider, name}, messages: [...], mode?, previousSummary?, maxBullets?}" })
+    const request = Requests.decode(Summarize.SummarizeRequest, data, { what: "summarize requests", hint: "send {format, model: {provider, name}, messages: [...] (input: [...] for openai-responses), mode?, previousSummary?, maxBullets?}" })
     if (Either.isLeft(request)) return request.left
     const r = request.right
-    const messages = r.format === "anthropic" ? Normalize.fromAnthropic(r.messages) : Normalize.fromOpenAI(r.messages)
+    const messages =
+      r.format === "anthropic"
+        ? Normalize.fromAnthropic(r.messages)
+        : r.format === "openai"
+          ? Normalize.fromOpenAI(r.messages)
+          : Normalize.fromResponses(r.input)
     const summarizer = yield* Summarizer
     const result = yield* Effect.either(
       summarizer.summarize({

@@ -58,7 +58,9 @@ const field = (record: Record<string, unknown>, key: string, path: string): Fiel
 }
 
 /**
- * Reads a usage object in either provider's field names. Fails with a clear
+ * Reads a usage object in either provider's field names (OpenAI Responses
+ * usage, `input_tokens` with `input_tokens_details.cached_tokens`, reads as
+ * OpenAI: its `input_tokens` include the cached ones). Fails with a clear
  * problem when it is not an object, has neither `input_tokens` nor
  * `prompt_tokens`, or has a count field that is negative, fractional or not
  * a number; cached OpenAI tokens may not exceed `prompt_tokens`.
@@ -67,6 +69,24 @@ export const parseUsage = (usage: unknown, path = "usage"): Either.Either<Usage,
   Either.gen(function* () {
     if (!isRecord(usage)) return yield* Either.left({ path, message: "usage must be an object with the provider's token counts" })
     const output = (yield* field(usage, "output_tokens", path)) ?? (yield* field(usage, "completion_tokens", path))
+    const openaiDetails = (details: unknown, prompt: number, at: string) =>
+      Either.gen(function* () {
+        if (details === undefined || details === null) return 0
+        if (!isRecord(details)) return yield* Either.left({ path: at, message: `usage.${at.slice(path.length + 1)} must be an object` })
+        const cached = (yield* field(details, "cached_tokens", at)) ?? 0
+        if (cached > prompt) {
+          const total = at.endsWith("input_tokens_details") ? "input_tokens" : "prompt_tokens"
+          return yield* Either.left({ path: `${at}.cached_tokens`, message: `cached_tokens (${cached}) exceeds ${total} (${prompt})` })
+        }
+        return cached
+      })
+    if ("input_tokens" in usage && "input_tokens_details" in usage && !("cache_read_input_tokens" in usage)) {
+      // OpenAI Responses: input_tokens includes the cached ones, like prompt_tokens
+      const prompt = yield* field(usage, "input_tokens", path)
+      if (prompt === undefined) return yield* Either.left({ path: `${path}.input_tokens`, message: "usage.input_tokens is missing" })
+      const cached = yield* openaiDetails(usage["input_tokens_details"], prompt, `${path}.input_tokens_details`)
+      return { style: "openai", input: prompt - cached, cacheRead: cached, cacheWrite: 0, billedPrompt: prompt, output } as const
+    }
     if ("input_tokens" in usage) {
       const input = yield* field(usage, "input_tokens", path)
       if (input === undefined) return yield* Either.left({ path: `${path}.input_tokens`, message: "usage.input_tokens is missing" })

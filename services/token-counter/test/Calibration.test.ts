@@ -27,6 +27,15 @@ describe("Calibration.parseUsage", () => {
     )
   })
 
+  it("reads OpenAI Responses usage: input_tokens include input_tokens_details.cached_tokens", () => {
+    const usage = { input_tokens: 2_000, input_tokens_details: { cached_tokens: 1_536 }, output_tokens: 10, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 2_010 }
+    expect(Calibration.parseUsage(usage)).toEqual(
+      Either.right({ style: "openai", input: 464, cacheRead: 1_536, cacheWrite: 0, billedPrompt: 2_000, output: 10 }),
+    )
+    expect(problem({ input_tokens: 10, input_tokens_details: { cached_tokens: 11 } })).toContain("exceeds input_tokens")
+    expect(problem({ input_tokens: 10, input_tokens_details: 3 })).toContain("must be an object")
+  })
+
   it("rejects negative, missing, fractional and non-numeric fields with a clear message", () => {
     expect(problem({ input_tokens: -5 })).toBe("usage.input_tokens: usage.input_tokens must not be negative, got -5")
     expect(problem({ input_tokens: 5, cache_read_input_tokens: -1 })).toContain("cache_read_input_tokens must not be negative")

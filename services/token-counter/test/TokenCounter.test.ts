@@ -71,6 +71,21 @@ describe("TokenCounter routing", () => {
       })
       expect(openai).toMatchObject({ backend: "tiktoken", encoding: "o200k_base" })
       expect(openai.tokens).toBeGreaterThan(10)
+      // an OpenAI Responses body: instructions and input items count like the Chat Completions messages
+      const responses = yield* service.countRequest({
+        model: GPT,
+        body: {
+          model: "gpt-4o",
+          instructions: "be brief",
+          input: [
+            { type: "message", role: "user", content: [{ type: "input_text", text: "hello world" }] },
+            { type: "reasoning", summary: [{ type: "summary_text", text: "think" }], encrypted_content: "gAAA" },
+            { type: "function_call", call_id: "c1", name: "f", arguments: "{}" },
+            { type: "function_call_output", call_id: "c1", output: "done" },
+          ],
+        },
+      })
+      expect(responses.tokens).toBeGreaterThan(openai.tokens)
     }),
   )
 })

@@ -12,12 +12,14 @@ export const blockType = (part: Conversation.OpaquePart): string =>
 
 /**
  * A text stand-in for an opaque part of the other format: an OpenAI refusal
- * becomes its text; Anthropic thinking blocks are dropped (`undefined`);
+ * becomes its text; Anthropic thinking blocks and Responses reasoning items
+ * are dropped (`undefined`);
  * anything else becomes a short note `[<format> <type> block omitted]`.
  */
 export const note = (part: Conversation.OpaquePart): string | undefined => {
   const type = blockType(part)
   if (part.format === "anthropic" && (type === "thinking" || type === "redacted_thinking")) return undefined
+  if (part.format === "openai-responses" && type === "reasoning") return undefined
   if (part.format === "openai" && type === "refusal" && isRecord(part.block) && typeof part.block["refusal"] === "string") {
     return part.block["refusal"]
   }
@@ -30,5 +32,8 @@ export const copyBlock = (part: Conversation.OpaquePart): Record<string, unknown
   const { cache_control: _drop, ...rest } = part.block
   return rest
 }
+
+/** A hosted Responses tool (`web_search`, ...): only the Responses renderer sends it. */
+export const isHosted = (tool: Conversation.Tool): boolean => isRecord(tool.extra?.["hosted"])
 
 export { isRecord }

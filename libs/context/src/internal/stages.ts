@@ -12,6 +12,7 @@ import type * as Models from "../Models.ts"
 import type * as Proactive from "../Proactive.ts"
 import * as RenderAnthropic from "../RenderAnthropic.ts"
 import * as RenderOpenAI from "../RenderOpenAI.ts"
+import * as RenderResponses from "../RenderResponses.ts"
 import * as SchemaCompression from "../SchemaCompression.ts"
 import * as Units from "../Units.ts"
 import * as Window from "../Window.ts"
@@ -232,7 +233,8 @@ export const renderStage = (
     const rendered = RenderAnthropic.render({ ...body, ttl: input.cachePlan?.tier === "1h" ? "1h" : "5m" })
     return { request: rendered.body, cache: { breakpoints: rendered.breakpoints, promptCacheKey: null } }
   }
-  const rendered = RenderOpenAI.render({ ...body, tenant: input.tenant, session: input.session })
+  const render = input.format === "openai-responses" ? RenderResponses.render : RenderOpenAI.render
+  const rendered = render({ ...body, tenant: input.tenant, session: input.session })
   return { request: rendered.body, cache: { breakpoints: 0, promptCacheKey: rendered.promptCacheKey } }
 }
 

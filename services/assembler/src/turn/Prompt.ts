@@ -69,8 +69,12 @@ export const cachePlan = (inputs: Carry.Inputs, sameView: boolean, fresh: Readon
  */
 export const MIN_PREFIX_MARGIN = 0.9
 
-/** The tiers a request can ask for: Anthropic breakpoints say `5m` or `1h`; elsewhere the model's default only. */
+/**
+ * The tiers a request can ask for: Anthropic breakpoints say `5m` or `1h`; a Responses body asks for
+ * `24h` where the model has it (`prompt_cache_retention`); elsewhere the model's default only.
+ */
 const tierFor = (format: string, prices: CostModel.ModelPrices, state: Carry.Inputs["state"]): CostModel.CacheTier => {
+  if (format === "openai-responses") return prices.tiers.find((t) => t.name === "24h") ?? CostModel.tier(prices)
   const expressible = format === "anthropic" ? prices.tiers.filter((t) => t.name === "5m" || t.name === "1h") : []
   if (expressible.length < 2) return CostModel.tier(prices)
   const prompt = state.shape?.total ?? 0

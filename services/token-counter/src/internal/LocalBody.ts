@@ -1,6 +1,7 @@
 /**
- * Local estimate of a whole provider request body (Anthropic Messages or
- * OpenAI Chat Completions), for `ctx.v1.tokens.count` when no exact count
+ * Local estimate of a whole provider request body (Anthropic Messages,
+ * OpenAI Chat Completions, or OpenAI Responses: `instructions` and `input`
+ * items), for `ctx.v1.tokens.count` when no exact count
  * is possible. The body is walked structurally, never rejected: every text
  * is counted with the local counter (cached per segment), with the same
  * framing constants as `LocalCounter.overhead` (message, tool call, tool
@@ -25,7 +26,11 @@ const block = (counter: Counter, b: unknown, encoding: Encoding.Encoding): numbe
   if (!isRecord(b)) return 0
   switch (b["type"]) {
     case "text":
+    case "input_text":
+    case "output_text":
       return text(counter, b["text"], encoding)
+    case "input_image":
+      return b["detail"] === "low" ? overhead.imageLow : overhead.image
     case "image":
     case "image_url":
       return isRecord(b["image_url"]) && b["image_url"]["detail"] === "low" ? overhead.imageLow : overhead.image
@@ -61,6 +66,24 @@ const tools = (counter: Counter, defs: ReadonlyArray<unknown>, encoding: Encodin
   return n
 }
 
+/** One OpenAI Responses input item. */
+const item = (counter: Counter, it: unknown, encoding: Encoding.Encoding): number => {
+  if (!isRecord(it)) return 0
+  switch (it["type"] ?? "message") {
+    case "message":
+      return overhead.message + content(counter, it["content"], encoding)
+    case "function_call":
+      return overhead.toolCall + text(counter, it["name"], encoding) + text(counter, it["arguments"], encoding)
+    case "function_call_output":
+      return overhead.toolResult + content(counter, it["output"], encoding)
+    case "reasoning":
+      // the encrypted reasoning is opaque here: its summary stands for it
+      return overhead.message + list(it["summary"]).reduce<number>((n, s) => n + (isRecord(s) ? text(counter, s["text"], encoding) : 0), 0)
+    default:
+      return overhead.message + counter.countText(json(it), encoding)
+  }
+}
+
 /** Local tokens of `body` in the format of `provider`. */
 export const count = (counter: Counter, provider: "anthropic" | "openai", body: Readonly<Record<string, unknown>>, encoding: Encoding.Encoding): number => {
   let n = tools(counter, list(body["tools"]), encoding)
@@ -70,6 +93,12 @@ export const count = (counter: Counter, provider: "anthropic" | "openai", body: 
     n += overhead.system + overhead.systemSection * (sections.length - 1)
     n += sections.reduce<number>((sum, s) => sum + block(counter, s, encoding), 0)
   }
+  if (typeof body["instructions"] === "string" && body["instructions"] !== "") {
+    n += overhead.system + counter.countText(body["instructions"], encoding)
+  }
+  const input = body["input"]
+  if (typeof input === "string") n += overhead.message + counter.countText(input, encoding)
+  else for (const it of list(input)) n += item(counter, it, encoding)
   for (const m of list(body["messages"])) {
     if (!isRecord(m)) continue
     n += overhead.message + content(counter, m["content"], encoding)

@@ -7,6 +7,7 @@ import * as Validate from "./anthropicValidate.ts"
 import * as Cache from "./cache.ts"
 import { isRecord, type Json } from "./json.ts"
 import * as OpenAI from "./openai.ts"
+import * as Responses from "./responses.ts"
 import type { ScriptedError } from "./settings.ts"
 import * as State from "./state.ts"
 
@@ -106,4 +107,34 @@ export const openai = (state: State.State, body: unknown, apiKey: string, reques
   const includeUsage = isRecord(options) && options["include_usage"] === true
   const frames = OpenAI.chunks(id, model, created, answer, usage, includeUsage).map((c: Json) => `data: ${JSON.stringify(c)}\n\n`)
   return { kind: "sse", frames: [...frames, "data: [DONE]\n\n"] }
+}
+
+/** `POST /v1/responses` and `POST /v1/responses/input_tokens`. */
+export const responses = (
+  state: State.State,
+  endpoint: "responses" | "responses_input_tokens",
+  body: unknown,
+  apiKey: string,
+  requestId: string,
+): Reply => {
+  const problem = Responses.validate(body, endpoint)
+  if (problem !== undefined || !isRecord(body)) {
+    const p = problem ?? { message: "invalid request", param: null, code: null }
+    return json(400, OpenAI.errorBody(p.message, "invalid_request_error", p.param, p.code))
+  }
+  const tokens = Responses.promptTokens(body)
+  const window = state.settings.contextWindow
+  if (tokens.length > window) {
+    const message = `Your input exceeds the context window of this model (${tokens.length} tokens > ${window}). Please adjust your input and try again.`
+    return json(400, OpenAI.errorBody(message, "invalid_request_error", "input", "context_length_exceeded"))
+  }
+  if (endpoint === "responses_input_tokens") return json(200, { object: "response.input_tokens", input_tokens: tokens.length })
+  const reply = State.takeReply(state, "openai")
+  if (reply?.error !== undefined) return scriptedError("openai", reply.error, requestId)
+  const key = typeof body["prompt_cache_key"] === "string" ? `key:${body["prompt_cache_key"]}` : `api:${apiKey}`
+  const cached = Cache.openaiCached(state.caches, `${key}|${String(body["model"])}`, tokens, {
+    extendedRetention: body["prompt_cache_retention"] === "24h",
+    now: Date.now(),
+  })
+  return json(200, Responses.response(body, reply, { input: tokens.length, cached }, () => State.nextId(state)))
 }

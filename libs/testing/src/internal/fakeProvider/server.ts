@@ -15,6 +15,8 @@ const ROUTES: Record<string, Endpoint> = {
   "/v1/messages": "messages",
   "/v1/messages/count_tokens": "count_tokens",
   "/v1/chat/completions": "chat_completions",
+  "/v1/responses": "responses",
+  "/v1/responses/input_tokens": "responses_input_tokens",
 }
 
 class TooLarge extends Error {}
@@ -127,7 +129,7 @@ const consume = (state: State.State, key: "failNext" | "rateLimitNext" | "hangNe
 
 const provider = async (state: State.State, req: Http.IncomingMessage, res: Http.ServerResponse, path: string): Promise<void> => {
   const endpoint = req.method === "POST" ? ROUTES[path] : undefined
-  const which: Handlers.Provider = path.startsWith("/v1/chat") ? "openai" : "anthropic"
+  const which: Handlers.Provider = path.startsWith("/v1/chat") || path.startsWith("/v1/responses") ? "openai" : "anthropic"
   const requestId = State.nextRequestId(state)
   let raw: string
   try {
@@ -173,6 +175,9 @@ const provider = async (state: State.State, req: Http.IncomingMessage, res: Http
     return answer(Handlers.error(which, 400, message, requestId))
   }
   if (endpoint === "chat_completions") return answer(Handlers.openai(state, parsed.value, apiKey, requestId))
+  if (endpoint === "responses" || endpoint === "responses_input_tokens") {
+    return answer(Handlers.responses(state, endpoint, parsed.value, apiKey, requestId))
+  }
   return answer(Handlers.anthropic(state, endpoint, parsed.value, apiKey, requestId))
 }
 

@@ -4,10 +4,10 @@
  */
 import { Either, ParseResult, Schema } from "effect"
 
-export const Endpoint = Schema.Literal("messages", "count_tokens", "chat_completions")
+export const Endpoint = Schema.Literal("messages", "count_tokens", "chat_completions", "responses", "responses_input_tokens")
 export type Endpoint = typeof Endpoint.Type
 
-export const ALL_ENDPOINTS: ReadonlyArray<Endpoint> = ["messages", "count_tokens", "chat_completions"]
+export const ALL_ENDPOINTS: ReadonlyArray<Endpoint> = ["messages", "count_tokens", "chat_completions", "responses", "responses_input_tokens"]
 
 const Count = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 

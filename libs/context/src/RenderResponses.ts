@@ -1,0 +1,190 @@
+/**
+ * Rendering a view into an OpenAI Responses API request body:
+ * `{model, instructions?, input, tools?, prompt_cache_key, store: false,
+ * max_output_tokens, prompt_cache_retention?}`.
+ *
+ * - The system sections are joined (in order, blank ones skipped, separated
+ *   by a blank line, as the Chat Completions renderer does) into
+ *   `instructions`; pinned `system` messages stay in place as `message` items
+ *   (role `developer` when they arrived as such).
+ * - A user message becomes one `message` item (`content` a string when it is
+ *   one text, else `input_text` / `input_image` parts; opaque Responses parts
+ *   pass through, other formats' opaque parts become text notes).
+ * - An assistant message becomes its items in part order: runs of text (and
+ *   opaque Responses content parts such as `refusal`) one `message` item
+ *   (`content` a string when it is one text, else `output_text` parts), a
+ *   reasoning part its `reasoning` item verbatim (`encrypted_content`
+ *   included), a tool call a `function_call` (the raw `arguments` string when
+ *   it was kept, else `JSON.stringify(input)`), a custom tool call a
+ *   `custom_tool_call` (its result then a `custom_tool_call_output`). Anthropic thinking is dropped,
+ *   and so are reasoning items left with nothing after them in their turn (the
+ *   API refuses a reasoning item without its following item).
+ * - Every tool result becomes a `function_call_output`: `output` a string
+ *   (one text part or none), else `input_text` / `input_image` parts; an
+ *   error result is prefixed with `[error] `.
+ * - Function tools are sorted by name (or kept in order, see `toolOrder`);
+ *   hosted tools (`web_search`, ...) go back as they came.
+ * - `store: false` (ctxd owns the history); `prompt_cache_key` as for Chat
+ *   Completions; `prompt_cache_retention: "24h"` when the model's price row
+ *   ({@link CostModel.lookup}) lists a `24h` cache tier.
+ */
+import type { Conversation } from "@ctxd/contracts"
+import * as CacheLayout from "./CacheLayout.ts"
+import * as CostModel from "./CostModel.ts"
+import * as Foreign from "./internal/Foreign.ts"
+import type * as RenderOpenAI from "./RenderOpenAI.ts"
+
+export type RenderInput = RenderOpenAI.RenderInput
+export type Rendered = RenderOpenAI.Rendered
+
+type Json = Record<string, unknown>
+
+const inputImage = (part: Conversation.ImagePart): Json => {
+  const url = part.source.kind === "url" ? part.source.url : `data:${part.source.mediaType};base64,${part.source.data}`
+  return { type: "input_image", image_url: url, detail: part.detail ?? "auto" }
+}
+
+/** A string when the parts are one text part of type `textType`, else the parts. */
+const content = (parts: ReadonlyArray<Json>, textType: string): string | Array<Json> => {
+  if (parts.length === 0) return ""
+  const only = parts[0]!
+  return parts.length === 1 && only["type"] === textType ? (only["text"] as string) : [...parts]
+}
+
+const message = (role: string, parts: ReadonlyArray<Json>, textType: string): Json => ({
+  type: "message",
+  role,
+  content: content(parts, textType),
+})
+
+const isReasoning = (p: Conversation.OpaquePart): boolean => p.format === "openai-responses" && Foreign.blockType(p) === "reasoning"
+
+const userItem = (m: Conversation.Message): Json => {
+  const parts: Array<Json> = []
+  for (const p of m.parts) {
+    if (p.type === "text") parts.push({ type: "input_text", text: p.text })
+    else if (p.type === "image") parts.push(inputImage(p))
+    else if (p.type === "opaque") {
+      if (p.format === "openai-responses") parts.push(Foreign.copyBlock(p))
+      else {
+        const note = Foreign.note(p)
+        if (note !== undefined) parts.push({ type: "input_text", text: note })
+      }
+    }
+  }
+  return message("user", parts, "input_text")
+}
+
+const systemItem = (m: Conversation.Message): Json => {
+  const parts: Array<Json> = []
+  for (const p of m.parts) if (p.type === "text") parts.push({ type: "input_text", text: p.text })
+  return message(m.developer === true ? "developer" : "system", parts, "input_text")
+}
+
+const assistantItems = (m: Conversation.Message, out: Array<Json>, custom: Set<string>): void => {
+  const start = out.length
+  let pending: Array<Json> = []
+  const flush = () => {
+    if (pending.length > 0) out.push(message("assistant", pending, "output_text"))
+    pending = []
+  }
+  for (const p of m.parts) {
+    switch (p.type) {
+      case "text":
+        pending.push({ type: "output_text", text: p.text })
+        break
+      case "image":
+        pending.push({ type: "output_text", text: "[image omitted]" })
+        break
+      case "tool_call":
+        flush()
+        if (p.custom === true) {
+          custom.add(p.id)
+          out.push({ type: "custom_tool_call", call_id: p.id, name: p.name, input: p.arguments ?? "" })
+        } else out.push({ type: "function_call", call_id: p.id, name: p.name, arguments: p.arguments ?? JSON.stringify(p.input ?? {}) })
+        break
+      case "opaque": {
+        if (isReasoning(p)) {
+          flush()
+          out.push(Foreign.copyBlock(p))
+        } else if (p.format === "openai-responses") pending.push(Foreign.copyBlock(p))
+        else {
+          const note = Foreign.note(p)
+          if (note !== undefined) pending.push({ type: "output_text", text: note })
+        }
+        break
+      }
+      case "tool_result":
+        break
+    }
+  }
+  flush()
+  // a reasoning item must be followed by the output it led to: trailing ones (their call removed as an orphan) go
+  while (out.length > start && out[out.length - 1]!["type"] === "reasoning") out.pop()
+}
+
+const output = (part: Conversation.ToolResultPart): string | Array<Json> => {
+  const parts: Array<Json> = part.content.map((c) => (c.type === "text" ? { type: "input_text", text: c.text } : inputImage(c)))
+  if (part.isError) {
+    const first = parts[0]
+    if (first?.["type"] === "input_text") parts[0] = { type: "input_text", text: `[error] ${first["text"] as string}` }
+    else parts.unshift({ type: "input_text", text: "[error]" })
+  }
+  return content(parts, "input_text")
+}
+
+const tool = (t: Conversation.Tool): Json => {
+  const hosted = t.extra?.["hosted"]
+  if (Foreign.isRecord(hosted)) return { ...hosted }
+  const out: Json = { type: "function", name: t.name }
+  if (t.description !== undefined) out["description"] = t.description
+  out["parameters"] = Foreign.isRecord(t.inputSchema) ? t.inputSchema : { type: "object", properties: {} }
+  if (t.extra !== undefined && "strict" in t.extra) out["strict"] = t.extra["strict"]
+  return out
+}
+
+/** True when the model's price row lists the `24h` cache tier (OpenAI extended prompt caching). */
+export const extendedRetention = (modelName: string): boolean =>
+  CostModel.lookup(modelName).tiers.some((t) => t.name === "24h")
+
+/** Renders `input` into an OpenAI Responses API request body. */
+export const render = (input: RenderInput): Rendered => {
+  const items: Array<Json> = []
+  // ids of the custom tool calls sent: their results go back as custom_tool_call_output
+  const custom = new Set<string>()
+  const instructions = input.system
+    .filter((s) => s.text.trim() !== "")
+    .map((s) => s.text)
+    .join("\n\n")
+  for (const m of input.messages) {
+    switch (m.role) {
+      case "system":
+        items.push(systemItem(m))
+        break
+      case "user":
+        items.push(userItem(m))
+        break
+      case "assistant":
+        assistantItems(m, items, custom)
+        break
+      case "tool":
+        for (const p of m.parts) {
+          if (p.type !== "tool_result") continue
+          const type = custom.has(p.callId) ? "custom_tool_call_output" : "function_call_output"
+          items.push({ type, call_id: p.callId, output: output(p) })
+        }
+        break
+    }
+  }
+  if (input.trailer !== undefined) items.push({ type: "message", role: "user", content: input.trailer })
+  const key = CacheLayout.promptCacheKey(input.tenant, input.session)
+  const body: Json = { model: input.model.name }
+  if (instructions !== "") body["instructions"] = instructions
+  body["input"] = items
+  if (input.tools.length > 0) body["tools"] = CacheLayout.orderTools(input.tools, input.toolOrder).map(tool)
+  body["prompt_cache_key"] = key
+  body["store"] = false
+  body["max_output_tokens"] = input.model.maxOutputTokens
+  if (extendedRetention(input.model.name)) body["prompt_cache_retention"] = "24h"
+  return { body, promptCacheKey: key }
+}

@@ -1,0 +1,299 @@
+/**
+ * OpenAI Responses API wire format (`POST /v1/responses`,
+ * `POST /v1/responses/input_tokens`): validation of the rules ctxd must never
+ * break (known top-level keys, roles, `call_id` pairing between
+ * `function_call` and `function_call_output`, well-formed reasoning items),
+ * the prompt as a token sequence, and a minimal `Response` object.
+ */
+import { isRecord, type Json, stableJson } from "./json.ts"
+import type { Problem } from "./openai.ts"
+import type { ScriptedReply } from "./settings.ts"
+import * as Tokens from "./tokens.ts"
+
+const CREATE_KEYS = new Set([
+  "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens",
+  "max_tool_calls", "metadata", "previous_response_id", "conversation", "prompt", "prompt_cache_key",
+  "prompt_cache_retention", "reasoning", "safety_identifier", "service_tier", "store", "stream",
+  "stream_options", "temperature", "text", "top_logprobs", "top_p", "truncation", "user", "include", "background",
+])
+const COUNT_KEYS = new Set([
+  "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "previous_response_id",
+  "conversation", "reasoning", "text", "truncation",
+])
+const ROLES = new Set(["user", "assistant", "system", "developer"])
+const ITEM_KEYS: Record<string, ReadonlySet<string>> = {
+  message: new Set(["type", "role", "content", "id", "status"]),
+  function_call: new Set(["type", "call_id", "name", "arguments", "id", "status"]),
+  function_call_output: new Set(["type", "call_id", "output", "id", "status"]),
+  custom_tool_call: new Set(["type", "call_id", "name", "input", "id", "status"]),
+  custom_tool_call_output: new Set(["type", "call_id", "output", "id"]),
+  reasoning: new Set(["type", "id", "summary", "encrypted_content", "content", "status"]),
+}
+const PART_KEYS: Record<string, ReadonlySet<string>> = {
+  input_text: new Set(["type", "text"]),
+  output_text: new Set(["type", "text", "annotations", "logprobs"]),
+  input_image: new Set(["type", "image_url", "file_id", "detail"]),
+  input_file: new Set(["type", "file_id", "file_data", "file_url", "filename"]),
+  refusal: new Set(["type", "refusal"]),
+}
+const FUNCTION_KEYS = new Set(["type", "name", "description", "parameters", "strict"])
+const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/
+
+const list = (u: unknown): ReadonlyArray<unknown> => (Array.isArray(u) ? u : [])
+const append = (out: Array<number>, ids: ArrayLike<number>): void => {
+  for (let i = 0; i < ids.length; i++) out.push(ids[i]!)
+}
+const unknown = (param: string): Problem => ({ message: `Unknown parameter: '${param}'.`, param, code: "unknown_parameter" })
+const missing = (param: string): Problem => ({ message: `Missing required parameter: '${param}'.`, param, code: "missing_required_parameter" })
+const invalid = (param: string, message: string): Problem => ({ message, param, code: "invalid_value" })
+
+const validateParts = (content: unknown, at: string, role: string): Problem | undefined => {
+  if (typeof content === "string") return undefined
+  if (!Array.isArray(content)) return { message: `Invalid type for '${at}': expected a string or an array.`, param: at, code: "invalid_type" }
+  for (const [k, part] of content.entries()) {
+    const p = `${at}[${k}]`
+    if (!isRecord(part)) return { message: `Invalid type for '${p}': expected an object.`, param: p, code: "invalid_type" }
+    const allowed = PART_KEYS[String(part["type"])]
+    if (allowed === undefined) return invalid(`${p}.type`, `Invalid value: '${String(part["type"])}'.`)
+    for (const key of Object.keys(part)) if (!allowed.has(key)) return unknown(`${p}.${key}`)
+    const textual = part["type"] === "input_text" || part["type"] === "output_text"
+    if (textual && typeof part["text"] !== "string") return missing(`${p}.text`)
+    if (part["type"] === "output_text" && role !== "assistant") {
+      return invalid(`${p}.type`, `Invalid value: 'output_text'. Supported values are: 'input_text', 'input_image', and 'input_file'.`)
+    }
+    if (part["type"] === "input_text" && role === "assistant") {
+      return invalid(`${p}.type`, `Invalid value: 'input_text'. Supported values are: 'output_text' and 'refusal'.`)
+    }
+    if (part["type"] === "input_image" && part["image_url"] == null && part["file_id"] == null) return missing(`${p}.image_url`)
+  }
+  return undefined
+}
+
+const validateItem = (item: unknown, i: number): Problem | undefined => {
+  const at = `input[${i}]`
+  if (!isRecord(item)) return { message: `Invalid type for '${at}': expected an object.`, param: at, code: "invalid_type" }
+  const type = item["type"] ?? "message"
+  const allowed = ITEM_KEYS[String(type)]
+  if (allowed === undefined) return invalid(`${at}.type`, `Invalid value: '${String(type)}'.`)
+  for (const key of Object.keys(item)) if (!allowed.has(key)) return unknown(`${at}.${key}`)
+  switch (type) {
+    case "message": {
+      const role = item["role"]
+      if (typeof role !== "string" || !ROLES.has(role)) {
+        return invalid(`${at}.role`, `Invalid value: '${String(role)}'. Supported values are: 'assistant', 'system', 'developer', and 'user'.`)
+      }
+      if (item["content"] === undefined) return missing(`${at}.content`)
+      return validateParts(item["content"], `${at}.content`, role)
+    }
+    case "function_call":
+      if (typeof item["call_id"] !== "string" || item["call_id"] === "") return missing(`${at}.call_id`)
+      if (typeof item["name"] !== "string" || item["name"] === "") return missing(`${at}.name`)
+      if (typeof item["arguments"] !== "string") return missing(`${at}.arguments`)
+      return undefined
+    case "custom_tool_call":
+      if (typeof item["call_id"] !== "string" || item["call_id"] === "") return missing(`${at}.call_id`)
+      if (typeof item["name"] !== "string" || item["name"] === "") return missing(`${at}.name`)
+      if (typeof item["input"] !== "string") return missing(`${at}.input`)
+      return undefined
+    case "function_call_output":
+    case "custom_tool_call_output":
+      if (typeof item["call_id"] !== "string" || item["call_id"] === "") return missing(`${at}.call_id`)
+      if (item["output"] === undefined) return missing(`${at}.output`)
+      return validateParts(item["output"], `${at}.output`, "tool")
+    default: {
+      // reasoning
+      if (!Array.isArray(item["summary"])) return missing(`${at}.summary`)
+      for (const [k, s] of item["summary"].entries()) {
+        if (!isRecord(s) || s["type"] !== "summary_text" || typeof s["text"] !== "string") {
+          return invalid(`${at}.summary[${k}]`, `Invalid '${at}.summary[${k}]': expected {type: 'summary_text', text}.`)
+        }
+      }
+      const encrypted = item["encrypted_content"]
+      if (encrypted !== undefined && encrypted !== null && typeof encrypted !== "string") {
+        return { message: `Invalid type for '${at}.encrypted_content': expected a string.`, param: `${at}.encrypted_content`, code: "invalid_type" }
+      }
+      return undefined
+    }
+  }
+}
+
+/**
+ * Pairing: every `function_call_output` answers an earlier `function_call`
+ * with its `call_id` (once); a `function_call` followed by more input than
+ * its own run of calls and outputs must have its output.
+ */
+const validatePairing = (items: ReadonlyArray<Json>): Problem | undefined => {
+  const open = new Map<string, number>()
+  const answered = new Set<string>()
+  for (const [i, item] of items.entries()) {
+    const type = item["type"] ?? "message"
+    if (type === "function_call" || type === "custom_tool_call") {
+      const id = String(item["call_id"])
+      if (open.has(id)) return invalid(`input[${i}].call_id`, `Duplicate item found with call_id '${id}'.`)
+      open.set(id, i)
+      answered.delete(id)
+      continue
+    }
+    if (type === "function_call_output" || type === "custom_tool_call_output") {
+      const id = String(item["call_id"])
+      if (!open.has(id)) {
+        return invalid(`input[${i}].call_id`, answered.has(id)
+          ? `Duplicate function call output for call_id '${id}'.`
+          : `No tool call found for function call output with call_id ${id}.`)
+      }
+      open.delete(id)
+      answered.add(id)
+      continue
+    }
+    if (type === "reasoning") continue
+    // a message: every call before it must be answered
+    for (const [id, at] of open) {
+      return invalid(`input[${at}]`, `No tool output found for function call ${id}.`)
+    }
+  }
+  return undefined
+}
+
+const validateTools = (tools: unknown): Problem | undefined => {
+  if (tools === undefined || tools === null) return undefined
+  if (!Array.isArray(tools)) return { message: "Invalid type for 'tools': expected an array.", param: "tools", code: "invalid_type" }
+  for (const [i, tool] of tools.entries()) {
+    if (!isRecord(tool) || typeof tool["type"] !== "string") return missing(`tools[${i}].type`)
+    if (tool["type"] !== "function") continue
+    for (const key of Object.keys(tool)) if (!FUNCTION_KEYS.has(key)) return unknown(`tools[${i}].${key}`)
+    if (typeof tool["name"] !== "string" || !FUNCTION_NAME.test(tool["name"])) {
+      return invalid(`tools[${i}].name`, `Invalid 'tools[${i}].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`)
+    }
+  }
+  return undefined
+}
+
+/** The first problem of a Responses body, or `undefined` when valid. */
+export const validate = (body: unknown, endpoint: "responses" | "responses_input_tokens"): Problem | undefined => {
+  if (!isRecord(body)) return { message: "We could not parse the JSON body of your request.", param: null, code: null }
+  const keys = endpoint === "responses" ? CREATE_KEYS : COUNT_KEYS
+  for (const key of Object.keys(body)) if (!keys.has(key)) return unknown(key)
+  if (endpoint === "responses" && (typeof body["model"] !== "string" || body["model"].length === 0)) return missing("model")
+  const retention = body["prompt_cache_retention"]
+  if (retention !== undefined && retention !== null && retention !== "in-memory" && retention !== "24h") {
+    return invalid("prompt_cache_retention", `Invalid value: '${String(retention)}'. Supported values are: 'in-memory' and '24h'.`)
+  }
+  if (body["instructions"] !== undefined && body["instructions"] !== null && typeof body["instructions"] !== "string") {
+    return { message: "Invalid type for 'instructions': expected a string.", param: "instructions", code: "invalid_type" }
+  }
+  const input = body["input"]
+  if (typeof input === "string") return validateTools(body["tools"])
+  if (!Array.isArray(input)) return missing("input")
+  for (const [i, item] of input.entries()) {
+    const problem = validateItem(item, i)
+    if (problem !== undefined) return problem
+  }
+  return validateTools(body["tools"]) ?? validatePairing(input as ReadonlyArray<Json>)
+}
+
+const appendContent = (out: Array<number>, content: unknown): void => {
+  if (typeof content === "string") return append(out, Tokens.encode(content))
+  for (const part of list(content)) {
+    if (!isRecord(part)) continue
+    if (part["type"] === "input_text" || part["type"] === "output_text") append(out, Tokens.encode(String(part["text"])))
+    else if (part["type"] === "input_image") append(out, Tokens.frame(`image:${stableJson(part["image_url"] ?? part["file_id"])}`, Tokens.IMAGE_TOKENS))
+    else append(out, Tokens.encode(stableJson(part)))
+  }
+}
+
+/** The prompt as a token sequence: tools, instructions, then each input item with its framing. */
+export const promptTokens = (body: Json): Array<number> => {
+  const out: Array<number> = []
+  append(out, Tokens.frame("request", Tokens.REQUEST_OVERHEAD))
+  for (const tool of list(body["tools"])) {
+    append(out, Tokens.frame("tool", Tokens.TOOL_OVERHEAD))
+    append(out, Tokens.encode(stableJson(tool)))
+  }
+  if (typeof body["instructions"] === "string") {
+    append(out, Tokens.frame("developer", Tokens.MESSAGE_OVERHEAD))
+    append(out, Tokens.encode(body["instructions"]))
+  }
+  const input = body["input"]
+  if (typeof input === "string") {
+    append(out, Tokens.frame("user", Tokens.MESSAGE_OVERHEAD))
+    append(out, Tokens.encode(input))
+    return out
+  }
+  for (const item of list(input)) {
+    if (!isRecord(item)) continue
+    const type = String(item["type"] ?? "message")
+    append(out, Tokens.frame(type === "message" ? String(item["role"]) : type, Tokens.MESSAGE_OVERHEAD))
+    if (type === "message") appendContent(out, item["content"])
+    else if (type === "function_call") {
+      append(out, Tokens.encode(String(item["name"])))
+      append(out, Tokens.encode(String(item["arguments"])))
+    } else if (type === "custom_tool_call") {
+      append(out, Tokens.encode(String(item["name"])))
+      append(out, Tokens.encode(String(item["input"])))
+    } else if (type === "function_call_output" || type === "custom_tool_call_output") appendContent(out, item["output"])
+    else append(out, Tokens.encode(stableJson(item)))
+  }
+  return out
+}
+
+/** A minimal valid `Response` object (text, or the scripted tool calls). */
+export const response = (
+  body: Json,
+  reply: ScriptedReply | undefined,
+  usage: { readonly input: number; readonly cached: number },
+  nextId: () => string,
+): Json => {
+  const id = `resp_${nextId()}`
+  const calls = (reply?.toolCalls ?? []).map((c) => ({
+    type: "function_call",
+    id: `fc_${nextId()}`,
+    call_id: c.id ?? `call_${nextId()}`,
+    name: c.name,
+    arguments: JSON.stringify(c.input ?? {}),
+    status: "completed",
+  }))
+  const items = list(body["input"])
+  const text = reply?.text ?? (calls.length > 0 ? "" : `Summary of ${typeof body["input"] === "string" ? 1 : items.length} input items (${usage.input} input tokens).`)
+  const output: Array<Json> = []
+  if (text !== "") {
+    output.push({
+      type: "message",
+      id: `msg_${nextId()}`,
+      status: "completed",
+      role: "assistant",
+      content: [{ type: "output_text", text, annotations: [], logprobs: [] }],
+    })
+  }
+  output.push(...calls)
+  const outputTokens = Math.max(1, Tokens.count(text) + calls.reduce((n, c) => n + Tokens.count(c.name) + Tokens.count(c.arguments), 0))
+  return {
+    id,
+    object: "response",
+    created_at: Math.floor(Date.now() / 1_000),
+    status: "completed",
+    error: null,
+    incomplete_details: null,
+    instructions: body["instructions"] ?? null,
+    max_output_tokens: body["max_output_tokens"] ?? null,
+    model: body["model"],
+    output,
+    parallel_tool_calls: true,
+    previous_response_id: null,
+    prompt_cache_key: body["prompt_cache_key"] ?? null,
+    prompt_cache_retention: body["prompt_cache_retention"] ?? null,
+    store: body["store"] ?? true,
+    temperature: 1,
+    tool_choice: body["tool_choice"] ?? "auto",
+    tools: body["tools"] ?? [],
+    top_p: 1,
+    truncation: "disabled",
+    usage: {
+      input_tokens: usage.input,
+      input_tokens_details: { cached_tokens: usage.cached },
+      output_tokens: outputTokens,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: usage.input + outputTokens,
+    },
+    metadata: {},
+  }
+}
