@@ -34,7 +34,14 @@ import * as CostModel from "./CostModel.ts"
 import * as Foreign from "./internal/Foreign.ts"
 import type * as RenderOpenAI from "./RenderOpenAI.ts"
 
-export type RenderInput = RenderOpenAI.RenderInput
+export interface RenderInput extends RenderOpenAI.RenderInput {
+  /**
+   * Ask for the 24-hour prompt cache (`prompt_cache_retention: "24h"`): the
+   * cache planner's tier when it planned one; default: when the model's
+   * built-in price row lists a `24h` tier ({@link extendedRetention}).
+   */
+  readonly retention24h?: boolean | undefined
+}
 export type Rendered = RenderOpenAI.Rendered
 
 type Json = Record<string, unknown>
@@ -185,6 +192,6 @@ export const render = (input: RenderInput): Rendered => {
   body["prompt_cache_key"] = key
   body["store"] = false
   body["max_output_tokens"] = input.model.maxOutputTokens
-  if (extendedRetention(input.model.name)) body["prompt_cache_retention"] = "24h"
+  if (input.retention24h ?? extendedRetention(input.model.name)) body["prompt_cache_retention"] = "24h"
   return { body, promptCacheKey: key }
 }

@@ -345,6 +345,21 @@ describe("turn stages", () => {
       expect(never.map((c) => c.expectedReadTokens)).toEqual(never.map(() => 0))
     })
 
+    it("a configured 24h tier reaches the Responses body (prompt_cache_retention)", async () => {
+      const send = async (prices?: CostModel.PriceTable) => {
+        const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) }, prices === undefined ? {} : { prices })
+        const req = { turnId: "t0", format: "openai-responses", model: { provider: "openai", name: "gpt-4o" }, input: [{ type: "message", role: "user", content: "hi" }] }
+        return (await turns.turn("acme", "r24", req as unknown as Turn.TurnRequest, undefined, 0)).request
+      }
+      // gpt-4o's built-in row has no 24h tier
+      expect((await send())["prompt_cache_retention"]).toBeUndefined()
+      const tiers = [
+        { name: "in_memory", ttlSeconds: 300, writeMultiplier: 1 },
+        { name: "24h", ttlSeconds: 86_400, writeMultiplier: 1 },
+      ]
+      expect((await send(CostModel.make([{ match: "gpt-4o", tiers }])))["prompt_cache_retention"]).toBe("24h")
+    })
+
     it("a row for another model changes nothing", async () => {
       expect(await play(CostModel.make([{ match: "claude", minCacheableTokens: 100_000_000 }]))).toEqual(await play())
     })

@@ -233,8 +233,10 @@ export const renderStage = (
     const rendered = RenderAnthropic.render({ ...body, ttl: input.cachePlan?.tier === "1h" ? "1h" : "5m" })
     return { request: rendered.body, cache: { breakpoints: rendered.breakpoints, promptCacheKey: null } }
   }
-  const render = input.format === "openai-responses" ? RenderResponses.render : RenderOpenAI.render
-  const rendered = render({ ...body, tenant: input.tenant, session: input.session })
+  const rendered =
+    input.format === "openai-responses"
+      ? RenderResponses.render({ ...body, tenant: input.tenant, session: input.session, retention24h: input.cachePlan === undefined ? undefined : input.cachePlan.tier === "24h" })
+      : RenderOpenAI.render({ ...body, tenant: input.tenant, session: input.session })
   return { request: rendered.body, cache: { breakpoints: 0, promptCacheKey: rendered.promptCacheKey } }
 }
 
