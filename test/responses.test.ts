@@ -82,6 +82,8 @@ describe("openai-responses turns over NATS", () => {
     const orphan = await h.request(subject, responsesTurn("r3", [{ type: "function_call_output", call_id: "call_9", output: "x" }]))
     expect(orphan).toMatchObject({ ok: false, error: { code: "BadRequest" } })
     expect(orphan.error.message).toContain("call_9")
+    // the pairing error names the request's own field
+    expect(orphan.error.path).toBe("input[0]")
 
     const malformed = await h.request(subject, responsesTurn("r4", [{ type: "function_call", call_id: "", name: "x", arguments: "{}" }]))
     expect(malformed).toMatchObject({ ok: false, error: { code: "BadRequest" } })

@@ -417,12 +417,15 @@ export const request = (req: Turn.TurnRequest): NormalizedRequest => {
  * id is still waiting for the result of an earlier call with that id (which
  * includes one id twice in one message). A call without a result is not an
  * error (the assembler removes it from the view as an orphan). Plain messages
- * count as their own source index. Returns the first violation, or `undefined`.
+ * count as their own source index. Returns the first violation, or `undefined`;
+ * its message names the request field (`field`: `messages`, or `input` for
+ * Responses requests) and the source index.
  */
 export const findPairingError = (
   knownCallIds: ReadonlySet<string>,
   answeredCallIds: ReadonlySet<string>,
   incoming: ReadonlyArray<NormalizedMessage | Conversation.Message>,
+  field = "messages",
 ): PairingError | undefined => {
   // Ids whose open/answered state changed in this turn: true = waiting for a result.
   const open = new Map<string, boolean>()
@@ -430,7 +433,7 @@ export const findPairingError = (
   for (let index = 0; index < incoming.length; index++) {
     const item = incoming[index]!
     const { message, sourceIndex } = "sourceIndex" in item ? item : { message: item, sourceIndex: index }
-    const fail = (text: string): PairingError => ({ index, sourceIndex, message: `messages[${sourceIndex}]: ${text}` })
+    const fail = (text: string): PairingError => ({ index, sourceIndex, message: `${field}[${sourceIndex}]: ${text}` })
     for (const part of message.parts) {
       if (part.type === "tool_call") {
         if (isOpen(part.id)) return fail(`duplicate tool call id '${part.id}' (an earlier call with this id has no result yet)`)

@@ -20,8 +20,10 @@ export const stage: Carry.Stage = {
         pairing: false,
       }
     }
-    const pairing = Normalize.findPairingError(state.callIds, state.answered, normalized.messages)
+    // the request's own field: Responses requests carry `input` items
+    const field = carry.inputs.request.format === "openai-responses" ? "input" : "messages"
+    const pairing = Normalize.findPairingError(state.callIds, state.answered, normalized.messages, field)
     if (pairing === undefined) return Carry.next(carry)
-    return { _tag: "Rejected", message: pairing.message, path: `messages[${pairing.sourceIndex}]`, pairing: true }
+    return { _tag: "Rejected", message: pairing.message, path: `${field}[${pairing.sourceIndex}]`, pairing: true }
   },
 }
