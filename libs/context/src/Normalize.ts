@@ -324,6 +324,20 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
 export const fromResponses = (items: ReadonlyArray<OpenAIResponses.Item>): Array<Conversation.Message> =>
   fromResponsesIndexed(items).map((n) => n.message)
 
+/** A history in any request format (the loop check's and the summarizer's requests carry one). */
+export type History =
+  | { readonly format: "anthropic"; readonly messages: ReadonlyArray<Anthropic.Message> }
+  | { readonly format: "openai"; readonly messages: ReadonlyArray<OpenAI.Message> }
+  | { readonly format: "openai-responses"; readonly input: ReadonlyArray<OpenAIResponses.Item> }
+
+/** `history` in the neutral model, by its format. */
+export const fromHistory = (history: History): Array<Conversation.Message> =>
+  history.format === "anthropic"
+    ? fromAnthropic(history.messages)
+    : history.format === "openai"
+      ? fromOpenAI(history.messages)
+      : fromResponses(history.input)
+
 /** Responses tools → neutral tools; a hosted tool keeps its whole definition in `extra.hosted` (named by its type). */
 const responsesTools = (defs: ReadonlyArray<OpenAIResponses.Tool>): Array<Conversation.Tool> =>
   defs.map((t): Conversation.Tool => {

@@ -12,12 +12,7 @@ import * as Nudge from "./Nudge.ts"
 
 /** Checks one history (pure). */
 export const check = (request: Loop.CheckRequest): Loop.CheckReply => {
-  const messages =
-    request.format === "anthropic"
-      ? Normalize.fromAnthropic(request.messages)
-      : request.format === "openai"
-        ? Normalize.fromOpenAI(request.messages)
-        : Normalize.fromResponses(request.input)
+  const messages = Normalize.fromHistory(request)
   const config = LoopConfig.make(request.config)
   const verdict = Detector.check(messages, config)
   return { ok: true, verdict, nudge: verdict.looping && config.policy === "nudge" ? Nudge.nudgeText(verdict) : null }

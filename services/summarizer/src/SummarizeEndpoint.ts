@@ -36,12 +36,7 @@ export const handle = (
     const request = Requests.decode(Summarize.SummarizeRequest, data, { what: "summarize requests", hint: "send {format, model: {provider, name}, messages: [...] (input: [...] for openai-responses), mode?, previousSummary?, maxBullets?}" })
     if (Either.isLeft(request)) return request.left
     const r = request.right
-    const messages =
-      r.format === "anthropic"
-        ? Normalize.fromAnthropic(r.messages)
-        : r.format === "openai"
-          ? Normalize.fromOpenAI(r.messages)
-          : Normalize.fromResponses(r.input)
+    const messages = Normalize.fromHistory(r)
     const summarizer = yield* Summarizer
     const result = yield* Effect.either(
       summarizer.summarize({

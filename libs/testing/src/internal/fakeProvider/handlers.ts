@@ -77,12 +77,17 @@ export const anthropic = (
   return { kind: "sse", frames }
 }
 
+/** An OpenAI `invalid_request_error` reply for a validation problem (a body that is not an object: a generic one). */
+const invalidRequest = (problem: { readonly message: string; readonly param: string | null; readonly code: string | null } | undefined): Reply => {
+  const p = problem ?? { message: "invalid request", param: null, code: null }
+  return json(400, OpenAI.errorBody(p.message, "invalid_request_error", p.param, p.code))
+}
+
 /** `POST /v1/chat/completions`. */
 export const openai = (state: State.State, body: unknown, apiKey: string, requestId: string): Reply => {
   const problem = OpenAI.validate(body)
   if (problem !== undefined || !isRecord(body)) {
-    const p = problem ?? { message: "invalid request", param: null, code: null }
-    return json(400, OpenAI.errorBody(p.message, "invalid_request_error", p.param, p.code))
+    return invalidRequest(problem)
   }
   const tokens = OpenAI.promptTokens(body)
   const window = state.settings.contextWindow
@@ -119,8 +124,7 @@ export const responses = (
 ): Reply => {
   const problem = Responses.validate(body, endpoint)
   if (problem !== undefined || !isRecord(body)) {
-    const p = problem ?? { message: "invalid request", param: null, code: null }
-    return json(400, OpenAI.errorBody(p.message, "invalid_request_error", p.param, p.code))
+    return invalidRequest(problem)
   }
   const tokens = Responses.promptTokens(body)
   const window = state.settings.contextWindow
