@@ -124,7 +124,8 @@ export const fromAnthropicIndexed = (messages: ReadonlyArray<Anthropic.Message>)
  * `user` message with the remaining blocks, if any. Result content: a string
  * becomes one text part, absent becomes `[]`; `is_error` defaults to false.
  * `tool_use` becomes `tool_call`; images keep their source; unknown blocks
- * (thinking, documents, ...) become opaque parts. `cache_control` is dropped.
+ * (thinking, documents, a server-side `compaction` block, ...) become opaque
+ * parts, kept verbatim but for `cache_control`, which is dropped.
  */
 export const fromAnthropic = (messages: ReadonlyArray<Anthropic.Message>): Array<Conversation.Message> =>
   fromAnthropicIndexed(messages).map((n) => n.message)
@@ -281,6 +282,7 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
         })
         return
       case "reasoning":
+      case "compaction":
         open("assistant", sourceIndex).push(opaque("openai-responses", item as Record<string, unknown>))
         return
       case "function_call_output":
@@ -312,7 +314,8 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
  * assistant-side items (assistant `message`s, `reasoning`, `function_call`)
  * becomes one `assistant` message with their parts in order (a reasoning item
  * an opaque `openai-responses` part, kept verbatim with its
- * `encrypted_content`, so it travels with the calls after it); a run of
+ * `encrypted_content`, so it travels with the calls after it; a `compaction`
+ * item likewise, verbatim: see `ProviderCompaction`); a run of
  * `function_call_output` items becomes one `tool` message. A `custom_tool_call`
  * becomes a `tool_call` with `custom: true` (`arguments` its free-form input,
  * `input` `{input}`); its output a tool result like a function call's. `user` messages

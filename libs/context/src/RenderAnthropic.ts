@@ -8,7 +8,9 @@
  *   system blocks after the sections, in order.
  * - The first message is a user message: when the view starts with an
  *   assistant message (or is empty) a user message
- *   `"(conversation continues)"` is put first.
+ *   `"(conversation continues)"` is put first — except before an assistant
+ *   message that opens with a server-side `compaction` block (a provider
+ *   compaction boundary), which the API takes first in `messages`.
  * - Anthropic rejects blank text blocks: they are dropped, and a message left
  *   with no blocks gets one text block `"(empty)"`. Trailing whitespace of a
  *   final assistant message is trimmed (the API rejects it).
@@ -70,7 +72,7 @@ export const CONTINUES = "(conversation continues)"
 export const EMPTY = "(empty)"
 
 /** Blocks that accept `cache_control`. */
-const CACHEABLE: ReadonlySet<string> = new Set(["text", "image", "tool_use", "tool_result", "document"])
+const CACHEABLE: ReadonlySet<string> = new Set(["text", "image", "tool_use", "tool_result", "document", "compaction"])
 /** Tool blocks we normalize ourselves; an opaque one is misplaced and would break pairing. */
 const MISPLACED: ReadonlySet<string> = new Set(["tool_use", "tool_result"])
 
@@ -202,7 +204,8 @@ export const render = (input: RenderInput): Rendered => {
       frontier = added !== undefined && CACHEABLE.has(String(added["type"])) ? added : undefined
     }
   }
-  if (drafts[0]?.role !== "user") drafts.unshift({ role: "user", results: [], others: [{ type: "text", text: CONTINUES }] })
+  const opensWithCompaction = drafts[0]?.role === "assistant" && drafts[0].others[0]?.["type"] === "compaction"
+  if (drafts[0]?.role !== "user" && !opensWithCompaction) drafts.unshift({ role: "user", results: [], others: [{ type: "text", text: CONTINUES }] })
   const messages = drafts.map((d) => {
     const content = d.results.length === 0 ? d.others : d.results.concat(d.others)
     return { role: d.role, content }

@@ -7,7 +7,8 @@
  * such as `input_file` or `refusal` are kept as they are), `function_call`,
  * `function_call_output`, `custom_tool_call` / `custom_tool_call_output`
  * (free-form input) and `reasoning` (kept verbatim, `encrypted_content`
- * included). Tools: `function` tools, and hosted tools (`web_search`,
+ * included) and `compaction` (a provider compaction, kept verbatim: the latest
+ * one is a summary boundary, nothing before it is sent). Tools: `function` tools, and hosted tools (`web_search`,
  * `file_search`, ...) which are passed through untouched.
  */
 import { Schema } from "effect"
@@ -104,6 +105,18 @@ export const ReasoningItem = Schema.Struct(
 ).annotations({ identifier: "ResponsesReasoningItem" })
 export type ReasoningItem = typeof ReasoningItem.Type
 
+/**
+ * A compaction item (server-side compaction in `responses.create` with
+ * `context_management`, or `POST /responses/compact`): `encrypted_content`
+ * carries the state of everything before it, opaque; kept verbatim.
+ */
+export const CompactionItem = Schema.Struct({
+  type: Schema.Literal("compaction"),
+  encrypted_content: Schema.String.pipe(Schema.minLength(1)),
+  id: Schema.optional(Schema.NullOr(Schema.String)),
+}).annotations({ identifier: "ResponsesCompactionItem" })
+export type CompactionItem = typeof CompactionItem.Type
+
 export const Item = Schema.Union(
   MessageItem,
   FunctionCallItem,
@@ -111,6 +124,7 @@ export const Item = Schema.Union(
   CustomToolCallItem,
   CustomToolCallOutputItem,
   ReasoningItem,
+  CompactionItem,
 ).annotations({
   identifier: "ResponsesInputItem",
 })
