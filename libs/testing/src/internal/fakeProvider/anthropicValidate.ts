@@ -305,8 +305,9 @@ export const validate = (body: unknown, endpoint: "messages" | "count_tokens", b
     if (message["content"] === undefined) return `messages.${m}.content: Field required`
   }
   const messages = raw as ReadonlyArray<Json>
-  if (messages[0]!["role"] !== "user" && !(compaction && opensWithCompaction(messages[0]!))) {
-    return 'messages: first message must use the "user" role'
+  if (messages[0]!["role"] !== "user") {
+    if (!opensWithCompaction(messages[0]!)) return 'messages: first message must use the "user" role'
+    if (!compaction) return betaRequired("messages.0.content.0: the compaction block")
   }
   for (let m = 1; m < messages.length; m++) {
     const role = messages[m]!["role"]
