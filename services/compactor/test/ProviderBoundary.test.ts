@@ -278,7 +278,7 @@ describe("ctxd's bodies with a provider compaction through the official SDKs", (
     // the same body with the folded messages in front bills the same: the API drops them
     const full = { ...body, messages: [{ role: "user", content: "Fix the parser. ".repeat(50) }, ...(body["messages"] as Array<Json>)] }
     expect(FakeProvider.countRequestTokens("anthropic", full)).toBe(FakeProvider.countRequestTokens("anthropic", body))
-    const { max_tokens: _max, ...countable } = full
+    const { max_tokens: _max, ...countable } = full as Json
     const counted = await anthropic.beta.messages.countTokens({ ...countable, betas: [BETA] } as unknown as Anthropic.Beta.Messages.MessageCountTokensParams)
     expect(counted.input_tokens).toBe(billed)
     // with the compaction edit of context_management
