@@ -140,7 +140,8 @@ export const foldedThrough = (view: View): number => Math.max(view.summary?.cove
  * provider compaction of `format`; any format's when `format` is undefined)
  * the view starts at it, trimmed to its compaction part onwards
  * (`ProviderCompaction.trim`): what precedes it is what the provider
- * folded. A summary that does not start after the boundary is superseded
+ * folded (the trimmed message keeps its stored token count: an upper
+ * bound). A summary that does not start after the boundary is superseded
  * by it (not applied); one made after it follows the boundary message.
  */
 export const applySummary = (
