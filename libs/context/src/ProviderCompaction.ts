@@ -20,7 +20,17 @@
  *   /responses/compact`): an output item `{type: "compaction", id,
  *   encrypted_content}` (as input: `id` optional), opaque and encrypted,
  *   carrying the state of everything before it. Items before the latest
- *   compaction item may be dropped: it carries what the next request needs.
+ *   compaction item may be dropped: it carries what the next request needs
+ *   (the compaction guide's advice for stateless input chaining). The
+ *   `/responses/compact` output lists the user messages before the item;
+ *   ctxd drops them too, following that advice.
+ *
+ * Sources: the installed SDKs' types (`BetaCompactionBlockParam`,
+ * `BetaCompact20260112Edit`, `BetaCompactionConfig` in `@anthropic-ai/sdk`;
+ * `ResponseCompactionItemParam`, `CompactedResponse` in `openai`) and the
+ * providers' compaction guides. Not documented, so decided here: the fake
+ * provider accepts a compaction block only in assistant messages and only
+ * with the beta header; a request holding one is otherwise validated whole.
  *
  * ctxd treats the latest message holding a provider compaction of the
  * request's own format as a summary boundary: nothing before it is sent
