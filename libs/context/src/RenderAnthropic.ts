@@ -10,7 +10,8 @@
  *   assistant message (or is empty) a user message
  *   `"(conversation continues)"` is put first — except before an assistant
  *   message that opens with a server-side `compaction` block (a provider
- *   compaction boundary), which the API takes first in `messages`.
+ *   compaction boundary), which the API takes first in `messages`. A
+ *   message holding only another format's compaction is skipped.
  * - Anthropic rejects blank text blocks: they are dropped, and a message left
  *   with no blocks gets one text block `"(empty)"`. Trailing whitespace of a
  *   final assistant message is trimmed (the API rejects it).
@@ -26,6 +27,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import * as CacheLayout from "./CacheLayout.ts"
 import * as Foreign from "./internal/Foreign.ts"
+import * as ProviderCompaction from "./ProviderCompaction.ts"
 import type * as Models from "./Models.ts"
 
 /** What to render. */
@@ -186,6 +188,8 @@ export const render = (input: RenderInput): Rendered => {
   let ids = new Map<string, string>()
   let frontier: Block | undefined
   for (const [k, message] of input.messages.entries()) {
+    // a message that is only another format's compaction renders to nothing: no "(empty)" turn for it
+    if (message.parts.length > 0 && message.parts.every((p) => (ProviderCompaction.formatOf(p) ?? "anthropic") !== "anthropic")) continue
     if (message.role === "assistant") ids = uniqueCallIds(message, used)
     if (message.role === "system") {
       for (const p of message.parts) if (p.type === "text" && !isBlank(p.text)) system.push({ type: "text", text: p.text })

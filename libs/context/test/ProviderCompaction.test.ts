@@ -131,6 +131,8 @@ describe("ProviderCompaction: rendering", () => {
   it("another format's compaction is dropped, not turned into a note", () => {
     const anthropicBody = RenderAnthropic.render({ ...base, model: claude, messages: [user("a"), responsesCompaction, user("b")] }).body
     expect(JSON.stringify(anthropicBody)).not.toContain("compaction")
+    // the message that held only it is gone, not an "(empty)" turn: the two user messages merge
+    expect(anthropicBody["messages"]).toEqual([{ role: "user", content: [{ type: "text", text: "a" }, { type: "text", text: "b", cache_control: { type: "ephemeral" } }] }])
     const responsesBody = RenderResponses.render({ ...base, model: gpt, messages: [user("a"), anthropicCompaction, user("b")] }).body
     expect(JSON.stringify(responsesBody)).not.toContain("compaction")
     expect(JSON.stringify(responsesBody)).toContain("Continuing.")
