@@ -124,7 +124,8 @@ export const fromAnthropicIndexed = (messages: ReadonlyArray<Anthropic.Message>)
  * `user` message with the remaining blocks, if any. Result content: a string
  * becomes one text part, absent becomes `[]`; `is_error` defaults to false.
  * `tool_use` becomes `tool_call`; images keep their source; unknown blocks
- * (thinking, documents, ...) become opaque parts. `cache_control` is dropped.
+ * (thinking, documents, a server-side `compaction` block, ...) become opaque
+ * parts, kept verbatim but for `cache_control`, which is dropped.
  */
 export const fromAnthropic = (messages: ReadonlyArray<Anthropic.Message>): Array<Conversation.Message> =>
   fromAnthropicIndexed(messages).map((n) => n.message)
@@ -287,6 +288,7 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
       case "image_generation_call":
       case "mcp_call":
       case "mcp_list_tools":
+      case "compaction":
         open("assistant", sourceIndex).push(opaque("openai-responses", item as Record<string, unknown>))
         return
       case "function_call_output":
@@ -319,7 +321,8 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
  * becomes one `assistant` message with their parts in order (a reasoning item
  * an opaque `openai-responses` part, kept verbatim with its
  * `encrypted_content`, so it travels with the calls after it; a hosted
- * tool's call item likewise, verbatim, in its place); a run of
+ * tool's call item and a `compaction` item likewise, verbatim, in place:
+ * see `ProviderCompaction`); a run of
  * `function_call_output` items becomes one `tool` message. A `custom_tool_call`
  * becomes a `tool_call` with `custom: true` (`arguments` its free-form input,
  * `input` `{input}`); its output a tool result like a function call's. `user` messages

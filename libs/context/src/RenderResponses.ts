@@ -17,7 +17,8 @@
  *   included), a hosted tool's call item (`web_search_call`, ...) verbatim,
  *   a tool call a `function_call` (the raw `arguments` string when
  *   it was kept, else `JSON.stringify(input)`), a custom tool call a
- *   `custom_tool_call` (its result then a `custom_tool_call_output`). Anthropic thinking is dropped,
+ *   `custom_tool_call` (its result then a `custom_tool_call_output`), a
+ *   `compaction` part its `compaction` item verbatim. Anthropic thinking (and an Anthropic compaction) is dropped,
  *   and so are reasoning items left with nothing after them in their turn (the
  *   API refuses a reasoning item without its following item).
  * - Every tool result becomes a `function_call_output`: `output` a string
@@ -33,6 +34,7 @@ import { type Conversation, OpenAIResponses } from "@ctxd/contracts"
 import * as CacheLayout from "./CacheLayout.ts"
 import * as CostModel from "./CostModel.ts"
 import * as Foreign from "./internal/Foreign.ts"
+import * as ProviderCompaction from "./ProviderCompaction.ts"
 import type * as RenderOpenAI from "./RenderOpenAI.ts"
 
 export interface RenderInput extends RenderOpenAI.RenderInput {
@@ -118,7 +120,7 @@ const assistantItems = (m: Conversation.Message, out: Array<Json>, custom: Set<s
         } else out.push({ type: "function_call", call_id: p.id, name: p.name, arguments: p.arguments ?? JSON.stringify(p.input ?? {}) })
         break
       case "opaque": {
-        if (isItem(p)) {
+        if (isItem(p) || ProviderCompaction.isCompaction(p, "openai-responses")) {
           flush()
           out.push(Foreign.copyBlock(p))
         } else if (p.format === "openai-responses") pending.push(Foreign.copyBlock(p))

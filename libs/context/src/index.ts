@@ -5,7 +5,8 @@
  * Proactive); around a turn: Toolsets, Knowledge, Recall, Waste, Models; the cache
  * economics: CostModel (prices; PriceFile: configured ones, validated),
  * CacheSim (provider cache billing), CachePlanner (when an edit pays) and
- * SessionLengths (how long a session is expected to go on).
+ * SessionLengths (how long a session is expected to go on); ProviderCompaction
+ * (the providers' own summaries in a history: a boundary nothing crosses).
  */
 export * as Budget from "./Budget.ts"
 export * as CacheLayout from "./CacheLayout.ts"
@@ -18,6 +19,7 @@ export * as Models from "./Models.ts"
 export * as Normalize from "./Normalize.ts"
 export * as Pipeline from "./Pipeline.ts"
 export * as PriceFile from "./PriceFile.ts"
+export * as ProviderCompaction from "./ProviderCompaction.ts"
 export * as Proactive from "./Proactive.ts"
 export * as Recall from "./Recall.ts"
 export * as RenderAnthropic from "./RenderAnthropic.ts"

@@ -7,9 +7,11 @@
  * such as `input_file` or `refusal` are kept as they are), `function_call`,
  * `function_call_output`, `custom_tool_call` / `custom_tool_call_output`
  * (free-form input), `reasoning` (kept verbatim, `encrypted_content`
- * included) and the call items of hosted tools that carry their own result
+ * included), the call items of hosted tools that carry their own result
  * (`web_search_call`, `file_search_call`, `code_interpreter_call`,
- * `image_generation_call`, `mcp_call`, `mcp_list_tools`: kept verbatim). Tools: `function` tools, and hosted tools (`web_search`,
+ * `image_generation_call`, `mcp_call`, `mcp_list_tools`: kept verbatim) and
+ * `compaction` (a provider compaction, kept verbatim: the latest one is a
+ * summary boundary, nothing before it is sent). Tools: `function` tools, and hosted tools (`web_search`,
  * `file_search`, ...) which are passed through untouched.
  */
 import { Schema } from "effect"
@@ -126,6 +128,18 @@ export const HostedCallItem = Schema.Struct(
 ).annotations({ identifier: "ResponsesHostedCallItem" })
 export type HostedCallItem = typeof HostedCallItem.Type
 
+/**
+ * A compaction item (server-side compaction in `responses.create` with
+ * `context_management`, or `POST /responses/compact`): `encrypted_content`
+ * carries the state of everything before it, opaque; kept verbatim.
+ */
+export const CompactionItem = Schema.Struct({
+  type: Schema.Literal("compaction"),
+  encrypted_content: Schema.String.pipe(Schema.minLength(1)),
+  id: Schema.optional(Schema.NullOr(Schema.String)),
+}).annotations({ identifier: "ResponsesCompactionItem" })
+export type CompactionItem = typeof CompactionItem.Type
+
 export const Item = Schema.Union(
   MessageItem,
   FunctionCallItem,
@@ -134,6 +148,7 @@ export const Item = Schema.Union(
   CustomToolCallOutputItem,
   ReasoningItem,
   HostedCallItem,
+  CompactionItem,
 ).annotations({
   identifier: "ResponsesInputItem",
 })

@@ -319,6 +319,25 @@ export const Report = Schema.Struct({
       utilization: Schema.Number,
     }),
   ),
+  /**
+   * A provider compaction boundary applied (set only when there is one): the
+   * latest message of the stored history holding a provider compaction of
+   * the request's format (Anthropic `compaction` block, Responses
+   * `compaction` item). Nothing stored before it was sent; a ctxd summary
+   * that predates it is superseded (`compaction.summary` is then null).
+   */
+  providerCompaction: Schema.optional(
+    Schema.Struct({
+      /** The compaction's format (`anthropic`, `openai-responses`). */
+      format: Schema.String,
+      /** Sequence number of the message holding it. */
+      seq: Schema.Number,
+      /** Stored messages before it, not sent. */
+      notSent: Schema.Number,
+      /** True when the session's live ctxd summary predates it (and so is not applied). */
+      summarySuperseded: Schema.Boolean,
+    }),
+  ),
   /** The loop detector's verdict and what was done about it (always set by the worker). */
   loop: Schema.optional(Loop.Report),
   /** The tool definitions sent (set when tool compression or proactive compression is configured). */

@@ -9,7 +9,14 @@
  *   `input_tokens_details.cached_tokens`, `output_tokens`) and
  *   `POST /v1/responses/input_tokens` (`{object: "response.input_tokens", input_tokens}`);
  *   Responses bodies are checked for known keys, roles, `call_id` pairing between
- *   `function_call` and `function_call_output`, and well-formed reasoning items.
+ *   `function_call` and `function_call_output`, and well-formed reasoning and
+ *   compaction items.
+ * - Provider compaction: an Anthropic `compaction` block is accepted (only with
+ *   `anthropic-beta: compact-2026-01-12`, as are the `compact_20260112` edit and
+ *   the `compaction` parameter) in assistant messages, which may then open the
+ *   conversation; a Responses `compaction` item (and `context_management`) is
+ *   accepted. Both providers read, bill and cache the prompt from the latest
+ *   compaction on (what precedes it was folded).
  * - Requests are validated like the real APIs where ctxd can get them wrong
  *   (role alternation, tool call/result pairing, `cache_control` limits and TTL
  *   order, `max_tokens`, empty text, unknown fields, context window) and
@@ -42,6 +49,7 @@
  */
 import { Data, Effect, Either, type Scope } from "effect"
 import * as Anthropic from "./internal/fakeProvider/anthropic.ts"
+import * as AnthropicValidate from "./internal/fakeProvider/anthropicValidate.ts"
 import * as OpenAI from "./internal/fakeProvider/openai.ts"
 import * as Responses from "./internal/fakeProvider/responses.ts"
 import * as Server from "./internal/fakeProvider/server.ts"
@@ -120,6 +128,22 @@ export const countRequestTokens = (format: "anthropic" | "openai" | "openai-resp
     : format === "openai"
       ? OpenAI.promptTokens(body).length
       : Responses.promptTokens(body).length
+
+/**
+ * The first problem the fake provider finds in a request body (its 400
+ * error's message), or `undefined` when it accepts it; `betas`: the
+ * `anthropic-beta` header's values (Anthropic only).
+ */
+export const validateRequest = (
+  format: "anthropic" | "openai" | "openai-responses",
+  body: unknown,
+  betas: ReadonlyArray<string> = [],
+): string | undefined =>
+  format === "anthropic"
+    ? AnthropicValidate.validate(body, "messages", betas)
+    : format === "openai"
+      ? OpenAI.validate(body)?.message
+      : Responses.validate(body, "responses")?.message
 
 const settingsPatch = (options: StartOptions): ControlPatch => {
   const { port: _port, host: _host, seed: _seed, ...rest } = options

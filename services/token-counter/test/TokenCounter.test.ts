@@ -86,6 +86,19 @@ describe("TokenCounter routing", () => {
         },
       })
       expect(responses.tokens).toBeGreaterThan(openai.tokens)
+      // a provider compaction starts the count: what precedes it is dropped by the provider
+      const folded = { type: "message", role: "user", content: "a long task description ".repeat(40) }
+      const item = { type: "compaction", encrypted_content: "gAAAAB-state" }
+      const next = { type: "message", role: "user", content: "go on" }
+      const from = (input: ReadonlyArray<unknown>) => service.countRequest({ model: GPT, body: { model: "gpt-4o", input } })
+      const compacted = yield* from([item, next])
+      expect((yield* from([folded, item, next])).tokens).toBe(compacted.tokens)
+      expect((yield* from([folded, next])).tokens).toBeGreaterThan(compacted.tokens)
+      const block = { type: "compaction", content: "the task so far" }
+      const countAnthropic = (messages: ReadonlyArray<unknown>) =>
+        service.countRequest({ model: Replay.MODEL, body: { model: Replay.MODEL.name, messages }, backend: "tiktoken" })
+      const tail = [{ role: "assistant", content: [block, { type: "text", text: "ok" }] }, { role: "user", content: "go on" }]
+      expect((yield* countAnthropic([{ role: "user", content: folded.content }, ...tail])).tokens).toBe((yield* countAnthropic(tail)).tokens)
     }),
   )
 })

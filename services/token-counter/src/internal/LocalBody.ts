@@ -5,7 +5,10 @@
  * is possible. The body is walked structurally, never rejected: every text
  * is counted with the local counter (cached per segment), with the same
  * framing constants as `LocalCounter.overhead` (message, tool call, tool
- * result, image, system, tool definitions).
+ * result, image, system, tool definitions). A provider compaction (an
+ * Anthropic `compaction` block, a Responses `compaction` item) starts the
+ * count: the provider drops what precedes it; an Anthropic one counts as its
+ * readable summary, a Responses one (encrypted) as its JSON, an upper bound.
  */
 import { type Encoding, LocalCounter } from "@ctxd/tokens"
 
@@ -43,6 +46,8 @@ const block = (counter: Counter, b: unknown, encoding: Encoding.Encoding): numbe
     }
     case "thinking":
       return text(counter, b["thinking"], encoding)
+    case "compaction":
+      return text(counter, b["content"], encoding)
     default: {
       const { cache_control: _drop, ...rest } = b
       return counter.countText(json(rest), encoding)
@@ -84,6 +89,22 @@ const item = (counter: Counter, it: unknown, encoding: Encoding.Encoding): numbe
   }
 }
 
+/** The index of the latest element of `list` for which `has` holds, or 0. */
+const latest = (items: ReadonlyArray<unknown>, has: (u: unknown) => boolean): number => {
+  for (let i = items.length - 1; i >= 0; i--) if (has(items[i])) return i
+  return 0
+}
+const isCompaction = (u: unknown): boolean => isRecord(u) && u["type"] === "compaction"
+
+/** `messages` from the latest one holding a compaction block, that one's content from the block on. */
+const fromCompaction = (messages: ReadonlyArray<unknown>): ReadonlyArray<unknown> => {
+  const at = latest(messages, (m) => isRecord(m) && list(m["content"]).some(isCompaction))
+  const first = messages[at]
+  if (!isRecord(first) || !list(first["content"]).some(isCompaction)) return messages
+  const blocks = list(first["content"])
+  return [{ ...first, content: blocks.slice(latest(blocks, isCompaction)) }, ...messages.slice(at + 1)]
+}
+
 /** Local tokens of `body` in the format of `provider`. */
 export const count = (counter: Counter, provider: "anthropic" | "openai", body: Readonly<Record<string, unknown>>, encoding: Encoding.Encoding): number => {
   let n = tools(counter, list(body["tools"]), encoding)
@@ -98,8 +119,11 @@ export const count = (counter: Counter, provider: "anthropic" | "openai", body: 
   }
   const input = body["input"]
   if (typeof input === "string") n += overhead.message + counter.countText(input, encoding)
-  else for (const it of list(input)) n += item(counter, it, encoding)
-  for (const m of list(body["messages"])) {
+  else {
+    const items = list(input)
+    for (const it of items.slice(latest(items, isCompaction))) n += item(counter, it, encoding)
+  }
+  for (const m of fromCompaction(list(body["messages"]))) {
     if (!isRecord(m)) continue
     n += overhead.message + content(counter, m["content"], encoding)
     if (typeof m["name"] === "string") n += overhead.name + counter.countText(m["name"], encoding)

@@ -51,8 +51,9 @@ export const anthropic = (
   body: unknown,
   apiKey: string,
   requestId: string,
+  betas: ReadonlyArray<string> = [],
 ): Reply => {
-  const problem = Validate.validate(body, endpoint)
+  const problem = Validate.validate(body, endpoint, betas)
   if (problem !== undefined || !isRecord(body)) return error("anthropic", 400, problem ?? "invalid request", requestId)
   const blocks = Anthropic.promptBlocks(body)
   const total = blocks.reduce((n, b) => n + b.tokens, 0)

@@ -178,7 +178,9 @@ const provider = async (state: State.State, req: Http.IncomingMessage, res: Http
   if (endpoint === "responses" || endpoint === "responses_input_tokens") {
     return answer(Handlers.responses(state, endpoint, parsed.value, apiKey, requestId))
   }
-  return answer(Handlers.anthropic(state, endpoint, parsed.value, apiKey, requestId))
+  const beta = req.headers["anthropic-beta"]
+  const betas = (Array.isArray(beta) ? beta.join(",") : (beta ?? "")).split(",").map((b) => b.trim()).filter((b) => b !== "")
+  return answer(Handlers.anthropic(state, endpoint, parsed.value, apiKey, requestId, betas))
 }
 
 /** A listening server over `state`. */
