@@ -130,12 +130,12 @@ export const toWireError = (error: BadUsage): Errors.BadRequest =>
 /** `<root>.v1.tokens.count` request: a provider request body, or a list of texts. Exactly one of `body` / `segments`. */
 export const CountRequest = Schema.Struct({
   model: Schema.Struct({
-    provider: Schema.Literal("anthropic", "openai"),
+    provider: Schema.Literal("anthropic", "openai", "google"),
     name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
   }),
   /** Per-request backend; default the process setting (`CTXD_TOKEN_BACKEND`, default `auto`). */
   backend: Schema.optional(BackendChoice),
-  /** A whole provider request body (Anthropic Messages, or OpenAI Chat Completions or Responses, by `model.provider`). */
+  /** A whole provider request body (Anthropic Messages, OpenAI Chat Completions or Responses, or Gemini `generateContent` parameters, by `model.provider`). */
   body: Schema.optional(Loose),
   /** Texts to count one by one (each as plain text, no message framing). */
   segments: Schema.optional(Schema.Array(Schema.String).pipe(Schema.maxItems(10_000))),

@@ -85,7 +85,7 @@ const item = (counter: Counter, it: unknown, encoding: Encoding.Encoding): numbe
 }
 
 /** Local tokens of `body` in the format of `provider`. */
-export const count = (counter: Counter, provider: "anthropic" | "openai", body: Readonly<Record<string, unknown>>, encoding: Encoding.Encoding): number => {
+export const count = (counter: Counter, provider: "anthropic" | "openai" | "google", body: Readonly<Record<string, unknown>>, encoding: Encoding.Encoding): number => {
   let n = tools(counter, list(body["tools"]), encoding)
   const system = body["system"]
   const sections = typeof system === "string" ? (system === "" ? [] : [system]) : list(system)
