@@ -29,8 +29,10 @@ const Loose = Schema.Record({ key: Schema.String, value: Schema.Unknown })
  * `cache_read_input_tokens`, `cache_creation_input_tokens`, `output_tokens`.
  * OpenAI: `prompt_tokens` (cached included), `prompt_tokens_details.cached_tokens`,
  * `completion_tokens`. OpenAI Responses: `input_tokens` (cached included),
- * `input_tokens_details.cached_tokens`, `output_tokens`. One of `input_tokens` / `prompt_tokens` is required;
- * other fields are ignored.
+ * `input_tokens_details.cached_tokens`, `output_tokens`. Gemini (`usageMetadata`):
+ * `promptTokenCount` (cached included), `cachedContentTokenCount`,
+ * `candidatesTokenCount` (+ `thoughtsTokenCount`). One of `input_tokens` /
+ * `prompt_tokens` / `promptTokenCount` is required; other fields are ignored.
  */
 export const Usage = Schema.Struct(
   {
@@ -43,6 +45,14 @@ export const Usage = Schema.Struct(
     prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalTokens }, Loose))),
     /** OpenAI Responses: with it, `input_tokens` counts the cached tokens too (like `prompt_tokens`). */
     input_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalTokens }, Loose))),
+    /** Gemini `usageMetadata`: the prompt, cached tokens included. */
+    promptTokenCount: OptionalTokens,
+    /** Gemini: prompt tokens read from the (implicit or explicit) cache. */
+    cachedContentTokenCount: OptionalTokens,
+    /** Gemini: output tokens (thinking excluded). */
+    candidatesTokenCount: OptionalTokens,
+    /** Gemini: thinking tokens, billed as output. */
+    thoughtsTokenCount: OptionalTokens,
   },
   Loose,
 ).annotations({ identifier: "ProviderUsage" })
