@@ -35,7 +35,8 @@
  *   `toolOrder`) in one `{functionDeclarations}` tool, the argument schema
  *   under the key it came with (`parameters` for a Gemini OpenAPI schema,
  *   else `parametersJsonSchema`); Gemini built-in tools (`googleSearch`,
- *   ...) follow as they came; Responses hosted tools are not sent.
+ *   ...) follow as they came, ordered like the declarations; Responses
+ *   hosted tools are not sent.
  *
  * Gemini caches a repeated prompt prefix implicitly: nothing here depends on
  * the turn but the messages, so an unchanged prefix renders byte-identical.
@@ -214,7 +215,7 @@ export const render = (input: RenderInput): Rendered => {
   const builtIn = input.tools.filter((t) => Foreign.hostedFormat(t) === "gemini")
   const tools: Array<Json> = []
   if (functions.length > 0) tools.push({ functionDeclarations: CacheLayout.orderTools(functions, input.toolOrder).map(declaration) })
-  for (const t of builtIn) tools.push({ ...(t.extra!["hosted"] as Json) })
+  for (const t of CacheLayout.orderTools(builtIn, input.toolOrder)) tools.push({ ...(t.extra!["hosted"] as Json) })
   if (tools.length > 0) config["tools"] = tools
   config["maxOutputTokens"] = input.model.maxOutputTokens
   return { body: { model: input.model.name, contents, config } }
