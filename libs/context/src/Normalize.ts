@@ -281,6 +281,12 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
         })
         return
       case "reasoning":
+      case "web_search_call":
+      case "file_search_call":
+      case "code_interpreter_call":
+      case "image_generation_call":
+      case "mcp_call":
+      case "mcp_list_tools":
         open("assistant", sourceIndex).push(opaque("openai-responses", item as Record<string, unknown>))
         return
       case "function_call_output":
@@ -312,7 +318,8 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
  * assistant-side items (assistant `message`s, `reasoning`, `function_call`)
  * becomes one `assistant` message with their parts in order (a reasoning item
  * an opaque `openai-responses` part, kept verbatim with its
- * `encrypted_content`, so it travels with the calls after it); a run of
+ * `encrypted_content`, so it travels with the calls after it; a hosted
+ * tool's call item likewise, verbatim, in its place); a run of
  * `function_call_output` items becomes one `tool` message. A `custom_tool_call`
  * becomes a `tool_call` with `custom: true` (`arguments` its free-form input,
  * `input` `{input}`); its output a tool result like a function call's. `user` messages

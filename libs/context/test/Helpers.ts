@@ -2,7 +2,7 @@
  * Test helpers: message builders and independent checkers of the rendered
  * bodies (pairing, role alternation, cache breakpoints).
  */
-import type { Conversation } from "@ctxd/contracts"
+import { type Conversation, OpenAIResponses } from "@ctxd/contracts"
 import * as Pipeline from "../src/Pipeline.ts"
 import * as Models from "../src/Models.ts"
 
@@ -165,9 +165,11 @@ export const anthropicShapeProblems = (body: Json, breakpoints: number): Array<s
  * Pairing problems of an OpenAI Responses body: every `function_call_output`
  * answers an earlier, still open `function_call` with its `call_id`; every
  * call is answered before the next `message` item (and at all); reasoning
- * items sit right before a `function_call`, a `message` or another reasoning
- * item of the assistant turn they belong to.
+ * items sit right before a `function_call`, a `message`, a hosted tool's
+ * call item or another reasoning item of the assistant turn they belong to.
  */
+const hostedCalls: ReadonlySet<string> = new Set(OpenAIResponses.HOSTED_CALL_TYPES)
+
 export const responsesPairingProblems = (body: Json): Array<string> => {
   const problems: Array<string> = []
   const items = body["input"] as Array<Json>
@@ -183,9 +185,15 @@ export const responsesPairingProblems = (body: Json): Array<string> => {
       if (!open.delete(id)) problems.push(`input[${i}]: output ${id} without an open call`)
     } else if (type === "reasoning") {
       const next = items[i + 1]
-      const ok = next !== undefined && (next["type"] === "function_call" || next["type"] === "custom_tool_call" || next["type"] === "reasoning" || (next["type"] === "message" && next["role"] === "assistant"))
+      const ok =
+        next !== undefined &&
+        (next["type"] === "function_call" ||
+          next["type"] === "custom_tool_call" ||
+          next["type"] === "reasoning" ||
+          hostedCalls.has(String(next["type"])) ||
+          (next["type"] === "message" && next["role"] === "assistant"))
       if (!ok) problems.push(`input[${i}]: reasoning not followed by its assistant output`)
-    } else {
+    } else if (!hostedCalls.has(String(type))) {
       for (const id of open) problems.push(`input[${i}]: call ${id} unanswered before a message`)
       open.clear()
     }
