@@ -472,9 +472,8 @@ export const fromGeminiIndexed = (contents: ReadonlyArray<Gemini.Content>, optio
     if (content.role === "model") {
       const parts = content.parts.map((part, partIndex): Conversation.Part => {
         const call = part.functionCall
-        if (call === undefined || !onlyKeys(part as Record<string, unknown>, ["functionCall", "thoughtSignature"])) {
-          return geminiPart(part)
-        }
+        // a call is always a call (fields of the part beside its signature are not kept): it must pair
+        if (call === undefined) return geminiPart(part)
         const given = call.id !== undefined && call.id !== ""
         const id = given ? call.id! : geminiCallId(seed, sourceIndex, partIndex)
         open.push({ id, name: call.name, step: sourceIndex })
@@ -494,7 +493,7 @@ export const fromGeminiIndexed = (contents: ReadonlyArray<Gemini.Content>, optio
     const rest: Array<Conversation.Part> = []
     for (const part of content.parts) {
       const fr = part.functionResponse
-      if (fr !== undefined && onlyKeys(part as Record<string, unknown>, ["functionResponse"])) results.push(geminiResult(fr, answer(fr)))
+      if (fr !== undefined) results.push(geminiResult(fr, answer(fr)))
       else if (part.functionCall !== undefined) rest.push(opaque("gemini", part as Record<string, unknown>))
       else rest.push(geminiPart(part))
     }
@@ -515,7 +514,8 @@ export const fromGeminiIndexed = (contents: ReadonlyArray<Gemini.Content>, optio
  *   texts, `fileData`, code execution and anything with extra fields become
  *   opaque `gemini` parts kept verbatim.
  * - `functionCall` becomes a `tool_call` (`input` its `args`, `{}` when
- *   absent; its `thoughtSignature` as `signature`). A call without `id` gets
+ *   absent; its `thoughtSignature` as `signature`; other fields of the call
+ *   or its part are not kept). A call without `id` gets
  *   one made up ({@link geminiCallId}, `generatedId: true`): the Gemini
  *   renderer never sends it.
  * - `functionResponse` becomes a `tool_result`: with an `id`, for that call;
