@@ -29,8 +29,9 @@
  *   the URL is a Gemini Files API or `gs://` URI, else a text note
  *   `[image: <url>]` (Gemini does not fetch arbitrary URLs for every model).
  * - Opaque Gemini parts (thoughts, `fileData`, code execution, ...) go back
- *   verbatim; opaque parts of other formats become text notes (thinking and
- *   reasoning dropped, see `internal/Foreign.ts`).
+ *   verbatim (a function call in a user content is dropped); opaque parts of
+ *   other formats become text notes (thinking and reasoning dropped, see
+ *   `internal/Foreign.ts`).
  * - Function declarations are sorted by name (or kept in order, see
  *   `toolOrder`) in one `{functionDeclarations}` tool, the argument schema
  *   under the key it came with (`parameters` for a Gemini OpenAPI schema,
@@ -70,7 +71,11 @@ const image = (part: Conversation.ImagePart): Json => {
 }
 
 const note = (part: Conversation.OpaquePart): Json | undefined => {
-  if (part.format === "gemini") return Foreign.copyBlock(part)
+  if (part.format === "gemini") {
+    const block = Foreign.copyBlock(part)
+    // a call or response that arrived in the wrong role would break Gemini's pairing: not sent
+    return block["functionCall"] !== undefined || block["functionResponse"] !== undefined ? undefined : block
+  }
   const text = Foreign.note(part)
   return text === undefined ? undefined : { text }
 }

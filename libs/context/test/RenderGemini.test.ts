@@ -298,6 +298,12 @@ describe("RenderGemini", () => {
     ])
   })
 
+  it("a function call that arrived in a user content is kept opaque and not sent (it would break the pairing)", () => {
+    const messages = Normalize.fromGemini(decodeContents([{ role: "user", parts: [{ text: "hi" }, { functionCall: { name: "f", args: {} } }] }]))
+    expect(messages[0]!.parts[1]).toMatchObject({ type: "opaque", format: "gemini" })
+    expect(render(messages).contents).toEqual([{ role: "user", parts: [{ text: "hi" }] }])
+  })
+
   it("Gemini 3: the first call of a step without a signature gets the documented placeholder; own signatures are kept", () => {
     const signed: Conversation.Message = { role: "assistant", parts: [{ ...call("s1"), signature: "b3du" }, call("s2")] }
     const messages = [user("go"), calls("c1", "c2"), { role: "tool" as const, parts: [result("c1"), result("c2")] }, signed, { role: "tool" as const, parts: [result("s1"), result("s2")] }]
