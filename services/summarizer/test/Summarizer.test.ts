@@ -7,7 +7,7 @@ import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider } from "@ctxd/testing"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
-import { Summarizer } from "../src/index.ts"
+import { Llm, Summarizer } from "../src/index.ts"
 import * as Fixture from "./Fixture.ts"
 
 let server: FakeProvider.FakeProviderServer
@@ -99,6 +99,17 @@ describe("Summarizer", () => {
       const failed = yield* Effect.either(summarizer.summarize({ items: Fixture.tauItems(6), sessionModel: Fixture.GEMINI, mode: "one_shot" }))
       expect(failed._tag).toBe("Left")
       expect(JSON.stringify(failed)).toContain("rejected")
+    }),
+  )
+
+  it.live("the loop judge's JSON call through the google client asks for application/json", () =>
+    Effect.gen(function* () {
+      server.control({ replies: [{ text: '{"looping": false}' }] })
+      const google = Llm.make(Fixture.config(server)).client("google")
+      const answer = yield* google.complete({ model: "gemini-2.5-flash", system: "judge", prompt: "is this a loop?", maxTokens: 200, json: true })
+      expect(answer).toMatchObject({ text: '{"looping": false}', stopReason: "stop" })
+      expect(answer.inputTokens).toBeGreaterThan(0)
+      expect(calls()[0]!.body).toMatchObject({ generationConfig: { maxOutputTokens: 200, responseMimeType: "application/json" }, systemInstruction: { parts: [{ text: "judge" }] } })
     }),
   )
 
