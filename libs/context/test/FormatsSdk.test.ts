@@ -8,6 +8,7 @@
  * Every body must be accepted, and pass the independent pairing checks.
  */
 import Anthropic from "@anthropic-ai/sdk"
+import { GoogleGenAI } from "@google/genai"
 import { Turn } from "@ctxd/contracts"
 import { FakeProvider, Workloads } from "@ctxd/testing"
 import { Schema } from "effect"
@@ -16,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Models from "../src/Models.ts"
 import * as Normalize from "../src/Normalize.ts"
 import * as Pipeline from "../src/Pipeline.ts"
-import { anthropicPairingProblems, anthropicShapeProblems, openaiPairingProblems, responsesPairingProblems } from "./Helpers.ts"
+import { anthropicPairingProblems, anthropicShapeProblems, geminiPairingProblems, openaiPairingProblems, responsesPairingProblems } from "./Helpers.ts"
 
 type Json = Record<string, unknown>
 
@@ -26,11 +27,13 @@ const estimate = (value: unknown): number => Math.ceil(JSON.stringify(value).len
 let server: FakeProvider.FakeProviderServer
 let anthropic: Anthropic
 let openai: OpenAI
+let gemini: GoogleGenAI
 
 beforeAll(async () => {
   server = await FakeProvider.start()
   anthropic = new Anthropic({ baseURL: server.url, apiKey: "test", maxRetries: 0 })
   openai = new OpenAI({ baseURL: server.openaiBaseURL, apiKey: "test", maxRetries: 0 })
+  gemini = new GoogleGenAI({ apiKey: "test", httpOptions: { baseUrl: server.url, retryOptions: { attempts: 1 } } })
 })
 afterAll(() => server.close())
 
@@ -49,6 +52,10 @@ const send = async (format: Turn.Format, body: Json): Promise<number> => {
       const r = await openai.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)
       return r.usage?.input_tokens ?? 0
     }
+    case "gemini": {
+      const r = await gemini.models.generateContent(body as unknown as Parameters<GoogleGenAI["models"]["generateContent"]>[0])
+      return r.usageMetadata?.promptTokenCount ?? 0
+    }
   }
 }
 
@@ -61,6 +68,8 @@ const problems = (format: Turn.Format, body: Json, breakpoints: number): Array<s
       return openaiPairingProblems(body)
     case "openai-responses":
       return responsesPairingProblems(body)
+    case "gemini":
+      return geminiPairingProblems(body)
   }
 }
 
@@ -78,7 +87,9 @@ const replay = async (session: Workloads.ReplaySession, format: Turn.Format, opt
   const answered = new Set<string>()
   let sent = 0
   for (const [k, fields] of formatted.turns.slice(0, maxTurns).entries()) {
-    const request = Normalize.request(decodeRequest({ turnId: `t${k}`, model: formatted.model, system: formatted.system, ...fields }))
+    // a Gemini function response without id may answer a call of an earlier turn
+    const open = () => Normalize.openCalls(history.map((h) => h.message), known, answered)
+    const request = Normalize.request(decodeRequest({ turnId: `t${k}`, model: formatted.model, system: formatted.system, ...fields }), open)
     expect(Normalize.findPairingError(known, answered, request.messages)).toBeUndefined()
     for (const { message } of request.messages) {
       history.push({ seq: history.length + 1, message, tokens: estimate(message) })

@@ -201,3 +201,37 @@ export const responsesPairingProblems = (body: Json): Array<string> => {
   for (const id of open) problems.push(`call ${id} unanswered`)
   return problems
 }
+
+/**
+ * Gemini's rules over a rendered body's `contents`: roles `user`/`model`
+ * alternating (consecutive ones merged), no empty parts, every content with
+ * function calls followed by a `user` content with exactly as many function
+ * responses of the same names, every function response right after its
+ * call turn; no made-up id (`gc_…`) sent.
+ */
+export const geminiPairingProblems = (body: Json): Array<string> => {
+  const problems: Array<string> = []
+  const contents = body["contents"] as Array<{ role: string; parts: Array<Json> }>
+  const names = (parts: ReadonlyArray<Json>, key: string): Array<string> =>
+    parts.flatMap((p) => (p[key] !== undefined ? [String((p[key] as Json)["name"])] : [])).sort()
+  contents.forEach((c, i) => {
+    if (c.role !== "user" && c.role !== "model") problems.push(`contents[${i}]: role ${c.role}`)
+    if (i > 0 && contents[i - 1]!.role === c.role) problems.push(`contents[${i}]: same role as the content before`)
+    if (c.parts.length === 0) problems.push(`contents[${i}]: no parts`)
+    const calls = names(c.parts, "functionCall")
+    const responses = names(c.parts, "functionResponse")
+    if (calls.length > 0) {
+      const next = contents[i + 1]
+      const answered = next === undefined ? [] : names(next.parts, "functionResponse")
+      if (next !== undefined && JSON.stringify(answered) !== JSON.stringify(calls)) {
+        problems.push(`contents[${i}]: calls ${calls.join(",")} answered by ${answered.join(",")}`)
+      }
+    }
+    if (responses.length > 0) {
+      const previous = i > 0 ? names(contents[i - 1]!.parts, "functionCall") : []
+      if (JSON.stringify(previous) !== JSON.stringify(responses)) problems.push(`contents[${i}]: responses ${responses.join(",")} after calls ${previous.join(",")}`)
+    }
+  })
+  if (/"id":"gc_/.test(JSON.stringify(contents))) problems.push("a made-up call id was sent")
+  return problems
+}

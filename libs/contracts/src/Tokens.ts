@@ -29,8 +29,10 @@ const Loose = Schema.Record({ key: Schema.String, value: Schema.Unknown })
  * `cache_read_input_tokens`, `cache_creation_input_tokens`, `output_tokens`.
  * OpenAI: `prompt_tokens` (cached included), `prompt_tokens_details.cached_tokens`,
  * `completion_tokens`. OpenAI Responses: `input_tokens` (cached included),
- * `input_tokens_details.cached_tokens`, `output_tokens`. One of `input_tokens` / `prompt_tokens` is required;
- * other fields are ignored.
+ * `input_tokens_details.cached_tokens`, `output_tokens`. Gemini (`usageMetadata`):
+ * `promptTokenCount` (cached included), `cachedContentTokenCount`,
+ * `candidatesTokenCount` (+ `thoughtsTokenCount`). One of `input_tokens` /
+ * `prompt_tokens` / `promptTokenCount` is required; other fields are ignored.
  */
 export const Usage = Schema.Struct(
   {
@@ -43,6 +45,14 @@ export const Usage = Schema.Struct(
     prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalTokens }, Loose))),
     /** OpenAI Responses: with it, `input_tokens` counts the cached tokens too (like `prompt_tokens`). */
     input_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalTokens }, Loose))),
+    /** Gemini `usageMetadata`: the prompt, cached tokens included. */
+    promptTokenCount: OptionalTokens,
+    /** Gemini: prompt tokens read from the (implicit or explicit) cache. */
+    cachedContentTokenCount: OptionalTokens,
+    /** Gemini: output tokens (thinking excluded). */
+    candidatesTokenCount: OptionalTokens,
+    /** Gemini: thinking tokens, billed as output. */
+    thoughtsTokenCount: OptionalTokens,
   },
   Loose,
 ).annotations({ identifier: "ProviderUsage" })
@@ -130,12 +140,12 @@ export const toWireError = (error: BadUsage): Errors.BadRequest =>
 /** `<root>.v1.tokens.count` request: a provider request body, or a list of texts. Exactly one of `body` / `segments`. */
 export const CountRequest = Schema.Struct({
   model: Schema.Struct({
-    provider: Schema.Literal("anthropic", "openai"),
+    provider: Schema.Literal("anthropic", "openai", "google"),
     name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
   }),
   /** Per-request backend; default the process setting (`CTXD_TOKEN_BACKEND`, default `auto`). */
   backend: Schema.optional(BackendChoice),
-  /** A whole provider request body (Anthropic Messages, or OpenAI Chat Completions or Responses, by `model.provider`). */
+  /** A whole provider request body (Anthropic Messages, OpenAI Chat Completions or Responses, or Gemini `generateContent` parameters, by `model.provider`). */
   body: Schema.optional(Loose),
   /** Texts to count one by one (each as plain text, no message framing). */
   segments: Schema.optional(Schema.Array(Schema.String).pipe(Schema.maxItems(10_000))),

@@ -33,7 +33,8 @@ type BackendChoice = Tokens.BackendChoice
 
 /** A model as the counter needs it. */
 export interface Model {
-  readonly provider: "anthropic" | "openai"
+  /** `google` (Gemini) models are counted locally (tiktoken), like OpenAI's. */
+  readonly provider: "anthropic" | "openai" | "google"
   readonly name: string
 }
 

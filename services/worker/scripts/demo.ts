@@ -4,7 +4,7 @@
 //
 //   npm run demo                        10 sessions, window 20 / step 10
 //   npm run demo -- --sessions 50 --window 40 --step 20 --format anthropic
-//   --format: anthropic | openai (default) | openai-responses
+//   --format: anthropic | openai (default) | openai-responses | gemini
 import { ContextClient } from "@ctxd/client"
 import { Workloads, WorkerProcess } from "@ctxd/testing"
 import { parseArgs } from "node:util"
