@@ -12,16 +12,48 @@
  *   are kept, least recently updated dropped first (that tenant falls back
  *   to the global factor).
  * - **The global factor** of a model is the mean of the tenants' factors
- *   with a prior of {@link Limits.priorTenants} (default 10) tenants at 1:
- *   (priorTenants + Σ tenant factors) / (priorTenants + tenants). Each
- *   tenant counts once however many reports it sends, so one tenant moves
- *   it by at most (factor − 1) / (priorTenants + 1) and never moves another
- *   tenant's own factor at all.
+ *   with a prior of {@link Limits.priorTenants} (default 10) tenants at its
+ *   family's factor: (priorTenants × family + Σ tenant factors) /
+ *   (priorTenants + tenants). Each tenant counts once however many reports
+ *   it sends, so one tenant moves it by at most (factor − family) /
+ *   (priorTenants + 1) and never moves another tenant's own factor at all.
+ * - **Families** ({@link familyOf}: `claude`, `gpt`, `gemini`, by model name,
+ *   else by provider): a family's factor is the mean of every tenant factor
+ *   of its models, with the same prior of `priorTenants` tenants at the
+ *   family's starting ratio ({@link FAMILY_START}). So a model never seen
+ *   before starts from what its family has learned, not from 1, and then
+ *   learns its own. Models of no known family start from 1.
  * - **Drift** histograms per model label (not per tenant: they are metrics).
  *
  * The state is mutable (updated in place under the service's `Ref`).
  */
 import * as Calibration from "./Calibration.ts"
+
+/** A model family: models whose tokenizers are alike, so one model's factor is a good start for another's. */
+export type Family = "claude" | "gpt" | "gemini"
+
+/**
+ * The ratio billed / local estimate a family starts from, before any report
+ * (the local estimate is cl100k, or o200k for current OpenAI models):
+ * - `gpt` 1: o200k / cl100k is the model's own vocabulary (only the framing
+ *   differs, which `LocalCounter.overhead` follows);
+ * - `claude` 1: cl100k is the usual stand-in for Anthropic's unpublished
+ *   tokenizer (what ctxd has always started from);
+ * - `gemini` 1.05: Gemini's SentencePiece vocabulary spends about 5–10 %
+ *   more tokens than o200k on English prose (cl100k is within a few percent
+ *   of o200k there) and fewer on other scripts; a low, documented start that
+ *   usage reports then correct.
+ */
+export const FAMILY_START: Readonly<Record<Family, number>> = { claude: 1, gpt: 1, gemini: 1.05 }
+
+/** The family of a model: by name (after a gateway prefix), else by provider; `undefined` for none known. */
+export const familyOf = (model: { readonly provider: string; readonly name: string }): Family | undefined => {
+  const name = model.name.toLowerCase().slice(model.name.lastIndexOf("/") + 1)
+  if (name.includes("claude")) return "claude"
+  if (name.includes("gemini") || name.includes("gemma")) return "gemini"
+  if (/^(?:ft:)?(?:gpt|chatgpt|o\d|text-embedding|davinci|babbage)/.test(name)) return "gpt"
+  return model.provider === "anthropic" ? "claude" : model.provider === "openai" ? "gpt" : model.provider === "google" ? "gemini" : undefined
+}
 
 /** Longest model label, in characters. */
 export const MAX_LABEL = 64
@@ -54,6 +86,10 @@ export interface State {
   overflow: number
   /** Per `label#backend`. */
   readonly global: Map<string, GlobalFactor>
+  /** Per `family#backend`: the tenant factors of all the family's models. */
+  readonly families: Map<string, GlobalFactor>
+  /** The family of each `label#backend` with a global factor. */
+  readonly familyOfKey: Map<string, Family>
   /** Per `tenant label#backend`, least recently updated first. */
   readonly tenants: Map<string, Calibration.Factor>
   /** Drift of the estimates as reported (calibrated when a factor was applied), per label. */
@@ -68,6 +104,8 @@ export const make = (limits: Partial<Limits> = {}): State => ({
   labels: new Set(),
   overflow: 0,
   global: new Map(),
+  families: new Map(),
+  familyOfKey: new Map(),
   tenants: new Map(),
   drift: new Map(),
   rawDrift: new Map(),
@@ -96,15 +134,23 @@ export const labelOf = (state: State, model: ModelRef, admit: boolean): string =
   return OTHER
 }
 
-const globalValue = (state: State, g: GlobalFactor | undefined): number =>
-  g === undefined ? 1 : (state.limits.priorTenants + g.sum) / (state.limits.priorTenants + g.tenants)
+/** The mean of `g`'s tenant factors with a prior of `priorTenants` tenants at `start`. */
+const withPrior = (state: State, g: GlobalFactor | undefined, start: number): number =>
+  g === undefined ? start : (state.limits.priorTenants * start + g.sum) / (state.limits.priorTenants + g.tenants)
+
+/** A family's factor for a local backend (1 for no family). */
+export const familyFactorOf = (state: State, family: Family | undefined, backend: string): number =>
+  family === undefined ? 1 : withPrior(state, state.families.get(`${family}#${backend}`), FAMILY_START[family])
+
+const globalValue = (state: State, g: GlobalFactor | undefined, family: Family | undefined, backend: string): number =>
+  withPrior(state, g, familyFactorOf(state, family, backend))
 
 const tenantKey = (tenant: string, fk: string): string => `${tenant} ${fk}`
 
 /** The global factor of a model and local backend (1 when nothing was learned). */
 export const globalFactorOf = (state: State, model: ModelRef, backend: string): number => {
   const label = labelOf(state, model, false)
-  return label === OTHER ? 1 : globalValue(state, state.global.get(`${label}#${backend}`))
+  return label === OTHER ? 1 : globalValue(state, state.global.get(`${label}#${backend}`), familyOf(model), backend)
 }
 
 /** The factor for a tenant's model and local backend: the tenant's own, else the global one. */
@@ -112,7 +158,7 @@ export const factorOf = (state: State, model: ModelRef, backend: string, tenant 
   const label = labelOf(state, model, false)
   if (label === OTHER) return 1
   const fk = `${label}#${backend}`
-  return state.tenants.get(tenantKey(tenant, fk))?.factor ?? globalValue(state, state.global.get(fk))
+  return state.tenants.get(tenantKey(tenant, fk))?.factor ?? globalValue(state, state.global.get(fk), familyOf(model), backend)
 }
 
 /** One billed turn to fold in. */
@@ -131,23 +177,34 @@ export interface Recorded {
 const histogramAt = (map: Map<string, Calibration.Histogram>, key: string, value: number): void =>
   void map.set(key, Calibration.observe(map.get(key) ?? Calibration.emptyHistogram, value))
 
-/** Sets a tenant's factor, keeping the global sum and the LRU bound. */
+/** The `family#backend` key of a `label#backend` key, if its family is known. */
+const familyKey = (state: State, fk: string): string | undefined => {
+  const family = state.familyOfKey.get(fk)
+  return family === undefined ? undefined : `${family}${fk.slice(fk.lastIndexOf("#"))}`
+}
+
+/** Adds `delta` (a tenant factor in, out or changed) to a sum of tenant factors. */
+const shift = (map: Map<string, GlobalFactor>, key: string | undefined, sum: number, tenants: number, reports: number): void => {
+  if (key === undefined) return
+  const g = map.get(key) ?? { sum: 0, tenants: 0, reports: 0 }
+  map.set(key, { sum: g.sum + sum, tenants: g.tenants + tenants, reports: g.reports + reports })
+}
+
+/** Sets a tenant's factor, keeping the global and family sums and the LRU bound. */
 const setTenant = (state: State, fk: string, tenant: string, next: Calibration.Factor, previous: Calibration.Factor | undefined) => {
   const key = tenantKey(tenant, fk)
-  const g = state.global.get(fk) ?? { sum: 0, tenants: 0, reports: 0 }
-  state.global.set(fk, {
-    sum: g.sum - (previous?.factor ?? 0) + next.factor,
-    tenants: g.tenants + (previous === undefined ? 1 : 0),
-    reports: g.reports + 1,
-  })
+  const delta = next.factor - (previous?.factor ?? 0)
+  const added = previous === undefined ? 1 : 0
+  shift(state.global, fk, delta, added, 1)
+  shift(state.families, familyKey(state, fk), delta, added, 1)
   state.tenants.delete(key)
   state.tenants.set(key, next)
   while (state.tenants.size > state.limits.maxTenantFactors) {
     const [oldest, factor] = state.tenants.entries().next().value as [string, Calibration.Factor]
     state.tenants.delete(oldest)
     const ofk = oldest.slice(oldest.indexOf(" ") + 1)
-    const og = state.global.get(ofk)
-    if (og !== undefined) state.global.set(ofk, { ...og, sum: og.sum - factor.factor, tenants: og.tenants - 1 })
+    if (state.global.has(ofk)) shift(state.global, ofk, -factor.factor, -1, 0)
+    shift(state.families, familyKey(state, ofk), -factor.factor, -1, 0)
   }
 }
 
@@ -174,6 +231,8 @@ export const record = (
   const current = factorOf(state, o.model, o.backend, tenant)
   if (dryRun || label === OTHER || o.learn === false || raw <= 0) return { drift: d, factor: current }
   const fk = `${label}#${o.backend}`
+  const family = familyOf(o.model)
+  if (family !== undefined) state.familyOfKey.set(fk, family)
   const previous = state.tenants.get(tenantKey(tenant, fk))
   const updated = Calibration.updateFactor(previous ?? { factor: current, reports: 0 }, o.billed / raw, options)
   setTenant(state, fk, tenant, updated, previous)
@@ -183,7 +242,17 @@ export const record = (
 /** A bounded snapshot for metrics: global factors, drift per label, and how many labels and tenant factors there are. */
 export const snapshot = (state: State) => ({
   factors: Object.fromEntries(
-    [...state.global].map(([k, g]) => [k, { factor: globalValue(state, g), reports: g.reports, tenants: g.tenants }] as const),
+    [...state.global].map(([k, g]) => {
+      const family = state.familyOfKey.get(k)
+      return [k, { factor: globalValue(state, g, family, k.slice(k.lastIndexOf("#") + 1)), reports: g.reports, tenants: g.tenants }] as const
+    }),
+  ),
+  /** Per `family#backend`: the family's factor (where new models of the family start) and the reports and tenants behind it. */
+  families: Object.fromEntries(
+    [...state.families].map(([k, g]) => {
+      const [family, backend] = k.split("#") as [Family, string]
+      return [k, { factor: familyFactorOf(state, family, backend), reports: g.reports, tenants: g.tenants }] as const
+    }),
   ),
   drift: Object.fromEntries([...state.drift].map(([k, h]) => [k, Calibration.summarize(h)] as const)),
   rawDrift: Object.fromEntries([...state.rawDrift].map(([k, h]) => [k, Calibration.summarize(h)] as const)),
