@@ -109,7 +109,8 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<OpenAICo
     const countBody = (model: string, body: Readonly<Record<string, unknown>>) =>
       calls.cached(model, Object.fromEntries(Object.entries(body).filter(([k]) => COUNT_KEYS.has(k))))
 
-    const countText = (model: string, text: string) => (text.trim() === "" ? Effect.succeed(0) : segment(model, Body.textBody(text)))
+    const countText = (model: string, text: string) =>
+      text.trim() === "" ? Effect.succeed(0) : calls.segment(model, "emptyUser", Body.envelopeBody("emptyUser"), Body.textBody(text))
 
     return { provider: "openai", backend: "openai_api", countTurn, countBody, countText, breaker: calls.breaker, stats: calls.stats }
   })

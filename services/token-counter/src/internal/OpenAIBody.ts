@@ -6,7 +6,9 @@
  * Envelopes (measured once per model, see `OpenAICounter`): every request
  * carries one `"."` user message (`plain`; the endpoint counts a request, and
  * a request has input); `twoDots` (two of them) measures one message, so the
- * per-request framing is `plain − (twoDots − plain)`.
+ * per-request framing is `plain − (twoDots − plain)`; `emptyUser` (one user
+ * message with empty content) is subtracted from a text segment counted as
+ * the content of a user message, leaving the text without framing.
  *
  * Segments:
  * - the prefix: `instructions` (the system sections, joined as the renderer
@@ -28,12 +30,14 @@ import type { Conversation } from "@ctxd/contracts"
 
 type Json = Record<string, unknown>
 
-export type Envelope = "plain" | "twoDots"
+export type Envelope = "plain" | "twoDots" | "emptyUser"
 
 const DOT: Json = { type: "message", role: "user", content: "." }
 
+const user = (text: string): Json => ({ type: "message", role: "user", content: text })
+
 /** The count request of an envelope alone. */
-export const envelopeBody = (envelope: Envelope): Json => ({ input: envelope === "plain" ? [DOT] : [DOT, DOT] })
+export const envelopeBody = (envelope: Envelope): Json => ({ input: envelope === "plain" ? [DOT] : envelope === "twoDots" ? [DOT, DOT] : [user("")] })
 
 const EMPTY = "(empty)"
 
@@ -60,8 +64,8 @@ export const prefixBody = (model: string, system: ReadonlyArray<Conversation.Sys
 /** The count request of the tools alone (inside `plain`). */
 export const toolsBody = (model: string, tools: ReadonlyArray<Conversation.Tool>): Json | undefined => prefixBody(model, [], tools)
 
-/** The count request of a text as `instructions` (inside `plain`). */
-export const textBody = (text: string): Json => ({ instructions: text, input: [DOT] })
+/** The count request of a text as the content of the only user message (minus `emptyUser`: the text without framing). */
+export const textBody = (text: string): Json => ({ input: [user(text)] })
 
 /** A turn's new messages as a count request. */
 export interface Batch {
