@@ -12,17 +12,21 @@
  *   are kept, least recently updated dropped first (that tenant falls back
  *   to the global factor).
  * - **The global factor** of a model is the mean of the tenants' factors
- *   with a prior of {@link Limits.priorTenants} (default 10) tenants at its
- *   family's factor: (priorTenants × family + Σ tenant factors) /
+ *   with a prior of {@link Limits.priorTenants} (default 10) tenants at the
+ *   model's family factor F: (priorTenants × F + Σ tenant factors) /
  *   (priorTenants + tenants). Each tenant counts once however many reports
- *   it sends, so one tenant moves it by at most (factor − family) /
+ *   it sends, so one tenant moves it by at most (factor − F) /
  *   (priorTenants + 1) and never moves another tenant's own factor at all.
- * - **Families** ({@link familyOf}: `claude`, `gpt`, `gemini`, by model name,
- *   else by provider): a family's factor is the mean of every tenant factor
- *   of its models, with the same prior of `priorTenants` tenants at the
- *   family's starting ratio ({@link FAMILY_START}). So a model never seen
- *   before starts from what its family has learned, not from 1, and then
- *   learns its own. Models of no known family start from 1.
+ * - **Families** ({@link familyOf}: `claude`, `gpt`, `gemini`, by model
+ *   name, else by provider): a model's family factor F is the mean of the
+ *   learned factors of the family's OTHER models (each the mean of its
+ *   tenants' factors with the prior at the family's starting ratio,
+ *   {@link FAMILY_START}), or that starting ratio while there are none. So a
+ *   model never seen before starts from what its family has learned rather
+ *   than from 1, and then learns its own. A model's own tenants never move
+ *   its own F, and one tenant moves any F by at most what it moves one
+ *   model's factor (a mean of bounded values), so the bound above holds
+ *   twice at most. Models of no known family start from 1.
  * - **Drift** histograms per model label (not per tenant: they are metrics).
  *
  * The state is mutable (updated in place under the service's `Ref`).
@@ -86,10 +90,8 @@ export interface State {
   overflow: number
   /** Per `label#backend`. */
   readonly global: Map<string, GlobalFactor>
-  /** Per `family#backend`: the tenant factors of all the family's models. */
-  readonly families: Map<string, GlobalFactor>
-  /** The family of each `label#backend` with a global factor. */
-  readonly familyOfKey: Map<string, Family>
+  /** The family of each `label#backend` in `global` (when known). */
+  readonly families: Map<string, Family>
   /** Per `tenant label#backend`, least recently updated first. */
   readonly tenants: Map<string, Calibration.Factor>
   /** Drift of the estimates as reported (calibrated when a factor was applied), per label. */
@@ -105,7 +107,6 @@ export const make = (limits: Partial<Limits> = {}): State => ({
   overflow: 0,
   global: new Map(),
   families: new Map(),
-  familyOfKey: new Map(),
   tenants: new Map(),
   drift: new Map(),
   rawDrift: new Map(),
@@ -138,19 +139,35 @@ export const labelOf = (state: State, model: ModelRef, admit: boolean): string =
 const withPrior = (state: State, g: GlobalFactor | undefined, start: number): number =>
   g === undefined ? start : (state.limits.priorTenants * start + g.sum) / (state.limits.priorTenants + g.tenants)
 
-/** A family's factor for a local backend (1 for no family). */
-export const familyFactorOf = (state: State, family: Family | undefined, backend: string): number =>
-  family === undefined ? 1 : withPrior(state, state.families.get(`${family}#${backend}`), FAMILY_START[family])
+const backendOfKey = (fk: string): string => fk.slice(fk.lastIndexOf("#") + 1)
 
-const globalValue = (state: State, g: GlobalFactor | undefined, family: Family | undefined, backend: string): number =>
-  withPrior(state, g, familyFactorOf(state, family, backend))
+/**
+ * The family factor of a local backend: the mean of the learned factors of
+ * the family's models but `except` (a `label#backend`), each with its prior
+ * at the family's start; the start while there are none; 1 for no family.
+ */
+export const familyFactorOf = (state: State, family: Family | undefined, backend: string, except?: string): number => {
+  if (family === undefined) return 1
+  const start = FAMILY_START[family]
+  let sum = 0
+  let models = 0
+  for (const [fk, g] of state.global) {
+    if (fk === except || g.tenants <= 0 || state.families.get(fk) !== family || backendOfKey(fk) !== backend) continue
+    sum += withPrior(state, g, start)
+    models++
+  }
+  return models === 0 ? start : sum / models
+}
+
+const globalValue = (state: State, fk: string, family: Family | undefined): number =>
+  withPrior(state, state.global.get(fk), familyFactorOf(state, family, backendOfKey(fk), fk))
 
 const tenantKey = (tenant: string, fk: string): string => `${tenant} ${fk}`
 
-/** The global factor of a model and local backend (1 when nothing was learned). */
+/** The global factor of a model and local backend (its family's factor when nothing was learned for it; 1 for no family). */
 export const globalFactorOf = (state: State, model: ModelRef, backend: string): number => {
   const label = labelOf(state, model, false)
-  return label === OTHER ? 1 : globalValue(state, state.global.get(`${label}#${backend}`), familyOf(model), backend)
+  return label === OTHER ? 1 : globalValue(state, `${label}#${backend}`, familyOf(model))
 }
 
 /** The factor for a tenant's model and local backend: the tenant's own, else the global one. */
@@ -158,7 +175,7 @@ export const factorOf = (state: State, model: ModelRef, backend: string, tenant 
   const label = labelOf(state, model, false)
   if (label === OTHER) return 1
   const fk = `${label}#${backend}`
-  return state.tenants.get(tenantKey(tenant, fk))?.factor ?? globalValue(state, state.global.get(fk), familyOf(model), backend)
+  return state.tenants.get(tenantKey(tenant, fk))?.factor ?? globalValue(state, fk, familyOf(model))
 }
 
 /** One billed turn to fold in. */
@@ -177,34 +194,23 @@ export interface Recorded {
 const histogramAt = (map: Map<string, Calibration.Histogram>, key: string, value: number): void =>
   void map.set(key, Calibration.observe(map.get(key) ?? Calibration.emptyHistogram, value))
 
-/** The `family#backend` key of a `label#backend` key, if its family is known. */
-const familyKey = (state: State, fk: string): string | undefined => {
-  const family = state.familyOfKey.get(fk)
-  return family === undefined ? undefined : `${family}${fk.slice(fk.lastIndexOf("#"))}`
-}
-
-/** Adds `delta` (a tenant factor in, out or changed) to a sum of tenant factors. */
-const shift = (map: Map<string, GlobalFactor>, key: string | undefined, sum: number, tenants: number, reports: number): void => {
-  if (key === undefined) return
-  const g = map.get(key) ?? { sum: 0, tenants: 0, reports: 0 }
-  map.set(key, { sum: g.sum + sum, tenants: g.tenants + tenants, reports: g.reports + reports })
-}
-
-/** Sets a tenant's factor, keeping the global and family sums and the LRU bound. */
+/** Sets a tenant's factor, keeping the global sum and the LRU bound. */
 const setTenant = (state: State, fk: string, tenant: string, next: Calibration.Factor, previous: Calibration.Factor | undefined) => {
   const key = tenantKey(tenant, fk)
-  const delta = next.factor - (previous?.factor ?? 0)
-  const added = previous === undefined ? 1 : 0
-  shift(state.global, fk, delta, added, 1)
-  shift(state.families, familyKey(state, fk), delta, added, 1)
+  const g = state.global.get(fk) ?? { sum: 0, tenants: 0, reports: 0 }
+  state.global.set(fk, {
+    sum: g.sum - (previous?.factor ?? 0) + next.factor,
+    tenants: g.tenants + (previous === undefined ? 1 : 0),
+    reports: g.reports + 1,
+  })
   state.tenants.delete(key)
   state.tenants.set(key, next)
   while (state.tenants.size > state.limits.maxTenantFactors) {
     const [oldest, factor] = state.tenants.entries().next().value as [string, Calibration.Factor]
     state.tenants.delete(oldest)
     const ofk = oldest.slice(oldest.indexOf(" ") + 1)
-    if (state.global.has(ofk)) shift(state.global, ofk, -factor.factor, -1, 0)
-    shift(state.families, familyKey(state, ofk), -factor.factor, -1, 0)
+    const og = state.global.get(ofk)
+    if (og !== undefined) state.global.set(ofk, { ...og, sum: og.sum - factor.factor, tenants: og.tenants - 1 })
   }
 }
 
@@ -232,7 +238,7 @@ export const record = (
   if (dryRun || label === OTHER || o.learn === false || raw <= 0) return { drift: d, factor: current }
   const fk = `${label}#${o.backend}`
   const family = familyOf(o.model)
-  if (family !== undefined) state.familyOfKey.set(fk, family)
+  if (family !== undefined) state.families.set(fk, family)
   const previous = state.tenants.get(tenantKey(tenant, fk))
   const updated = Calibration.updateFactor(previous ?? { factor: current, reports: 0 }, o.billed / raw, options)
   setTenant(state, fk, tenant, updated, previous)
@@ -242,16 +248,17 @@ export const record = (
 /** A bounded snapshot for metrics: global factors, drift per label, and how many labels and tenant factors there are. */
 export const snapshot = (state: State) => ({
   factors: Object.fromEntries(
-    [...state.global].map(([k, g]) => {
-      const family = state.familyOfKey.get(k)
-      return [k, { factor: globalValue(state, g, family, k.slice(k.lastIndexOf("#") + 1)), reports: g.reports, tenants: g.tenants }] as const
-    }),
+    [...state.global].map(([k, g]) => [k, { factor: globalValue(state, k, state.families.get(k)), reports: g.reports, tenants: g.tenants }] as const),
   ),
-  /** Per `family#backend`: the family's factor (where new models of the family start) and the reports and tenants behind it. */
+  /** Per `family#backend` with a learned model: where a new model of the family starts, and how many models it averages. */
   families: Object.fromEntries(
-    [...state.families].map(([k, g]) => {
-      const [family, backend] = k.split("#") as [Family, string]
-      return [k, { factor: familyFactorOf(state, family, backend), reports: g.reports, tenants: g.tenants }] as const
+    [...new Set([...state.global.keys()].flatMap((k) => {
+      const family = state.families.get(k)
+      return family === undefined ? [] : [`${family}#${backendOfKey(k)}`]
+    }))].map((key) => {
+      const [family, backend] = key.split("#") as [Family, string]
+      const models = [...state.global].filter(([k, g]) => g.tenants > 0 && state.families.get(k) === family && backendOfKey(k) === backend).length
+      return [key, { factor: familyFactorOf(state, family, backend), models }] as const
     }),
   ),
   drift: Object.fromEntries([...state.drift].map(([k, h]) => [k, Calibration.summarize(h)] as const)),

@@ -177,8 +177,8 @@ export interface Metrics {
   readonly rawDrift: Readonly<Record<string, Calibration.DriftSummary>>
   /** Global correction factors per `provider/name#backend` label, with the reports and tenants behind them. */
   readonly factors: Readonly<Record<string, { readonly factor: number; readonly reports: number; readonly tenants: number }>>
-  /** Family factors per `family#backend` (`claude`, `gpt`, `gemini`): where a new model of the family starts. */
-  readonly families: Readonly<Record<string, { readonly factor: number; readonly reports: number; readonly tenants: number }>>
+  /** Family factors per `family#backend` (`claude`, `gpt`, `gemini`): where a new model of the family starts, over how many learned models. */
+  readonly families: Readonly<Record<string, { readonly factor: number; readonly models: number }>>
   /** Model labels in use, the cap, and reports recorded under `other`. */
   readonly labels: { readonly used: number; readonly max: number; readonly overflow: number }
   /** Per-tenant factors kept. */
