@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { FakeProvider } from "@ctxd/testing"
 import { Effect } from "effect"
 import OpenAI from "openai"
-import { ExactCounter, OpenAICounter } from "../src/index.ts"
+import { type ExactCounter, OpenAICounter } from "../src/index.ts"
 import * as FakeProviderHooks from "./FakeProviderHooks.ts"
 import * as Replay from "./Replay.ts"
 
