@@ -23,7 +23,8 @@
  *   (one text part or none), else `input_text` / `input_image` parts; an
  *   error result is prefixed with `[error] `.
  * - Function tools are sorted by name (or kept in order, see `toolOrder`);
- *   hosted tools (`web_search`, ...) go back as they came.
+ *   hosted tools (`web_search`, ...) go back as they came; Gemini built-in
+ *   tools are not sent.
  * - `store: false` (ctxd owns the history); `prompt_cache_key` as for Chat
  *   Completions; `prompt_cache_retention: "24h"` when the model's price row
  *   ({@link CostModel.lookup}) lists a `24h` cache tier.
@@ -188,7 +189,9 @@ export const render = (input: RenderInput): Rendered => {
   const body: Json = { model: input.model.name }
   if (instructions !== "") body["instructions"] = instructions
   body["input"] = items
-  if (input.tools.length > 0) body["tools"] = CacheLayout.orderTools(input.tools, input.toolOrder).map(tool)
+  // Gemini built-in tools (googleSearch, ...) mean nothing to Responses
+  const sent = input.tools.filter((t) => Foreign.hostedFormat(t) !== "gemini")
+  if (sent.length > 0) body["tools"] = CacheLayout.orderTools(sent, input.toolOrder).map(tool)
   body["prompt_cache_key"] = key
   body["store"] = false
   body["max_output_tokens"] = input.model.maxOutputTokens

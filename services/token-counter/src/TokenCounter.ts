@@ -4,17 +4,20 @@
  *
  * - Backends: exact, one per provider with a count endpoint
  *   ({@link ExactCounter}): `anthropic_api` ({@link AnthropicCounter},
- *   `count_tokens`) and `openai_api` ({@link OpenAICounter}, Responses
- *   `input_tokens`); local: `tiktoken` and `heuristic` (`@ctxd/tokens`).
- *   `auto` (the default) = the model's provider's count when that provider is
- *   configured (`ANTHROPIC_API_KEY` / `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY` /
- *   `OPENAI_BASE_URL`), else `tiktoken`. OpenAI Chat Completions turns and
- *   bodies have no count endpoint: they are counted locally (`fallback:
- *   "chat_completions"` when `openai_api` was asked for by name).
+ *   `count_tokens`), `openai_api` ({@link OpenAICounter}, Responses
+ *   `input_tokens`) and `google_api` ({@link GeminiCounter}, `countTokens`);
+ *   local: `tiktoken` and `heuristic` (`@ctxd/tokens`). `auto` (the default)
+ *   = the model's provider's count when that provider is configured
+ *   (`ANTHROPIC_API_KEY` / `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY` /
+ *   `OPENAI_BASE_URL`, `GEMINI_API_KEY` / `GOOGLE_GEMINI_BASE_URL`), else
+ *   `tiktoken`. OpenAI Chat Completions turns and bodies have no count
+ *   endpoint: they are counted locally (`fallback: "chat_completions"` when
+ *   `openai_api` was asked for by name); so are `google` turns in another
+ *   format than `gemini` (`unsupported_format`).
  * - Local fallbacks per family: o200k for current OpenAI models (cl100k for
- *   gpt-4 / gpt-3.5), cl100k for Claude and everything else, each times its
- *   calibration factor (see `CalibrationState`: a new model starts from its
- *   family's factor).
+ *   gpt-4 / gpt-3.5), cl100k for Claude, Gemini and everything else, each
+ *   times its calibration factor (see `CalibrationState`: a new model starts
+ *   from its family's factor; Gemini's from a documented 1.05).
  * - Never fails and never waits on a sick provider: each provider's counter
  *   has its own breaker, bulkhead, timeout, single flight and cache; when its
  *   breaker is open, the call fails, the bulkhead is full or the answer takes
@@ -32,6 +35,7 @@ import { LocalCounter } from "@ctxd/tokens"
 import { Cause, type ConfigError, Context, Duration, Effect, Either, FiberRef, HashMap, Layer, Option, type Scope } from "effect"
 import * as AnthropicCounter from "./AnthropicCounter.ts"
 import type * as ExactCounter from "./ExactCounter.ts"
+import * as GeminiCounter from "./GeminiCounter.ts"
 import * as OpenAICounter from "./OpenAICounter.ts"
 import * as Calibration from "./Calibration.ts"
 import * as CalibrationState from "./CalibrationState.ts"
@@ -235,7 +239,8 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
     const exacts = new Map<string, ExactCounter.ExactCounter>()
     if (config.anthropic !== undefined) exacts.set("anthropic", yield* AnthropicCounter.make({ ...config.anthropic, ...shared }))
     if (config.openai !== undefined) exacts.set("openai", yield* OpenAICounter.make({ ...config.openai, ...shared }))
-    const providerOf: Readonly<Record<string, string>> = { anthropic_api: "anthropic", openai_api: "openai" }
+    if (config.google !== undefined) exacts.set("google", yield* GeminiCounter.make({ ...config.google, ...shared }))
+    const providerOf: Readonly<Record<string, string>> = { anthropic_api: "anthropic", openai_api: "openai", google_api: "google" }
     // mutated in place, only inside Effect.sync (one fiber at a time on the JS thread)
     const calibration = CalibrationState.make(config.calibrationLimits)
     const factorOptions: Calibration.FactorOptions = { ...Calibration.defaultFactorOptions, alpha: config.calibrationAlpha }
@@ -251,16 +256,23 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
      * falls back silently (no provider count was promised); a backend asked
      * for by name says why it did not answer.
      */
-    const route = (model: Model, choice: BackendChoice | undefined, chatCompletions: boolean): Route => {
+    const route = (model: Model, choice: BackendChoice | undefined, unsupportedFormat: string | undefined): Route => {
       const wanted = choice ?? config.backend
       if (wanted === "heuristic" || wanted === "tiktoken") return { local: wanted }
       const local = (fallback: string): Route => (wanted === "auto" ? { local: "tiktoken" } : { local: "tiktoken", fallback })
       if (wanted !== "auto" && providerOf[wanted] !== model.provider) return local("unsupported_provider")
       const exact = exacts.get(model.provider)
-      if (exact === undefined) return local(model.provider in ({ anthropic: 1, openai: 1 } as const) ? "not_configured" : "unsupported_provider")
-      if (chatCompletions) return local("chat_completions")
+      if (exact === undefined) return local("not_configured")
+      if (unsupportedFormat !== undefined) return local(unsupportedFormat)
       return { exact, local: "tiktoken" }
     }
+
+    /** Why a turn in `format` cannot be counted by its provider's endpoint (`undefined`: it can, or the format is not known). */
+    const formatProblem = (model: Model, format: Turn.Format | undefined): string | undefined =>
+      format === undefined ? undefined
+      : model.provider === "openai" && format === "openai" ? "chat_completions"
+      : model.provider === "google" && format !== "gemini" ? "unsupported_format"
+      : undefined
 
     /** Local counting for `tenant` (its own factor, else the global one; the global one when undefined). */
     const local = (backend: "tiktoken" | "heuristic", model: Model, fallback: string | undefined, tenant?: string | undefined) =>
@@ -318,7 +330,7 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
     const countTurn = (input: CountTurnInput): Effect.Effect<TurnCount> =>
       Effect.gen(function* () {
         tally.turns++
-        const path = route(input.model, input.backend, input.model.provider === "openai" && input.format === "openai")
+        const path = route(input.model, input.backend, formatProblem(input.model, input.format))
         const exact = path.exact
         if (exact === undefined) return yield* countLocally(input, path.local, path.fallback)
         const encoding = tiktoken.encodingFor(input.model)
@@ -355,7 +367,7 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
     const countRequest = (input: CountRequestInput): Effect.Effect<CountResult> =>
       Effect.gen(function* () {
         const chat = input.model.provider === "openai" && input.body !== undefined && !OpenAICounter.isResponsesBody(input.body)
-        const path = route(input.model, input.backend, chat)
+        const path = route(input.model, input.backend, chat ? "chat_completions" : undefined)
         const exact = path.exact
         if (exact === undefined) return yield* countRequestLocally(input, path.local, path.fallback)
         const segments = input.segments

@@ -86,6 +86,22 @@ describe("TokenCounter routing", () => {
         },
       })
       expect(responses.tokens).toBeGreaterThan(openai.tokens)
+      // a Gemini body (as @google/genai takes it, and in the REST shape): counted locally for google models
+      const contents = [
+        { role: "user", parts: [{ text: "hello world" }] },
+        { role: "model", parts: [{ functionCall: { name: "f", args: { q: "weather in Paris" } }, thoughtSignature: "c2ln".repeat(200) }] },
+        { role: "user", parts: [{ functionResponse: { name: "f", response: { output: "sunny" } } }] },
+      ]
+      const tool = { functionDeclarations: [{ name: "f", description: "look up", parametersJsonSchema: { type: "object", properties: { q: { type: "string" } } } }] }
+      const google = { provider: "google" as const, name: "gemini-2.5-flash" }
+      const sdkShape = yield* service.countRequest({ model: google, body: { model: "gemini-2.5-flash", contents, config: { systemInstruction: "be brief", tools: [tool], maxOutputTokens: 100 } } })
+      const restShape = yield* service.countRequest({ model: google, body: { contents, systemInstruction: { parts: [{ text: "be brief" }] }, tools: [tool] } })
+      expect(sdkShape).toMatchObject({ backend: "tiktoken", exact: false })
+      expect(restShape.tokens).toBe(sdkShape.tokens)
+      const bare = yield* service.countRequest({ model: google, body: { contents } })
+      // the system instruction and the declaration count; the 800-character signature does not
+      expect(sdkShape.tokens).toBeGreaterThan(bare.tokens + 10)
+      expect(bare.tokens).toBeLessThan(60)
     }),
   )
 })
