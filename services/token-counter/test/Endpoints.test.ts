@@ -18,6 +18,7 @@ const fake = Layer.scoped(TokenCounter.TokenCounter, Effect.flatMap(FakeProvider
   TokenCounter.make({
     anthropic: { baseURL: server.url, apiKey: Redacted.make("test") },
     openai: { baseURL: `${server.url}/v1`, apiKey: Redacted.make("test") },
+    google: { baseURL: server.url, apiKey: Redacted.make("test") },
     timeoutMs: 30_000,
   }),
 )).pipe(Layer.orDie)
@@ -61,6 +62,9 @@ describe("endpoints", () => {
           calibration: 1,
         })
         expect(Schema.is(UsageSchema.CountReply)(openaiExact)).toBe(true)
+        const geminiExact = yield* call(subject, { model: Replay.GEMINI_MODEL, body: Replay.renderGemini(session!, messages) })
+        expect(geminiExact).toMatchObject({ tokens: Replay.groundTruthGemini(session!, messages), backend: "anthropic_api", countedBy: "google_api", encoding: "google", exact: true })
+        expect(Schema.is(UsageSchema.CountReply)(geminiExact)).toBe(true)
 
         const local = yield* call(subject, { model: Replay.MODEL, backend: "tiktoken", segments: ["hello world", "The quick brown fox jumps over the lazy dog."] })
         expect(local).toEqual({ ok: true, tokens: 12, segments: [2, 10], backend: "tiktoken", countedBy: "tiktoken", encoding: "cl100k_base", exact: false, calibration: 1 })

@@ -51,6 +51,7 @@ const turn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.Count
   messages,
 })
 const openaiTurn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.CountTurnInput => ({ ...turn(messages), model: Replay.OPENAI_MODEL })
+const geminiTurn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.CountTurnInput => ({ ...turn(messages), model: Replay.GEMINI_MODEL, format: "gemini" })
 const openaiCalls = () => fake().requests().filter((r) => r.endpoint === "responses_input_tokens").length
 /** Distinct new messages for turn `i`. */
 const fresh = (i: number): ReadonlyArray<Conversation.Message> => [{ role: "user", parts: [{ type: "text", text: `question number ${i}: where is my bag?` }] }]
@@ -242,6 +243,27 @@ describe("TokenCounter failures", () => {
       expect(open).toMatchObject({ backend: "tiktoken", exact: false, fallback: "circuit_open" })
       expect(yield* service.countTurn(turn(fresh(9))).pipe(unaided("anthropic turn"))).toMatchObject({ backend: "anthropic_api", exact: true })
       expect((yield* service.metrics).providers["anthropic"]!.breaker).toMatchObject({ status: "closed", hasOpened: false })
+    }),
+  )
+
+  it.scoped("per provider: a failing Gemini opens its own breaker; OpenAI and Anthropic stay exact", () =>
+    Effect.gen(function* () {
+      const service = yield* TokenCounter.make({
+        anthropic: { baseURL: fake().url, apiKey: Redacted.make("test") },
+        openai: { baseURL: `${fake().url}/v1`, apiKey: Redacted.make("test") },
+        google: { baseURL: fake().url, apiKey: Redacted.make("test") },
+        timeoutMs: TIMEOUT_MS,
+      })
+      expect(yield* service.countTurn(geminiTurn(fresh(0)))).toMatchObject({ backend: "google_api", exact: true })
+      fake().control({ failNext: 3, errorStatus: 503, faultEndpoints: ["gemini_count_tokens"] })
+      for (let i = 1; i <= 3; i++) {
+        expect(yield* service.countTurn(geminiTurn(fresh(i)))).toMatchObject({ backend: "tiktoken", encoding: "cl100k_base", exact: false, fallback: "server" })
+      }
+      expect(yield* service.countTurn(geminiTurn(fresh(4)))).toMatchObject({ backend: "tiktoken", exact: false, fallback: "circuit_open" })
+      expect(yield* service.countTurn(openaiTurn(fresh(4)))).toMatchObject({ backend: "openai_api", exact: true })
+      expect(yield* service.countTurn(turn(fresh(4)))).toMatchObject({ backend: "anthropic_api", exact: true })
+      const { providers } = yield* service.metrics
+      expect(Object.fromEntries(Object.entries(providers).map(([p, m]) => [p, m.breaker.status]))).toEqual({ anthropic: "closed", openai: "closed", google: "open" })
     }),
   )
 

@@ -147,6 +147,34 @@ describe("TokenCounter routing with OpenAI", () => {
   )
 })
 
+describe("TokenCounter routing with Gemini", () => {
+  it.scoped("auto counts google models with Gemini's endpoint; other formats and other providers' backends stay local", () =>
+    Effect.gen(function* () {
+      const service = yield* TokenCounter.make({ google: { baseURL: fake().url, apiKey: Redacted.make("test") }, timeoutMs: TIMEOUT_MS })
+      const [session] = Replay.tauBench(1)
+      const turn = session!.turns[0]!
+      const input = { model: Replay.GEMINI_MODEL, system: session!.system, tools: session!.tools, messages: turn }
+      const exact = yield* service.countTurn({ ...input, format: "gemini" })
+      expect(exact).toMatchObject({ backend: "google_api", encoding: "google", exact: true, calibration: 1 })
+      expect(exact.systemTokens + exact.toolsTokens + exact.messageTokens.reduce((a, b) => a + b, 0)).toBe(Replay.groundTruthGemini(session!, turn))
+      expect(yield* service.countTurn({ ...input, format: "openai", backend: "google_api" })).toMatchObject({ backend: "tiktoken", fallback: "unsupported_format" })
+      expect(yield* service.countTurn({ ...input, backend: "openai_api" })).toMatchObject({ backend: "tiktoken", fallback: "unsupported_provider" })
+      // OpenAI is not configured here: asked for by name, it says so
+      expect(yield* service.countTurn({ ...input, model: Replay.OPENAI_MODEL, backend: "openai_api" })).toMatchObject({ backend: "tiktoken", fallback: "not_configured" })
+      // the local fallback of a Gemini model: cl100k times the Gemini family's starting ratio
+      const estimate = yield* service.countTurn({ ...input, backend: "tiktoken" })
+      expect(estimate).toMatchObject({ backend: "tiktoken", encoding: "cl100k_base", calibration: 1.05 })
+      // a whole body in the SDK's shape, exactly
+      const messages = session!.turns.flat()
+      expect(yield* service.countRequest({ model: Replay.GEMINI_MODEL, body: Replay.renderGemini(session!, messages) })).toMatchObject({
+        tokens: Replay.groundTruthGemini(session!, messages),
+        backend: "google_api",
+        exact: true,
+      })
+    }),
+  )
+})
+
 describe("TokenCounter config", () => {
   it.scoped("reads the environment: backend, cache size, timeout, breaker, calibration, Anthropic", () =>
     Effect.gen(function* () {
