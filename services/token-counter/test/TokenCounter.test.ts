@@ -186,6 +186,7 @@ describe("TokenCounter config", () => {
         ["CTXD_TOKEN_CALIBRATION", "false"],
         ["ANTHROPIC_BASE_URL", "http://127.0.0.1:9"],
         ["OPENAI_API_KEY", "sk-test"],
+        ["GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:8"],
       ])
       const config = yield* Effect.withConfigProvider(TokenCounterConfig.config, ConfigProvider.fromMap(env))
       expect(config).toMatchObject({
@@ -198,6 +199,7 @@ describe("TokenCounter config", () => {
         calibrationAlpha: 0.1,
         anthropic: { baseURL: "http://127.0.0.1:9", apiKey: undefined },
         openai: { baseURL: undefined },
+        google: { baseURL: "http://127.0.0.1:8", apiKey: undefined },
       })
       expect(Redacted.value(config.openai!.apiKey!)).toBe("sk-test")
       const none = yield* Effect.withConfigProvider(TokenCounterConfig.config, ConfigProvider.fromMap(new Map([["ANTHROPIC_API_KEY", " "], ["OPENAI_BASE_URL", ""]])))
