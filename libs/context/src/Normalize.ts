@@ -281,6 +281,12 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
         })
         return
       case "reasoning":
+      case "web_search_call":
+      case "file_search_call":
+      case "code_interpreter_call":
+      case "image_generation_call":
+      case "mcp_call":
+      case "mcp_list_tools":
         open("assistant", sourceIndex).push(opaque("openai-responses", item as Record<string, unknown>))
         return
       case "function_call_output":
@@ -312,7 +318,8 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
  * assistant-side items (assistant `message`s, `reasoning`, `function_call`)
  * becomes one `assistant` message with their parts in order (a reasoning item
  * an opaque `openai-responses` part, kept verbatim with its
- * `encrypted_content`, so it travels with the calls after it); a run of
+ * `encrypted_content`, so it travels with the calls after it; a hosted
+ * tool's call item likewise, verbatim, in its place); a run of
  * `function_call_output` items becomes one `tool` message. A `custom_tool_call`
  * becomes a `tool_call` with `custom: true` (`arguments` its free-form input,
  * `input` `{input}`); its output a tool result like a function call's. `user` messages
@@ -465,9 +472,8 @@ export const fromGeminiIndexed = (contents: ReadonlyArray<Gemini.Content>, optio
     if (content.role === "model") {
       const parts = content.parts.map((part, partIndex): Conversation.Part => {
         const call = part.functionCall
-        if (call === undefined || !onlyKeys(part as Record<string, unknown>, ["functionCall", "thoughtSignature"])) {
-          return geminiPart(part)
-        }
+        // a call is always a call (fields of the part beside its signature are not kept): it must pair
+        if (call === undefined) return geminiPart(part)
         const given = call.id !== undefined && call.id !== ""
         const id = given ? call.id! : geminiCallId(seed, sourceIndex, partIndex)
         open.push({ id, name: call.name, step: sourceIndex })
@@ -487,7 +493,7 @@ export const fromGeminiIndexed = (contents: ReadonlyArray<Gemini.Content>, optio
     const rest: Array<Conversation.Part> = []
     for (const part of content.parts) {
       const fr = part.functionResponse
-      if (fr !== undefined && onlyKeys(part as Record<string, unknown>, ["functionResponse"])) results.push(geminiResult(fr, answer(fr)))
+      if (fr !== undefined) results.push(geminiResult(fr, answer(fr)))
       else if (part.functionCall !== undefined) rest.push(opaque("gemini", part as Record<string, unknown>))
       else rest.push(geminiPart(part))
     }
@@ -508,7 +514,8 @@ export const fromGeminiIndexed = (contents: ReadonlyArray<Gemini.Content>, optio
  *   texts, `fileData`, code execution and anything with extra fields become
  *   opaque `gemini` parts kept verbatim.
  * - `functionCall` becomes a `tool_call` (`input` its `args`, `{}` when
- *   absent; its `thoughtSignature` as `signature`). A call without `id` gets
+ *   absent; its `thoughtSignature` as `signature`; other fields of the call
+ *   or its part are not kept). A call without `id` gets
  *   one made up ({@link geminiCallId}, `generatedId: true`): the Gemini
  *   renderer never sends it.
  * - `functionResponse` becomes a `tool_result`: with an `id`, for that call;

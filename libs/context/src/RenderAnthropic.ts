@@ -13,7 +13,9 @@
  *   with no blocks gets one text block `"(empty)"`. Trailing whitespace of a
  *   final assistant message is trimmed (the API rejects it).
  * - Opaque Anthropic blocks pass through (misplaced `tool_use`/`tool_result`
- *   blocks are dropped); opaque OpenAI parts become text notes.
+ *   blocks are dropped); opaque parts of the other formats become text notes
+ *   (Responses reasoning and Gemini thoughts are dropped; Gemini
+ *   `thoughtSignature`s are not sent).
  * - Tool use ids are unique in the body: a reused id (allowed once the
  *   earlier call was answered) gets a suffix `_2`, `_3`, ... in its call and
  *   its results.

@@ -29,13 +29,15 @@
  *   the URL is a Gemini Files API or `gs://` URI, else a text note
  *   `[image: <url>]` (Gemini does not fetch arbitrary URLs for every model).
  * - Opaque Gemini parts (thoughts, `fileData`, code execution, ...) go back
- *   verbatim; opaque parts of other formats become text notes (thinking and
- *   reasoning dropped, see `internal/Foreign.ts`).
+ *   verbatim (a function call in a user content is dropped); opaque parts of
+ *   other formats become text notes (thinking and reasoning dropped, see
+ *   `internal/Foreign.ts`).
  * - Function declarations are sorted by name (or kept in order, see
  *   `toolOrder`) in one `{functionDeclarations}` tool, the argument schema
  *   under the key it came with (`parameters` for a Gemini OpenAPI schema,
  *   else `parametersJsonSchema`); Gemini built-in tools (`googleSearch`,
- *   ...) follow as they came; Responses hosted tools are not sent.
+ *   ...) follow as they came, ordered like the declarations; Responses
+ *   hosted tools are not sent.
  *
  * Gemini caches a repeated prompt prefix implicitly: nothing here depends on
  * the turn but the messages, so an unchanged prefix renders byte-identical.
@@ -69,7 +71,11 @@ const image = (part: Conversation.ImagePart): Json => {
 }
 
 const note = (part: Conversation.OpaquePart): Json | undefined => {
-  if (part.format === "gemini") return Foreign.copyBlock(part)
+  if (part.format === "gemini") {
+    const block = Foreign.copyBlock(part)
+    // a call or response that arrived in the wrong role would break Gemini's pairing: not sent
+    return block["functionCall"] !== undefined || block["functionResponse"] !== undefined ? undefined : block
+  }
   const text = Foreign.note(part)
   return text === undefined ? undefined : { text }
 }
@@ -214,7 +220,7 @@ export const render = (input: RenderInput): Rendered => {
   const builtIn = input.tools.filter((t) => Foreign.hostedFormat(t) === "gemini")
   const tools: Array<Json> = []
   if (functions.length > 0) tools.push({ functionDeclarations: CacheLayout.orderTools(functions, input.toolOrder).map(declaration) })
-  for (const t of builtIn) tools.push({ ...(t.extra!["hosted"] as Json) })
+  for (const t of CacheLayout.orderTools(builtIn, input.toolOrder)) tools.push({ ...(t.extra!["hosted"] as Json) })
   if (tools.length > 0) config["tools"] = tools
   config["maxOutputTokens"] = input.model.maxOutputTokens
   return { body: { model: input.model.name, contents, config } }

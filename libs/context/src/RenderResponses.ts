@@ -14,7 +14,8 @@
  *   opaque Responses content parts such as `refusal`) one `message` item
  *   (`content` a string when it is one text, else `output_text` parts), a
  *   reasoning part its `reasoning` item verbatim (`encrypted_content`
- *   included), a tool call a `function_call` (the raw `arguments` string when
+ *   included), a hosted tool's call item (`web_search_call`, ...) verbatim,
+ *   a tool call a `function_call` (the raw `arguments` string when
  *   it was kept, else `JSON.stringify(input)`), a custom tool call a
  *   `custom_tool_call` (its result then a `custom_tool_call_output`). Anthropic thinking is dropped,
  *   and so are reasoning items left with nothing after them in their turn (the
@@ -29,7 +30,7 @@
  *   Completions; `prompt_cache_retention: "24h"` when the model's price row
  *   ({@link CostModel.lookup}) lists a `24h` cache tier.
  */
-import type { Conversation } from "@ctxd/contracts"
+import { type Conversation, OpenAIResponses } from "@ctxd/contracts"
 import * as CacheLayout from "./CacheLayout.ts"
 import * as CostModel from "./CostModel.ts"
 import * as Foreign from "./internal/Foreign.ts"
@@ -66,6 +67,12 @@ const message = (role: string, parts: ReadonlyArray<Json>, textType: string): Js
 })
 
 const isReasoning = (p: Conversation.OpaquePart): boolean => p.format === "openai-responses" && Foreign.blockType(p) === "reasoning"
+
+const HOSTED_CALLS: ReadonlySet<string> = new Set(OpenAIResponses.HOSTED_CALL_TYPES)
+
+/** An opaque Responses part that is a whole input item (reasoning, a hosted tool's call), not a content part. */
+const isItem = (p: Conversation.OpaquePart): boolean =>
+  p.format === "openai-responses" && (isReasoning(p) || HOSTED_CALLS.has(Foreign.blockType(p)))
 
 const userItem = (m: Conversation.Message): Json => {
   const parts: Array<Json> = []
@@ -112,7 +119,7 @@ const assistantItems = (m: Conversation.Message, out: Array<Json>, custom: Set<s
         } else out.push({ type: "function_call", call_id: p.id, name: p.name, arguments: p.arguments ?? JSON.stringify(p.input ?? {}) })
         break
       case "opaque": {
-        if (isReasoning(p)) {
+        if (isItem(p)) {
           flush()
           out.push(Foreign.copyBlock(p))
         } else if (p.format === "openai-responses") pending.push(Foreign.copyBlock(p))

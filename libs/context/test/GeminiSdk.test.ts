@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Models from "../src/Models.ts"
 import * as Normalize from "../src/Normalize.ts"
 import * as Pipeline from "../src/Pipeline.ts"
+import * as RenderGemini from "../src/RenderGemini.ts"
 
 type Json = Record<string, unknown>
 
@@ -83,6 +84,13 @@ const replay = async (index: number, modelName: string, ids: boolean) => {
     // the SDK counts contents only (systemInstruction and tools are Vertex-only in countTokens)
     const counted = await ai.models.countTokens({ model: modelName, contents: body.contents as never })
     expect(counted.totalTokens).toBe(FakeProvider.countRequestTokens("gemini", { contents: body.contents }))
+    // the REST countTokens with the whole request (generateContentRequest) counts what generateContent bills
+    const rest = await fetch(`${server.url}/v1beta/models/${modelName}:countTokens`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-goog-api-key": "test" },
+      body: JSON.stringify({ generateContentRequest: { model: `models/${modelName}`, ...RenderGemini.toRest(body) } }),
+    })
+    expect(((await rest.json()) as { totalTokens: number }).totalTokens).toBe(usage.promptTokenCount)
   }
   return { turns: session.turns.length, cachedTurns, generated, calls }
 }

@@ -6,8 +6,10 @@
  * a string or `input_text` / `output_text` / `input_image` parts, other parts
  * such as `input_file` or `refusal` are kept as they are), `function_call`,
  * `function_call_output`, `custom_tool_call` / `custom_tool_call_output`
- * (free-form input) and `reasoning` (kept verbatim, `encrypted_content`
- * included). Tools: `function` tools, and hosted tools (`web_search`,
+ * (free-form input), `reasoning` (kept verbatim, `encrypted_content`
+ * included) and the call items of hosted tools that carry their own result
+ * (`web_search_call`, `file_search_call`, `code_interpreter_call`,
+ * `image_generation_call`, `mcp_call`, `mcp_list_tools`: kept verbatim). Tools: `function` tools, and hosted tools (`web_search`,
  * `file_search`, ...) which are passed through untouched.
  */
 import { Schema } from "effect"
@@ -104,6 +106,26 @@ export const ReasoningItem = Schema.Struct(
 ).annotations({ identifier: "ResponsesReasoningItem" })
 export type ReasoningItem = typeof ReasoningItem.Type
 
+/** The hosted-tool call items ctxd carries back verbatim: each holds its own result (no separate output item). */
+export const HOSTED_CALL_TYPES = [
+  "web_search_call",
+  "file_search_call",
+  "code_interpreter_call",
+  "image_generation_call",
+  "mcp_call",
+  "mcp_list_tools",
+] as const
+
+/** A hosted tool's call item (see {@link HOSTED_CALL_TYPES}): kept verbatim as an assistant-side item. */
+export const HostedCallItem = Schema.Struct(
+  {
+    type: Schema.Literal(...HOSTED_CALL_TYPES),
+    id: Schema.String.pipe(Schema.minLength(1)),
+  },
+  Loose,
+).annotations({ identifier: "ResponsesHostedCallItem" })
+export type HostedCallItem = typeof HostedCallItem.Type
+
 export const Item = Schema.Union(
   MessageItem,
   FunctionCallItem,
@@ -111,6 +133,7 @@ export const Item = Schema.Union(
   CustomToolCallItem,
   CustomToolCallOutputItem,
   ReasoningItem,
+  HostedCallItem,
 ).annotations({
   identifier: "ResponsesInputItem",
 })

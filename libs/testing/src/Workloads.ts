@@ -10,7 +10,7 @@
  * are dropped), so it decodes against `OpenAI.Message`; {@link toAnthropic}
  * gives the same sessions in Anthropic format.
  */
-import type { Anthropic, Gemini, OpenAI, OpenAIResponses } from "@ctxd/contracts"
+import type { Anthropic, Gemini, OpenAI, OpenAIResponses, Turn } from "@ctxd/contracts"
 import { readdirSync, readFileSync } from "node:fs"
 import { basename, join } from "node:path"
 import * as AnthropicConvert from "./internal/workloads/anthropic.ts"
@@ -421,5 +421,49 @@ export const toGemini = (session: ReplaySession, options: { readonly ids?: boole
       },
     ],
     turns: session.turns.map((turn) => ({ contents: contents(turn.messages) })),
+  }
+}
+
+/** The format-specific part of a turn request: `format`, `tools` and the turn's messages (or items). */
+export type FormatFields = Turn.TurnRequest extends infer R ? (R extends Turn.TurnRequest ? Omit<R, "turnId" | "model" | "system" | "options"> : never) : never
+
+/** A replayed session in one request format: a default model of that provider and each turn's format fields. */
+export interface FormattedSession {
+  readonly id: string
+  readonly format: Turn.Format
+  readonly system: string
+  readonly model: Turn.Model
+  readonly turns: ReadonlyArray<FormatFields>
+}
+
+/** The model a replay in `format` is sent for: Claude Sonnet 4.5 (Anthropic), GPT-4o (both OpenAI formats), Gemini 2.5 Flash (Gemini). */
+export const defaultModel = (format: Turn.Format): Turn.Model =>
+  format === "anthropic"
+    ? { provider: "anthropic", name: "claude-sonnet-4-5" }
+    : format === "gemini"
+      ? { provider: "google", name: "gemini-2.5-flash" }
+      : { provider: "openai", name: "gpt-4o" }
+
+/** The request formats a session can be replayed in (demo and bench `--format`). */
+export const formats: ReadonlyArray<Turn.Format> = ["anthropic", "openai", "openai-responses", "gemini"]
+
+/** `session` (recorded in Chat Completions form) in `format`: {@link toAnthropic}, {@link toResponses}, {@link toGemini} (no call ids) or as it is. */
+export const inFormat = (session: ReplaySession, format: Turn.Format): FormattedSession => {
+  const base = { id: session.id, format, system: session.system, model: defaultModel(format) }
+  switch (format) {
+    case "anthropic": {
+      const s = toAnthropic(session)
+      return { ...base, turns: s.turns.map((t) => ({ format, tools: s.tools, messages: t.messages })) }
+    }
+    case "openai":
+      return { ...base, turns: session.turns.map((t) => ({ format, tools: session.tools, messages: t.messages })) }
+    case "openai-responses": {
+      const s = toResponses(session)
+      return { ...base, turns: s.turns.map((t) => ({ format, tools: s.tools, input: t.input })) }
+    }
+    case "gemini": {
+      const s = toGemini(session)
+      return { ...base, turns: s.turns.map((t) => ({ format, tools: s.tools, contents: t.contents })) }
+    }
   }
 }

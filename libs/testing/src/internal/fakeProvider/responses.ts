@@ -2,7 +2,8 @@
  * OpenAI Responses API wire format (`POST /v1/responses`,
  * `POST /v1/responses/input_tokens`): validation of the rules ctxd must never
  * break (known top-level keys, roles, `call_id` pairing between
- * `function_call` and `function_call_output`, well-formed reasoning items),
+ * `function_call` and `function_call_output`, well-formed reasoning items,
+ * hosted tools' call items with their `id`),
  * the prompt as a token sequence, and a minimal `Response` object.
  */
 import { isRecord, type Json, stableJson } from "./json.ts"
@@ -29,6 +30,8 @@ const ITEM_KEYS: Record<string, ReadonlySet<string>> = {
   custom_tool_call_output: new Set(["type", "call_id", "output", "id"]),
   reasoning: new Set(["type", "id", "summary", "encrypted_content", "content", "status"]),
 }
+/** Hosted tools' call items (their other fields vary by tool and are not checked). */
+const HOSTED_CALLS = new Set(["web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools"])
 const PART_KEYS: Record<string, ReadonlySet<string>> = {
   input_text: new Set(["type", "text"]),
   output_text: new Set(["type", "text", "annotations", "logprobs"]),
@@ -73,6 +76,7 @@ const validateItem = (item: unknown, i: number): Problem | undefined => {
   const at = `input[${i}]`
   if (!isRecord(item)) return { message: `Invalid type for '${at}': expected an object.`, param: at, code: "invalid_type" }
   const type = item["type"] ?? "message"
+  if (HOSTED_CALLS.has(String(type))) return typeof item["id"] === "string" && item["id"] !== "" ? undefined : missing(`${at}.id`)
   const allowed = ITEM_KEYS[String(type)]
   if (allowed === undefined) return invalid(`${at}.type`, `Invalid value: '${String(type)}'.`)
   for (const key of Object.keys(item)) if (!allowed.has(key)) return unknown(`${at}.${key}`)
@@ -145,7 +149,7 @@ const validatePairing = (items: ReadonlyArray<Json>): Problem | undefined => {
       answered.add(id)
       continue
     }
-    if (type === "reasoning") continue
+    if (type === "reasoning" || HOSTED_CALLS.has(String(type))) continue
     // a message: every call before it must be answered
     for (const [id, at] of open) {
       return invalid(`input[${at}]`, `No tool output found for function call ${id}.`)
