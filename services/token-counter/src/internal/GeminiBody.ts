@@ -15,7 +15,9 @@
  * `plain − (twoDots − plain)`); `plainRequest` = `plain` as a
  * `generateContentRequest` (subtracted from prefix counts, so both kinds of
  * request are compared with their own kind). A text is counted as a second
- * part after the `"."` of a user content, minus `plain`.
+ * part after the `"."` of a user content, minus `plain` (exact where parts
+ * are tokenized one by one; should the API join adjacent text parts first,
+ * a token may merge across the boundary).
  *
  * The batch of a turn's new messages follows the `"."` user content. Contents
  * are framed one by one, so counts add up, except where the batch alone is

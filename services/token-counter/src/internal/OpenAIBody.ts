@@ -8,7 +8,9 @@
  * a request has input); `twoDots` (two of them) measures one message, so the
  * per-request framing is `plain − (twoDots − plain)`; `emptyUser` (one user
  * message with empty content) is subtracted from a text segment counted as
- * the content of a user message, leaving the text without framing.
+ * the content of a user message, leaving the text without framing (should
+ * the API refuse an empty message, text counts fail as `rejected`, which
+ * does not count against the breaker, and are answered locally).
  *
  * Segments:
  * - the prefix: `instructions` (the system sections, joined as the renderer
