@@ -9,16 +9,30 @@
 import * as Errors from "./Errors.ts"
 import { Schema } from "effect"
 
-/** Which backend counts: `auto` = exact where the provider offers it, else local. */
-export const BackendChoice = Schema.Literal("auto", "anthropic_api", "tiktoken", "heuristic").annotations({
+/**
+ * Which backend counts: `auto` = exact where the model's provider offers a
+ * count endpoint and is configured, else local; `anthropic_api` /
+ * `openai_api` / `google_api` = that provider's count endpoint (a model of another provider
+ * is counted locally, with `fallback: "unsupported_provider"`).
+ */
+export const BackendChoice = Schema.Literal("auto", "anthropic_api", "openai_api", "google_api", "tiktoken", "heuristic").annotations({
   identifier: "TokenBackendChoice",
-  description: "auto = the provider's count endpoint where there is one (Anthropic, when configured), else tiktoken",
+  description: "auto = the provider's count endpoint where there is one (Anthropic, OpenAI Responses, Gemini; when configured), else tiktoken",
 })
 export type BackendChoice = typeof BackendChoice.Type
 
-/** The backend that answered. */
+/**
+ * The backend that answered, in the names the first release of
+ * `ctx.v1.tokens.count` replies with (old clients decode them strictly, so
+ * this list does not grow): a provider's own count says `anthropic_api`
+ * whichever provider it is, and {@link CountReply} `countedBy` names it.
+ */
 export const Backend = Schema.Literal("anthropic_api", "tiktoken", "heuristic").annotations({ identifier: "TokenBackend" })
 export type Backend = typeof Backend.Type
+
+/** The reply's {@link Backend} for a backend name (`openai_api`, `google_api` and any later provider count → `anthropic_api`, "a provider's count"). */
+export const replyBackend = (backend: string): Backend =>
+  backend === "tiktoken" || backend === "heuristic" ? backend : "anthropic_api"
 
 const Tokens = Schema.Int.pipe(Schema.nonNegative())
 const OptionalTokens = Schema.optional(Schema.NullOr(Tokens))
@@ -163,8 +177,15 @@ export const CountReply = Schema.Struct({
   tokens: Schema.Number,
   /** Tokens per segment, in request order (segment requests only). */
   segments: Schema.optional(Schema.Array(Schema.Number)),
+  /** Who answered, in the first release's names: `anthropic_api` here is any provider's own count (`countedBy` says whose). */
   backend: Backend,
-  /** Local tokenizer vocabulary, `heuristic`, or `anthropic` for the provider's own count. */
+  /**
+   * Who answered: `anthropic_api`, `openai_api`, `google_api`, `tiktoken` or `heuristic`
+   * (a string: later providers' counts are added here, never to `backend`).
+   * Absent from workers older than this field.
+   */
+  countedBy: Schema.optional(Schema.String),
+  /** Local tokenizer vocabulary, `heuristic`, or the provider's name (`anthropic`, `openai`, `google`) for its own count. */
   encoding: Schema.String,
   /** True only for a provider count while the circuit breaker has never opened in this process. */
   exact: Schema.Boolean,

@@ -289,9 +289,9 @@ export const Report = Schema.Struct({
   /** True when the protected fresh tail alone does not fit the budget. */
   overBudget: Schema.Boolean,
   counter: Schema.Struct({
-    /** `anthropic_api`, `tiktoken` or `heuristic`: who counted this turn's new content. */
+    /** `anthropic_api`, `openai_api`, `google_api`, `tiktoken` or `heuristic`: who counted this turn's new content. */
     backend: Schema.String,
-    /** The tokenizer vocabulary (`o200k_base`, `cl100k_base`, `heuristic`, or `anthropic` for the provider's count). */
+    /** The tokenizer vocabulary (`o200k_base`, `cl100k_base`, `heuristic`, or the provider's name, `anthropic` / `openai` / `google`, for its own count). */
     encoding: Schema.String,
     /** True only for a provider count while its circuit breaker has never opened in this process. */
     exact: Schema.Boolean,
