@@ -32,6 +32,7 @@ import type { Conversation } from "@ctxd/contracts"
 import * as CacheLayout from "./CacheLayout.ts"
 import * as CostModel from "./CostModel.ts"
 import * as Foreign from "./internal/Foreign.ts"
+import * as Reasoning from "./Reasoning.ts"
 import type * as RenderOpenAI from "./RenderOpenAI.ts"
 
 export interface RenderInput extends RenderOpenAI.RenderInput {
@@ -64,7 +65,8 @@ const message = (role: string, parts: ReadonlyArray<Json>, textType: string): Js
   content: content(parts, textType),
 })
 
-const isReasoning = (p: Conversation.OpaquePart): boolean => p.format === "openai-responses" && Foreign.blockType(p) === "reasoning"
+/** A Responses reasoning item (other formats' reasoning goes as {@link Foreign.note} says: dropped). */
+const isReasoning = (p: Conversation.OpaquePart): boolean => p.format === "openai-responses" && Reasoning.isReasoning(p)
 
 const userItem = (m: Conversation.Message): Json => {
   const parts: Array<Json> = []
@@ -72,8 +74,10 @@ const userItem = (m: Conversation.Message): Json => {
     if (p.type === "text") parts.push({ type: "input_text", text: p.text })
     else if (p.type === "image") parts.push(inputImage(p))
     else if (p.type === "opaque") {
-      if (p.format === "openai-responses") parts.push(Foreign.copyBlock(p))
-      else {
+      // reasoning goes only with the assistant output it led to
+      if (p.format === "openai-responses") {
+        if (!isReasoning(p)) parts.push(Foreign.copyBlock(p))
+      } else {
         const note = Foreign.note(p)
         if (note !== undefined) parts.push({ type: "input_text", text: note })
       }

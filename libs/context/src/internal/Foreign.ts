@@ -3,6 +3,7 @@
  * meet the other renderer when a session changes format between turns.
  */
 import type { Conversation } from "@ctxd/contracts"
+import * as Reasoning from "../Reasoning.ts"
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -12,14 +13,14 @@ export const blockType = (part: Conversation.OpaquePart): string =>
 
 /**
  * A text stand-in for an opaque part of the other format: an OpenAI refusal
- * becomes its text; Anthropic thinking blocks and Responses reasoning items
- * are dropped (`undefined`);
+ * becomes its text; reasoning ({@link Reasoning.isReasoning}: Anthropic
+ * thinking blocks, Responses reasoning items) is dropped (`undefined`: only
+ * the provider that signed it can read it);
  * anything else becomes a short note `[<format> <type> block omitted]`.
  */
 export const note = (part: Conversation.OpaquePart): string | undefined => {
+  if (Reasoning.isReasoning(part)) return undefined
   const type = blockType(part)
-  if (part.format === "anthropic" && (type === "thinking" || type === "redacted_thinking")) return undefined
-  if (part.format === "openai-responses" && type === "reasoning") return undefined
   if (part.format === "openai" && type === "refusal" && isRecord(part.block) && typeof part.block["refusal"] === "string") {
     return part.block["refusal"]
   }
