@@ -102,6 +102,9 @@ describe("openai-responses bodies through the official SDK", () => {
       ["a call followed by a message before its output", { model: "gpt-4o", input: [user, call, user] }, "c1"],
       ["a bad role", { model: "gpt-4o", input: [{ type: "message", role: "tool", content: "x" }] }, "role"],
       ["a malformed reasoning item", { model: "gpt-4o", input: [user, { type: "reasoning", summary: "x" }, call, { type: "function_call_output", call_id: "c1", output: "y" }] }, "summary"],
+      ["a reasoning item without its following item", { model: "gpt-4o", input: [user, { type: "reasoning", id: "rs_9", summary: [] }, user] },
+        "Item 'rs_9' of type 'reasoning' was provided without its required following item."],
+      ["a trailing reasoning item", { model: "gpt-4o", input: [user, { type: "reasoning", id: "rs_8", summary: [] }] }, "rs_8"],
       ["a function tool in Chat Completions shape", { model: "gpt-4o", input: [user], tools: [{ type: "function", function: { name: "f" } }] }, "tools[0]"],
     ]
     for (const [, body, mention] of cases) {

@@ -2,7 +2,8 @@
  * OpenAI Responses API wire format (`POST /v1/responses`,
  * `POST /v1/responses/input_tokens`): validation of the rules ctxd must never
  * break (known top-level keys, roles, `call_id` pairing between
- * `function_call` and `function_call_output`, well-formed reasoning items),
+ * `function_call` and `function_call_output`, well-formed reasoning items
+ * followed by the output they led to),
  * the prompt as a token sequence, and a minimal `Response` object.
  */
 import { isRecord, type Json, stableJson } from "./json.ts"
@@ -145,7 +146,20 @@ const validatePairing = (items: ReadonlyArray<Json>): Problem | undefined => {
       answered.add(id)
       continue
     }
-    if (type === "reasoning") continue
+    if (type === "reasoning") {
+      // a reasoning item leads to output: the next item that is not reasoning is the model's (a call or its message)
+      let j = i + 1
+      while (j < items.length && items[j]!["type"] === "reasoning") j++
+      const next = items[j]
+      const nextType = next === undefined ? undefined : (next["type"] ?? "message")
+      const follows =
+        nextType === "function_call" || nextType === "custom_tool_call" || (nextType === "message" && next!["role"] === "assistant")
+      if (!follows) {
+        const id = typeof item["id"] === "string" ? item["id"] : "rs_unknown"
+        return { message: `Item '${id}' of type 'reasoning' was provided without its required following item.`, param: "input", code: null }
+      }
+      continue
+    }
     // a message: every call before it must be answered
     for (const [id, at] of open) {
       return invalid(`input[${at}]`, `No tool output found for function call ${id}.`)
