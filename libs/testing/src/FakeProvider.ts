@@ -42,6 +42,7 @@
  */
 import { Data, Effect, Either, type Scope } from "effect"
 import * as Anthropic from "./internal/fakeProvider/anthropic.ts"
+import * as AnthropicValidate from "./internal/fakeProvider/anthropicValidate.ts"
 import * as OpenAI from "./internal/fakeProvider/openai.ts"
 import * as Responses from "./internal/fakeProvider/responses.ts"
 import * as Server from "./internal/fakeProvider/server.ts"
@@ -120,6 +121,15 @@ export const countRequestTokens = (format: "anthropic" | "openai" | "openai-resp
     : format === "openai"
       ? OpenAI.promptTokens(body).length
       : Responses.promptTokens(body).length
+
+/**
+ * The fake provider's verdict on a create body without a round trip (for
+ * property tests over many bodies): the first problem the API would answer
+ * 400 with (`undefined`: accepted). Anthropic: the Messages API's
+ * rules; Responses: known keys, roles, pairing, reasoning items.
+ */
+export const validateRequest = (format: "anthropic" | "openai-responses", body: Record<string, unknown>): string | undefined =>
+  format === "anthropic" ? AnthropicValidate.validate(body, "messages") : Responses.validate(body, "responses")?.message
 
 const settingsPatch = (options: StartOptions): ControlPatch => {
   const { port: _port, host: _host, seed: _seed, ...rest } = options
