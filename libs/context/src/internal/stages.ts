@@ -281,7 +281,7 @@ export interface Thought {
  * the premium of making it (the cache writes of what follows it, read so
  * far), the rule of `CachePlanner.pays`; it is made at once when the prompt
  * is rewritten from its start anyway (cold cache, a new view, the window's
- * start moving). The default keeps the last turn only, so the premium is
+ * start moving, a previous prompt too short to be cached). The default keeps the last turn only, so the premium is
  * the rest of the previous turn: a drop usually pays in a few turns.
  */
 export const thinkingStage = (
@@ -301,12 +301,14 @@ export const thinkingStage = (
   let from = due
   let rent = 0
   if (plan !== undefined && previous !== undefined && held !== undefined && held.from < due) {
-    const rewritten = plan.cold || plan.viewChanged === true || windowStart !== previous.windowStart
+    // nothing of the previous prompt to keep: the drop costs nothing extra
+    const rewritten = plan.cold || plan.viewChanged === true || windowStart !== previous.windowStart || previous.total < plan.minCacheable
     const first = view.findIndex((v) => v.index >= held.from && v.index < due && Reasoning.hasReasoning(v.message))
     if (!rewritten && first !== -1) {
       let dropped = 0
       for (let k = first; k < view.length && view[k]!.index < due; k++) {
-        for (const p of Reasoning.reasoningParts(view[k]!.message)) dropped += tokensOfPart(input, p)
+        const parts = Reasoning.reasoningParts(view[k]!.message)
+        dropped += Math.min(tokenOf(view[k]!.index), parts.reduce((n, p) => n + tokensOfPart(input, p), 0))
       }
       // what the previous prompt had cached after the first block that would go: written again with the drop
       const lastCached = previous.sent.at(-1)?.index ?? -1
