@@ -87,6 +87,44 @@ export const withoutReasoning = (message: Conversation.Message): Conversation.Me
   }),
 })
 
+/**
+ * `pruned` (a copy of `original` with some parts removed, the others the same
+ * objects in the same order) without the reasoning whose output went: a run
+ * of reasoning parts leads to the parts after it up to the next reasoning
+ * (its text and calls, parallel ones included), and goes when none of them
+ * is left (its calls removed as orphans) or when nothing follows it. The same
+ * object when nothing changes.
+ */
+export const withoutOrphanedReasoning = (original: Conversation.Message, pruned: Conversation.Message): Conversation.Message => {
+  if (original === pruned || !pruned.parts.some(isReasoning)) return pruned
+  const kept = new Set<Conversation.Part>(pruned.parts)
+  const gone = new Set<Conversation.Part>()
+  let run: Array<Conversation.Part> = []
+  let led = false
+  let outputSeen = false
+  const settle = () => {
+    if (!led) for (const r of run) gone.add(r)
+    run = []
+    led = false
+  }
+  for (const p of original.parts) {
+    if (isReasoning(p)) {
+      // a new run starts after some output: the previous one is settled (output before any run leads nowhere)
+      if (outputSeen) {
+        if (run.length > 0) settle()
+        led = false
+      }
+      run.push(p)
+      outputSeen = false
+      continue
+    }
+    outputSeen = true
+    if (kept.has(p)) led = true
+  }
+  if (run.length > 0) settle()
+  return gone.size === 0 ? pruned : { ...pruned, parts: pruned.parts.filter((p) => !gone.has(p)) }
+}
+
 /** The reasoning parts of a message. */
 export const reasoningParts = (message: Conversation.Message): Array<Conversation.Part> => message.parts.filter(isReasoning)
 

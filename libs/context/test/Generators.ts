@@ -108,8 +108,9 @@ export const build = (steps: ReadonlyArray<Step>, greet = false, thinking = fals
         out.push({
           role: "assistant",
           parts: [
-            ...reasoningOf(thinking && (s.thought === "none" || s.thought === "reasoning") ? "thinking" : s.thought),
-            { type: "text", text: s.text },
+            ...(thinking && (s.thought === "none" || s.thought === "reasoning") ? reasoningOf("thinking") : reasoningOf(s.thought)),
+            // after a thought, an empty text is left out: the thought then leads straight to the call
+            ...(s.thought !== "none" && s.text === "" ? [] : [{ type: "text" as const, text: s.text }]),
             ...ids.map((callId, i): Conversation.ToolCallPart => ({ type: "tool_call", id: callId, name: `t${i}`, input: { i } })),
           ],
         })

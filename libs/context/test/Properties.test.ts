@@ -167,6 +167,29 @@ describe("reasoning (properties over random histories with thinking blocks and r
       fc.property(assembleInput, (input) => {
         const { anthropic, responses } = both(input)
         const keptA = lastTurns(input, "anthropic")
+        // the calls each thought led to in the history (those after its run of reasoning, up to the next)
+        const ledTo = new Map<string, Array<string>>()
+        for (const { message } of input.history) {
+          let run: Array<string> = []
+          let output = false
+          for (const p of message.parts) {
+            if (p.type === "opaque" && THOUGHT.has(String((p.block as Json)["type"]))) {
+              if (output) run = []
+              output = false
+              run.push(idOf(p.block as Json))
+              ledTo.set(idOf(p.block as Json), [])
+            } else {
+              output = true
+              if (p.type === "tool_call") for (const id of run) ledTo.get(id)!.push(p.id)
+            }
+          }
+        }
+        // reused call ids are ambiguous: only calls made once are followed
+        const callCount = new Map<string, number>()
+        for (const { message } of input.history) for (const p of message.parts) if (p.type === "tool_call") callCount.set(p.id, (callCount.get(p.id) ?? 0) + 1)
+        const sentCalls = (anthropic.request["messages"] as Array<Json>).flatMap((m) =>
+          blocksOf(m).flatMap((x) => (x["type"] === "tool_use" ? [String(x["id"])] : [])),
+        )
         for (const m of anthropic.request["messages"] as Array<Json>) {
           const bs = blocksOf(m)
           bs.forEach((b, k) => {
@@ -174,6 +197,11 @@ describe("reasoning (properties over random histories with thinking blocks and r
             expect(m["role"]).toBe("assistant")
             expect(k).toBeLessThan(bs.length - 1)
             expect(keptA.has(idOf(b))).toBe(true)
+            // still before a call it led to, when one of them is sent (ids renamed `_2`, ... when reused)
+            const calls = (ledTo.get(idOf(b)) ?? []).filter((c) => callCount.get(c) === 1 && sentCalls.some((id) => id === c || id.startsWith(`${c}_`)))
+            if (calls.length === 0) return
+            const later = bs.slice(k + 1).filter((x) => x["type"] === "tool_use").map((x) => String(x["id"]))
+            expect(later.some((id) => calls.some((c) => id === c || id.startsWith(`${c}_`)))).toBe(true)
           })
         }
         const keptR = lastTurns(input, "openai-responses")

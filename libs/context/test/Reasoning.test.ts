@@ -227,6 +227,21 @@ describe("RenderAnthropic: thinking placement", () => {
     expect(messages.every((m) => blocks(m).length === 0 || !(blocks(m).at(-1)!["type"] === "thinking"))).toBe(true)
   })
 
+  it("drops the thinking that led to a call removed as an orphan, in the middle of a message too (and Responses' reasoning items)", () => {
+    const interleaved: Conversation.Message = { role: "assistant", parts: [thinking(1), call("a"), thinking(2), call("b")] }
+    const history = [user("q"), interleaved, { role: "tool" as const, parts: [result("b")] }]
+    const out = Pipeline.run(input(stored(history)))
+    expect(out.report.orphans.calls).toBe(1)
+    const messages = out.request["messages"] as Array<Json>
+    expect(blocks(messages[1]!).map((b) => b["type"])).toEqual(["thinking", "tool_use"])
+    expect(thoughtsIn(out.request)).toEqual(["sig2"])
+    expect(out.report.reasoning).toMatchObject({ sent: 1 })
+    const items: Conversation.Message = { role: "assistant", parts: [reasoningItem(1), call("a"), reasoningItem(2), call("b")] }
+    const responses = Pipeline.run(input(stored([user("q"), items, { role: "tool", parts: [result("b")] }]), { format: "openai-responses" }))
+    expect((responses.request["input"] as Array<Json>).map((i) => i["type"])).toEqual(["message", "reasoning", "function_call", "function_call_output"])
+    expect((responses.request["input"] as Array<Json>)[1]!["id"]).toBe("rs_2")
+  })
+
   it("puts a later message's leading thinking first when a run of assistant messages merges", () => {
     const messages = render([user("q"), { role: "assistant", parts: [text("Let me check.")] }, thinkingCall("c1"), results("c1")])
     expect(blocks(messages[1]!).map((b) => b["type"])).toEqual(["thinking", "text", "tool_use"])

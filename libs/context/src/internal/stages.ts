@@ -271,7 +271,8 @@ export interface Thought {
 /**
  * Stage 6: reasoning of thinking turns older than the last
  * `keepThinkingTurns` left out (`Reasoning.frontier`), in the messages the
- * prune stage kept (`view`, their rendered form `messages`).
+ * prune stage kept (`pruned`, their rendered form `messages`), and reasoning
+ * whose output the prune stage removed (`Reasoning.withoutOrphanedReasoning`).
  *
  * Leaving a turn's reasoning out rewrites the cached prompt from its first
  * block on, once: the frontier only moves forward. Under the cache planner
@@ -287,14 +288,24 @@ export interface Thought {
 export const thinkingStage = (
   input: Input,
   windowStart: number,
-  view: ReadonlyArray<Units.ViewMessage>,
+  pruned: ReadonlyArray<Units.ViewMessage>,
   messages: ReadonlyArray<Conversation.Message>,
   tokenOf: (i: number) => number,
 ): Thought => {
-  const none: Thought = { messages, saved: new Map(), tokensSaved: 0, state: undefined, report: undefined }
-  if (!view.some((v) => Reasoning.hasReasoning(v.message))) return none
+  if (!pruned.some((v) => Reasoning.hasReasoning(v.message))) {
+    return { messages, saved: new Map(), tokensSaved: 0, state: undefined, report: undefined }
+  }
+  // reasoning whose output the prune stage removed (an orphaned call) goes with it
+  const out = [...messages]
+  const view = pruned.map((v, k) => {
+    const message = Reasoning.withoutOrphanedReasoning(input.history[v.index]!.message, v.message)
+    if (message === v.message) return v
+    out[k] = Reasoning.withoutOrphanedReasoning(input.history[v.index]!.message, out[k]!)
+    return { index: v.index, message }
+  })
   const keep = Math.max(1, input.options.keepThinkingTurns ?? Reasoning.defaults.keepTurns)
-  const due = Reasoning.frontier(view, keep)
+  // turns count as the prune stage left them (a turn whose only thought led to an orphaned call still counts: monotone)
+  const due = Reasoning.frontier(pruned, keep)
   const plan = input.cachePlan
   const previous = plan?.previous
   const held = previous?.thinking
@@ -322,7 +333,6 @@ export const thinkingStage = (
       }
     }
   }
-  const out = [...messages]
   const saved = new Map<number, number>()
   let tokensSaved = 0
   let dropped = 0
