@@ -18,7 +18,10 @@
  *   it was kept, else `JSON.stringify(input)`), a custom tool call a
  *   `custom_tool_call` (its result then a `custom_tool_call_output`). Anthropic thinking is dropped,
  *   and so are reasoning items left with nothing after them in their turn (the
- *   API refuses a reasoning item without its following item).
+ *   API refuses a reasoning item without its following item) and reasoning
+ *   items without `encrypted_content` (under `store: false` the API looks
+ *   their `id` up and answers 404 "Item with id 'rs_…' not found. Items are
+ *   not persisted when `store` is set to false").
  * - Every tool result becomes a `function_call_output`: `output` a string
  *   (one text part or none), else `input_text` / `input_image` parts; an
  *   error result is prefixed with `[error] `.
@@ -116,6 +119,8 @@ const assistantItems = (m: Conversation.Message, out: Array<Json>, custom: Set<s
         break
       case "opaque": {
         if (isReasoning(p)) {
+          // under store: false the API can only use a reasoning item by its encrypted_content (without it: 404 on its id)
+          if (!Foreign.isRecord(p.block) || typeof p.block["encrypted_content"] !== "string") break
           flush()
           out.push(Foreign.copyBlock(p))
         } else if (p.format === "openai-responses") pending.push(Foreign.copyBlock(p))

@@ -119,6 +119,16 @@ describe("openai-responses bodies through the official SDK", () => {
       tools: [{ type: "custom", name: "apply_patch", description: "patch files" }],
     } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)
     expect(custom.status).toBe("completed")
+    // under store: false, a reasoning item without encrypted_content is looked up by id: 404
+    const unstored = await client.responses
+      .create({
+        model: "gpt-4o",
+        store: false,
+        input: [user, { type: "reasoning", id: "rs_7", summary: [] }, call, { type: "function_call_output", call_id: "c1", output: "y" }],
+      } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)
+      .catch((e: unknown) => e)
+    expect(unstored).toBeInstanceOf(OpenAI.NotFoundError)
+    expect((unstored as Error).message).toContain("Item with id 'rs_7' not found. Items are not persisted when `store` is set to false.")
     // a reasoning item and its call, answered: accepted
     const ok = await client.responses.create({
       model: "gpt-4o",

@@ -182,6 +182,21 @@ const validateTools = (tools: unknown): Problem | undefined => {
   return undefined
 }
 
+/**
+ * Under `store: false` nothing is kept server-side: an input item the API
+ * would look up by its `id` — a reasoning item without `encrypted_content` —
+ * is answered 404 (the API's text), or `undefined`.
+ */
+export const unstored = (body: Json): string | undefined => {
+  if (body["store"] !== false || !Array.isArray(body["input"])) return undefined
+  for (const item of body["input"] as ReadonlyArray<unknown>) {
+    if (!isRecord(item) || item["type"] !== "reasoning" || typeof item["id"] !== "string") continue
+    if (typeof item["encrypted_content"] === "string") continue
+    return `Item with id '${item["id"]}' not found. Items are not persisted when \`store\` is set to false. Try again with \`store\` set to true, or remove this item from your input.`
+  }
+  return undefined
+}
+
 /** The first problem of a Responses body, or `undefined` when valid. */
 export const validate = (body: unknown, endpoint: "responses" | "responses_input_tokens"): Problem | undefined => {
   if (!isRecord(body)) return { message: "We could not parse the JSON body of your request.", param: null, code: null }
