@@ -64,6 +64,7 @@ export const isReasoning = (part: Conversation.Part): boolean => {
       return type === "thinking" || type === "redacted_thinking"
     case "openai-responses":
       return type === "reasoning"
+    // Gemini (branch `gemini`): `case "gemini": return <the block is a \`thought: true\` part>`
     default:
       return false
   }
