@@ -30,8 +30,9 @@
  *   following item"); with `store: false` only its `encrypted_content` lets
  *   the model use it again (without it the item is only its summary). Older
  *   reasoning items may be left out.
- * - Gemini (branch `gemini`): `thought: true` parts and `thoughtSignature`
- *   fields, required on the current turn's function calls only.
+ * - Gemini (branch `gemini`): `thought: true` parts (opaque, format
+ *   `gemini`) and thought signatures (`signature` on text and tool call
+ *   parts), required on the current turn's function calls only.
  *
  * So ctxd keeps reasoning in its message, never moves it to another one,
  * keeps every thinking block of the last N thinking turns (a turn: the
@@ -64,26 +65,27 @@ export const isReasoning = (part: Conversation.Part): boolean => {
       return type === "thinking" || type === "redacted_thinking"
     case "openai-responses":
       return type === "reasoning"
-    // Gemini (branch `gemini`): `case "gemini": return <the block is a \`thought: true\` part>`
+    // Gemini (branch `gemini`): `case "gemini": return isRecord(part.block) && part.block["thought"] === true`
     default:
       return false
   }
 }
 
-/** A part that carries a Gemini thought signature (a field on text and tool call parts). */
-const signed = (part: Conversation.Part): boolean => "thoughtSignature" in part && (part as { thoughtSignature?: unknown }).thoughtSignature !== undefined
+/** A part that carries a Gemini thought signature (`signature`, a field of text and tool call parts on branch `gemini`). */
+const signed = (part: Conversation.Part): boolean =>
+  (part.type === "text" || part.type === "tool_call") && "signature" in part && (part as { signature?: unknown }).signature !== undefined
 
 /** True when an assistant message carries reasoning (parts, or thought signatures on its parts). */
 export const hasReasoning = (message: Conversation.Message): boolean =>
   message.role === "assistant" && message.parts.some((p) => isReasoning(p) || signed(p))
 
-/** `message` without its reasoning: reasoning parts dropped, thought signatures removed from the rest. */
+/** `message` without its reasoning: reasoning parts dropped, thought signatures (`signature`) removed from the rest. */
 export const withoutReasoning = (message: Conversation.Message): Conversation.Message => ({
   ...message,
   parts: message.parts.flatMap((p): Array<Conversation.Part> => {
     if (isReasoning(p)) return []
     if (!signed(p)) return [p]
-    const { thoughtSignature: _drop, ...rest } = p as Conversation.Part & { thoughtSignature?: unknown }
+    const { signature: _drop, ...rest } = p as Conversation.Part & { signature?: unknown }
     return [rest as Conversation.Part]
   }),
 })

@@ -55,6 +55,18 @@ describe("Reasoning.isReasoning", () => {
   })
 })
 
+describe("Reasoning.withoutReasoning", () => {
+  it("drops reasoning parts and removes thought signatures (Gemini's `signature` on text and calls), keeping the rest", () => {
+    const signedText = { type: "text", text: "checking", signature: "sigT" } as Conversation.TextPart
+    const signedCall = { ...call("c1"), signature: "sigC" } as Conversation.ToolCallPart
+    const message: Conversation.Message = { role: "assistant", parts: [thinking(1), signedText, signedCall] }
+    expect(Reasoning.hasReasoning(message)).toBe(true)
+    expect(Reasoning.hasReasoning({ role: "assistant", parts: [signedText] })).toBe(true)
+    expect(Reasoning.hasReasoning({ role: "user", parts: [thinking(2)] })).toBe(false)
+    expect(Reasoning.withoutReasoning(message).parts).toEqual([text("checking"), call("c1")])
+  })
+})
+
 describe("Reasoning.frontier", () => {
   const view = (messages: ReadonlyArray<Conversation.Message>) => messages.map((message, index) => ({ index, message }))
 
