@@ -2,12 +2,15 @@
  * In-process assembly cost (the pure pipeline: window, budget, pruning,
  * rendering) at 100, 1,000 and 10,000 history messages built from real
  * tau-bench sessions replayed back to back, in both output formats, with the
- * landmarks carried from turn to turn as the assembler does.
+ * landmarks carried from turn to turn as the assembler does. Output formats:
+ * Anthropic and OpenAI Chat Completions, or those of `--format` (one format, or `all`).
  */
 import { Models, Normalize, Pipeline } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import { Workloads } from "@ctxd/testing"
 import { LocalCounter } from "@ctxd/tokens"
+import type { Turn } from "@ctxd/contracts"
+import { formats } from "./Args.ts"
 import { quantile, round, type Row } from "./Stats.ts"
 
 const counter = LocalCounter.make({ backend: "tiktoken", cacheCapacity: 100_000 })
@@ -33,7 +36,7 @@ const realHistory = (n: number): Array<Pipeline.StoredMessage> => {
   return out
 }
 
-const measure = (n: number, format: "anthropic" | "openai"): { p50: number; p99: number } => {
+const measure = (n: number, format: Turn.Format): { p50: number; p99: number } => {
   const history = realHistory(n)
   const [tau] = Workloads.tauBenchSessions()
   const tools = Normalize.tools("openai", tau!.tools)
@@ -42,7 +45,7 @@ const measure = (n: number, format: "anthropic" | "openai"): { p50: number; p99:
     tenant: "bench",
     session: "s",
     format,
-    model: Models.resolve(format === "anthropic" ? { provider: "anthropic", name: "claude-sonnet-4-5" } : { provider: "openai", name: "gpt-4o" }),
+    model: Models.resolve(Workloads.defaultModel(format)),
     system,
     systemTokens: counter.countSystem(system, "o200k_base"),
     tools,
@@ -72,7 +75,7 @@ const measure = (n: number, format: "anthropic" | "openai"): { p50: number; p99:
 
 export const run = async (): Promise<Row[]> => {
   const rows: Row[] = []
-  for (const format of ["anthropic", "openai"] as const) {
+  for (const format of formats(["anthropic", "openai"])) {
     const at: Record<number, { p50: number; p99: number }> = {}
     for (const n of [100, 1_000, 10_000]) {
       at[n] = measure(n, format)

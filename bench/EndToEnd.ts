@@ -1,11 +1,14 @@
 /**
  * End-to-end turn latency and throughput over NATS + Postgres: one real
  * worker process, 50 concurrent sessions sending turns back to back (closed
- * loop), each turn carrying a realistic assistant reply and user message.
+ * loop), each turn carrying a realistic assistant reply and user message,
+ * in the OpenAI Chat Completions format or that of `--format`.
  */
 import { connect } from "@nats-io/transport-node"
 import { TestDatabase, TestNats, Workloads, WorkerProcess } from "@ctxd/testing"
 import { Effect } from "effect"
+import type { OpenAI, Turn } from "@ctxd/contracts"
+import { formats } from "./Args.ts"
 import { quantile, round, type Row } from "./Stats.ts"
 
 export interface EndToEndOptions {
@@ -14,12 +17,24 @@ export interface EndToEndOptions {
   readonly workers: number
   /** Offered load of the latency phase, turns per second over all sessions. */
   readonly pacedRate: number
+  /** The request format (default OpenAI Chat Completions). */
+  readonly format?: Turn.Format | undefined
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)))
 
-export const run = async (options: EndToEndOptions = { sessions: 50, turnsPerSession: 40, workers: 1, pacedRate: 100 }): Promise<Row[]> => {
+const defaults: EndToEndOptions = { sessions: 50, turnsPerSession: 40, workers: 1, pacedRate: 100 }
+
+/** The bench once per format of `--format` (default: OpenAI Chat Completions). */
+export const runFormats = async (options: EndToEndOptions = defaults): Promise<Row[]> => {
+  const rows: Row[] = []
+  for (const format of formats(["openai"])) rows.push(...(await run({ ...options, format })))
+  return rows
+}
+
+export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> => {
   const [tau] = Workloads.tauBenchSessions()
+  const format = options.format ?? "openai"
   const sample = tau!.turns.flatMap((t) => t.messages).filter((m) => m.role === "user" || m.role === "assistant")
   const root = `bench_${Date.now().toString(36)}`
   return Effect.runPromise(
@@ -44,14 +59,12 @@ export const run = async (options: EndToEndOptions = { sessions: 50, turnsPerSes
             turn === 0
               ? [{ role: "user", content: sample[0]!.content }]
               : [sample[(2 * turn - 1) % sample.length], { role: "user", content: `turn ${turn}: ${String(sample[(2 * turn) % sample.length]!.content)}` }]
-          const body = {
-            turnId: `t${turn}`,
-            format: "openai",
-            model: { provider: "openai", name: "gpt-4o" },
-            system: tau!.system,
-            tools: tau!.tools,
-            messages: messages.map((m) => (m!.role === "assistant" ? { role: "assistant", content: String(m!.content ?? "ok") } : m)),
-          }
+          // the turn in `format` (the session's tools and this turn's plain messages)
+          const [fields] = Workloads.inFormat(
+            { id: session, format: "openai", system: tau!.system, tools: tau!.tools, turns: [{ messages: messages.map((m) => (m!.role === "assistant" ? { role: "assistant", content: String(m!.content ?? "ok") } : m) as OpenAI.Message) }] },
+            format,
+          ).turns
+          const body = { turnId: `t${turn}`, model: Workloads.defaultModel(format), system: tau!.system, ...fields }
           const started = performance.now()
           const reply = await nc.request(`${root}.v1.turn.bench.${session}`, encoder.encode(JSON.stringify(body)), { timeout: 10_000 })
           const elapsed = performance.now() - started
@@ -96,7 +109,7 @@ export const run = async (options: EndToEndOptions = { sessions: 50, turnsPerSes
           ),
         )
         const seconds = (performance.now() - started) / 1000
-        const label = `e2e ${options.workers} worker${options.workers > 1 ? "s" : ""}, ${options.sessions} sessions`
+        const label = `e2e ${options.workers} worker${options.workers > 1 ? "s" : ""}, ${options.sessions} sessions${format === "openai" ? "" : `, ${format}`}`
         const p50 = quantile(latencies, 0.5)
         const throughput = done / seconds
         return [

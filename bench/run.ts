@@ -3,6 +3,8 @@
 //   npm run bench                 all benchmarks
 //   npm run bench -- assembly     only those whose name contains "assembly"
 //   npm run bench -- economics --model gpt-4o   (economics: the model to price; default claude-sonnet-4-5)
+//   npm run bench -- assembly --format all      (assembly, e2e: the request formats, one or `all`;
+//                                                default assembly Anthropic + OpenAI, e2e OpenAI)
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Assembly from "./Assembly.ts"
@@ -25,12 +27,13 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["compaction", Compaction.run],
   ["loop", async () => [...LoopDetector.run()]],
   ["store", Store.run],
-  ["e2e", () => EndToEnd.run()],
+  ["e2e", () => EndToEnd.runFormats()],
   ["scaling", () => Scaling.run()],
   ["burst", () => Burst.run()],
 ]
 
-const filter = process.argv[2]
+// the first argument filters by name, unless it is an option
+const filter = process.argv[2]?.startsWith("--") === false ? process.argv[2] : undefined
 const rows: Row[] = []
 for (const [name, run] of benches) {
   if (filter !== undefined && !name.includes(filter)) continue

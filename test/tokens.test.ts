@@ -1,8 +1,8 @@
-// Token counting through a real worker: exact Anthropic counts from a
-// provider (the fake provider server, reached through the real SDK), at most
-// one count call per warm turn, local fallback with `exact: false` when the
+// Token counting through a real worker: exact Anthropic, OpenAI Responses and
+// Gemini counts from each provider's own endpoint (the fake provider server,
+// reached through the real SDKs), at most one count call per warm turn, local fallback with `exact: false` when the
 // provider is down, and usage reports feeding drift.
-import { FakeProvider } from "@ctxd/testing"
+import { FakeProvider, Workloads } from "@ctxd/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Harness from "./Harness.ts"
 
@@ -10,7 +10,15 @@ let h: Harness.Harness
 let fake: FakeProvider.FakeProviderServer
 beforeAll(async () => {
   fake = await FakeProvider.start()
-  h = await Harness.start({ ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: "test-key", CTXD_TOKEN_TIMEOUT_MS: "2000" })
+  h = await Harness.start({
+    ANTHROPIC_BASE_URL: fake.url,
+    ANTHROPIC_API_KEY: "test-key",
+    OPENAI_BASE_URL: `${fake.url}/v1`,
+    OPENAI_API_KEY: "test-key",
+    GOOGLE_GEMINI_BASE_URL: fake.url,
+    GEMINI_API_KEY: "test-key",
+    CTXD_TOKEN_TIMEOUT_MS: "2000",
+  })
 })
 afterAll(async () => {
   await h?.close()
@@ -38,6 +46,44 @@ describe("exact counting with a provider", () => {
     expect(Math.max(...calls)).toBeLessThanOrEqual(1)
   })
 
+  it("counts OpenAI Responses and Gemini turns exactly with their own endpoints", async () => {
+    const source = Workloads.tauBenchSessions()[5]!
+    const responses = Workloads.toResponses(source)
+    const gemini = Workloads.toGemini(source)
+    const cases = [
+      {
+        format: "openai-responses" as const,
+        endpoint: "responses_input_tokens",
+        backend: "openai_api",
+        withoutTools: ({ tools: _tools, ...body }: Record<string, unknown>) => body,
+        turn: (k: number) => ({ turnId: `r${k}`, format: "openai-responses", model: { provider: "openai", name: "gpt-5" }, system: responses.system, tools: responses.tools, input: responses.turns[k]!.input }),
+      },
+      {
+        format: "gemini" as const,
+        endpoint: "gemini_count_tokens",
+        backend: "google_api",
+        withoutTools: ({ config, ...body }: Record<string, unknown>) => {
+          const { tools: _tools, ...rest } = config as Record<string, unknown>
+          return { ...body, config: rest }
+        },
+        turn: (k: number) => ({ turnId: `g${k}`, format: "gemini", model: { provider: "google", name: "gemini-2.5-flash" }, system: gemini.systemInstruction, tools: gemini.tools, contents: gemini.turns[k]!.contents }),
+      },
+    ]
+    for (const c of cases) {
+      const calls = () => fake.requests().filter((r) => r.endpoint === c.endpoint).length
+      const first = await h.request(h.turnSubject("acme", c.format), c.turn(0))
+      expect(first.ok).toBe(true)
+      expect(first.report.counter).toMatchObject({ backend: c.backend, exact: true, calibration: 1 })
+      // system + history are the provider's count of the prompt without its tools (the tools' share in the
+      // report is the pipeline's: a local count once schema compression has rewritten them)
+      expect(first.report.tokens.system + first.report.tokens.history).toBe(FakeProvider.countRequestTokens(c.format, c.withoutTools(first.request)))
+      const before = calls()
+      const second = await h.request(h.turnSubject("acme", c.format), c.turn(1))
+      expect(second.report.counter).toMatchObject({ backend: c.backend, exact: true })
+      expect(calls() - before).toBeLessThanOrEqual(1)
+    }
+  })
+
   it("takes usage reports: drift for a known turn, BadRequest for unknown turns and bad numbers", async () => {
     const usage = await h.request(`${h.root}.v1.usage.acme.exact`, {
       turnId: "t3",
@@ -56,8 +102,11 @@ describe("exact counting with a provider", () => {
       model: { provider: "openai", name: "gpt-4o" },
       segments: ["hello world", "another segment"],
     })
-    expect(reply).toMatchObject({ ok: true, backend: "tiktoken", exact: false })
+    // OpenAI is configured: its own count (`backend` keeps the old name, `countedBy` says whose)
+    expect(reply).toMatchObject({ ok: true, backend: "anthropic_api", countedBy: "openai_api", exact: true })
     expect(reply.segments).toHaveLength(2)
+    const local = await h.request(`${h.root}.v1.tokens.count`, { model: { provider: "openai", name: "gpt-4o" }, backend: "tiktoken", segments: ["hello world"] })
+    expect(local).toMatchObject({ ok: true, backend: "tiktoken", countedBy: "tiktoken", exact: false })
   })
 })
 

@@ -23,6 +23,7 @@ import { Workloads } from "@ctxd/testing"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Optimizations from "../Optimizations.ts"
+import { argument } from "../Args.ts"
 import { round, type Row } from "../Stats.ts"
 import * as Blocks from "./Blocks.ts"
 import * as Ctxd from "./Ctxd.ts"
@@ -186,10 +187,7 @@ const table = (results: ReadonlyArray<SessionResult>): string => {
   return lines.join("\n")
 }
 
-const modelArg = (): string => {
-  const i = process.argv.indexOf("--model")
-  return i !== -1 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : "claude-sonnet-4-5"
-}
+const modelArg = (): string => argument("model") ?? "claude-sonnet-4-5"
 
 /** All rows: the long SWE-agent session and the tau-bench sessions, without and with gaps. */
 export const run = async (): Promise<Row[]> => {

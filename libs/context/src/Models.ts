@@ -25,7 +25,9 @@ export interface Limits {
  * Default limits by model name prefix, first match wins:
  * `claude-*` 200,000 / 8,192; `gpt-4o*` (incl. `gpt-4o-mini`) 128,000 / 16,384;
  * `gpt-4.1*` 1,047,576 / 32,768; `gpt-5*` 400,000 / 128,000;
- * `o1*`, `o3*`, `o4*` 200,000 / 100,000; `gpt-4-turbo*` 128,000 / 4,096.
+ * `o1*`, `o3*`, `o4*` 200,000 / 100,000; `gpt-4-turbo*` 128,000 / 4,096;
+ * `gemini-2.5*` and `gemini-3*` 1,048,576 / 65,536; other `gemini-*`
+ * 1,048,576 / 8,192.
  */
 export const table: ReadonlyArray<readonly [RegExp, Limits]> = [
   [/^claude-/, { contextWindow: 200_000, maxOutputTokens: 8_192 }],
@@ -34,6 +36,8 @@ export const table: ReadonlyArray<readonly [RegExp, Limits]> = [
   [/^gpt-5/, { contextWindow: 400_000, maxOutputTokens: 128_000 }],
   [/^o[134](?:$|-)/, { contextWindow: 200_000, maxOutputTokens: 100_000 }],
   [/^gpt-4-turbo/, { contextWindow: 128_000, maxOutputTokens: 4_096 }],
+  [/^gemini-(?:2\.5|3)/, { contextWindow: 1_048_576, maxOutputTokens: 65_536 }],
+  [/^gemini-/, { contextWindow: 1_048_576, maxOutputTokens: 8_192 }],
 ]
 
 /** Limits of a model the table does not know: 128,000 / 4,096. */

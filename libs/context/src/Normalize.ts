@@ -1,6 +1,6 @@
 /**
- * Normalization: Anthropic Messages and OpenAI Chat Completions input into
- * the provider-neutral {@link Conversation} model, plus the pairing check a
+ * Normalization: Anthropic Messages, OpenAI Chat Completions, OpenAI
+ * Responses and Gemini input into the provider-neutral {@link Conversation} model, plus the pairing check a
  * turn's new messages must pass before they are stored.
  *
  * Every normalized message remembers the index of the request message it came
@@ -8,7 +8,7 @@
  * when one source message became two neutral ones (an Anthropic user message
  * with tool results and text becomes a `tool` message and a `user` message).
  */
-import type { Anthropic, Conversation, OpenAI, OpenAIResponses, Turn } from "@ctxd/contracts"
+import type { Anthropic, Conversation, Gemini, OpenAI, OpenAIResponses, Turn } from "@ctxd/contracts"
 
 /** A neutral message and the index of the request message it came from. */
 export interface NormalizedMessage {
@@ -124,7 +124,8 @@ export const fromAnthropicIndexed = (messages: ReadonlyArray<Anthropic.Message>)
  * `user` message with the remaining blocks, if any. Result content: a string
  * becomes one text part, absent becomes `[]`; `is_error` defaults to false.
  * `tool_use` becomes `tool_call`; images keep their source; unknown blocks
- * (thinking, documents, ...) become opaque parts. `cache_control` is dropped.
+ * (thinking, documents, a server-side `compaction` block, ...) become opaque
+ * parts, kept verbatim but for `cache_control`, which is dropped.
  */
 export const fromAnthropic = (messages: ReadonlyArray<Anthropic.Message>): Array<Conversation.Message> =>
   fromAnthropicIndexed(messages).map((n) => n.message)
@@ -281,6 +282,13 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
         })
         return
       case "reasoning":
+      case "web_search_call":
+      case "file_search_call":
+      case "code_interpreter_call":
+      case "image_generation_call":
+      case "mcp_call":
+      case "mcp_list_tools":
+      case "compaction":
         open("assistant", sourceIndex).push(opaque("openai-responses", item as Record<string, unknown>))
         return
       case "function_call_output":
@@ -312,7 +320,9 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
  * assistant-side items (assistant `message`s, `reasoning`, `function_call`)
  * becomes one `assistant` message with their parts in order (a reasoning item
  * an opaque `openai-responses` part, kept verbatim with its
- * `encrypted_content`, so it travels with the calls after it); a run of
+ * `encrypted_content`, so it travels with the calls after it; a hosted
+ * tool's call item and a `compaction` item likewise, verbatim, in place:
+ * see `ProviderCompaction`); a run of
  * `function_call_output` items becomes one `tool` message. A `custom_tool_call`
  * becomes a `tool_call` with `custom: true` (`arguments` its free-form input,
  * `input` `{input}`); its output a tool result like a function call's. `user` messages
@@ -324,19 +334,288 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
 export const fromResponses = (items: ReadonlyArray<OpenAIResponses.Item>): Array<Conversation.Message> =>
   fromResponsesIndexed(items).map((n) => n.message)
 
+// ------------------------------------------------------------------- Gemini
+
+/** An open (not yet answered) tool call, for answering Gemini function responses that carry no id. */
+export interface OpenCall {
+  readonly id: string
+  readonly name: string
+  /** The order of the message that made the call: a larger step is more recent. */
+  readonly step: number
+}
+
+/** Options of {@link fromGeminiIndexed}. */
+export interface GeminiOptions {
+  /**
+   * Mixed into the ids made up for calls without one (the turn id), so ids
+   * of different requests differ. Default `""`.
+   */
+  readonly seed?: string | undefined
+  /**
+   * The session's open calls before these contents (steps below 0), read
+   * only when a function response without id answers no call of these
+   * contents ({@link openCalls}).
+   */
+  readonly open?: (() => ReadonlyArray<OpenCall>) | undefined
+}
+
+/** 64-bit FNV-1a of `text`, as 16 hex digits. */
+const fnv64 = (text: string): string => {
+  let h = 0xcbf29ce484222325n
+  for (let i = 0; i < text.length; i++) {
+    h ^= BigInt(text.charCodeAt(i))
+    h = (h * 0x100000001b3n) & 0xffffffffffffffffn
+  }
+  return h.toString(16).padStart(16, "0")
+}
+
+/**
+ * The id made up for a Gemini function call without one: `gc_` and a hash of
+ * the seed (the turn id), the content's index and the part's index. Valid as
+ * an Anthropic `tool_use` id and an OpenAI call id.
+ */
+export const geminiCallId = (seed: string, sourceIndex: number, partIndex: number): string =>
+  `gc_${fnv64(`${seed}\u0000${sourceIndex}\u0000${partIndex}`)}`
+
+const onlyKeys = (value: Record<string, unknown>, allowed: ReadonlyArray<string>): boolean =>
+  Object.keys(value).every((k) => allowed.includes(k) && value[k] !== undefined)
+
+/** A JSON text that is an object, written as `JSON.stringify` writes it (so it parses back to the same text). */
+const canonicalObject = (text: string): Record<string, unknown> | undefined => {
+  if (!text.startsWith("{")) return undefined
+  try {
+    const parsed: unknown = JSON.parse(text)
+    return isRecord(parsed) && JSON.stringify(parsed) === text ? parsed : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A function response's content: `{output: "<text>"}` becomes that text,
+ * `{error: "<text>"}` that text as an error, any other object its JSON text
+ * (also an `output` text that is itself a JSON object's text, so the renderer
+ * gives back the same object). Images in `parts` (`inlineData`) become images.
+ */
+const geminiResult = (fr: Gemini.FunctionResponse, callId: string): Conversation.ToolResultPart => {
+  const response = fr.response
+  const keys = Object.keys(response)
+  const only = keys.length === 1 ? keys[0]! : undefined
+  const value = only === undefined ? undefined : response[only]
+  let isError = false
+  let text: string
+  if (only === "output" && typeof value === "string" && canonicalObject(value) === undefined) text = value
+  else if (only === "error" && typeof value === "string") {
+    isError = true
+    text = value
+  } else text = JSON.stringify(response)
+  const content: Array<Conversation.ToolResultContent> = [{ type: "text", text }]
+  const parts = fr["parts"]
+  if (Array.isArray(parts)) {
+    for (const p of parts) {
+      const blob = isRecord(p) ? p["inlineData"] : undefined
+      if (isRecord(blob) && typeof blob["mimeType"] === "string" && typeof blob["data"] === "string") {
+        content.push({ type: "image", source: { kind: "base64", mediaType: blob["mimeType"], data: blob["data"] } })
+      }
+    }
+  }
+  return { type: "tool_result", callId, content, isError }
+}
+
+/**
+ * A Gemini part that is neither a function call nor a function response: a
+ * plain `text` (with its signature), an image `inlineData`, or, for anything
+ * else (thoughts, `fileData`, code execution, signed media, extra fields), an
+ * opaque `gemini` part kept verbatim.
+ */
+const geminiPart = (part: Gemini.Part): Conversation.Part => {
+  const p = part as Record<string, unknown>
+  const signature = part.thoughtSignature
+  if (typeof part.text === "string" && onlyKeys(p, ["text", "thoughtSignature"]) && part.text !== "") {
+    return signature === undefined ? { type: "text", text: part.text } : { type: "text", text: part.text, signature }
+  }
+  const blob = part.inlineData
+  if (blob !== undefined && onlyKeys(p, ["inlineData"]) && onlyKeys(blob, ["mimeType", "data"]) && blob.mimeType.startsWith("image/")) {
+    return { type: "image", source: { kind: "base64", mediaType: blob.mimeType, data: blob.data } }
+  }
+  return opaque("gemini", p)
+}
+
+/**
+ * {@link fromGemini} with the source index of every neutral message (the
+ * index of the content it came from).
+ */
+export const fromGeminiIndexed = (contents: ReadonlyArray<Gemini.Content>, options: GeminiOptions = {}): Array<NormalizedMessage> => {
+  const seed = options.seed ?? ""
+  const out: Array<NormalizedMessage> = []
+  // the calls of these contents not answered yet, oldest first; the session's own are read lazily
+  const open: Array<OpenCall> = []
+  let session: Array<OpenCall> | undefined
+  const answer = (fr: Gemini.FunctionResponse): string => {
+    if (fr.id !== undefined && fr.id !== "") {
+      const at = open.findIndex((c) => c.id === fr.id)
+      if (at >= 0) open.splice(at, 1)
+      return fr.id
+    }
+    const pick = (calls: Array<OpenCall>): string | undefined => {
+      let best = -1
+      for (let i = 0; i < calls.length; i++) {
+        if (calls[i]!.name === fr.name && (best < 0 || calls[i]!.step > calls[best]!.step)) best = i
+      }
+      if (best < 0) return undefined
+      return calls.splice(best, 1)[0]!.id
+    }
+    const local = pick(open)
+    if (local !== undefined) return local
+    session ??= [...(options.open?.() ?? [])]
+    // unanswerable: the function's name stands as the id, so the pairing check names it
+    return pick(session) ?? fr.name
+  }
+  contents.forEach((content, sourceIndex) => {
+    if (content.role === "model") {
+      const parts = content.parts.map((part, partIndex): Conversation.Part => {
+        const call = part.functionCall
+        // a call is always a call (fields of the part beside its signature are not kept): it must pair
+        if (call === undefined) return geminiPart(part)
+        const given = call.id !== undefined && call.id !== ""
+        const id = given ? call.id! : geminiCallId(seed, sourceIndex, partIndex)
+        open.push({ id, name: call.name, step: sourceIndex })
+        return {
+          type: "tool_call",
+          id,
+          name: call.name,
+          input: call.args ?? {},
+          ...(part.thoughtSignature === undefined ? {} : { signature: part.thoughtSignature }),
+          ...(given ? {} : { generatedId: true }),
+        }
+      })
+      out.push({ message: { role: "assistant", parts }, sourceIndex })
+      return
+    }
+    const results: Array<Conversation.ToolResultPart> = []
+    const rest: Array<Conversation.Part> = []
+    for (const part of content.parts) {
+      const fr = part.functionResponse
+      if (fr !== undefined) results.push(geminiResult(fr, answer(fr)))
+      else if (part.functionCall !== undefined) rest.push(opaque("gemini", part as Record<string, unknown>))
+      else rest.push(geminiPart(part))
+    }
+    if (results.length > 0) out.push({ message: { role: "tool", parts: results }, sourceIndex })
+    if (rest.length > 0 || results.length === 0) out.push({ message: { role: "user", parts: rest }, sourceIndex })
+  })
+  return out
+}
+
+/**
+ * Gemini contents → neutral messages. A `model` content becomes an
+ * `assistant` message; a `user` content (or one without a role) a `tool`
+ * message with its `functionResponse`s (in order) followed by a `user`
+ * message with its other parts, if any.
+ *
+ * - `text` becomes a text part (its `thoughtSignature` kept as `signature`);
+ *   an image `inlineData` an image; thoughts (`thought: true`), empty signed
+ *   texts, `fileData`, code execution and anything with extra fields become
+ *   opaque `gemini` parts kept verbatim.
+ * - `functionCall` becomes a `tool_call` (`input` its `args`, `{}` when
+ *   absent; its `thoughtSignature` as `signature`; other fields of the call
+ *   or its part are not kept). A call without `id` gets
+ *   one made up ({@link geminiCallId}, `generatedId: true`): the Gemini
+ *   renderer never sends it.
+ * - `functionResponse` becomes a `tool_result`: with an `id`, for that call;
+ *   without, for the open call of that name in the most recent content that
+ *   has one (oldest first) — in these contents, else among the session's
+ *   open calls (`options.open`); with none, the function's name stands as the
+ *   id (and the pairing check reports it). `{output: text}` gives that text,
+ *   `{error: text}` that text with `isError`, any other response object its
+ *   JSON text.
+ */
+export const fromGemini = (contents: ReadonlyArray<Gemini.Content>, options: GeminiOptions = {}): Array<Conversation.Message> =>
+  fromGeminiIndexed(contents, options).map((n) => n.message)
+
+/**
+ * The open calls of a stored history (`step` negative, the most recent
+ * message −1): every call whose id is in `known` and not in `answered`, at
+ * its latest occurrence.
+ */
+export const openCalls = (
+  messages: ReadonlyArray<Conversation.Message>,
+  known: ReadonlySet<string>,
+  answered: ReadonlySet<string>,
+): Array<OpenCall> => {
+  const out: Array<OpenCall> = []
+  const seen = new Set<string>()
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const calls = messages[i]!.parts.filter((p): p is Conversation.ToolCallPart => p.type === "tool_call")
+    for (let j = calls.length - 1; j >= 0; j--) {
+      const call = calls[j]!
+      if (seen.has(call.id)) continue
+      seen.add(call.id)
+      if (known.has(call.id) && !answered.has(call.id)) out.push({ id: call.id, name: call.name, step: i - messages.length })
+    }
+  }
+  return out.reverse()
+}
+
+/** The system instruction's text parts, joined by a blank line. */
+const systemInstructionText = (value: Gemini.SystemInstruction | undefined): string => {
+  if (value === undefined) return ""
+  if (typeof value === "string") return value
+  return value.parts
+    .flatMap((p) => (typeof p.text === "string" && p.thought !== true ? [p.text] : []))
+    .join("\n\n")
+}
+
+/**
+ * Gemini tools → neutral tools: each function declaration one tool (the
+ * schema from `parametersJsonSchema`, else `parameters`, remembered in
+ * `extra.geminiSchema`; other declaration fields such as `response` or
+ * `behavior` in `extra.gemini`); the other fields of a tool object (built-in
+ * tools: `googleSearch`, `codeExecution`, ...) one hosted tool in
+ * `extra.hosted`, named by its keys.
+ */
+const geminiTools = (defs: ReadonlyArray<Gemini.Tool>): Array<Conversation.Tool> =>
+  defs.flatMap((t): Array<Conversation.Tool> => {
+    const { functionDeclarations, ...hosted } = t as Gemini.Tool & Record<string, unknown>
+    const out: Array<Conversation.Tool> = (functionDeclarations ?? []).map((d): Conversation.Tool => {
+      const { name, description, parameters, parametersJsonSchema, toolset, annotations, ...more } = d as Gemini.FunctionDeclaration &
+        Record<string, unknown>
+      const json = parametersJsonSchema !== undefined
+      const extra: Record<string, unknown> = { geminiSchema: json ? "parametersJsonSchema" : parameters !== undefined ? "parameters" : "none" }
+      if (Object.keys(more).length > 0) extra["gemini"] = more
+      return {
+        name,
+        ...(description === undefined ? {} : { description }),
+        inputSchema: json ? parametersJsonSchema : (parameters ?? { type: "object", properties: {} }),
+        ...(toolset === undefined ? {} : { toolset }),
+        ...readOnlyOf(annotations),
+        extra,
+      }
+    })
+    const keys = Object.keys(hosted)
+    if (keys.length > 0) out.push({ name: keys.join("+"), inputSchema: {}, extra: { hosted } })
+    return out
+  })
+
 /** A history in any request format (the loop check's and the summarizer's requests carry one). */
 export type History =
   | { readonly format: "anthropic"; readonly messages: ReadonlyArray<Anthropic.Message> }
   | { readonly format: "openai"; readonly messages: ReadonlyArray<OpenAI.Message> }
   | { readonly format: "openai-responses"; readonly input: ReadonlyArray<OpenAIResponses.Item> }
+  | { readonly format: "gemini"; readonly contents: ReadonlyArray<Gemini.Content> }
 
 /** `history` in the neutral model, by its format. */
-export const fromHistory = (history: History): Array<Conversation.Message> =>
-  history.format === "anthropic"
-    ? fromAnthropic(history.messages)
-    : history.format === "openai"
-      ? fromOpenAI(history.messages)
-      : fromResponses(history.input)
+export const fromHistory = (history: History): Array<Conversation.Message> => {
+  switch (history.format) {
+    case "anthropic":
+      return fromAnthropic(history.messages)
+    case "openai":
+      return fromOpenAI(history.messages)
+    case "openai-responses":
+      return fromResponses(history.input)
+    case "gemini":
+      return fromGemini(history.contents)
+  }
+}
 
 /** Responses tools → neutral tools; a hosted tool keeps its whole definition in `extra.hosted` (named by its type). */
 const responsesTools = (defs: ReadonlyArray<OpenAIResponses.Tool>): Array<Conversation.Tool> =>
@@ -366,9 +645,15 @@ const readOnlyOf = (annotations: { readonly readOnlyHint?: boolean | undefined }
  */
 export const tools = (
   format: Turn.Format,
-  defs: ReadonlyArray<Anthropic.Tool> | ReadonlyArray<OpenAI.Tool> | ReadonlyArray<OpenAIResponses.Tool> | undefined,
+  defs:
+    | ReadonlyArray<Anthropic.Tool>
+    | ReadonlyArray<OpenAI.Tool>
+    | ReadonlyArray<OpenAIResponses.Tool>
+    | ReadonlyArray<Gemini.Tool>
+    | undefined,
 ): Array<Conversation.Tool> => {
   if (defs === undefined) return []
+  if (format === "gemini") return geminiTools(defs as ReadonlyArray<Gemini.Tool>)
   if (format === "openai-responses") return responsesTools(defs as ReadonlyArray<OpenAIResponses.Tool>)
   if (format === "anthropic") {
     return (defs as ReadonlyArray<Anthropic.Tool>).map((t) => ({
@@ -400,8 +685,12 @@ export const system = (value: Turn.System | undefined): Array<Conversation.Syste
   return value.map((s) => ({ id: s.id, text: s.text, cache: s.cache ?? "5m" }))
 }
 
-/** A whole decoded turn request → messages (with source indices), system sections and tools. */
-export const request = (req: Turn.TurnRequest): NormalizedRequest => {
+/**
+ * A whole decoded turn request → messages (with source indices), system
+ * sections and tools. `openCalls`: the session's open calls, read when a
+ * Gemini function response without id answers no call of the request.
+ */
+export const request = (req: Turn.TurnRequest, openCalls?: () => ReadonlyArray<OpenCall>): NormalizedRequest => {
   switch (req.format) {
     case "anthropic":
       return { messages: fromAnthropicIndexed(req.messages), system: system(req.system), tools: tools("anthropic", req.tools) }
@@ -412,6 +701,15 @@ export const request = (req: Turn.TurnRequest): NormalizedRequest => {
       const instructions: Array<Conversation.SystemSection> =
         req.instructions === undefined || req.instructions === "" ? [] : [{ id: "instructions", text: req.instructions, cache: "5m" }]
       return { messages: fromResponsesIndexed(req.input), system: [...sections, ...instructions], tools: tools("openai-responses", req.tools) }
+    }
+    case "gemini": {
+      const text = systemInstructionText(req.systemInstruction)
+      const instruction: Array<Conversation.SystemSection> = text === "" ? [] : [{ id: "systemInstruction", text, cache: "5m" }]
+      return {
+        messages: fromGeminiIndexed(req.contents, { seed: req.turnId, open: openCalls }),
+        system: [...system(req.system), ...instruction],
+        tools: tools("gemini", req.tools),
+      }
     }
   }
 }

@@ -30,9 +30,9 @@
  *   following item"); with `store: false` only its `encrypted_content` lets
  *   the model use it again (without it the item is only its summary). Older
  *   reasoning items may be left out.
- * - Gemini (branch `gemini`): `thought: true` parts (opaque, format
- *   `gemini`) and thought signatures (`signature` on text and tool call
- *   parts), required on the current turn's function calls only.
+ * - Gemini: `thought: true` parts (opaque, format `gemini`) and thought
+ *   signatures (`signature` on text and tool call parts), required on the
+ *   current turn's function calls only.
  *
  * So ctxd keeps reasoning in its message, never moves it to another one,
  * keeps every thinking block of the last N thinking turns (a turn: the
@@ -55,7 +55,8 @@ const blockType = (part: Conversation.OpaquePart): string =>
 
 /**
  * True for a reasoning part: an Anthropic `thinking` / `redacted_thinking`
- * block or a Responses `reasoning` item (opaque parts of their format).
+ * block, a Responses `reasoning` item or a Gemini `thought: true` part
+ * (opaque parts of their format).
  */
 export const isReasoning = (part: Conversation.Part): boolean => {
   if (part.type !== "opaque") return false
@@ -65,13 +66,14 @@ export const isReasoning = (part: Conversation.Part): boolean => {
       return type === "thinking" || type === "redacted_thinking"
     case "openai-responses":
       return type === "reasoning"
-    // Gemini (branch `gemini`): `case "gemini": return isRecord(part.block) && part.block["thought"] === true`
+    case "gemini":
+      return isRecord(part.block) && part.block["thought"] === true
     default:
       return false
   }
 }
 
-/** A part that carries a Gemini thought signature (`signature`, a field of text and tool call parts on branch `gemini`). */
+/** A part that carries a Gemini thought signature (`signature`, a field of text and tool call parts). */
 const signed = (part: Conversation.Part): boolean =>
   (part.type === "text" || part.type === "tool_call") && "signature" in part && (part as { signature?: unknown }).signature !== undefined
 

@@ -8,12 +8,17 @@
  *   system blocks after the sections, in order.
  * - The first message is a user message: when the view starts with an
  *   assistant message (or is empty) a user message
- *   `"(conversation continues)"` is put first.
+ *   `"(conversation continues)"` is put first — except before an assistant
+ *   message that opens with a server-side `compaction` block (a provider
+ *   compaction boundary), which the API takes first in `messages`. A
+ *   message holding only another format's compaction is skipped.
  * - Anthropic rejects blank text blocks: they are dropped, and a message left
  *   with no blocks gets one text block `"(empty)"`. Trailing whitespace of a
  *   final assistant message is trimmed (the API rejects it).
  * - Opaque Anthropic blocks pass through (misplaced `tool_use`/`tool_result`
- *   blocks are dropped); opaque OpenAI parts become text notes.
+ *   blocks are dropped); opaque parts of the other formats become text notes
+ *   (Responses reasoning and Gemini thoughts are dropped; Gemini
+ *   `thoughtSignature`s are not sent).
  * - Thinking (`thinking`, `redacted_thinking`: {@link Reasoning}) stays in
  *   its assistant message, unmodified and in order; in a user message it is
  *   dropped (the API accepts it only from the assistant), and so are thinking
@@ -33,6 +38,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import * as CacheLayout from "./CacheLayout.ts"
 import * as Foreign from "./internal/Foreign.ts"
+import * as ProviderCompaction from "./ProviderCompaction.ts"
 import type * as Models from "./Models.ts"
 import * as Reasoning from "./Reasoning.ts"
 
@@ -80,7 +86,7 @@ export const CONTINUES = "(conversation continues)"
 export const EMPTY = "(empty)"
 
 /** Blocks that accept `cache_control`. */
-const CACHEABLE: ReadonlySet<string> = new Set(["text", "image", "tool_use", "tool_result", "document"])
+const CACHEABLE: ReadonlySet<string> = new Set(["text", "image", "tool_use", "tool_result", "document", "compaction"])
 /** Tool blocks we normalize ourselves; an opaque one is misplaced and would break pairing. */
 const MISPLACED: ReadonlySet<string> = new Set(["tool_use", "tool_result"])
 
@@ -214,6 +220,8 @@ export const render = (input: RenderInput): Rendered => {
   let ids = new Map<string, string>()
   let frontier: Block | undefined
   for (const [k, message] of input.messages.entries()) {
+    // a message that is only another format's compaction renders to nothing: no "(empty)" turn for it
+    if (message.parts.length > 0 && message.parts.every((p) => (ProviderCompaction.formatOf(p) ?? "anthropic") !== "anthropic")) continue
     if (message.role === "assistant") ids = uniqueCallIds(message, used)
     if (message.role === "system") {
       for (const p of message.parts) if (p.type === "text" && !isBlank(p.text)) system.push({ type: "text", text: p.text })
@@ -235,7 +243,8 @@ export const render = (input: RenderInput): Rendered => {
       frontier = added !== undefined && CACHEABLE.has(String(added["type"])) ? added : undefined
     }
   }
-  if (drafts[0]?.role !== "user") drafts.unshift({ role: "user", results: [], others: [{ type: "text", text: CONTINUES }] })
+  const opensWithCompaction = drafts[0]?.role === "assistant" && drafts[0].others[0]?.["type"] === "compaction"
+  if (drafts[0]?.role !== "user" && !opensWithCompaction) drafts.unshift({ role: "user", results: [], others: [{ type: "text", text: CONTINUES }] })
   const messages = drafts.map((d) => {
     const content = d.results.length === 0 ? d.others : d.results.concat(d.others)
     return { role: d.role, content }

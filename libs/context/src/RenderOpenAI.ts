@@ -13,8 +13,9 @@
  * - An assistant message with one text part gets a string `content`, with
  *   several an array of text parts, with none `null` (when it calls tools) or
  *   `""`. A refusal goes back to `refusal`.
- * - Opaque OpenAI parts pass through in user messages; opaque Anthropic
- *   parts become text notes (thinking blocks are dropped).
+ * - Opaque OpenAI parts pass through in user messages; opaque parts of the
+ *   other formats become text notes (Anthropic thinking, Responses reasoning
+ *   and Gemini thoughts are dropped; Gemini `thoughtSignature`s are not sent).
  * - Tools are sorted by name (or kept in the given order, see `toolOrder`);
  *   `prompt_cache_key` is stable per tenant and session.
  */

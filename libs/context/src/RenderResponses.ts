@@ -14,9 +14,11 @@
  *   opaque Responses content parts such as `refusal`) one `message` item
  *   (`content` a string when it is one text, else `output_text` parts), a
  *   reasoning part its `reasoning` item verbatim (`encrypted_content`
- *   included), a tool call a `function_call` (the raw `arguments` string when
+ *   included), a hosted tool's call item (`web_search_call`, ...) verbatim,
+ *   a tool call a `function_call` (the raw `arguments` string when
  *   it was kept, else `JSON.stringify(input)`), a custom tool call a
- *   `custom_tool_call` (its result then a `custom_tool_call_output`). Anthropic thinking is dropped,
+ *   `custom_tool_call` (its result then a `custom_tool_call_output`), a
+ *   `compaction` part its `compaction` item verbatim. Anthropic thinking (and an Anthropic compaction) is dropped,
  *   and so are reasoning items left with nothing after them in their turn (the
  *   API refuses a reasoning item without its following item) and reasoning
  *   items without `encrypted_content` (under `store: false` the API looks
@@ -26,15 +28,17 @@
  *   (one text part or none), else `input_text` / `input_image` parts; an
  *   error result is prefixed with `[error] `.
  * - Function tools are sorted by name (or kept in order, see `toolOrder`);
- *   hosted tools (`web_search`, ...) go back as they came.
+ *   hosted tools (`web_search`, ...) go back as they came; Gemini built-in
+ *   tools are not sent.
  * - `store: false` (ctxd owns the history); `prompt_cache_key` as for Chat
  *   Completions; `prompt_cache_retention: "24h"` when the model's price row
  *   ({@link CostModel.lookup}) lists a `24h` cache tier.
  */
-import type { Conversation } from "@ctxd/contracts"
+import { type Conversation, OpenAIResponses } from "@ctxd/contracts"
 import * as CacheLayout from "./CacheLayout.ts"
 import * as CostModel from "./CostModel.ts"
 import * as Foreign from "./internal/Foreign.ts"
+import * as ProviderCompaction from "./ProviderCompaction.ts"
 import * as Reasoning from "./Reasoning.ts"
 import type * as RenderOpenAI from "./RenderOpenAI.ts"
 
@@ -70,6 +74,12 @@ const message = (role: string, parts: ReadonlyArray<Json>, textType: string): Js
 
 /** A Responses reasoning item (other formats' reasoning goes as {@link Foreign.note} says: dropped). */
 const isReasoning = (p: Conversation.OpaquePart): boolean => p.format === "openai-responses" && Reasoning.isReasoning(p)
+
+const HOSTED_CALLS: ReadonlySet<string> = new Set(OpenAIResponses.HOSTED_CALL_TYPES)
+
+/** An opaque Responses part that is a whole input item (reasoning, a hosted tool's call), not a content part. */
+const isItem = (p: Conversation.OpaquePart): boolean =>
+  p.format === "openai-responses" && (isReasoning(p) || HOSTED_CALLS.has(Foreign.blockType(p)))
 
 const userItem = (m: Conversation.Message): Json => {
   const parts: Array<Json> = []
@@ -118,9 +128,9 @@ const assistantItems = (m: Conversation.Message, out: Array<Json>, custom: Set<s
         } else out.push({ type: "function_call", call_id: p.id, name: p.name, arguments: p.arguments ?? JSON.stringify(p.input ?? {}) })
         break
       case "opaque": {
-        if (isReasoning(p)) {
-          // under store: false the API can only use a reasoning item by its encrypted_content (without it: 404 on its id)
-          if (!Foreign.isRecord(p.block) || typeof p.block["encrypted_content"] !== "string") break
+        // under store: false the API can only use a reasoning item by its encrypted_content (without it: 404 on its id)
+        if (isReasoning(p) && (!Foreign.isRecord(p.block) || typeof p.block["encrypted_content"] !== "string")) break
+        if (isItem(p) || ProviderCompaction.isCompaction(p, "openai-responses")) {
           flush()
           out.push(Foreign.copyBlock(p))
         } else if (p.format === "openai-responses") pending.push(Foreign.copyBlock(p))
@@ -197,7 +207,9 @@ export const render = (input: RenderInput): Rendered => {
   const body: Json = { model: input.model.name }
   if (instructions !== "") body["instructions"] = instructions
   body["input"] = items
-  if (input.tools.length > 0) body["tools"] = CacheLayout.orderTools(input.tools, input.toolOrder).map(tool)
+  // Gemini built-in tools (googleSearch, ...) mean nothing to Responses
+  const sent = input.tools.filter((t) => Foreign.hostedFormat(t) !== "gemini")
+  if (sent.length > 0) body["tools"] = CacheLayout.orderTools(sent, input.toolOrder).map(tool)
   body["prompt_cache_key"] = key
   body["store"] = false
   body["max_output_tokens"] = input.model.maxOutputTokens

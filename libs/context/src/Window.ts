@@ -5,8 +5,10 @@
  * messages rather than every turn. The cut is then moved forward to a unit
  * boundary (a tool call never loses its results).
  *
- * Never dropped: pinned `system`-role messages (kept in place), the intent
- * anchor (the first request) and the newest exchange. A request is a user
+ * Never dropped: pinned `system`-role messages and messages holding a
+ * provider compaction (the provider's summary of what preceded it, see
+ * `ProviderCompaction`; both kept in place), the intent anchor (the first
+ * request) and the newest exchange. A request is a user
  * message with non-tool content. The newest exchange is what the model must
  * see to answer this turn: the latest request, and the last message with its
  * whole tool-call group (the assistant message carrying the calls and all
@@ -20,6 +22,7 @@
  * not change the prefix (see {@link Window.held}).
  */
 import type { Conversation } from "@ctxd/contracts"
+import * as ProviderCompaction from "./ProviderCompaction.ts"
 import * as Units from "./Units.ts"
 
 /**
@@ -29,7 +32,7 @@ import * as Units from "./Units.ts"
 export interface Landmarks {
   /** History index of the intent anchor, if there is one yet. */
   readonly anchor: number | undefined
-  /** History indices of `system`-role messages, ascending. */
+  /** History indices of `system`-role messages and of messages holding a provider compaction, ascending. */
   readonly pinned: ReadonlyArray<number>
   /** History indices of requests ({@link isRequest}), ascending: the anchor first, the latest last. */
   readonly requests: ReadonlyArray<number>
@@ -57,7 +60,7 @@ export const landmarks = (history: ReadonlyArray<Units.Entry>, previous?: Landma
   let asked: Array<number> | undefined
   for (let i = from; i < history.length; i++) {
     const message = history[i]!.message
-    if (message.role === "system") (added ??= []).push(i)
+    if (message.role === "system" || ProviderCompaction.holds(message)) (added ??= []).push(i)
     else if (isRequest(message)) {
       anchor ??= i
       ;(asked ??= []).push(i)

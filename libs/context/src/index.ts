@@ -5,7 +5,8 @@
  * Proactive); around a turn: Toolsets, Knowledge, Recall, Waste, Models; the cache
  * economics: CostModel (prices; PriceFile: configured ones, validated),
  * CacheSim (provider cache billing), CachePlanner (when an edit pays) and
- * SessionLengths (how long a session is expected to go on).
+ * SessionLengths (how long a session is expected to go on); ProviderCompaction
+ * (the providers' own summaries in a history: a boundary nothing crosses).
  */
 export * as Budget from "./Budget.ts"
 export * as CacheLayout from "./CacheLayout.ts"
@@ -18,11 +19,13 @@ export * as Models from "./Models.ts"
 export * as Normalize from "./Normalize.ts"
 export * as Pipeline from "./Pipeline.ts"
 export * as PriceFile from "./PriceFile.ts"
+export * as ProviderCompaction from "./ProviderCompaction.ts"
 export * as Proactive from "./Proactive.ts"
 export * as Reasoning from "./Reasoning.ts"
 export * as Recall from "./Recall.ts"
 export * as RenderAnthropic from "./RenderAnthropic.ts"
 export * as RenderOpenAI from "./RenderOpenAI.ts"
+export * as RenderGemini from "./RenderGemini.ts"
 export * as RenderResponses from "./RenderResponses.ts"
 export * as SchemaCompression from "./SchemaCompression.ts"
 export * as SessionLengths from "./SessionLengths.ts"

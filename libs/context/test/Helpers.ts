@@ -2,7 +2,7 @@
  * Test helpers: message builders and independent checkers of the rendered
  * bodies (pairing, role alternation, cache breakpoints).
  */
-import type { Conversation } from "@ctxd/contracts"
+import { type Conversation, OpenAIResponses } from "@ctxd/contracts"
 import * as Pipeline from "../src/Pipeline.ts"
 import * as Models from "../src/Models.ts"
 
@@ -165,9 +165,11 @@ export const anthropicShapeProblems = (body: Json, breakpoints: number): Array<s
  * Pairing problems of an OpenAI Responses body: every `function_call_output`
  * answers an earlier, still open `function_call` with its `call_id`; every
  * call is answered before the next `message` item (and at all); reasoning
- * items sit right before a `function_call`, a `message` or another reasoning
- * item of the assistant turn they belong to.
+ * items sit right before a `function_call`, a `message`, a hosted tool's
+ * call item or another reasoning item of the assistant turn they belong to.
  */
+const hostedCalls: ReadonlySet<string> = new Set(OpenAIResponses.HOSTED_CALL_TYPES)
+
 export const responsesPairingProblems = (body: Json): Array<string> => {
   const problems: Array<string> = []
   const items = body["input"] as Array<Json>
@@ -183,13 +185,53 @@ export const responsesPairingProblems = (body: Json): Array<string> => {
       if (!open.delete(id)) problems.push(`input[${i}]: output ${id} without an open call`)
     } else if (type === "reasoning") {
       const next = items[i + 1]
-      const ok = next !== undefined && (next["type"] === "function_call" || next["type"] === "custom_tool_call" || next["type"] === "reasoning" || (next["type"] === "message" && next["role"] === "assistant"))
+      const ok =
+        next !== undefined &&
+        (next["type"] === "function_call" ||
+          next["type"] === "custom_tool_call" ||
+          next["type"] === "reasoning" ||
+          hostedCalls.has(String(next["type"])) ||
+          (next["type"] === "message" && next["role"] === "assistant"))
       if (!ok) problems.push(`input[${i}]: reasoning not followed by its assistant output`)
-    } else {
+    } else if (!hostedCalls.has(String(type))) {
       for (const id of open) problems.push(`input[${i}]: call ${id} unanswered before a message`)
       open.clear()
     }
   })
   for (const id of open) problems.push(`call ${id} unanswered`)
+  return problems
+}
+
+/**
+ * Gemini's rules over a rendered body's `contents`: roles `user`/`model`
+ * alternating (consecutive ones merged), no empty parts, every content with
+ * function calls followed by a `user` content with exactly as many function
+ * responses of the same names, every function response right after its
+ * call turn; no made-up id (`gc_…`) sent.
+ */
+export const geminiPairingProblems = (body: Json): Array<string> => {
+  const problems: Array<string> = []
+  const contents = body["contents"] as Array<{ role: string; parts: Array<Json> }>
+  const names = (parts: ReadonlyArray<Json>, key: string): Array<string> =>
+    parts.flatMap((p) => (p[key] !== undefined ? [String((p[key] as Json)["name"])] : [])).sort()
+  contents.forEach((c, i) => {
+    if (c.role !== "user" && c.role !== "model") problems.push(`contents[${i}]: role ${c.role}`)
+    if (i > 0 && contents[i - 1]!.role === c.role) problems.push(`contents[${i}]: same role as the content before`)
+    if (c.parts.length === 0) problems.push(`contents[${i}]: no parts`)
+    const calls = names(c.parts, "functionCall")
+    const responses = names(c.parts, "functionResponse")
+    if (calls.length > 0) {
+      const next = contents[i + 1]
+      const answered = next === undefined ? [] : names(next.parts, "functionResponse")
+      if (next !== undefined && JSON.stringify(answered) !== JSON.stringify(calls)) {
+        problems.push(`contents[${i}]: calls ${calls.join(",")} answered by ${answered.join(",")}`)
+      }
+    }
+    if (responses.length > 0) {
+      const previous = i > 0 ? names(contents[i - 1]!.parts, "functionCall") : []
+      if (JSON.stringify(previous) !== JSON.stringify(responses)) problems.push(`contents[${i}]: responses ${responses.join(",")} after calls ${previous.join(",")}`)
+    }
+  })
+  if (/"id":"gc_/.test(JSON.stringify(contents))) problems.push("a made-up call id was sent")
   return problems
 }

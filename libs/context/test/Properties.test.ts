@@ -5,7 +5,7 @@ import * as Pipeline from "../src/Pipeline.ts"
 import * as Units from "../src/Units.ts"
 import * as Window from "../src/Window.ts"
 import { assembleInput, marker } from "./Generators.ts"
-import { anthropicPairingProblems, anthropicShapeProblems, openaiPairingProblems, responsesPairingProblems } from "./Helpers.ts"
+import { anthropicPairingProblems, anthropicShapeProblems, geminiPairingProblems, openaiPairingProblems, responsesPairingProblems } from "./Helpers.ts"
 
 const RUNS = 400
 
@@ -16,16 +16,18 @@ const both = (input: Pipeline.Input) => ({
   anthropic: Pipeline.run({ ...input, format: "anthropic" }),
   openai: Pipeline.run({ ...input, format: "openai" }),
   responses: Pipeline.run({ ...input, format: "openai-responses" }),
+  gemini: Pipeline.run({ ...input, format: "gemini" }),
 })
 
 describe("assemble (properties over random histories)", () => {
   it("never leaves an orphan, in any format", () => {
     fc.assert(
       fc.property(assembleInput, (input) => {
-        const { anthropic, openai, responses } = both(input)
+        const { anthropic, openai, responses, gemini } = both(input)
         expect(anthropicPairingProblems(anthropic.request)).toEqual([])
         expect(openaiPairingProblems(openai.request)).toEqual([])
         expect(responsesPairingProblems(responses.request)).toEqual([])
+        expect(geminiPairingProblems(gemini.request)).toEqual([])
       }),
       { numRuns: RUNS },
     )
@@ -36,14 +38,18 @@ describe("assemble (properties over random histories)", () => {
       fc.property(assembleInput, (input) => {
         const anchor = input.history.findIndex((m) => m.message.role === "user")
         const pinned = input.history.filter((m) => m.message.role === "system").length
-        const { anthropic, openai, responses } = both(input)
-        for (const out of [anthropic, openai, responses]) {
+        const { anthropic, openai, responses, gemini } = both(input)
+        for (const out of [anthropic, openai, responses, gemini]) {
           if (anchor === -1) {
             expect(out.report.messages.anchorSeq).toBeNull()
           } else {
             expect(out.report.messages.anchorSeq).toBe(input.history[anchor]!.seq)
-            expect(JSON.stringify(out.request["messages"] ?? out.request["input"])).toContain(marker(anchor))
+            expect(JSON.stringify(out.request["messages"] ?? out.request["input"] ?? out.request["contents"])).toContain(marker(anchor))
           }
+        }
+        // Gemini: every pinned system message's text stays in the contents
+        for (const m of input.history.filter((h) => h.message.role === "system")) {
+          for (const p of m.message.parts) if (p.type === "text" && p.text !== "") expect(JSON.stringify(gemini.request["contents"])).toContain(JSON.stringify(p.text).slice(1, -1))
         }
         const pinnedItems = (responses.request["input"] as Array<Json>).filter(
           (m) => m["type"] === "message" && (m["role"] === "system" || m["role"] === "developer"),
@@ -85,6 +91,7 @@ describe("assemble (properties over random histories)", () => {
         expect(again).toEqual(first)
         expect(JSON.stringify(again.responses.request)).toBe(JSON.stringify(first.responses.request))
         expect(JSON.stringify(again.openai.request)).toBe(JSON.stringify(first.openai.request))
+        expect(JSON.stringify(again.gemini.request)).toBe(JSON.stringify(first.gemini.request))
       }),
       { numRuns: RUNS },
     )

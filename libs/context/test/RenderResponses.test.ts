@@ -7,7 +7,8 @@
  * every message item says `type: "message"`; a content list of exactly one
  * text part is written as a string; item `id`/`status` are absent (ctxd does
  * not keep them); `input_image` carries `detail`; a run of assistant-side
- * items (reasoning, assistant message, function calls) keeps its order.
+ * items (reasoning, hosted tools' call items, assistant message, function
+ * calls) keeps its order, hosted call items verbatim (`id`, `status` included).
  */
 import { OpenAIResponses, type Conversation } from "@ctxd/contracts"
 import { Schema } from "effect"
@@ -41,6 +42,7 @@ const exchange = (n: number) =>
       user: fc.oneof(word, fc.tuple(word, fc.constantFrom("low", "high", "auto"))),
       pinned: fc.option(fc.tuple(fc.constantFrom("system", "developer"), word), { nil: undefined }),
       reasoning: fc.option(fc.tuple(word, fc.base64String({ minLength: 4, maxLength: 40 })), { nil: undefined }),
+      hosted: fc.option(fc.tuple(fc.constantFrom("web_search_call", "mcp_call"), word), { nil: undefined }),
       text: fc.option(word, { nil: undefined }),
       calls: fc.array(fc.tuple(fc.constantFrom("lookup", "book_flight", "get_user", "apply_patch"), word, word), { maxLength: 3 }),
     })
@@ -63,6 +65,14 @@ const exchange = (n: number) =>
         // store: false bodies carry reasoning by its encrypted_content (see the test below for one without)
         const r: Json = { type: "reasoning", id: `rs_${n}`, summary: [{ type: "summary_text", text: e.reasoning[0] }], encrypted_content: e.reasoning[1] }
         items.push(r)
+      }
+      if (e.hosted !== undefined) {
+        const [type, q] = e.hosted
+        items.push(
+          type === "web_search_call"
+            ? { type, id: `ws_${n}`, status: "completed", action: { type: "search", query: q } }
+            : { type, id: `mcp_${n}`, server_label: "docs", name: "search", arguments: JSON.stringify({ q }), output: q },
+        )
       }
       if (e.text !== undefined || (e.reasoning !== undefined && e.calls.length === 0)) {
         items.push({ type: "message", role: "assistant", content: e.text ?? "ok" })

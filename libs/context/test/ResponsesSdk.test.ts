@@ -105,6 +105,7 @@ describe("openai-responses bodies through the official SDK", () => {
       ["a reasoning item without its following item", { model: "gpt-4o", input: [user, { type: "reasoning", id: "rs_9", summary: [] }, user] },
         "Item 'rs_9' of type 'reasoning' was provided without its required following item."],
       ["a trailing reasoning item", { model: "gpt-4o", input: [user, { type: "reasoning", id: "rs_8", summary: [] }] }, "rs_8"],
+      ["a hosted tool's call item without its id", { model: "gpt-4o", input: [user, { type: "web_search_call", status: "completed" }] }, "input[1].id"],
       ["a function tool in Chat Completions shape", { model: "gpt-4o", input: [user], tools: [{ type: "function", function: { name: "f" } }] }, "tools[0]"],
     ]
     for (const [, body, mention] of cases) {
@@ -129,6 +130,30 @@ describe("openai-responses bodies through the official SDK", () => {
       .catch((e: unknown) => e)
     expect(unstored).toBeInstanceOf(OpenAI.NotFoundError)
     expect((unstored as Error).message).toContain("Item with id 'rs_7' not found. Items are not persisted when `store` is set to false.")
+    // hosted tools' call items between reasoning and the answer: kept by ctxd, in place, and accepted
+    const hosted = [
+      user,
+      { type: "reasoning", id: "rs_1", summary: [], encrypted_content: "gAAA" },
+      { type: "web_search_call", id: "ws_1", status: "completed", action: { type: "search", query: "weather paris" } },
+      { type: "mcp_call", id: "mcp_1", server_label: "docs", name: "search", arguments: "{}", output: "found" },
+      { type: "message", role: "assistant", content: "Sunny." },
+      user,
+    ]
+    const rendered = Pipeline.run({
+      tenant: "t",
+      session: "hosted",
+      format: "openai-responses",
+      model: Models.resolve({ provider: "openai", name: "gpt-4o" }),
+      system: [],
+      systemTokens: 0,
+      tools: Normalize.tools("openai-responses", decodeTools([{ type: "web_search" }])),
+      toolsTokens: 5,
+      history: Normalize.fromResponses(decodeItems(hosted)).map((message, i) => ({ seq: i + 1, message, tokens: estimate(message) })),
+      options: Pipeline.resolveOptions({}),
+      counter: { backend: "estimate", encoding: "chars/4", exact: false, calibration: 1 },
+    }).request
+    expect(rendered["input"]).toEqual(hosted)
+    expect((await client.responses.create(rendered as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)).status).toBe("completed")
     // a reasoning item and its call, answered: accepted
     const ok = await client.responses.create({
       model: "gpt-4o",

@@ -50,7 +50,7 @@ export type ToolResultBlock = typeof ToolResultBlock.Type
 
 const KNOWN_BLOCKS: ReadonlyArray<string> = ["text", "image", "tool_use", "tool_result"]
 
-/** Any other block (`thinking`, `redacted_thinking`, `document`, ...): kept as it is. */
+/** Any other block (`thinking`, `redacted_thinking`, `document`, a server-side `compaction`, ...): kept as it is. */
 export const OtherBlock = Schema.Struct(
   {
     type: Schema.String.pipe(

@@ -33,6 +33,12 @@ export const CompactRequest = Schema.Struct({
   model: Turn.Model,
   /** Default: the compactor's configured mode (`CTXD_SUMMARIZER_MODE`, default `rolling`). */
   mode: Schema.optional(Summarize.Mode),
+  /**
+   * The session's request format: the latest provider compaction of that
+   * format (Anthropic `compaction` block, Responses `compaction` item) is a
+   * boundary the summary never folds across. Default: any format's.
+   */
+  format: Schema.optional(Turn.Format),
 }).annotations({ identifier: "CompactRequest", description: "ctx.v1.compact.<tenant>.<session> request" })
 export type CompactRequest = typeof CompactRequest.Type
 

@@ -1,7 +1,8 @@
 /**
- * The provider-neutral conversation model. Both input formats (Anthropic
- * Messages, OpenAI Chat Completions) are normalized into it, it is what the
- * store keeps, and both output formats are rendered from it.
+ * The provider-neutral conversation model. Every input format (Anthropic
+ * Messages, OpenAI Chat Completions, OpenAI Responses, Gemini) is normalized
+ * into it, it is what the store keeps, and every output format is rendered
+ * from it.
  *
  * - `system` messages are pinned instructions that arrived inside `messages`
  *   (OpenAI `system`/`developer`); the request's own `system` field becomes
@@ -18,7 +19,12 @@ export const ImageSource = Schema.Union(
 )
 export type ImageSource = typeof ImageSource.Type
 
-export const TextPart = Schema.Struct({ type: Schema.Literal("text"), text: Schema.String })
+export const TextPart = Schema.Struct({
+  type: Schema.Literal("text"),
+  text: Schema.String,
+  /** Gemini `thoughtSignature` this text came with: sent back only in the Gemini format. */
+  signature: Schema.optional(Schema.String),
+})
 export type TextPart = typeof TextPart.Type
 
 export const ImagePart = Schema.Struct({
@@ -32,7 +38,7 @@ export type ImagePart = typeof ImagePart.Type
 /** A block we do not interpret (thinking, documents, refusals...): passed through in its own format. */
 export const OpaquePart = Schema.Struct({
   type: Schema.Literal("opaque"),
-  format: Schema.Literal("anthropic", "openai", "openai-responses"),
+  format: Schema.Literal("anthropic", "openai", "openai-responses", "gemini"),
   block: Schema.Unknown,
 })
 export type OpaquePart = typeof OpaquePart.Type
@@ -47,6 +53,13 @@ export const ToolCallPart = Schema.Struct({
   arguments: Schema.optional(Schema.String),
   /** A Responses custom tool call: `arguments` is its free-form `input` (and `input` is `{input}`). */
   custom: Schema.optional(Schema.Boolean),
+  /** Gemini `thoughtSignature` this call came with: sent back only in the Gemini format. */
+  signature: Schema.optional(Schema.String),
+  /**
+   * True when ctxd made the id up (a Gemini call without one): the Gemini
+   * renderer sends neither it nor its result's id.
+   */
+  generatedId: Schema.optional(Schema.Boolean),
 })
 export type ToolCallPart = typeof ToolCallPart.Type
 

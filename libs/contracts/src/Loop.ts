@@ -4,6 +4,7 @@
  */
 import { Schema } from "effect"
 import * as Anthropic from "./Anthropic.ts"
+import * as Gemini from "./Gemini.ts"
 import * as OpenAI from "./OpenAI.ts"
 import * as OpenAIResponses from "./OpenAIResponses.ts"
 
@@ -102,6 +103,7 @@ export const CheckRequest = Schema.Union(
   Schema.Struct({ format: Schema.Literal("anthropic"), messages: Schema.Array(Anthropic.Message), config: Schema.optional(Settings) }),
   Schema.Struct({ format: Schema.Literal("openai"), messages: Schema.Array(OpenAI.Message), config: Schema.optional(Settings) }),
   Schema.Struct({ format: Schema.Literal("openai-responses"), input: Schema.Array(OpenAIResponses.Item), config: Schema.optional(Settings) }),
+  Schema.Struct({ format: Schema.Literal("gemini"), contents: Schema.Array(Gemini.Content), config: Schema.optional(Settings) }),
 ).annotations({ identifier: "LoopCheckRequest", description: "ctx.v1.loop.check request" })
 export type CheckRequest = typeof CheckRequest.Type
 

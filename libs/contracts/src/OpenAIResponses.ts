@@ -6,8 +6,12 @@
  * a string or `input_text` / `output_text` / `input_image` parts, other parts
  * such as `input_file` or `refusal` are kept as they are), `function_call`,
  * `function_call_output`, `custom_tool_call` / `custom_tool_call_output`
- * (free-form input) and `reasoning` (kept verbatim, `encrypted_content`
- * included). Tools: `function` tools, and hosted tools (`web_search`,
+ * (free-form input), `reasoning` (kept verbatim, `encrypted_content`
+ * included), the call items of hosted tools that carry their own result
+ * (`web_search_call`, `file_search_call`, `code_interpreter_call`,
+ * `image_generation_call`, `mcp_call`, `mcp_list_tools`: kept verbatim) and
+ * `compaction` (a provider compaction, kept verbatim: the latest one is a
+ * summary boundary, nothing before it is sent). Tools: `function` tools, and hosted tools (`web_search`,
  * `file_search`, ...) which are passed through untouched.
  */
 import { Schema } from "effect"
@@ -104,6 +108,38 @@ export const ReasoningItem = Schema.Struct(
 ).annotations({ identifier: "ResponsesReasoningItem" })
 export type ReasoningItem = typeof ReasoningItem.Type
 
+/** The hosted-tool call items ctxd carries back verbatim: each holds its own result (no separate output item). */
+export const HOSTED_CALL_TYPES = [
+  "web_search_call",
+  "file_search_call",
+  "code_interpreter_call",
+  "image_generation_call",
+  "mcp_call",
+  "mcp_list_tools",
+] as const
+
+/** A hosted tool's call item (see {@link HOSTED_CALL_TYPES}): kept verbatim as an assistant-side item. */
+export const HostedCallItem = Schema.Struct(
+  {
+    type: Schema.Literal(...HOSTED_CALL_TYPES),
+    id: Schema.String.pipe(Schema.minLength(1)),
+  },
+  Loose,
+).annotations({ identifier: "ResponsesHostedCallItem" })
+export type HostedCallItem = typeof HostedCallItem.Type
+
+/**
+ * A compaction item (server-side compaction in `responses.create` with
+ * `context_management`, or `POST /responses/compact`): `encrypted_content`
+ * carries the state of everything before it, opaque; kept verbatim.
+ */
+export const CompactionItem = Schema.Struct({
+  type: Schema.Literal("compaction"),
+  encrypted_content: Schema.String.pipe(Schema.minLength(1)),
+  id: Schema.optional(Schema.NullOr(Schema.String)),
+}).annotations({ identifier: "ResponsesCompactionItem" })
+export type CompactionItem = typeof CompactionItem.Type
+
 export const Item = Schema.Union(
   MessageItem,
   FunctionCallItem,
@@ -111,6 +147,8 @@ export const Item = Schema.Union(
   CustomToolCallItem,
   CustomToolCallOutputItem,
   ReasoningItem,
+  HostedCallItem,
+  CompactionItem,
 ).annotations({
   identifier: "ResponsesInputItem",
 })

@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import * as Anthropic from "./Anthropic.ts"
+import * as Gemini from "./Gemini.ts"
 import * as OpenAI from "./OpenAI.ts"
 import * as OpenAIResponses from "./OpenAIResponses.ts"
 import * as Turn from "./Turn.ts"
@@ -78,6 +79,7 @@ export const SummarizeRequest = Schema.Union(
   Schema.Struct({ format: Schema.Literal("anthropic"), messages: Schema.Array(Anthropic.Message).pipe(Schema.minItems(1)), ...common }),
   Schema.Struct({ format: Schema.Literal("openai"), messages: Schema.Array(OpenAI.Message).pipe(Schema.minItems(1)), ...common }),
   Schema.Struct({ format: Schema.Literal("openai-responses"), input: Schema.Array(OpenAIResponses.Item).pipe(Schema.minItems(1)), ...common }),
+  Schema.Struct({ format: Schema.Literal("gemini"), contents: Schema.Array(Gemini.Content).pipe(Schema.minItems(1)), ...common }),
 ).annotations({ identifier: "SummarizeRequest", description: "ctx.v1.summarize request" })
 export type SummarizeRequest = typeof SummarizeRequest.Type
 
@@ -95,7 +97,8 @@ export const SummarizeReply = Schema.Struct({
   depth: Schema.Number,
   /** The summarizer model and the provider client that served it. */
   model: Schema.String,
-  provider: Schema.Literal("anthropic", "openai", "openai_compatible"),
+  /** `google` only when a Gemini model summarized (the session's own, or `CTXD_SUMMARIZER_PROVIDER=google`). */
+  provider: Schema.Literal("anthropic", "openai", "openai_compatible", "google"),
   /** Input and output tokens billed over all calls (as the provider reported them). */
   tokensIn: Schema.Number,
   tokensOut: Schema.Number,

@@ -9,16 +9,30 @@
 import * as Errors from "./Errors.ts"
 import { Schema } from "effect"
 
-/** Which backend counts: `auto` = exact where the provider offers it, else local. */
-export const BackendChoice = Schema.Literal("auto", "anthropic_api", "tiktoken", "heuristic").annotations({
+/**
+ * Which backend counts: `auto` = exact where the model's provider offers a
+ * count endpoint and is configured, else local; `anthropic_api` /
+ * `openai_api` / `google_api` = that provider's count endpoint (a model of another provider
+ * is counted locally, with `fallback: "unsupported_provider"`).
+ */
+export const BackendChoice = Schema.Literal("auto", "anthropic_api", "openai_api", "google_api", "tiktoken", "heuristic").annotations({
   identifier: "TokenBackendChoice",
-  description: "auto = the provider's count endpoint where there is one (Anthropic, when configured), else tiktoken",
+  description: "auto = the provider's count endpoint where there is one (Anthropic, OpenAI Responses, Gemini; when configured), else tiktoken",
 })
 export type BackendChoice = typeof BackendChoice.Type
 
-/** The backend that answered. */
+/**
+ * The backend that answered, in the names the first release of
+ * `ctx.v1.tokens.count` replies with (old clients decode them strictly, so
+ * this list does not grow): a provider's own count says `anthropic_api`
+ * whichever provider it is, and {@link CountReply} `countedBy` names it.
+ */
 export const Backend = Schema.Literal("anthropic_api", "tiktoken", "heuristic").annotations({ identifier: "TokenBackend" })
 export type Backend = typeof Backend.Type
+
+/** The reply's {@link Backend} for a backend name (`openai_api`, `google_api` and any later provider count → `anthropic_api`, "a provider's count"). */
+export const replyBackend = (backend: string): Backend =>
+  backend === "tiktoken" || backend === "heuristic" ? backend : "anthropic_api"
 
 const Tokens = Schema.Int.pipe(Schema.nonNegative())
 const OptionalTokens = Schema.optional(Schema.NullOr(Tokens))
@@ -29,8 +43,10 @@ const Loose = Schema.Record({ key: Schema.String, value: Schema.Unknown })
  * `cache_read_input_tokens`, `cache_creation_input_tokens`, `output_tokens`.
  * OpenAI: `prompt_tokens` (cached included), `prompt_tokens_details.cached_tokens`,
  * `completion_tokens`. OpenAI Responses: `input_tokens` (cached included),
- * `input_tokens_details.cached_tokens`, `output_tokens`. One of `input_tokens` / `prompt_tokens` is required;
- * other fields are ignored.
+ * `input_tokens_details.cached_tokens`, `output_tokens`. Gemini (`usageMetadata`):
+ * `promptTokenCount` (cached included), `cachedContentTokenCount`,
+ * `candidatesTokenCount` (+ `thoughtsTokenCount`). One of `input_tokens` /
+ * `prompt_tokens` / `promptTokenCount` is required; other fields are ignored.
  */
 export const Usage = Schema.Struct(
   {
@@ -43,6 +59,14 @@ export const Usage = Schema.Struct(
     prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalTokens }, Loose))),
     /** OpenAI Responses: with it, `input_tokens` counts the cached tokens too (like `prompt_tokens`). */
     input_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalTokens }, Loose))),
+    /** Gemini `usageMetadata`: the prompt, cached tokens included. */
+    promptTokenCount: OptionalTokens,
+    /** Gemini: prompt tokens read from the (implicit or explicit) cache. */
+    cachedContentTokenCount: OptionalTokens,
+    /** Gemini: output tokens (thinking excluded). */
+    candidatesTokenCount: OptionalTokens,
+    /** Gemini: thinking tokens, billed as output. */
+    thoughtsTokenCount: OptionalTokens,
   },
   Loose,
 ).annotations({ identifier: "ProviderUsage" })
@@ -130,12 +154,12 @@ export const toWireError = (error: BadUsage): Errors.BadRequest =>
 /** `<root>.v1.tokens.count` request: a provider request body, or a list of texts. Exactly one of `body` / `segments`. */
 export const CountRequest = Schema.Struct({
   model: Schema.Struct({
-    provider: Schema.Literal("anthropic", "openai"),
+    provider: Schema.Literal("anthropic", "openai", "google"),
     name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
   }),
   /** Per-request backend; default the process setting (`CTXD_TOKEN_BACKEND`, default `auto`). */
   backend: Schema.optional(BackendChoice),
-  /** A whole provider request body (Anthropic Messages, or OpenAI Chat Completions or Responses, by `model.provider`). */
+  /** A whole provider request body (Anthropic Messages, OpenAI Chat Completions or Responses, or Gemini `generateContent` parameters, by `model.provider`). */
   body: Schema.optional(Loose),
   /** Texts to count one by one (each as plain text, no message framing). */
   segments: Schema.optional(Schema.Array(Schema.String).pipe(Schema.maxItems(10_000))),
@@ -153,8 +177,15 @@ export const CountReply = Schema.Struct({
   tokens: Schema.Number,
   /** Tokens per segment, in request order (segment requests only). */
   segments: Schema.optional(Schema.Array(Schema.Number)),
+  /** Who answered, in the first release's names: `anthropic_api` here is any provider's own count (`countedBy` says whose). */
   backend: Backend,
-  /** Local tokenizer vocabulary, `heuristic`, or `anthropic` for the provider's own count. */
+  /**
+   * Who answered: `anthropic_api`, `openai_api`, `google_api`, `tiktoken` or `heuristic`
+   * (a string: later providers' counts are added here, never to `backend`).
+   * Absent from workers older than this field.
+   */
+  countedBy: Schema.optional(Schema.String),
+  /** Local tokenizer vocabulary, `heuristic`, or the provider's name (`anthropic`, `openai`, `google`) for its own count. */
   encoding: Schema.String,
   /** True only for a provider count while the circuit breaker has never opened in this process. */
   exact: Schema.Boolean,

@@ -6,15 +6,16 @@
 import { Schema } from "effect"
 import * as Anthropic from "./Anthropic.ts"
 import * as Conversation from "./Conversation.ts"
+import * as Gemini from "./Gemini.ts"
 import * as Loop from "./Loop.ts"
 import * as OpenAI from "./OpenAI.ts"
 import * as OpenAIResponses from "./OpenAIResponses.ts"
 import * as Tokens from "./Tokens.ts"
 
-export const Format = Schema.Literal("anthropic", "openai", "openai-responses")
+export const Format = Schema.Literal("anthropic", "openai", "openai-responses", "gemini")
 export type Format = typeof Format.Type
 
-export const Provider = Schema.Literal("anthropic", "openai")
+export const Provider = Schema.Literal("anthropic", "openai", "google")
 export type Provider = typeof Provider.Type
 
 export const Model = Schema.Struct({
@@ -137,7 +138,21 @@ export const OpenAIResponsesTurnRequest = Schema.Struct({
 }).annotations({ identifier: "OpenAIResponsesTurnRequest" })
 export type OpenAIResponsesTurnRequest = typeof OpenAIResponsesTurnRequest.Type
 
-export const TurnRequest = Schema.Union(AnthropicTurnRequest, OpenAITurnRequest, OpenAIResponsesTurnRequest).annotations({
+/**
+ * Gemini API (`generateContent`): `contents` (and `systemInstruction`, one more
+ * system section after `system`).
+ */
+export const GeminiTurnRequest = Schema.Struct({
+  ...common,
+  format: Schema.Literal("gemini"),
+  /** Appended to `system` as the section `{id: "systemInstruction"}` (its text parts, joined by a blank line). */
+  systemInstruction: Schema.optional(Gemini.SystemInstruction),
+  tools: Schema.optional(Schema.Array(Gemini.Tool)),
+  contents: Schema.Array(Gemini.Content),
+}).annotations({ identifier: "GeminiTurnRequest" })
+export type GeminiTurnRequest = typeof GeminiTurnRequest.Type
+
+export const TurnRequest = Schema.Union(AnthropicTurnRequest, OpenAITurnRequest, OpenAIResponsesTurnRequest, GeminiTurnRequest).annotations({
   identifier: "TurnRequest",
   description: "ctx.v1.turn.<tenant>.<session> request",
 })
@@ -294,9 +309,9 @@ export const Report = Schema.Struct({
   /** True when the protected fresh tail alone does not fit the budget. */
   overBudget: Schema.Boolean,
   counter: Schema.Struct({
-    /** `anthropic_api`, `tiktoken` or `heuristic`: who counted this turn's new content. */
+    /** `anthropic_api`, `openai_api`, `google_api`, `tiktoken` or `heuristic`: who counted this turn's new content. */
     backend: Schema.String,
-    /** The tokenizer vocabulary (`o200k_base`, `cl100k_base`, `heuristic`, or `anthropic` for the provider's count). */
+    /** The tokenizer vocabulary (`o200k_base`, `cl100k_base`, `heuristic`, or the provider's name, `anthropic` / `openai` / `google`, for its own count). */
     encoding: Schema.String,
     /** True only for a provider count while its circuit breaker has never opened in this process. */
     exact: Schema.Boolean,
@@ -339,6 +354,25 @@ export const Report = Schema.Struct({
       utilization: Schema.Number,
     }),
   ),
+  /**
+   * A provider compaction boundary applied (set only when there is one): the
+   * latest message of the stored history holding a provider compaction of
+   * the request's format (Anthropic `compaction` block, Responses
+   * `compaction` item). Nothing stored before it was sent; a ctxd summary
+   * that predates it is superseded (`compaction.summary` is then null).
+   */
+  providerCompaction: Schema.optional(
+    Schema.Struct({
+      /** The compaction's format (`anthropic`, `openai-responses`). */
+      format: Schema.String,
+      /** Sequence number of the message holding it. */
+      seq: Schema.Number,
+      /** Stored messages before it, not sent. */
+      notSent: Schema.Number,
+      /** True when the session's live ctxd summary predates it (and so is not applied). */
+      summarySuperseded: Schema.Boolean,
+    }),
+  ),
   /** The loop detector's verdict and what was done about it (always set by the worker). */
   loop: Schema.optional(Loop.Report),
   /** The tool definitions sent (set when tool compression or proactive compression is configured). */
@@ -361,7 +395,7 @@ export type Report = typeof Report.Type
 export const TurnReply = Schema.Struct({
   ok: Schema.Literal(true),
   turnId: Schema.String,
-  /** The request body for the provider API (Anthropic Messages, OpenAI Chat Completions or OpenAI Responses), with `model`. */
+  /** The request body for the provider API (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses, or Gemini `generateContent` parameters), with `model`. */
   request: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
   report: Report,
 }).annotations({ identifier: "TurnReply", description: "ctx.v1.turn.<tenant>.<session> success reply" })

@@ -1,6 +1,6 @@
 /**
  * A local HTTP server that speaks the Anthropic Messages, OpenAI Chat
- * Completions and OpenAI Responses wire formats, for driving the real provider SDKs in tests and
+ * Completions, OpenAI Responses and Gemini `generateContent` wire formats, for driving the real provider SDKs in tests and
  * demos (point the SDK's `baseURL` at it; no network needed).
  *
  * - `POST /v1/messages` (JSON or `stream: true` SSE), `POST /v1/messages/count_tokens`,
@@ -9,7 +9,29 @@
  *   `input_tokens_details.cached_tokens`, `output_tokens`) and
  *   `POST /v1/responses/input_tokens` (`{object: "response.input_tokens", input_tokens}`);
  *   Responses bodies are checked for known keys, roles, `call_id` pairing between
- *   `function_call` and `function_call_output`, and well-formed reasoning items.
+ *   `function_call` and `function_call_output`, and well-formed reasoning and
+ *   compaction items.
+ * - Provider compaction: an Anthropic `compaction` block is accepted (only with
+ *   `anthropic-beta: compact-2026-01-12`, as are the `compact_20260112` edit and
+ *   the `compaction` parameter) in assistant messages, which may then open the
+ *   conversation; a Responses `compaction` item (and `context_management`) is
+ *   accepted. Both providers read, bill and cache the prompt from the latest
+ *   compaction on (what precedes it was folded).
+ * - `POST /v1beta/models/{model}:generateContent` (JSON only: one candidate,
+ *   `usageMetadata` with `promptTokenCount`, `cachedContentTokenCount` when
+ *   the implicit cache read, `candidatesTokenCount`, `totalTokenCount`) and
+ *   `POST /v1beta/models/{model}:countTokens` (`{contents}` or
+ *   `{generateContentRequest}`; `totalTokens` equals `promptTokenCount` of the
+ *   same prompt); the API key in `x-goog-api-key` (what `@google/genai` sends)
+ *   or `?key=`. Bodies are checked for known fields, roles `user`/`model`,
+ *   non-empty parts with one datum, function responses right after their call
+ *   turn (as many, same names), and, for `gemini-3*` models, a
+ *   `thoughtSignature` on the first function call of each model step of the
+ *   current turn; errors are Google's `{error: {code, message, status}}`.
+ *   Scripted tool calls come back as `functionCall` parts (the first one
+ *   signed for `gemini-3*`). Implicit cache: the longest common token prefix
+ *   with a recent prompt (5 minutes) from 2,048 tokens (`gemini-2.5-pro`,
+ *   `gemini-2.5-flash`) or 4,096 (other models), as ctxd's price table has it.
  * - Requests are validated like the real APIs where ctxd can get them wrong
  *   (role alternation, tool call/result pairing, `cache_control` limits and TTL
  *   order, `max_tokens`, empty text, unknown fields, context window) and
@@ -43,6 +65,7 @@
 import { Data, Effect, Either, type Scope } from "effect"
 import * as Anthropic from "./internal/fakeProvider/anthropic.ts"
 import * as AnthropicValidate from "./internal/fakeProvider/anthropicValidate.ts"
+import * as Gemini from "./internal/fakeProvider/gemini.ts"
 import * as OpenAI from "./internal/fakeProvider/openai.ts"
 import * as Responses from "./internal/fakeProvider/responses.ts"
 import * as Server from "./internal/fakeProvider/server.ts"
@@ -113,23 +136,33 @@ export const countTextTokens = (text: string): number => Tokens.count(text)
 
 /**
  * The ground-truth input tokens of a request body, as `count_tokens` and the
- * usage of a response report them (uncached + cache read + cache write).
+ * usage of a response report them (uncached + cache read + cache write). A
+ * Gemini body in `@google/genai`'s shape (ctxd's body) or the REST shape.
  */
-export const countRequestTokens = (format: "anthropic" | "openai" | "openai-responses", body: Record<string, unknown>): number =>
+export const countRequestTokens = (format: "anthropic" | "openai" | "openai-responses" | "gemini", body: Record<string, unknown>): number =>
   format === "anthropic"
     ? Anthropic.promptBlocks(body).reduce((n, b) => n + b.tokens, 0)
     : format === "openai"
       ? OpenAI.promptTokens(body).length
-      : Responses.promptTokens(body).length
+      : format === "gemini"
+        ? Gemini.promptTokens(Gemini.restShape(body)).length
+        : Responses.promptTokens(body).length
 
 /**
- * The fake provider's verdict on a create body without a round trip (for
- * property tests over many bodies): the first problem the API would answer
- * 400 with (`undefined`: accepted). Anthropic: the Messages API's
- * rules; Responses: known keys, roles, pairing, reasoning items.
+ * The first problem the fake provider finds in a request body (its 400
+ * error's message), or `undefined` when it accepts it; `betas`: the
+ * `anthropic-beta` header's values (Anthropic only).
  */
-export const validateRequest = (format: "anthropic" | "openai-responses", body: Record<string, unknown>): string | undefined =>
-  format === "anthropic" ? AnthropicValidate.validate(body, "messages") : Responses.validate(body, "responses")?.message
+export const validateRequest = (
+  format: "anthropic" | "openai" | "openai-responses",
+  body: unknown,
+  betas: ReadonlyArray<string> = [],
+): string | undefined =>
+  format === "anthropic"
+    ? AnthropicValidate.validate(body, "messages", betas)
+    : format === "openai"
+      ? OpenAI.validate(body)?.message
+      : Responses.validate(body, "responses")?.message
 
 const settingsPatch = (options: StartOptions): ControlPatch => {
   const { port: _port, host: _host, seed: _seed, ...rest } = options

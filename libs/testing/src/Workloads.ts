@@ -10,7 +10,7 @@
  * are dropped), so it decodes against `OpenAI.Message`; {@link toAnthropic}
  * gives the same sessions in Anthropic format.
  */
-import type { Anthropic, OpenAI, OpenAIResponses } from "@ctxd/contracts"
+import type { Anthropic, Gemini, OpenAI, OpenAIResponses, Turn } from "@ctxd/contracts"
 import { readdirSync, readFileSync } from "node:fs"
 import { basename, join } from "node:path"
 import * as AnthropicConvert from "./internal/workloads/anthropic.ts"
@@ -47,6 +47,15 @@ export interface ResponsesReplaySession {
   readonly system: string
   readonly tools: ReadonlyArray<OpenAIResponses.Tool>
   readonly turns: ReadonlyArray<{ readonly input: ReadonlyArray<OpenAIResponses.Item> }>
+}
+
+/** The same session as Gemini contents (see {@link toGemini}). */
+export interface GeminiReplaySession {
+  readonly id: string
+  readonly format: "gemini"
+  readonly systemInstruction: string
+  readonly tools: ReadonlyArray<Gemini.Tool>
+  readonly turns: ReadonlyArray<{ readonly contents: ReadonlyArray<Gemini.Content> }>
 }
 
 /** A toolset of the GitHub MCP catalog. */
@@ -319,6 +328,145 @@ export const toResponses = (session: ReplaySession): ResponsesReplaySession => (
   })),
   turns: session.turns.map((turn) => ({ input: responsesItems(turn.messages) })),
 })
+
+const geminiArgs = (raw: string): Record<string, unknown> => {
+  try {
+    const parsed: unknown = JSON.parse(raw)
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {}
+  } catch {
+    return {}
+  }
+}
+
+/**
+ * The session as Gemini contents: user (and system) messages become `user`
+ * contents with text parts (a `data:` image an `inlineData` part), assistant
+ * messages `model` contents (their text, then a `functionCall` per tool
+ * call, args parsed), tool messages `functionResponse` parts `{output}` in a
+ * `user` content (consecutive ones merged, as Gemini wants); consecutive
+ * contents of one role within a turn are merged. Call ids are kept only with
+ * `ids: true` (most Gemini clients send none, so by default ctxd pairs by
+ * name); tools become one `{functionDeclarations}` tool with
+ * `parametersJsonSchema`.
+ */
+export const toGemini = (session: ReplaySession, options: { readonly ids?: boolean } = {}): GeminiReplaySession => {
+  const names = new Map<string, string>()
+  const ids = options.ids === true
+  const contents = (messages: ReadonlyArray<OpenAI.Message>): Array<Gemini.Content> => {
+    const out: Array<{ role: "user" | "model"; parts: Array<Gemini.Part> }> = []
+    const push = (role: "user" | "model", parts: ReadonlyArray<Gemini.Part>) => {
+      if (parts.length === 0) return
+      const last = out[out.length - 1]
+      if (last?.role === role) last.parts.push(...parts)
+      else out.push({ role, parts: [...parts] })
+    }
+    for (const m of messages) {
+      switch (m.role) {
+        case "system":
+        case "developer": {
+          const text = responsesText(m.content)
+          push("user", text === "" ? [] : [{ text }])
+          break
+        }
+        case "user": {
+          if (typeof m.content === "string") {
+            push("user", m.content === "" ? [] : [{ text: m.content }])
+            break
+          }
+          push(
+            "user",
+            m.content.flatMap((p): Array<Gemini.Part> => {
+              if (p.type === "text") return (p as OpenAI.TextPart).text === "" ? [] : [{ text: (p as OpenAI.TextPart).text }]
+              if (p.type === "image_url") {
+                const url = (p as OpenAI.ImagePart).image_url.url
+                const match = /^data:([^;,]+);base64,(.*)$/s.exec(url)
+                return [match === null ? { text: `[image: ${url}]` } : { inlineData: { mimeType: match[1]!, data: match[2]! } }]
+              }
+              return [{ text: JSON.stringify(p) }]
+            }),
+          )
+          break
+        }
+        case "assistant": {
+          const text = responsesText(m.content)
+          const parts: Array<Gemini.Part> = text === "" ? [] : [{ text }]
+          for (const call of m.tool_calls ?? []) {
+            names.set(call.id, call.function.name)
+            const functionCall = { name: call.function.name, args: geminiArgs(call.function.arguments) }
+            parts.push({ functionCall: ids ? { ...functionCall, id: call.id } : functionCall })
+          }
+          push("model", parts)
+          break
+        }
+        case "tool": {
+          const functionResponse = { name: names.get(m.tool_call_id) ?? "unknown", response: { output: responsesText(m.content) } }
+          push("user", [{ functionResponse: ids ? { ...functionResponse, id: m.tool_call_id } : functionResponse }])
+          break
+        }
+      }
+    }
+    return out
+  }
+  return {
+    id: session.id,
+    format: "gemini",
+    systemInstruction: session.system,
+    tools: [
+      {
+        functionDeclarations: session.tools.map((t): Gemini.FunctionDeclaration => ({
+          name: t.function.name,
+          ...(t.function.description === undefined ? {} : { description: t.function.description }),
+          ...(t.function.parameters === undefined ? {} : { parametersJsonSchema: t.function.parameters }),
+        })),
+      },
+    ],
+    turns: session.turns.map((turn) => ({ contents: contents(turn.messages) })),
+  }
+}
+
+/** The format-specific part of a turn request: `format`, `tools` and the turn's messages (or items). */
+export type FormatFields = Turn.TurnRequest extends infer R ? (R extends Turn.TurnRequest ? Omit<R, "turnId" | "model" | "system" | "options"> : never) : never
+
+/** A replayed session in one request format: a default model of that provider and each turn's format fields. */
+export interface FormattedSession {
+  readonly id: string
+  readonly format: Turn.Format
+  readonly system: string
+  readonly model: Turn.Model
+  readonly turns: ReadonlyArray<FormatFields>
+}
+
+/** The model a replay in `format` is sent for: Claude Sonnet 4.5 (Anthropic), GPT-4o (both OpenAI formats), Gemini 2.5 Flash (Gemini). */
+export const defaultModel = (format: Turn.Format): Turn.Model =>
+  format === "anthropic"
+    ? { provider: "anthropic", name: "claude-sonnet-4-5" }
+    : format === "gemini"
+      ? { provider: "google", name: "gemini-2.5-flash" }
+      : { provider: "openai", name: "gpt-4o" }
+
+/** The request formats a session can be replayed in (demo and bench `--format`). */
+export const formats: ReadonlyArray<Turn.Format> = ["anthropic", "openai", "openai-responses", "gemini"]
+
+/** `session` (recorded in Chat Completions form) in `format`: {@link toAnthropic}, {@link toResponses}, {@link toGemini} (no call ids) or as it is. */
+export const inFormat = (session: ReplaySession, format: Turn.Format): FormattedSession => {
+  const base = { id: session.id, format, system: session.system, model: defaultModel(format) }
+  switch (format) {
+    case "anthropic": {
+      const s = toAnthropic(session)
+      return { ...base, turns: s.turns.map((t) => ({ format, tools: s.tools, messages: t.messages })) }
+    }
+    case "openai":
+      return { ...base, turns: session.turns.map((t) => ({ format, tools: session.tools, messages: t.messages })) }
+    case "openai-responses": {
+      const s = toResponses(session)
+      return { ...base, turns: s.turns.map((t) => ({ format, tools: s.tools, input: t.input })) }
+    }
+    case "gemini": {
+      const s = toGemini(session)
+      return { ...base, turns: s.turns.map((t) => ({ format, tools: s.tools, contents: t.contents })) }
+    }
+  }
+}
 
 /**
  * The session as a model with extended thinking would have produced it: every

@@ -77,6 +77,7 @@ export const layer = (options: {
               model: job.model,
               trigger: "over_window",
               ...(job.fixedTokens === undefined ? {} : { fixedTokens: job.fixedTokens }),
+              ...(job.format === undefined ? {} : { format: job.format }),
             })
             .pipe(
               Effect.timeout(timeout),

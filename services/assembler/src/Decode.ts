@@ -40,10 +40,10 @@ export const turnRequest = (value: unknown): Effect.Effect<Turn.TurnRequest, Err
     return Effect.fail(new Errors.BadRequest({ message: "the request must be a JSON object" }))
   }
   const format = (value as { format?: unknown }).format
-  if (format !== "anthropic" && format !== "openai" && format !== "openai-responses") {
+  if (format !== "anthropic" && format !== "openai" && format !== "openai-responses" && format !== "gemini") {
     return Effect.fail(
       new Errors.BadRequest({
-        message: `unknown format ${Issues.preview(format ?? null)}: expected "anthropic", "openai" or "openai-responses"`,
+        message: `unknown format ${Issues.preview(format ?? null)}: expected "anthropic", "openai", "openai-responses" or "gemini"`,
         path: "format",
       }),
     )
@@ -55,7 +55,9 @@ export const turnRequest = (value: unknown): Effect.Effect<Turn.TurnRequest, Err
       ? Schema.decodeUnknownEither(Turn.AnthropicTurnRequest, options)(value)
       : format === "openai"
         ? Schema.decodeUnknownEither(Turn.OpenAITurnRequest, options)(value)
-        : Schema.decodeUnknownEither(Turn.OpenAIResponsesTurnRequest, options)(value)
+        : format === "openai-responses"
+          ? Schema.decodeUnknownEither(Turn.OpenAIResponsesTurnRequest, options)(value)
+          : Schema.decodeUnknownEither(Turn.GeminiTurnRequest, options)(value)
   if (Either.isRight(result)) return Effect.succeed(result.right)
   // echoed values are previews (≤ 200 characters): a 600 KB value must not make a reply over the bus's limit
   const described = Issues.describe(result.left)

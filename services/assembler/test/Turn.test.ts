@@ -1,4 +1,5 @@
 /** The turn stages over the carry: order, the I/O they ask for, rejections, and what a commit changes. */
+import { Plan, type WorkQueue } from "@ctxd/compactor"
 import { CostModel, SessionLengths } from "@ctxd/context"
 import type { Conversation, Turn } from "@ctxd/contracts"
 import { LoopState } from "@ctxd/loop-detector"
@@ -286,6 +287,54 @@ describe("turn stages", () => {
     const cold = await play(7_200_000, { expectedTurns: 0 })
     expect(summarized(cold[landed]!)).toBeGreaterThan(0)
     expect(cold.some((r) => r.report.cache.summaryDeferred === true)).toBe(false)
+  })
+
+  it("a provider compaction supersedes the live summary; later summaries fold only what follows it", async () => {
+    const thresholds = { compactAtPct: 0.95, softPct: 0.2, tailKeepTokens: 1_000, tailMaxPct: 0.3, minFoldPct: 0.01 }
+    const jobs: Array<WorkQueue.Job> = []
+    const turns = LocalTurns.make({
+      local,
+      count: LocalTurns.countLocally(local),
+      thresholds,
+      // summaries cut as the compactor cuts them, under the job's format
+      compact: async (job, stored, live) => {
+        jobs.push(job)
+        const cut = Plan.planCut(stored, live, 36_000, thresholds, { format: job.format })
+        if (cut._tag === "NoBoundary") return undefined
+        return { id: stored.length, coversFromSeq: cut.coversFromSeq, coversToSeq: cut.coversToSeq, text: `Summary ${cut.coversFromSeq}-${cut.coversToSeq}.`, mode: "one_shot", depth: 1 }
+      },
+    })
+    const body = (k: number) => `#${k}# ${"log line ".repeat(400)}`
+    const block = { type: "compaction", content: "The provider's summary of turns 0-9." }
+    const BOUNDARY_TURN = 10
+    const replies: Array<Turn.TurnReply> = []
+    for (let k = 0; k < 24; k++) {
+      const reply = k === BOUNDARY_TURN ? [block, { type: "text", text: `noted ${k}` }] : `noted ${k}`
+      const messages = k === 0 ? [{ role: "user", content: body(k) }] : [{ role: "assistant", content: reply }, { role: "user", content: body(k) }]
+      const model = { provider: "anthropic", name: "claude-sonnet-4-5", contextWindow: 40_000, maxOutputTokens: 4_000 }
+      const req = { turnId: `t${k}`, format: "anthropic", model, system: "Be brief.", messages, options: { expectedTurns: 10 } }
+      replies.push(await turns.turn("acme", "provider", req as unknown as Turn.TurnRequest, undefined, k * 2_000))
+    }
+    const boundarySeq = 2 * BOUNDARY_TURN // turn k stores seqs 2k (assistant) and 2k + 1 (user)
+    // before it, a ctxd summary from the start was live
+    expect(replies.slice(0, BOUNDARY_TURN).some((r) => r.report.compaction?.summary?.coversFromSeq === 1)).toBe(true)
+    const at = replies[BOUNDARY_TURN]!
+    expect(at.report.providerCompaction).toEqual({ format: "anthropic", seq: boundarySeq, notSent: boundarySeq - 1, summarySuperseded: true })
+    expect(at.report.compaction?.summary).toBeNull()
+    for (const r of replies.slice(BOUNDARY_TURN)) {
+      const sent = r.request["messages"] as Array<{ role: string; content: Array<Record<string, unknown>> }>
+      expect(sent[0]!.content[0]).toEqual(block)
+      for (let k = 0; k < BOUNDARY_TURN; k++) expect(JSON.stringify(r.request)).not.toContain(`#${k}#`)
+    }
+    // every job from then on starts after the boundary, under the request's format
+    const after = jobs.filter((j) => j.afterSeq >= boundarySeq)
+    expect(after.length).toBeGreaterThan(0)
+    expect(after.every((j) => j.format === "anthropic")).toBe(true)
+    // and a later summary folds only what follows it, after the boundary message
+    const later = replies.slice(BOUNDARY_TURN).find((r) => r.report.compaction?.summary != null)
+    expect(later?.report.compaction?.summary?.coversFromSeq).toBe(boundarySeq + 1)
+    const sent = later!.request["messages"] as Array<{ role: string; content: Array<Record<string, unknown>> }>
+    expect(JSON.stringify(sent[1])).toContain(`Summary ${boundarySeq + 1}-`)
   })
 
   it("holds a changed knowledge index back until the prefix is re-written anyway (a cold cache), at most an hour", async () => {

@@ -39,7 +39,7 @@ export const handle = (
     if (Either.isLeft(request)) return request.left
     const compactor = yield* Compactor
     const result = yield* Effect.either(
-      compactor.compact({ ...target, model: request.right.model, mode: request.right.mode, trigger: "manual" }),
+      compactor.compact({ ...target, model: request.right.model, mode: request.right.mode, trigger: "manual", format: request.right.format }),
     )
     return Either.isLeft(result) ? failure(result.left) : toReply(result.right)
   })
@@ -77,6 +77,7 @@ export const handleJob = (job: WorkQueue.Job): Effect.Effect<WorkQueue.Dispositi
         mode: job.mode,
         trigger: job.trigger,
         fixedTokens: job.fixedTokens,
+        format: job.format,
       })
       .pipe(Effect.catchIf((e) => e.reason === "unknown_session", () => Effect.succeed(undefined)))
     if (result?.outcome !== "lock_held" || result.retryAt === undefined) return {}

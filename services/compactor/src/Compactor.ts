@@ -48,6 +48,11 @@ export interface CompactInput {
   readonly fixedTokens?: number | undefined
   /** Ignore the thresholds and the cooldown; default: true for `manual`. */
   readonly force?: boolean | undefined
+  /**
+   * The session's request format: its provider compactions are boundaries the
+   * cut never crosses; default: any format's (see `Plan.planCut`).
+   */
+  readonly format?: Turn.Format | undefined
 }
 
 /** What came of it. */
@@ -174,7 +179,7 @@ export const make = (
             const window = model.effectiveWindow
             if (!force) {
               const encoding = counter.encodingFor(model)
-              const view = View.applySummary(history, live, (m) => counter.countMessage(m, encoding))
+              const view = View.applySummary(history, live, (m) => counter.countMessage(m, encoding), input.format)
               const decision = Plan.decide(Plan.estimate(view.messages, input.fixedTokens ?? 0), window, config.thresholds)
               if (decision.trigger === "none") {
                 return yield* finish("not_needed", { detail: `utilization ${decision.utilization.toFixed(3)} is below the soft threshold` })
@@ -184,6 +189,7 @@ export const make = (
             const cut = Plan.planCut(history, live, window, config.thresholds, {
               fixedTokens: input.fixedTokens ?? 0,
               minFoldTokens: blocking ? 0 : Math.floor(config.thresholds.minFoldPct * window),
+              format: input.format,
             })
             if (cut._tag === "NoBoundary") return yield* finish("no_boundary", { detail: cut.reason, audit })
             const items = history
@@ -196,7 +202,7 @@ export const make = (
                 items,
                 sessionModel: { provider: model.provider, name: model.name },
                 mode: input.mode,
-                previous: live?.text,
+                previous: cut.previous?.text,
               }),
             )
             if (Either.isLeft(summarized)) {

@@ -28,8 +28,9 @@
  */
 import { Units } from "@ctxd/context"
 import type { Pipeline } from "@ctxd/context"
+import type { Turn } from "@ctxd/contracts"
 import type * as View from "./View.ts"
-import { indexAfter } from "./View.ts"
+import { appliesAfter, boundaryOf, indexAfter } from "./View.ts"
 
 /** The thresholds (defaults in {@link defaults}). */
 export interface Thresholds {
@@ -101,12 +102,14 @@ export interface CutOptions {
   readonly fixedTokens?: number | undefined
   /** Fold at least this many tokens or answer `NoBoundary`; default 0 (a blocking or manual compaction folds what it can). */
   readonly minFoldTokens?: number | undefined
+  /** The format whose provider compactions are boundaries the cut never crosses; default: any format's. */
+  readonly format?: Turn.Format | undefined
 }
 
 /** A cut: fold history indices `[fromIndex, toIndex)` (with the previous summary) into a new summary. */
 export interface Cut {
   readonly _tag: "Cut"
-  /** First index of the new span (just after the previous summary's coverage). */
+  /** First index of the new span (just after the previous summary's coverage, or the provider boundary). */
   readonly fromIndex: number
   /** First index kept verbatim (a unit boundary). */
   readonly toIndex: number
@@ -117,6 +120,8 @@ export interface Cut {
   readonly foldTokens: number
   /** Tokens of the verbatim tail. */
   readonly tailTokens: number
+  /** The summary the new one rolls in (the live one, unless a provider boundary superseded it). */
+  readonly previous: View.Summary | undefined
 }
 
 /** No cut folds anything without splitting a tool call from its result. */
@@ -127,7 +132,11 @@ export interface NoBoundary {
 
 /**
  * Where to cut the full stored `history` (seq ascending), given the live
- * summary (if any) and the effective window (see the module doc).
+ * summary (if any) and the effective window (see the module doc). A
+ * provider compaction boundary (`options.format`'s, any format's by
+ * default; see `View.applySummary`) is never folded across: the span starts
+ * after it, and a live summary made before it is superseded (the new one
+ * covers only what follows the boundary and does not roll the old one in).
  */
 export const planCut = (
   history: ReadonlyArray<Pipeline.StoredMessage>,
@@ -137,8 +146,13 @@ export const planCut = (
   options: CutOptions = {},
 ): Cut | NoBoundary => {
   const n = history.length
-  const from = summary === undefined ? 0 : indexAfter(history, summary.coversToSeq)
-  if (from >= n) return { _tag: "NoBoundary", reason: "no messages after the live summary" }
+  const boundary = boundaryOf(history, options.format)
+  const previous = summary !== undefined && appliesAfter(summary, boundary) ? summary : undefined
+  const after = boundary === undefined ? 0 : boundary.index + 1
+  const from = Math.max(after, previous === undefined ? 0 : indexAfter(history, previous.coversToSeq))
+  if (from >= n) {
+    return { _tag: "NoBoundary", reason: previous === undefined && boundary !== undefined ? "no messages after the provider compaction" : "no messages after the live summary" }
+  }
   const keep = tailKeep(effectiveWindow, t, options.fixedTokens ?? 0)
   let tailStart = n
   let acc = 0
@@ -168,9 +182,10 @@ export const planCut = (
     _tag: "Cut",
     fromIndex: from,
     toIndex: cut,
-    coversFromSeq: summary?.coversFromSeq ?? history[0]!.seq,
+    coversFromSeq: previous?.coversFromSeq ?? history[from]!.seq,
     coversToSeq: history[cut - 1]!.seq,
     foldTokens,
     tailTokens,
+    previous,
   }
 }

@@ -20,10 +20,15 @@
  *   every turn and new messages only append, so the cached prefix changes
  *   only when a new summary lands ({@link View.key} changes then: drop the
  *   landmarks and the mask grid kept for the old view).
+ *
+ * A provider compaction (Anthropic's `compaction` block, OpenAI's
+ * `compaction` item) is a boundary: the view starts at the latest one of the
+ * request's format and ctxd's summaries only ever fold what follows it
+ * (see {@link applySummary}).
  */
 import type { Pipeline } from "@ctxd/context"
-import { Window } from "@ctxd/context"
-import type { Conversation, Summarize } from "@ctxd/contracts"
+import { ProviderCompaction, Window } from "@ctxd/context"
+import type { Conversation, Summarize, Turn } from "@ctxd/contracts"
 
 /** The index of the first message with `seq > afterSeq` (binary search; seqs ascend): where a span ending at `afterSeq` ends in the history. */
 export const indexAfter = (history: ReadonlyArray<{ readonly seq: number }>, afterSeq: number): number => {
@@ -73,35 +78,91 @@ export const pair = (
   ]
 }
 
+/** A provider compaction boundary in the history (see `ProviderCompaction`). */
+export interface Boundary {
+  /** History index of the latest message holding a provider compaction of the view's format. */
+  readonly index: number
+  readonly seq: number
+  /** The format of that compaction. */
+  readonly format: string
+}
+
 /** A summarized view of the history. */
 export interface View {
   /** What to pass to `Pipeline.assemble` as `history`. */
   readonly messages: ReadonlyArray<Pipeline.StoredMessage>
+  /** The summary the view applies: `undefined` without one, or when a provider boundary supersedes it. */
   readonly summary: Summary | undefined
-  /** History index of the first message after the covered span (0 without a summary). */
+  /** The summary the view was made with (applied or superseded): compare it to tell whether it changed. */
+  readonly given?: Summary | undefined
+  /** The provider compaction boundary the view starts at, if any: nothing before it is in `messages`. */
+  readonly boundary?: Boundary | undefined
+  /** The format whose provider compactions are boundaries (`undefined`: any format's). */
+  readonly format?: Turn.Format | undefined
+  /** History index of the first message after the covered span (0 without a summary or boundary). */
   readonly tailFrom: number
-  /** Messages the view puts before `history[tailFrom]` (pinned + the pair). */
+  /** Messages the view puts before `history[tailFrom]` (the boundary, pinned + the pair). */
   readonly prefixLength: number
-  /** Changes exactly when the summary does: landmarks and mask grids of another key are stale. */
+  /** Changes exactly when the summary or the boundary does: landmarks and mask grids of another key are stale. */
   readonly key: string
 }
+
+/**
+ * The latest provider compaction boundary of `format` in `history` (any
+ * format's when undefined), scanning from `from` (see `ProviderCompaction.boundary`).
+ */
+export const boundaryOf = (
+  history: ReadonlyArray<Pipeline.StoredMessage>,
+  format: Turn.Format | undefined,
+  from = 0,
+): Boundary | undefined => {
+  const index = ProviderCompaction.boundary(history, format, from)
+  if (index === undefined) return undefined
+  const message = history[index]!.message
+  const part = message.parts.findLast((p) => ProviderCompaction.isCompaction(p, format))
+  return { index, seq: history[index]!.seq, format: part === undefined ? "unknown" : (ProviderCompaction.formatOf(part) ?? "unknown") }
+}
+
+/** True when `summary` applies under `boundary`: it was made after it (it folds only messages that follow it). */
+export const appliesAfter = (summary: Summary, boundary: Boundary | undefined): boolean =>
+  boundary === undefined || summary.coversFromSeq > boundary.seq
+
+/** The highest seq the view folds (summary or provider boundary): a compaction job's `afterSeq`. */
+export const foldedThrough = (view: View): number => Math.max(view.summary?.coversToSeq ?? 0, view.boundary?.seq ?? 0)
 
 /**
  * The view of `history` (seq ascending) under `summary`; the full history
  * when there is none. `countMessage` counts the two synthetic messages under
  * the request's encoding. Cost: O(history) for the slice, O(anchor index)
  * to find the anchor.
+ *
+ * With a provider compaction boundary (the latest message holding a
+ * provider compaction of `format`; any format's when `format` is undefined)
+ * the view starts at it, trimmed to its compaction part onwards
+ * (`ProviderCompaction.trim`): what precedes it is what the provider
+ * folded (the trimmed message keeps its stored token count: an upper
+ * bound). A summary that does not start after the boundary is superseded
+ * by it (not applied); one made after it follows the boundary message.
  */
 export const applySummary = (
   history: ReadonlyArray<Pipeline.StoredMessage>,
   summary: Summary | undefined,
   countMessage: (message: Conversation.Message) => number,
+  format?: Turn.Format,
 ): View => {
-  if (summary === undefined || history.length === 0) {
-    return { messages: history, summary: undefined, tailFrom: 0, prefixLength: 0, key: "none" }
+  const boundary = boundaryOf(history, format)
+  const applied = summary !== undefined && appliesAfter(summary, boundary) ? summary : undefined
+  const marks = { given: summary, boundary, format }
+  const head: Array<Pipeline.StoredMessage> =
+    boundary === undefined ? [] : [{ ...history[boundary.index]!, message: ProviderCompaction.trim(history[boundary.index]!.message, format) }]
+  const base = boundary === undefined ? 0 : boundary.index + 1
+  const boundaryKey = boundary === undefined ? "" : `|b${boundary.seq}`
+  if (applied === undefined || history.length === 0) {
+    if (boundary === undefined) return { messages: history, summary: undefined, ...marks, tailFrom: 0, prefixLength: 0, key: "none" }
+    return { messages: head.concat(history.slice(base)), summary: undefined, ...marks, tailFrom: base, prefixLength: 1, key: `none${boundaryKey}` }
   }
-  const start = indexAfter(history, summary.coversFromSeq - 1)
-  const tailFrom = indexAfter(history, summary.coversToSeq)
+  const start = Math.max(base, indexAfter(history, applied.coversFromSeq - 1))
+  const tailFrom = Math.max(start, indexAfter(history, applied.coversToSeq))
   const pinned: Array<Pipeline.StoredMessage> = []
   let anchor: Conversation.Message | undefined
   for (let i = start; i < tailFrom; i++) {
@@ -109,29 +170,37 @@ export const applySummary = (
     if (m.message.role === "system") pinned.push(m)
     else if (anchor === undefined && Window.isAnchor(m.message)) anchor = m.message
   }
-  const [user, assistant] = pair(summary, anchor)
+  const [user, assistant] = pair(applied, anchor)
   const prefix: Array<Pipeline.StoredMessage> = [
-    ...history.slice(0, start),
+    ...head,
+    ...history.slice(base, start),
     ...pinned,
-    { seq: summary.coversFromSeq, message: user, tokens: countMessage(user) },
-    { seq: summary.coversToSeq, message: assistant, tokens: countMessage(assistant) },
+    { seq: applied.coversFromSeq, message: user, tokens: countMessage(user) },
+    { seq: applied.coversToSeq, message: assistant, tokens: countMessage(assistant) },
   ]
   return {
     messages: prefix.concat(history.slice(tailFrom)),
-    summary,
+    summary: applied,
+    ...marks,
     tailFrom,
     prefixLength: prefix.length,
-    key: `${summary.coversFromSeq}-${summary.coversToSeq}-${summary.id ?? "x"}`,
+    key: `${applied.coversFromSeq}-${applied.coversToSeq}-${applied.id ?? "x"}${boundaryKey}`,
   }
 }
 
 /**
  * Extends a view with messages appended to the history since it was made
- * (`history` is the same history, longer): the prefix is reused as is.
+ * (`history` is the same history, longer): the prefix is reused as is. When
+ * an appended message holds a provider compaction of the view's format, the
+ * view is made anew at that boundary (its summary, older, is superseded).
  */
 export const extend = (view: View, history: ReadonlyArray<Pipeline.StoredMessage>): View => {
-  if (view.summary === undefined) return { ...view, messages: history }
   const known = view.messages.length - view.prefixLength + view.tailFrom
   if (history.length <= known) return view
+  if (ProviderCompaction.boundary(history, view.format, known) !== undefined) {
+    // the summary predates the new boundary: no synthetic message is needed, so nothing to count
+    return applySummary(history, view.given, () => 0, view.format)
+  }
+  if (view.summary === undefined && view.boundary === undefined) return { ...view, messages: history }
   return { ...view, messages: view.messages.concat(history.slice(known)) }
 }

@@ -42,6 +42,8 @@ export const Job = Schema.Struct({
   mode: Schema.optional(Summarize.Mode),
   /** System + tools (+ memory) tokens of the turn that enqueued it. */
   fixedTokens: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
+  /** The request format of the turn that enqueued it: its provider compactions bound the cut (absent: any format's). */
+  format: Schema.optional(Turn.Format),
 })
 export type Job = typeof Job.Type
 

@@ -1,7 +1,8 @@
 /**
  * The model port of the summarizer: one completion (a system prompt and one
  * user prompt in, text and billed tokens out), served through the official
- * SDKs: `@anthropic-ai/sdk` (Messages), `openai` (Chat Completions) and the
+ * SDKs: `@anthropic-ai/sdk` (Messages), `openai` (Chat Completions),
+ * `@google/genai` (`models.generateContent`, Gemini Developer API) and the
  * same `openai` SDK pointed at any OpenAI-compatible base URL for
  * self-hosted models. The SDKs' own retries are off (`maxRetries: 0`): the
  * summarizer owns retries and backoff. A timeout aborts the HTTP request.
@@ -14,6 +15,7 @@ import Anthropic, {
   APIConnectionTimeoutError as AnthropicTimeoutError,
   APIError as AnthropicApiError,
 } from "@anthropic-ai/sdk"
+import { ApiError as GoogleApiError, GoogleGenAI } from "@google/genai"
 import { Context, Data, Duration, Effect, Layer, Redacted, type ConfigError } from "effect"
 import OpenAI, {
   APIConnectionError as OpenAIConnectionError,
@@ -96,7 +98,10 @@ const classify =
     if (error instanceof AnthropicConnectionError || error instanceof OpenAIConnectionError) {
       return new ProviderFailed({ provider, reason: "connection", message })
     }
-    if ((error instanceof AnthropicApiError || error instanceof OpenAIApiError) && typeof error.status === "number") {
+    if (
+      (error instanceof AnthropicApiError || error instanceof OpenAIApiError || error instanceof GoogleApiError) &&
+      typeof error.status === "number"
+    ) {
       return new ProviderFailed({ provider, reason: reasonOf(error.status), message, status: error.status })
     }
     return new ProviderFailed({ provider, reason: "unknown", message })
@@ -203,8 +208,55 @@ const openaiClient = (
   }
 }
 
+/**
+ * Gemini through `@google/genai`: the system prompt as `systemInstruction`,
+ * the output cap as `maxOutputTokens`, JSON asked for with
+ * `responseMimeType: "application/json"`. The SDK's retries are off
+ * (`retryOptions.attempts: 1`). Input tokens: `promptTokenCount` (cached
+ * tokens included).
+ */
+const googleClient = (endpoint: SummarizerConfig.Endpoint, timeoutMs: number): LlmClient => {
+  const apiKey = key(endpoint)
+  const sdk = new GoogleGenAI({
+    ...(apiKey === undefined ? {} : { apiKey }),
+    httpOptions: {
+      ...(endpoint.baseURL === undefined ? {} : { baseUrl: endpoint.baseURL }),
+      timeout: timeoutMs,
+      retryOptions: { attempts: 1 },
+    },
+  })
+  return {
+    provider: "google",
+    complete: (request) =>
+      bounded("google", timeoutMs, request.model, (signal) =>
+        sdk.models.generateContent({
+          model: request.model,
+          contents: [{ role: "user", parts: [{ text: request.prompt }] }],
+          config: {
+            systemInstruction: request.system,
+            maxOutputTokens: request.maxTokens,
+            ...(request.json === true ? { responseMimeType: "application/json" } : {}),
+            abortSignal: signal,
+          },
+        }),
+      ).pipe(
+        Effect.map((response) => {
+          const candidate = response.candidates?.[0]
+          const text = (candidate?.content?.parts ?? []).flatMap((p) => (typeof p.text === "string" && p.thought !== true ? [p.text] : [])).join("")
+          return {
+            text,
+            inputTokens: response.usageMetadata?.promptTokenCount ?? 0,
+            outputTokens: response.usageMetadata?.candidatesTokenCount ?? 0,
+            stopReason: candidate?.finishReason === "MAX_TOKENS" ? "max_tokens" : "stop",
+          }
+        }),
+      ),
+  }
+}
+
 /** What {@link make} needs: the endpoints and the per-call timeout (defaults in `SummarizerConfig`). */
-export type ClientConfig = Pick<SummarizerConfig.Config, "anthropic" | "openai" | "compatible" | "timeoutMs">
+export type ClientConfig = Pick<SummarizerConfig.Config, "anthropic" | "openai" | "compatible" | "timeoutMs"> &
+  Partial<Pick<SummarizerConfig.Config, "google">>
 
 /**
  * The SDK-backed clients. Each is created on first use, so a process that
@@ -221,7 +273,9 @@ export const make = (config: ClientConfig): LlmService => {
         client =
           provider === "anthropic"
             ? anthropicClient(config.anthropic, config.timeoutMs)
-            : provider === "openai"
+            : provider === "google"
+              ? googleClient(config.google ?? {}, config.timeoutMs)
+              : provider === "openai"
               ? openaiClient("openai", config.openai, config.timeoutMs)
               : openaiClient(
                   "openai_compatible",

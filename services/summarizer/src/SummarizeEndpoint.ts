@@ -33,7 +33,7 @@ export const handle = (
   data: Uint8Array,
 ): Effect.Effect<Summarize.SummarizeReply | ReturnType<typeof Endpoint.errorReply>, never, Summarizer> =>
   Effect.gen(function* () {
-    const request = Requests.decode(Summarize.SummarizeRequest, data, { what: "summarize requests", hint: "send {format, model: {provider, name}, messages: [...] (input: [...] for openai-responses), mode?, previousSummary?, maxBullets?}" })
+    const request = Requests.decode(Summarize.SummarizeRequest, data, { what: "summarize requests", hint: "send {format, model: {provider, name}, messages: [...] (input: [...] for openai-responses, contents: [...] for gemini), mode?, previousSummary?, maxBullets?}" })
     if (Either.isLeft(request)) return request.left
     const r = request.right
     const messages = Normalize.fromHistory(r)

@@ -34,7 +34,7 @@ export interface SummarizeInput {
   /** The span, oldest first, with sequence numbers (labels in the transcript). */
   readonly items: ReadonlyArray<Transcript.Item>
   /** The session's model: the summarizer's when `CTXD_SUMMARIZER_MODEL` is empty. */
-  readonly sessionModel: { readonly provider: "anthropic" | "openai"; readonly name: string }
+  readonly sessionModel: { readonly provider: "anthropic" | "openai" | "google"; readonly name: string }
   /** Default: the configured mode. */
   readonly mode?: Summarize.Mode | undefined
   /** The summary the span continues (rolling over it). */
@@ -102,7 +102,9 @@ export const target = (config: SummarizerConfig.Config, sessionModel: SummarizeI
         ? "openai_compatible"
         : /^claude/i.test(name)
           ? "anthropic"
-          : "openai"
+          : /^gemini/i.test(name)
+            ? "google"
+            : "openai"
   const row = Models.lookup(name)
   const contextWindow = config.contextWindow ?? row.contextWindow
   const maxOutputTokens = Math.max(64, Math.min(config.maxOutputTokens, row.maxOutputTokens, Math.floor(contextWindow / 4)))

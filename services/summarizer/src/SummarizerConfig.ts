@@ -5,11 +5,12 @@
  * | env | default | meaning |
  * | --- | --- | --- |
  * | `CTXD_SUMMARIZER_MODEL` | empty | the summarizer model; empty = the session's own model |
- * | `CTXD_SUMMARIZER_PROVIDER` | empty | `anthropic`, `openai` or `openai_compatible` for `CTXD_SUMMARIZER_MODEL`; empty = `openai_compatible` when `CTXD_SUMMARIZER_BASE_URL` is set, else `anthropic` for `claude-*` names, else `openai` |
+ * | `CTXD_SUMMARIZER_PROVIDER` | empty | `anthropic`, `openai`, `google` or `openai_compatible` for `CTXD_SUMMARIZER_MODEL`; empty = `openai_compatible` when `CTXD_SUMMARIZER_BASE_URL` is set, else `anthropic` for `claude-*` names, `google` for `gemini-*` names, else `openai` |
  * | `CTXD_SUMMARIZER_BASE_URL` | empty | base URL of an OpenAI-compatible server for self-hosted models (vLLM, Ollama, llama.cpp...) |
  * | `CTXD_SUMMARIZER_API_KEY` | empty | its API key (redacted; `none` is sent when empty) |
  * | `ANTHROPIC_BASE_URL` / `ANTHROPIC_API_KEY` | the SDK's | the Anthropic client |
  * | `OPENAI_BASE_URL` / `OPENAI_API_KEY` | the SDK's | the OpenAI client |
+ * | `GOOGLE_GEMINI_BASE_URL` / `GEMINI_API_KEY` | the SDK's | the Gemini client (`@google/genai`, Gemini Developer API) |
  * | `CTXD_SUMMARIZER_MODE` | `rolling` | `one_shot`, `rolling` or `structured` |
  * | `CTXD_SUMMARIZER_BULLETS` | 12 | bullets of a rolling summary (and items per list of a snapshot) |
  * | `CTXD_SUMMARIZER_TOOL_RESULT_MAX_PCT` | 0.25 | one tool result may take at most this share of the summarizer's input budget; longer ones are cut in the middle |
@@ -25,7 +26,7 @@ import type { Summarize } from "@ctxd/contracts"
 import { Config, Option, Redacted } from "effect"
 
 /** The provider clients the summarizer can use. */
-export type ProviderKind = "anthropic" | "openai" | "openai_compatible"
+export type ProviderKind = "anthropic" | "openai" | "openai_compatible" | "google"
 
 /** Where one provider is reached; absent fields fall back to the SDK's own environment lookup. */
 export interface Endpoint {
@@ -41,6 +42,8 @@ export interface Config {
   readonly provider: ProviderKind | ""
   readonly anthropic: Endpoint
   readonly openai: Endpoint
+  /** The Gemini Developer API (`@google/genai`). */
+  readonly google: Endpoint
   /** The OpenAI-compatible server; `baseURL` undefined = none configured. */
   readonly compatible: Endpoint
   readonly mode: Summarize.Mode
@@ -62,6 +65,7 @@ export const defaults: Config = {
   provider: "",
   anthropic: {},
   openai: {},
+  google: {},
   compatible: {},
   mode: "rolling",
   bullets: 12,
@@ -103,7 +107,7 @@ const fraction = (name: string, fallback: number, description: string) =>
 /** {@link Config} from the environment (table in the module doc). */
 export const config: Config.Config<Config> = Config.all({
   model: text("CTXD_SUMMARIZER_MODEL", "Summarizer model; empty = the session's own model"),
-  provider: Config.literal("", "anthropic", "openai", "openai_compatible")("CTXD_SUMMARIZER_PROVIDER").pipe(
+  provider: Config.literal("", "anthropic", "openai", "openai_compatible", "google")("CTXD_SUMMARIZER_PROVIDER").pipe(
     Config.withDescription("Provider client of CTXD_SUMMARIZER_MODEL; empty = inferred"),
     Config.withDefault("" as const),
   ),
@@ -114,6 +118,10 @@ export const config: Config.Config<Config> = Config.all({
   openai: Config.all({
     baseURL: optionalUrl("OPENAI_BASE_URL", "OpenAI API base URL"),
     apiKey: optionalKey("OPENAI_API_KEY", "OpenAI API key"),
+  }),
+  google: Config.all({
+    baseURL: optionalUrl("GOOGLE_GEMINI_BASE_URL", "Gemini API base URL"),
+    apiKey: optionalKey("GEMINI_API_KEY", "Gemini API key"),
   }),
   compatible: Config.all({
     baseURL: optionalUrl("CTXD_SUMMARIZER_BASE_URL", "Base URL of an OpenAI-compatible server for a self-hosted summarizer"),

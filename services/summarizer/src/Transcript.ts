@@ -68,6 +68,10 @@ const opaqueNote = (part: Conversation.OpaquePart): string => {
   if (typeof block === "object" && block !== null && "thinking" in block && typeof block.thinking === "string") {
     return `(thinking) ${block.thinking}`
   }
+  // a provider's own summary (only an Anthropic one is readable): ctxd folds it only when the session's format changed
+  if (type === "compaction" && typeof block === "object" && block !== null && "content" in block && typeof block.content === "string") {
+    return `(earlier summary) ${block.content}`
+  }
   return `[${type}]`
 }
 

@@ -8,12 +8,14 @@ import { Llm, Summarizer, SummarizerConfig, type Transcript } from "../src/index
 
 export const CLAUDE = { provider: "anthropic", name: "claude-sonnet-4-6" } as const
 export const GPT = { provider: "openai", name: "gpt-4o" } as const
+export const GEMINI = { provider: "google", name: "gemini-2.5-flash" } as const
 
 /** Config whose endpoints are the fake provider's (fast retries). */
 export const config = (server: FakeProvider.FakeProviderServer, overrides: Partial<SummarizerConfig.Config> = {}): SummarizerConfig.Config => ({
   ...SummarizerConfig.defaults,
   anthropic: { baseURL: server.url, apiKey: Redacted.make("test") },
   openai: { baseURL: server.openaiBaseURL, apiKey: Redacted.make("test") },
+  google: { baseURL: server.url, apiKey: Redacted.make("test") },
   retryBaseMs: 10,
   timeoutMs: 10_000,
   ...overrides,

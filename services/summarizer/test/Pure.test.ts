@@ -32,6 +32,18 @@ describe("Transcript", () => {
     expect(blocks[1]!.text).toMatch(/^\[8\] TOOL:\n← result of get_user \(error\):\nx+\n… \[\d+ of \d+ tokens cut\]/)
     expect(blocks.map((b) => b.truncated)).toEqual([0, 1])
   })
+
+  it("a provider compaction: an Anthropic one by its readable summary, an encrypted one as a note", () => {
+    const blocks = Transcript.render(
+      [
+        { seq: 3, message: { role: "assistant", parts: [{ type: "opaque", format: "anthropic", block: { type: "compaction", content: "Parser refactored." } }] } },
+        { seq: 4, message: { role: "assistant", parts: [{ type: "opaque", format: "openai-responses", block: { type: "compaction", encrypted_content: "gAAA" } }] } },
+      ],
+      { toolResult: 100, text: 1_000 },
+      count,
+    )
+    expect(blocks.map((b) => b.text)).toEqual(["[3] ASSISTANT:\n(earlier summary) Parser refactored.", "[4] ASSISTANT:\n[compaction]"])
+  })
 })
 
 describe("Summarizer.chunk", () => {

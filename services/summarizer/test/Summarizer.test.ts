@@ -7,7 +7,7 @@ import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider } from "@ctxd/testing"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
-import { Summarizer } from "../src/index.ts"
+import { Llm, Summarizer } from "../src/index.ts"
 import * as Fixture from "./Fixture.ts"
 
 let server: FakeProvider.FakeProviderServer
@@ -17,7 +17,7 @@ beforeAll(async () => {
 afterAll(() => server.close())
 beforeEach(() => server.reset())
 
-const calls = () => server.requests().filter((r) => r.endpoint === "messages" || r.endpoint === "chat_completions")
+const calls = () => server.requests().filter((r) => r.endpoint === "messages" || r.endpoint === "chat_completions" || r.endpoint === "gemini_generate")
 
 const snapshot = {
   currentTask: { description: "Rebook the user's flight HAT001 to Friday", state: "waiting for the user to confirm", nextSteps: ["confirm", "book"] },
@@ -73,6 +73,43 @@ describe("Summarizer", () => {
       expect(local).toMatchObject({ provider: "openai_compatible", model: "llama-3.1-8b-instruct" })
       expect(calls()[1]!.body).toMatchObject({ model: "llama-3.1-8b-instruct", max_tokens: 2_048 })
       expect(calls()[1]!.headers["authorization"]).toBeDefined()
+    }),
+  )
+
+  it.live("a Gemini session summarizes through @google/genai (generateContent), and its failures are classified", () =>
+    Effect.gen(function* () {
+      const summarizer = yield* Fixture.make(server, { retries: 1 })
+      server.control({ replies: [{ text: "- the user changed a flight" }] })
+      const result = yield* summarizer.summarize({ items: Fixture.tauItems(6), sessionModel: Fixture.GEMINI, mode: "one_shot" })
+      expect(result).toMatchObject({ mode: "one_shot", depth: 1, calls: 1, provider: "google", model: "gemini-2.5-flash", text: "- the user changed a flight" })
+      expect(result.tokensIn).toBeGreaterThan(0)
+      const [request] = calls()
+      expect(request!.path).toMatch(/^\/v1(?:beta)?\/models\/gemini-2\.5-flash:generateContent$/)
+      expect(request!.headers["x-goog-api-key"]).toBeDefined()
+      const body = request!.body as { contents: Array<{ role: string; parts: Array<{ text: string }> }>; systemInstruction: { parts: Array<{ text: string }> }; generationConfig: Record<string, unknown> }
+      expect(body.generationConfig).toMatchObject({ maxOutputTokens: 2_048 })
+      expect(body.systemInstruction.parts[0]!.text.length).toBeGreaterThan(0)
+      expect(body.contents[0]!.role).toBe("user")
+      expect(body.contents[0]!.parts[0]!.text).toMatch(/\[1\] USER:/)
+      // a 503 is retried, a 400 is not
+      server.control({ replies: [{ error: { status: 503 } }, { text: "- again" }] })
+      const retried = yield* summarizer.summarize({ items: Fixture.tauItems(6), sessionModel: Fixture.GEMINI, mode: "one_shot" })
+      expect(retried).toMatchObject({ calls: 2, text: "- again" })
+      server.control({ replies: [{ error: { status: 400, message: "bad" } }] })
+      const failed = yield* Effect.either(summarizer.summarize({ items: Fixture.tauItems(6), sessionModel: Fixture.GEMINI, mode: "one_shot" }))
+      expect(failed._tag).toBe("Left")
+      expect(JSON.stringify(failed)).toContain("rejected")
+    }),
+  )
+
+  it.live("the loop judge's JSON call through the google client asks for application/json", () =>
+    Effect.gen(function* () {
+      server.control({ replies: [{ text: '{"looping": false}' }] })
+      const google = Llm.make(Fixture.config(server)).client("google")
+      const answer = yield* google.complete({ model: "gemini-2.5-flash", system: "judge", prompt: "is this a loop?", maxTokens: 200, json: true })
+      expect(answer).toMatchObject({ text: '{"looping": false}', stopReason: "stop" })
+      expect(answer.inputTokens).toBeGreaterThan(0)
+      expect(calls()[0]!.body).toMatchObject({ generationConfig: { maxOutputTokens: 200, responseMimeType: "application/json" }, systemInstruction: { parts: [{ text: "judge" }] } })
     }),
   )
 
@@ -208,6 +245,8 @@ describe("Summarizer", () => {
     expect(Summarizer.target(base, Fixture.CLAUDE)).toMatchObject({ provider: "anthropic", name: "claude-sonnet-4-6", contextWindow: 200_000, maxOutputTokens: 2_048 })
     expect(Summarizer.target({ ...base, model: "claude-haiku-4-5" }, Fixture.GPT)).toMatchObject({ provider: "anthropic", name: "claude-haiku-4-5" })
     expect(Summarizer.target({ ...base, model: "gpt-4o-mini" }, Fixture.CLAUDE)).toMatchObject({ provider: "openai" })
+    expect(Summarizer.target({ ...base, model: "gemini-2.5-flash" }, Fixture.CLAUDE)).toMatchObject({ provider: "google", contextWindow: 1_048_576 })
+    expect(Summarizer.target(base, Fixture.GEMINI)).toMatchObject({ provider: "google", name: "gemini-2.5-flash" })
     expect(Summarizer.target({ ...base, model: "qwen", compatible: { baseURL: "http://gpu:8000/v1" } }, Fixture.CLAUDE).provider).toBe("openai_compatible")
     const t = Summarizer.target({ ...base, contextWindow: 10_000, maxOutputTokens: 1_000 }, Fixture.GPT)
     expect(t.inputBudget).toBe(Math.floor(9_000 * 0.9) - 64)

@@ -60,9 +60,11 @@ const field = (record: Record<string, unknown>, key: string, path: string): Fiel
 /**
  * Reads a usage object in either provider's field names (OpenAI Responses
  * usage, `input_tokens` with `input_tokens_details.cached_tokens`, reads as
- * OpenAI: its `input_tokens` include the cached ones). Fails with a clear
- * problem when it is not an object, has neither `input_tokens` nor
- * `prompt_tokens`, or has a count field that is negative, fractional or not
+ * OpenAI: its `input_tokens` include the cached ones; so does Gemini's
+ * `usageMetadata`, `promptTokenCount` with `cachedContentTokenCount`, output
+ * `candidatesTokenCount` + `thoughtsTokenCount`). Fails with a clear
+ * problem when it is not an object, has none of `input_tokens`,
+ * `prompt_tokens` and `promptTokenCount`, or has a count field that is negative, fractional or not
  * a number; cached OpenAI tokens may not exceed `prompt_tokens`.
  */
 export const parseUsage = (usage: unknown, path = "usage"): Either.Either<Usage, UsageProblem> =>
@@ -94,6 +96,22 @@ export const parseUsage = (usage: unknown, path = "usage"): Either.Either<Usage,
       const cacheWrite = (yield* field(usage, "cache_creation_input_tokens", path)) ?? 0
       return { style: "anthropic", input, cacheRead, cacheWrite, billedPrompt: input + cacheRead + cacheWrite, output } as const
     }
+    if ("promptTokenCount" in usage && !("input_tokens" in usage) && !("prompt_tokens" in usage)) {
+      // Gemini usageMetadata: promptTokenCount includes the cached tokens, like prompt_tokens
+      const prompt = yield* field(usage, "promptTokenCount", path)
+      if (prompt === undefined) return yield* Either.left({ path: `${path}.promptTokenCount`, message: "usage.promptTokenCount is missing" })
+      const cached = (yield* field(usage, "cachedContentTokenCount", path)) ?? 0
+      if (cached > prompt) {
+        return yield* Either.left({
+          path: `${path}.cachedContentTokenCount`,
+          message: `cachedContentTokenCount (${cached}) exceeds promptTokenCount (${prompt})`,
+        })
+      }
+      const candidates = yield* field(usage, "candidatesTokenCount", path)
+      const thoughts = yield* field(usage, "thoughtsTokenCount", path)
+      const out = candidates === undefined && thoughts === undefined ? undefined : (candidates ?? 0) + (thoughts ?? 0)
+      return { style: "openai", input: prompt - cached, cacheRead: cached, cacheWrite: 0, billedPrompt: prompt, output: out } as const
+    }
     if ("prompt_tokens" in usage) {
       const prompt = yield* field(usage, "prompt_tokens", path)
       if (prompt === undefined) return yield* Either.left({ path: `${path}.prompt_tokens`, message: "usage.prompt_tokens is missing" })
@@ -115,7 +133,7 @@ export const parseUsage = (usage: unknown, path = "usage"): Either.Either<Usage,
     }
     return yield* Either.left({
       path,
-      message: "usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI)",
+      message: "usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI) nor promptTokenCount (Gemini)",
     })
   })
 

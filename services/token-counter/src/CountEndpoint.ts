@@ -38,7 +38,9 @@ export const handle = (data: Uint8Array): Effect.Effect<Tokens.CountReply | Retu
       ok: true as const,
       tokens: r.tokens,
       ...(r.segments === undefined ? {} : { segments: r.segments }),
-      backend: r.backend,
+      // `backend` keeps the names old clients decode; `countedBy` says who counted
+      backend: Tokens.replyBackend(r.backend),
+      countedBy: r.backend,
       encoding: r.encoding,
       exact: r.exact,
       calibration: r.calibration,

@@ -2,24 +2,41 @@
  * The token counter: counts a turn's tokens for the assembler (in-process)
  * and for `ctx.v1.tokens.count`.
  *
- * - Backends: `anthropic_api` (exact, {@link AnthropicCounter}), `tiktoken`
- *   and `heuristic` (local, `@ctxd/tokens`). `auto` (the default) = the
- *   provider's count for `anthropic` models when Anthropic is configured
- *   (`ANTHROPIC_API_KEY` or `ANTHROPIC_BASE_URL`), else `tiktoken`.
- * - Never fails and never waits on a sick provider: when the breaker is open,
- *   the call fails, the bulkhead is full or the answer takes longer than the
- *   timeout (default 2 s), the local `tiktoken` backend answers with
- *   `exact: false` and the reason in `fallback`.
- * - `exact` is true only for a provider count while the breaker has never
- *   opened in this process: once it has, counts are no longer trusted as
- *   exact (turn reports and the `exact` metric label say false for good).
+ * - Backends: exact, one per provider with a count endpoint
+ *   ({@link ExactCounter}): `anthropic_api` ({@link AnthropicCounter},
+ *   `count_tokens`), `openai_api` ({@link OpenAICounter}, Responses
+ *   `input_tokens`) and `google_api` ({@link GeminiCounter}, `countTokens`);
+ *   local: `tiktoken` and `heuristic` (`@ctxd/tokens`). `auto` (the default)
+ *   = the model's provider's count when that provider is configured
+ *   (`ANTHROPIC_API_KEY` / `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY` /
+ *   `OPENAI_BASE_URL`, `GEMINI_API_KEY` / `GOOGLE_GEMINI_BASE_URL`), else
+ *   `tiktoken`. OpenAI Chat Completions turns and bodies have no count
+ *   endpoint: they are counted locally (`fallback: "chat_completions"` when
+ *   `openai_api` was asked for by name); so are `google` turns in another
+ *   format than `gemini` (`unsupported_format`).
+ * - Local fallbacks per family: o200k for current OpenAI models (cl100k for
+ *   gpt-4 / gpt-3.5), cl100k for Claude, Gemini and everything else, each
+ *   times its calibration factor (see `CalibrationState`: a new model starts
+ *   from its family's factor; Gemini's from a documented 1.05).
+ * - Never fails and never waits on a sick provider: each provider's counter
+ *   has its own breaker, bulkhead, timeout, single flight and cache; when its
+ *   breaker is open, the call fails, the bulkhead is full or the answer takes
+ *   longer than the timeout (default 2 s), the local `tiktoken` backend
+ *   answers with `exact: false` and the reason in `fallback`. A sick provider
+ *   never touches another provider's breaker or exactness.
+ * - `exact` is true only for a provider count while that provider's breaker
+ *   has never opened in this process: once it has, its counts are no longer
+ *   trusted as exact (turn reports say false for good).
  * - Calibration (default on): usage reports teach a per-model factor that
  *   multiplies local estimates (`calibration` in the answer; 1 when none).
  */
-import { type Conversation, Tokens } from "@ctxd/contracts"
+import { type Conversation, Tokens, type Turn } from "@ctxd/contracts"
 import { LocalCounter } from "@ctxd/tokens"
 import { Cause, type ConfigError, Context, Duration, Effect, Either, FiberRef, HashMap, Layer, Option, type Scope } from "effect"
 import * as AnthropicCounter from "./AnthropicCounter.ts"
+import type * as ExactCounter from "./ExactCounter.ts"
+import * as GeminiCounter from "./GeminiCounter.ts"
+import * as OpenAICounter from "./OpenAICounter.ts"
 import * as Calibration from "./Calibration.ts"
 import * as CalibrationState from "./CalibrationState.ts"
 import type * as CircuitBreaker from "./CircuitBreaker.ts"
@@ -28,12 +45,14 @@ import * as TokenCounterConfig from "./TokenCounterConfig.ts"
 
 const { BadUsage } = Tokens
 type BadUsage = Tokens.BadUsage
-type Backend = Tokens.Backend
 type BackendChoice = Tokens.BackendChoice
+
+/** Who counted: a provider's exact backend or a local one. */
+export type Backend = ExactCounter.ExactBackend | "tiktoken" | "heuristic"
 
 /** A model as the counter needs it. */
 export interface Model {
-  readonly provider: "anthropic" | "openai"
+  readonly provider: Turn.Provider
   readonly name: string
 }
 
@@ -48,6 +67,12 @@ export interface CountTurnInput {
   readonly tenant?: string | undefined
   /** Per-request backend; default the process setting. */
   readonly backend?: BackendChoice | undefined
+  /**
+   * The request format the turn is rendered in; default the provider's own
+   * (`openai-responses` for OpenAI). OpenAI Chat Completions (`openai`) has
+   * no count endpoint and is counted locally.
+   */
+  readonly format?: Turn.Format | undefined
   readonly system: ReadonlyArray<Conversation.SystemSection>
   readonly tools: ReadonlyArray<Conversation.Tool>
   readonly messages: ReadonlyArray<Conversation.Message>
@@ -56,12 +81,12 @@ export interface CountTurnInput {
 /** Which backend counted, and how far to trust it. */
 export interface CounterReport {
   readonly backend: Backend
-  /** Local vocabulary (`o200k_base`, `cl100k_base`), `heuristic`, or `anthropic` for the provider's count. */
+  /** Local vocabulary (`o200k_base`, `cl100k_base`), `heuristic`, or the provider (`anthropic`, `openai`) for its own count. */
   readonly encoding: string
   /**
-   * True only for the provider's own count, while the breaker has never
-   * opened in this process, and when no unpaired tool block had to be
-   * counted as text.
+   * True only for the provider's own count, while its breaker has never
+   * opened in this process, and when the batch could be counted as sent
+   * (no unpaired tool block counted as text, no OpenAI reasoning item).
    */
   readonly exact: boolean
   /** Factor applied to local counts (1 when none). */
@@ -120,9 +145,15 @@ export interface UsageResult {
   readonly factor: number
 }
 
+/** One provider's exact backend, for metrics. */
+export interface ProviderMetrics extends ExactCounter.Stats {
+  readonly backend: ExactCounter.ExactBackend
+  readonly breaker: CircuitBreaker.Snapshot
+}
+
 /** A snapshot for metrics endpoints. */
 export interface Metrics {
-  /** Provider count calls started. */
+  /** Provider count calls started (all providers; per provider in `providers`). */
   readonly calls: number
   readonly callFailures: number
   /** Exact segment cache (LRU by content hash). */
@@ -138,8 +169,11 @@ export interface Metrics {
   readonly exactTurns: number
   /** Local answers when the provider's count was wanted, by reason. */
   readonly fallbacks: Readonly<Record<string, number>>
+  /** The least healthy provider breaker (open, then half open, then closed; `hasOpened` if any has). */
   readonly breaker: CircuitBreaker.Snapshot
-  /** The `exact` metric label: false for the rest of the process once the breaker has opened. */
+  /** Each configured provider's calls, cache and breaker, by provider. */
+  readonly providers: Readonly<Record<string, ProviderMetrics>>
+  /** The `exact` metric label: false for the rest of the process once any provider's breaker has opened. */
   readonly exactEver: boolean
   /** Drift of reported estimates per model label (`provider/name`, normalized; at most `maxModels` and `other`). */
   readonly drift: Readonly<Record<string, Calibration.DriftSummary>>
@@ -147,6 +181,8 @@ export interface Metrics {
   readonly rawDrift: Readonly<Record<string, Calibration.DriftSummary>>
   /** Global correction factors per `provider/name#backend` label, with the reports and tenants behind them. */
   readonly factors: Readonly<Record<string, { readonly factor: number; readonly reports: number; readonly tenants: number }>>
+  /** Family factors per `family#backend` (`claude`, `gpt`, `gemini`): where a new model of the family starts, over how many learned models. */
+  readonly families: Readonly<Record<string, { readonly factor: number; readonly models: number }>>
   /** Model labels in use, the cap, and reports recorded under `other`. */
   readonly labels: { readonly used: number; readonly max: number; readonly overflow: number }
   /** Per-tenant factors kept. */
@@ -189,34 +225,54 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
     const config: TokenCounterConfig.Config = { ...TokenCounterConfig.defaults, ...options }
     const tiktoken = LocalCounter.make({ backend: "tiktoken", cacheCapacity: config.cacheCapacity })
     const heuristic = LocalCounter.make({ backend: "heuristic" })
-    const exact =
-      config.anthropic === undefined
-        ? undefined
-        : yield* AnthropicCounter.make({
-            ...config.anthropic,
-            timeoutMs: config.timeoutMs,
-            cacheCapacity: config.cacheCapacity,
-            maxInFlight: config.maxInFlight,
-            breaker: {
-              failureThreshold: config.breaker.failureThreshold,
-              openFor: Duration.millis(config.breaker.openForMs),
-              maxOpenFor: Duration.millis(config.breaker.maxOpenForMs),
-            },
-          })
+    const shared = {
+      timeoutMs: config.timeoutMs,
+      cacheCapacity: config.cacheCapacity,
+      maxInFlight: config.maxInFlight,
+      breaker: {
+        failureThreshold: config.breaker.failureThreshold,
+        openFor: Duration.millis(config.breaker.openForMs),
+        maxOpenFor: Duration.millis(config.breaker.maxOpenForMs),
+      },
+    }
+    // one exact counter (breaker, bulkhead, single flight, cache) per configured provider
+    const exacts = new Map<string, ExactCounter.ExactCounter>()
+    if (config.anthropic !== undefined) exacts.set("anthropic", yield* AnthropicCounter.make({ ...config.anthropic, ...shared }))
+    if (config.openai !== undefined) exacts.set("openai", yield* OpenAICounter.make({ ...config.openai, ...shared }))
+    if (config.google !== undefined) exacts.set("google", yield* GeminiCounter.make({ ...config.google, ...shared }))
+    const providerOf: Readonly<Record<string, string>> = { anthropic_api: "anthropic", openai_api: "openai", google_api: "google" }
     // mutated in place, only inside Effect.sync (one fiber at a time on the JS thread)
     const calibration = CalibrationState.make(config.calibrationLimits)
     const factorOptions: Calibration.FactorOptions = { ...Calibration.defaultFactorOptions, alpha: config.calibrationAlpha }
     const deadline = Duration.millis(config.timeoutMs)
     const tally = { turns: 0, exactTurns: 0, fallbacks: new Map<string, number>() }
 
-    /** The backend to try first, or the local one and why. */
-    const route = (model: Model, choice: BackendChoice | undefined): { readonly exact: boolean; readonly local: "tiktoken" | "heuristic"; readonly fallback?: string } => {
+    type Route =
+      | { readonly exact: ExactCounter.ExactCounter; readonly local: "tiktoken" }
+      | { readonly exact?: undefined; readonly local: "tiktoken" | "heuristic"; readonly fallback?: string }
+
+    /**
+     * The exact counter to try first, or the local backend and why. `auto`
+     * falls back silently (no provider count was promised); a backend asked
+     * for by name says why it did not answer.
+     */
+    const route = (model: Model, choice: BackendChoice | undefined, unsupportedFormat: string | undefined): Route => {
       const wanted = choice ?? config.backend
-      if (wanted === "heuristic" || wanted === "tiktoken") return { exact: false, local: wanted }
-      if (model.provider !== "anthropic") return wanted === "auto" ? { exact: false, local: "tiktoken" } : { exact: false, local: "tiktoken", fallback: "unsupported_provider" }
-      if (exact === undefined) return wanted === "auto" ? { exact: false, local: "tiktoken" } : { exact: false, local: "tiktoken", fallback: "not_configured" }
-      return { exact: true, local: "tiktoken" }
+      if (wanted === "heuristic" || wanted === "tiktoken") return { local: wanted }
+      const local = (fallback: string): Route => (wanted === "auto" ? { local: "tiktoken" } : { local: "tiktoken", fallback })
+      if (wanted !== "auto" && providerOf[wanted] !== model.provider) return local("unsupported_provider")
+      const exact = exacts.get(model.provider)
+      if (exact === undefined) return local("not_configured")
+      if (unsupportedFormat !== undefined) return local(unsupportedFormat)
+      return { exact, local: "tiktoken" }
     }
+
+    /** Why a turn in `format` cannot be counted by its provider's endpoint (`undefined`: it can, or the format is not known). */
+    const formatProblem = (model: Model, format: Turn.Format | undefined): string | undefined =>
+      format === undefined ? undefined
+      : model.provider === "openai" && format === "openai" ? "chat_completions"
+      : model.provider === "google" && format !== "gemini" ? "unsupported_format"
+      : undefined
 
     /** Local counting for `tenant` (its own factor, else the global one; the global one when undefined). */
     const local = (backend: "tiktoken" | "heuristic", model: Model, fallback: string | undefined, tenant?: string | undefined) =>
@@ -242,8 +298,13 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
         if (reason !== undefined) tally.fallbacks.set(reason, (tally.fallbacks.get(reason) ?? 0) + 1)
       })
 
-    const exactReport = (counter: AnthropicCounter.AnthropicCounter, approximate: boolean) =>
-      Effect.map(counter.breaker.hasOpened, (opened): CounterReport => ({ backend: "anthropic_api", encoding: "anthropic", exact: !opened && !approximate, calibration: 1 }))
+    const exactReport = (counter: ExactCounter.ExactCounter, approximate: boolean) =>
+      Effect.map(counter.breaker.hasOpened, (opened): CounterReport => ({
+        backend: counter.backend,
+        encoding: counter.provider,
+        exact: !opened && !approximate,
+        calibration: 1,
+      }))
 
     /** The tenant of a turn: given, else the calling fiber's `tenant` log annotation. */
     const tenantOf = (input: CountTurnInput): Effect.Effect<string | undefined> =>
@@ -269,8 +330,9 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
     const countTurn = (input: CountTurnInput): Effect.Effect<TurnCount> =>
       Effect.gen(function* () {
         tally.turns++
-        const path = route(input.model, input.backend)
-        if (!path.exact || exact === undefined) return yield* countLocally(input, path.local, path.fallback)
+        const path = route(input.model, input.backend, formatProblem(input.model, input.format))
+        const exact = path.exact
+        if (exact === undefined) return yield* countLocally(input, path.local, path.fallback)
         const encoding = tiktoken.encodingFor(input.model)
         const weights = input.messages.map((m) => tiktoken.countMessage(m, encoding))
         const answer = yield* exact
@@ -304,8 +366,10 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
 
     const countRequest = (input: CountRequestInput): Effect.Effect<CountResult> =>
       Effect.gen(function* () {
-        const path = route(input.model, input.backend)
-        if (!path.exact || exact === undefined) return yield* countRequestLocally(input, path.local, path.fallback)
+        const chat = input.model.provider === "openai" && input.body !== undefined && !OpenAICounter.isResponsesBody(input.body)
+        const path = route(input.model, input.backend, chat ? "chat_completions" : undefined)
+        const exact = path.exact
+        if (exact === undefined) return yield* countRequestLocally(input, path.local, path.fallback)
         const segments = input.segments
         const work: Effect.Effect<Omit<CountResult, keyof CounterReport>, unknown> =
           segments !== undefined
@@ -347,11 +411,28 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
       }).pipe(Effect.annotateLogs({ tenant: input.tenant, session: input.session, turn: input.turnId }))
 
     const closed: CircuitBreaker.Snapshot = { status: "closed", failures: 0, openForMs: config.breaker.openForMs, retryAfterMs: 0, openings: 0, hasOpened: false }
+    const sickness: Readonly<Record<CircuitBreaker.Status, number>> = { closed: 0, half_open: 1, open: 2 }
+    const zero: ExactCounter.Stats = { calls: 0, failures: 0, cacheHits: 0, cacheMisses: 0, cacheSize: 0, shared: 0, inFlight: 0 }
 
     const metrics: Effect.Effect<Metrics> = Effect.gen(function* () {
       const learned = yield* Effect.sync(() => CalibrationState.snapshot(calibration))
-      const breaker = exact === undefined ? closed : yield* exact.breaker.snapshot
-      const stats = exact?.stats() ?? { calls: 0, failures: 0, cacheHits: 0, cacheMisses: 0, cacheSize: 0, shared: 0, inFlight: 0 }
+      const providers: Record<string, ProviderMetrics> = {}
+      for (const [provider, counter] of exacts) providers[provider] = { backend: counter.backend, ...counter.stats(), breaker: yield* counter.breaker.snapshot }
+      const all = Object.values(providers)
+      const worst = all.reduce<CircuitBreaker.Snapshot | undefined>((w, p) => (w === undefined || sickness[p.breaker.status] > sickness[w.status] ? p.breaker : w), undefined)
+      const breaker = worst === undefined ? closed : { ...worst, hasOpened: all.some((p) => p.breaker.hasOpened) }
+      const stats = all.reduce<ExactCounter.Stats>(
+        (sum, p) => ({
+          calls: sum.calls + p.calls,
+          failures: sum.failures + p.failures,
+          cacheHits: sum.cacheHits + p.cacheHits,
+          cacheMisses: sum.cacheMisses + p.cacheMisses,
+          cacheSize: sum.cacheSize + p.cacheSize,
+          shared: sum.shared + p.shared,
+          inFlight: sum.inFlight + p.inFlight,
+        }),
+        zero,
+      )
       return {
         calls: stats.calls,
         callFailures: stats.failures,
@@ -365,6 +446,7 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
         exactTurns: tally.exactTurns,
         fallbacks: record(tally.fallbacks),
         breaker,
+        providers,
         exactEver: !breaker.hasOpened,
         ...learned,
       }

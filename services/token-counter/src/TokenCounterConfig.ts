@@ -4,11 +4,11 @@
  *
  * | env | default | meaning |
  * | --- | --- | --- |
- * | `CTXD_TOKEN_BACKEND` | `auto` | `auto`, `anthropic_api`, `tiktoken` or `heuristic`; a request's own choice wins |
+ * | `CTXD_TOKEN_BACKEND` | `auto` | `auto`, `anthropic_api`, `openai_api`, `google_api`, `tiktoken` or `heuristic`; a request's own choice wins |
  * | `CTXD_TOKEN_CACHE_SIZE` | 1024 | LRU entries, for exact segment counts and for local text segments alike |
  * | `CTXD_TOKEN_TIMEOUT_MS` | 2000 | bound of one provider call and of a turn's wait for the exact count |
- * | `CTXD_TOKEN_MAX_IN_FLIGHT` | 16 | provider calls at once; beyond, turns answer locally at once |
- * | `CTXD_TOKEN_BREAKER_FAILURES` | 3 | consecutive failures that open the breaker |
+ * | `CTXD_TOKEN_MAX_IN_FLIGHT` | 16 | provider calls at once, per provider; beyond, turns answer locally at once |
+ * | `CTXD_TOKEN_BREAKER_FAILURES` | 3 | consecutive failures that open a provider's breaker (one breaker per provider) |
  * | `CTXD_TOKEN_BREAKER_OPEN_MS` | 30000 | first open period |
  * | `CTXD_TOKEN_BREAKER_MAX_OPEN_MS` | 300000 | longest open period (doubling after each failed probe) |
  * | `CTXD_TOKEN_CALIBRATION` | `true` | multiply local estimates by the learned per-model factor |
@@ -18,6 +18,10 @@
  * | `CTXD_TOKEN_MAX_MODELS` | 100 | distinct model labels in calibration and metrics; later models share `other` |
  * | `ANTHROPIC_BASE_URL` | unset | the SDK's base URL; setting it (or the key) enables `auto` → `anthropic_api` |
  * | `ANTHROPIC_API_KEY` | unset | the SDK's API key (redacted) |
+ * | `OPENAI_BASE_URL` | unset | the `openai` SDK's base URL; setting it (or the key) enables `auto` → `openai_api` |
+ * | `OPENAI_API_KEY` | unset | the `openai` SDK's API key (redacted) |
+ * | `GOOGLE_GEMINI_BASE_URL` | unset | the `@google/genai` SDK's base URL (Gemini Developer API); setting it (or the key) enables `auto` → `google_api` |
+ * | `GEMINI_API_KEY` | unset | the Gemini API key (redacted) |
  */
 import type { Tokens } from "@ctxd/contracts"
 import { Config, Option, Redacted } from "effect"
@@ -42,7 +46,17 @@ export interface Config {
     readonly priorTenants: number
   }
   /** How to reach Anthropic's count endpoint; `undefined` = not configured (`auto` stays local). */
-  readonly anthropic: { readonly baseURL?: string | undefined; readonly apiKey?: Redacted.Redacted<string> | undefined } | undefined
+  readonly anthropic: Endpoint | undefined
+  /** How to reach OpenAI's count endpoint; `undefined` = not configured (`auto` stays local). */
+  readonly openai: Endpoint | undefined
+  /** How to reach Gemini's count endpoint; `undefined` = not configured (`auto` stays local). */
+  readonly google: Endpoint | undefined
+}
+
+/** How to reach a provider: its base URL and API key (either enables it). */
+export interface Endpoint {
+  readonly baseURL?: string | undefined
+  readonly apiKey?: Redacted.Redacted<string> | undefined
 }
 
 /** The defaults (no provider configured). */
@@ -56,6 +70,8 @@ export const defaults: Config = {
   calibrationAlpha: 0.1,
   calibrationLimits: { maxModels: 100, maxTenantFactors: 10_000, priorTenants: 10 },
   anthropic: undefined,
+  openai: undefined,
+  google: undefined,
 }
 
 const positive = (name: string, fallback: number, description: string) =>
@@ -70,8 +86,8 @@ const nonEmpty = (o: Option.Option<string>): string | undefined =>
 
 /** {@link Config} from the environment (table in the module doc). */
 export const config: Config.Config<Config> = Config.all({
-  backend: Config.literal("auto", "anthropic_api", "tiktoken", "heuristic")("CTXD_TOKEN_BACKEND").pipe(
-    Config.withDescription("Token counting backend: auto (exact where the provider offers it), anthropic_api, tiktoken, heuristic"),
+  backend: Config.literal("auto", "anthropic_api", "openai_api", "google_api", "tiktoken", "heuristic")("CTXD_TOKEN_BACKEND").pipe(
+    Config.withDescription("Token counting backend: auto (exact where the provider offers it), anthropic_api, openai_api, google_api, tiktoken, heuristic"),
     Config.withDefault("auto" as const),
   ),
   cacheCapacity: positive("CTXD_TOKEN_CACHE_SIZE", defaults.cacheCapacity, "Token counts cached by content hash (LRU entries)"),
@@ -102,10 +118,17 @@ export const config: Config.Config<Config> = Config.all({
   ),
   baseURL: Config.option(Config.string("ANTHROPIC_BASE_URL").pipe(Config.withDescription("Anthropic API base URL"))),
   apiKey: Config.option(Config.redacted("ANTHROPIC_API_KEY").pipe(Config.withDescription("Anthropic API key"))),
+  openaiBaseURL: Config.option(Config.string("OPENAI_BASE_URL").pipe(Config.withDescription("OpenAI API base URL"))),
+  openaiApiKey: Config.option(Config.redacted("OPENAI_API_KEY").pipe(Config.withDescription("OpenAI API key"))),
+  googleBaseURL: Config.option(Config.string("GOOGLE_GEMINI_BASE_URL").pipe(Config.withDescription("Gemini API base URL"))),
+  googleApiKey: Config.option(Config.redacted("GEMINI_API_KEY").pipe(Config.withDescription("Gemini API key"))),
 }).pipe(
   Config.map((c): Config => {
-    const baseURL = nonEmpty(c.baseURL)
-    const key = Option.isSome(c.apiKey) && Redacted.value(c.apiKey.value).trim() !== "" ? c.apiKey.value : undefined
+    const endpoint = (url: Option.Option<string>, apiKey: Option.Option<Redacted.Redacted<string>>): Endpoint | undefined => {
+      const baseURL = nonEmpty(url)
+      const key = Option.isSome(apiKey) && Redacted.value(apiKey.value).trim() !== "" ? apiKey.value : undefined
+      return baseURL === undefined && key === undefined ? undefined : { baseURL, apiKey: key }
+    }
     return {
       backend: c.backend,
       cacheCapacity: c.cacheCapacity,
@@ -115,7 +138,9 @@ export const config: Config.Config<Config> = Config.all({
       calibration: c.calibration,
       calibrationAlpha: c.calibrationAlpha,
       calibrationLimits: { maxModels: c.maxModels, maxTenantFactors: c.maxTenantFactors, priorTenants: c.priorTenants },
-      anthropic: baseURL === undefined && key === undefined ? undefined : { baseURL, apiKey: key },
+      anthropic: endpoint(c.baseURL, c.apiKey),
+      openai: endpoint(c.openaiBaseURL, c.openaiApiKey),
+      google: endpoint(c.googleBaseURL, c.googleApiKey),
     }
   }),
 )

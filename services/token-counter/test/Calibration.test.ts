@@ -36,13 +36,26 @@ describe("Calibration.parseUsage", () => {
     expect(problem({ input_tokens: 10, input_tokens_details: 3 })).toContain("must be an object")
   })
 
+  it("reads Gemini usageMetadata: promptTokenCount includes cachedContentTokenCount; output = candidates + thoughts", () => {
+    const usage = { promptTokenCount: 2_000, cachedContentTokenCount: 1_500, candidatesTokenCount: 10, thoughtsTokenCount: 30, totalTokenCount: 2_040 }
+    expect(Calibration.parseUsage(usage)).toEqual(
+      Either.right({ style: "openai", input: 500, cacheRead: 1_500, cacheWrite: 0, billedPrompt: 2_000, output: 40 }),
+    )
+    // no cache read: the whole prompt is uncached input
+    expect(Calibration.parseUsage({ promptTokenCount: 64, candidatesTokenCount: 3 })).toEqual(
+      Either.right({ style: "openai", input: 64, cacheRead: 0, cacheWrite: 0, billedPrompt: 64, output: 3 }),
+    )
+    expect(problem({ promptTokenCount: 10, cachedContentTokenCount: 11 })).toContain("exceeds promptTokenCount")
+    expect(problem({ promptTokenCount: -1 })).toContain("must not be negative")
+  })
+
   it("rejects negative, missing, fractional and non-numeric fields with a clear message", () => {
     expect(problem({ input_tokens: -5 })).toBe("usage.input_tokens: usage.input_tokens must not be negative, got -5")
     expect(problem({ input_tokens: 5, cache_read_input_tokens: -1 })).toContain("cache_read_input_tokens must not be negative")
     expect(problem({ prompt_tokens: "12" })).toBe('usage.prompt_tokens: usage.prompt_tokens must be a number of tokens, got "12"')
     expect(problem({ input_tokens: 1.5 })).toContain("whole number")
     expect(problem({ input_tokens: Number.NaN })).toContain("must be a number")
-    expect(problem({ output_tokens: 5 })).toBe("usage: usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI)")
+    expect(problem({ output_tokens: 5 })).toBe("usage: usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI) nor promptTokenCount (Gemini)")
     expect(problem({ input_tokens: null })).toBe("usage.input_tokens: usage.input_tokens is missing")
     expect(problem({ prompt_tokens: 10, prompt_tokens_details: { cached_tokens: 11 } })).toContain("exceeds prompt_tokens")
     expect(problem({ prompt_tokens: 10, prompt_tokens_details: 3 })).toContain("must be an object")

@@ -91,7 +91,7 @@ describe("drift and calibration", () => {
 
       const cases: ReadonlyArray<readonly [unknown, number, string, string]> = [
         [{ input_tokens: -3 }, 1_000, "malformed", "usage.input_tokens must not be negative, got -3"],
-        [{ output_tokens: 3 }, 1_000, "malformed", "usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI)"],
+        [{ output_tokens: 3 }, 1_000, "malformed", "usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI) nor promptTokenCount (Gemini)"],
         [{ prompt_tokens: "many" }, 1_000, "malformed", 'usage.prompt_tokens must be a number of tokens, got "many"'],
         [{ input_tokens: 0 }, 1_000, "malformed", "usage bills 0 prompt tokens; there is nothing to compare the estimate with"],
         ["usage", 1_000, "malformed", "usage must be an object with the provider's token counts"],

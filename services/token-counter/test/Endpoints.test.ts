@@ -15,7 +15,12 @@ const call = (subject: string, value: unknown) =>
   Request.request(subject, Json.encode(value), { timeoutMs: 30_000 }).pipe(Effect.map((msg) => Either.getOrThrow(Json.decode(msg.data))))
 
 const fake = Layer.scoped(TokenCounter.TokenCounter, Effect.flatMap(FakeProvider.scoped(), (server) =>
-  TokenCounter.make({ anthropic: { baseURL: server.url, apiKey: Redacted.make("test") }, timeoutMs: 30_000 }),
+  TokenCounter.make({
+    anthropic: { baseURL: server.url, apiKey: Redacted.make("test") },
+    openai: { baseURL: `${server.url}/v1`, apiKey: Redacted.make("test") },
+    google: { baseURL: server.url, apiKey: Redacted.make("test") },
+    timeoutMs: 30_000,
+  }),
 )).pipe(Layer.orDie)
 
 beforeAll(() => Replay.warmUp())
@@ -33,14 +38,46 @@ describe("endpoints", () => {
         const body = Replay.render(session!, messages)
 
         const exact = yield* call(subject, { model: Replay.MODEL, body })
-        expect(exact).toEqual({ ok: true, tokens: Replay.groundTruth(session!, messages), backend: "anthropic_api", encoding: "anthropic", exact: true, calibration: 1 })
+        expect(exact).toEqual({
+          ok: true,
+          tokens: Replay.groundTruth(session!, messages),
+          backend: "anthropic_api",
+          countedBy: "anthropic_api",
+          encoding: "anthropic",
+          exact: true,
+          calibration: 1,
+        })
         expect(Schema.is(UsageSchema.CountReply)(exact)).toBe(true)
 
-        const local = yield* call(subject, { model: Replay.MODEL, backend: "tiktoken", segments: ["hello world", "The quick brown fox jumps over the lazy dog."] })
-        expect(local).toEqual({ ok: true, tokens: 12, segments: [2, 10], backend: "tiktoken", encoding: "cl100k_base", exact: false, calibration: 1 })
+        // OpenAI's own count: `backend` stays a name old clients decode, `countedBy` says whose count it is
+        const responses = Replay.renderResponses(session!, messages)
+        const openaiExact = yield* call(subject, { model: Replay.OPENAI_MODEL, body: responses })
+        expect(openaiExact).toEqual({
+          ok: true,
+          tokens: Replay.groundTruthResponses(session!, messages),
+          backend: "anthropic_api",
+          countedBy: "openai_api",
+          encoding: "openai",
+          exact: true,
+          calibration: 1,
+        })
+        expect(Schema.is(UsageSchema.CountReply)(openaiExact)).toBe(true)
+        const geminiExact = yield* call(subject, { model: Replay.GEMINI_MODEL, body: Replay.renderGemini(session!, messages) })
+        expect(geminiExact).toMatchObject({ tokens: Replay.groundTruthGemini(session!, messages), backend: "anthropic_api", countedBy: "google_api", encoding: "google", exact: true })
+        expect(Schema.is(UsageSchema.CountReply)(geminiExact)).toBe(true)
 
-        const openai = yield* call(subject, { model: { provider: "openai", name: "gpt-4o" }, body: { messages: [{ role: "user", content: "hello world" }] } })
+        const local = yield* call(subject, { model: Replay.MODEL, backend: "tiktoken", segments: ["hello world", "The quick brown fox jumps over the lazy dog."] })
+        expect(local).toEqual({ ok: true, tokens: 12, segments: [2, 10], backend: "tiktoken", countedBy: "tiktoken", encoding: "cl100k_base", exact: false, calibration: 1 })
+
+        // a Chat Completions body has no count endpoint: local, silently under auto, with the reason when openai_api was asked for
+        const chat = { messages: [{ role: "user", content: "hello world" }] }
+        const openai = yield* call(subject, { model: { provider: "openai", name: "gpt-4o" }, body: chat })
         expect(openai).toMatchObject({ ok: true, backend: "tiktoken", encoding: "o200k_base", exact: false })
+        expect(openai).not.toHaveProperty("fallback")
+        expect(yield* call(subject, { model: { provider: "openai", name: "gpt-4o" }, backend: "openai_api", body: chat })).toMatchObject({
+          backend: "tiktoken",
+          fallback: "chat_completions",
+        })
 
         for (const bad of [{ model: Replay.MODEL }, { model: Replay.MODEL, body, segments: [] }, { model: { provider: "x", name: "y" }, segments: [] }, { body }]) {
           expect(yield* call(subject, bad)).toMatchObject({ ok: false, error: { code: "BadRequest" } })

@@ -3,7 +3,7 @@
  * sessions (`@ctxd/testing` Workloads) in the neutral conversation model,
  * turn by turn, and the fake provider's ground truth for a whole prompt.
  */
-import { Models, Normalize, RenderAnthropic } from "@ctxd/context"
+import { Models, Normalize, RenderAnthropic, RenderGemini, RenderResponses } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider, Workloads } from "@ctxd/testing"
 import { LocalCounter } from "@ctxd/tokens"
@@ -17,6 +17,8 @@ export interface Session {
 }
 
 export const MODEL = { provider: "anthropic", name: "claude-sonnet-4-6" } as const
+export const OPENAI_MODEL = { provider: "openai", name: "gpt-5" } as const
+export const GEMINI_MODEL = { provider: "google", name: "gemini-2.5-flash" } as const
 
 /** The first `n` tau-bench sessions (all 200 by default), normalized. */
 export const tauBench = (n?: number): ReadonlyArray<Session> =>
@@ -36,6 +38,22 @@ export const render = (session: Session, messages: ReadonlyArray<Conversation.Me
 /** The fake provider's count of that body: what `count_tokens` answers and what a response bills. */
 export const groundTruth = (session: Session, messages: ReadonlyArray<Conversation.Message>): number =>
   FakeProvider.countRequestTokens("anthropic", render(session, messages))
+
+/** The OpenAI Responses body ctxd would send for this prompt (the real renderer). */
+export const renderResponses = (session: Session, messages: ReadonlyArray<Conversation.Message>): Record<string, unknown> =>
+  RenderResponses.render({ model: Models.resolve(OPENAI_MODEL), system: session.system, tools: session.tools, messages, tenant: "t", session: session.id }).body
+
+/** The fake provider's count of that body: what `input_tokens` answers and what a response bills. */
+export const groundTruthResponses = (session: Session, messages: ReadonlyArray<Conversation.Message>): number =>
+  FakeProvider.countRequestTokens("openai-responses", renderResponses(session, messages))
+
+/** The `@google/genai` parameters ctxd would send for this prompt (the real renderer). */
+export const renderGemini = (session: Session, messages: ReadonlyArray<Conversation.Message>, model: string = GEMINI_MODEL.name): Record<string, unknown> =>
+  RenderGemini.render({ model: Models.resolve({ provider: "google", name: model }), system: session.system, tools: session.tools, messages }).body
+
+/** The fake provider's count of that body: what `countTokens` answers and what a response bills. */
+export const groundTruthGemini = (session: Session, messages: ReadonlyArray<Conversation.Message>, model?: string): number =>
+  FakeProvider.countRequestTokens("gemini", renderGemini(session, messages, model))
 
 /**
  * Loads the vocabularies a test's counts need (both tiktoken encodings, the

@@ -1,6 +1,7 @@
 /**
- * Failure tests: provider down at start, flapping, hanging. The exact
- * backend is the real Anthropic SDK against the fake provider.
+ * Failure tests: provider down at start, flapping, hanging, and one
+ * provider sick while another is well. The exact backends are the real
+ * Anthropic and OpenAI SDKs against the fake provider.
  *
  * Time is the TestClock's: the turns' deadlines, the calls' timeouts and the
  * breaker run on it, so "answers within the timeout" is checked as "still
@@ -49,6 +50,9 @@ const turn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.Count
   tools: session.tools,
   messages,
 })
+const openaiTurn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.CountTurnInput => ({ ...turn(messages), model: Replay.OPENAI_MODEL })
+const geminiTurn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.CountTurnInput => ({ ...turn(messages), model: Replay.GEMINI_MODEL, format: "gemini" })
+const openaiCalls = () => fake().requests().filter((r) => r.endpoint === "responses_input_tokens").length
 /** Distinct new messages for turn `i`. */
 const fresh = (i: number): ReadonlyArray<Conversation.Message> => [{ role: "user", parts: [{ type: "text", text: `question number ${i}: where is my bag?` }] }]
 
@@ -177,6 +181,89 @@ describe("TokenCounter failures", () => {
         expect(count).toMatchObject({ backend: "tiktoken", exact: false, fallback: "circuit_open" })
       }
       expect(countCalls() - before).toBe(4)
+    }),
+  )
+
+  it.scoped("per provider: a failing OpenAI opens its own breaker and answers locally; Anthropic stays exact", () =>
+    Effect.gen(function* () {
+      const service = yield* TokenCounter.make({
+        anthropic: { baseURL: fake().url, apiKey: Redacted.make("test") },
+        openai: { baseURL: `${fake().url}/v1`, apiKey: Redacted.make("test") },
+        timeoutMs: TIMEOUT_MS,
+      })
+      expect(yield* service.countTurn(openaiTurn(fresh(0)))).toMatchObject({ backend: "openai_api", encoding: "openai", exact: true })
+      expect(yield* service.countTurn(turn(fresh(0)))).toMatchObject({ backend: "anthropic_api", exact: true })
+
+      // only OpenAI's count endpoint fails
+      fake().control({ failNext: 3, errorStatus: 500, faultEndpoints: ["responses_input_tokens"] })
+      for (let i = 1; i <= 3; i++) {
+        const count = yield* service.countTurn(openaiTurn(fresh(i)))
+        // the local fallback of the OpenAI family: o200k for gpt-5
+        expect(count).toMatchObject({ backend: "tiktoken", encoding: "o200k_base", exact: false, fallback: "server" })
+        expect(count.messageTokens.every((n) => n > 0)).toBe(true)
+      }
+      const before = openaiCalls()
+      expect(yield* service.countTurn(openaiTurn(fresh(4)))).toMatchObject({ backend: "tiktoken", exact: false, fallback: "circuit_open" })
+      expect(openaiCalls()).toBe(before)
+
+      // Anthropic's breaker never saw those failures: still closed, still exact
+      const claude = yield* service.countTurn(turn(fresh(5)))
+      expect(claude).toMatchObject({ backend: "anthropic_api", exact: true })
+      expect(claude.fallback).toBeUndefined()
+      const metrics = yield* service.metrics
+      expect(metrics.providers["openai"]).toMatchObject({ backend: "openai_api", breaker: { status: "open", hasOpened: true } })
+      expect(metrics.providers["anthropic"]).toMatchObject({ backend: "anthropic_api", breaker: { status: "closed", hasOpened: false, failures: 0 } })
+      // the summary breaker is the least healthy one
+      expect(metrics).toMatchObject({ breaker: { status: "open" }, exactEver: false })
+
+      // the count endpoint answers for OpenAI locally too, with the reason
+      const reply = yield* service.countRequest({ model: Replay.OPENAI_MODEL, body: Replay.renderResponses(session, fresh(6)) })
+      expect(reply).toMatchObject({ backend: "tiktoken", exact: false, fallback: "circuit_open" })
+    }),
+  )
+
+  it.scoped("per provider: a hanging OpenAI times out at the deadline, then its breaker is open; Anthropic is untouched", () =>
+    Effect.gen(function* () {
+      const service = yield* TokenCounter.make({
+        anthropic: { baseURL: fake().url, apiKey: Redacted.make("test") },
+        openai: { baseURL: `${fake().url}/v1`, apiKey: Redacted.make("test") },
+        timeoutMs: TIMEOUT_MS,
+      })
+      expect(yield* service.countTurn(openaiTurn(fresh(0)))).toMatchObject({ backend: "openai_api", exact: true })
+      fake().control({ hang: true, faultEndpoints: ["responses_input_tokens"] })
+      for (let i = 1; i <= 3; i++) {
+        const before = openaiCalls()
+        const waiting = yield* Effect.fork(service.countTurn(openaiTurn(fresh(i))))
+        yield* eventually(`call ${i} reached the provider`, Effect.sync(() => (openaiCalls() > before ? true : undefined)))
+        yield* TestClock.adjust(TIMEOUT_MS)
+        expect(yield* Fiber.join(waiting).pipe(unaided(`turn ${i} after the deadline`))).toMatchObject({ backend: "tiktoken", exact: false, fallback: "timeout" })
+        yield* eventually(`call ${i} ended`, Effect.map(service.metrics, (m) => (m.providers["openai"]!.inFlight === 0 ? true : undefined)))
+      }
+      const open = yield* service.countTurn(openaiTurn(fresh(9))).pipe(unaided("circuit-open turn"))
+      expect(open).toMatchObject({ backend: "tiktoken", exact: false, fallback: "circuit_open" })
+      expect(yield* service.countTurn(turn(fresh(9))).pipe(unaided("anthropic turn"))).toMatchObject({ backend: "anthropic_api", exact: true })
+      expect((yield* service.metrics).providers["anthropic"]!.breaker).toMatchObject({ status: "closed", hasOpened: false })
+    }),
+  )
+
+  it.scoped("per provider: a failing Gemini opens its own breaker; OpenAI and Anthropic stay exact", () =>
+    Effect.gen(function* () {
+      const service = yield* TokenCounter.make({
+        anthropic: { baseURL: fake().url, apiKey: Redacted.make("test") },
+        openai: { baseURL: `${fake().url}/v1`, apiKey: Redacted.make("test") },
+        google: { baseURL: fake().url, apiKey: Redacted.make("test") },
+        timeoutMs: TIMEOUT_MS,
+      })
+      expect(yield* service.countTurn(geminiTurn(fresh(0)))).toMatchObject({ backend: "google_api", exact: true })
+      fake().control({ failNext: 3, errorStatus: 503, faultEndpoints: ["gemini_count_tokens"] })
+      for (let i = 1; i <= 3; i++) {
+        expect(yield* service.countTurn(geminiTurn(fresh(i)))).toMatchObject({ backend: "tiktoken", encoding: "cl100k_base", exact: false, fallback: "server" })
+      }
+      expect(yield* service.countTurn(geminiTurn(fresh(4)))).toMatchObject({ backend: "tiktoken", exact: false, fallback: "circuit_open" })
+      expect(yield* service.countTurn(openaiTurn(fresh(4)))).toMatchObject({ backend: "openai_api", exact: true })
+      expect(yield* service.countTurn(turn(fresh(4)))).toMatchObject({ backend: "anthropic_api", exact: true })
+      const { providers } = yield* service.metrics
+      expect(Object.fromEntries(Object.entries(providers).map(([p, m]) => [p, m.breaker.status]))).toEqual({ anthropic: "closed", openai: "closed", google: "open" })
     }),
   )
 

@@ -4,6 +4,7 @@
 //
 //   npm run demo                        10 sessions, window 20 / step 10
 //   npm run demo -- --sessions 50 --window 40 --step 20 --format anthropic
+//   --format: anthropic | openai (default) | openai-responses | gemini
 import { ContextClient } from "@ctxd/client"
 import { Workloads, WorkerProcess } from "@ctxd/testing"
 import { parseArgs } from "node:util"
@@ -16,7 +17,11 @@ const { values: args } = parseArgs({
     format: { type: "string", default: "openai" },
   },
 })
-const format = args.format === "anthropic" ? "anthropic" : "openai"
+const format = Workloads.formats.find((f) => f === args.format)
+if (format === undefined) {
+  console.error(`--format must be one of ${Workloads.formats.join(", ")}`)
+  process.exit(2)
+}
 const servers = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 const root = process.env.CTXD_SUBJECT_ROOT ?? "ctx"
 
@@ -38,24 +43,14 @@ let fullSum = 0
 let sentSum = 0
 try {
   for (const session of sessions) {
-    const turns = format === "anthropic" ? Workloads.toAnthropic(session).turns : session.turns
-    const system = session.system
+    const { turns, system, model } = Workloads.inFormat(session, format)
     let full = 0
     let sent = 0
     let peak = 0
     let messages = 0
-    for (const [k, turn] of turns.entries()) {
-      const request = {
-        turnId: `turn-${k}`,
-        model: format === "anthropic" ? { provider: "anthropic" as const, name: "claude-sonnet-4-5" } : { provider: "openai" as const, name: "gpt-4o" },
-        system,
-        options,
-        ...(format === "anthropic"
-          ? { format: "anthropic" as const, tools: Workloads.toAnthropic(session).tools, messages: turn.messages }
-          : { format: "openai" as const, tools: session.tools, messages: turn.messages }),
-      }
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
-      const reply = await client.turn("demo", `${session.id}-${run}`, request as any)
+    for (const [k, fields] of turns.entries()) {
+      const request = { turnId: `turn-${k}`, model, system, options, ...fields }
+      const reply = await client.turn("demo", `${session.id}-${run}`, request)
       const t = reply.report.tokens
       // Full history: every stored message and the tool schemas uncompressed.
       full += t.system + t.tools + (reply.report.tools?.saved ?? 0) + t.fullHistory

@@ -11,6 +11,7 @@ import * as CachePlanner from "../CachePlanner.ts"
 import type * as Models from "../Models.ts"
 import type * as Proactive from "../Proactive.ts"
 import * as RenderAnthropic from "../RenderAnthropic.ts"
+import * as RenderGemini from "../RenderGemini.ts"
 import * as RenderOpenAI from "../RenderOpenAI.ts"
 import * as RenderResponses from "../RenderResponses.ts"
 import * as SchemaCompression from "../SchemaCompression.ts"
@@ -235,6 +236,10 @@ export const renderStage = (
   if (input.format === "anthropic") {
     const rendered = RenderAnthropic.render({ ...body, ttl: input.cachePlan?.tier === "1h" ? "1h" : "5m" })
     return { request: rendered.body, cache: { breakpoints: rendered.breakpoints, promptCacheKey: null } }
+  }
+  if (input.format === "gemini") {
+    // implicit prefix caching: no breakpoints, no key
+    return { request: RenderGemini.render(body).body, cache: { breakpoints: 0, promptCacheKey: null } }
   }
   const rendered =
     input.format === "openai-responses"

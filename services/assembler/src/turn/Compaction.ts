@@ -9,6 +9,11 @@
  * without the new summary). A summary that landed in the background is not
  * swapped in here: the previous view, extended, goes along as `held`, and the
  * prompt stage swaps when it pays (`CachePlanner.swapSummary`).
+ *
+ * A provider compaction of the request's format in the history is a
+ * boundary (`View.applySummary`): the view starts at it, a summary made
+ * before it is superseded, and the job's `afterSeq` (what the view already
+ * folds) and `format` keep the compactor's cut after it.
  */
 import { Plan, View } from "@ctxd/compactor"
 import * as Carry from "./Carry.ts"
@@ -20,13 +25,15 @@ export const stage: Carry.Stage = {
     const { count, fresh } = Carry.section(carry, "count")
     const history = state.messages.concat(fresh)
     const summary = state.summary
-    const sameSummary = state.view !== undefined && state.view.summary === summary
-    const view = sameSummary ? View.extend(state.view!, history) : View.applySummary(history, summary, local.countMessage)
+    const format = request.format
+    // the view's `given` is the summary it was made with, applied or superseded by a provider compaction
+    const sameSummary = state.view !== undefined && (state.view.given ?? state.view.summary) === summary && state.view.format === format
+    const view = sameSummary ? View.extend(state.view!, history) : View.applySummary(history, summary, local.countMessage, format)
     const fixedTokens = count.systemTokens + count.toolsTokens
     const decided =
       carry.answers.compacted ??
       (thresholds === undefined ? undefined : Plan.decide(Plan.estimate(view.messages, fixedTokens), model.effectiveWindow, thresholds))
-    const job = { tenant, session, afterSeq: summary?.coversToSeq ?? 0, model: request.model, fixedTokens }
+    const job = { tenant, session, afterSeq: View.foldedThrough(view), model: request.model, fixedTokens, format }
     if (decided?.trigger === "blocking" && carry.answers.compacted === undefined) {
       return Carry.need({ _tag: "CompactNow", job: { ...job, trigger: "over_window" }, decision: decided })
     }
@@ -38,7 +45,12 @@ export const stage: Carry.Stage = {
     const sameView = state.view !== undefined && state.view.key === view.key
     // a newer summary landed: swapping it in is the prompt stage's decision, unless this turn had to compact
     const held =
-      !sameView && state.view !== undefined && carry.answers.compacted === undefined && (state.view.summary?.coversToSeq ?? 0) < (summary?.coversToSeq ?? 0)
+      !sameView &&
+      state.view !== undefined &&
+      carry.answers.compacted === undefined &&
+      state.view.format === format &&
+      state.view.boundary?.seq === view.boundary?.seq &&
+      (state.view.summary?.coversToSeq ?? 0) < (view.summary?.coversToSeq ?? 0)
         ? View.extend(state.view, history)
         : undefined
     return Carry.next({ ...carry, compaction: { view, decision: decided, schedule, sameView, held } })

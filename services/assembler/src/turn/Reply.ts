@@ -1,7 +1,8 @@
 /**
  * Stage `reply`: the success reply — the provider request body and the
  * report: the pipeline's, with the loop verdict, the compaction decision,
- * the virtual calls ctxd answered and the session's tool waste.
+ * the provider compaction boundary applied, the virtual calls ctxd answered
+ * and the session's tool waste.
  */
 import { Waste } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
@@ -36,6 +37,16 @@ export const stage: Carry.Stage = {
                       },
                 trigger: decision.trigger,
                 utilization: decision.utilization,
+              },
+            }),
+        ...(view.boundary === undefined
+          ? {}
+          : {
+              providerCompaction: {
+                format: view.boundary.format,
+                seq: view.boundary.seq,
+                notSent: view.boundary.index,
+                summarySuperseded: view.given !== undefined && view.summary === undefined,
               },
             }),
         virtualCalls: tools.virtualCalls,

@@ -83,7 +83,16 @@ export const begin = (input: {
     tenant: input.tenant,
     session: input.session,
     request: input.request,
-    normalized: input.normalized ?? Normalize.request(input.request),
+    // a Gemini function response without id answers the session's open call of its name
+    normalized:
+      input.normalized ??
+      Normalize.request(input.request, () =>
+        Normalize.openCalls(
+          input.state.messages.map((r) => r.message),
+          input.state.callIds,
+          input.state.answered,
+        ),
+      ),
     model: Models.resolve(input.request.model),
     prices: input.config.prices.lookup(input.request.model.name),
     options: Options.resolve(input.config, input.tenant, input.request.options),

@@ -12,16 +12,17 @@ export const stage: Carry.Stage = {
   name: "validate",
   run: (carry) => {
     const { state, normalized } = carry.inputs
+    // the request's own field: Responses requests carry `input` items, Gemini requests `contents`
+    const format = carry.inputs.request.format
+    const field = format === "openai-responses" ? "input" : format === "gemini" ? "contents" : "messages"
     if (state.lastSeq === 0 && normalized.messages.length === 0) {
       return {
         _tag: "Rejected",
         message: "the first turn of a session must carry at least one message",
-        path: "messages",
+        path: field,
         pairing: false,
       }
     }
-    // the request's own field: Responses requests carry `input` items
-    const field = carry.inputs.request.format === "openai-responses" ? "input" : "messages"
     const pairing = Normalize.findPairingError(state.callIds, state.answered, normalized.messages, field)
     if (pairing === undefined) return Carry.next(carry)
     return { _tag: "Rejected", message: pairing.message, path: `${field}[${pairing.sourceIndex}]`, pairing: true }

@@ -218,25 +218,3 @@ export const batch = (messages: ReadonlyArray<Conversation.Message>): Batch => {
   }
   return { body, envelope, approximate }
 }
-
-/**
- * Splits `total` over items in proportion to `weights` (local estimates),
- * with largest-remainder rounding so the parts are integers that sum to
- * `total` exactly. Zero weights everywhere: an even split.
- */
-export const apportion = (total: number, weights: ReadonlyArray<number>): Array<number> => {
-  if (weights.length === 0) return []
-  const clean = weights.map((w) => (Number.isFinite(w) && w > 0 ? w : 0))
-  const sum = clean.reduce((a, b) => a + b, 0)
-  const target = Math.max(0, Math.round(total))
-  const shares = clean.map((w) => (sum === 0 ? target / clean.length : (target * w) / sum))
-  const parts = shares.map(Math.floor)
-  let left = target - parts.reduce((a, b) => a + b, 0)
-  const order = shares.map((s, i) => [s - Math.floor(s), i] as const).sort((a, b) => b[0] - a[0] || a[1] - b[1])
-  for (const [, i] of order) {
-    if (left <= 0) break
-    parts[i]!++
-    left--
-  }
-  return parts
-}

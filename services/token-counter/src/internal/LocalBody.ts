@@ -1,11 +1,15 @@
 /**
  * Local estimate of a whole provider request body (Anthropic Messages,
- * OpenAI Chat Completions, or OpenAI Responses: `instructions` and `input`
- * items), for `ctx.v1.tokens.count` when no exact count
+ * OpenAI Chat Completions, OpenAI Responses: `instructions` and `input`
+ * items, or Gemini: `contents`, with `systemInstruction` and `tools` in
+ * `config` as `@google/genai` takes them or at the top level as REST does), for `ctx.v1.tokens.count` when no exact count
  * is possible. The body is walked structurally, never rejected: every text
  * is counted with the local counter (cached per segment), with the same
  * framing constants as `LocalCounter.overhead` (message, tool call, tool
- * result, image, system, tool definitions).
+ * result, image, system, tool definitions). A provider compaction (an
+ * Anthropic `compaction` block, a Responses `compaction` item) starts the
+ * count: the provider drops what precedes it; an Anthropic one counts as its
+ * readable summary, a Responses one (encrypted) as its JSON, an upper bound.
  */
 import { type Encoding, LocalCounter } from "@ctxd/tokens"
 
@@ -43,6 +47,8 @@ const block = (counter: Counter, b: unknown, encoding: Encoding.Encoding): numbe
     }
     case "thinking":
       return text(counter, b["thinking"], encoding)
+    case "compaction":
+      return text(counter, b["content"], encoding)
     default: {
       const { cache_control: _drop, ...rest } = b
       return counter.countText(json(rest), encoding)
@@ -84,8 +90,64 @@ const item = (counter: Counter, it: unknown, encoding: Encoding.Encoding): numbe
   }
 }
 
-/** Local tokens of `body` in the format of `provider`. */
-export const count = (counter: Counter, provider: "anthropic" | "openai", body: Readonly<Record<string, unknown>>, encoding: Encoding.Encoding): number => {
+/** The index of the latest element of `list` for which `has` holds, or 0. */
+const latest = (items: ReadonlyArray<unknown>, has: (u: unknown) => boolean): number => {
+  for (let i = items.length - 1; i >= 0; i--) if (has(items[i])) return i
+  return 0
+}
+const isCompaction = (u: unknown): boolean => isRecord(u) && u["type"] === "compaction"
+
+/** `messages` from the latest one holding a compaction block, that one's content from the block on. */
+const fromCompaction = (messages: ReadonlyArray<unknown>): ReadonlyArray<unknown> => {
+  const at = latest(messages, (m) => isRecord(m) && list(m["content"]).some(isCompaction))
+  const first = messages[at]
+  if (!isRecord(first) || !list(first["content"]).some(isCompaction)) return messages
+  const blocks = list(first["content"])
+  return [{ ...first, content: blocks.slice(latest(blocks, isCompaction)) }, ...messages.slice(at + 1)]
+}
+
+/** One Gemini part: text, a function call or response, an image; anything else as its JSON. */
+const geminiPart = (counter: Counter, p: unknown, encoding: Encoding.Encoding): number => {
+  if (!isRecord(p)) return 0
+  if (typeof p["text"] === "string") return counter.countText(p["text"], encoding)
+  const call = p["functionCall"]
+  if (isRecord(call)) return overhead.toolCall + text(counter, call["name"], encoding) + counter.countText(json(call["args"] ?? {}), encoding)
+  const response = p["functionResponse"]
+  if (isRecord(response)) return overhead.toolResult + text(counter, response["name"], encoding) + counter.countText(json(response["response"] ?? {}), encoding)
+  if (isRecord(p["inlineData"]) || isRecord(p["fileData"])) return overhead.image
+  const { thoughtSignature: _signature, ...rest } = p
+  return counter.countText(json(rest), encoding)
+}
+
+/** A Gemini body (SDK or REST shape): system instruction, tool declarations, contents. */
+const gemini = (counter: Counter, body: Readonly<Record<string, unknown>>, encoding: Encoding.Encoding): number => {
+  const config = isRecord(body["config"]) ? body["config"] : body
+  let n = 0
+  const declarations = list(config["tools"]).flatMap((t) => (isRecord(t) ? list(t["functionDeclarations"]) : []))
+  if (declarations.length > 0) {
+    n += overhead.tools
+    for (const d of declarations) {
+      if (!isRecord(d)) continue
+      const schema = d["parametersJsonSchema"] ?? d["parameters"]
+      n += overhead.tool + counter.countText(json({ name: d["name"], description: d["description"], input_schema: schema }), encoding)
+    }
+  }
+  const system = config["systemInstruction"]
+  const sections = typeof system === "string" ? [{ text: system }] : isRecord(system) ? list(system["parts"]) : []
+  if (sections.length > 0) {
+    n += overhead.system + overhead.systemSection * (sections.length - 1)
+    n += sections.reduce<number>((sum, p) => sum + geminiPart(counter, p, encoding), 0)
+  }
+  for (const c of list(body["contents"])) {
+    if (!isRecord(c)) continue
+    n += overhead.message + list(c["parts"]).reduce<number>((sum, p) => sum + geminiPart(counter, p, encoding), 0)
+  }
+  return n
+}
+
+/** Local tokens of `body` in the format of `provider` (a `google` body: Gemini `contents`). */
+export const count = (counter: Counter, provider: "anthropic" | "openai" | "google", body: Readonly<Record<string, unknown>>, encoding: Encoding.Encoding): number => {
+  if (provider === "google" || Array.isArray(body["contents"])) return gemini(counter, body, encoding)
   let n = tools(counter, list(body["tools"]), encoding)
   const system = body["system"]
   const sections = typeof system === "string" ? (system === "" ? [] : [system]) : list(system)
@@ -98,8 +160,11 @@ export const count = (counter: Counter, provider: "anthropic" | "openai", body: 
   }
   const input = body["input"]
   if (typeof input === "string") n += overhead.message + counter.countText(input, encoding)
-  else for (const it of list(input)) n += item(counter, it, encoding)
-  for (const m of list(body["messages"])) {
+  else {
+    const items = list(input)
+    for (const it of items.slice(latest(items, isCompaction))) n += item(counter, it, encoding)
+  }
+  for (const m of fromCompaction(list(body["messages"]))) {
     if (!isRecord(m)) continue
     n += overhead.message + content(counter, m["content"], encoding)
     if (typeof m["name"] === "string") n += overhead.name + counter.countText(m["name"], encoding)

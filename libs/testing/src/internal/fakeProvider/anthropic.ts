@@ -43,15 +43,36 @@ const blockTokens = (block: unknown): number => {
       return contentTokens(block["content"] ?? "")
     case "thinking":
       return Tokens.count(String(block["thinking"] ?? ""))
+    case "compaction":
+      return Tokens.count(String(block["content"] ?? ""))
     default:
       return Tokens.count(stableJson(stripCacheControl(block)))
   }
 }
 
 /**
- * The prompt as blocks in processing order (tools, system, messages), each
- * with its tokens: the text's Claude-BPE count plus fixed framing overheads
- * (per request, per message, per tool).
+ * Where the prompt's messages start: the latest `compaction` block (message
+ * index and block index), or the first message. The API drops every message
+ * block before it: they are neither read nor billed.
+ */
+export const compactedFrom = (messages: ReadonlyArray<unknown>): { readonly message: number; readonly block: number } => {
+  for (let m = messages.length - 1; m >= 0; m--) {
+    const message = messages[m]
+    const content = isRecord(message) ? message["content"] : undefined
+    const blocks = list(content)
+    for (let k = blocks.length - 1; k >= 0; k--) {
+      const block = blocks[k]
+      if (isRecord(block) && block["type"] === "compaction") return { message: m, block: k }
+    }
+  }
+  return { message: 0, block: 0 }
+}
+
+/**
+ * The prompt as blocks in processing order (tools, system, messages from
+ * the latest compaction block on), each with its tokens: the text's
+ * Claude-BPE count plus fixed framing overheads (per request, per message,
+ * per tool). A compaction block counts as its summary (`content`).
  */
 export const promptBlocks = (body: Json): Array<PromptBlock> => {
   const blocks: Array<{ key: string; tokens: number; ttl: Ttl | undefined }> = []
@@ -66,11 +87,14 @@ export const promptBlocks = (body: Json): Array<PromptBlock> => {
   for (const block of list(system)) {
     blocks.push({ key: stableJson(["system", stripCacheControl(block)]), tokens: blockTokens(block), ttl: ttlOf(block) })
   }
-  for (const message of list(body["messages"])) {
-    if (!isRecord(message)) continue
+  const messages = list(body["messages"])
+  const from = compactedFrom(messages)
+  for (const [m, message] of messages.entries()) {
+    if (!isRecord(message) || m < from.message) continue
     const role = String(message["role"])
     const content = message["content"]
-    const parts = typeof content === "string" ? [{ type: "text", text: content }] : list(content)
+    const all = typeof content === "string" ? [{ type: "text", text: content }] : list(content)
+    const parts = m === from.message ? all.slice(from.block) : all
     if (parts.length === 0) blocks.push({ key: stableJson([role, "empty"]), tokens: Tokens.MESSAGE_OVERHEAD, ttl: undefined })
     parts.forEach((block, k) => {
       blocks.push({

@@ -7,6 +7,14 @@
  * alternate (the API merges consecutive same-role turns) and a final
  * assistant message with unanswered `tool_use` blocks is rejected.
  *
+ * Server-side compaction (beta `compact-2026-01-12`, given in the
+ * `anthropic-beta` header): `compaction` blocks (assistant messages only;
+ * `content` a non-empty string or null, `encrypted_content` / `signature`
+ * strings or null, `tool_changes` a list), the `compact_20260112` edit of
+ * `context_management` and the top-level `compaction` parameter (not both)
+ * are accepted only with it. The conversation may then open with an
+ * assistant message whose first block is a compaction block.
+ *
  * Thinking: `thinking` blocks need their `thinking` and `signature`,
  * `redacted_thinking` blocks their `data`, and both go only in assistant
  * messages (the API's text for that last rule is not public: it is modeled
@@ -23,13 +31,18 @@ const CREATE_KEYS = new Set([
   "model", "messages", "max_tokens", "system", "tools", "tool_choice", "stream", "metadata",
   "stop_sequences", "temperature", "top_p", "top_k", "thinking", "service_tier", "container",
   "mcp_servers", "context_management", "output_config", "output_format", "inference_geo", "speed",
-  "cache_control", "diagnostics", "user_profile_id", "workspace_id",
+  "cache_control", "diagnostics", "user_profile_id", "workspace_id", "compaction",
 ])
 const COUNT_KEYS = new Set([
   "model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers",
   "context_management", "output_config", "output_format", "speed", "cache_control",
-  "user_profile_id", "workspace_id",
+  "user_profile_id", "workspace_id", "compaction",
 ])
+/** The beta that server-side compaction needs. */
+export const COMPACTION_BETA = "compact-2026-01-12"
+const COMPACTION_KEYS = new Set(["type", "content", "encrypted_content", "signature", "tool_changes", "cache_control"])
+const COMPACT_EDIT_KEYS = new Set(["type", "trigger", "pause_after_compaction", "instructions"])
+const betaRequired = (what: string): string => `${what} requires the beta header \`anthropic-beta: ${COMPACTION_BETA}\``
 const CUSTOM_TOOL_KEYS = new Set([
   "type", "name", "description", "input_schema", "cache_control", "strict", "input_examples",
   "defer_loading", "allowed_callers", "eager_input_streaming",
@@ -85,7 +98,23 @@ const validateSystem = (system: unknown): string | undefined => {
 const blocksOf = (content: unknown): ReadonlyArray<unknown> => (Array.isArray(content) ? content : [])
 const typeOf = (block: unknown): unknown => (isRecord(block) ? block["type"] : undefined)
 
-const validateBlocks = (messages: ReadonlyArray<Json>, hasTools: boolean): string | undefined => {
+const nullableString = (value: unknown): boolean => value === undefined || value === null || typeof value === "string"
+
+const compactionProblem = (block: Json, path: string, role: unknown, compaction: boolean): string | undefined => {
+  if (!compaction) return betaRequired(`${path}: the compaction block`)
+  if (role !== "assistant") return `${path}: compaction blocks can only be in assistant messages`
+  for (const key of Object.keys(block)) if (!COMPACTION_KEYS.has(key)) return `${path}.compaction.${key}: Extra inputs are not permitted`
+  const content = block["content"]
+  if (!nullableString(content)) return `${path}.compaction.content: Input should be a valid string`
+  if (content === "") return `${path}.compaction.content: compaction content must be non-empty (send null for a failed compaction)`
+  if (!nullableString(block["encrypted_content"])) return `${path}.compaction.encrypted_content: Input should be a valid string`
+  if (!nullableString(block["signature"])) return `${path}.compaction.signature: Input should be a valid string`
+  const changes = block["tool_changes"]
+  if (changes !== undefined && changes !== null && !Array.isArray(changes)) return `${path}.compaction.tool_changes: Input should be a valid list`
+  return undefined
+}
+
+const validateBlocks = (messages: ReadonlyArray<Json>, hasTools: boolean, compaction: boolean): string | undefined => {
   const seenIds = new Set<string>()
   for (const [m, message] of messages.entries()) {
     const role = message["role"]
@@ -120,6 +149,11 @@ const validateBlocks = (messages: ReadonlyArray<Json>, hasTools: boolean): strin
           if (!isRecord(block["input"])) return `${path}.input: Input should be a valid dictionary`
           if (seenIds.has(id)) return `${path}: \`tool_use\` ids must be unique`
           seenIds.add(id)
+          break
+        }
+        case "compaction": {
+          const problem = compactionProblem(block, path, role, compaction)
+          if (problem !== undefined) return problem
           break
         }
         case "thinking":
@@ -258,8 +292,44 @@ const validateCacheControl = (body: Json): string | undefined => {
   return undefined
 }
 
-/** The first problem of a `/v1/messages` (or `/count_tokens`) body, or `undefined` when valid. */
-export const validate = (body: unknown, endpoint: "messages" | "count_tokens"): string | undefined => {
+/** `context_management` edits of type `compact_20260112`, and the top-level `compaction` parameter. */
+const validateCompactionConfig = (body: Json, compaction: boolean): string | undefined => {
+  const management = body["context_management"]
+  const edits = isRecord(management) ? blocksOf(management["edits"]) : []
+  for (const [i, edit] of edits.entries()) {
+    if (typeOf(edit) !== "compact_20260112") continue
+    const path = `context_management.edits.${i}`
+    if (!compaction) return betaRequired(`${path}: compact_20260112`)
+    for (const key of Object.keys(edit as Json)) if (!COMPACT_EDIT_KEYS.has(key)) return `${path}.${key}: Extra inputs are not permitted`
+    const e = edit as Json
+    if (e["pause_after_compaction"] !== undefined && typeof e["pause_after_compaction"] !== "boolean") {
+      return `${path}.pause_after_compaction: Input should be a valid boolean`
+    }
+    if (!nullableString(e["instructions"])) return `${path}.instructions: Input should be a valid string`
+    const trigger = e["trigger"]
+    if (trigger !== undefined && trigger !== null) {
+      if (!isRecord(trigger) || trigger["type"] !== "input_tokens") return `${path}.trigger.type: Input should be 'input_tokens'`
+      if (typeof trigger["value"] !== "number" || !Number.isInteger(trigger["value"])) return `${path}.trigger.value: Input should be a valid integer`
+    }
+  }
+  const top = body["compaction"]
+  if (top === undefined || top === null) return undefined
+  if (!compaction) return betaRequired("compaction")
+  if (management !== undefined && management !== null) return "compaction: cannot be combined with `context_management`"
+  if (!isRecord(top) || top["type"] !== "summarize") return "compaction.type: Input should be 'summarize'"
+  if (!nullableString(top["instructions"])) return "compaction.instructions: Input should be a valid string"
+  return undefined
+}
+
+/** True when the message opens with a compaction block (it may then open the conversation). */
+const opensWithCompaction = (message: Json): boolean => typeOf(blocksOf(message["content"])[0]) === "compaction"
+
+/**
+ * The first problem of a `/v1/messages` (or `/count_tokens`) body, or
+ * `undefined` when valid; `betas`: the `anthropic-beta` header's values.
+ */
+export const validate = (body: unknown, endpoint: "messages" | "count_tokens", betas: ReadonlyArray<string> = []): string | undefined => {
+  const compaction = betas.includes(COMPACTION_BETA)
   if (!isRecord(body)) return "Input should be a valid dictionary"
   const allowed = endpoint === "messages" ? CREATE_KEYS : COUNT_KEYS
   for (const key of Object.keys(body)) if (!allowed.has(key)) return `${key}: Extra inputs are not permitted`
@@ -270,7 +340,7 @@ export const validate = (body: unknown, endpoint: "messages" | "count_tokens"): 
     if (typeof max !== "number" || !Number.isInteger(max)) return "max_tokens: Input should be a valid integer"
     if (max < 1) return "max_tokens: Input should be greater than or equal to 1"
   }
-  const problem = validateTools(body["tools"]) ?? validateSystem(body["system"])
+  const problem = validateTools(body["tools"]) ?? validateSystem(body["system"]) ?? validateCompactionConfig(body, compaction)
   if (problem !== undefined) return problem
 
   const raw = body["messages"]
@@ -286,7 +356,10 @@ export const validate = (body: unknown, endpoint: "messages" | "count_tokens"): 
     if (message["content"] === undefined) return `messages.${m}.content: Field required`
   }
   const messages = raw as ReadonlyArray<Json>
-  if (messages[0]!["role"] !== "user") return 'messages: first message must use the "user" role'
+  if (messages[0]!["role"] !== "user") {
+    if (!opensWithCompaction(messages[0]!)) return 'messages: first message must use the "user" role'
+    if (!compaction) return betaRequired("messages.0.content.0: the compaction block")
+  }
   for (let m = 1; m < messages.length; m++) {
     const role = messages[m]!["role"]
     if (role === messages[m - 1]!["role"]) {
@@ -294,7 +367,7 @@ export const validate = (body: unknown, endpoint: "messages" | "count_tokens"): 
     }
   }
   const hasTools = Array.isArray(body["tools"]) && body["tools"].length > 0
-  const blockProblem = validateBlocks(messages, hasTools) ?? validatePairing(messages) ?? validateThinking(body, messages)
+  const blockProblem = validateBlocks(messages, hasTools, compaction) ?? validatePairing(messages) ?? validateThinking(body, messages)
   if (blockProblem !== undefined) return blockProblem
 
   const last = messages[messages.length - 1]!

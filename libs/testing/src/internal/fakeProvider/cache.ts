@@ -17,6 +17,10 @@
  * (at least 1024 tokens) are kept for 10 minutes (24 h with
  * `prompt_cache_retention: "24h"`). `cached_tokens` = the longest common
  * token prefix with any of them, rounded down to 1024 + k·128, or 0 below 1024.
+ *
+ * Gemini (implicit): the same prefix store per API key and model, prompts
+ * kept for 5 minutes; `cachedContentTokenCount` = the longest common token
+ * prefix, or 0 below the model's minimum (no rounding).
  */
 import { createHash } from "node:crypto"
 
@@ -61,13 +65,15 @@ interface OpenAIEntry {
 export interface Caches {
   readonly anthropic: Map<string, Map<string, Entry>>
   readonly openai: Map<string, Array<OpenAIEntry>>
+  readonly gemini: Map<string, Array<OpenAIEntry>>
 }
 
-export const makeCaches = (): Caches => ({ anthropic: new Map(), openai: new Map() })
+export const makeCaches = (): Caches => ({ anthropic: new Map(), openai: new Map(), gemini: new Map() })
 
 export const clearCaches = (caches: Caches): void => {
   caches.anthropic.clear()
   caches.openai.clear()
+  caches.gemini.clear()
 }
 
 const chain = (blocks: ReadonlyArray<PromptBlock>): Array<string> => {
@@ -174,5 +180,37 @@ export const openaiCached = (
     if (kept.length > OPENAI_KEEP) kept.splice(0, kept.length - OPENAI_KEEP)
   }
   caches.openai.set(namespace, kept)
+  return cached
+}
+
+const GEMINI_RETENTION_MS = 5 * 60_000
+
+/** The cached prompt tokens of a Gemini request (implicit caching), recording the prompt for later ones. */
+export const geminiCached = (
+  caches: Caches,
+  namespace: string,
+  tokens: ReadonlyArray<number>,
+  options: { readonly min: number; readonly now: number },
+): number => {
+  const prompt = Uint32Array.from(tokens)
+  const kept = (caches.gemini.get(namespace) ?? []).filter((e) => e.expiresAt > options.now)
+  let lcp = 0
+  let best: OpenAIEntry | undefined
+  for (const entry of kept) {
+    const n = commonPrefix(prompt, entry.tokens)
+    if (n > lcp) {
+      lcp = n
+      best = entry
+    }
+  }
+  const cached = lcp < options.min ? 0 : lcp
+  if (best !== undefined && cached > 0) best.expiresAt = Math.max(best.expiresAt, options.now + GEMINI_RETENTION_MS)
+  if (prompt.length >= options.min) {
+    const same = kept.findIndex((e) => e.tokens.length === prompt.length && commonPrefix(e.tokens, prompt) === prompt.length)
+    if (same >= 0) kept.splice(same, 1)
+    kept.push({ tokens: prompt, expiresAt: options.now + GEMINI_RETENTION_MS })
+    if (kept.length > OPENAI_KEEP) kept.splice(0, kept.length - OPENAI_KEEP)
+  }
+  caches.gemini.set(namespace, kept)
   return cached
 }

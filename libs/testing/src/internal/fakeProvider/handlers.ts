@@ -5,6 +5,7 @@
 import * as Anthropic from "./anthropic.ts"
 import * as Validate from "./anthropicValidate.ts"
 import * as Cache from "./cache.ts"
+import * as Gemini from "./gemini.ts"
 import { isRecord, type Json } from "./json.ts"
 import * as OpenAI from "./openai.ts"
 import * as Responses from "./responses.ts"
@@ -16,12 +17,13 @@ export type Reply =
   | { readonly kind: "json"; readonly status: number; readonly body: unknown; readonly headers?: Readonly<Record<string, string>> }
   | { readonly kind: "sse"; readonly frames: ReadonlyArray<string> }
 
-export type Provider = "anthropic" | "openai"
+export type Provider = "anthropic" | "openai" | "google"
 
 const json = (status: number, body: unknown, headers?: Record<string, string>): Reply => ({ kind: "json", status, body, headers })
 
 /** A provider-shaped error response. */
 export const error = (provider: Provider, status: number, message: string, requestId: string, extra?: Partial<ScriptedError>): Reply => {
+  if (provider === "google") return json(status, Gemini.errorBody(status, message, extra?.type ?? Gemini.statusOf(status)))
   if (provider === "anthropic") {
     return json(status, Anthropic.errorBody(extra?.type ?? Anthropic.errorType(status), message, requestId))
   }
@@ -51,8 +53,9 @@ export const anthropic = (
   body: unknown,
   apiKey: string,
   requestId: string,
+  betas: ReadonlyArray<string> = [],
 ): Reply => {
-  const problem = Validate.validate(body, endpoint)
+  const problem = Validate.validate(body, endpoint, betas)
   if (problem !== undefined || !isRecord(body)) return error("anthropic", 400, problem ?? "invalid request", requestId)
   const blocks = Anthropic.promptBlocks(body)
   const total = blocks.reduce((n, b) => n + b.tokens, 0)
@@ -143,4 +146,46 @@ export const responses = (
     now: Date.now(),
   })
   return json(200, Responses.response(body, reply, { input: tokens.length, cached }, () => State.nextId(state)))
+}
+
+/**
+ * `POST /v1beta/models/{model}:generateContent` and `:countTokens`. The
+ * implicit prefix cache is keyed by API key and model; it reads the longest
+ * common token prefix with a recent prompt from the model's minimum
+ * ({@link Gemini.minCachedTokens}) on, for 5 minutes.
+ */
+export const gemini = (
+  state: State.State,
+  endpoint: "gemini_generate" | "gemini_count_tokens",
+  model: string,
+  body: unknown,
+  apiKey: string,
+  requestId: string,
+): Reply => {
+  let prompt: Json
+  if (endpoint === "gemini_count_tokens") {
+    const counted = Gemini.countBody(body, model)
+    if ("problem" in counted) return json(counted.problem.code, Gemini.errorBody(counted.problem.code, counted.problem.message, counted.problem.status))
+    prompt = counted.body
+  } else {
+    const problem = Gemini.validateGenerate(body, model)
+    if (problem !== undefined || !isRecord(body)) {
+      const p = problem ?? { code: 400, status: "INVALID_ARGUMENT", message: "Invalid JSON payload received." }
+      return json(p.code, Gemini.errorBody(p.code, p.message, p.status))
+    }
+    prompt = body
+  }
+  const tokens = Gemini.promptTokens(prompt)
+  const window = state.settings.contextWindow
+  if (tokens.length > window) {
+    const message = `The input token count (${tokens.length}) exceeds the maximum number of tokens allowed (${window}).`
+    return json(400, Gemini.errorBody(400, message, "INVALID_ARGUMENT"))
+  }
+  if (endpoint === "gemini_count_tokens") {
+    return json(200, { totalTokens: tokens.length, promptTokensDetails: [{ modality: "TEXT", tokenCount: tokens.length }] })
+  }
+  const reply = State.takeReply(state, "google")
+  if (reply?.error !== undefined) return scriptedError("google", reply.error, requestId)
+  const cached = Cache.geminiCached(state.caches, `api:${apiKey}|${model}`, tokens, { min: Gemini.minCachedTokens(model), now: Date.now() })
+  return json(200, Gemini.response(model, reply, { prompt: tokens.length, cached }, () => State.nextId(state)))
 }

@@ -3,8 +3,14 @@
  * `POST /v1/responses/input_tokens`): validation of the rules ctxd must never
  * break (known top-level keys, roles, `call_id` pairing between
  * `function_call` and `function_call_output`, well-formed reasoning items
- * followed by the output they led to),
- * the prompt as a token sequence, and a minimal `Response` object.
+ * followed by the output they led to, compaction items, hosted tools' call items with their `id`,
+ * `context_management`), the prompt as a token sequence, and a minimal
+ * `Response` object.
+ *
+ * Compaction: a `compaction` item carries the state of everything before it;
+ * the prompt starts at the latest one (items before it are not read, so not
+ * billed), and the item itself counts as its summary would (a stand-in: one
+ * token per 16 characters of `encrypted_content`).
  */
 import { isRecord, type Json, stableJson } from "./json.ts"
 import type { Problem } from "./openai.ts"
@@ -16,6 +22,7 @@ const CREATE_KEYS = new Set([
   "max_tool_calls", "metadata", "previous_response_id", "conversation", "prompt", "prompt_cache_key",
   "prompt_cache_retention", "reasoning", "safety_identifier", "service_tier", "store", "stream",
   "stream_options", "temperature", "text", "top_logprobs", "top_p", "truncation", "user", "include", "background",
+  "context_management",
 ])
 const COUNT_KEYS = new Set([
   "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "previous_response_id",
@@ -29,7 +36,10 @@ const ITEM_KEYS: Record<string, ReadonlySet<string>> = {
   custom_tool_call: new Set(["type", "call_id", "name", "input", "id", "status"]),
   custom_tool_call_output: new Set(["type", "call_id", "output", "id"]),
   reasoning: new Set(["type", "id", "summary", "encrypted_content", "content", "status"]),
+  compaction: new Set(["type", "encrypted_content", "id"]),
 }
+/** Hosted tools' call items (their other fields vary by tool and are not checked). */
+const HOSTED_CALLS = new Set(["web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools"])
 const PART_KEYS: Record<string, ReadonlySet<string>> = {
   input_text: new Set(["type", "text"]),
   output_text: new Set(["type", "text", "annotations", "logprobs"]),
@@ -74,6 +84,7 @@ const validateItem = (item: unknown, i: number): Problem | undefined => {
   const at = `input[${i}]`
   if (!isRecord(item)) return { message: `Invalid type for '${at}': expected an object.`, param: at, code: "invalid_type" }
   const type = item["type"] ?? "message"
+  if (HOSTED_CALLS.has(String(type))) return typeof item["id"] === "string" && item["id"] !== "" ? undefined : missing(`${at}.id`)
   const allowed = ITEM_KEYS[String(type)]
   if (allowed === undefined) return invalid(`${at}.type`, `Invalid value: '${String(type)}'.`)
   for (const key of Object.keys(item)) if (!allowed.has(key)) return unknown(`${at}.${key}`)
@@ -101,6 +112,19 @@ const validateItem = (item: unknown, i: number): Problem | undefined => {
       if (typeof item["call_id"] !== "string" || item["call_id"] === "") return missing(`${at}.call_id`)
       if (item["output"] === undefined) return missing(`${at}.output`)
       return validateParts(item["output"], `${at}.output`, "tool")
+    case "compaction": {
+      const encrypted = item["encrypted_content"]
+      if (encrypted === undefined || encrypted === null) return missing(`${at}.encrypted_content`)
+      if (typeof encrypted !== "string") {
+        return { message: `Invalid type for '${at}.encrypted_content': expected a string.`, param: `${at}.encrypted_content`, code: "invalid_type" }
+      }
+      if (encrypted === "") return invalid(`${at}.encrypted_content`, `Invalid '${at}.encrypted_content': empty string.`)
+      const id = item["id"]
+      if (id !== undefined && id !== null && typeof id !== "string") {
+        return { message: `Invalid type for '${at}.id': expected a string.`, param: `${at}.id`, code: "invalid_type" }
+      }
+      return undefined
+    }
     default: {
       // reasoning
       if (!Array.isArray(item["summary"])) return missing(`${at}.summary`)
@@ -153,13 +177,17 @@ const validatePairing = (items: ReadonlyArray<Json>): Problem | undefined => {
       const next = items[j]
       const nextType = next === undefined ? undefined : (next["type"] ?? "message")
       const follows =
-        nextType === "function_call" || nextType === "custom_tool_call" || (nextType === "message" && next!["role"] === "assistant")
+        nextType === "function_call" ||
+        nextType === "custom_tool_call" ||
+        HOSTED_CALLS.has(String(nextType)) ||
+        (nextType === "message" && next!["role"] === "assistant")
       if (!follows) {
         const id = typeof item["id"] === "string" ? item["id"] : "rs_unknown"
         return { message: `Item '${id}' of type 'reasoning' was provided without its required following item.`, param: "input", code: null }
       }
       continue
     }
+    if (type === "compaction" || HOSTED_CALLS.has(String(type))) continue
     // a message: every call before it must be answered
     for (const [id, at] of open) {
       return invalid(`input[${at}]`, `No tool output found for function call ${id}.`)
@@ -197,6 +225,34 @@ export const unstored = (body: Json): string | undefined => {
   return undefined
 }
 
+/** `context_management`: a list of `{type: "compaction", compact_threshold?}` entries. */
+const validateContextManagement = (value: unknown): Problem | undefined => {
+  if (value === undefined || value === null) return undefined
+  if (!Array.isArray(value)) {
+    return { message: "Invalid type for 'context_management': expected an array.", param: "context_management", code: "invalid_type" }
+  }
+  for (const [i, entry] of value.entries()) {
+    const at = `context_management[${i}]`
+    if (!isRecord(entry)) return { message: `Invalid type for '${at}': expected an object.`, param: at, code: "invalid_type" }
+    for (const key of Object.keys(entry)) if (key !== "type" && key !== "compact_threshold") return unknown(`${at}.${key}`)
+    if (entry["type"] !== "compaction") return invalid(`${at}.type`, `Invalid value: '${String(entry["type"])}'. Supported values are: 'compaction'.`)
+    const threshold = entry["compact_threshold"]
+    if (threshold !== undefined && threshold !== null && (typeof threshold !== "number" || !Number.isInteger(threshold) || threshold < 1)) {
+      return invalid(`${at}.compact_threshold`, `Invalid '${at}.compact_threshold': expected a positive integer.`)
+    }
+  }
+  return undefined
+}
+
+/** The index of the latest `compaction` item of `input` (0 when none): the prompt starts there. */
+export const compactedFrom = (input: ReadonlyArray<unknown>): number => {
+  for (let i = input.length - 1; i >= 0; i--) {
+    const item = input[i]
+    if (isRecord(item) && item["type"] === "compaction") return i
+  }
+  return 0
+}
+
 /** The first problem of a Responses body, or `undefined` when valid. */
 export const validate = (body: unknown, endpoint: "responses" | "responses_input_tokens"): Problem | undefined => {
   if (!isRecord(body)) return { message: "We could not parse the JSON body of your request.", param: null, code: null }
@@ -210,6 +266,8 @@ export const validate = (body: unknown, endpoint: "responses" | "responses_input
   if (body["instructions"] !== undefined && body["instructions"] !== null && typeof body["instructions"] !== "string") {
     return { message: "Invalid type for 'instructions': expected a string.", param: "instructions", code: "invalid_type" }
   }
+  const management = endpoint === "responses" ? validateContextManagement(body["context_management"]) : undefined
+  if (management !== undefined) return management
   const input = body["input"]
   if (typeof input === "string") return validateTools(body["tools"])
   if (!Array.isArray(input)) return missing("input")
@@ -217,7 +275,7 @@ export const validate = (body: unknown, endpoint: "responses" | "responses_input
     const problem = validateItem(item, i)
     if (problem !== undefined) return problem
   }
-  return validateTools(body["tools"]) ?? validatePairing(input as ReadonlyArray<Json>)
+  return validateTools(body["tools"]) ?? validatePairing((input as ReadonlyArray<Json>).slice(compactedFrom(input)))
 }
 
 const appendContent = (out: Array<number>, content: unknown): void => {
@@ -248,7 +306,8 @@ export const promptTokens = (body: Json): Array<number> => {
     append(out, Tokens.encode(input))
     return out
   }
-  for (const item of list(input)) {
+  const items = list(input)
+  for (const item of items.slice(compactedFrom(items))) {
     if (!isRecord(item)) continue
     const type = String(item["type"] ?? "message")
     append(out, Tokens.frame(type === "message" ? String(item["role"]) : type, Tokens.MESSAGE_OVERHEAD))
@@ -260,7 +319,10 @@ export const promptTokens = (body: Json): Array<number> => {
       append(out, Tokens.encode(String(item["name"])))
       append(out, Tokens.encode(String(item["input"])))
     } else if (type === "function_call_output" || type === "custom_tool_call_output") appendContent(out, item["output"])
-    else append(out, Tokens.encode(stableJson(item)))
+    else if (type === "compaction") {
+      const encrypted = String(item["encrypted_content"])
+      append(out, Tokens.frame(`compaction:${encrypted}`, Math.max(1, Math.ceil(encrypted.length / 16))))
+    } else append(out, Tokens.encode(stableJson(item)))
   }
   return out
 }

@@ -19,6 +19,15 @@ const ROUTES: Record<string, Endpoint> = {
   "/v1/responses/input_tokens": "responses_input_tokens",
 }
 
+/** `/v1beta/models/{model}:generateContent` and `:countTokens` (also under `/v1/`). */
+const GEMINI_ROUTE = /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(generateContent|countTokens)$/
+
+const route = (path: string): { readonly endpoint: Endpoint | undefined; readonly model?: string } => {
+  const gemini = GEMINI_ROUTE.exec(path)
+  if (gemini === null) return { endpoint: ROUTES[path] }
+  return { endpoint: gemini[2] === "generateContent" ? "gemini_generate" : "gemini_count_tokens", model: decodeURIComponent(gemini[1]!) }
+}
+
 class TooLarge extends Error {}
 
 const readBody = (req: Http.IncomingMessage): Promise<string> =>
@@ -50,14 +59,16 @@ const headerRecord = (req: Http.IncomingMessage): Record<string, string> => {
   const out: Record<string, string> = {}
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined) continue
-    out[name] = name === "x-api-key" || name === "authorization" ? "[redacted]" : Array.isArray(value) ? value.join(", ") : value
+    out[name] = name === "x-api-key" || name === "x-goog-api-key" || name === "authorization" ? "[redacted]" : Array.isArray(value) ? value.join(", ") : value
   }
   return out
 }
 
 const apiKeyOf = (req: Http.IncomingMessage): string | undefined => {
-  const key = req.headers["x-api-key"]
+  const key = req.headers["x-api-key"] ?? req.headers["x-goog-api-key"]
   if (typeof key === "string" && key.length > 0) return key
+  const query = new URL(req.url ?? "/", "http://fake").searchParams.get("key")
+  if (query !== null && query.length > 0) return query
   const auth = req.headers["authorization"]
   const match = typeof auth === "string" ? /^Bearer\s+(.+)$/i.exec(auth) : null
   return match?.[1]
@@ -128,8 +139,14 @@ const consume = (state: State.State, key: "failNext" | "rateLimitNext" | "hangNe
 }
 
 const provider = async (state: State.State, req: Http.IncomingMessage, res: Http.ServerResponse, path: string): Promise<void> => {
-  const endpoint = req.method === "POST" ? ROUTES[path] : undefined
-  const which: Handlers.Provider = path.startsWith("/v1/chat") || path.startsWith("/v1/responses") ? "openai" : "anthropic"
+  const routed = route(path)
+  const endpoint = req.method === "POST" ? routed.endpoint : undefined
+  const which: Handlers.Provider =
+    routed.model !== undefined || path.startsWith("/v1beta/")
+      ? "google"
+      : path.startsWith("/v1/chat") || path.startsWith("/v1/responses")
+        ? "openai"
+        : "anthropic"
   const requestId = State.nextRequestId(state)
   let raw: string
   try {
@@ -164,6 +181,10 @@ const provider = async (state: State.State, req: Http.IncomingMessage, res: Http
 
   const apiKey = apiKeyOf(req)
   if (apiKey === undefined) {
+    if (which === "google") {
+      const message = "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API."
+      return answer(Handlers.error(which, 403, message, requestId))
+    }
     const message = which === "anthropic" ? "x-api-key header is required" : "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
     return answer(Handlers.error(which, 401, message, requestId))
   }
@@ -171,14 +192,24 @@ const provider = async (state: State.State, req: Http.IncomingMessage, res: Http
     return answer(Handlers.error(which, 400, "anthropic-version: header is required", requestId))
   }
   if (!parsed.ok) {
-    const message = which === "anthropic" ? "There was an issue with your request body: invalid JSON" : "We could not parse the JSON body of your request."
+    const message =
+      which === "anthropic"
+        ? "There was an issue with your request body: invalid JSON"
+        : which === "google"
+          ? "Invalid JSON payload received. Unexpected token."
+          : "We could not parse the JSON body of your request."
     return answer(Handlers.error(which, 400, message, requestId))
+  }
+  if (endpoint === "gemini_generate" || endpoint === "gemini_count_tokens") {
+    return answer(Handlers.gemini(state, endpoint, routed.model ?? "", parsed.value, apiKey, requestId))
   }
   if (endpoint === "chat_completions") return answer(Handlers.openai(state, parsed.value, apiKey, requestId))
   if (endpoint === "responses" || endpoint === "responses_input_tokens") {
     return answer(Handlers.responses(state, endpoint, parsed.value, apiKey, requestId))
   }
-  return answer(Handlers.anthropic(state, endpoint, parsed.value, apiKey, requestId))
+  const beta = req.headers["anthropic-beta"]
+  const betas = (Array.isArray(beta) ? beta.join(",") : (beta ?? "")).split(",").map((b) => b.trim()).filter((b) => b !== "")
+  return answer(Handlers.anthropic(state, endpoint, parsed.value, apiKey, requestId, betas))
 }
 
 /** A listening server over `state`. */

@@ -4,10 +4,26 @@
  */
 import { Either, ParseResult, Schema } from "effect"
 
-export const Endpoint = Schema.Literal("messages", "count_tokens", "chat_completions", "responses", "responses_input_tokens")
+export const Endpoint = Schema.Literal(
+  "messages",
+  "count_tokens",
+  "chat_completions",
+  "responses",
+  "responses_input_tokens",
+  "gemini_generate",
+  "gemini_count_tokens",
+)
 export type Endpoint = typeof Endpoint.Type
 
-export const ALL_ENDPOINTS: ReadonlyArray<Endpoint> = ["messages", "count_tokens", "chat_completions", "responses", "responses_input_tokens"]
+export const ALL_ENDPOINTS: ReadonlyArray<Endpoint> = [
+  "messages",
+  "count_tokens",
+  "chat_completions",
+  "responses",
+  "responses_input_tokens",
+  "gemini_generate",
+  "gemini_count_tokens",
+]
 
 const Count = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 
@@ -72,7 +88,7 @@ export const ScriptedError = Schema.Struct({
 export type ScriptedError = typeof ScriptedError.Type
 
 export const ScriptedReply = Schema.Struct({
-  provider: Schema.optional(Schema.Literal("anthropic", "openai")),
+  provider: Schema.optional(Schema.Literal("anthropic", "openai", "google")),
   text: Schema.optional(Schema.String),
   toolCalls: Schema.optional(Schema.Array(ScriptedToolCall)),
   stopReason: Schema.optional(Schema.String),

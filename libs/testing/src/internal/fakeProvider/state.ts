@@ -81,7 +81,7 @@ export const apply = (state: State, patch: ControlPatch): void => {
 }
 
 /** Removes and returns the first queued reply meant for `provider` (or for any provider). */
-export const takeReply = (state: State, provider: "anthropic" | "openai"): ScriptedReply | undefined => {
+export const takeReply = (state: State, provider: "anthropic" | "openai" | "google"): ScriptedReply | undefined => {
   const i = state.replies.findIndex((r) => r.provider === undefined || r.provider === provider)
   return i < 0 ? undefined : state.replies.splice(i, 1)[0]
 }

@@ -1,0 +1,116 @@
+/**
+ * The exact backend for OpenAI: `POST /v1/responses/input_tokens` through the
+ * official `openai` SDK (`client.responses.inputTokens.count(...)`, with
+ * `new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout })`), behind its own
+ * breaker, bulkhead, timeout, single flight and cache
+ * ({@link ExactCounter.makeCalls}).
+ *
+ * Segment-wise, like {@link AnthropicCounter}: a turn counts only its new
+ * messages (older ones carry stored counts). OpenAI frames every input item
+ * on its own, so counts of items add up; the exceptions are handled in
+ * `internal/OpenAIBody.ts`:
+ * - `instructions` and `tools` are read together (one developer message), so
+ *   they are counted as one prefix segment (cached: a warm session pays
+ *   nothing for it), and the tools alone split it into `toolsTokens` and
+ *   `systemTokens`;
+ * - the batch of new messages is counted after a `"."` user message, whose
+ *   cost (the `plain` baseline, once per model) is subtracted; the framing of
+ *   a request (`plain` minus one message) is reported with the system block;
+ * - unpaired tool calls/outputs and reasoning items make the turn's count
+ *   `approximate` (exact false).
+ *
+ * The endpoint counts a Responses request. A Chat Completions request has no
+ * count endpoint: its turns and bodies are counted locally (the token
+ * counter routes them; see `TokenCounter`).
+ */
+import { Effect, Redacted, type Scope } from "effect"
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai"
+import * as ExactCounter from "./ExactCounter.ts"
+import * as Body from "./internal/OpenAIBody.ts"
+
+/** The exact backend for OpenAI (the common port). */
+export type OpenAICounter = ExactCounter.ExactCounter
+
+/** Top-level keys `input_tokens` accepts; the rest of a Responses body (`max_output_tokens`, `store`, `prompt_cache_key`...) is dropped. */
+const COUNT_KEYS: ReadonlySet<string> = new Set([
+  "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "previous_response_id", "conversation", "reasoning", "text", "truncation",
+])
+
+const classify = (error: unknown): ExactCounter.CountFailed => {
+  const message = error instanceof Error ? error.message : String(error)
+  if (error instanceof APIConnectionTimeoutError) return new ExactCounter.CountFailed({ reason: "timeout", message })
+  if (error instanceof APIConnectionError) return new ExactCounter.CountFailed({ reason: "connection", message })
+  if (error instanceof APIError && typeof error.status === "number") {
+    return new ExactCounter.CountFailed({ reason: ExactCounter.reasonOfStatus(error.status), message, status: error.status })
+  }
+  return new ExactCounter.CountFailed({ reason: "unknown", message })
+}
+
+/** True for a Responses body (`input` / `instructions`), false for a Chat Completions one (`messages`). */
+export const isResponsesBody = (body: Readonly<Record<string, unknown>>): boolean => !("messages" in body) || "input" in body
+
+/** Builds the exact backend; its calls run in the current scope. */
+export const make = (options: ExactCounter.Options = {}): Effect.Effect<OpenAICounter, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const timeoutMs = options.timeoutMs ?? 2_000
+    const apiKey = Redacted.isRedacted(options.apiKey) ? Redacted.value(options.apiKey) : options.apiKey
+    const client = new OpenAI({
+      ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
+      // the SDK throws at construction without a key; a base URL alone (a gateway, the fake provider) needs none
+      apiKey: apiKey ?? process.env["OPENAI_API_KEY"] ?? "unset",
+      maxRetries: 0,
+      timeout: timeoutMs,
+    })
+    const calls = yield* ExactCounter.makeCalls(
+      {
+        name: "openai responses.input_tokens",
+        span: "openai.responses.input_tokens",
+        system: "openai",
+        request: (model, body, signal) =>
+          client.responses.inputTokens
+            .count({ ...body, model } as OpenAI.Responses.InputTokenCountParams, { signal, timeout: timeoutMs, maxRetries: 0 })
+            .then((r) => r.input_tokens),
+        classify,
+      },
+      options,
+    )
+    const plain = Body.envelopeBody("plain")
+
+    const segment = (model: string, body: Readonly<Record<string, unknown>>) => calls.segment(model, "plain", plain, body)
+
+    /** Framing of one request: plain − (twoDots − plain). */
+    const frame = (model: string) =>
+      Effect.all([calls.baseline(model, "plain", plain), calls.baseline(model, "twoDots", Body.envelopeBody("twoDots"))], {
+        concurrency: "unbounded",
+      }).pipe(Effect.map(([one, two]) => Math.max(0, one - (two - one))))
+
+    const countTurn = (input: ExactCounter.TurnInput) =>
+      Effect.gen(function* () {
+        const prefix = Body.prefixBody(input.model, input.system, input.tools)
+        const tools = input.tools.length > 0 ? Body.toolsBody(input.model, input.tools) : undefined
+        const batch = input.messages.length === 0 ? undefined : Body.batch(input.model, input.messages)
+        const [framing, prefixTokens, toolsTokens, batchTokens] = yield* Effect.all(
+          [
+            frame(input.model),
+            prefix === undefined ? Effect.succeed(0) : segment(input.model, prefix),
+            tools === undefined ? Effect.succeed(0) : segment(input.model, tools),
+            batch === undefined ? Effect.succeed(0) : segment(input.model, batch.body),
+          ],
+          { concurrency: "unbounded" },
+        )
+        return {
+          systemTokens: Math.max(0, prefixTokens - toolsTokens) + framing,
+          toolsTokens: Math.min(toolsTokens, prefixTokens),
+          messageTokens: ExactCounter.apportion(batchTokens, input.weights),
+          approximate: batch?.approximate ?? false,
+        }
+      })
+
+    const countBody = (model: string, body: Readonly<Record<string, unknown>>) =>
+      calls.cached(model, Object.fromEntries(Object.entries(body).filter(([k]) => COUNT_KEYS.has(k))))
+
+    const countText = (model: string, text: string) =>
+      text.trim() === "" ? Effect.succeed(0) : calls.segment(model, "emptyUser", Body.envelopeBody("emptyUser"), Body.textBody(text))
+
+    return { provider: "openai", backend: "openai_api", countTurn, countBody, countText, breaker: calls.breaker, stats: calls.stats }
+  })
