@@ -1,6 +1,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import { describe, expect, it } from "vitest"
 import type * as CachePlanner from "../src/CachePlanner.ts"
+import * as Models from "../src/Models.ts"
 import * as Pipeline from "../src/Pipeline.ts"
 import * as Reasoning from "../src/Reasoning.ts"
 import * as RenderAnthropic from "../src/RenderAnthropic.ts"
@@ -130,6 +131,27 @@ describe("the thinking stage", () => {
     expect(reasoning.map((i) => items[i]!["id"])).toEqual(["rs_20", "rs_21", "rs_29"])
     for (const i of reasoning) expect(["function_call", "message"]).toContain(items[i + 1]!["type"])
     expect(out.report.reasoning).toMatchObject({ sent: 3, dropped: 2 })
+  })
+
+  it("Gemini: older turns' thoughts and thought signatures are left out, the current loop's stay", () => {
+    const thought = (k: number): Conversation.OpaquePart => ({ type: "opaque", format: "gemini", block: { text: `plan ${k}`, thought: true, thoughtSignature: `ts${k}` } })
+    const signedCall = (id: string, k: number) => ({ ...call(id), signature: `cs${k}` }) as Conversation.ToolCallPart
+    const history: Array<Conversation.Message> = [
+      user("question 1"),
+      { role: "assistant", parts: [thought(1), signedCall("c1", 1)] },
+      results("c1"),
+      { role: "assistant", parts: [text("answer 1")] },
+      user("question 2"),
+      { role: "assistant", parts: [thought(2), signedCall("c2", 2)] },
+      results("c2"),
+    ]
+    const out = Pipeline.run(input(stored(history, 40), { format: "gemini", model: Models.resolve({ provider: "google", name: "gemini-2.5-flash" }) }))
+    const body = JSON.stringify(out.request)
+    expect(body).not.toContain("plan 1")
+    expect(body).not.toContain("cs1")
+    expect(body).toContain("plan 2")
+    expect(body).toContain("cs2")
+    expect(out.report.reasoning).toMatchObject({ sent: 1, dropped: 1 })
   })
 
   it("a history without reasoning reports none and changes nothing", () => {
