@@ -74,8 +74,8 @@ export const isReasoning = (part: Conversation.Part): boolean => {
 }
 
 /** A part that carries a Gemini thought signature (`signature`, a field of text and tool call parts). */
-const signed = (part: Conversation.Part): boolean =>
-  (part.type === "text" || part.type === "tool_call") && "signature" in part && (part as { signature?: unknown }).signature !== undefined
+const signed = (part: Conversation.Part): part is Conversation.TextPart | Conversation.ToolCallPart =>
+  (part.type === "text" || part.type === "tool_call") && part.signature !== undefined
 
 /** True when an assistant message carries reasoning (parts, or thought signatures on its parts). */
 export const hasReasoning = (message: Conversation.Message): boolean =>
@@ -87,8 +87,8 @@ export const withoutReasoning = (message: Conversation.Message): Conversation.Me
   parts: message.parts.flatMap((p): Array<Conversation.Part> => {
     if (isReasoning(p)) return []
     if (!signed(p)) return [p]
-    const { signature: _drop, ...rest } = p as Conversation.Part & { signature?: unknown }
-    return [rest as Conversation.Part]
+    const { signature: _drop, ...rest } = p
+    return [rest]
   }),
 })
 

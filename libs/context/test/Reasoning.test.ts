@@ -58,8 +58,8 @@ describe("Reasoning.isReasoning", () => {
 
 describe("Reasoning.withoutReasoning", () => {
   it("drops reasoning parts and removes thought signatures (Gemini's `signature` on text and calls), keeping the rest", () => {
-    const signedText = { type: "text", text: "checking", signature: "sigT" } as Conversation.TextPart
-    const signedCall = { ...call("c1"), signature: "sigC" } as Conversation.ToolCallPart
+    const signedText: Conversation.TextPart = { type: "text", text: "checking", signature: "sigT" }
+    const signedCall: Conversation.ToolCallPart = { ...call("c1"), signature: "sigC" }
     const message: Conversation.Message = { role: "assistant", parts: [thinking(1), signedText, signedCall] }
     expect(Reasoning.hasReasoning(message)).toBe(true)
     expect(Reasoning.hasReasoning({ role: "assistant", parts: [signedText] })).toBe(true)
@@ -135,7 +135,7 @@ describe("the thinking stage", () => {
 
   it("Gemini: older turns' thoughts and thought signatures are left out, the current loop's stay", () => {
     const thought = (k: number): Conversation.OpaquePart => ({ type: "opaque", format: "gemini", block: { text: `plan ${k}`, thought: true, thoughtSignature: `ts${k}` } })
-    const signedCall = (id: string, k: number) => ({ ...call(id), signature: `cs${k}` }) as Conversation.ToolCallPart
+    const signedCall = (id: string, k: number): Conversation.ToolCallPart => ({ ...call(id), signature: `cs${k}` })
     const history: Array<Conversation.Message> = [
       user("question 1"),
       { role: "assistant", parts: [thought(1), signedCall("c1", 1)] },
