@@ -29,6 +29,8 @@ export interface SentRef {
   readonly index: number
   readonly masked: boolean
   readonly tokens: number
+  /** Its reasoning was left out (the `thinking` stage; absent: false). A change of it breaks the prefix like a mask. */
+  readonly thinned?: boolean | undefined
 }
 
 /** What a prompt looks like to the planner (the previous turn's is kept as `Applied`). */
@@ -48,6 +50,12 @@ export interface Shape {
   readonly ttlSeconds?: number | undefined
   /** The tool schema compression it was sent with (absent: the configured one). */
   readonly compression?: string | undefined
+  /**
+   * The `thinking` stage's frontier (reasoning of messages before this view
+   * index left out) and the rent paid so far for holding a due drop (see
+   * `Reasoning`; absent: no reasoning).
+   */
+  readonly thinking?: { readonly from: number; readonly rent: number } | undefined
 }
 
 /** A candidate prompt of this turn. */
@@ -149,7 +157,8 @@ export const prefixOf = (
     if (now.index !== then.index) {
       return { tokens, reason: now.index > then.index && c.windowStart > previous.windowStart ? "window" : "budget" }
     }
-    if (now.masked !== then.masked) return { tokens, reason: "mask" }
+    // reasoning left out is an edit of the same kind as a mask: part of an old message replaced by less
+    if (now.masked !== then.masked || (now.thinned === true) !== (then.thinned === true)) return { tokens, reason: "mask" }
     tokens += now.tokens
   }
   return { tokens, reason: c.sent.length >= previous.sent.length ? "append" : "budget" }
@@ -195,7 +204,7 @@ const nowCost = (plan: Plan, c: Candidate): number => nowOf(plan, c, costOf(plan
  * saves `saving` a turn: free, or earned by its `rent` and paid back within
  * the turns the session is expected to go on for.
  */
-const pays = (plan: Plan, premium: number, saving: number, rent: number): boolean =>
+export const pays = (plan: Plan, premium: number, saving: number, rent: number): boolean =>
   premium <= 0 || (saving > 0 && premium <= rent && premium <= plan.expectedTurns * saving)
 
 /**

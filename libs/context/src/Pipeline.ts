@@ -8,8 +8,10 @@
  * 3. `mask`      — observation masking of consumed tool results, `Masking`;
  * 4. `budget`    — the budget cut (protected fresh tail, newest-first fill), `Budget`;
  * 5. `prune`     — orphaned tool calls/results removed, `Units`;
- * 6. `render`    — the body in the request's format, laid out by `CacheLayout`;
- * 7. `proactive` — above a threshold, stages 2–6 re-run one rung stronger at a time, `Proactive`
+ * 6. `thinking`  — reasoning of thinking turns older than the last `keepThinkingTurns` left out, `Reasoning`
+ *    (under the cache planner held while the cache is warm until the drop pays);
+ * 7. `render`    — the body in the request's format, laid out by `CacheLayout`;
+ * 8. `proactive` — above a threshold, stages 2–7 re-run one rung stronger at a time, `Proactive`
  *    (under the cache planner a rung climbed is an optional edit like the others, see `run`).
  *
  * Each stage returns its own part of the report, and the report lists per
@@ -29,6 +31,7 @@ import {
   pruneStage,
   renderStage,
   sumOf,
+  thinkingStage,
   tokenOfUnder,
   type Hold,
   type Input,
@@ -39,12 +42,13 @@ import {
 } from "./internal/stages.ts"
 import * as Masking from "./Masking.ts"
 import * as Proactive from "./Proactive.ts"
+import * as Reasoning from "./Reasoning.ts"
 import type * as Window from "./Window.ts"
 
 export type { CounterInfo, Input, Options, StageReport, StoredMessage } from "./internal/stages.ts"
 
 /** The stage names, in the order they run. */
-export const STAGES = ["window", "compress", "mask", "budget", "prune", "render", "proactive"] as const
+export const STAGES = ["window", "compress", "mask", "budget", "prune", "thinking", "render", "proactive"] as const
 
 /**
  * The turn options the pipeline applies by default — the one place their
@@ -53,8 +57,8 @@ export const STAGES = ["window", "compress", "mask", "budget", "prune", "render"
  * 16, `toolCompression` `truncate` (descriptions below the tool level go;
  * types, enums and `required` stay: the GitHub catalog's default context then
  * costs 17 % of all its tools, against 30 % with `minify`), `maskKeep` 3,
- * `maskBatchTokens` 2,000, `proactiveThreshold` 0.85. `budgetTokens` has no
- * default: the model's effective window.
+ * `maskBatchTokens` 2,000, `proactiveThreshold` 0.85, `keepThinkingTurns` 1.
+ * `budgetTokens` has no default: the model's effective window.
  */
 export const defaults = {
   windowMessages: 40,
@@ -64,6 +68,7 @@ export const defaults = {
   maskKeep: Masking.defaults.keep,
   maskBatchTokens: Masking.defaults.batchTokens,
   proactiveThreshold: Proactive.DEFAULT_THRESHOLD,
+  keepThinkingTurns: Reasoning.defaults.keepTurns,
 } as const satisfies Turn.Options
 
 /**
@@ -80,6 +85,7 @@ export const resolveOptions = (o: Turn.Options | undefined): Options => ({
   ...(o?.maskKeep === undefined ? {} : { maskKeep: o.maskKeep }),
   ...(o?.maskBatchTokens === undefined ? {} : { maskBatchTokens: o.maskBatchTokens }),
   ...(o?.proactiveThreshold === undefined ? {} : { proactiveThreshold: o.proactiveThreshold }),
+  ...(o?.keepThinkingTurns === undefined ? {} : { keepThinkingTurns: o.keepThinkingTurns }),
 })
 
 export interface Output {
@@ -125,11 +131,13 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
     tokenOf: plan === undefined ? undefined : tokenOf,
   })
   const pruned = pruneStage(input, allocation, plan, tokenOf)
+  const thought = thinkingStage(input, w.window.start, pruned.view.messages, pruned.messages, tokenOf)
+  const prunedTokens = pruned.historyTokens - thought.tokensSaved
   // the cache frontier: messages before the mask boundary (the previous turn's, if it advanced now) stay as they are
   const frontier = plan === undefined ? undefined : Math.min(plan.boundary, input.cachePlan?.previous?.maskBoundary ?? plan.boundary)
   const stable = frontier === undefined ? undefined : pruned.view.messages.filter((v) => v.index < frontier).length
-  const rendered = renderStage(input, compressed.tools, pruned.messages, input.cachePlan === undefined ? undefined : stable)
-  const historyTokens = pruned.historyTokens + (input.trailer?.tokens ?? 0)
+  const rendered = renderStage(input, compressed.tools, thought.messages, input.cachePlan === undefined ? undefined : stable)
+  const historyTokens = prunedTokens + (input.trailer?.tokens ?? 0)
   const total = fixed + historyTokens
 
   const windowOut = w.report.tokensOut
@@ -139,7 +147,8 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
     { stage: "mask", tokensIn: windowOut - fixedIn + fixed, tokensOut: demand },
     { stage: "budget", tokensIn: demand, tokensOut: fixed + allocation.keptTokens },
     { stage: "prune", tokensIn: fixed + allocation.keptTokens, tokensOut: fixed + pruned.historyTokens },
-    { stage: "render", tokensIn: fixed + pruned.historyTokens, tokensOut: total },
+    { stage: "thinking", tokensIn: fixed + pruned.historyTokens, tokensOut: fixed + prunedTokens },
+    { stage: "render", tokensIn: fixed + prunedTokens, tokensOut: total },
   ]
   const seqAt = (i: number | undefined): number | null => (i === undefined ? null : history[i]!.seq)
   const boundary = plan?.boundary ?? 0
@@ -187,6 +196,7 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
             saved: input.toolsTokens - compressed.tokens,
           },
         }),
+    ...(thought.report === undefined ? {} : { reasoning: thought.report }),
     ...(plan === undefined
       ? {}
       : {
@@ -199,13 +209,18 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
   const shape: CachePlanner.Candidate = {
     windowStart: w.window.start,
     maskBoundary: plan?.boundary,
-    sent: pruned.view.messages.map((v) => ({ index: v.index, masked: plan?.replaced.has(v.index) === true, tokens: tokenOf(v.index) })),
+    sent: pruned.view.messages.map((v) => {
+      const saved = thought.saved.get(v.index)
+      const ref = { index: v.index, masked: plan?.replaced.has(v.index) === true, tokens: tokenOf(v.index) - (saved ?? 0) }
+      return saved === undefined ? ref : { ...ref, thinned: true }
+    }),
     systemKey: systemKeyOf(input.system),
     toolsKey: digest([level.toolCompression, ...compressed.tools.map((t) => t.name)], compressed.tokens),
     systemTokens: input.systemTokens,
     toolsTokens: compressed.tokens,
     total,
     overBudget: allocation.overBudget,
+    ...(thought.state === undefined ? {} : { thinking: thought.state }),
   }
   return { output: { request: rendered.request, report, landmarks: w.marks, maskGrid: w.grid, shape }, demand }
 }

@@ -19,6 +19,15 @@
  *   blocks are dropped); opaque parts of the other formats become text notes
  *   (Responses reasoning and Gemini thoughts are dropped; Gemini
  *   `thoughtSignature`s are not sent).
+ * - Thinking (`thinking`, `redacted_thinking`: {@link Reasoning}) stays in
+ *   its assistant message, unmodified and in order; in a user message it is
+ *   dropped (the API accepts it only from the assistant), and so are thinking
+ *   blocks left with nothing after them in their message (their tool call
+ *   removed as an orphan: thinking leads to output). When a run of
+ *   assistant messages merges and a later one starts with thinking while the
+ *   merged message does not, that thinking goes first (with `thinking`
+ *   enabled the API wants a tool-use continuation's final assistant message
+ *   to start with a thinking block).
  * - Tool use ids are unique in the body: a reused id (allowed once the
  *   earlier call was answered) gets a suffix `_2`, `_3`, ... in its call and
  *   its results.
@@ -31,6 +40,7 @@ import * as CacheLayout from "./CacheLayout.ts"
 import * as Foreign from "./internal/Foreign.ts"
 import * as ProviderCompaction from "./ProviderCompaction.ts"
 import type * as Models from "./Models.ts"
+import * as Reasoning from "./Reasoning.ts"
 
 /** What to render. */
 export interface RenderInput {
@@ -123,11 +133,12 @@ export const resultBlock = (part: Conversation.ToolResultPart, ids: ReadonlyMap<
 }
 
 /**
- * Appends the blocks of one part; results go to `results`, the rest to
- * `others`. `ids` renames the call ids of the current unit.
+ * Appends the blocks of one part of a `role` message; results go to
+ * `results`, the rest to `others`. `ids` renames the call ids of the current unit.
  */
 const addPart = (
   part: Conversation.Part,
+  role: Conversation.Message["role"],
   ids: ReadonlyMap<string, string>,
   results: Array<Block>,
   others: Array<Block>,
@@ -152,6 +163,7 @@ const addPart = (
       return
     case "opaque": {
       if (part.format === "anthropic") {
+        if (Reasoning.isReasoning(part) && role !== "assistant") return
         if (!MISPLACED.has(Foreign.blockType(part))) others.push(Foreign.copyBlock(part))
         return
       }
@@ -160,6 +172,24 @@ const addPart = (
       return
     }
   }
+}
+
+const isThinking = (block: Block | undefined): boolean =>
+  block !== undefined && (block["type"] === "thinking" || block["type"] === "redacted_thinking")
+
+/**
+ * Appends one assistant message's blocks to its (merged) message: thinking
+ * with nothing after it in its message is dropped, and a leading run of
+ * thinking goes first when the merged message does not start with thinking.
+ */
+const placeThinking = (merged: Array<Block>, blocks: Array<Block>): void => {
+  while (isThinking(blocks.at(-1))) blocks.pop()
+  let lead = 0
+  while (lead < blocks.length && isThinking(blocks[lead])) lead++
+  if (lead > 0 && merged.length > 0 && !isThinking(merged[0])) {
+    merged.unshift(...blocks.slice(0, lead))
+    merged.push(...blocks.slice(lead))
+  } else merged.push(...blocks)
 }
 
 interface Draft {
@@ -204,7 +234,10 @@ export const render = (input: RenderInput): Rendered => {
       drafts.push(draft)
     }
     const before = draft.results.length + draft.others.length
-    for (const p of message.parts) addPart(p, ids, draft.results, draft.others)
+    const others: Array<Block> = []
+    for (const p of message.parts) addPart(p, message.role, ids, draft.results, others)
+    if (role === "assistant") placeThinking(draft.others, others)
+    else draft.others.push(...others)
     if (k === (input.stable ?? 0) - 1 && draft.results.length + draft.others.length > before) {
       const added = message.role === "tool" ? draft.results.at(-1) : draft.others.at(-1)
       frontier = added !== undefined && CACHEABLE.has(String(added["type"])) ? added : undefined

@@ -20,7 +20,10 @@
  *   `custom_tool_call` (its result then a `custom_tool_call_output`), a
  *   `compaction` part its `compaction` item verbatim. Anthropic thinking (and an Anthropic compaction) is dropped,
  *   and so are reasoning items left with nothing after them in their turn (the
- *   API refuses a reasoning item without its following item).
+ *   API refuses a reasoning item without its following item) and reasoning
+ *   items without `encrypted_content` (under `store: false` the API looks
+ *   their `id` up and answers 404 "Item with id 'rs_…' not found. Items are
+ *   not persisted when `store` is set to false").
  * - Every tool result becomes a `function_call_output`: `output` a string
  *   (one text part or none), else `input_text` / `input_image` parts; an
  *   error result is prefixed with `[error] `.
@@ -36,6 +39,7 @@ import * as CacheLayout from "./CacheLayout.ts"
 import * as CostModel from "./CostModel.ts"
 import * as Foreign from "./internal/Foreign.ts"
 import * as ProviderCompaction from "./ProviderCompaction.ts"
+import * as Reasoning from "./Reasoning.ts"
 import type * as RenderOpenAI from "./RenderOpenAI.ts"
 
 export interface RenderInput extends RenderOpenAI.RenderInput {
@@ -68,7 +72,8 @@ const message = (role: string, parts: ReadonlyArray<Json>, textType: string): Js
   content: content(parts, textType),
 })
 
-const isReasoning = (p: Conversation.OpaquePart): boolean => p.format === "openai-responses" && Foreign.blockType(p) === "reasoning"
+/** A Responses reasoning item (other formats' reasoning goes as {@link Foreign.note} says: dropped). */
+const isReasoning = (p: Conversation.OpaquePart): boolean => p.format === "openai-responses" && Reasoning.isReasoning(p)
 
 const HOSTED_CALLS: ReadonlySet<string> = new Set(OpenAIResponses.HOSTED_CALL_TYPES)
 
@@ -82,8 +87,10 @@ const userItem = (m: Conversation.Message): Json => {
     if (p.type === "text") parts.push({ type: "input_text", text: p.text })
     else if (p.type === "image") parts.push(inputImage(p))
     else if (p.type === "opaque") {
-      if (p.format === "openai-responses") parts.push(Foreign.copyBlock(p))
-      else {
+      // reasoning goes only with the assistant output it led to
+      if (p.format === "openai-responses") {
+        if (!isReasoning(p)) parts.push(Foreign.copyBlock(p))
+      } else {
         const note = Foreign.note(p)
         if (note !== undefined) parts.push({ type: "input_text", text: note })
       }
@@ -121,6 +128,8 @@ const assistantItems = (m: Conversation.Message, out: Array<Json>, custom: Set<s
         } else out.push({ type: "function_call", call_id: p.id, name: p.name, arguments: p.arguments ?? JSON.stringify(p.input ?? {}) })
         break
       case "opaque": {
+        // under store: false the API can only use a reasoning item by its encrypted_content (without it: 404 on its id)
+        if (isReasoning(p) && (!Foreign.isRecord(p.block) || typeof p.block["encrypted_content"] !== "string")) break
         if (isItem(p) || ProviderCompaction.isCompaction(p, "openai-responses")) {
           flush()
           out.push(Foreign.copyBlock(p))

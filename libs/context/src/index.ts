@@ -1,7 +1,7 @@
 /**
  * @ctxd/context: the pure core of the context pipeline (no I/O).
  * Normalize → Pipeline (Window → SchemaCompression → Masking → Budget →
- * Units → RenderAnthropic / RenderOpenAI laid out by CacheLayout →
+ * Units → Reasoning → RenderAnthropic / RenderOpenAI laid out by CacheLayout →
  * Proactive); around a turn: Toolsets, Knowledge, Recall, Waste, Models; the cache
  * economics: CostModel (prices; PriceFile: configured ones, validated),
  * CacheSim (provider cache billing), CachePlanner (when an edit pays) and
@@ -21,6 +21,7 @@ export * as Pipeline from "./Pipeline.ts"
 export * as PriceFile from "./PriceFile.ts"
 export * as ProviderCompaction from "./ProviderCompaction.ts"
 export * as Proactive from "./Proactive.ts"
+export * as Reasoning from "./Reasoning.ts"
 export * as Recall from "./Recall.ts"
 export * as RenderAnthropic from "./RenderAnthropic.ts"
 export * as RenderOpenAI from "./RenderOpenAI.ts"

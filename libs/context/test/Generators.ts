@@ -23,11 +23,26 @@ const image: Conversation.ImagePart = { type: "image", source: { kind: "base64",
 /** True four times out of five: most calls get their result. */
 const mostly = fc.oneof({ weight: 4, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) })
 
+/** Reasoning an assistant message starts with: none, Anthropic thinking (signed or redacted), a Responses reasoning item. */
+type Thought = "none" | "thinking" | "redacted" | "reasoning"
+const thought: fc.Arbitrary<Thought> = fc.constantFrom("none", "none", "thinking", "redacted", "reasoning")
+
+let thoughts = 0
+/** A reasoning part of kind `t` (signatures and ids unique per process, so a test can follow each). */
+export const reasoningPart = (t: Exclude<Thought, "none">): Conversation.OpaquePart => {
+  const k = thoughts++
+  if (t === "thinking") return { type: "opaque", format: "anthropic", block: { type: "thinking", thinking: `thought ${k}`, signature: `sig${k}` } }
+  if (t === "redacted") return { type: "opaque", format: "anthropic", block: { type: "redacted_thinking", data: `sig${k}` } }
+  return { type: "opaque", format: "openai-responses", block: { type: "reasoning", id: `sig${k}`, summary: [], encrypted_content: `enc${k}` } }
+}
+const reasoningOf = (t: Thought): Array<Conversation.Part> => (t === "none" ? [] : [reasoningPart(t)])
+
 type Step =
   | { readonly kind: "user"; readonly text: string; readonly image: boolean }
-  | { readonly kind: "assistant"; readonly text: string }
+  | { readonly kind: "assistant"; readonly text: string; readonly thought: Thought }
   | {
       readonly kind: "calls"
+      readonly thought: Thought
       readonly text: string
       readonly answers: ReadonlyArray<{ readonly answered: boolean; readonly error: boolean; readonly text: string }>
       readonly split: boolean
@@ -40,11 +55,12 @@ type Step =
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("user" as const), text: content, image: fc.boolean() }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("assistant" as const), text: content }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("assistant" as const), text: content, thought }) },
   {
     weight: 5,
     arbitrary: fc.record({
       kind: fc.constant("calls" as const),
+      thought,
       text: content,
       answers: fc.array(
         fc.record({ answered: mostly, error: fc.boolean(), text: content }),
@@ -59,8 +75,12 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("stray" as const) }) },
 )
 
-/** Turns steps into neutral messages (ids unique per history). */
-export const build = (steps: ReadonlyArray<Step>, greet = false): Array<Conversation.Message> => {
+/**
+ * Turns steps into neutral messages (ids unique per history). With
+ * `thinking`, every message with tool calls starts with an Anthropic thinking
+ * block (as a model with extended thinking on writes them).
+ */
+export const build = (steps: ReadonlyArray<Step>, greet = false, thinking = false): Array<Conversation.Message> => {
   // An optional assistant greeting first: the history then starts with an assistant message.
   const out: Array<Conversation.Message> = greet ? [{ role: "assistant", parts: [{ type: "text", text: "Hello!" }] }] : []
   let id = 0
@@ -74,7 +94,7 @@ export const build = (steps: ReadonlyArray<Step>, greet = false): Array<Conversa
         })
         break
       case "assistant":
-        out.push({ role: "assistant", parts: [{ type: "text", text: s.text }] })
+        out.push({ role: "assistant", parts: [...reasoningOf(s.thought), { type: "text", text: s.text }] })
         break
       case "system":
         out.push({ role: "system", parts: [{ type: "text", text: s.text }] })
@@ -88,7 +108,9 @@ export const build = (steps: ReadonlyArray<Step>, greet = false): Array<Conversa
         out.push({
           role: "assistant",
           parts: [
-            { type: "text", text: s.text },
+            ...(thinking && (s.thought === "none" || s.thought === "reasoning") ? reasoningOf("thinking") : reasoningOf(s.thought)),
+            // after a thought, an empty text is left out: the thought then leads straight to the call
+            ...(s.thought !== "none" && s.text === "" ? [] : [{ type: "text" as const, text: s.text }]),
             ...ids.map((callId, i): Conversation.ToolCallPart => ({ type: "tool_call", id: callId, name: `t${i}`, input: { i } })),
           ],
         })
@@ -115,8 +137,8 @@ export const build = (steps: ReadonlyArray<Step>, greet = false): Array<Conversa
 }
 
 export const history: fc.Arbitrary<Array<Conversation.Message>> = fc
-  .tuple(fc.boolean(), fc.array(step, { maxLength: 90, size: "max" }))
-  .map(([greet, steps]) => build(steps, greet))
+  .tuple(fc.boolean(), fc.array(step, { maxLength: 90, size: "max" }), fc.boolean())
+  .map(([greet, steps, thinking]) => build(steps, greet, thinking))
 
 const section: fc.Arbitrary<Conversation.SystemSection> = fc.record({
   id: fc.string({ minLength: 1, maxLength: 4 }),
@@ -147,6 +169,7 @@ export const assembleInput: fc.Arbitrary<Pipeline.Input> = fc
     freshTailMessages: fc.integer({ min: 0, max: 24 }),
     budgetTokens: fc.option(fc.integer({ min: 1, max: 40_000 }), { nil: undefined }),
     contextWindow: fc.integer({ min: 1_024, max: 60_000 }),
+    keepThinkingTurns: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
   })
   .map((r) => ({
     tenant: "t",
@@ -167,6 +190,7 @@ export const assembleInput: fc.Arbitrary<Pipeline.Input> = fc
       windowStep: r.windowStep,
       freshTailMessages: r.freshTailMessages,
       ...(r.budgetTokens === undefined ? {} : { budgetTokens: r.budgetTokens }),
+      ...(r.keepThinkingTurns === undefined ? {} : { keepThinkingTurns: r.keepThinkingTurns }),
     }),
     counter: { backend: "test", encoding: "o200k_base", exact: false, calibration: 1 },
   }))

@@ -266,7 +266,7 @@ describe("the newest exchange is always sent (properties, both formats)", () => 
         const expected = whole.flatMap((v) =>
           v.message.parts.flatMap((p) => {
             const k = history[v.index]!.message.parts.indexOf(p)
-            return p.type === "image" ? [] : [tag(v.index, k)]
+            return p.type === "image" || p.type === "opaque" ? [] : [tag(v.index, k)] // opaque (reasoning) parts carry no tag: see Properties
           }),
         )
         const requests = history.flatMap((m, i) => (Window.isAnchor(m.message) ? [i] : []))

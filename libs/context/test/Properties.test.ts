@@ -1,3 +1,4 @@
+import { FakeProvider } from "@ctxd/testing"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import * as Pipeline from "../src/Pipeline.ts"
@@ -141,6 +142,104 @@ describe("assemble (cuts never split a unit)", () => {
         const { report } = Pipeline.run(input)
         expect(report.orphans.calls).toBeLessThanOrEqual(inherent.calls)
         expect(report.orphans.results).toBeLessThanOrEqual(inherent.results)
+      }),
+      { numRuns: RUNS },
+    )
+  })
+})
+
+describe("reasoning (properties over random histories with thinking blocks and reasoning items)", () => {
+  const THOUGHT = new Set(["thinking", "redacted_thinking", "reasoning"])
+  const idOf = (b: Json): string => String(b["signature"] ?? b["data"] ?? b["id"])
+  const formatOf = (type: string): "anthropic" | "openai-responses" => (type === "reasoning" ? "openai-responses" : "anthropic")
+  const blocksOf = (m: Json): Array<Json> => (Array.isArray(m["content"]) ? (m["content"] as Array<Json>) : [])
+
+  /** Ids of the `format` reasoning of the last `keep` thinking turns of the whole history (turns split at user messages). */
+  const lastTurns = (input: Pipeline.Input, format: "anthropic" | "openai-responses"): Set<string> => {
+    const turns: Array<Array<Json>> = [[]]
+    for (const { message } of input.history) {
+      if (message.role === "user") turns.push([])
+      if (message.role !== "assistant") continue
+      for (const p of message.parts) {
+        if (p.type === "opaque" && THOUGHT.has(String((p.block as Json)["type"]))) turns.at(-1)!.push(p.block as Json)
+      }
+    }
+    const thinking = turns.filter((t) => t.length > 0)
+    const keep = input.options.keepThinkingTurns ?? 1
+    return new Set(thinking.slice(-keep).flat().filter((b) => formatOf(String(b["type"])) === format).map(idOf))
+  }
+
+  it("sends reasoning only in assistant position, never dangling, and only from the last N thinking turns", () => {
+    fc.assert(
+      fc.property(assembleInput, (input) => {
+        const { anthropic, responses } = both(input)
+        const keptA = lastTurns(input, "anthropic")
+        // the calls each thought led to in the history (those after its run of reasoning, up to the next)
+        const ledTo = new Map<string, Array<string>>()
+        for (const { message } of input.history) {
+          let run: Array<string> = []
+          let output = false
+          for (const p of message.parts) {
+            if (p.type === "opaque" && THOUGHT.has(String((p.block as Json)["type"]))) {
+              if (output) run = []
+              output = false
+              run.push(idOf(p.block as Json))
+              ledTo.set(idOf(p.block as Json), [])
+            } else {
+              output = true
+              if (p.type === "tool_call") for (const id of run) ledTo.get(id)!.push(p.id)
+            }
+          }
+        }
+        // reused call ids are ambiguous: only calls made once are followed
+        const callCount = new Map<string, number>()
+        for (const { message } of input.history) for (const p of message.parts) if (p.type === "tool_call") callCount.set(p.id, (callCount.get(p.id) ?? 0) + 1)
+        const sentCalls = (anthropic.request["messages"] as Array<Json>).flatMap((m) =>
+          blocksOf(m).flatMap((x) => (x["type"] === "tool_use" ? [String(x["id"])] : [])),
+        )
+        for (const m of anthropic.request["messages"] as Array<Json>) {
+          const bs = blocksOf(m)
+          bs.forEach((b, k) => {
+            if (!THOUGHT.has(String(b["type"]))) return
+            expect(m["role"]).toBe("assistant")
+            expect(k).toBeLessThan(bs.length - 1)
+            expect(keptA.has(idOf(b))).toBe(true)
+            // still before a call it led to, when one of them is sent (ids renamed `_2`, ... when reused)
+            const calls = (ledTo.get(idOf(b)) ?? []).filter((c) => callCount.get(c) === 1 && sentCalls.some((id) => id === c || id.startsWith(`${c}_`)))
+            if (calls.length === 0) return
+            const later = bs.slice(k + 1).filter((x) => x["type"] === "tool_use").map((x) => String(x["id"]))
+            expect(later.some((id) => calls.some((c) => id === c || id.startsWith(`${c}_`)))).toBe(true)
+          })
+        }
+        const keptR = lastTurns(input, "openai-responses")
+        const items = responses.request["input"] as Array<Json>
+        items.forEach((item, i) => {
+          if (item["type"] !== "reasoning") return
+          let j = i + 1
+          while (items[j]?.["type"] === "reasoning") j++
+          const next = items[j]
+          expect(next?.["type"] === "function_call" || next?.["type"] === "custom_tool_call" || (next?.["type"] === "message" && next["role"] === "assistant")).toBe(true)
+          expect(keptR.has(idOf(item))).toBe(true)
+        })
+        expect(FakeProvider.validateRequest("openai-responses", responses.request)).toBeUndefined()
+      }),
+      { numRuns: RUNS },
+    )
+  })
+
+  it("keeps the last thinking turn's reasoning: with thinking on, every Anthropic body passes the API's thinking rules", () => {
+    fc.assert(
+      fc.property(assembleInput, (input) => {
+        const body = Pipeline.run({ ...input, format: "anthropic" }).request
+        // the history was written with thinking on when every call of it comes after a thinking block
+        const on = input.history.every(
+          ({ message: m }) =>
+            m.role !== "assistant" || !m.parts.some((p) => p.type === "tool_call") || (m.parts[0]?.type === "opaque" && m.parts[0].format === "anthropic" && THOUGHT.has(String((m.parts[0].block as Json)["type"]))),
+        )
+        fc.pre(on)
+        const tools = Array.isArray(body["tools"]) && (body["tools"] as Array<unknown>).length > 0 ? {} : { tools: [{ name: "t", input_schema: { type: "object" } }] }
+        const problem = FakeProvider.validateRequest("anthropic", { ...body, ...tools, thinking: { type: "enabled", budget_tokens: 1024 }, max_tokens: 4096 })
+        expect(problem).toBeUndefined()
       }),
       { numRuns: RUNS },
     )

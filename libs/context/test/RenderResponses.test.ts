@@ -41,7 +41,7 @@ const exchange = (n: number) =>
     .record({
       user: fc.oneof(word, fc.tuple(word, fc.constantFrom("low", "high", "auto"))),
       pinned: fc.option(fc.tuple(fc.constantFrom("system", "developer"), word), { nil: undefined }),
-      reasoning: fc.option(fc.tuple(word, fc.option(fc.base64String({ minLength: 4, maxLength: 40 }), { nil: undefined })), { nil: undefined }),
+      reasoning: fc.option(fc.tuple(word, fc.base64String({ minLength: 4, maxLength: 40 })), { nil: undefined }),
       hosted: fc.option(fc.tuple(fc.constantFrom("web_search_call", "mcp_call"), word), { nil: undefined }),
       text: fc.option(word, { nil: undefined }),
       calls: fc.array(fc.tuple(fc.constantFrom("lookup", "book_flight", "get_user", "apply_patch"), word, word), { maxLength: 3 }),
@@ -62,8 +62,8 @@ const exchange = (n: number) =>
             },
       )
       if (e.reasoning !== undefined) {
-        const r: Json = { type: "reasoning", id: `rs_${n}`, summary: [{ type: "summary_text", text: e.reasoning[0] }] }
-        if (e.reasoning[1] !== undefined) r["encrypted_content"] = e.reasoning[1]
+        // store: false bodies carry reasoning by its encrypted_content (see the test below for one without)
+        const r: Json = { type: "reasoning", id: `rs_${n}`, summary: [{ type: "summary_text", text: e.reasoning[0] }], encrypted_content: e.reasoning[1] }
         items.push(r)
       }
       if (e.hosted !== undefined) {
@@ -192,6 +192,13 @@ describe("Responses input → neutral → render", () => {
     const outputs = items.filter((x) => x["type"] === "function_call_output").map((x) => String(x["output"]))
     expect(outputs.some((o) => o.startsWith("[lookup:"))).toBe(true)
     expect(outputs.at(-1)).toContain("result 7")
+  })
+
+  it("drops a reasoning item without encrypted_content (under store: false the API would look its id up: 404)", () => {
+    const bare: Conversation.Part = { type: "opaque", format: "openai-responses", block: { type: "reasoning", id: "rs_1", summary: [] } }
+    const history: Array<Conversation.Message> = [user("go"), { role: "assistant", parts: [bare, ...calls("c1").parts] }, { role: "tool", parts: [{ type: "tool_result", callId: "c1", content: [], isError: false }] }]
+    const { body } = render(history)
+    expect((body["input"] as Array<Json>).map((i) => i["type"])).toEqual(["message", "function_call", "function_call_output"])
   })
 
   it("drops a reasoning item whose call was removed as an orphan (the API wants its following item)", () => {

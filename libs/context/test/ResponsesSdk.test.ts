@@ -102,6 +102,9 @@ describe("openai-responses bodies through the official SDK", () => {
       ["a call followed by a message before its output", { model: "gpt-4o", input: [user, call, user] }, "c1"],
       ["a bad role", { model: "gpt-4o", input: [{ type: "message", role: "tool", content: "x" }] }, "role"],
       ["a malformed reasoning item", { model: "gpt-4o", input: [user, { type: "reasoning", summary: "x" }, call, { type: "function_call_output", call_id: "c1", output: "y" }] }, "summary"],
+      ["a reasoning item without its following item", { model: "gpt-4o", input: [user, { type: "reasoning", id: "rs_9", summary: [] }, user] },
+        "Item 'rs_9' of type 'reasoning' was provided without its required following item."],
+      ["a trailing reasoning item", { model: "gpt-4o", input: [user, { type: "reasoning", id: "rs_8", summary: [] }] }, "rs_8"],
       ["a hosted tool's call item without its id", { model: "gpt-4o", input: [user, { type: "web_search_call", status: "completed" }] }, "input[1].id"],
       ["a function tool in Chat Completions shape", { model: "gpt-4o", input: [user], tools: [{ type: "function", function: { name: "f" } }] }, "tools[0]"],
     ]
@@ -117,6 +120,16 @@ describe("openai-responses bodies through the official SDK", () => {
       tools: [{ type: "custom", name: "apply_patch", description: "patch files" }],
     } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)
     expect(custom.status).toBe("completed")
+    // under store: false, a reasoning item without encrypted_content is looked up by id: 404
+    const unstored = await client.responses
+      .create({
+        model: "gpt-4o",
+        store: false,
+        input: [user, { type: "reasoning", id: "rs_7", summary: [] }, call, { type: "function_call_output", call_id: "c1", output: "y" }],
+      } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)
+      .catch((e: unknown) => e)
+    expect(unstored).toBeInstanceOf(OpenAI.NotFoundError)
+    expect((unstored as Error).message).toContain("Item with id 'rs_7' not found. Items are not persisted when `store` is set to false.")
     // hosted tools' call items between reasoning and the answer: kept by ctxd, in place, and accepted
     const hosted = [
       user,

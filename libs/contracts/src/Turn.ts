@@ -82,6 +82,12 @@ export const Options = Schema.Struct({
   /** Proactive compression starts when the window would use more than this fraction of the budget (default 0.85). */
   proactiveThreshold: Schema.optional(Fraction),
   /**
+   * Reasoning (Anthropic thinking blocks, Responses reasoning items) is sent for the last this many
+   * thinking turns; older turns' reasoning is left out (default 1, as the Anthropic API's own
+   * `clear_thinking_20251015` default; at least 1: the current tool-use loop needs its own).
+   */
+  keepThinkingTurns: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
+  /**
    * On-demand toolsets (tools that carry `toolset`): the toolsets sent from the
    * start (default `CTXD_DEFAULT_TOOLSETS`, none) and whether their write tools
    * come too (default false: read-only); the rest load through `load_toolset`.
@@ -189,6 +195,20 @@ export const MaskingReport = Schema.Struct({
 })
 export type MaskingReport = typeof MaskingReport.Type
 
+export const ReasoningReport = Schema.Struct({
+  /** Thinking turns whose reasoning is sent (the `keepThinkingTurns` in effect). */
+  keepTurns: Schema.Number,
+  /** Reasoning parts (thinking blocks, reasoning items) sent. */
+  sent: Schema.Number,
+  /** Reasoning parts of older thinking turns left out. */
+  dropped: Schema.Number,
+  /** Estimated tokens of the reasoning left out. */
+  tokensSaved: Schema.Number,
+  /** Reasoning due to be left out but still sent this turn: the cache planner holds it while the cache is warm. */
+  held: Schema.Number,
+})
+export type ReasoningReport = typeof ReasoningReport.Type
+
 export const VirtualCall = Schema.Struct({
   /** `load_toolset`, `load_knowledge` or `recall`. */
   tool: Schema.String,
@@ -247,7 +267,7 @@ export const CacheBreakReason = Schema.Literal(
 export type CacheBreakReason = typeof CacheBreakReason.Type
 
 export const StageReport = Schema.Struct({
-  /** The pipeline stage (`window`, `compress`, `mask`, `budget`, `prune`, `render`, `proactive`). */
+  /** The pipeline stage (`window`, `compress`, `mask`, `budget`, `prune`, `thinking`, `render`, `proactive`). */
   stage: Schema.String,
   /** The prompt's estimated tokens (system + tools + history) before the stage. */
   tokensIn: Schema.Number,
@@ -359,6 +379,8 @@ export const Report = Schema.Struct({
   tools: Schema.optional(ToolsReport),
   /** Observation masking (set when masking is on). */
   masking: Schema.optional(MaskingReport),
+  /** Reasoning sent and left out (set when the messages considered carry reasoning). */
+  reasoning: Schema.optional(ReasoningReport),
   /** Virtual tool calls (`load_toolset`, `load_knowledge`) ctxd answered itself in this turn. */
   virtualCalls: Schema.optional(Schema.Array(VirtualCall)),
   /** Tools sent but never called in this session so far. */

@@ -467,3 +467,49 @@ export const inFormat = (session: ReplaySession, format: Turn.Format): Formatted
     }
   }
 }
+
+/**
+ * The session as a model with extended thinking would have produced it: every
+ * assistant message starts with a synthetic thinking block (every third a
+ * `redacted_thinking` block), signed (`signature`, `data`: opaque strings the
+ * fake provider does not verify). The text is deterministic per message.
+ */
+export const withThinking = (session: AnthropicReplaySession): AnthropicReplaySession => {
+  let n = 0
+  return {
+    ...session,
+    turns: session.turns.map((turn) => ({
+      messages: turn.messages.map((m): Anthropic.Message => {
+        if (m.role !== "assistant") return m
+        const k = n++
+        const thought: Anthropic.ContentBlock =
+          k % 3 === 2
+            ? { type: "redacted_thinking", data: `EmwKAhgB${k}` }
+            : { type: "thinking", thinking: `Step ${k}: check the policy, then decide which tool answers the request.`, signature: `sig-${session.id}-${k}` }
+        const content = typeof m.content === "string" ? [{ type: "text" as const, text: m.content }] : m.content
+        return { role: "assistant", content: [thought, ...content] }
+      }),
+    })),
+  }
+}
+
+/**
+ * The session as a reasoning model would have produced it: a `reasoning`
+ * item (empty summary, synthetic `encrypted_content`) before the first item
+ * of every run of assistant output.
+ */
+export const withReasoning = (session: ResponsesReplaySession): ResponsesReplaySession => {
+  let n = 0
+  const output = (item: OpenAIResponses.Item): boolean =>
+    item.type === "function_call" || item.type === "custom_tool_call" || (item.type === "message" && item.role === "assistant")
+  return {
+    ...session,
+    turns: session.turns.map((turn) => ({
+      input: turn.input.flatMap((item, i): Array<OpenAIResponses.Item> => {
+        if (!output(item) || (i > 0 && output(turn.input[i - 1]!))) return [item]
+        const k = n++
+        return [{ type: "reasoning", id: `rs_${k}`, summary: [], encrypted_content: `gAAAA${k}` } as OpenAIResponses.Item, item]
+      }),
+    })),
+  }
+}

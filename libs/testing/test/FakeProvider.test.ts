@@ -112,7 +112,7 @@ describe("FakeProvider / Anthropic", () => {
   })
 
   const T = [{ name: "t", input_schema: { type: "object" } }]
-  const invalid: ReadonlyArray<[string, Record<string, unknown>, string]> = [
+  const invalid: Array<[string, Record<string, unknown>, string]> = [
     ["orphan tool_result", { tools: T, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "x" }] }] }, "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_1"],
     ["unanswered tool_use", {
       tools: T,
@@ -153,6 +153,59 @@ describe("FakeProvider / Anthropic", () => {
       ],
     }, "must define tools"],
   ]
+
+  // thinking: where the blocks may stand and what they carry
+  const signed = { type: "thinking", thinking: "Look it up first.", signature: "sig-1" }
+  const loop = (first: Record<string, unknown> | undefined) => [
+    { role: "user", content: "go" },
+    { role: "assistant", content: [...(first === undefined ? [] : [first]), { type: "tool_use", id: "toolu_1", name: "t", input: {} }] },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "ok" }] },
+  ]
+  const enabled = { max_tokens: 4096, thinking: { type: "enabled", budget_tokens: 1024 } }
+  invalid.push(
+    ["a thinking block in a user message", { messages: [{ role: "user", content: [signed, { type: "text", text: "hi" }] }] },
+      "messages.0.content.0: thinking blocks can only be in assistant messages"],
+    ["a thinking block without its signature", { tools: T, messages: loop({ type: "thinking", thinking: "hmm" }) },
+      "messages.1.content.0.thinking.signature: Field required"],
+    ["a redacted_thinking block without its data", { tools: T, messages: loop({ type: "redacted_thinking" }) },
+      "messages.1.content.0.redacted_thinking.data: Field required"],
+    ["a tool-use continuation without thinking while thinking is enabled", { ...enabled, tools: T, messages: loop(undefined) },
+      "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks)."],
+    ["a tool-use continuation whose thinking is not first", {
+      ...enabled,
+      tools: T,
+      messages: [
+        { role: "user", content: "go" },
+        { role: "assistant", content: [{ type: "text", text: "Checking." }, signed, { type: "tool_use", id: "toolu_1", name: "t", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "ok" }] },
+      ],
+    }, "but found `text`. When `thinking` is enabled"],
+    ["thinking in a final assistant message while thinking is disabled", {
+      messages: [{ role: "user", content: "go" }, { role: "assistant", content: [signed] }],
+    }, "messages.1.content.0: When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`."],
+    ["a thinking budget not below max_tokens", { max_tokens: 1024, thinking: { type: "enabled", budget_tokens: 1024 }, messages: [{ role: "user", content: "a" }] },
+      "`max_tokens` must be greater than `thinking.budget_tokens`"],
+  )
+
+  it("accepts thinking where the API does: first in a continuation's final assistant message, signed or redacted, older turns with or without theirs", async () => {
+    const create = (body: Record<string, unknown>) =>
+      anthropic.messages.create({ model: MODEL, ...enabled, ...body } as unknown as Anthropic.MessageCreateParamsNonStreaming)
+    await expect(create({ tools: T, messages: loop(signed) })).resolves.toMatchObject({ type: "message" })
+    await expect(create({ tools: T, messages: loop({ type: "redacted_thinking", data: "EmwKAhgB" }) })).resolves.toMatchObject({ type: "message" })
+    // an older turn without its thinking, the current loop with it; a new user turn needs none
+    const older = [
+      { role: "user", content: "first" },
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_0", name: "t", input: {} }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_0", content: "ok" }] },
+      { role: "assistant", content: "done" },
+    ]
+    await expect(create({ tools: T, messages: [...older, ...loop(signed)] })).resolves.toMatchObject({ type: "message" })
+    await expect(create({ tools: T, messages: [...older, { role: "user", content: "next" }] })).resolves.toMatchObject({ type: "message" })
+    // without thinking enabled, thinking blocks of earlier assistant messages are accepted (and ignored)
+    await expect(
+      anthropic.messages.create({ model: MODEL, max_tokens: 16, tools: T, messages: loop(signed) } as unknown as Anthropic.MessageCreateParamsNonStreaming),
+    ).resolves.toMatchObject({ type: "message" })
+  })
 
   for (const [name, body, message] of invalid) {
     it(`rejects ${name} with a BadRequestError`, async () => {

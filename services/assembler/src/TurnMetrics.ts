@@ -32,7 +32,7 @@ const turnDuration = Metric.histogram(
 )
 const tokensSent = Metric.counter("ctxd_tokens_sent_total", { description: "estimated prompt tokens sent", incremental: true })
 const tokensSaved = Metric.counter("ctxd_tokens_saved_total", {
-  description: "tokens not sent, by mechanism: window (window/budget cuts), masking, compression (tool schemas)",
+  description: "tokens not sent, by mechanism: window (window/budget cuts), masking, compression (tool schemas), thinking (older turns' reasoning)",
   incremental: true,
 })
 const promptEstimated = Metric.histogram(
@@ -67,8 +67,9 @@ export const record = (report: Turn.Report): Effect.Effect<void> =>
   Effect.all(
     [
       Metric.incrementBy(tokensSent, report.tokens.total),
-      saved("window", report.tokens.fullHistory - report.tokens.history),
+      saved("window", report.tokens.fullHistory - report.tokens.history - (report.reasoning?.tokensSaved ?? 0)),
       saved("masking", report.masking?.tokensSaved ?? 0),
+      saved("thinking", report.reasoning?.tokensSaved ?? 0),
       saved("compression", report.tools?.saved ?? 0),
       Metric.update(Metric.tagged(promptEstimated, "model", MetricLabels.model(report.model)), report.tokens.total),
       Metric.incrementBy(virtualCalls, report.virtualCalls?.length ?? 0),

@@ -4,6 +4,7 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import * as ProviderCompaction from "../ProviderCompaction.ts"
+import * as Reasoning from "../Reasoning.ts"
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -13,18 +14,18 @@ export const blockType = (part: Conversation.OpaquePart): string =>
 
 /**
  * A text stand-in for an opaque part of the other format: an OpenAI refusal
- * becomes its text; Anthropic thinking blocks, Responses reasoning items and
- * provider compactions (opaque to another provider; ctxd still holds the
- * history they summarize), Gemini thoughts and bare signatures are dropped
- * (`undefined`); anything else becomes a short note
- * `[<format> <type> block omitted]` (a Gemini part's type is its datum
+ * becomes its text; reasoning ({@link Reasoning.isReasoning}: Anthropic
+ * thinking blocks, Responses reasoning items, Gemini thoughts: only the
+ * provider that signed it can read it), provider compactions (opaque to
+ * another provider; ctxd still holds the history they summarize) and Gemini
+ * bare signatures are dropped (`undefined`); anything else becomes a short
+ * note `[<format> <type> block omitted]` (a Gemini part's type is its datum
  * field: `fileData`, `executableCode`, ...).
  */
 export const note = (part: Conversation.OpaquePart): string | undefined => {
+  if (Reasoning.isReasoning(part)) return undefined
   if (part.format === "gemini") return geminiNote(part)
   const type = blockType(part)
-  if (part.format === "anthropic" && (type === "thinking" || type === "redacted_thinking")) return undefined
-  if (part.format === "openai-responses" && type === "reasoning") return undefined
   if (ProviderCompaction.formatOf(part) !== undefined) return undefined
   if (part.format === "openai" && type === "refusal" && isRecord(part.block) && typeof part.block["refusal"] === "string") {
     return part.block["refusal"]

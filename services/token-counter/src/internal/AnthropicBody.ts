@@ -14,7 +14,7 @@
  * envelope (a `"."` user message, a `"."` assistant message, a stub tool)
  * whose cost is measured once per model (the baselines) and subtracted.
  */
-import { RenderAnthropic } from "@ctxd/context"
+import { Reasoning, RenderAnthropic } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 
 type Block = Record<string, unknown>
@@ -161,6 +161,8 @@ export const batch = (messages: ReadonlyArray<Conversation.Message>): Batch => {
           draft.results.push(RenderAnthropic.resultBlock(p, ids))
           break
         case "opaque": {
+          // thinking only from the assistant, as the renderer sends it
+          if (role === "user" && Reasoning.isReasoning(p)) break
           const block = opaqueBlock(p)
           if (block !== undefined) draft.others.push(block)
           break

@@ -14,6 +14,16 @@
  * `context_management` and the top-level `compaction` parameter (not both)
  * are accepted only with it. The conversation may then open with an
  * assistant message whose first block is a compaction block.
+ *
+ * Thinking: `thinking` blocks need their `thinking` and `signature`,
+ * `redacted_thinking` blocks their `data`, and both go only in assistant
+ * messages (the API's text for that last rule is not public: it is modeled
+ * on the `tool_use` one). With `thinking` enabled in the body, a tool-use
+ * continuation (the last message a user message with `tool_result`s) must
+ * have its final assistant message start with a thinking block; with it
+ * disabled, an assistant message in the final position may not carry
+ * thinking. Signatures are not verified (they are opaque to ctxd, which
+ * passes them through unmodified).
  */
 import { isRecord, type Json } from "./json.ts"
 
@@ -146,6 +156,16 @@ const validateBlocks = (messages: ReadonlyArray<Json>, hasTools: boolean, compac
           if (problem !== undefined) return problem
           break
         }
+        case "thinking":
+        case "redacted_thinking": {
+          const type = block["type"]
+          if (role !== "assistant") return `${path}: ${type} blocks can only be in assistant messages`
+          if (type === "thinking") {
+            if (typeof block["thinking"] !== "string") return `${path}.thinking.thinking: Field required`
+            if (typeof block["signature"] !== "string") return `${path}.thinking.signature: Field required`
+          } else if (typeof block["data"] !== "string") return `${path}.redacted_thinking.data: Field required`
+          break
+        }
         case "tool_result": {
           if (role !== "user") return `${path}: tool_result blocks can only be in user messages`
           if (!hasTools) return "Requests which include `tool_use` or `tool_result` blocks must define tools."
@@ -198,6 +218,37 @@ const validatePairing = (messages: ReadonlyArray<Json>): string | undefined => {
     }
   }
   return undefined
+}
+
+const THINKING_DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+const isThinking = (block: unknown): boolean => typeOf(block) === "thinking" || typeOf(block) === "redacted_thinking"
+
+/** The `thinking` parameter and where thinking blocks may stand under it. */
+const validateThinking = (body: Json, messages: ReadonlyArray<Json>): string | undefined => {
+  const thinking = body["thinking"]
+  const enabled = isRecord(thinking) && (thinking["type"] === "enabled" || thinking["type"] === "adaptive")
+  if (isRecord(thinking) && thinking["type"] === "enabled") {
+    const budget = thinking["budget_tokens"]
+    if (typeof budget !== "number" || !Number.isInteger(budget)) return "thinking.enabled.budget_tokens: Field required"
+    if (budget < 1024) return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+    const max = body["max_tokens"]
+    if (typeof max === "number" && max <= budget) return "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at " + THINKING_DOCS + "#max-tokens-and-context-window-size"
+  }
+  const m = messages.length - 1
+  const last = messages[m]!
+  if (!enabled) {
+    if (last["role"] !== "assistant") return undefined
+    const k = blocksOf(last["content"]).findIndex(isThinking)
+    return k === -1
+      ? undefined
+      : `messages.${m}.content.${k}: When thinking is disabled, an \`assistant\` message in the final position cannot contain \`thinking\`. To use thinking blocks, enable \`thinking\` in your request.`
+  }
+  // a tool-use continuation: the assistant message whose tool_use the last message answers
+  if (last["role"] !== "user" || !blocksOf(last["content"]).some((b) => typeOf(b) === "tool_result") || m < 1) return undefined
+  const first = blocksOf(messages[m - 1]!["content"])[0]
+  if (isThinking(first)) return undefined
+  const found = typeof messages[m - 1]!["content"] === "string" ? "text" : String(typeOf(first))
+  return `messages.${m - 1}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${found}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable \`thinking\`. Please consult our documentation at ${THINKING_DOCS}`
 }
 
 /** Every `cache_control` in processing order (tools, system, messages, then the top-level one). */
@@ -316,7 +367,7 @@ export const validate = (body: unknown, endpoint: "messages" | "count_tokens", b
     }
   }
   const hasTools = Array.isArray(body["tools"]) && body["tools"].length > 0
-  const blockProblem = validateBlocks(messages, hasTools, compaction) ?? validatePairing(messages)
+  const blockProblem = validateBlocks(messages, hasTools, compaction) ?? validatePairing(messages) ?? validateThinking(body, messages)
   if (blockProblem !== undefined) return blockProblem
 
   const last = messages[messages.length - 1]!

@@ -129,6 +129,8 @@ export const responses = (
   if (problem !== undefined || !isRecord(body)) {
     return invalidRequest(problem)
   }
+  const unstored = endpoint === "responses" ? Responses.unstored(body) : undefined
+  if (unstored !== undefined) return json(404, OpenAI.errorBody(unstored, "invalid_request_error", "input", null))
   const tokens = Responses.promptTokens(body)
   const window = state.settings.contextWindow
   if (tokens.length > window) {

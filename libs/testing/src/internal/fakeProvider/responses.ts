@@ -2,8 +2,8 @@
  * OpenAI Responses API wire format (`POST /v1/responses`,
  * `POST /v1/responses/input_tokens`): validation of the rules ctxd must never
  * break (known top-level keys, roles, `call_id` pairing between
- * `function_call` and `function_call_output`, well-formed reasoning and
- * compaction items, hosted tools' call items with their `id`,
+ * `function_call` and `function_call_output`, well-formed reasoning items
+ * followed by the output they led to, compaction items, hosted tools' call items with their `id`,
  * `context_management`), the prompt as a token sequence, and a minimal
  * `Response` object.
  *
@@ -170,7 +170,24 @@ const validatePairing = (items: ReadonlyArray<Json>): Problem | undefined => {
       answered.add(id)
       continue
     }
-    if (type === "reasoning" || type === "compaction" || HOSTED_CALLS.has(String(type))) continue
+    if (type === "reasoning") {
+      // a reasoning item leads to output: the next item that is not reasoning is the model's (a call or its message)
+      let j = i + 1
+      while (j < items.length && items[j]!["type"] === "reasoning") j++
+      const next = items[j]
+      const nextType = next === undefined ? undefined : (next["type"] ?? "message")
+      const follows =
+        nextType === "function_call" ||
+        nextType === "custom_tool_call" ||
+        HOSTED_CALLS.has(String(nextType)) ||
+        (nextType === "message" && next!["role"] === "assistant")
+      if (!follows) {
+        const id = typeof item["id"] === "string" ? item["id"] : "rs_unknown"
+        return { message: `Item '${id}' of type 'reasoning' was provided without its required following item.`, param: "input", code: null }
+      }
+      continue
+    }
+    if (type === "compaction" || HOSTED_CALLS.has(String(type))) continue
     // a message: every call before it must be answered
     for (const [id, at] of open) {
       return invalid(`input[${at}]`, `No tool output found for function call ${id}.`)
@@ -189,6 +206,21 @@ const validateTools = (tools: unknown): Problem | undefined => {
     if (typeof tool["name"] !== "string" || !FUNCTION_NAME.test(tool["name"])) {
       return invalid(`tools[${i}].name`, `Invalid 'tools[${i}].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`)
     }
+  }
+  return undefined
+}
+
+/**
+ * Under `store: false` nothing is kept server-side: an input item the API
+ * would look up by its `id` — a reasoning item without `encrypted_content` —
+ * is answered 404 (the API's text), or `undefined`.
+ */
+export const unstored = (body: Json): string | undefined => {
+  if (body["store"] !== false || !Array.isArray(body["input"])) return undefined
+  for (const item of body["input"] as ReadonlyArray<unknown>) {
+    if (!isRecord(item) || item["type"] !== "reasoning" || typeof item["id"] !== "string") continue
+    if (typeof item["encrypted_content"] === "string") continue
+    return `Item with id '${item["id"]}' not found. Items are not persisted when \`store\` is set to false. Try again with \`store\` set to true, or remove this item from your input.`
   }
   return undefined
 }
