@@ -28,6 +28,10 @@
  *   merged message does not, that thinking goes first (with `thinking`
  *   enabled the API wants a tool-use continuation's final assistant message
  *   to start with a thinking block).
+ * - Without tool definitions (none given, or only hosted tools of another
+ *   format) the API refuses `tool_use` / `tool_result` blocks: calls and
+ *   results then go as text (`[called get_user {"id":"u1"}]`,
+ *   `[result of get_user: …]`), so the model still reads what happened.
  * - Tool use ids are unique in the body: a reused id (allowed once the
  *   earlier call was answered) gets a suffix `_2`, `_3`, ... in its call and
  *   its results.
@@ -192,6 +196,29 @@ const placeThinking = (merged: Array<Block>, blocks: Array<Block>): void => {
   } else merged.push(...blocks)
 }
 
+/**
+ * `message` with its tool calls and results as text (for a prompt without
+ * tool definitions, where the API refuses tool blocks): a call becomes
+ * `[called <name> <arguments JSON>]`, a result `[result of <name>: <text>]`
+ * (`[error from <name>: …]`) with its images kept; a `tool` message becomes a
+ * user message. `names` collects call ids → names along the view.
+ */
+const toolsAsText = (message: Conversation.Message, names: Map<string, string>): Conversation.Message => {
+  if (!message.parts.some((p) => p.type === "tool_call" || p.type === "tool_result")) return message
+  const parts = message.parts.flatMap((p): Array<Conversation.Part> => {
+    if (p.type === "tool_call") {
+      names.set(p.id, p.name)
+      return [{ type: "text", text: `[called ${p.name} ${p.arguments ?? JSON.stringify(p.input ?? {})}]` }]
+    }
+    if (p.type !== "tool_result") return [p]
+    const name = names.get(p.callId) ?? p.callId
+    const text = p.content.flatMap((c) => (c.type === "text" ? [c.text] : [])).join("\n")
+    const images = p.content.filter((c) => c.type === "image")
+    return [{ type: "text", text: `[${p.isError ? "error from" : "result of"} ${name}: ${text}]` }, ...images]
+  })
+  return { role: message.role === "tool" ? "user" : message.role, parts }
+}
+
 interface Draft {
   readonly role: "user" | "assistant"
   readonly results: Array<Block>
@@ -219,7 +246,11 @@ export const render = (input: RenderInput): Rendered => {
   const used = new Set<string>()
   let ids = new Map<string, string>()
   let frontier: Block | undefined
-  for (const [k, message] of input.messages.entries()) {
+  // without tool definitions the API refuses tool blocks: calls and results then go as text
+  const toolless = !input.tools.some((t) => !Foreign.isHosted(t))
+  const callNames = new Map<string, string>()
+  for (const [k, given] of input.messages.entries()) {
+    const message = toolless ? toolsAsText(given, callNames) : given
     // a message that is only another format's compaction renders to nothing: no "(empty)" turn for it
     if (message.parts.length > 0 && message.parts.every((p) => (ProviderCompaction.formatOf(p) ?? "anthropic") !== "anthropic")) continue
     if (message.role === "assistant") ids = uniqueCallIds(message, used)

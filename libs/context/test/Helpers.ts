@@ -35,7 +35,13 @@ export const stored = (
 export const claude = Models.resolve({ provider: "anthropic", name: "claude-sonnet-4-5" })
 export const gpt = Models.resolve({ provider: "openai", name: "gpt-4o" })
 
-/** A complete assemble input with defaults for everything but the history. */
+/** A definition of every tool `messages` call (an agent sends the tools it uses; Anthropic refuses tool blocks without any). */
+export const toolsCalledIn = (messages: ReadonlyArray<Conversation.Message>): Array<Conversation.Tool> =>
+  [...new Set(messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "tool_call" ? [p.name] : []))))]
+    .sort()
+    .map((name) => ({ name, inputSchema: { type: "object" } }))
+
+/** A complete assemble input with defaults for everything but the history (tools: those the history calls). */
 export const input = (
   history: ReadonlyArray<Pipeline.StoredMessage>,
   over: Partial<Pipeline.Input> = {},
@@ -46,7 +52,7 @@ export const input = (
   model: over.format === "openai" || over.format === "openai-responses" ? gpt : claude,
   system: [{ id: "system", text: "You are helpful.", cache: "5m" }],
   systemTokens: 5,
-  tools: [],
+  tools: toolsCalledIn(history.map((m) => m.message)),
   toolsTokens: 0,
   history,
   options: Pipeline.resolveOptions(undefined),

@@ -1,4 +1,5 @@
 import type { Conversation } from "@ctxd/contracts"
+import { FakeProvider } from "@ctxd/testing"
 import { describe, expect, it } from "vitest"
 import * as RenderAnthropic from "../src/RenderAnthropic.ts"
 import {
@@ -12,6 +13,7 @@ import {
   results,
   sys,
   text,
+  toolsCalledIn,
   user,
 } from "./Helpers.ts"
 
@@ -21,7 +23,7 @@ type Json = Record<string, unknown>
 const render = (
   messages: ReadonlyArray<Conversation.Message>,
   system: ReadonlyArray<Conversation.SystemSection> = [],
-  tools: ReadonlyArray<Conversation.Tool> = [],
+  tools: ReadonlyArray<Conversation.Tool> = toolsCalledIn(messages),
 ) => RenderAnthropic.render({ model: claude, system, tools, messages })
 
 const ttls = (blocks: ReadonlyArray<Json>) =>
@@ -40,7 +42,7 @@ describe("RenderAnthropic.render", () => {
     expect((messages[2]!["content"] as Array<Json>).map((b) => b["type"])).toEqual(["tool_result", "tool_result", "text"])
     expect(anthropicPairingProblems(body)).toEqual([])
     expect(anthropicShapeProblems(body, breakpoints)).toEqual([])
-    expect(breakpoints).toBe(1)
+    expect(breakpoints).toBe(2) // the tools and the newest block
   })
 
   it("renders tool results with error flags, images and no empty content", () => {
@@ -198,5 +200,44 @@ describe("RenderAnthropic.render", () => {
     const { body } = render([user("q"), { role: "assistant", parts: [call("a", "t", [1, 2])] }, results("a")])
     const use = ((body["messages"] as Array<Json>)[1]!["content"] as Array<Json>)[0]!
     expect(use["input"]).toEqual({})
+  })
+})
+
+describe("RenderAnthropic without tool definitions", () => {
+  it("sends calls and results as text (the API refuses tool blocks without tools), and tool blocks when tools are given", () => {
+    const view: Array<Conversation.Message> = [
+      user("find u1"),
+      { role: "assistant", parts: [text("looking"), call("a", "get_user", { id: "u1" })] },
+      { role: "tool", parts: [result("a", "Ada"), result("b", "gone", true)] },
+      user("thanks"),
+    ]
+    view[1] = { ...view[1]!, parts: [...view[1]!.parts, call("b", "get_flight", { id: "f7" })] }
+    const without = RenderAnthropic.render({ model: claude, system: [], tools: [], messages: view }).body
+    expect(without["tools"]).toBeUndefined()
+    expect(without["messages"]).toEqual([
+      { role: "user", content: [{ type: "text", text: "find u1" }] },
+      {
+        role: "assistant",
+        content: [
+          { type: "text", text: "looking" },
+          { type: "text", text: '[called get_user {"id":"u1"}]' },
+          { type: "text", text: '[called get_flight {"id":"f7"}]' },
+        ],
+      },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "[result of get_user: Ada]" },
+          { type: "text", text: "[error from get_flight: gone]" },
+          { type: "text", text: "thanks", cache_control: { type: "ephemeral" } },
+        ],
+      },
+    ])
+    expect(FakeProvider.validateRequest("anthropic", without)).toBeUndefined()
+    // with definitions: real tool blocks, also accepted
+    const withTools = RenderAnthropic.render({ model: claude, system: [], tools: [tool("get_user"), tool("get_flight")], messages: view }).body
+    expect(JSON.stringify(withTools["messages"])).toContain('"type":"tool_use"')
+    expect(anthropicPairingProblems(withTools)).toEqual([])
+    expect(FakeProvider.validateRequest("anthropic", withTools)).toBeUndefined()
   })
 })

@@ -23,7 +23,7 @@ import { describe, expect, it } from "vitest"
 import * as Normalize from "../src/Normalize.ts"
 import * as RenderAnthropic from "../src/RenderAnthropic.ts"
 import * as RenderOpenAI from "../src/RenderOpenAI.ts"
-import { anthropicPairingProblems, claude, gpt, openaiPairingProblems } from "./Helpers.ts"
+import { anthropicPairingProblems, claude, gpt, openaiPairingProblems, toolsCalledIn } from "./Helpers.ts"
 
 type Json = Record<string, unknown>
 
@@ -133,7 +133,7 @@ describe("Anthropic messages → neutral → render", () => {
     fc.assert(
       fc.property(conversation(anthropicExchange).map(alternating), (messages) => {
         const neutral: ReadonlyArray<Conversation.Message> = Normalize.fromAnthropic(decodeAnthropic(messages))
-        const { body } = RenderAnthropic.render({ model: claude, system: [], tools: [], messages: neutral })
+        const { body } = RenderAnthropic.render({ model: claude, system: [], tools: toolsCalledIn(neutral), messages: neutral })
         expect(withoutCacheMarks(body["messages"])).toEqual(messages)
         expect(anthropicPairingProblems(body)).toEqual([])
       }),
