@@ -105,6 +105,30 @@ const memoized = (local: Carry.LocalCounter): Carry.LocalCounter => {
   }
 }
 
+type CountTools = Carry.LocalCounter["countTools"]
+const scaledCounters = new WeakMap<CountTools, WeakMap<ReadonlyArray<unknown>, Map<number, CountTools>>>()
+
+/**
+ * Counts a tool list the pipeline derives from `full` (compressed at some
+ * level) locally, scaled by `fullTokens` over the local count of `full`: the
+ * counter's count of the list as given (the provider's, when it counted) sets
+ * the ratio, so a compressed list is counted on the same scale. One function
+ * per turn counter, list and count (the pipeline caches compressed lists by it).
+ */
+const scaledCountTools = (countTools: CountTools, full: ReadonlyArray<unknown>, fullTokens: number): CountTools => {
+  let byList = scaledCounters.get(countTools)
+  if (byList === undefined) scaledCounters.set(countTools, (byList = new WeakMap()))
+  let byTokens = byList.get(full)
+  if (byTokens === undefined) byList.set(full, (byTokens = new Map()))
+  let scaled = byTokens.get(fullTokens)
+  if (scaled === undefined) {
+    const local = countTools(full as Parameters<CountTools>[0])
+    const ratio = local > 0 && fullTokens > 0 ? fullTokens / local : 1
+    byTokens.set(fullTokens, (scaled = (tools) => Math.round(countTools(tools) * ratio)))
+  }
+  return scaled
+}
+
 export const stage: Carry.Stage = {
   name: "prompt",
   run: (given) => {
@@ -183,7 +207,7 @@ const buildWith = (
       tools: sent,
       toolsTokens,
       toolOrder: "given",
-      countTools: local.countTools,
+      countTools: scaledCountTools(local.countTools, sent, toolsTokens),
       countText: local.countText,
       history: view.messages,
       landmarks: sameView ? state.landmarks : undefined,
