@@ -31,15 +31,7 @@ const COUNT_KEYS: ReadonlySet<string> = new Set([
   "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers", "context_management", "output_config", "output_format",
 ])
 
-const classify = (error: unknown): ExactCounter.CountFailed => {
-  const message = error instanceof Error ? error.message : String(error)
-  if (error instanceof APIConnectionTimeoutError) return new ExactCounter.CountFailed({ reason: "timeout", message })
-  if (error instanceof APIConnectionError) return new ExactCounter.CountFailed({ reason: "connection", message })
-  if (error instanceof APIError && typeof error.status === "number") {
-    return new ExactCounter.CountFailed({ reason: ExactCounter.reasonOfStatus(error.status), message, status: error.status })
-  }
-  return new ExactCounter.CountFailed({ reason: "unknown", message })
-}
+const classify = ExactCounter.classifySdkError({ APIConnectionTimeoutError, APIConnectionError, APIError })
 
 type Json = Readonly<Record<string, unknown>>
 const json = (body: Body.CountBody): Json => body as unknown as Json

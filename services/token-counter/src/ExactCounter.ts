@@ -273,3 +273,59 @@ export const apportion = (total: number, weights: ReadonlyArray<number>): Array<
   }
   return parts
 }
+
+/** The framing of one request under `calls`: `plain − (twoDots − plain)`, from two baselines. */
+export const framing = (
+  calls: Calls,
+  model: string,
+  plain: Readonly<Record<string, unknown>>,
+  twoDots: Readonly<Record<string, unknown>>,
+): Effect.Effect<number, Failure> =>
+  Effect.all([calls.baseline(model, "plain", plain), calls.baseline(model, "twoDots", twoDots)], { concurrency: "unbounded" }).pipe(
+    Effect.map(([one, two]) => Math.max(0, one - (two - one))),
+  )
+
+/**
+ * A turn counted where the provider reads the system and the tools together
+ * (OpenAI `instructions` + `tools`, Gemini's system instruction + tools): the
+ * prefix and the tools alone are counted, the system is their difference;
+ * the batch of new messages is apportioned over them by `weights`. All
+ * counts run concurrently; an absent segment counts 0.
+ */
+export const prefixedTurn = (parts: {
+  readonly framing: Effect.Effect<number, Failure>
+  readonly prefix: Effect.Effect<number, Failure> | undefined
+  readonly tools: Effect.Effect<number, Failure> | undefined
+  readonly batch: { readonly tokens: Effect.Effect<number, Failure>; readonly approximate: boolean } | undefined
+  readonly weights: ReadonlyArray<number>
+}): Effect.Effect<TurnCounts, Failure> =>
+  Effect.all([parts.framing, parts.prefix ?? Effect.succeed(0), parts.tools ?? Effect.succeed(0), parts.batch?.tokens ?? Effect.succeed(0)], {
+    concurrency: "unbounded",
+  }).pipe(
+    Effect.map(([framing, prefixTokens, toolsTokens, batchTokens]) => ({
+      systemTokens: Math.max(0, prefixTokens - toolsTokens) + framing,
+      toolsTokens: Math.min(toolsTokens, prefixTokens),
+      messageTokens: apportion(batchTokens, parts.weights),
+      approximate: parts.batch?.approximate ?? false,
+    })),
+  )
+
+/** The error classes of a Stainless-generated SDK (`@anthropic-ai/sdk`, `openai`). */
+export interface SdkErrors {
+  readonly APIConnectionTimeoutError: abstract new (...args: never) => Error
+  readonly APIConnectionError: abstract new (...args: never) => Error
+  readonly APIError: abstract new (...args: never) => Error & { readonly status?: number | undefined }
+}
+
+/** Classifies an error of a Stainless-generated SDK: timeout, connection, by HTTP status, else unknown. */
+export const classifySdkError =
+  (sdk: SdkErrors) =>
+  (error: unknown): CountFailed => {
+    const message = error instanceof Error ? error.message : String(error)
+    if (error instanceof sdk.APIConnectionTimeoutError) return new CountFailed({ reason: "timeout", message })
+    if (error instanceof sdk.APIConnectionError) return new CountFailed({ reason: "connection", message })
+    if (error instanceof sdk.APIError && typeof error.status === "number") {
+      return new CountFailed({ reason: reasonOfStatus(error.status), message, status: error.status })
+    }
+    return new CountFailed({ reason: "unknown", message })
+  }

@@ -132,33 +132,18 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<GeminiCo
     /** `count(body) − baseline(envelope)`. */
     const segment = (model: string, e: Body.Envelope, body: Body.CountBody) => calls.segment(model, e, envelope(e), json(body))
 
-    /** Framing of one request: plain − (twoDots − plain). */
-    const frame = (model: string) =>
-      Effect.all([calls.baseline(model, "plain", envelope("plain")), calls.baseline(model, "twoDots", envelope("twoDots"))], {
-        concurrency: "unbounded",
-      }).pipe(Effect.map(([one, two]) => Math.max(0, one - (two - one))))
-
-    const countTurn = (input: ExactCounter.TurnInput) =>
-      Effect.gen(function* () {
-        const prefix = Body.prefixBody(input.model, input.system, input.tools)
-        const tools = input.tools.length > 0 ? Body.toolsBody(input.model, input.tools) : undefined
-        const batch = input.messages.length === 0 ? undefined : Body.batch(input.model, input.messages)
-        const [framing, prefixTokens, toolsTokens, batchTokens] = yield* Effect.all(
-          [
-            frame(input.model),
-            prefix === undefined ? Effect.succeed(0) : segment(input.model, "plainRequest", prefix),
-            tools === undefined ? Effect.succeed(0) : segment(input.model, "plainRequest", tools),
-            batch === undefined ? Effect.succeed(0) : segment(input.model, "plain", batch.body),
-          ],
-          { concurrency: "unbounded" },
-        )
-        return {
-          systemTokens: Math.max(0, prefixTokens - toolsTokens) + framing,
-          toolsTokens: Math.min(toolsTokens, prefixTokens),
-          messageTokens: ExactCounter.apportion(batchTokens, input.weights),
-          approximate: batch?.approximate ?? false,
-        }
+    const countTurn = (input: ExactCounter.TurnInput) => {
+      const prefix = Body.prefixBody(input.model, input.system, input.tools)
+      const tools = input.tools.length > 0 ? Body.toolsBody(input.model, input.tools) : undefined
+      const batch = input.messages.length === 0 ? undefined : Body.batch(input.model, input.messages)
+      return ExactCounter.prefixedTurn({
+        framing: ExactCounter.framing(calls, input.model, envelope("plain"), envelope("twoDots")),
+        prefix: prefix === undefined ? undefined : segment(input.model, "plainRequest", prefix),
+        tools: tools === undefined ? undefined : segment(input.model, "plainRequest", tools),
+        batch: batch === undefined ? undefined : { tokens: segment(input.model, "plain", batch.body), approximate: batch.approximate },
+        weights: input.weights,
       })
+    }
 
     const countBody = (model: string, body: Json) => calls.cached(model, json(countBodyOf(body)))
 

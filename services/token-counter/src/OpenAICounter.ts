@@ -36,15 +36,7 @@ const COUNT_KEYS: ReadonlySet<string> = new Set([
   "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "previous_response_id", "conversation", "reasoning", "text", "truncation",
 ])
 
-const classify = (error: unknown): ExactCounter.CountFailed => {
-  const message = error instanceof Error ? error.message : String(error)
-  if (error instanceof APIConnectionTimeoutError) return new ExactCounter.CountFailed({ reason: "timeout", message })
-  if (error instanceof APIConnectionError) return new ExactCounter.CountFailed({ reason: "connection", message })
-  if (error instanceof APIError && typeof error.status === "number") {
-    return new ExactCounter.CountFailed({ reason: ExactCounter.reasonOfStatus(error.status), message, status: error.status })
-  }
-  return new ExactCounter.CountFailed({ reason: "unknown", message })
-}
+const classify = ExactCounter.classifySdkError({ APIConnectionTimeoutError, APIConnectionError, APIError })
 
 /** True for a Responses body (`input` / `instructions`), false for a Chat Completions one (`messages`). */
 export const isResponsesBody = (body: Readonly<Record<string, unknown>>): boolean => !("messages" in body) || "input" in body
@@ -78,33 +70,18 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<OpenAICo
 
     const segment = (model: string, body: Readonly<Record<string, unknown>>) => calls.segment(model, "plain", plain, body)
 
-    /** Framing of one request: plain − (twoDots − plain). */
-    const frame = (model: string) =>
-      Effect.all([calls.baseline(model, "plain", plain), calls.baseline(model, "twoDots", Body.envelopeBody("twoDots"))], {
-        concurrency: "unbounded",
-      }).pipe(Effect.map(([one, two]) => Math.max(0, one - (two - one))))
-
-    const countTurn = (input: ExactCounter.TurnInput) =>
-      Effect.gen(function* () {
-        const prefix = Body.prefixBody(input.model, input.system, input.tools)
-        const tools = input.tools.length > 0 ? Body.toolsBody(input.model, input.tools) : undefined
-        const batch = input.messages.length === 0 ? undefined : Body.batch(input.model, input.messages)
-        const [framing, prefixTokens, toolsTokens, batchTokens] = yield* Effect.all(
-          [
-            frame(input.model),
-            prefix === undefined ? Effect.succeed(0) : segment(input.model, prefix),
-            tools === undefined ? Effect.succeed(0) : segment(input.model, tools),
-            batch === undefined ? Effect.succeed(0) : segment(input.model, batch.body),
-          ],
-          { concurrency: "unbounded" },
-        )
-        return {
-          systemTokens: Math.max(0, prefixTokens - toolsTokens) + framing,
-          toolsTokens: Math.min(toolsTokens, prefixTokens),
-          messageTokens: ExactCounter.apportion(batchTokens, input.weights),
-          approximate: batch?.approximate ?? false,
-        }
+    const countTurn = (input: ExactCounter.TurnInput) => {
+      const prefix = Body.prefixBody(input.model, input.system, input.tools)
+      const tools = input.tools.length > 0 ? Body.toolsBody(input.model, input.tools) : undefined
+      const batch = input.messages.length === 0 ? undefined : Body.batch(input.model, input.messages)
+      return ExactCounter.prefixedTurn({
+        framing: ExactCounter.framing(calls, input.model, plain, Body.envelopeBody("twoDots")),
+        prefix: prefix === undefined ? undefined : segment(input.model, prefix),
+        tools: tools === undefined ? undefined : segment(input.model, tools),
+        batch: batch === undefined ? undefined : { tokens: segment(input.model, batch.body), approximate: batch.approximate },
+        weights: input.weights,
       })
+    }
 
     const countBody = (model: string, body: Readonly<Record<string, unknown>>) =>
       calls.cached(model, Object.fromEntries(Object.entries(body).filter(([k]) => COUNT_KEYS.has(k))))
