@@ -152,65 +152,62 @@ const commonPrefix = (a: Uint32Array, b: Uint32Array): number => {
   return i
 }
 
-/** The cached prompt tokens of an OpenAI request, recording the prompt for later ones. */
+/**
+ * An automatic prefix cache (OpenAI, Gemini's implicit cache): the longest
+ * common token prefix with a live earlier prompt of `namespace`, when at
+ * least `min` tokens, rounded down by `round`; a hit extends that entry's
+ * life, and a prompt of at least `min` tokens is recorded for later ones
+ * (the newest {@link OPENAI_KEEP} per namespace).
+ */
+const prefixCached = (
+  store: Map<string, Array<OpenAIEntry>>,
+  namespace: string,
+  tokens: ReadonlyArray<number>,
+  options: { readonly min: number; readonly round: (lcp: number) => number; readonly retentionMs: number; readonly now: number },
+): number => {
+  const prompt = Uint32Array.from(tokens)
+  const kept = (store.get(namespace) ?? []).filter((e) => e.expiresAt > options.now)
+  let lcp = 0
+  let best: OpenAIEntry | undefined
+  for (const entry of kept) {
+    const n = commonPrefix(prompt, entry.tokens)
+    if (n > lcp) {
+      lcp = n
+      best = entry
+    }
+  }
+  const cached = lcp < options.min ? 0 : options.round(lcp)
+  if (best !== undefined && cached > 0) best.expiresAt = Math.max(best.expiresAt, options.now + options.retentionMs)
+  if (prompt.length >= options.min) {
+    const same = kept.findIndex((e) => e.tokens.length === prompt.length && commonPrefix(e.tokens, prompt) === prompt.length)
+    if (same >= 0) kept.splice(same, 1)
+    kept.push({ tokens: prompt, expiresAt: options.now + options.retentionMs })
+    if (kept.length > OPENAI_KEEP) kept.splice(0, kept.length - OPENAI_KEEP)
+  }
+  store.set(namespace, kept)
+  return cached
+}
+
+/** The cached prompt tokens of an OpenAI request (from 1,024 tokens, in 128-token steps), recording the prompt for later ones. */
 export const openaiCached = (
   caches: Caches,
   namespace: string,
   tokens: ReadonlyArray<number>,
   options: { readonly extendedRetention: boolean; readonly now: number },
-): number => {
-  const prompt = Uint32Array.from(tokens)
-  const kept = (caches.openai.get(namespace) ?? []).filter((e) => e.expiresAt > options.now)
-  let lcp = 0
-  let best: OpenAIEntry | undefined
-  for (const entry of kept) {
-    const n = commonPrefix(prompt, entry.tokens)
-    if (n > lcp) {
-      lcp = n
-      best = entry
-    }
-  }
-  const cached = lcp < OPENAI_MIN ? 0 : OPENAI_MIN + Math.floor((lcp - OPENAI_MIN) / OPENAI_STEP) * OPENAI_STEP
-  const retention = options.extendedRetention ? OPENAI_EXTENDED_MS : OPENAI_RETENTION_MS
-  if (best !== undefined && cached > 0) best.expiresAt = Math.max(best.expiresAt, options.now + retention)
-  if (prompt.length >= OPENAI_MIN) {
-    const same = kept.findIndex((e) => e.tokens.length === prompt.length && commonPrefix(e.tokens, prompt) === prompt.length)
-    if (same >= 0) kept.splice(same, 1)
-    kept.push({ tokens: prompt, expiresAt: options.now + retention })
-    if (kept.length > OPENAI_KEEP) kept.splice(0, kept.length - OPENAI_KEEP)
-  }
-  caches.openai.set(namespace, kept)
-  return cached
-}
+): number =>
+  prefixCached(caches.openai, namespace, tokens, {
+    min: OPENAI_MIN,
+    round: (lcp) => OPENAI_MIN + Math.floor((lcp - OPENAI_MIN) / OPENAI_STEP) * OPENAI_STEP,
+    retentionMs: options.extendedRetention ? OPENAI_EXTENDED_MS : OPENAI_RETENTION_MS,
+    now: options.now,
+  })
 
 const GEMINI_RETENTION_MS = 5 * 60_000
 
-/** The cached prompt tokens of a Gemini request (implicit caching), recording the prompt for later ones. */
+/** The cached prompt tokens of a Gemini request (implicit caching, from `min` tokens), recording the prompt for later ones. */
 export const geminiCached = (
   caches: Caches,
   namespace: string,
   tokens: ReadonlyArray<number>,
   options: { readonly min: number; readonly now: number },
-): number => {
-  const prompt = Uint32Array.from(tokens)
-  const kept = (caches.gemini.get(namespace) ?? []).filter((e) => e.expiresAt > options.now)
-  let lcp = 0
-  let best: OpenAIEntry | undefined
-  for (const entry of kept) {
-    const n = commonPrefix(prompt, entry.tokens)
-    if (n > lcp) {
-      lcp = n
-      best = entry
-    }
-  }
-  const cached = lcp < options.min ? 0 : lcp
-  if (best !== undefined && cached > 0) best.expiresAt = Math.max(best.expiresAt, options.now + GEMINI_RETENTION_MS)
-  if (prompt.length >= options.min) {
-    const same = kept.findIndex((e) => e.tokens.length === prompt.length && commonPrefix(e.tokens, prompt) === prompt.length)
-    if (same >= 0) kept.splice(same, 1)
-    kept.push({ tokens: prompt, expiresAt: options.now + GEMINI_RETENTION_MS })
-    if (kept.length > OPENAI_KEEP) kept.splice(0, kept.length - OPENAI_KEEP)
-  }
-  caches.gemini.set(namespace, kept)
-  return cached
-}
+): number => prefixCached(caches.gemini, namespace, tokens, { min: options.min, round: (lcp) => lcp, retentionMs: GEMINI_RETENTION_MS, now: options.now })

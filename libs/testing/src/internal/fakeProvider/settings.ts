@@ -15,15 +15,7 @@ export const Endpoint = Schema.Literal(
 )
 export type Endpoint = typeof Endpoint.Type
 
-export const ALL_ENDPOINTS: ReadonlyArray<Endpoint> = [
-  "messages",
-  "count_tokens",
-  "chat_completions",
-  "responses",
-  "responses_input_tokens",
-  "gemini_generate",
-  "gemini_count_tokens",
-]
+export const ALL_ENDPOINTS: ReadonlyArray<Endpoint> = Endpoint.literals
 
 const Count = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 
