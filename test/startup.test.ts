@@ -33,14 +33,14 @@ it.skipIf(!existsSync(NATS_SERVER))("waits for NATS to come up at start", async 
   let nats: ChildProcess | undefined
   let worker: WorkerProcess.WorkerProcess | undefined
   try {
-    const starting = WorkerProcess.start(
+    worker = await WorkerProcess.start(
       { NATS_URL: `nats://127.0.0.1:${port}`, DATABASE_URL: db.url, CTXD_DB_SCHEMA: db.schema, CTXD_SUBJECT_ROOT: root },
-      { readyTimeoutMs: 60_000 },
+      { ready: false },
     )
-    await new Promise((resolve) => setTimeout(resolve, 3_000))
+    // NATS comes up only once the worker has found it missing (however long the worker takes to boot)
+    await worker.waitFor("NATS is not reachable yet; starting again", 60_000)
     nats = spawn(NATS_SERVER, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], { stdio: "ignore" })
-    worker = await starting
-    expect(worker.output()).toContain("NATS is not reachable yet; starting again")
+    await worker.waitFor("worker ready", 60_000)
     const nc = await connect({ servers: `nats://127.0.0.1:${port}` })
     const health = (await nc.request(`${root}.v1.health`, "", { timeout: 5_000 })).json<{ ok: boolean }>()
     expect(health.ok).toBe(true)

@@ -159,9 +159,9 @@ describe("bad input never crashes the worker and never writes", () => {
   })
 
   it("unknown format → BadRequest naming format", async () => {
-    const reply = await h.request(h.turnSubject("bad", "format"), { ...openaiTurn("x", []), format: "gemini" })
+    const reply = await h.request(h.turnSubject("bad", "format"), { ...openaiTurn("x", []), format: "bedrock" })
     expect(reply).toMatchObject({ ok: false, error: { code: "BadRequest", path: "format" } })
-    expect(reply.error.message).toContain("gemini")
+    expect(reply.error.message).toContain("bedrock")
   })
 
   it("bad subject tokens → BadRequest", async () => {

@@ -24,7 +24,14 @@ export interface WorkerProcess {
  * until it is ready. Its HTTP server is off (`CTXD_HTTP_PORT=0`) unless
  * `env` sets a port.
  */
-export const start = async (env: Record<string, string>, options: { readyTimeoutMs?: number } = {}): Promise<WorkerProcess> => {
+export const start = async (
+  env: Record<string, string>,
+  options: {
+    readyTimeoutMs?: number
+    /** False: return once spawned (the caller waits for what it needs with `waitFor`); default true: once `worker ready`. */
+    ready?: boolean
+  } = {},
+): Promise<WorkerProcess> => {
   const child = spawn(process.execPath, [join(repoRoot, "services/worker/src/main.ts")], {
     cwd: repoRoot,
     // no HTTP port unless asked for: tests run many workers at once on one host
@@ -75,6 +82,7 @@ export const start = async (env: Record<string, string>, options: { readyTimeout
     }
   }
 
+  if (options.ready === false) return { child, output: () => text, waitFor, stop }
   try {
     await waitFor("worker ready", options.readyTimeoutMs ?? 30_000)
   } catch (error) {
