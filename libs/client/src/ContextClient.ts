@@ -25,7 +25,7 @@
  * calls {@link connect} and gets Promises.
  */
 import { Errors, Health, Subjects, Turn } from "@ctxd/contracts"
-import { Json, LargePayload, NatsClient, PayloadStore, Request } from "@ctxd/nats"
+import { Json, LargePayload, NatsAuth, NatsClient, PayloadStore, Request } from "@ctxd/nats"
 import {
   Cause,
   Clock,
@@ -340,22 +340,31 @@ export interface PromiseClient {
 
 /** Options of {@link connect}. */
 export interface ConnectOptions extends ContextClientOptions {
-  /** NATS server URL(s). */
+  /** NATS server URL(s), comma separated in a string; `tls://` requires TLS. */
   readonly servers: string | ReadonlyArray<string>
   /** Connection name; default `ctxd-client`. */
   readonly name?: string | undefined
+  /**
+   * NATS authentication and TLS, as the workers take them: an options object,
+   * or `"env"` to read the workers' variables (`NATS_CREDS`, `NATS_NKEY_SEED`,
+   * `NATS_USER`/`NATS_PASSWORD`, `NATS_TOKEN`, `NATS_TLS_CA`/`NATS_TLS_CERT`/
+   * `NATS_TLS_KEY`) from this process's environment. Default none.
+   */
+  readonly auth?: NatsAuth.NatsAuthOptions | "env" | undefined
 }
 
 /**
  * Connects and returns a Promise-based client, for callers that do not use
- * Effect. Rejects with `NatsUnavailable` when NATS cannot be reached. Logs
- * below warning level are dropped.
+ * Effect. Rejects with `NatsUnavailable` when NATS cannot be reached, with
+ * `NatsAuthError` when the auth/TLS options are unusable or the server
+ * refuses the credentials. Logs below warning level are dropped.
  */
 export const connect = async (options: ConnectOptions): Promise<PromiseClient> => {
   const servers = typeof options.servers === "string" ? options.servers.split(",") : options.servers
+  const auth = options.auth === "env" ? await Effect.runPromise(NatsAuth.config) : options.auth
   const runtime = ManagedRuntime.make(
     layer(options).pipe(
-      Layer.provideMerge(NatsClient.layer({ servers, name: options.name ?? "ctxd-client" })),
+      Layer.provideMerge(NatsClient.layer({ servers, name: options.name ?? "ctxd-client", auth })),
       Layer.provideMerge(Logger.minimumLogLevel(LogLevel.Warning)),
     ),
   )

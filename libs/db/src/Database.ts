@@ -15,6 +15,12 @@
  * Inside a trace every statement is a client span `db.query` named by its
  * prepared statement's name or its first keyword (`SELECT`, `BEGIN`...);
  * never the parameters.
+ *
+ * TLS follows libpq ({@link connectionUrl}): `sslmode` (`disable`, `prefer`,
+ * `require`, `verify-ca`, `verify-full`), `sslrootcert`, `sslcert` and
+ * `sslkey` in the URL, or `PGSSLMODE` / `PGSSLROOTCERT` when the URL does not
+ * say. The password (in the URL, or `PGPASSWORD`) is held `Redacted` and
+ * appears in no message.
  */
 import {
   Config,
@@ -217,6 +223,57 @@ const queryable = (target: pg.Pool | pg.PoolClient, schema: string): Queryable =
     ),
 })
 
+/**
+ * The connection string the pool uses: `url` with libpq's TLS variables
+ * added when it does not set them (`PGSSLMODE` as `sslmode`, `PGSSLROOTCERT`
+ * as `sslrootcert` unless TLS is off), and, when it has an `sslmode`,
+ * `uselibpqcompat=true` so `sslmode` means what it means to libpq and psql:
+ * `prefer` and `require` encrypt without verifying the server (`require` with
+ * a root certificate verifies it like `verify-ca`), `verify-ca` checks the
+ * chain against `sslrootcert`, `verify-full` also the host name. Unlike
+ * libpq, `prefer` does not fall back to a plain connection: use `disable`
+ * for a server without TLS. A URL that is not `postgres[ql]://` is left as is.
+ */
+export const connectionUrl = (url: string, env: Readonly<Record<string, string | undefined>> = process.env): string => {
+  if (!/^postgres(ql)?:\/\//i.test(url)) return url
+  const query = url.includes("?") ? url.slice(url.indexOf("?") + 1) : ""
+  const params = new URLSearchParams(query)
+  const extra: Array<[string, string]> = []
+  const mode = params.get("sslmode") ?? (env.PGSSLMODE === undefined || env.PGSSLMODE === "" ? undefined : env.PGSSLMODE)
+  if (!params.has("sslmode") && mode !== undefined) extra.push(["sslmode", mode])
+  const rootCert = env.PGSSLROOTCERT
+  if (!params.has("sslrootcert") && rootCert !== undefined && rootCert !== "" && mode !== undefined && mode !== "disable") {
+    extra.push(["sslrootcert", rootCert])
+  }
+  if (mode !== undefined && !params.has("uselibpqcompat")) extra.push(["uselibpqcompat", "true"])
+  if (extra.length === 0) return url
+  const added = extra.map(([key, value]) => `${key}=${encodeURIComponent(value)}`).join("&")
+  return `${url}${url.includes("?") ? (url.endsWith("?") || url.endsWith("&") ? "" : "&") : "?"}${added}`
+}
+
+/**
+ * The TLS options pg will use for `url` (`false`: none; an object: TLS with
+ * these `tls.connect` options), or why the URL is unusable (an unreadable
+ * `sslrootcert`, `verify-ca` without one, a malformed URL): a
+ * {@link DatabaseError} whose message never holds the URL or its password.
+ */
+export const tlsOf = (url: string): Effect.Effect<false | Readonly<Record<string, unknown>>, DatabaseError> =>
+  Effect.try({
+    try: () => {
+      const ssl: unknown = (new pg.Client({ connectionString: url }) as unknown as { connectionParameters: { ssl: unknown } })
+        .connectionParameters.ssl
+      return ssl === false || ssl === undefined || ssl === null
+        ? (false as const)
+        : ssl === true
+          ? {}
+          : (ssl as Readonly<Record<string, unknown>>)
+    },
+    catch: (error) =>
+      new DatabaseError({
+        message: `DATABASE_URL is not usable: ${error instanceof Error ? error.message : "invalid connection string"}`,
+      }),
+  })
+
 /** Opens the pool and creates the schema; the pool closes with the scope. */
 export const make = (
   options: DatabaseOptions,
@@ -229,6 +286,9 @@ export const make = (
       })
     }
     const statementTimeoutMs = options.statementTimeoutMs ?? 30_000
+    const url = connectionUrl(Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url)
+    // a bad sslmode, an unreadable sslrootcert... fail here, clearly, not inside every connection attempt
+    yield* tlsOf(url)
     const runtime = yield* Effect.runtime<never>()
     // Called from pg's event emitters, outside any fiber: log synchronously.
     const logWarning = (message: string, error: unknown) =>
@@ -242,7 +302,7 @@ export const make = (
     const pool = yield* Effect.acquireRelease(
       Effect.sync(() => {
         const pool = new pg.Pool({
-          connectionString: Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url,
+          connectionString: url,
           max: options.poolMax ?? 10,
           connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
           idleTimeoutMillis: options.idleTimeoutMs ?? 10_000,
@@ -345,7 +405,7 @@ export const layer = (options: DatabaseOptions): Layer.Layer<Database, DatabaseU
 
 /**
  * Options from the environment: `DATABASE_URL` (default
- * `postgresql://postgres@127.0.0.1:5432/postgres`), `CTXD_DB_SCHEMA` (default
+ * `postgresql://postgres@127.0.0.1:5432/postgres`; TLS: {@link connectionUrl}), `CTXD_DB_SCHEMA` (default
  * `public`), `CTXD_DB_POOL_MAX` (default 10), `CTXD_DB_CONNECT_TIMEOUT_MS`
  * (default 5,000) and `CTXD_DB_STATEMENT_TIMEOUT_MS` (default 30,000).
  */

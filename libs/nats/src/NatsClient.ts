@@ -4,8 +4,9 @@
  * scope closes. It reconnects forever; status changes are logged, and
  * {@link NatsClientService.connected} follows them (readiness probes).
  */
-import { connect, type NatsConnection, type Status } from "@nats-io/transport-node"
-import { Config, type ConfigError, Context, Data, Duration, Effect, Layer, type Scope } from "effect"
+import { connect, errors, type NatsConnection, type Status } from "@nats-io/transport-node"
+import { Config, type ConfigError, Context, Data, Duration, Effect, Either, Layer, type Scope } from "effect"
+import * as NatsAuth from "./NatsAuth.ts"
 
 /** The service: one open NATS connection. */
 export interface NatsClientService {
@@ -35,8 +36,13 @@ export class NatsUnavailable extends Data.TaggedError("NatsUnavailable")<{
 
 /** How to connect. */
 export interface NatsClientOptions {
-  /** Server URLs, e.g. `["nats://127.0.0.1:4222"]`. */
+  /**
+   * Server URLs, e.g. `["nats://127.0.0.1:4222"]`; `tls://` requires TLS;
+   * credentials in a URL are used as user and password (or token).
+   */
   readonly servers: ReadonlyArray<string>
+  /** Authentication and TLS (see `NatsAuth`); default none. */
+  readonly auth?: NatsAuth.NatsAuthOptions | undefined
   /** Connection name shown by the server (`connz`); default `ctxd`. */
   readonly name?: string
   /** How long the first connection may take; default 5 s. */
@@ -94,13 +100,21 @@ const watchStatus = (nc: NatsConnection, onStatus: (status: Status) => void): Ef
 
 /**
  * Connects, giving up after `timeoutMs`. A connection that completes after
- * the caller gave up (or was interrupted) is closed, never leaked.
+ * the caller gave up (or was interrupted) is closed, never leaked. Messages
+ * show the servers without any credentials in their URLs.
  */
-const open = (options: NatsClientOptions, timeoutMs: number): Effect.Effect<NatsConnection, NatsUnavailable> =>
-  Effect.async<NatsConnection, NatsUnavailable>((resume) => {
+const open = (
+  options: NatsClientOptions,
+  timeoutMs: number,
+): Effect.Effect<NatsConnection, NatsUnavailable | NatsAuth.NatsAuthError> => {
+  const resolved = NatsAuth.resolve(options.servers, options.auth)
+  if (Either.isLeft(resolved)) return Effect.fail(resolved.left)
+  const servers: ReadonlyArray<string> = resolved.right.servers
+  const shown = servers.join(",")
+  return Effect.async<NatsConnection, NatsUnavailable | NatsAuth.NatsAuthError>((resume) => {
     let abandoned = false
     connect({
-      servers: [...options.servers],
+      ...resolved.right,
       name: options.name ?? "ctxd",
       maxReconnectAttempts: -1,
       timeout: timeoutMs,
@@ -109,16 +123,19 @@ const open = (options: NatsClientOptions, timeoutMs: number): Effect.Effect<Nats
         if (abandoned) void nc.close().catch(() => undefined)
         else resume(Effect.succeed(nc))
       },
-      (cause: unknown) =>
+      (cause: unknown) => {
+        const reason = cause instanceof Error ? cause.message : String(cause)
         resume(
           Effect.fail(
-            new NatsUnavailable({
-              message: `cannot connect to NATS at ${options.servers.join(",")}: ${cause instanceof Error ? cause.message : String(cause)}`,
-              servers: options.servers,
-              cause,
-            }),
+            cause instanceof errors.AuthorizationError
+              ? new NatsAuth.NatsAuthError({
+                  code: "Rejected",
+                  message: `NATS at ${shown} refused the connection's credentials: ${reason}`,
+                })
+              : new NatsUnavailable({ message: `cannot connect to NATS at ${shown}: ${reason}`, servers, cause }),
           ),
-        ),
+        )
+      },
     )
     return Effect.sync(() => {
       abandoned = true
@@ -128,12 +145,10 @@ const open = (options: NatsClientOptions, timeoutMs: number): Effect.Effect<Nats
     Effect.timeoutFail({
       duration: Duration.millis(timeoutMs + 1_000),
       onTimeout: () =>
-        new NatsUnavailable({
-          message: `cannot connect to NATS at ${options.servers.join(",")}: timed out after ${timeoutMs} ms`,
-          servers: options.servers,
-        }),
+        new NatsUnavailable({ message: `cannot connect to NATS at ${shown}: timed out after ${timeoutMs} ms`, servers }),
     }),
   )
+}
 
 /** Drains (bounded), then closes; never fails. */
 const release = (nc: NatsConnection, drainTimeoutMs: number): Effect.Effect<void> =>
@@ -157,7 +172,9 @@ const release = (nc: NatsConnection, drainTimeoutMs: number): Effect.Effect<void
   })
 
 /** Opens a scoped connection (see {@link layer}). */
-export const make = (options: NatsClientOptions): Effect.Effect<NatsClientService, NatsUnavailable, Scope.Scope> =>
+export const make = (
+  options: NatsClientOptions,
+): Effect.Effect<NatsClientService, NatsUnavailable | NatsAuth.NatsAuthError, Scope.Scope> =>
   Effect.gen(function* () {
     const connectTimeoutMs = options.connectTimeoutMs ?? 5_000
     const drainTimeoutMs = options.drainTimeoutMs ?? 10_000
@@ -175,10 +192,12 @@ export const make = (options: NatsClientOptions): Effect.Effect<NatsClientServic
 /**
  * The connection as a layer: connects with `maxReconnectAttempts: -1`
  * (reconnect forever); fails with {@link NatsUnavailable} if the first
- * connection takes longer than `connectTimeoutMs` (default 5 s). On release:
- * `drain()` bounded by `drainTimeoutMs` (default 10 s), then `close()`.
+ * connection takes longer than `connectTimeoutMs` (default 5 s), with
+ * `NatsAuthError` if the auth/TLS options are unusable or the server refuses
+ * the credentials. On release: `drain()` bounded by `drainTimeoutMs` (default
+ * 10 s), then `close()`.
  */
-export const layer = (options: NatsClientOptions): Layer.Layer<NatsClient, NatsUnavailable> =>
+export const layer = (options: NatsClientOptions): Layer.Layer<NatsClient, NatsUnavailable | NatsAuth.NatsAuthError> =>
   Layer.scoped(NatsClient, make(options))
 
 /** The servers and connection name, from the environment. */
@@ -197,12 +216,13 @@ export const config = Config.all({
     Config.withDefault("ctxd"),
     Config.withDescription("Connection name shown by the NATS server"),
   ),
+  auth: NatsAuth.config,
 })
 
 /**
  * {@link layer} configured from the environment: `NATS_URL` (default
- * `nats://127.0.0.1:4222`, comma separated for several servers) and
- * `NATS_NAME` (default `ctxd`).
+ * `nats://127.0.0.1:4222`, comma separated for several servers),
+ * `NATS_NAME` (default `ctxd`) and the auth/TLS variables of `NatsAuth.config`.
  */
-export const layerConfig: Layer.Layer<NatsClient, NatsUnavailable | ConfigError.ConfigError> =
+export const layerConfig: Layer.Layer<NatsClient, NatsUnavailable | NatsAuth.NatsAuthError | ConfigError.ConfigError> =
   Layer.unwrapEffect(Effect.map(config, (c) => layer(c)))

@@ -1,6 +1,7 @@
 export * as Admission from "./Admission.ts"
 export * as Endpoint from "./Endpoint.ts"
 export * as Json from "./Json.ts"
+export * as NatsAuth from "./NatsAuth.ts"
 export * as LargePayload from "./LargePayload.ts"
 export * as NatsClient from "./NatsClient.ts"
 export * as PayloadStore from "./PayloadStore.ts"

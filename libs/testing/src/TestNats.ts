@@ -2,7 +2,7 @@
  * NATS for tests: every test picks a fresh subject root, so tests running at
  * the same time against one server never hear each other.
  */
-import { NatsClient } from "@ctxd/nats"
+import { type NatsAuth, NatsClient } from "@ctxd/nats"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import type { Layer } from "effect"
@@ -15,7 +15,7 @@ export const uniqueRoot = (): string => `t_${randomBytes(8).toString("hex")}`
 export const url = (): string => process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 
 /** A scoped connection to {@link url} named `name` (default `ctxd-test`). */
-export const layer = (name = "ctxd-test"): Layer.Layer<NatsClient.NatsClient, NatsClient.NatsUnavailable> =>
+export const layer = (name = "ctxd-test"): Layer.Layer<NatsClient.NatsClient, NatsClient.NatsUnavailable | NatsAuth.NatsAuthError> =>
   NatsClient.layer({ servers: url().split(","), name })
 
 /**

@@ -1,4 +1,5 @@
 export * as FakeProvider from "./FakeProvider.ts"
+export * as NatsServer from "./NatsServer.ts"
 export * as Random from "./Random.ts"
 export * as TestDatabase from "./TestDatabase.ts"
 export * as TestNats from "./TestNats.ts"

@@ -88,10 +88,18 @@ const reasonOf = (status: number): FailureReason =>
             ? "rejected"
             : "unknown"
 
+/**
+ * `message` with every occurrence of `secret` (the API key of the call)
+ * replaced: a provider's error may echo the key it was sent, and these
+ * messages reach logs and replies (the loop judge's `reason`).
+ */
+export const scrub = (message: string, secret: string | null | undefined): string =>
+  secret === undefined || secret === null || secret.length < 4 ? message : message.replaceAll(secret, "[redacted]")
+
 const classify =
-  (provider: SummarizerConfig.ProviderKind) =>
+  (provider: SummarizerConfig.ProviderKind, secret: string | null | undefined) =>
   (error: unknown): ProviderFailed => {
-    const message = error instanceof Error ? error.message : String(error)
+    const message = scrub(error instanceof Error ? error.message : String(error), secret)
     if (error instanceof AnthropicTimeoutError || error instanceof OpenAITimeoutError) {
       return new ProviderFailed({ provider, reason: "timeout", message })
     }
@@ -119,9 +127,10 @@ const bounded = <A>(
   provider: SummarizerConfig.ProviderKind,
   timeoutMs: number,
   model: string,
+  secret: string | null | undefined,
   call: (signal: AbortSignal) => Promise<A>,
 ): Effect.Effect<A, ProviderFailed> =>
-  Effect.tryPromise({ try: call, catch: classify(provider) }).pipe(
+  Effect.tryPromise({ try: call, catch: classify(provider, secret) }).pipe(
     Effect.timeoutFail({
       duration: Duration.millis(timeoutMs + 1_000),
       onTimeout: () => new ProviderFailed({ provider, reason: "timeout", message: `no answer within ${timeoutMs} ms` }),
@@ -140,7 +149,7 @@ const anthropicClient = (endpoint: SummarizerConfig.Endpoint, timeoutMs: number)
   return {
     provider: "anthropic",
     complete: (request) =>
-      bounded("anthropic", timeoutMs, request.model, (signal) =>
+      bounded("anthropic", timeoutMs, request.model, sdk.apiKey, (signal) =>
         sdk.messages.create(
           {
             model: request.model,
@@ -180,7 +189,7 @@ const openaiClient = (
   return {
     provider,
     complete: (request) =>
-      bounded(provider, timeoutMs, request.model, (signal) =>
+      bounded(provider, timeoutMs, request.model, sdk.apiKey, (signal) =>
         sdk.chat.completions.create(
           {
             model: request.model,
@@ -228,7 +237,7 @@ const googleClient = (endpoint: SummarizerConfig.Endpoint, timeoutMs: number): L
   return {
     provider: "google",
     complete: (request) =>
-      bounded("google", timeoutMs, request.model, (signal) =>
+      bounded("google", timeoutMs, request.model, apiKey ?? process.env["GEMINI_API_KEY"] ?? process.env["GOOGLE_API_KEY"], (signal) =>
         sdk.models.generateContent({
           model: request.model,
           contents: [{ role: "user", parts: [{ text: request.prompt }] }],

@@ -1,7 +1,10 @@
 /**
  * One pino logger behind Effect's `Logger`: every `Effect.log*` call becomes
  * a JSON line with the fiber's annotations (tenant, session, turn, ...) as
- * fields.
+ * fields. Secrets are held `Redacted` and never logged on purpose; as a last
+ * line of defence every line is also scrubbed of the secret values the
+ * process was started with ({@link secretsOf}), whatever echoed them (a
+ * provider's error body, a driver's message).
  */
 import { Cause, HashMap, Layer, Logger, LogLevel } from "effect"
 import pino from "pino"
@@ -45,9 +48,83 @@ export const fromPino = (logger: pino.Logger): Logger.Logger<unknown, void> =>
     }
   })
 
-/** Replaces the default logger with pino at `level` (pino level names). */
-export const layer = (options: { readonly level: string; readonly name: string }): Layer.Layer<never> => {
-  const logger = pino({ name: options.name, level: options.level.toLowerCase() === "silent" ? "silent" : options.level })
+/** Variables whose whole value is a secret. */
+export const SECRET_VARIABLES = [
+  "ANTHROPIC_API_KEY",
+  "OPENAI_API_KEY",
+  "GEMINI_API_KEY",
+  "GOOGLE_API_KEY",
+  "CTXD_SUMMARIZER_API_KEY",
+  "NATS_PASSWORD",
+  "NATS_TOKEN",
+  "NATS_NKEY_SEED",
+  "PGPASSWORD",
+] as const
+
+/** Variables holding URLs whose user info (`user:password@`) is a secret. */
+export const SECRET_URL_VARIABLES = ["DATABASE_URL", "NATS_URL"] as const
+
+const userInfoSecrets = (urls: string): ReadonlyArray<string> =>
+  urls.split(",").flatMap((url) => {
+    const info = /^[a-z][a-z0-9+.-]*:\/\/([^@/]*)@/i.exec(url.trim())?.[1]
+    if (info === undefined || info === "") return []
+    const colon = info.indexOf(":")
+    // `user:password` hides the password; a lone `token@` (NATS) hides the token
+    const secret = colon < 0 ? info : info.slice(colon + 1)
+    return secret === "" ? [] : [secret, safeDecode(secret)]
+  })
+
+const safeDecode = (text: string): string => {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
+
+/**
+ * The secret values in `env` ({@link SECRET_VARIABLES}, the passwords in
+ * {@link SECRET_URL_VARIABLES}); values under 4 characters are left out (they
+ * would garble every line and hide nothing).
+ */
+export const secretsOf = (env: Readonly<Record<string, string | undefined>>): ReadonlyArray<string> => {
+  const values = [
+    ...SECRET_VARIABLES.map((name) => env[name]?.trim() ?? ""),
+    ...SECRET_URL_VARIABLES.flatMap((name) => userInfoSecrets(env[name] ?? "")),
+  ]
+  return [...new Set(values.filter((value) => value.length >= 4))].sort((a, b) => b.length - a.length)
+}
+
+/** `line` with every secret (raw or JSON-escaped) replaced by `[redacted]`. */
+export const scrub = (line: string, secrets: ReadonlyArray<string>): string => {
+  let out = line
+  for (const secret of secrets) {
+    out = out.replaceAll(secret, "[redacted]")
+    const escaped = JSON.stringify(secret).slice(1, -1)
+    if (escaped !== secret) out = out.replaceAll(escaped, "[redacted]")
+  }
+  return out
+}
+
+/**
+ * Replaces the default logger with pino at `level` (pino level names);
+ * every line is scrubbed of `secrets` (default: {@link secretsOf} the
+ * process environment).
+ */
+export const layer = (options: {
+  readonly level: string
+  readonly name: string
+  readonly secrets?: ReadonlyArray<string> | undefined
+  /** Where lines go; default stdout. */
+  readonly destination?: pino.DestinationStream | undefined
+}): Layer.Layer<never> => {
+  const secrets = options.secrets ?? secretsOf(process.env)
+  const settings: pino.LoggerOptions = {
+    name: options.name,
+    level: options.level.toLowerCase() === "silent" ? "silent" : options.level,
+    ...(secrets.length === 0 ? {} : { hooks: { streamWrite: (line: string) => scrub(line, secrets) } }),
+  }
+  const logger = options.destination === undefined ? pino(settings) : pino(settings, options.destination)
   return Layer.merge(
     Logger.replace(Logger.defaultLogger, fromPino(logger)),
     Logger.minimumLogLevel(parseLevel(options.level)),

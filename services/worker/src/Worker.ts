@@ -198,7 +198,11 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(database),
     )
     const tokens = TokenCounter.layerConfig
-    const nats = NatsClient.layer({ servers: config.natsUrl.split(","), name: `ctxd-worker-${config.workerId}` })
+    const nats = NatsClient.layer({
+      servers: config.natsUrl.split(","),
+      name: `ctxd-worker-${config.workerId}`,
+      auth: config.natsAuth,
+    })
     // bodies above the NATS max_payload (both directions) and the request byte budget of every endpoint
     const payloadConfig = yield* PayloadStore.config
     const payloads = PayloadStore.layer({

@@ -7,6 +7,7 @@ import { AssemblerConfig } from "@ctxd/assembler"
 import { type CostModel, Pipeline, PriceFile } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
 import { Subjects, Turn } from "@ctxd/contracts"
+import { NatsAuth } from "@ctxd/nats"
 import { Config, type ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
 import { readFileSync } from "node:fs"
 import * as HttpServer from "./HttpServer.ts"
@@ -20,6 +21,8 @@ export const WorkerConfig = Config.all({
     Config.withDefault("nats://127.0.0.1:4222"),
     Config.withDescription("NATS server(s), comma separated"),
   ),
+  // NATS_CREDS, NATS_NKEY_SEED, NATS_USER/NATS_PASSWORD, NATS_TOKEN, NATS_TLS_CA/_CERT/_KEY
+  natsAuth: NatsAuth.config,
   subjectRoot: Config.string("CTXD_SUBJECT_ROOT").pipe(
     Config.withDefault("ctx"),
     Config.withDescription("First token(s) of every subject: <root>.v1.turn.<tenant>.<session>"),
