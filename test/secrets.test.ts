@@ -184,9 +184,9 @@ describe.skipIf(!NatsServer.available())("NATS with TLS and a password; secrets 
     seen.push(JSON.stringify(await judged("j1", sameCall(1))))
     const third = await judged("j2", sameCall(2))
     seen.push(JSON.stringify(third))
-    expect(third.report.loop.judge).toMatchObject({ answered: false })
-    expect(third.report.loop.judge?.reason).toContain("judge failed")
-    expect(third.report.loop.judge?.reason).toContain("[redacted]")
+    expect(third.report.loop?.judge).toMatchObject({ answered: false })
+    expect(third.report.loop?.judge?.reason).toContain("judge failed")
+    expect(third.report.loop?.judge?.reason).toContain("[redacted]")
     expect(provider.calls()).toBeGreaterThanOrEqual(3)
     // an error reply
     const bad = await client
@@ -213,10 +213,10 @@ describe.skipIf(!NatsServer.available())("NATS with TLS and a password; secrets 
       expect(res.status).toBe(200)
       seen.push(await res.text())
     }
-    const everything = [...seen, worker.output()].join("\n")
+    const lines = [...seen, worker.output()].join("\n").split("\n")
     expect(worker.output()).toContain("exact count unavailable") // the debug lines were written
     for (const [name, value] of Object.entries(SECRETS)) {
-      expect(everything.includes(value), `${name} leaked`).toBe(false)
+      expect(lines.filter((line) => line.includes(value)), `${name} leaked`).toEqual([])
     }
   }, 60_000)
 

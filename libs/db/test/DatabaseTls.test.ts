@@ -21,7 +21,12 @@ const withPassword = (query = "") => {
 const dir = mkdtempSync(join(tmpdir(), "ctxd-pg-tls-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-const tls = (url: string) => Effect.runSync(Database.tlsOf(Database.connectionUrl(url, {})))
+const tls = (url: string) => Effect.runSync(Database.tlsOf(Database.connectionUrl(url, {}))) as false | Record<string, unknown>
+const tlsObject = (url: string) => {
+  const options = tls(url)
+  if (options === false) throw new Error(`no TLS for ${url}`)
+  return options
+}
 
 describe("connectionUrl", () => {
   it("adds PGSSLMODE and PGSSLROOTCERT when the URL does not set them, and libpq semantics", () => {
@@ -48,12 +53,12 @@ describe("connectionUrl", () => {
     expect(tls(`${url}verify-full`)).toEqual({})
     const ca = join(dir, "ca.pem")
     writeFileSync(ca, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
-    const verifyCa = tls(`${url}verify-ca&sslrootcert=${ca}`)
+    const verifyCa = tlsObject(`${url}verify-ca&sslrootcert=${ca}`)
     expect(verifyCa.ca).toContain("BEGIN CERTIFICATE")
     expect(verifyCa.checkServerIdentity).toBeTypeOf("function")
     // require with a root certificate verifies the chain
     expect(tls(`${url}require&sslrootcert=${ca}`)).toMatchObject({ ca: expect.stringContaining("BEGIN") })
-    expect(tls(`${url}require&sslrootcert=${ca}`).rejectUnauthorized).toBeUndefined()
+    expect(tlsObject(`${url}require&sslrootcert=${ca}`).rejectUnauthorized).toBeUndefined()
   })
 
   it("refuses unusable TLS settings without showing the URL's password", () => {

@@ -146,7 +146,7 @@ const roundTrip = (options: NatsClient.NatsClientOptions) =>
     Effect.scoped(
       Effect.gen(function* () {
         const { connection } = yield* NatsClient.make({ connectTimeoutMs: 3_000, ...options })
-        const sub = connection.subscribe("auth.echo", { callback: (_, msg) => msg.respond(msg.data) })
+        const sub = connection.subscribe("auth.echo", { callback: (_, msg) => void msg.respond(msg.data) })
         const reply = yield* Effect.promise(() => connection.request("auth.echo", "ping", { timeout: 2_000 }))
         sub.unsubscribe()
         return reply.string()

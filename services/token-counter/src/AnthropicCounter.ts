@@ -57,6 +57,7 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<Anthropi
             .countTokens({ ...body, model } as unknown as Anthropic.MessageCountTokensParams, { signal, timeout: timeoutMs, maxRetries: 0 })
             .then((r) => r.input_tokens),
         classify,
+        secret: client.apiKey,
       },
       options,
     )

@@ -138,7 +138,19 @@ export interface Transport {
   readonly request: (model: string, body: Readonly<Record<string, unknown>>, signal: AbortSignal) => Promise<number>
   /** An SDK error as a {@link CountFailed}. */
   readonly classify: (error: unknown) => CountFailed
+  /** The API key the calls send: replaced in failure messages, since a provider's error may echo it. */
+  readonly secret?: string | null | undefined
 }
+
+/** `failure` with every occurrence of `secret` in its message replaced by `[redacted]`. */
+export const scrub = (failure: CountFailed, secret: string | null | undefined): CountFailed =>
+  secret === undefined || secret === null || secret.length < 4 || !failure.message.includes(secret)
+    ? failure
+    : new CountFailed({
+        reason: failure.reason,
+        message: failure.message.replaceAll(secret, "[redacted]"),
+        ...(failure.status === undefined ? {} : { status: failure.status }),
+      })
 
 /** The shared machinery of one provider's counter. */
 export interface Calls {
@@ -181,7 +193,7 @@ export const makeCalls = (transport: Transport, options: Options): Effect.Effect
           if (bulkhead) segmentCalls++
           const attempt = Effect.tryPromise({
             try: (signal) => transport.request(model, body, signal),
-            catch: transport.classify,
+            catch: (error) => scrub(transport.classify(error), transport.secret),
           }).pipe(
             Effect.timeoutFail({
               duration: Duration.millis(timeoutMs),

@@ -123,6 +123,7 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<GeminiCo
                   return r.totalTokens
                 }),
         classify,
+        secret: apiKey,
       },
       options,
     )

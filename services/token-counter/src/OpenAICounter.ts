@@ -63,6 +63,7 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<OpenAICo
             .count({ ...body, model } as OpenAI.Responses.InputTokenCountParams, { signal, timeout: timeoutMs, maxRetries: 0 })
             .then((r) => r.input_tokens),
         classify,
+        secret: client.apiKey,
       },
       options,
     )

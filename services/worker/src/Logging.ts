@@ -64,12 +64,13 @@ export const SECRET_VARIABLES = [
 /** Variables holding URLs whose user info (`user:password@`) is a secret. */
 export const SECRET_URL_VARIABLES = ["DATABASE_URL", "NATS_URL"] as const
 
-const userInfoSecrets = (urls: string): ReadonlyArray<string> =>
+const userInfoSecrets = (urls: string, loneIsSecret: boolean): ReadonlyArray<string> =>
   urls.split(",").flatMap((url) => {
     const info = /^[a-z][a-z0-9+.-]*:\/\/([^@/]*)@/i.exec(url.trim())?.[1]
     if (info === undefined || info === "") return []
     const colon = info.indexOf(":")
-    // `user:password` hides the password; a lone `token@` (NATS) hides the token
+    // `user:password` hides the password; a lone `token@` hides the token (NATS; for Postgres it is a user name)
+    if (colon < 0 && !loneIsSecret) return []
     const secret = colon < 0 ? info : info.slice(colon + 1)
     return secret === "" ? [] : [secret, safeDecode(secret)]
   })
@@ -90,7 +91,7 @@ const safeDecode = (text: string): string => {
 export const secretsOf = (env: Readonly<Record<string, string | undefined>>): ReadonlyArray<string> => {
   const values = [
     ...SECRET_VARIABLES.map((name) => env[name]?.trim() ?? ""),
-    ...SECRET_URL_VARIABLES.flatMap((name) => userInfoSecrets(env[name] ?? "")),
+    ...SECRET_URL_VARIABLES.flatMap((name) => userInfoSecrets(env[name] ?? "", name === "NATS_URL")),
   ]
   return [...new Set(values.filter((value) => value.length >= 4))].sort((a, b) => b.length - a.length)
 }
