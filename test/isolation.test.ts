@@ -114,7 +114,7 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
         await new Promise((resolve) => setTimeout(resolve, 100))
       }
     }
-    spy.subscribe("ctx.>", { callback: (_, msg) => seen.push(msg.subject) })
+    spy.subscribe("ctx.>", { callback: (_, msg) => void seen.push(msg.subject) })
     await spy.flush()
     worker = await WorkerProcess.start(
       {
