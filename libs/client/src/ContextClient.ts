@@ -369,6 +369,12 @@ export interface ConnectOptions extends ContextClientOptions {
   readonly servers: string | ReadonlyArray<string>
   /** Connection name; default `ctxd-client`. */
   readonly name?: string | undefined
+  /**
+   * Prefix of the reply inboxes; default `_INBOX`. Under per-tenant NATS
+   * permissions (README, "Tenant isolation") a tenant's runtime sets the
+   * prefix its user may subscribe to, e.g. `_INBOX_acme`.
+   */
+  readonly inboxPrefix?: string | undefined
 }
 
 /**
@@ -380,7 +386,7 @@ export const connect = async (options: ConnectOptions): Promise<PromiseClient> =
   const servers = typeof options.servers === "string" ? options.servers.split(",") : options.servers
   const runtime = ManagedRuntime.make(
     layer(options).pipe(
-      Layer.provideMerge(NatsClient.layer({ servers, name: options.name ?? "ctxd-client" })),
+      Layer.provideMerge(NatsClient.layer({ servers, name: options.name ?? "ctxd-client", inboxPrefix: options.inboxPrefix })),
       Layer.provideMerge(Logger.minimumLogLevel(LogLevel.Warning)),
     ),
   )
