@@ -1,6 +1,6 @@
 // Tenant isolation by NATS permissions: a private nats-server runs
-// deploy/nats/secure.conf as shipped (only its port and store directory
-// changed), a real worker serves it as user `ctxd` with
+// deploy/nats/secure.conf with its permissions as shipped (see
+// privateConfig for what changes), a real worker serves it as user `ctxd` with
 // CTXD_LEGACY_SUBJECTS=false, and tenants `acme` and `globex` log in with
 // their own users. acme can run its own turns and endpoints; everything
 // outside its scope is refused by the server itself and never reaches the
