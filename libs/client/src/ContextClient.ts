@@ -19,7 +19,10 @@
  * the reply names the owner's direct subject, and the session's next turns
  * go there, saving the forwarding hop. When the owner answers `NotOwner`
  * (its shard moved) or is gone, the client forgets the route and retries on
- * the shared subject.
+ * the shared subject. When the NATS server refuses the direct subject (a
+ * tenant's NATS user may publish only to its own tenant's subjects, README
+ * "Tenant isolation"), the client turns direct routing off for good and
+ * sends the turn, and every later one, to the shared subject.
  *
  * Effect users provide {@link layer} (it needs a `NatsClient`); everyone else
  * calls {@link connect} and gets Promises.
@@ -162,6 +165,10 @@ const readReply = <A>(
   )
 }
 
+/** A request the server refused to publish on a worker's direct subject (`<root>.v1.worker.<id>.turn...`). */
+const isDirectRefused = (cause: unknown): boolean =>
+  cause instanceof Request.RequestFailed && Request.isPermissionViolation(cause) && cause.subject.includes(".v1.worker.")
+
 /** Builds the client on the `NatsClient` in context. */
 export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextClientService, never, NatsClient.NatsClient> =>
   Effect.gen(function* () {
@@ -169,7 +176,8 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
     const subjects = Subjects.make(options.root ?? Subjects.DEFAULT_ROOT)
     const timeoutMs = options.timeoutMs ?? 10_000
     const retryForMs = options.retryForMs ?? 10_000
-    const direct = options.direct ?? true
+    // turned off for good once the server refuses a direct subject (the user's NATS permissions)
+    let direct = options.direct ?? true
     const maxRequestBytes = options.maxRequestBytes ?? PayloadStore.DEFAULT_MAX_REQUEST_BYTES
     const maxReplyBytes = options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES
     // opened on first use: the workers create the bucket
@@ -285,13 +293,30 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
             Effect.provide(context),
           )
         })
+        /** One attempt; on a direct subject this user may not publish to, direct routing off and the shared subject at once. */
+        const attemptTurn = (out: LargePayload.Outgoing) =>
+          once(out).pipe(
+            Effect.catchIf(
+              (error) => direct && isDirectRefused(error.cause),
+              (error) =>
+                Effect.logWarning(`direct routing off: ${error.message} (NATS permissions); using the shared subjects`).pipe(
+                  Effect.zipRight(
+                    Effect.sync(() => {
+                      direct = false
+                      routes.clear()
+                    }),
+                  ),
+                  Effect.zipRight(once(out)),
+                ),
+            ),
+          )
         // above the server's max_payload the body goes to the object store once; every attempt sends the reference
         const reply = yield* Effect.acquireUseRelease(
           LargePayload.outgoing(payload, undefined).pipe(
             Effect.mapError((error) => storeError(error, "request")),
             Effect.provide(context),
           ),
-          (out) => retrying(once(out), `turn ${turnId}`),
+          (out) => retrying(attemptTurn(out), `turn ${turnId}`),
           (out) => LargePayload.cleanup(out).pipe(Effect.provide(context)),
         )
         if (reply.turnId !== turnId) {
@@ -345,6 +370,12 @@ export interface ConnectOptions extends ContextClientOptions {
   /** Connection name; default `ctxd-client`. */
   readonly name?: string | undefined
   /**
+   * Prefix of the reply inboxes; default `_INBOX`. Under per-tenant NATS
+   * permissions (README, "Tenant isolation") a tenant's runtime sets the
+   * prefix its user may subscribe to, e.g. `_INBOX_acme`.
+   */
+  readonly inboxPrefix?: string | undefined
+  /**
    * NATS authentication and TLS, as the workers take them: an options object,
    * or `"env"` to read the workers' variables (`NATS_CREDS`, `NATS_NKEY_SEED`,
    * `NATS_USER`/`NATS_PASSWORD`, `NATS_TOKEN`, `NATS_TLS_CA`/`NATS_TLS_CERT`/
@@ -364,7 +395,9 @@ export const connect = async (options: ConnectOptions): Promise<PromiseClient> =
   const auth = options.auth === "env" ? await Effect.runPromise(NatsAuth.config) : options.auth
   const runtime = ManagedRuntime.make(
     layer(options).pipe(
-      Layer.provideMerge(NatsClient.layer({ servers, name: options.name ?? "ctxd-client", auth })),
+      Layer.provideMerge(
+        NatsClient.layer({ servers, name: options.name ?? "ctxd-client", inboxPrefix: options.inboxPrefix, auth }),
+      ),
       Layer.provideMerge(Logger.minimumLogLevel(LogLevel.Warning)),
     ),
   )

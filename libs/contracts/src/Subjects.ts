@@ -53,8 +53,16 @@ export interface Subjects {
   readonly usage: (tenant: string, session: string) => string
   /** `<root>.v1.usage.>`: what a worker subscribes to for usage reports. */
   readonly usageWildcard: string
-  /** `<root>.v1.tokens.count` */
+  /**
+   * `<root>.v1.tokens.count`: the tenant-less count subject, kept for old
+   * callers; a deployment that scopes tenants by NATS permissions turns it
+   * off (`CTXD_LEGACY_SUBJECTS=false`) and uses {@link tokensCountFor}.
+   */
   readonly tokensCount: string
+  /** `<root>.v1.tokens.count.<tenant>`: a count on behalf of a tenant (its own calibration factor). */
+  readonly tokensCountFor: (tenant: string) => string
+  /** `<root>.v1.tokens.count.*`: what a worker subscribes to. */
+  readonly tokensCountWildcard: string
   /** `<root>.v1.health` */
   readonly health: string
   /** `<root>.v1.knowledge.<tenant>` */
@@ -67,8 +75,22 @@ export interface Subjects {
   readonly loopCheck: string
   /** `<root>.v1.metrics` */
   readonly metrics: string
-  /** `<root>.v1.summarize` */
+  /**
+   * `<root>.v1.summarize`: the tenant-less summarize subject, kept for old
+   * callers; a deployment that scopes tenants by NATS permissions turns it
+   * off (`CTXD_LEGACY_SUBJECTS=false`) and uses {@link summarizeFor}.
+   */
   readonly summarize: string
+  /** `<root>.v1.summarize.<tenant>`: a summary on behalf of a tenant. */
+  readonly summarizeFor: (tenant: string) => string
+  /** `<root>.v1.summarize.*`: what a worker subscribes to. */
+  readonly summarizeWildcard: string
+  /**
+   * The tenant token of a tenant-scoped summarize or tokens.count subject
+   * (`<root>.v1.<verb>.<tenant>`); undefined for the tenant-less ones and
+   * anything else.
+   */
+  readonly parseTenant: (subject: string) => string | undefined
   /** `<root>.v1.compact.<tenant>.<session>`: a manual compaction. */
   readonly compact: (tenant: string, session: string) => string
   /** `<root>.v1.compact.>`: what a compactor subscribes to. */
@@ -98,6 +120,8 @@ export const make = (root: string = DEFAULT_ROOT): Subjects => {
     usage: (tenant, session) => `${prefix}usage.${tenant}.${session}`,
     usageWildcard: `${prefix}usage.>`,
     tokensCount: `${prefix}tokens.count`,
+    tokensCountFor: (tenant) => `${prefix}tokens.count.${tenant}`,
+    tokensCountWildcard: `${prefix}tokens.count.*`,
     health: `${prefix}health`,
     loopCheck: `${prefix}loop.check`,
     metrics: `${prefix}metrics`,
@@ -109,6 +133,16 @@ export const make = (root: string = DEFAULT_ROOT): Subjects => {
       return isValidToken(tenant) ? tenant : undefined
     },
     summarize: `${prefix}summarize`,
+    summarizeFor: (tenant) => `${prefix}summarize.${tenant}`,
+    summarizeWildcard: `${prefix}summarize.*`,
+    parseTenant: (subject) => {
+      for (const verb of ["summarize.", "tokens.count."]) {
+        if (!subject.startsWith(`${prefix}${verb}`)) continue
+        const tenant = subject.slice(`${prefix}${verb}`.length)
+        return isValidToken(tenant) ? tenant : undefined
+      }
+      return undefined
+    },
     compact: (tenant, session) => `${prefix}compact.${tenant}.${session}`,
     compactWildcard: `${prefix}compact.>`,
     compactJob: (tenant, session) => `${prefix}compactjob.${tenant}.${session}`,

@@ -1,7 +1,8 @@
 /**
  * Summaries on the wire: the structured snapshot the summarizer asks the
- * model for, and `<root>.v1.summarize` (summarize a span of messages given
- * in either provider format).
+ * model for, and `<root>.v1.summarize.<tenant>` (summarize a span of
+ * messages given in any turn format; the tenant-less `<root>.v1.summarize`
+ * takes the same request).
  */
 import { Schema } from "effect"
 import * as Anthropic from "./Anthropic.ts"

@@ -4,7 +4,8 @@
  * - `<root>.v1.usage.<tenant>.<session>`: {@link UsageReport} `{turnId, usage}`,
  *   the usage the provider billed for a turn, in Anthropic or OpenAI field
  *   names. A report that cannot be used is answered with {@link BadUsage}.
- * - `<root>.v1.tokens.count`: {@link CountRequest} → {@link CountReply}.
+ * - `<root>.v1.tokens.count.<tenant>` (and the tenant-less
+ *   `<root>.v1.tokens.count`): {@link CountRequest} → {@link CountReply}.
  */
 import * as Errors from "./Errors.ts"
 import { Schema } from "effect"

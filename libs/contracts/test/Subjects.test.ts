@@ -23,4 +23,20 @@ describe("Subjects", () => {
     expect(s.parseSession(`ctx.v1.turn.${"x".repeat(129)}.s`)).toBeUndefined()
     expect(s.parseSession(`ctx.v1.turn.${"x".repeat(128)}.s`)).toBeDefined()
   })
+
+  it("builds and parses the tenant-scoped summarize and tokens.count subjects", () => {
+    const s = Subjects.make("staging.ctx")
+    expect(s.summarizeFor("acme")).toBe("staging.ctx.v1.summarize.acme")
+    expect(s.tokensCountFor("acme")).toBe("staging.ctx.v1.tokens.count.acme")
+    expect(s.summarizeWildcard).toBe("staging.ctx.v1.summarize.*")
+    expect(s.tokensCountWildcard).toBe("staging.ctx.v1.tokens.count.*")
+    expect(s.parseTenant(s.summarizeFor("a_b-9"))).toBe("a_b-9")
+    expect(s.parseTenant(s.tokensCountFor("globex"))).toBe("globex")
+    // the tenant-less legacy subjects and other verbs carry no tenant
+    expect(s.parseTenant(s.summarize)).toBeUndefined()
+    expect(s.parseTenant(s.tokensCount)).toBeUndefined()
+    expect(s.parseTenant(s.knowledge("acme"))).toBeUndefined()
+    expect(s.parseTenant("ctx.v1.summarize.acme")).toBeUndefined()
+    expect(s.parseTenant("staging.ctx.v1.summarize.te@nant")).toBeUndefined()
+  })
 })

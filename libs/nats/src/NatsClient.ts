@@ -49,6 +49,12 @@ export interface NatsClientOptions {
   readonly connectTimeoutMs?: number
   /** How long the closing `drain()` may take before the connection is closed hard; default 10 s. */
   readonly drainTimeoutMs?: number
+  /**
+   * Prefix of this connection's reply inboxes; default nats.js's `_INBOX`. A
+   * tenant's runtime under per-tenant NATS permissions sets `_INBOX_<tenant>`
+   * (README, "Tenant isolation").
+   */
+  readonly inboxPrefix?: string | undefined
 }
 
 const describe = (status: Status): string => {
@@ -118,6 +124,7 @@ const open = (
       name: options.name ?? "ctxd",
       maxReconnectAttempts: -1,
       timeout: timeoutMs,
+      ...(options.inboxPrefix === undefined ? {} : { inboxPrefix: options.inboxPrefix }),
     }).then(
       (nc) => {
         if (abandoned) void nc.close().catch(() => undefined)

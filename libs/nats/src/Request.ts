@@ -12,6 +12,7 @@ import {
   type Msg,
   type MsgHdrs,
   NoRespondersError,
+  PermissionViolationError,
   RequestError,
   TimeoutError,
 } from "@nats-io/transport-node"
@@ -48,6 +49,20 @@ export class RequestFailed extends Data.TaggedError("RequestFailed")<{
 
 /** Every way {@link request} can fail. */
 export type RequestErrors = NoResponders | RequestTimedOut | ConnectionClosed | RequestFailed
+
+/**
+ * True when the server refused to let this connection publish the request
+ * (its NATS user may not publish to the subject): a {@link RequestFailed}
+ * caused by a permissions violation. Retrying the same subject cannot help.
+ */
+export const isPermissionViolation = (error: RequestErrors): boolean => {
+  if (error._tag !== "RequestFailed") return false
+  // nats.js rejects the request with a RequestError whose cause is the violation
+  for (let cause: unknown = error.cause, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth++) {
+    if (cause instanceof PermissionViolationError) return true
+  }
+  return false
+}
 
 /** Request options. */
 export interface RequestOptions {

@@ -8,6 +8,28 @@ const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 const uniqueRoot = () => `t_${randomUUID().replaceAll("-", "").slice(0, 16)}`
 
 describe("Request", () => {
+  it.scoped("a connection with an inbox prefix takes its replies under it (per-tenant NATS permissions)", () =>
+    Effect.gen(function* () {
+      const client = yield* NatsClient.make({ servers: [NATS_URL], inboxPrefix: "_INBOX_acme" })
+      const subject = `${uniqueRoot()}.inbox`
+      const replyTo: string[] = []
+      const sub = client.connection.subscribe(subject, {
+        callback: (_, msg) => {
+          replyTo.push(msg.reply ?? "")
+          msg.respond(Json.encode({ ok: true }))
+        },
+      })
+      yield* Effect.addFinalizer(() => Effect.sync(() => sub.unsubscribe()))
+      yield* Effect.promise(() => client.connection.flush())
+      const reply = yield* Request.request(subject, Json.encode({}), { timeoutMs: 5_000 }).pipe(
+        Effect.provideService(NatsClient.NatsClient, client),
+      )
+      expect(Json.decode(reply.data)).toEqual(Either.right({ ok: true }))
+      expect(replyTo).toHaveLength(1)
+      expect(replyTo[0]).toMatch(/^_INBOX_acme\./)
+    }),
+  )
+
   layer(NatsClient.layer({ servers: [NATS_URL] }), { excludeTestServices: true })((it) => {
     it.effect("no responders maps to NoResponders", () =>
       Effect.gen(function* () {

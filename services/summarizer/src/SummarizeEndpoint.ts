@@ -1,7 +1,11 @@
 /**
- * `<root>.v1.summarize` (default root `ctx`): summarize a span of messages
- * given in either provider format, over NATS, with the {@link Summarizer}
- * of this process. Served in a queue group (default `ctxd-summarizer`).
+ * `<root>.v1.summarize.<tenant>` (default root `ctx`): summarize a span of
+ * messages given in any turn format, over NATS, with the {@link Summarizer}
+ * of this process, on behalf of `<tenant>` (in the subject so NATS
+ * permissions can scope who may spend the provider's tokens). The
+ * tenant-less `<root>.v1.summarize` is served too unless `legacy` is false
+ * (`CTXD_LEGACY_SUBJECTS=false`). Served in a queue group (default
+ * `ctxd-summarizer`).
  * Messages are labelled 1..n in the transcript. Errors: malformed input →
  * `BadRequest`; the provider failing after the retries → `Unavailable`; a
  * span too large even hierarchically → `TooLarge`.
@@ -12,8 +16,12 @@ import { Endpoint } from "@ctxd/nats"
 import { Effect, Either } from "effect"
 import { Summarizer } from "./Summarizer.ts"
 
-/** `<root>.v1.summarize` */
+/** `<root>.v1.summarize`: the tenant-less subject. */
 export const subject = (root: string = Subjects.DEFAULT_ROOT): string => Subjects.make(root).summarize
+
+/** `<root>.v1.summarize.<tenant>` */
+export const tenantSubject = (tenant: string, root: string = Subjects.DEFAULT_ROOT): string =>
+  Subjects.make(root).summarizeFor(tenant)
 
 /** How to serve; every field has a default. */
 export interface SummarizeEndpointOptions {
@@ -25,6 +33,8 @@ export interface SummarizeEndpointOptions {
   readonly maxConcurrent?: number | undefined
   /** Largest accepted request in bytes; default none of our own. */
   readonly maxPayload?: number | undefined
+  /** Serve the tenant-less `<root>.v1.summarize` too; default true. */
+  readonly legacy?: boolean | undefined
 }
 
 
@@ -75,15 +85,27 @@ export const handle = (
     }
   })
 
-/** Serves `<root>.v1.summarize` until the surrounding scope closes. */
+/**
+ * Serves `<root>.v1.summarize.*` (and `<root>.v1.summarize` unless `legacy`
+ * is false) until the surrounding scope closes; returns the tenant-scoped
+ * endpoint.
+ */
 export const serve = (options: SummarizeEndpointOptions = {}) =>
   Effect.gen(function* () {
     const summarizer = yield* Summarizer
-    return yield* Endpoint.serve({
-      subject: subject(options.root),
-      queue: options.queue ?? "ctxd-summarizer",
-      maxConcurrent: options.maxConcurrent ?? 16,
-      maxPayload: options.maxPayload,
-      handler: ({ data }) => Effect.provideService(handle(data), Summarizer, summarizer),
-    })
+    const subjects = Subjects.make(options.root ?? Subjects.DEFAULT_ROOT)
+    const on = (subject: string) =>
+      Endpoint.serve({
+        subject,
+        queue: options.queue ?? "ctxd-summarizer",
+        maxConcurrent: options.maxConcurrent ?? 16,
+        maxPayload: options.maxPayload,
+        handler: (request) => {
+          const tenant = subjects.parseTenant(request.subject)
+          const reply = Effect.provideService(handle(request.data), Summarizer, summarizer)
+          return tenant === undefined ? reply : Effect.annotateLogs(reply, { tenant })
+        },
+      })
+    if (options.legacy ?? true) yield* on(subjects.summarize)
+    return yield* on(subjects.summarizeWildcard)
   })

@@ -40,6 +40,17 @@ const body = (server: FakeProvider.FakeProviderServer) =>
     for (const bad of [{}, { format: "openai", model: Fixture.GPT, messages: [] }, { format: "x", model: Fixture.GPT, messages }]) {
       expect(yield* call(subject, bad)).toMatchObject({ ok: false, error: { code: "BadRequest" } })
     }
+    // the tenant-scoped subject answers the same way; with legacy: false the tenant-less one is not served
+    const tenantSubject = SummarizeEndpoint.tenantSubject("acme", root)
+    expect(tenantSubject).toBe(`${root}.v1.summarize.acme`)
+    expect(yield* call(tenantSubject, { format: "openai", model: Fixture.GPT, messages, mode: "rolling" })).toMatchObject({ ok: true, mode: "rolling" })
+    expect(yield* call(tenantSubject, {})).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+    const scoped = TestNats.uniqueRoot()
+    yield* SummarizeEndpoint.serve({ root: scoped, legacy: false })
+    expect(yield* call(SummarizeEndpoint.tenantSubject("acme", scoped), { format: "openai", model: Fixture.GPT, messages })).toMatchObject({ ok: true })
+    const legacy = yield* Effect.either(Request.request(SummarizeEndpoint.subject(scoped), Json.encode({}), { timeoutMs: 5_000 }))
+    expect(Either.isLeft(legacy) && legacy.left._tag).toBe("NoResponders")
+
     server.control({ failNext: 5 })
     expect(yield* call(subject, { format: "openai", model: Fixture.GPT, messages })).toMatchObject({ ok: false, error: { code: "Unavailable" } })
   })

@@ -108,6 +108,8 @@ export interface CountRequestInput {
   readonly backend?: BackendChoice | undefined
   readonly body?: Readonly<Record<string, unknown>> | undefined
   readonly segments?: ReadonlyArray<string> | undefined
+  /** On whose behalf (`tokens.count.<tenant>`): a local count uses this tenant's factor, else the global one. */
+  readonly tenant?: string | undefined
 }
 
 /** The answer to a count request: total tokens, per-segment tokens for segment requests. */
@@ -356,7 +358,7 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
     const countRequestLocally = (input: CountRequestInput, backend: "tiktoken" | "heuristic", fallback: string | undefined) =>
       Effect.gen(function* () {
         yield* noteFallback(fallback)
-        const { counter, encoding, scale, report } = yield* local(backend, input.model, fallback)
+        const { counter, encoding, scale, report } = yield* local(backend, input.model, fallback, input.tenant)
         if (input.segments !== undefined) {
           const segments = input.segments.map((s) => scale(counter.countText(s, encoding)))
           return { ...report, tokens: segments.reduce((a, b) => a + b, 0), segments } satisfies CountResult

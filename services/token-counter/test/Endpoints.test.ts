@@ -112,5 +112,37 @@ describe("endpoints", () => {
       }),
       120_000,
     )
+
+    it.scoped("ctx.v1.tokens.count.<tenant> counts with the tenant's own factor; legacy: false drops the tenant-less subject", () =>
+      Effect.gen(function* () {
+        const subjects = Subjects.make(TestNats.uniqueRoot())
+        yield* CountEndpoint.serve({ root: subjects.root, legacy: false })
+        yield* UsageEndpoint.serve({
+          subjects,
+          lookup: (tenant, session, turnId) =>
+            Effect.succeed(
+              tenant === "initech" && session === "s1" && turnId === "t1"
+                ? Option.some({ model: Replay.MODEL, estimate: 800, backend: "tiktoken", calibration: 1 })
+                : Option.none(),
+            ),
+        })
+        const usage = yield* call(subjects.usage("initech", "s1"), { turnId: "t1", usage: { input_tokens: 1_000 } })
+        expect(usage).toMatchObject({ ok: true, counted: true })
+        const factor = (usage as { factor: number }).factor
+        expect(factor).toBeGreaterThan(1.1)
+        const request = { model: Replay.MODEL, backend: "tiktoken", segments: ["The quick brown fox jumps over the lazy dog."] }
+        const own = yield* call(subjects.tokensCountFor("initech"), request)
+        expect(own).toMatchObject({ ok: true, countedBy: "tiktoken", exact: false, calibration: factor })
+        expect(Schema.is(UsageSchema.CountReply)(own)).toBe(true)
+        // another tenant has no reports of its own: a factor below initech's, its tokens fewer
+        const other = yield* call(subjects.tokensCountFor("hooli"), request)
+        expect((other as { calibration: number }).calibration).toBeLessThan(factor)
+        expect((other as { tokens: number }).tokens).toBeLessThan((own as { tokens: number }).tokens)
+        // the tenant-less subject is not served
+        const legacy = yield* Effect.either(Request.request(subjects.tokensCount, Json.encode(request), { timeoutMs: 5_000 }))
+        expect(Either.isLeft(legacy) && legacy.left._tag).toBe("NoResponders")
+      }),
+      120_000,
+    )
   })
 })

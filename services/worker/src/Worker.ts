@@ -105,9 +105,9 @@ export const serve = Effect.gen(function* () {
     bytesInFlight: admission.inFlightBytes,
   })
   yield* MetricsEndpoint.serve({ subject: subjects.metrics, workerId: config.workerId, refresh: gauges })
-  yield* CountEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
+  yield* CountEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload, legacy: config.legacySubjects })
   yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup, claim: usageClaim })
-  yield* SummarizeEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload })
+  yield* SummarizeEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload, legacy: config.legacySubjects })
   yield* CompactEndpoint.serve({ subjects, queue: config.queueGroup })
   const compaction = yield* CompactorConfig.config
   yield* CompactEndpoint.serveJobs({ subjects, config: compaction.queue })

@@ -27,6 +27,12 @@ export const WorkerConfig = Config.all({
     Config.withDefault("ctx"),
     Config.withDescription("First token(s) of every subject: <root>.v1.turn.<tenant>.<session>"),
   ),
+  legacySubjects: Config.boolean("CTXD_LEGACY_SUBJECTS").pipe(
+    Config.withDefault(true),
+    Config.withDescription(
+      "Also serve the tenant-less <root>.v1.summarize and <root>.v1.tokens.count (NATS permissions cannot scope them; false in a secure deployment)",
+    ),
+  ),
   queueGroup: Config.string("CTXD_QUEUE_GROUP").pipe(
     Config.withDefault("ctxd-workers"),
     Config.withDescription("Queue group the workers share"),
