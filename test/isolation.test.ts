@@ -31,10 +31,9 @@ const freePort = () =>
   })
 
 /**
- * secure.conf with this run's port and store directory, no monitoring port,
- * and `no_auth_user: ctxd`: the worker connects without credentials and is
- * the `ctxd` user (it has no NATS_USER/NATS_PASSWORD settings yet). Every
- * permission is the shipped file's.
+ * secure.conf with this run's port and store directory, and no monitoring
+ * port. Every user and permission is the shipped file's: the worker logs in
+ * as `ctxd` with NATS_USER/NATS_PASSWORD.
  */
 const privateConfig = (port: number, storeDir: string): string => {
   const shipped = readFileSync(CONFIG, "utf8")
@@ -44,7 +43,7 @@ const privateConfig = (port: number, storeDir: string): string => {
     .replace(/store_dir: \/data/, `store_dir: ${JSON.stringify(storeDir)}`)
   expect(config).toContain(`port: ${port}\n`)
   expect(config).not.toMatch(/^http_port|\/data/m)
-  return `${config}\nno_auth_user: ctxd\n`
+  return config
 }
 
 const encoder = new TextEncoder()
@@ -119,6 +118,8 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     worker = await WorkerProcess.start(
       {
         NATS_URL: `nats://127.0.0.1:${port}`,
+        NATS_USER: "ctxd",
+        NATS_PASSWORD: "ctxd",
         DATABASE_URL: db.url,
         CTXD_DB_SCHEMA: db.schema,
         CTXD_SUBJECT_ROOT: "ctx",
