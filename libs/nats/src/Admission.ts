@@ -12,19 +12,19 @@
  *
  * Fair share: a request that names its tenant (the turn endpoints read it
  * from the subject) is also held against that tenant's share: at most
- * `tenantMaxBytes` of the budget, and at most `tenantMaxTurns` turns in
- * flight (counted by the turn routing, from the turn's admission as the
- * shard's owner to its reply). A tenant over its share is refused (`Busy`),
- * the others are not: one tenant's burst cannot take the whole worker. As for
- * the budget, one request larger than the tenant's share passes when the
- * tenant holds nothing. A tenant is tracked only while it holds something
- * (the map's size is bounded by the requests in flight).
+ * `tenantMaxTurns` requests (turns) in flight, running or waiting, and at
+ * most `tenantMaxBytes` of the budget. A tenant over its share is refused
+ * (`Busy`), the others are not: one tenant's burst cannot take the whole
+ * worker, nor queue ahead of the others' turns. As for the budget, one
+ * request larger than the tenant's share passes when the tenant holds
+ * nothing. A tenant is tracked only while it holds something (the map's size
+ * is bounded by the requests in flight).
  */
 import { MetricLabels } from "@ctxd/observe"
 import { Config, Context, Effect, Layer, Metric, MetricLabel } from "effect"
 
-/** Why a request was refused: the tenant is over its share, or the worker's budget is spent. */
-export type Refusal = "tenant" | "worker"
+/** Why a request was refused: its tenant has its share of turns or of bytes in flight, or the worker's budget is spent. */
+export type Refusal = "turns" | "bytes" | "worker"
 
 /** What one tenant holds now. */
 export interface Held {
@@ -38,23 +38,19 @@ export interface AdmissionService {
   readonly maxBytes: number
   /** Bytes one tenant may hold (`Infinity` = no per-tenant limit). */
   readonly tenantMaxBytes: number
-  /** Turns one tenant may have in flight (`Infinity` = no per-tenant limit). */
+  /** Requests (turns) one tenant may have in flight, running or waiting (`Infinity` = no per-tenant limit). */
   readonly tenantMaxTurns: number
   /** Takes `bytes` from the budget; false (and nothing taken) when they do not fit. */
   readonly tryAcquire: (bytes: number) => boolean
   /** Gives back what {@link AdmissionService.tryAcquire} took. */
   readonly release: (bytes: number) => void
   /**
-   * Takes `bytes` from the budget and from `tenant`'s share; `undefined` when
-   * admitted, else why not (and nothing taken).
+   * Takes one request of `bytes` from the budget and from `tenant`'s share;
+   * `undefined` when admitted, else why not (and nothing taken).
    */
   readonly tryAcquireFor: (tenant: string, bytes: number) => Refusal | undefined
   /** Gives back what {@link AdmissionService.tryAcquireFor} took. */
   readonly releaseFor: (tenant: string, bytes: number) => void
-  /** Counts one turn of `tenant` in flight; false (nothing counted) when the tenant already has its share. */
-  readonly tryAcquireTurn: (tenant: string) => boolean
-  /** Gives back what {@link AdmissionService.tryAcquireTurn} took. */
-  readonly releaseTurn: (tenant: string) => void
   /** Bytes admitted and not released yet. */
   readonly inFlightBytes: () => number
   /** What `tenant` holds now (zeros when nothing). */
@@ -104,6 +100,7 @@ export const make = (maxBytes: number, share: Share = {}): AdmissionService => {
     }
     return held
   }
+  /** Forgets a tenant holding nothing. */
   const settle = (tenant: string, held: { bytes: number; turns: number }) => {
     if (held.bytes <= 0 && held.turns <= 0) tenants.delete(tenant)
   }
@@ -123,9 +120,12 @@ export const make = (maxBytes: number, share: Share = {}): AdmissionService => {
     release,
     tryAcquireFor: (tenant, bytes) => {
       const held = tenants.get(tenant)
-      if (held !== undefined && held.bytes > 0 && held.bytes + bytes > tenantMaxBytes) return "tenant"
+      if (held !== undefined && held.turns >= tenantMaxTurns) return "turns"
+      if (held !== undefined && held.bytes > 0 && held.bytes + bytes > tenantMaxBytes) return "bytes"
       if (!tryAcquire(bytes)) return "worker"
-      entry(tenant).bytes += bytes
+      const taken = entry(tenant)
+      taken.bytes += bytes
+      taken.turns++
       return undefined
     },
     releaseFor: (tenant, bytes) => {
@@ -133,17 +133,6 @@ export const make = (maxBytes: number, share: Share = {}): AdmissionService => {
       const held = tenants.get(tenant)
       if (held === undefined) return
       held.bytes = Math.max(0, held.bytes - bytes)
-      settle(tenant, held)
-    },
-    tryAcquireTurn: (tenant) => {
-      const held = entry(tenant)
-      if (held.turns >= tenantMaxTurns) return false
-      held.turns++
-      return true
-    },
-    releaseTurn: (tenant) => {
-      const held = tenants.get(tenant)
-      if (held === undefined) return
       held.turns = Math.max(0, held.turns - 1)
       settle(tenant, held)
     },
@@ -183,7 +172,7 @@ export const shareConfig = Config.all({
   turnsPercent: percent(
     "CTXD_TENANT_TURNS_PERCENT",
     defaults.tenantTurnsPercent,
-    "Percent of CTXD_MAX_CONCURRENT (rounded up) one tenant may have in flight before its turns are answered Busy; 100 = no per-tenant limit",
+    "Percent of CTXD_MAX_CONCURRENT (rounded up) one tenant may have in flight (running or waiting) before its turns are answered Busy; 100 = no per-tenant limit",
   ),
 })
 

@@ -9,9 +9,9 @@
  * fit the byte budget (`maxInflightBytes`, or the `Admission` budget in
  * context shared by the process's endpoints), new ones are answered `Busy`
  * at once, from the payload's length alone (nothing is decoded). With
- * `tenantOf`, a request's bytes are also held against its tenant's share of
- * that budget (`Admission`): a tenant over its share is answered `Busy`
- * while the others are still admitted. Requests
+ * `tenantOf`, a request is also held against its tenant's share
+ * (`Admission`: requests and bytes in flight): a tenant over its share is
+ * answered `Busy` while the others are still admitted. Requests
  * larger than `maxPayload` are answered `TooLarge` without calling the
  * handler. nats.js hands a callback subscription every message as the socket
  * is read (no client-side pending queue, and `slow` notifications do not
@@ -82,8 +82,8 @@ export interface ServeOptions<R> {
   readonly maxInflightBytes?: number | undefined
   /**
    * The tenant a request counts against (read from its subject; `undefined`:
-   * none): its bytes are held against the tenant's share of the byte budget
-   * as well. Default: no tenant.
+   * none): the request and its bytes are held against the tenant's share of
+   * the budget as well. Default: no tenant.
    */
   readonly tenantOf?: ((subject: string) => string | undefined) | undefined
   /** How long handlers in flight may take to finish when the scope closes; default 10 s. */
@@ -340,16 +340,14 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
       }
       const tenant = options.tenantOf?.(msg.subject)
       const refusal = tenant === undefined ? (budget.tryAcquire(size) ? undefined : "worker") : budget.tryAcquireFor(tenant, size)
-      if (refusal === "tenant") {
-        Admission.recordBusy(tenant!, "bytes")
-        return rejectNow(
-          msg,
-          errorReply(
-            "Busy",
-            `tenant ${tenant} holds its share of request bytes in flight (${budget.held(tenant!).bytes} of ${budget.tenantMaxBytes} bytes)`,
-            { hint: "retry with backoff" },
-          ),
-        )
+      if (refusal === "turns" || refusal === "bytes") {
+        Admission.recordBusy(tenant!, refusal)
+        const held = budget.held(tenant!)
+        const what =
+          refusal === "turns"
+            ? `turns in flight (${held.turns} of ${budget.tenantMaxTurns})`
+            : `request bytes in flight (${held.bytes} of ${budget.tenantMaxBytes} bytes)`
+        return rejectNow(msg, errorReply("Busy", `tenant ${tenant} holds its share of this worker's ${what}`, { hint: "retry with backoff" }))
       }
       if (refusal === "worker") {
         return rejectNow(

@@ -17,15 +17,18 @@ describe("Admission: per-tenant share", () => {
     expect(budget.tenantMaxBytes).toBe(500)
     expect(budget.tryAcquireFor("a", 300)).toBeUndefined()
     expect(budget.tryAcquireFor("a", 200)).toBeUndefined()
-    expect(budget.tryAcquireFor("a", 1)).toBe("tenant")
-    expect(budget.held("a")).toEqual({ bytes: 500, turns: 0 })
+    expect(budget.tryAcquireFor("a", 1)).toBe("bytes")
+    expect(budget.held("a")).toEqual({ bytes: 500, turns: 2 })
     expect(budget.tryAcquireFor("b", 400)).toBeUndefined()
-    // the worker's budget is spent: refused for the worker, not for b's share
-    expect(budget.tryAcquireFor("b", 101)).toBe("worker")
-    expect(budget.tryAcquireFor("b", 100)).toBeUndefined()
-    expect(budget.inFlightBytes()).toBe(1_000)
+    expect(budget.tryAcquireFor("b", 101)).toBe("bytes")
+    // the worker's budget is spent: refused for the worker, not for c's share
+    expect(budget.tryAcquireFor("c", 101)).toBe("worker")
     // a refusal takes nothing
-    expect(budget.held("b")).toEqual({ bytes: 500, turns: 0 })
+    expect(budget.held("c")).toEqual({ bytes: 0, turns: 0 })
+    expect(budget.held("b")).toEqual({ bytes: 400, turns: 1 })
+    expect(budget.tenants()).toBe(2)
+    expect(budget.tryAcquireFor("c", 100)).toBeUndefined()
+    expect(budget.inFlightBytes()).toBe(1_000)
     budget.releaseFor("a", 300)
     expect(budget.tryAcquireFor("a", 300)).toBeUndefined()
   })
@@ -33,7 +36,7 @@ describe("Admission: per-tenant share", () => {
   it("one request larger than the tenant's share passes when the tenant holds nothing", () => {
     const budget = Admission.make(10_000, { maxBytes: 100 })
     expect(budget.tryAcquireFor("a", 5_000)).toBeUndefined()
-    expect(budget.tryAcquireFor("a", 1)).toBe("tenant")
+    expect(budget.tryAcquireFor("a", 1)).toBe("bytes")
     expect(budget.tryAcquireFor("b", 5_000)).toBeUndefined()
     budget.releaseFor("a", 5_000)
     expect(budget.tryAcquireFor("a", 50)).toBeUndefined()
@@ -41,13 +44,14 @@ describe("Admission: per-tenant share", () => {
 
   it("refuses the tenant at its share of turns in flight and still admits the others", () => {
     const budget = Admission.make(1_000, { maxTurns: 2 })
-    expect(budget.tryAcquireTurn("a")).toBe(true)
-    expect(budget.tryAcquireTurn("a")).toBe(true)
-    expect(budget.tryAcquireTurn("a")).toBe(false)
-    expect(budget.tryAcquireTurn("b")).toBe(true)
-    expect(budget.held("a")).toEqual({ bytes: 0, turns: 2 })
-    budget.releaseTurn("a")
-    expect(budget.tryAcquireTurn("a")).toBe(true)
+    expect(budget.tryAcquireFor("a", 1)).toBeUndefined()
+    expect(budget.tryAcquireFor("a", 1)).toBeUndefined()
+    expect(budget.tryAcquireFor("a", 1)).toBe("turns")
+    expect(budget.tryAcquireFor("b", 1)).toBeUndefined()
+    expect(budget.held("a")).toEqual({ bytes: 2, turns: 2 })
+    budget.releaseFor("a", 1)
+    expect(budget.tryAcquireFor("a", 1)).toBeUndefined()
+    expect(budget.inFlightBytes()).toBe(3)
   })
 
   it("forgets a tenant once it holds nothing (bounded map)", () => {
@@ -55,19 +59,20 @@ describe("Admission: per-tenant share", () => {
     for (let i = 0; i < 1_000; i++) {
       const tenant = `t${i}`
       expect(budget.tryAcquireFor(tenant, 10)).toBeUndefined()
-      expect(budget.tryAcquireTurn(tenant)).toBe(true)
-      budget.releaseTurn(tenant)
-      expect(budget.tenants()).toBe(1)
+      expect(budget.tryAcquireFor(tenant, 20)).toBeUndefined()
       budget.releaseFor(tenant, 10)
+      expect(budget.tenants()).toBe(1)
+      budget.releaseFor(tenant, 20)
       expect(budget.tenants()).toBe(0)
     }
-    // a refused turn leaves nothing behind either
-    expect(budget.tryAcquireTurn("x")).toBe(true)
-    expect(budget.tryAcquireTurn("x")).toBe(true)
-    expect(budget.tryAcquireTurn("x")).toBe(false)
-    budget.releaseTurn("x")
-    budget.releaseTurn("x")
+    // a refused request leaves nothing behind either
+    expect(budget.tryAcquireFor("x", 1)).toBeUndefined()
+    expect(budget.tryAcquireFor("x", 1)).toBeUndefined()
+    expect(budget.tryAcquireFor("x", 1)).toBe("turns")
+    budget.releaseFor("x", 1)
+    budget.releaseFor("x", 1)
     expect(budget.tenants()).toBe(0)
+    expect(budget.inFlightBytes()).toBe(0)
     expect(budget.held("x")).toEqual({ bytes: 0, turns: 0 })
   })
 
@@ -77,7 +82,8 @@ describe("Admission: per-tenant share", () => {
     expect(budget.tenantMaxTurns).toBe(Number.POSITIVE_INFINITY)
     expect(budget.tryAcquireFor("a", 1_000)).toBeUndefined()
     expect(budget.tryAcquireFor("b", 1)).toBe("worker")
-    for (let i = 0; i < 100; i++) expect(budget.tryAcquireTurn("a")).toBe(true)
+    budget.releaseFor("a", 1_000)
+    for (let i = 0; i < 100; i++) expect(budget.tryAcquireFor("a", 1)).toBeUndefined()
   })
 
   it("shareOf: percent of the bytes, percent of the turn slots rounded up (at least 1); 100 % is no limit", () => {
@@ -98,45 +104,37 @@ describe("Admission: per-tenant share", () => {
   })
 
   it("property: any interleaving keeps every tenant within its share and leaks nothing once all is released", () => {
-    type Op = { readonly tenant: number; readonly bytes: number; readonly turn: boolean; readonly releaseOne: number }
+    type Op = { readonly tenant: number; readonly bytes: number; readonly releaseOne: number }
     const op = fc.record({
       tenant: fc.integer({ min: 0, max: 4 }),
       bytes: fc.integer({ min: 1, max: 400 }),
-      turn: fc.boolean(),
       releaseOne: fc.integer({ min: -1, max: 30 }),
     })
     fc.assert(
       fc.property(fc.array(op, { maxLength: 200 }), (ops: ReadonlyArray<Op>) => {
         const budget = Admission.make(1_000, { maxBytes: 300, maxTurns: 2 })
-        const held: Array<{ tenant: string; bytes: number; turn: boolean }> = []
+        const held: Array<{ tenant: string; bytes: number }> = []
         for (const o of ops) {
           const tenant = `t${o.tenant}`
           const before = budget.held(tenant)
-          if (o.turn) {
-            const ok = budget.tryAcquireTurn(tenant)
-            expect(ok).toBe(before.turns < 2)
-            if (ok) held.push({ tenant, bytes: 0, turn: true })
-          } else {
-            const refusal = budget.tryAcquireFor(tenant, o.bytes)
-            if (refusal === undefined) held.push({ tenant, bytes: o.bytes, turn: false })
-            else expect(budget.held(tenant)).toEqual(before)
-            // over the share only when it holds something and this would pass the share
-            if (refusal === "tenant") expect(before.bytes > 0 && before.bytes + o.bytes > 300).toBe(true)
-          }
+          const refusal = budget.tryAcquireFor(tenant, o.bytes)
+          if (refusal === undefined) held.push({ tenant, bytes: o.bytes })
+          else expect(budget.held(tenant)).toEqual(before)
+          // refused for its share only when it is over it
+          if (refusal === "turns") expect(before.turns).toBe(2)
+          if (refusal === "bytes") expect(before.bytes > 0 && before.bytes + o.bytes > 300).toBe(true)
           const after = budget.held(tenant)
+          expect(after.turns).toBe(held.filter((h) => h.tenant === tenant).length)
           // within the share, but for one request alone (larger than the share)
-          expect(after.bytes <= 300 || held.filter((h) => h.tenant === tenant && h.bytes > 0).length === 1).toBe(true)
+          expect(after.bytes <= 300 || after.turns === 1).toBe(true)
           expect(after.turns).toBeLessThanOrEqual(2)
+          expect(budget.inFlightBytes()).toBeLessThanOrEqual(1_000)
           if (o.releaseOne >= 0 && o.releaseOne < held.length) {
             const [h] = held.splice(o.releaseOne, 1)
-            if (h!.turn) budget.releaseTurn(h!.tenant)
-            else budget.releaseFor(h!.tenant, h!.bytes)
+            budget.releaseFor(h!.tenant, h!.bytes)
           }
         }
-        for (const h of held) {
-          if (h.turn) budget.releaseTurn(h.tenant)
-          else budget.releaseFor(h.tenant, h.bytes)
-        }
+        for (const h of held) budget.releaseFor(h.tenant, h.bytes)
         expect(budget.inFlightBytes()).toBe(0)
         expect(budget.tenants()).toBe(0)
       }),

@@ -10,14 +10,9 @@
  * answered `NotOwner` means this worker's view is stale: it runs a lease
  * round and routes once more. Forwarded requests carry the
  * `ctxd-forwarded` header and are never forwarded again.
- *
- * Fair share: a turn handled here counts against its tenant's turns in
- * flight (`Admission`, when one is in context) from its arrival to its
- * reply, waiting for a turn slot included; a tenant already at its share is
- * answered `Busy` at once, so the other tenants always find free slots.
  */
 import { Errors, Subjects } from "@ctxd/contracts"
-import { Admission, Endpoint, type NatsClient, Request } from "@ctxd/nats"
+import { Endpoint, type NatsClient, Request } from "@ctxd/nats"
 import { type Membership, ShardLeases } from "@ctxd/sharding"
 import { Effect, Option } from "effect"
 import { Assembler } from "./Assembler.ts"
@@ -42,7 +37,6 @@ export const make = (options: {
     const { forwardTimeoutMs } = options
     const turns = yield* Effect.makeSemaphore(Math.max(1, options.maxTurns))
     const assembler = yield* Assembler
-    const share = yield* Effect.serviceOption(Admission.Admission)
     const leases = yield* ShardLeases.ShardLeases
     const self = leases.self
     const tags = { [WORKER_HEADER]: self.id, [DIRECT_HEADER]: self.address }
@@ -96,28 +90,12 @@ export const make = (options: {
         ),
       )
 
-    const run = (tenant: string, session: string, data: Uint8Array) =>
+    const local = (tenant: string, session: string, data: Uint8Array) =>
       turns.withPermits(1)(assembler.turn(tenant, session, data)).pipe(
         Effect.map(answer),
         Effect.catchAll((error) => rejected(error, data.byteLength)),
+        Effect.ensuring(Effect.sync(() => void handled++)),
       )
-
-    /** Runs the turn here, unless its tenant already has its share of turns in flight (then `Busy`). */
-    const local = (tenant: string, session: string, data: Uint8Array) =>
-      Effect.suspend(() => {
-        if (Option.isNone(share)) return run(tenant, session, data)
-        const admission = share.value
-        if (!admission.tryAcquireTurn(tenant)) {
-          // counted, not logged (like the endpoint's Busy): a flooding tenant must not flood the logs
-          Admission.recordBusy(tenant, "turns")
-          const busy = new Errors.Busy({
-            message: `tenant ${tenant} has its share of turns in flight on this worker (${admission.tenantMaxTurns})`,
-            hint: "retry with backoff",
-          })
-          return Effect.succeed(answer(Errors.toReply(busy)))
-        }
-        return run(tenant, session, data).pipe(Effect.ensuring(Effect.sync(() => admission.releaseTurn(tenant))))
-      }).pipe(Effect.ensuring(Effect.sync(() => void handled++)))
 
     /**
      * Sends the request to `owner` and relays its reply. When the owner is not
