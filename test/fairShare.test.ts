@@ -1,19 +1,19 @@
 // Fair share per tenant (CTXD_TENANT_BYTES_PERCENT, CTXD_TENANT_TURNS_PERCENT):
-// tenant A floods one worker with many concurrent large turns (from its own
-// connection, retrying Busy with ContextClient's backoff) while tenant B
-// sends its turns one at a time, as an agent does. B is never answered Busy
-// and its median latency stays within 2× of its median on the idle worker
-// (measured first, in the same test, on the same worker); A is answered Busy
-// once over its share, and is still served within it.
+// tenant A floods one worker with many concurrent large turns (from a client
+// of its own, in a worker thread: FairShareFlood.ts; it retries Busy with
+// ContextClient's backoff) while tenant B sends its turns one at a time, as
+// an agent does. B is never answered Busy and its median latency stays within
+// 2× of its median on the idle worker (measured first, in the same test, on
+// the same worker); A is answered Busy once over its share, and is still
+// served within it.
 //
 // The worker runs with CTXD_TENANT_TURNS_PERCENT=25 (one turn per tenant of
-// its 4 slots): a turn is CPU on one core, so a tenant holding 2 turns (the
-// default share) still takes about 2/3 of the core from a tenant sending one
-// at a time (measured: B's median at about 2.1× of idle); with one, B's
-// median was 1.35× to 2.4× of idle over runs on a loaded 2-core machine. The
-// byte share is covered by libs/nats/test/Admission.test.ts (with one turn in
-// flight a tenant never holds two requests).
-import { connect, type NatsConnection } from "@nats-io/transport-node"
+// its 4 slots; the default is no limit): a turn is CPU on one core, so a
+// tenant holding 2 turns (50 %) still takes about 2/3 of the core from a
+// tenant sending one at a time. The byte share is covered by
+// libs/nats/test/Admission.test.ts (with one turn in flight a tenant never
+// holds two requests).
+import { Worker } from "node:worker_threads"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import * as Harness from "./Harness.ts"
 
@@ -22,37 +22,27 @@ const A_TEXT_BYTES = 256 * 1024
 const B_TURNS = 60
 const WARM_UP = 15
 
+interface Counts {
+  readonly ok: number
+  readonly busy: number
+  readonly other: number
+  readonly messages: ReadonlyArray<string>
+}
+
 let h: Harness.Harness
-/** Tenant A's own client connection: tenants are different clients (B's requests never queue behind A's bytes in one socket). */
-let aConnection: NatsConnection
 beforeAll(async () => {
-  // a tenant may have 1 turn in flight (25 % of CTXD_MAX_CONCURRENT 4; see above)
   h = await Harness.start({ CTXD_TENANT_TURNS_PERCENT: "25" })
-  aConnection = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" })
 })
 afterAll(async () => {
-  await aConnection?.drain()
   await h?.close()
 })
 
-const model = { provider: "openai", name: "gpt-4o" }
 const small = (i: number) => ({
   turnId: "t1",
   format: "openai",
-  model,
+  model: { provider: "openai", name: "gpt-4o" },
   messages: [{ role: "user", content: `What is the status of order ${i}? Please answer briefly.` }],
 })
-/** A large first turn of about `size` bytes: a long pasted document (a different text per `i`). */
-const large = (i: number, size: number) => {
-  const words: string[] = []
-  let bytes = 0
-  for (let k = 0; bytes < size; k++) {
-    const word = `w${(i * 7919 + k * 31) % 100_003}`
-    words.push(word)
-    bytes += word.length + 1
-  }
-  return { turnId: "t1", format: "openai", model, messages: [{ role: "user", content: words.join(" ") }] }
-}
 
 const median = (xs: ReadonlyArray<number>) => {
   const sorted = [...xs].sort((a, b) => a - b)
@@ -72,67 +62,64 @@ const bTurns = async (label: string, n: number) => {
   return latencies
 }
 
+/** Asks the flood thread and waits for its answer. */
+const ask = <A>(flood: Worker, what: string) =>
+  new Promise<A>((resolve) => {
+    flood.once("message", resolve)
+    flood.postMessage(what)
+  })
+
 // one retry: the machine the tests share may be loaded by others during one of the two phases
 const options = { timeout: 180_000, retry: 1 }
 
 it("tenant A's flood leaves tenant B never Busy and within 2× of its unloaded latency; A gets Busy over its share", options, async () => {
-  await bTurns("warm", WARM_UP)
-  const unloaded = median(await bTurns("idle", B_TURNS))
+  await bTurns(`warm${Date.now()}`, WARM_UP)
+  const unloaded = median(await bTurns(`idle${Date.now()}`, B_TURNS))
 
-  // A: keeps A_CONCURRENCY large turns outstanding, each on a new session; a Busy one is sent again after a backoff (ContextClient's)
-  const a = { ok: 0, busy: 0, other: 0 }
-  let flooding = true
-  const bodies = Array.from({ length: 16 }, (_, i) => new TextEncoder().encode(JSON.stringify(large(i, A_TEXT_BYTES))))
-  let sent = 0
-  const sender = async (loop: number) => {
-    let backoff = 50
-    while (flooding) {
-      const n = sent++
-      try {
-        const reply = (await aConnection.request(h.turnSubject("tenant-a", `a-${loop}-${n}`), bodies[n % bodies.length], { timeout: 60_000 })).json<{
-          ok: boolean
-          error?: { code: string; message: string }
-        }>()
-        if (reply.ok) {
-          a.ok++
-          backoff = 50
-        } else if (reply.error?.code === "Busy") {
-          expect(reply.error.message).toContain("tenant tenant-a holds its share")
-          a.busy++
-          // backoff as ContextClient's: 50 ms doubling, at most 1 s, jittered
-          await new Promise((resolve) => setTimeout(resolve, backoff * (0.5 + Math.random())))
-          backoff = Math.min(1_000, backoff * 2)
-        } else a.other++
-      } catch {
-        a.other++
-      }
+  const flood = new Worker(new URL("./FairShareFlood.ts", import.meta.url), {
+    workerData: {
+      servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
+      prefix: `${h.root}.v1.turn.tenant-a.`,
+      concurrency: A_CONCURRENCY,
+      textBytes: A_TEXT_BYTES,
+    },
+  })
+  try {
+    await new Promise((resolve, reject) => {
+      flood.once("message", resolve)
+      flood.once("error", reject)
+    })
+    // the flood is on (A already had many of its turns refused) and its senders back off as clients do
+    const deadline = Date.now() + 20_000
+    while ((await ask<Counts>(flood, "stats")).busy < A_CONCURRENCY && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50))
     }
-  }
-  const senders = Array.from({ length: A_CONCURRENCY }, (_, loop) => sender(loop))
-  // the flood is on (A already had many of its turns refused) and its senders back off as clients do
-  const deadline = Date.now() + 20_000
-  while (a.busy < A_CONCURRENCY && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
-  await new Promise((r) => setTimeout(r, 3_000))
-  const loaded = await bTurns("loaded", B_TURNS)
-  const aDuring = { ...a }
-  flooding = false
-  await Promise.all(senders)
+    await new Promise((r) => setTimeout(r, 3_000))
+    const before = await ask<Counts>(flood, "stats")
+    const loaded = median(await bTurns(`loaded${Date.now()}`, B_TURNS))
+    const during = await ask<Counts>(flood, "stats")
+    const a = await ask<Counts>(flood, "stop")
 
-  const under = median(loaded)
-  console.info(
-    `fair share: B median ${unloaded.toFixed(1)} ms idle, ${under.toFixed(1)} ms under A's flood (${(under / unloaded).toFixed(2)}×); ` +
-      `A during B's turns: ${aDuring.ok} ok, ${aDuring.busy} Busy, ${aDuring.other} other`,
-  )
-  expect(under).toBeLessThanOrEqual(2 * unloaded)
-  // A was over its share, and still served within it
-  expect(aDuring.busy).toBeGreaterThan(0)
-  expect(aDuring.ok).toBeGreaterThan(0)
-  expect(a.other).toBe(0)
+    const busy = during.busy - before.busy
+    const ok = during.ok - before.ok
+    console.info(
+      `fair share: B median ${unloaded.toFixed(1)} ms idle, ${loaded.toFixed(1)} ms under A's flood (${(loaded / unloaded).toFixed(2)}×); ` +
+        `A during B's turns: ${ok} ok, ${busy} Busy`,
+    )
+    expect(loaded).toBeLessThanOrEqual(2 * unloaded)
+    // A was over its share, and still served within it
+    expect(busy).toBeGreaterThan(0)
+    expect(ok).toBeGreaterThan(0)
+    expect(a.other).toBe(0)
+    expect(a.messages.every((m) => m.startsWith("tenant tenant-a holds its share of this worker's turns in flight"))).toBe(true)
+  } finally {
+    await flood.terminate()
+  }
 
   // the refusals are counted by tenant; B has none
   const json = await h.request(`${h.root}.v1.metrics`, {}, 5_000)
-  const busy = (json.metrics as ReadonlyArray<{ name: string; tags: Record<string, string>; value?: unknown }>).filter(
+  const series = (json.metrics as ReadonlyArray<{ name: string; tags: Record<string, string> }>).filter(
     (m) => m.name === "ctxd_tenant_busy_total",
   )
-  expect(busy.map((m) => `${m.tags.tenant}/${m.tags.limit}`)).toEqual(["tenant-a/turns"])
+  expect(series.map((m) => `${m.tags.tenant}/${m.tags.limit}`)).toEqual(["tenant-a/turns"])
 })

@@ -71,8 +71,12 @@ export const defaults = {
   maxBytes: DEFAULT_MAX_BYTES,
   /** Percent of the byte budget one tenant may hold: 50. */
   tenantBytesPercent: 50,
-  /** Percent of the worker's turn slots (`CTXD_MAX_CONCURRENT`) one tenant may fill, rounded up: 50. */
-  tenantTurnsPercent: 50,
+  /**
+   * Percent of the worker's turn slots (`CTXD_MAX_CONCURRENT`) one tenant may
+   * have in flight, rounded up: 100, no limit (a lower share refuses a tenant
+   * alone on a worker too: an opt-in for multi-tenant workers).
+   */
+  tenantTurnsPercent: 100,
 } as const
 
 /** A tenant's share: bytes and turns in flight (non-positive or non-finite = no limit). */
