@@ -9,19 +9,54 @@
  * One request larger than the whole budget is still admitted when nothing
  * else is in flight, so a budget below the largest accepted request never
  * makes that request impossible.
+ *
+ * Fair share: a request that names its tenant (the turn endpoints read it
+ * from the subject) is also held against that tenant's share: at most
+ * `tenantMaxTurns` requests (turns) in flight, running or waiting, and at
+ * most `tenantMaxBytes` of the budget. A tenant over its share is refused
+ * (`Busy`), the others are not: one tenant's burst cannot take the whole
+ * worker, nor queue ahead of the others' turns. As for the budget, one
+ * request larger than the tenant's share passes when the tenant holds
+ * nothing. A tenant is tracked only while it holds something (the map's size
+ * is bounded by the requests in flight).
  */
-import { Config, Context, Effect, Layer } from "effect"
+import { MetricLabels } from "@ctxd/observe"
+import { Config, Context, Effect, Layer, Metric, MetricLabel } from "effect"
+
+/** Why a request was refused: its tenant has its share of turns or of bytes in flight, or the worker's budget is spent. */
+export type Refusal = "turns" | "bytes" | "worker"
+
+/** What one tenant holds now. */
+export interface Held {
+  readonly bytes: number
+  readonly turns: number
+}
 
 /** The budget. */
 export interface AdmissionService {
   /** The limit in bytes (`Infinity` = unbounded). */
   readonly maxBytes: number
+  /** Bytes one tenant may hold (`Infinity` = no per-tenant limit). */
+  readonly tenantMaxBytes: number
+  /** Requests (turns) one tenant may have in flight, running or waiting (`Infinity` = no per-tenant limit). */
+  readonly tenantMaxTurns: number
   /** Takes `bytes` from the budget; false (and nothing taken) when they do not fit. */
   readonly tryAcquire: (bytes: number) => boolean
   /** Gives back what {@link AdmissionService.tryAcquire} took. */
   readonly release: (bytes: number) => void
+  /**
+   * Takes one request of `bytes` from the budget and from `tenant`'s share;
+   * `undefined` when admitted, else why not (and nothing taken).
+   */
+  readonly tryAcquireFor: (tenant: string, bytes: number) => Refusal | undefined
+  /** Gives back what {@link AdmissionService.tryAcquireFor} took. */
+  readonly releaseFor: (tenant: string, bytes: number) => void
   /** Bytes admitted and not released yet. */
   readonly inFlightBytes: () => number
+  /** What `tenant` holds now (zeros when nothing). */
+  readonly held: (tenant: string) => Held
+  /** Tenants holding something now. */
+  readonly tenants: () => number
 }
 
 /** The byte budget shared by the endpoints in this context (see {@link layer}). */
@@ -30,32 +65,148 @@ export class Admission extends Context.Tag("@ctxd/nats/Admission")<Admission, Ad
 /** The default budget: 16 MiB of request bytes in flight per process. */
 export const DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
-/** A budget of `maxBytes` (a non-positive or non-finite value means unbounded). */
-export const make = (maxBytes: number): AdmissionService => {
-  const limit = Number.isFinite(maxBytes) && maxBytes > 0 ? maxBytes : Number.POSITIVE_INFINITY
+/** The defaults of the budget and of the tenants' share. */
+export const defaults = {
+  /** Request bytes in flight per process (16 MiB). */
+  maxBytes: DEFAULT_MAX_BYTES,
+  /** Percent of the byte budget one tenant may hold: 50. */
+  tenantBytesPercent: 50,
+  /**
+   * Percent of the worker's turn slots (`CTXD_MAX_CONCURRENT`) one tenant may
+   * have in flight, rounded up: 100, no limit (a lower share refuses a tenant
+   * alone on a worker too: an opt-in for multi-tenant workers).
+   */
+  tenantTurnsPercent: 100,
+} as const
+
+/** A tenant's share: bytes and turns in flight (non-positive or non-finite = no limit). */
+export interface Share {
+  readonly maxBytes?: number | undefined
+  readonly maxTurns?: number | undefined
+}
+
+const bound = (n: number | undefined) => (n !== undefined && Number.isFinite(n) && n > 0 ? n : Number.POSITIVE_INFINITY)
+
+/** A budget of `maxBytes` (a non-positive or non-finite value means unbounded), and each tenant's `share` of it. */
+export const make = (maxBytes: number, share: Share = {}): AdmissionService => {
+  const limit = bound(maxBytes)
+  const tenantMaxBytes = Math.min(limit, bound(share.maxBytes))
+  const tenantMaxTurns = bound(share.maxTurns)
   let used = 0
+  // only tenants holding something: an entry goes when its last byte and turn are released
+  const tenants = new Map<string, { bytes: number; turns: number }>()
+  const none: Held = { bytes: 0, turns: 0 }
+  const entry = (tenant: string) => {
+    let held = tenants.get(tenant)
+    if (held === undefined) {
+      held = { bytes: 0, turns: 0 }
+      tenants.set(tenant, held)
+    }
+    return held
+  }
+  /** Forgets a tenant holding nothing. */
+  const settle = (tenant: string, held: { bytes: number; turns: number }) => {
+    if (held.bytes <= 0 && held.turns <= 0) tenants.delete(tenant)
+  }
+  const tryAcquire = (bytes: number) => {
+    if (used > 0 && used + bytes > limit) return false
+    used += bytes
+    return true
+  }
+  const release = (bytes: number) => {
+    used = Math.max(0, used - bytes)
+  }
   return {
     maxBytes: limit,
-    tryAcquire: (bytes) => {
-      if (used > 0 && used + bytes > limit) return false
-      used += bytes
-      return true
+    tenantMaxBytes,
+    tenantMaxTurns,
+    tryAcquire,
+    release,
+    tryAcquireFor: (tenant, bytes) => {
+      const held = tenants.get(tenant)
+      if (held !== undefined && held.turns >= tenantMaxTurns) return "turns"
+      if (held !== undefined && held.bytes > 0 && held.bytes + bytes > tenantMaxBytes) return "bytes"
+      if (!tryAcquire(bytes)) return "worker"
+      const taken = entry(tenant)
+      taken.bytes += bytes
+      taken.turns++
+      return undefined
     },
-    release: (bytes) => {
-      used = Math.max(0, used - bytes)
+    releaseFor: (tenant, bytes) => {
+      release(bytes)
+      const held = tenants.get(tenant)
+      if (held === undefined) return
+      held.bytes = Math.max(0, held.bytes - bytes)
+      held.turns = Math.max(0, held.turns - 1)
+      settle(tenant, held)
     },
     inFlightBytes: () => used,
+    held: (tenant) => {
+      const held = tenants.get(tenant)
+      return held === undefined ? none : { bytes: held.bytes, turns: held.turns }
+    },
+    tenants: () => tenants.size,
   }
 }
 
 /** {@link make} as a layer. */
-export const layer = (maxBytes: number): Layer.Layer<Admission> => Layer.sync(Admission, () => make(maxBytes))
+export const layer = (maxBytes: number, share?: Share): Layer.Layer<Admission> =>
+  Layer.sync(Admission, () => make(maxBytes, share))
 
 /** `CTXD_MAX_INFLIGHT_BYTES` (default 16 MiB; 0 = unbounded). */
 export const config = Config.integer("CTXD_MAX_INFLIGHT_BYTES").pipe(
-  Config.withDefault(DEFAULT_MAX_BYTES),
+  Config.withDefault(defaults.maxBytes),
   Config.withDescription("Request bytes one worker holds in flight (running + waiting) before answering Busy; 0 = unbounded"),
 )
 
-/** {@link layer} configured from the environment (`CTXD_MAX_INFLIGHT_BYTES`). */
-export const layerConfig = Layer.unwrapEffect(Effect.map(config, layer))
+const percent = (name: string, fallback: number, description: string) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.withDescription(description),
+    Config.validate({ message: "a percentage 1..100", validation: (n) => n >= 1 && n <= 100 }),
+  )
+
+/** `CTXD_TENANT_BYTES_PERCENT` and `CTXD_TENANT_TURNS_PERCENT` (defaults: {@link defaults}). */
+export const shareConfig = Config.all({
+  bytesPercent: percent(
+    "CTXD_TENANT_BYTES_PERCENT",
+    defaults.tenantBytesPercent,
+    "Percent of CTXD_MAX_INFLIGHT_BYTES one tenant may hold before its requests are answered Busy; 100 = no per-tenant limit",
+  ),
+  turnsPercent: percent(
+    "CTXD_TENANT_TURNS_PERCENT",
+    defaults.tenantTurnsPercent,
+    "Percent of CTXD_MAX_CONCURRENT (rounded up) one tenant may have in flight (running or waiting) before its turns are answered Busy; 100 = no per-tenant limit",
+  ),
+})
+
+/**
+ * The share of one tenant on a worker with a budget of `maxBytes` and
+ * `maxConcurrent` turn slots: `bytesPercent` % of the bytes and
+ * `turnsPercent` % of the slots (rounded up, at least 1); 100 % is no limit,
+ * and so is an unbounded budget for the bytes.
+ */
+export const shareOf = (
+  percents: { readonly bytesPercent: number; readonly turnsPercent: number },
+  maxBytes: number,
+  maxConcurrent: number,
+): Share => ({
+  maxBytes:
+    percents.bytesPercent >= 100 || !Number.isFinite(maxBytes) || maxBytes <= 0
+      ? undefined
+      : Math.max(1, Math.floor((maxBytes * percents.bytesPercent) / 100)),
+  maxTurns:
+    percents.turnsPercent >= 100 ? undefined : Math.max(1, Math.ceil((Math.max(1, maxConcurrent) * percents.turnsPercent) / 100)),
+})
+
+/** {@link layer} configured from the environment (`CTXD_MAX_INFLIGHT_BYTES`; no per-tenant share). */
+export const layerConfig = Layer.unwrapEffect(Effect.map(config, (maxBytes) => layer(maxBytes)))
+
+const busy = Metric.counter("ctxd_tenant_busy_total", {
+  description: "requests answered Busy because their tenant was over its share, by tenant and limit (bytes, turns)",
+  incremental: true,
+})
+
+/** Counts one `Busy` answer to `tenant` over its `limit` (the `tenant` label is bounded: `MetricLabels`). */
+export const recordBusy = (tenant: string, limit: "bytes" | "turns"): void =>
+  busy.unsafeUpdate(1, [MetricLabel.make("tenant", MetricLabels.tenant(tenant)), MetricLabel.make("limit", limit)])

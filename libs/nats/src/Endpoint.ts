@@ -8,7 +8,10 @@
  * requests wait, and once `maxPending` wait, or once their bytes would not
  * fit the byte budget (`maxInflightBytes`, or the `Admission` budget in
  * context shared by the process's endpoints), new ones are answered `Busy`
- * at once, from the payload's length alone (nothing is decoded). Requests
+ * at once, from the payload's length alone (nothing is decoded). With
+ * `tenantOf`, a request is also held against its tenant's share
+ * (`Admission`: requests and bytes in flight): a tenant over its share is
+ * answered `Busy` while the others are still admitted. Requests
  * larger than `maxPayload` are answered `TooLarge` without calling the
  * handler. nats.js hands a callback subscription every message as the socket
  * is read (no client-side pending queue, and `slow` notifications do not
@@ -77,6 +80,12 @@ export interface ServeOptions<R> {
    * (shared with the process's other endpoints), else unbounded.
    */
   readonly maxInflightBytes?: number | undefined
+  /**
+   * The tenant a request counts against (read from its subject; `undefined`:
+   * none): the request and its bytes are held against the tenant's share of
+   * the budget as well. Default: no tenant.
+   */
+  readonly tenantOf?: ((subject: string) => string | undefined) | undefined
   /** How long handlers in flight may take to finish when the scope closes; default 10 s. */
   readonly drainTimeoutMs?: number | undefined
   /** Computes the JSON reply value. Cannot fail: map errors to an error envelope. */
@@ -208,7 +217,12 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
       })
     }
 
-    const job = (msg: Msg, ref: PayloadStore.ObjectRef | undefined, size: number): Effect.Effect<void, never, R> => {
+    const job = (
+      msg: Msg,
+      ref: PayloadStore.ObjectRef | undefined,
+      size: number,
+      tenant: string | undefined,
+    ): Effect.Effect<void, never, R> => {
       let started = false
       let replied = false
       const sendOnce = (bytes: Uint8Array, headers?: MsgHdrs) =>
@@ -276,7 +290,8 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
         Effect.ensuring(
           Effect.sync(() => {
             state.bytes -= size
-            budget.release(size)
+            if (tenant === undefined) budget.release(size)
+            else budget.releaseFor(tenant, size)
           }),
         ),
         annotate,
@@ -323,7 +338,18 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
           }),
         )
       }
-      if (!budget.tryAcquire(size)) {
+      const tenant = options.tenantOf?.(msg.subject)
+      const refusal = tenant === undefined ? (budget.tryAcquire(size) ? undefined : "worker") : budget.tryAcquireFor(tenant, size)
+      if (refusal === "turns" || refusal === "bytes") {
+        Admission.recordBusy(tenant!, refusal)
+        const held = budget.held(tenant!)
+        const what =
+          refusal === "turns"
+            ? `turns in flight (${held.turns} of ${budget.tenantMaxTurns})`
+            : `request bytes in flight (${held.bytes} of ${budget.tenantMaxBytes} bytes)`
+        return rejectNow(msg, errorReply("Busy", `tenant ${tenant} holds its share of this worker's ${what}`, { hint: "retry with backoff" }))
+      }
+      if (refusal === "worker") {
         return rejectNow(
           msg,
           errorReply("Busy", `too many request bytes in flight (${budget.inFlightBytes()} of ${budget.maxBytes} bytes)`, {
@@ -333,7 +359,7 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
       }
       state.bytes += size
       state.waiting++
-      run(job(msg, ref, size))
+      run(job(msg, ref, size, tenant))
     }
 
     const stop = (sub: ReturnType<typeof connection.subscribe>) =>

@@ -11,6 +11,10 @@
  * handled it) and `ctxd-direct` (its direct subject prefix, so a client may
  * send the session's next turns there). Nothing a caller sends can crash
  * the worker: every failure becomes an error envelope.
+ *
+ * Both subjects hold a request's bytes against its tenant's share of the
+ * worker's byte budget (`Admission`), read from the subject before anything
+ * is decoded.
  */
 import { Subjects } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
@@ -68,6 +72,11 @@ export const serve = (options: TurnEndpointOptions) =>
       return routing.direct(ids, data)
     }
 
+    const tenantOfShared = (subject: string) => options.subjects.parseSession(subject)?.tenant
+    const tenantOfDirect = (subject: string) => {
+      const tenant = subject.startsWith(prefix) ? subject.slice(prefix.length).split(".", 1)[0] : undefined
+      return tenant === undefined || !Subjects.isValidToken(tenant) ? undefined : tenant
+    }
     const common = {
       maxConcurrent: Math.max(16, 4 * options.maxConcurrent),
       maxPayload: options.maxPayload,
@@ -78,12 +87,14 @@ export const serve = (options: TurnEndpointOptions) =>
     const own = yield* Endpoint.serve({
       ...common,
       subject: `${prefix}>`,
+      tenantOf: tenantOfDirect,
       handler: ({ subject, data }) => onDirect(subject, data),
     })
     const shared = yield* Endpoint.serve({
       ...common,
       subject: options.subjects.turnWildcard,
       queue: options.queue,
+      tenantOf: tenantOfShared,
       handler: ({ subject, data, headers }) => onShared(subject, data, headers?.get(FORWARDED_HEADER) === "1"),
     })
 

@@ -135,7 +135,7 @@ export const serve = Effect.gen(function* () {
   yield* Effect.logInfo(
     `worker ready on ${subjects.turnWildcard} (queue ${config.queueGroup}) and ${turns.direct}.turn.>, ` +
       `owning ${owned} of ${leases.shards} shards, max payload ${maxPayload} B, ` +
-      `max request bytes in flight ${admission.maxBytes}`,
+      `max request bytes in flight ${admission.maxBytes}, per tenant ${admission.tenantMaxBytes} bytes and ${admission.tenantMaxTurns} turns`,
   ).pipe(Effect.annotateLogs({ worker: config.workerId }))
 })
 
@@ -210,7 +210,12 @@ export const layer = Layer.unwrapEffect(
       bucket: PayloadStore.bucketName(config.subjectRoot),
       mode: "create",
     }).pipe(Layer.provide(nats))
-    const admission = Admission.layer(yield* Admission.config)
+    // each tenant's share of it, and of the turn slots: one tenant's burst cannot take the whole worker
+    const maxInflightBytes = yield* Admission.config
+    const admission = Admission.layer(
+      maxInflightBytes,
+      Admission.shareOf(yield* Admission.shareConfig, maxInflightBytes, config.maxConcurrent),
+    )
     // The summarizer and the compactor count with the token counter's local counter (one cache).
     const localCounter = Layer.effect(
       LocalCounter.LocalCounter,
