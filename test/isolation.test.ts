@@ -7,28 +7,19 @@
 // worker.
 import { ContextClient } from "@ctxd/client"
 import { NatsClient } from "@ctxd/nats"
-import { TestDatabase, WorkerProcess } from "@ctxd/testing"
+import { NatsServer, TestDatabase, WorkerProcess } from "@ctxd/testing"
 import { connect, type NatsConnection, PermissionViolationError } from "@nats-io/transport-node"
 import { Effect, Exit, Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { createServer, type AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
-const NATS_SERVER = "/usr/sbin/nats-server"
+const NATS_SERVER = NatsServer.BINARY
 const CONFIG = join(WorkerProcess.repoRoot, "deploy/nats/secure.conf")
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
+const freePort = NatsServer.freePort
 
 /**
  * secure.conf with this run's port and store directory, and no monitoring

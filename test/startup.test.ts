@@ -1,28 +1,19 @@
 // A worker started before its NATS server (as in a container stack, where
 // everything starts at once) keeps trying with backoff and serves once NATS
 // is up, instead of exiting at the first refused connection.
-import { TestDatabase, WorkerProcess } from "@ctxd/testing"
+import { NatsServer, TestDatabase, WorkerProcess } from "@ctxd/testing"
 import { connect } from "@nats-io/transport-node"
 import { Effect, Exit, Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
-import { createServer, type AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomBytes } from "node:crypto"
 import { expect, it } from "vitest"
 
-const NATS_SERVER = "/usr/sbin/nats-server"
+const NATS_SERVER = NatsServer.BINARY
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
+const freePort = NatsServer.freePort
 
 it.skipIf(!existsSync(NATS_SERVER))("waits for NATS to come up at start", async () => {
   const scope = Effect.runSync(Scope.make())
