@@ -133,7 +133,10 @@ it(
     expect(firstAgain.size).toBe(victims.size)
     expect(failover).toBeLessThan(2 * TTL_MS)
     expect(tookOver).toBeLessThan(2 * TTL_MS)
-    expect(allBack).toBeLessThan(2 * TTL_MS + ATTEMPT_TIMEOUT_MS + 1_000)
+    // a turn lost with the victim waits out its attempt, and may wait out a second one sent while the
+    // shards were still moving, plus the client's backoff: a bound on "every session comes back",
+    // not a latency target (the benches measure that)
+    expect(allBack).toBeLessThan(2 * TTL_MS + 2 * ATTEMPT_TIMEOUT_MS + 3_000)
     expect(caught).toBeGreaterThan(0)
   },
   150_000,
