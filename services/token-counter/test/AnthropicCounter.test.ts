@@ -36,18 +36,12 @@ describe("AnthropicCounter (fake provider)", () => {
   it.scopedLive("segment counts add up to the provider's count of the whole prompt, turn after turn", () =>
     Effect.gen(function* () {
       const exact = yield* counter()
-      for (const session of Replay.tauBench(6)) {
-        const history: Array<Conversation.Message> = []
-        let historyTokens = 0
-        for (const messages of session.turns) {
-          const counts = yield* exact.countTurn(turnInput(session, messages))
-          expect(counts.approximate).toBe(false)
-          expect(counts.messageTokens).toHaveLength(messages.length)
-          history.push(...messages)
-          historyTokens += counts.messageTokens.reduce((a, b) => a + b, 0)
-          expect(counts.systemTokens + counts.toolsTokens + historyTokens).toBe(Replay.groundTruth(session, history))
-        }
-      }
+      const mismatches = yield* Replay.segmentMismatches(
+        Replay.tauBench(6),
+        (session, messages) => exact.countTurn(turnInput(session, messages)),
+        (session, history) => Replay.groundTruth(session, history),
+      )
+      expect(mismatches).toEqual([])
     }),
   )
 

@@ -36,18 +36,12 @@ describe("GeminiCounter (fake provider)", () => {
     it.scopedLive(`${model}: segment counts add up to the provider's count of the whole prompt, turn after turn`, () =>
       Effect.gen(function* () {
         const exact = yield* counter()
-        for (const session of Replay.tauBench(6)) {
-          const history: Array<Conversation.Message> = []
-          let historyTokens = 0
-          for (const messages of session.turns) {
-            const counts = yield* exact.countTurn(turnInput(session, messages, model))
-            expect(counts.approximate).toBe(false)
-            expect(counts.messageTokens).toHaveLength(messages.length)
-            history.push(...messages)
-            historyTokens += counts.messageTokens.reduce((a, b) => a + b, 0)
-            expect(counts.systemTokens + counts.toolsTokens + historyTokens).toBe(Replay.groundTruthGemini(session, history, model))
-          }
-        }
+        const mismatches = yield* Replay.segmentMismatches(
+          Replay.tauBench(6),
+          (session, messages) => exact.countTurn(turnInput(session, messages, model)),
+          (session, history) => Replay.groundTruthGemini(session, history, model),
+        )
+        expect(mismatches).toEqual([])
         expect(fake().requests().filter((r) => r.status !== 200)).toEqual([])
       }),
     )

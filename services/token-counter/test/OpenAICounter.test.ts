@@ -34,18 +34,12 @@ describe("OpenAICounter (fake provider)", () => {
   it.scopedLive("segment counts add up to the provider's count of the whole Responses prompt, turn after turn", () =>
     Effect.gen(function* () {
       const exact = yield* counter()
-      for (const session of Replay.tauBench(6)) {
-        const history: Array<Conversation.Message> = []
-        let historyTokens = 0
-        for (const messages of session.turns) {
-          const counts = yield* exact.countTurn(turnInput(session, messages))
-          expect(counts.approximate).toBe(false)
-          expect(counts.messageTokens).toHaveLength(messages.length)
-          history.push(...messages)
-          historyTokens += counts.messageTokens.reduce((a, b) => a + b, 0)
-          expect(counts.systemTokens + counts.toolsTokens + historyTokens).toBe(Replay.groundTruthResponses(session, history))
-        }
-      }
+      const mismatches = yield* Replay.segmentMismatches(
+        Replay.tauBench(6),
+        (session, messages) => exact.countTurn(turnInput(session, messages)),
+        (session, history) => Replay.groundTruthResponses(session, history),
+      )
+      expect(mismatches).toEqual([])
       expect(fake().requests().every((r) => r.status === 200)).toBe(true)
     }),
   )

@@ -7,6 +7,7 @@ import { Models, Normalize, RenderAnthropic, RenderGemini, RenderResponses } fro
 import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider, Workloads } from "@ctxd/testing"
 import { LocalCounter } from "@ctxd/tokens"
+import { Effect } from "effect"
 
 export interface Session {
   readonly id: string
@@ -68,3 +69,36 @@ export const warmUp = (): void => {
   FakeProvider.countTextTokens("warm up")
   tauBench(1)
 }
+
+/**
+ * Replays `sessions` turn by turn through `countTurn` and lists where the
+ * segment counts do not add up: an approximate batch, a count per message
+ * missing, or system + tools + the history's counts so far differing from
+ * `truth(session, history)` (the provider's count of the whole prompt).
+ */
+export const segmentMismatches = <E>(
+  sessions: ReadonlyArray<Session>,
+  countTurn: (
+    session: Session,
+    messages: ReadonlyArray<Conversation.Message>,
+  ) => Effect.Effect<{ readonly systemTokens: number; readonly toolsTokens: number; readonly messageTokens: ReadonlyArray<number>; readonly approximate: boolean }, E>,
+  truth: (session: Session, history: ReadonlyArray<Conversation.Message>) => number,
+): Effect.Effect<Array<string>, E> =>
+  Effect.gen(function* () {
+    const problems: Array<string> = []
+    for (const session of sessions) {
+      const history: Array<Conversation.Message> = []
+      let historyTokens = 0
+      for (const [k, messages] of session.turns.entries()) {
+        const counts = yield* countTurn(session, messages)
+        if (counts.approximate) problems.push(`${session.id} turn ${k}: approximate`)
+        if (counts.messageTokens.length !== messages.length) problems.push(`${session.id} turn ${k}: ${counts.messageTokens.length} counts for ${messages.length} messages`)
+        history.push(...messages)
+        historyTokens += counts.messageTokens.reduce((a, b) => a + b, 0)
+        const total = counts.systemTokens + counts.toolsTokens + historyTokens
+        const expected = truth(session, history)
+        if (total !== expected) problems.push(`${session.id} turn ${k}: ${total} counted, ${expected} whole`)
+      }
+    }
+    return problems
+  })
