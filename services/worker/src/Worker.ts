@@ -15,7 +15,7 @@ import { Assembler, AssemblerConfig, Compaction, LengthHistory, TurnEndpoint } f
 import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { LocalCounter } from "@ctxd/tokens"
-import { Subjects, type Turn } from "@ctxd/contracts"
+import { Subjects, Tenants, type Turn } from "@ctxd/contracts"
 import { Judge, LoopCheck } from "@ctxd/loop-detector"
 import { Database, KnowledgeStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
 import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
@@ -27,7 +27,7 @@ import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
-import { priceTable, tenantOptions, WorkerConfig } from "./WorkerConfig.ts"
+import { priceTable, tenantSections, WorkerConfig } from "./WorkerConfig.ts"
 import { WorkerStatus } from "./WorkerStatus.ts"
 
 const tokenCount = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
@@ -185,7 +185,8 @@ const leaseDatabase = Layer.scoped(
 export const layer = Layer.unwrapEffect(
   Effect.gen(function* () {
     const config = yield* WorkerConfig
-    const tenants = yield* tenantOptions
+    const sections = yield* tenantSections
+    const tenants = Object.fromEntries(Object.entries(sections).map(([id, section]) => [id, Tenants.optionsOf(section)]))
     const prices = yield* priceTable
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))

@@ -6,7 +6,7 @@
 import { AssemblerConfig } from "@ctxd/assembler"
 import { type CostModel, Pipeline, PriceFile } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
-import { Subjects, Turn } from "@ctxd/contracts"
+import { Subjects, Tenants } from "@ctxd/contracts"
 import { NatsAuth } from "@ctxd/nats"
 import { Config, type ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
 import { readFileSync } from "node:fs"
@@ -74,18 +74,19 @@ export const WorkerConfig = Config.all({
 export type WorkerConfig = Config.Config.Success<typeof WorkerConfig>
 
 /**
- * Per-tenant option defaults: the JSON file named by `CTXD_TENANTS_FILE`,
- * `{"<tenant>": {<turn options>}}` (e.g. `{"acme": {"toolCompression":
- * "truncate", "loop": {"policy": "escalate"}}}`), validated at start.
+ * The tenants' sections: the JSON file named by `CTXD_TENANTS_FILE`,
+ * `{"<tenant>": {<turn options>, "providers": {...}, "share": {...}}}` (e.g.
+ * `{"acme": {"toolCompression": "truncate", "providers": {"anthropic":
+ * {"apiKeyEnv": "ACME_ANTHROPIC_KEY"}}}}`; `Tenants.Tenant`), validated at start.
  */
-export const tenantOptions: Effect.Effect<Readonly<Record<string, Turn.Options>>, Error> = Effect.gen(function* () {
+export const tenantSections: Effect.Effect<Readonly<Record<string, Tenants.Tenant>>, Error> = Effect.gen(function* () {
   const file = process.env.CTXD_TENANTS_FILE
   if (file === undefined || file === "") return {}
   const text = yield* Effect.try({
     try: () => readFileSync(file, "utf8"),
     catch: (e) => new Error(`CTXD_TENANTS_FILE ${file}: ${String(e)}`),
   })
-  const tenants = yield* Schema.decodeUnknown(Schema.parseJson(Schema.Record({ key: Schema.String, value: Turn.Options })))(
+  const tenants = yield* Schema.decodeUnknown(Schema.parseJson(Schema.Record({ key: Schema.String, value: Tenants.Tenant })))(
     text,
   ).pipe(Effect.mapError((e) => new Error(`CTXD_TENANTS_FILE ${file} is not valid: ${ParseResult.TreeFormatter.formatErrorSync(e)}`)))
   const bad = Object.keys(tenants).filter((tenant) => !Subjects.isValidToken(tenant))
