@@ -11,7 +11,7 @@
  * Postgres pool — in that order, because scopes close in reverse order of
  * acquisition.
  */
-import { Assembler, AssemblerConfig, Compaction, LengthHistory, TurnEndpoint } from "@ctxd/assembler"
+import { Assembler, AssemblerConfig, Compaction, LengthHistory, TurnEndpoint, WorkspaceCache } from "@ctxd/assembler"
 import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { LocalCounter } from "@ctxd/tokens"
@@ -244,8 +244,18 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(shardingLayer(config)),
       Layer.provide(leaseDatabase),
     )
+    // workspace bundles: files read at a miss, cached, dropped when a *.md under the root changes
+    const workspaces = WorkspaceCache.layer({
+      root: Option.getOrUndefined(config.workspaceRoot),
+      debounceMs: config.workspaceDebounceMs,
+      maxAgeSeconds: config.workspaceMaxAgeSeconds,
+      maxEntries: config.workspaceCacheEntries,
+      maxBytes: config.workspaceCacheBytes,
+      maxFileBytes: config.workspaceMaxFileBytes,
+    })
     const assembler = Assembler.Assembler.Default.pipe(
       Layer.provide(tokens),
+      Layer.provide(workspaces),
       Layer.provide(
         AssemblerConfig.layer({
           maxSessions: config.maxSessions,
