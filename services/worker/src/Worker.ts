@@ -27,7 +27,7 @@ import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
-import { priceTable, tenantSections, WorkerConfig } from "./WorkerConfig.ts"
+import { priceTable, tenantSections, WorkerConfig, workspaceConfig } from "./WorkerConfig.ts"
 import { WorkerStatus } from "./WorkerStatus.ts"
 
 const tokenCount = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
@@ -245,14 +245,7 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(leaseDatabase),
     )
     // workspace bundles: files read at a miss, cached, dropped when a *.md under the root changes
-    const workspaces = WorkspaceCache.layer({
-      root: Option.getOrUndefined(config.workspaceRoot),
-      debounceMs: config.workspaceDebounceMs,
-      maxAgeSeconds: config.workspaceMaxAgeSeconds,
-      maxEntries: config.workspaceCacheEntries,
-      maxBytes: config.workspaceCacheBytes,
-      maxFileBytes: config.workspaceMaxFileBytes,
-    })
+    const workspaces = WorkspaceCache.layer(workspaceConfig(config))
     const assembler = Assembler.Assembler.Default.pipe(
       Layer.provide(tokens),
       Layer.provide(workspaces),

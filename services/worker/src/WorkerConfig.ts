@@ -91,6 +91,16 @@ export const WorkerConfig = Config.all({
 })
 export type WorkerConfig = Config.Config.Success<typeof WorkerConfig>
 
+/** The workspace bundle cache's settings (`CTXD_WORKSPACE_*`); no root: bundles off. */
+export const workspaceConfig = (config: WorkerConfig): WorkspaceCache.Config => ({
+  root: Option.getOrUndefined(config.workspaceRoot),
+  debounceMs: config.workspaceDebounceMs,
+  maxAgeSeconds: config.workspaceMaxAgeSeconds,
+  maxEntries: config.workspaceCacheEntries,
+  maxBytes: config.workspaceCacheBytes,
+  maxFileBytes: config.workspaceMaxFileBytes,
+})
+
 /**
  * The tenants' sections: the JSON file named by `CTXD_TENANTS_FILE`,
  * `{"<tenant>": {<turn options>, "providers": {...}, "share": {...}}}` (e.g.
