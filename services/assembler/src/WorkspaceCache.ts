@@ -143,6 +143,9 @@ const makeCache = (root: string, config: Omit<Config, "root">, load: Load) => {
 
   const store = (key: string, entry: Entry) =>
     Effect.suspend(() => {
+      // two turns that missed at once both store: the second replaces the first
+      const previous = entries.get(key)
+      if (previous !== undefined) remove(key, previous)
       if (entry.bytes > config.maxBytes || config.maxEntries < 1) return Effect.void
       let evicted = 0
       for (const [k, e] of entries) {
@@ -220,9 +223,7 @@ export const make = (config: Partial<Config> & Pick<Config, "root">): Effect.Eff
       return { read: () => Effect.fail(off), stats: Effect.succeed({ entries: 0, bytes: 0, events: 0 }) }
     }
     const root = resolve(settings.root)
-    const isDir = yield* Effect.tryPromise({ try: () => stat(root).then((s) => s.isDirectory()), catch: () => false }).pipe(
-      Effect.catchAll(() => Effect.succeed(false)),
-    )
+    const isDir = yield* Effect.promise(() => stat(root).then((s) => s.isDirectory(), () => false))
     if (!isDir) return yield* Effect.fail(new Error(`CTXD_WORKSPACE_ROOT ${root} is not a directory`))
     const cache = makeCache(root, settings, (scope, names) => WorkspaceFiles.read(root, scope, names, settings.maxFileBytes))
     const queue = yield* Queue.sliding<string | null>(1_024)

@@ -178,6 +178,17 @@ describe("WorkspaceCache", () => {
     }),
   )
 
+  it.scoped("two turns that miss at once both store: one entry, its bytes counted once", () =>
+    Effect.gen(function* () {
+      const root = yield* tempRoot({ "a/SOUL.md": "a".repeat(100) })
+      const cache = yield* WorkspaceCache.make({ root })
+      const missed = yield* count(WorkspaceCache.metrics.misses)
+      yield* Effect.all([cache.read({ workspace: "a" }), cache.read({ workspace: "a" })], { concurrency: "unbounded" })
+      expect((yield* count(WorkspaceCache.metrics.misses)) - missed).toBe(2)
+      expect(yield* cache.stats).toMatchObject({ entries: 1, bytes: 100 })
+    }),
+  )
+
   it("a watcher event is a Markdown change when the name ends in .md (any case), or when the platform gives no name", () => {
     expect(["SOUL.md", "acme/notes/x.MD", null].map(WorkspaceCache.isMarkdownEvent)).toEqual([true, true, true])
     expect(["notes.txt", "SOUL.md.bak", "acme-bot", "SOUL.md~"].map(WorkspaceCache.isMarkdownEvent)).toEqual([false, false, false, false])
