@@ -9,7 +9,14 @@ import * as Harness from "./Harness.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "ctxd-tenants-"))
 const file = join(dir, "tenants.json")
-writeFileSync(file, JSON.stringify({ strict: { toolCompression: "aggressive", loop: { policy: "escalate" } } }))
+writeFileSync(
+  file,
+  JSON.stringify({
+    strict: { toolCompression: "aggressive", loop: { policy: "escalate" } },
+    // one of the worker's 4 turn slots (CTXD_MAX_CONCURRENT), where the default share is all of them
+    narrow: { share: { turnsPercent: 25 } },
+  }),
+)
 
 let h: Harness.Harness
 beforeAll(async () => {
@@ -37,6 +44,20 @@ it("applies the tenant's defaults, and a request's own options win", async () =>
   expect(other.report.loop.policy).toBe("nudge")
   const override = await h.request(h.turnSubject("strict", "s2"), turn({ toolCompression: "none" }))
   expect(override.report.tools.compression).toBe("none")
+})
+
+it("holds a tenant with its own share to it, and the others to the default", async () => {
+  const burst = (tenant: string) =>
+    Promise.all(Array.from({ length: 24 }, (_, i) => h.request(h.turnSubject(tenant, `burst${i}`), turn())))
+  const narrow = await burst("narrow")
+  const busy = narrow.filter((r) => r.ok === false)
+  expect(busy.length).toBeGreaterThan(0)
+  for (const r of busy) {
+    expect(r.error.code).toBe("Busy")
+    expect(r.error.message).toMatch(/tenant narrow holds its share of this worker's turns in flight \(1 of 1\)/)
+  }
+  const wide = await burst("wide")
+  expect(wide.every((r) => r.ok === true), JSON.stringify(wide.find((r) => r.ok !== true))).toBe(true)
 })
 
 it("refuses to start with an invalid tenants file", async () => {
