@@ -60,9 +60,25 @@ it("holds a tenant with its own share to it, and the others to the default", asy
   expect(wide.every((r) => r.ok === true), JSON.stringify(wide.find((r) => r.ok !== true))).toBe(true)
 })
 
-it("refuses to start with an invalid tenants file", async () => {
-  const bad = join(dir, "bad.json")
+it("refuses to start with an invalid tenants file, saying why in its own scrubbed JSON log", async () => {
+  // a key that also appears in the file's name: the stop reason quotes the name, the log must not quote the key
+  const key = "sk-ant-tenantsfile-0123456789"
+  const bad = join(dir, `${key}.json`)
   writeFileSync(bad, JSON.stringify({ "bad tenant!": {} }))
-  const started = WorkerProcess.start({ CTXD_SUBJECT_ROOT: "t_never", CTXD_TENANTS_FILE: bad }, { readyTimeoutMs: 15_000 })
-  await expect(started.then((w) => w.stop())).rejects.toThrow(/CTXD_TENANTS_FILE .*bad tenant!/)
+  const started = WorkerProcess.start(
+    { CTXD_SUBJECT_ROOT: "t_never", CTXD_TENANTS_FILE: bad, ANTHROPIC_API_KEY: key, CTXD_HTTP_PORT: "0" },
+    { ready: false },
+  )
+  const worker = await started
+  const code = await new Promise<number | string>((resolve) => worker.child.once("exit", (c, s) => resolve(c ?? s ?? "")))
+  expect(code).not.toBe(0)
+  const output = worker.output()
+  expect(output).not.toContain(key)
+  const stop = output
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as { level: number; msg: string; err?: string })
+    .find((line) => line.msg === "the worker stopped")
+  expect(stop?.level).toBe(50)
+  expect(stop?.err).toMatch(/CTXD_TENANTS_FILE .*\[redacted\]\.json: not tenant ids .*bad tenant!/)
 })
