@@ -210,6 +210,13 @@ const debounce = (queue: Queue.Queue<string | null>, debounceMs: number, cache: 
     Effect.forkScoped,
   )
 
+/** `root` as an absolute path, or a failure naming it when it is not a directory (the worker checks before it connects anywhere). */
+export const checkRoot = (root: string): Effect.Effect<string, Error> =>
+  Effect.flatMap(
+    Effect.promise(() => stat(resolve(root)).then((s) => s.isDirectory(), () => false)),
+    (isDir) => (isDir ? Effect.succeed(resolve(root)) : Effect.fail(new Error(`CTXD_WORKSPACE_ROOT ${resolve(root)} is not a directory`))),
+  )
+
 /**
  * The cache over the real filesystem under `config.root`, watched while the
  * scope is open (the watcher closes with it). Fails when the root is not a
@@ -222,9 +229,7 @@ export const make = (config: Partial<Config> & Pick<Config, "root">): Effect.Eff
     if (settings.root === undefined || settings.root === "") {
       return { read: () => Effect.fail(off), stats: Effect.succeed({ entries: 0, bytes: 0, events: 0 }) }
     }
-    const root = resolve(settings.root)
-    const isDir = yield* Effect.promise(() => stat(root).then((s) => s.isDirectory(), () => false))
-    if (!isDir) return yield* Effect.fail(new Error(`CTXD_WORKSPACE_ROOT ${root} is not a directory`))
+    const root = yield* checkRoot(settings.root)
     const cache = makeCache(root, settings, (scope, names) => WorkspaceFiles.read(root, scope, names, settings.maxFileBytes))
     const queue = yield* Queue.sliding<string | null>(1_024)
     yield* debounce(queue, settings.debounceMs, cache)

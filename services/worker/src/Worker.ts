@@ -190,6 +190,9 @@ export const layer = Layer.unwrapEffect(
     const sections = yield* tenantSections
     const tenants = Object.fromEntries(Object.entries(sections).map(([id, section]) => [id, Tenants.optionsOf(section)]))
     const prices = yield* priceTable
+    const workspace = workspaceConfig(config)
+    // a bad workspace root stops the worker before it connects anywhere
+    if (workspace.root !== undefined) yield* WorkspaceCache.checkRoot(workspace.root)
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
@@ -259,7 +262,7 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(leaseDatabase),
     )
     // workspace bundles: files read at a miss, cached, dropped when a *.md under the root changes
-    const workspaces = WorkspaceCache.layer(workspaceConfig(config))
+    const workspaces = WorkspaceCache.layer(workspace)
     const assembler = Assembler.Assembler.Default.pipe(
       Layer.provide(tokens),
       Layer.provide(workspaces),

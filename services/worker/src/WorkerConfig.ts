@@ -100,7 +100,7 @@ export type WorkerConfig = Config.Config.Success<typeof WorkerConfig>
 
 /** The workspace bundle cache's settings (`CTXD_WORKSPACE_*`); no root: bundles off. */
 export const workspaceConfig = (config: WorkerConfig): WorkspaceCache.Config => ({
-  root: Option.getOrUndefined(config.workspaceRoot),
+  root: Option.getOrUndefined(Option.filter(config.workspaceRoot, (root) => root !== "")),
   debounceMs: config.workspaceDebounceMs,
   maxAgeSeconds: config.workspaceMaxAgeSeconds,
   maxEntries: config.workspaceCacheEntries,

@@ -77,6 +77,7 @@ describe("WorkerConfig: workspace bundles (CTXD_WORKSPACE_*)", () => {
   it.effect("unset: bundles off, the cache's defaults", () =>
     Effect.gen(function* () {
       expect(yield* read({})).toEqual({ root: undefined, ...WorkspaceCache.defaults })
+      expect((yield* read({ CTXD_WORKSPACE_ROOT: "" })).root).toBeUndefined()
     }),
   )
 
