@@ -107,7 +107,7 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
           knowledgeOf(input.tenant, input.agent),
           SessionState.needsSummary(state) ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s })) : Effect.succeed(undefined),
           lengthHistory.get(input.tenant, input.agent),
-          Turn.isWorkspaceRef(input.system) ? workspaces.read(input.system) : Effect.succeed(undefined),
+          Turn.isWorkspaceRef(input.system) ? workspaces.read(input.system, input.tenant) : Effect.succeed(undefined),
         ],
         { concurrency: "unbounded" },
       ).pipe(

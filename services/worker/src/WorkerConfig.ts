@@ -90,6 +90,10 @@ export const WorkerConfig = Config.all({
   ),
   workspaceCacheEntries: int("CTXD_WORKSPACE_CACHE_ENTRIES", WorkspaceCache.defaults.maxEntries, "Workspace bundles kept in memory"),
   workspaceCacheBytes: int("CTXD_WORKSPACE_CACHE_BYTES", WorkspaceCache.defaults.maxBytes, "Bytes of workspace file text kept in memory"),
+  workspacePerTenant: Config.boolean("CTXD_WORKSPACE_PER_TENANT").pipe(
+    Config.withDefault(WorkspaceCache.defaults.perTenant),
+    Config.withDescription("Each tenant's workspace scopes under <root>/<tenant>/ (false: every tenant may name every scope under the root)"),
+  ),
   workspaceMaxFileBytes: int("CTXD_WORKSPACE_MAX_FILE_BYTES", WorkspaceCache.defaults.maxFileBytes, "Largest workspace file read (a larger one: TooLarge)"),
   httpHost: Config.string("CTXD_HTTP_HOST").pipe(
     Config.withDefault(HttpServer.defaults.host),
@@ -106,6 +110,7 @@ export const workspaceConfig = (config: WorkerConfig): WorkspaceCache.Config => 
   maxEntries: config.workspaceCacheEntries,
   maxBytes: config.workspaceCacheBytes,
   maxFileBytes: config.workspaceMaxFileBytes,
+  perTenant: config.workspacePerTenant,
 })
 
 /**

@@ -90,8 +90,9 @@ describe("WorkerConfig: workspace bundles (CTXD_WORKSPACE_*)", () => {
         CTXD_WORKSPACE_CACHE_ENTRIES: "8",
         CTXD_WORKSPACE_CACHE_BYTES: "4096",
         CTXD_WORKSPACE_MAX_FILE_BYTES: "1024",
+        CTXD_WORKSPACE_PER_TENANT: "true",
       })
-      expect(config).toEqual({ root: "/srv/workspaces", debounceMs: 50, maxAgeSeconds: 0, maxEntries: 8, maxBytes: 4096, maxFileBytes: 1024 })
+      expect(config).toEqual({ root: "/srv/workspaces", debounceMs: 50, maxAgeSeconds: 0, maxEntries: 8, maxBytes: 4096, maxFileBytes: 1024, perTenant: true })
     }),
   )
 })
