@@ -8,6 +8,7 @@
 import { Errors } from "@ctxd/contracts"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Metric, TestClock } from "effect"
+import fc from "fast-check"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -202,6 +203,27 @@ describe("WorkspaceCache", () => {
       expect(yield* cache.stats).toMatchObject({ entries: 1, bytes: 100 })
     }),
   )
+
+  it("the section order depends on the set of extras only: the fixed files, then the others sorted, each once", () => {
+    const name = fc.constantFrom("TOOLS", "BOOT", "HEARTBEAT", "SOUL", "MEMORY", "a", "Z", "x_1")
+    const extra = fc.tuple(name, fc.boolean()).map(([n, md]) => (md ? `${n}.md` : n))
+    fc.assert(
+      fc.property(
+        fc.array(extra, { maxLength: 16 }).chain((extras) =>
+          fc.tuple(fc.constant(extras), fc.shuffledSubarray(extras, { minLength: extras.length, maxLength: extras.length })),
+        ),
+        ([extras, shuffled]) => {
+        const files = WorkspaceCache.filesOf({ workspace: "w", extras })
+        expect(WorkspaceCache.filesOf({ workspace: "w", extras: shuffled })).toEqual(files)
+        expect(files.slice(0, 5)).toEqual([...WorkspaceCache.FIXED_FILES])
+        const rest = files.slice(5)
+        expect(rest).toEqual([...new Set(rest)].sort())
+        expect(rest.every((f) => f.endsWith(".md") && !(WorkspaceCache.FIXED_FILES as ReadonlyArray<string>).includes(f))).toBe(true)
+        expect(new Set(rest)).toEqual(new Set(extras.map((e) => (e.endsWith(".md") ? e : `${e}.md`)).filter((f) => !f.match(/^(SOUL|MEMORY)\.md$/))))
+        },
+      ),
+    )
+  })
 
   it("a watcher event is a Markdown change when the name ends in .md (any case), or when the platform gives no name", () => {
     expect(["SOUL.md", "acme/notes/x.MD", null].map(WorkspaceCache.isMarkdownEvent)).toEqual([true, true, true])
