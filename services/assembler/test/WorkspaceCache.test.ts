@@ -213,13 +213,13 @@ describe("WorkspaceCache", () => {
           fc.tuple(fc.constant(extras), fc.shuffledSubarray(extras, { minLength: extras.length, maxLength: extras.length })),
         ),
         ([extras, shuffled]) => {
-        const files = WorkspaceCache.filesOf({ workspace: "w", extras })
-        expect(WorkspaceCache.filesOf({ workspace: "w", extras: shuffled })).toEqual(files)
-        expect(files.slice(0, 5)).toEqual([...WorkspaceCache.FIXED_FILES])
-        const rest = files.slice(5)
-        expect(rest).toEqual([...new Set(rest)].sort())
-        expect(rest.every((f) => f.endsWith(".md") && !(WorkspaceCache.FIXED_FILES as ReadonlyArray<string>).includes(f))).toBe(true)
-        expect(new Set(rest)).toEqual(new Set(extras.map((e) => (e.endsWith(".md") ? e : `${e}.md`)).filter((f) => !f.match(/^(SOUL|MEMORY)\.md$/))))
+          const files = WorkspaceCache.filesOf({ workspace: "w", extras })
+          expect(WorkspaceCache.filesOf({ workspace: "w", extras: shuffled })).toEqual(files)
+          expect(files.slice(0, 5)).toEqual([...WorkspaceCache.FIXED_FILES])
+          const rest = files.slice(5)
+          expect(rest).toEqual([...new Set(rest)].sort())
+          expect(rest.every((f) => f.endsWith(".md") && !(WorkspaceCache.FIXED_FILES as ReadonlyArray<string>).includes(f))).toBe(true)
+          expect(new Set(rest)).toEqual(new Set(extras.map((e) => (e.endsWith(".md") ? e : `${e}.md`)).filter((f) => !f.match(/^(SOUL|MEMORY)\.md$/))))
         },
       ),
     )
