@@ -15,7 +15,8 @@ import { Assembler, AssemblerConfig, Compaction, LengthHistory, TurnEndpoint } f
 import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { LocalCounter } from "@ctxd/tokens"
-import { Subjects, Tenants, type Turn } from "@ctxd/contracts"
+import { RuntimeConfig } from "@ctxd/config"
+import { Subjects, type Turn } from "@ctxd/contracts"
 import { Judge, LoopCheck } from "@ctxd/loop-detector"
 import { Database, KnowledgeStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
 import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
@@ -27,7 +28,7 @@ import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
-import { priceTable, tenantSections, WorkerConfig } from "./WorkerConfig.ts"
+import { priceTable, WorkerConfig } from "./WorkerConfig.ts"
 import { WorkerStatus } from "./WorkerStatus.ts"
 
 const tokenCount = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
@@ -88,6 +89,8 @@ export const serve = Effect.gen(function* () {
   const admission = yield* Admission.Admission
   const status = yield* WorkerStatus
   const assembler = yield* Assembler.Assembler
+  const runtime = yield* RuntimeConfig.RuntimeConfig
+  const configStatus = () => ({ hash: runtime.current().hash, reloads: runtime.reloads(), rejected: runtime.rejected() })
   const turns = yield* TurnEndpoint.serve({
     subjects,
     queue: config.queueGroup,
@@ -119,6 +122,7 @@ export const serve = Effect.gen(function* () {
     inFlightBytes: admission.inFlightBytes,
     maxInFlightBytes: admission.maxBytes,
     draining: status.draining,
+    config: configStatus,
     routing: Effect.map(leases.ownedShards, (owned) => ({
       shards: owned.length,
       turns: turns.handled(),
@@ -126,7 +130,7 @@ export const serve = Effect.gen(function* () {
     })),
   })
   const checks = yield* Readiness.make({ nats, db: yield* Database.Database, leases })
-  yield* status.attach({ checks, gauges })
+  yield* status.attach({ checks, gauges, config: configStatus })
   // the last finalizer added runs first: not ready before anything stops
   yield* Effect.addFinalizer(() =>
     Effect.zipRight(status.drain, Effect.logInfo("shutting down: not ready; no new turns; finishing the ones in flight")),
@@ -185,8 +189,8 @@ const leaseDatabase = Layer.scoped(
 export const layer = Layer.unwrapEffect(
   Effect.gen(function* () {
     const config = yield* WorkerConfig
-    const sections = yield* tenantSections
-    const tenants = Object.fromEntries(Object.entries(sections).map(([id, section]) => [id, Tenants.optionsOf(section)]))
+    // the config file's sections (and CTXD_TENANTS_FILE's), watched: a reload applies from the next turn
+    const runtimeConfig = RuntimeConfig.layerConfig
     const prices = yield* priceTable
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
@@ -244,10 +248,11 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(shardingLayer(config)),
       Layer.provide(leaseDatabase),
     )
-    const assembler = Assembler.Assembler.Default.pipe(
-      Layer.provide(tokens),
-      Layer.provide(
+    // the turn options of the config file are read per turn from the current snapshot
+    const assemblerConfig = Layer.unwrapEffect(
+      Effect.map(RuntimeConfig.RuntimeConfig, (runtime) =>
         AssemblerConfig.layer({
+          sections: runtime.current,
           maxSessions: config.maxSessions,
           maxMessages: config.maxMessages,
           defaults: {
@@ -257,11 +262,14 @@ export const layer = Layer.unwrapEffect(
           },
           loop: { policy: config.loopPolicy },
           defaultToolsets: config.defaultToolsets,
-          tenants,
           mailbox: config.mailbox,
           prices,
         }),
       ),
+    ).pipe(Layer.provide(runtimeConfig))
+    const assembler = Assembler.Assembler.Default.pipe(
+      Layer.provide(tokens),
+      Layer.provide(assemblerConfig),
       Layer.provide(store),
       Layer.provide(knowledge),
       Layer.provide(lengths),
@@ -282,6 +290,7 @@ export const layer = Layer.unwrapEffect(
       nats,
       payloads,
       admission,
+      runtimeConfig,
     )
   }),
 )
