@@ -10,7 +10,7 @@
  *
  * Metric: `ctxd_config_reloads_total{result}` (`applied`, `rejected`).
  */
-import { Config, type ConfigError, Context, Duration, Effect, Either, Layer, Metric, Stream } from "effect"
+import { Config, type ConfigError, Context, Duration, Effect, Either, Layer, Metric, Queue, Stream } from "effect"
 import { watch } from "node:fs"
 import { readFile } from "node:fs/promises"
 import { basename, dirname } from "node:path"
@@ -68,6 +68,10 @@ const readText = (file: string): Effect.Effect<string, ConfigFile.InvalidConfigF
     catch: (e) => ConfigFile.invalid(file, [{ path: [], line: undefined, column: undefined, message: `cannot be read (${(e as NodeJS.ErrnoException).code ?? "error"})` }]),
   })
 
+/** The hash a worker reports for these files' contents (`config:check` shows the same). */
+export const hashOf = (contents: ConfigFile.Contents, tenants?: ConfigFile.TenantSections | undefined): string =>
+  ConfigFile.hash([contents, tenants ?? null])
+
 /** The error's message headed by the environment name of the file. */
 const named = (name: string) => (error: ConfigFile.InvalidConfigFile): ConfigFile.InvalidConfigFile =>
   new ConfigFile.InvalidConfigFile({ ...error, message: `${name} ${error.file} is not valid:\n${error.message}` })
@@ -87,7 +91,7 @@ export const load = (files: Files): Effect.Effect<Loaded, ConfigFile.InvalidConf
         )
     if (main === ConfigFile.empty && tenants === undefined) return { snapshot: emptySnapshot, knobs: {} }
     const sections: Sections = { defaults: main.defaults, tenants: { ...main.tenants, ...tenants }, agents: main.agents }
-    return { snapshot: { ...sections, hash: ConfigFile.hash([main, tenants ?? null]) }, knobs: main.knobs }
+    return { snapshot: { ...sections, hash: hashOf(main, tenants) }, knobs: main.knobs }
   })
 
 /** Environment-style keys whose value differs between two loads (names only). */
@@ -99,22 +103,29 @@ const reloadsTotal = Metric.counter("ctxd_config_reloads_total", {
   incremental: true,
 })
 
-/** The files' events (any change in their directories), one stream. */
-const events = (files: ReadonlyArray<string>): Stream.Stream<void> =>
-  Stream.mergeAll(
-    // the directory, not the file: editors and Kubernetes ConfigMaps replace a file by renaming over it
-    [...new Set(files.map(dirname))].map((dir) =>
-      Stream.async<void>((emit) => {
-        const names = new Set(files.filter((f) => dirname(f) === dir).map((f) => basename(f)))
-        const watcher = watch(dir, (_event, name) => {
-          // `..data`: a Kubernetes ConfigMap swaps this symlink for every update
-          if (name === null || names.has(name) || name === "..data") void emit.single(undefined)
-        })
-        watcher.on("error", () => void emit.end())
-        return Effect.sync(() => watcher.close())
-      }, 16),
-    ),
-    { concurrency: "unbounded" },
+/**
+ * Watches the files' directories (not the files: editors and Kubernetes
+ * ConfigMaps replace a file by renaming over it) until the scope closes; any
+ * event of one of them lands in `queue`. The watchers are in place when this returns.
+ */
+const watchFiles = (files: ReadonlyArray<string>, queue: Queue.Queue<void>) =>
+  Effect.forEach(
+    [...new Set(files.map(dirname))],
+    (dir) => {
+      const names = new Set(files.filter((f) => dirname(f) === dir).map((f) => basename(f)))
+      return Effect.acquireRelease(
+        Effect.sync(() => {
+          const watcher = watch(dir, (_event, name) => {
+            // `..data`: a Kubernetes ConfigMap swaps this symlink for every update
+            if (name === null || names.has(name) || name === "..data") Queue.unsafeOffer(queue, undefined)
+          })
+          watcher.on("error", () => watcher.close())
+          return watcher
+        }),
+        (watcher) => Effect.sync(() => watcher.close()),
+      )
+    },
+    { discard: true },
   )
 
 /** The service over `files`, watching them until the scope closes. */
@@ -141,7 +152,9 @@ export const make = (files: Files, options: { readonly debounceMs?: number } = {
       if (restart.length > 0) yield* Effect.logWarning(`config: ${restart.join(", ")} changed; read at start, needs a restart`)
     })
     if (names.length > 0) {
-      yield* events(names).pipe(
+      const queue = yield* Queue.sliding<void>(16)
+      yield* watchFiles(names, queue)
+      yield* Stream.fromQueue(queue).pipe(
         Stream.debounce(Duration.millis(options.debounceMs ?? defaults.debounceMs)),
         Stream.runForEach(() => reload),
         Effect.annotateLogs({ component: "config" }),

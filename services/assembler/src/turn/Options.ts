@@ -26,6 +26,10 @@ export interface Resolved {
   readonly judge: { readonly enabled: boolean; readonly model: string | undefined }
   /** The cache planner's overrides (undefined: the model's TTL; the turns expected from the agent's session lengths, `Prompt.expectedTurns`). */
   readonly cache: { readonly ttlSeconds: number | undefined; readonly expectedTurns: number | undefined }
+  /** False: no prompt-cache markers in the body (`options.promptCache`). */
+  readonly promptCache: boolean
+  /** False: this turn neither schedules nor waits for a compaction (`options.compaction`). */
+  readonly compaction: boolean
 }
 
 /** The merged options, before slicing: environment < file `defaults` < tenant < agent < request. */
@@ -55,5 +59,7 @@ export const resolve = (config: AssemblerConfig.Config, tenant: string, request:
     loop: LoopConfig.make(loop),
     judge: { enabled: loop?.judge?.enabled === true, model: loop?.judge?.model },
     cache: { ttlSeconds: merged.cacheTtlSeconds, expectedTurns: merged.expectedTurns },
+    promptCache: merged.promptCache ?? true,
+    compaction: merged.compaction ?? true,
   }
 }
