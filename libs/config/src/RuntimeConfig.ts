@@ -141,7 +141,8 @@ export const make = (files: Files, options: { readonly debounceMs?: number } = {
       if (Either.isLeft(next)) {
         rejected++
         yield* Metric.increment(Metric.tagged(reloadsTotal, "result", "rejected"))
-        return yield* Effect.logWarning(`config not applied, keeping ${good.snapshot.hash}: ${next.left.message}`)
+        const problems = next.left.issues.map((issue) => ConfigFile.formatIssue(next.left.file, issue)).join("; ")
+        return yield* Effect.logWarning(`config not applied, keeping ${good.snapshot.hash}: ${problems}`)
       }
       if (next.right.snapshot.hash === good.snapshot.hash) return
       const restart = changedKnobs(first.knobs, next.right.knobs)
