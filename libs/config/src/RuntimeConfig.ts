@@ -10,7 +10,7 @@
  *
  * Metric: `ctxd_config_reloads_total{result}` (`applied`, `rejected`).
  */
-import { Config, type ConfigError, Context, Duration, Effect, Either, Layer, Metric, Queue, Stream } from "effect"
+import { Context, Duration, Effect, Either, Layer, Metric, Queue, Stream } from "effect"
 import { watch } from "node:fs"
 import { readFile } from "node:fs/promises"
 import { basename, dirname } from "node:path"
@@ -98,7 +98,8 @@ export const load = (files: Files): Effect.Effect<Loaded, ConfigFile.InvalidConf
 export const changedKnobs = (before: Readonly<Record<string, string>>, after: Readonly<Record<string, string>>): ReadonlyArray<string> =>
   [...new Set([...Object.keys(before), ...Object.keys(after)])].filter((key) => before[key] !== after[key]).sort()
 
-const reloadsTotal = Metric.counter("ctxd_config_reloads_total", {
+/** `ctxd_config_reloads_total{result}`: `applied`, `rejected`. */
+export const reloadsTotal = Metric.counter("ctxd_config_reloads_total", {
   description: "configuration file reloads: applied (a changed valid file), rejected (an invalid edit; the previous config stays)",
   incremental: true,
 })
@@ -194,22 +195,3 @@ export const memory = (sections: Partial<Sections> = {}): MemoryRuntimeConfig =>
 }
 
 export const layerMemory = (sections: Partial<Sections> = {}): Layer.Layer<RuntimeConfig> => Layer.sync(RuntimeConfig, () => memory(sections))
-
-/**
- * {@link layer} from the environment (and the flat keys of the config file,
- * through the worker's config provider): `CTXD_CONFIG_FILE`,
- * `CTXD_TENANTS_FILE`, `CTXD_CONFIG_DEBOUNCE_MS`.
- */
-export const layerConfig: Layer.Layer<RuntimeConfig, ConfigFile.InvalidConfigFile | ConfigError.ConfigError> = Layer.unwrapEffect(
-  Effect.map(
-    Config.all({
-      configFile: Config.string("CTXD_CONFIG_FILE").pipe(Config.withDefault("")),
-      tenantsFile: Config.string("CTXD_TENANTS_FILE").pipe(Config.withDefault("")),
-      debounceMs: Config.integer("CTXD_CONFIG_DEBOUNCE_MS").pipe(
-        Config.validate({ message: "0 or more milliseconds", validation: (n) => n >= 0 }),
-        Config.withDefault(defaults.debounceMs),
-      ),
-    }),
-    ({ debounceMs, ...files }) => layer(files, { debounceMs }),
-  ),
-)

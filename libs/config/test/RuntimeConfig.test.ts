@@ -1,6 +1,6 @@
 import { RuntimeConfig } from "@ctxd/config"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer, Logger } from "effect"
+import { Effect, Either, Layer, Logger, Metric } from "effect"
 import { mkdtempSync, renameSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -71,6 +71,35 @@ describe("RuntimeConfig", () => {
       expect(lines.some((l) => l.startsWith("WARN") && l.includes("CTXD_MAX_CONCURRENT changed; read at start, needs a restart"))).toBe(true)
       expect(config.rejected()).toBe(1)
     }).pipe(Effect.provide(RuntimeConfig.layer({ configFile: file }, { debounceMs: 20 }).pipe(Layer.provide(logged(lines)))), Effect.provide(logged(lines)))
+  })
+
+  it.live("CTXD_CONFIG_DEBOUNCE_MS: a file written in two steps within the debounce is read once, whole", () => {
+    const file = fresh("ctxd.yaml", "defaults:\n  maskKeep: 1\n")
+    return Effect.gen(function* () {
+      const config = yield* RuntimeConfig.RuntimeConfig
+      // the first half of a write (not valid on its own), then the rest
+      writeFileSync(file, "defaults:\n  maskKeep:")
+      yield* Effect.sleep("50 millis")
+      writeFileSync(file, "defaults:\n  maskKeep: 5\n")
+      yield* until(() => config.reloads() === 1)
+      expect(config.rejected()).toBe(0)
+      expect(config.current().defaults).toEqual({ maskKeep: 5 })
+    }).pipe(Effect.provide(RuntimeConfig.layer({ configFile: file }, { debounceMs: 2_000 })))
+  })
+
+  it.live("ctxd_config_reloads_total counts applied and rejected reloads", () => {
+    const file = fresh("ctxd.yaml", "defaults:\n  maskKeep: 1\n")
+    const counter = (result: string) => Metric.value(Metric.tagged(RuntimeConfig.reloadsTotal, "result", result))
+    return Effect.gen(function* () {
+      const config = yield* RuntimeConfig.RuntimeConfig
+      const before = { applied: (yield* counter("applied")).count, rejected: (yield* counter("rejected")).count }
+      writeFileSync(file, "defaults:\n  maskKeep: 2\n")
+      yield* until(() => config.reloads() === 1)
+      writeFileSync(file, "defaults: [\n")
+      yield* until(() => config.rejected() === 1)
+      expect((yield* counter("applied")).count).toBe(before.applied + 1)
+      expect((yield* counter("rejected")).count).toBe(before.rejected + 1)
+    }).pipe(Effect.provide(RuntimeConfig.layer({ configFile: file }, { debounceMs: 20 })))
   })
 
   it.live("an invalid file stops the start", () =>

@@ -190,7 +190,10 @@ export const layer = Layer.unwrapEffect(
   Effect.gen(function* () {
     const config = yield* WorkerConfig
     // the config file's sections (and CTXD_TENANTS_FILE's), watched: a reload applies from the next turn
-    const runtimeConfig = RuntimeConfig.layerConfig
+    const runtimeConfig = RuntimeConfig.layer(
+      { configFile: config.configFile, tenantsFile: config.tenantsFile },
+      { debounceMs: config.configDebounceMs },
+    )
     const prices = yield* priceTable
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))

@@ -63,6 +63,17 @@ export const WorkerConfig = Config.all({
     Config.withDefault(ShardingConfig.defaultWorkerId()),
     Config.withDescription("This worker's id in the cluster, logs and health replies; unique per process start"),
   ),
+  configFile: Config.string("CTXD_CONFIG_FILE").pipe(
+    Config.withDefault(""),
+    Config.withDescription("The configuration file (ctxd.yaml; YAML or JSON): environment keys, turn option defaults, tenants and agents"),
+  ),
+  tenantsFile: Config.string("CTXD_TENANTS_FILE").pipe(
+    Config.withDefault(""),
+    Config.withDescription("The tenants' sections in a file of their own (YAML or JSON): read and reloaded with the configuration file"),
+  ),
+  configDebounceMs: int("CTXD_CONFIG_DEBOUNCE_MS", RuntimeConfig.defaults.debounceMs, "File events within this of each other make one reload").pipe(
+    Config.validate({ message: "0 or more milliseconds", validation: (n) => n >= 0 }),
+  ),
   logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info"), Config.withDescription("pino level")),
   shutdownTimeoutMs: int("CTXD_SHUTDOWN_TIMEOUT_MS", 10_000, "How long in-flight turns may take to finish at shutdown"),
   httpPort: int("CTXD_HTTP_PORT", HttpServer.defaults.port, "Port of /metrics (Prometheus), /healthz and /readyz; 0 = no HTTP server").pipe(
