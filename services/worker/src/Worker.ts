@@ -14,6 +14,7 @@
 import { Assembler, AssemblerConfig, Compaction, LengthHistory, TurnEndpoint } from "@ctxd/assembler"
 import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
+import { ProviderKeys } from "@ctxd/context"
 import { LocalCounter } from "@ctxd/tokens"
 import { RuntimeConfig } from "@ctxd/config"
 import { Subjects, type Turn } from "@ctxd/contracts"
@@ -23,6 +24,7 @@ import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenCounter, UsageEndpoint } from "@ctxd/token-counter"
 import { Effect, Layer, Option } from "effect"
+import { readFileSync } from "node:fs"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
@@ -205,7 +207,17 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(Migrations.layer),
       Layer.provide(database),
     )
-    const tokens = TokenCounter.layerConfig
+    // whose provider key a tenant's summaries, judge calls and exact counts use
+    const keys = Layer.unwrapEffect(
+      Effect.map(RuntimeConfig.RuntimeConfig, (runtime) =>
+        ProviderKeys.layer({
+          sections: () => runtime.current().tenants,
+          workerKeyTenants: config.workerKeyTenants,
+          readers: { env: (name) => process.env[name], file: (path) => readFileSync(path, "utf8") },
+        }),
+      ),
+    ).pipe(Layer.provide(runtimeConfig))
+    const tokens = TokenCounter.layerConfig.pipe(Layer.provide(keys))
     const nats = NatsClient.layer({
       servers: config.natsUrl.split(","),
       name: `ctxd-worker-${config.workerId}`,
@@ -220,16 +232,22 @@ export const layer = Layer.unwrapEffect(
     }).pipe(Layer.provide(nats))
     // each tenant's share of it, and of the turn slots: one tenant's burst cannot take the whole worker
     const maxInflightBytes = yield* Admission.config
-    const admission = Admission.layer(
-      maxInflightBytes,
-      Admission.shareOf(yield* Admission.shareConfig, maxInflightBytes, config.maxConcurrent),
-    )
+    // a tenant's section may set its own share (`share: {turnsPercent, bytesPercent}`) over the default
+    const shareDefault = yield* Admission.shareConfig
+    const admission = Layer.unwrapEffect(
+      Effect.map(RuntimeConfig.RuntimeConfig, (runtime) =>
+        Admission.layer(maxInflightBytes, Admission.shareOf(shareDefault, maxInflightBytes, config.maxConcurrent), (tenant) => {
+          const own = runtime.current().tenants[tenant]?.share
+          return own === undefined ? undefined : Admission.shareOf({ ...shareDefault, ...own }, maxInflightBytes, config.maxConcurrent)
+        }),
+      ),
+    ).pipe(Layer.provide(runtimeConfig))
     // The summarizer and the compactor count with the token counter's local counter (one cache).
     const localCounter = Layer.effect(
       LocalCounter.LocalCounter,
       Effect.map(TokenCounter.TokenCounter, (service) => service.local),
     ).pipe(Layer.provide(tokens))
-    const llm = Llm.layerConfig
+    const llm = Llm.layerConfig.pipe(Layer.provide(keys))
     const summarizer = Summarizer.layerConfig.pipe(Layer.provide(llm), Layer.provide(localCounter))
     const compactionStore = CompactionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const compactorConfig = yield* CompactorConfig.config

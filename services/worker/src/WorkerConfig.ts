@@ -7,7 +7,7 @@
  */
 import { AssemblerConfig } from "@ctxd/assembler"
 import { type ConfigFile, RuntimeConfig } from "@ctxd/config"
-import { type CostModel, Pipeline, PriceFile } from "@ctxd/context"
+import { type CostModel, Pipeline, PriceFile, ProviderKeys } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
 import { NatsAuth } from "@ctxd/nats"
 import { Config, type ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option } from "effect"
@@ -33,6 +33,13 @@ export const WorkerConfig = Config.all({
     Config.withDefault(true),
     Config.withDescription(
       "Also serve the tenant-less <root>.v1.summarize and <root>.v1.tokens.count (NATS permissions cannot scope them; false in a secure deployment)",
+    ),
+  ),
+  workerKeyTenants: Config.string("CTXD_WORKER_KEY_TENANTS").pipe(
+    Config.withDefault("*"),
+    Config.map(ProviderKeys.parseWorkerKeyTenants),
+    Config.withDescription(
+      "Tenants whose provider calls (summaries, loop judge, exact counts) may use the worker's own keys when their section names none: * = all, empty = none, else comma-separated tenant ids",
     ),
   ),
   queueGroup: Config.string("CTXD_QUEUE_GROUP").pipe(
