@@ -3,7 +3,7 @@
 // a restart; an invalid edit keeps the previous config (the health reply and
 // /readyz still show its hash) and the log says why; a process-level key's
 // change is logged as needing a restart.
-import { NatsServer } from "@ctxd/testing"
+import { FakeProvider, NatsServer } from "@ctxd/testing"
 import { mkdtempSync, renameSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -17,12 +17,12 @@ const edit = (text: string) => {
   writeFileSync(`${file}.tmp`, text)
   renameSync(`${file}.tmp`, file)
 }
-const yaml = (compression: string, maxConcurrent = 4) => `CTXD_MAX_CONCURRENT: ${maxConcurrent}
+const yaml = (compression: string, maxConcurrent = 4, acmeKey = false) => `CTXD_MAX_CONCURRENT: ${maxConcurrent}
 defaults:
   toolCompression: ${compression}
 tenants:
   acme:
-    loop: { policy: escalate }
+    loop: { policy: escalate }${acmeKey ? "\n    providers: { anthropic: { apiKeyEnv: ACME_ANTHROPIC_KEY } }" : ""}
 agents:
   coder:
     toolCompression: aggressive
@@ -31,12 +31,26 @@ writeFileSync(file, yaml("minify"))
 
 let h: Harness.Harness
 let port: number
+let provider: FakeProvider.FakeProviderServer
+const ACME_KEY = "sk-ant-acme-reload-AC42"
 beforeAll(async () => {
   port = await NatsServer.freePort()
-  h = await Harness.start({ CTXD_CONFIG_FILE: file, CTXD_CONFIG_DEBOUNCE_MS: "50", CTXD_HTTP_PORT: String(port), CTXD_HTTP_HOST: "127.0.0.1" })
+  provider = await FakeProvider.start()
+  h = await Harness.start({
+    CTXD_CONFIG_FILE: file,
+    CTXD_CONFIG_DEBOUNCE_MS: "50",
+    CTXD_HTTP_PORT: String(port),
+    CTXD_HTTP_HOST: "127.0.0.1",
+    // no tenant may use the worker's key: a tenant's count is exact only with its own
+    CTXD_WORKER_KEY_TENANTS: "",
+    ANTHROPIC_BASE_URL: provider.url,
+    ANTHROPIC_API_KEY: "sk-ant-worker-reload-WK42",
+    ACME_ANTHROPIC_KEY: ACME_KEY,
+  })
 })
 afterAll(async () => {
   await h?.close()
+  await provider?.close()
 })
 
 let n = 0
@@ -103,4 +117,24 @@ it("applies the file's defaults, tenant and agent sections; an edit applies from
   await until((c) => c.reloads === 2)
   expect((await turn("other")).report.tools.compression).toBe("none")
   await h.worker.waitFor("config: CTXD_MAX_CONCURRENT changed; read at start, needs a restart")
+})
+
+it("the per-request readers of the tenant sections (provider keys) follow a reload too", async () => {
+  const count = () =>
+    h.request(`${h.root}.v1.tokens.count.acme`, {
+      model: { provider: "anthropic", name: "claude-sonnet-4-5" },
+      backend: "anthropic_api",
+      body: { model: "claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user", content: "How many tokens is this?" }] },
+    })
+  provider.reset()
+  const before = await count()
+  expect(before).toMatchObject({ ok: true, exact: false, fallback: "key_not_allowed" })
+  expect(provider.requests()).toHaveLength(0)
+  const { reloads } = await health()
+  edit(yaml("none", 8, true))
+  await until((c) => c.reloads === reloads + 1)
+  const after = await count()
+  expect(after.ok, JSON.stringify(after)).toBe(true)
+  expect(after.exact).toBe(true)
+  expect(new Set(provider.requests().map((r) => r.keyHint))).toEqual(new Set([ACME_KEY.slice(-4)]))
 })
