@@ -3,7 +3,7 @@
 // a restart; an invalid edit keeps the previous config (the health reply and
 // /readyz still show its hash) and the log says why; a process-level key's
 // change is logged as needing a restart.
-import { FakeProvider, NatsServer } from "@ctxd/testing"
+import { FakeProvider, NatsServer, WorkerProcess } from "@ctxd/testing"
 import { mkdtempSync, renameSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -137,4 +137,13 @@ it("the per-request readers of the tenant sections (provider keys) follow a relo
   expect(after.ok, JSON.stringify(after)).toBe(true)
   expect(after.exact).toBe(true)
   expect(new Set(provider.requests().map((r) => r.keyHint))).toEqual(new Set([ACME_KEY.slice(-4)]))
+})
+
+it("an invalid file stops the start, saying where (key path and line)", async () => {
+  const bad = join(dir, "bad.yaml")
+  writeFileSync(bad, "NATS_URL: nats://127.0.0.1:4222\ndefaults:\n  maskKeep: many\n")
+  const worker = await WorkerProcess.start({ CTXD_SUBJECT_ROOT: "t_never", CTXD_CONFIG_FILE: bad, CTXD_HTTP_PORT: "0" }, { ready: false })
+  const code = await new Promise<number | string>((resolve) => worker.child.once("exit", (c, s) => resolve(c ?? s ?? "")))
+  expect(code).not.toBe(0)
+  expect(worker.output()).toContain(`CTXD_CONFIG_FILE ${bad} is not valid:\n${bad}:3:3: defaults.maskKeep: Expected number`)
 })

@@ -71,6 +71,8 @@ const main = Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(
     Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("the worker stopped", cause).pipe(Effect.tap(() => void (reported = true))),
   ),
   Effect.provide(logging),
+  Effect.provide(providerLayer),
+  // outside the config provider too: an invalid CTXD_CONFIG_FILE fails before anything else exists
   Effect.tapErrorCause((cause) =>
     Effect.sync(() => {
       if (!reported && !Cause.isInterruptedOnly(cause)) {
@@ -78,7 +80,6 @@ const main = Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(
       }
     }),
   ),
-  Effect.provide(providerLayer),
 )
 
 NodeRuntime.runMain(main, { disablePrettyLogger: true, disableErrorReporting: true })
