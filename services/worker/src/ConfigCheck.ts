@@ -2,8 +2,8 @@
  * `npm run config:check -- ctxd.yaml`: validates a configuration file offline
  * — its sections with the request Schemas (`ConfigFile`), its
  * environment-style keys with the readers the worker starts with (each
- * service's `Config`; only the file is read, not the environment) — and says
- * what is wrong by key path and line.
+ * service's `Config`; only the file is read, not the environment), and the
+ * `CTXD_TENANTS_FILE` it names — and says what is wrong by key path and line.
  */
 import { CompactorConfig } from "@ctxd/compactor"
 import { ConfigFile, RuntimeConfig } from "@ctxd/config"
@@ -57,7 +57,7 @@ export const check = (path: string): Effect.Effect<Checked> =>
     if (Either.isLeft(text)) return { ok: false, lines: [`${path}: cannot be read (${(text.left.error as NodeJS.ErrnoException).code ?? "error"})`] }
     const decoded = ConfigFile.decode(text.right, path)
     if (Either.isLeft(decoded)) return { ok: false, lines: decoded.left.issues.map((issue) => ConfigFile.formatIssue(path, issue)) }
-    const { knobs, tenants, agents } = decoded.right
+    const { knobs, agents } = decoded.right
     const read = (keys: Readonly<Record<string, string>>) =>
       Effect.either(Effect.withConfigProvider(readers, ConfigProvider.fromMap(new Map(Object.entries(keys)))))
     const all = yield* read(knobs)
@@ -74,11 +74,15 @@ export const check = (path: string): Effect.Effect<Checked> =>
       }
       return { ok: false, lines: lines.length > 0 ? lines : [`${path}: ${message(all.left)}`] }
     }
+    // the tenants file the file names, if any, and the hash a worker would report for both
+    const loaded = yield* Effect.either(RuntimeConfig.load({ configFile: path, tenantsFile: knobs["CTXD_TENANTS_FILE"] }))
+    if (Either.isLeft(loaded)) return { ok: false, lines: loaded.left.issues.map((issue) => ConfigFile.formatIssue(loaded.left.file, issue)) }
+    const { snapshot } = loaded.right
     return {
       ok: true,
       lines: [
-        `${path}: valid (hash, without CTXD_TENANTS_FILE: ${RuntimeConfig.hashOf(decoded.right)}): ${Object.keys(knobs).length} environment keys, ` +
-          `${Object.keys(tenants).length} tenants, ${Object.keys(agents).length} agents`,
+        `${path}: valid (hash ${snapshot.hash}): ${Object.keys(knobs).length} environment keys, ` +
+          `${Object.keys(snapshot.tenants).length} tenants, ${Object.keys(agents).length} agents`,
       ],
     }
   })

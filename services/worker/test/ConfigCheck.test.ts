@@ -1,4 +1,5 @@
 // `npm run config:check`: the example file is valid; a broken one is reported by key path and line, with exit code 1.
+import { RuntimeConfig } from "@ctxd/config"
 import { WorkerProcess } from "@ctxd/testing"
 import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
@@ -35,6 +36,15 @@ describe("config:check", () => {
       ok: false,
       lines: [`${knobs}:2:1: CTXD_MAX_CONCURRENT: Expected an integer value but received "many"`, `${knobs}:3:1: CTXD_HTTP_PORT: a port number 0..65535 (0: off)`],
     })
+  })
+
+  it("checks the CTXD_TENANTS_FILE the file names, and prints the hash a worker reports", async () => {
+    const tenants = write("tenants.json", '{\n  "acme": { "share": { "turnsPercent": 500 } }\n}')
+    const file = write("with-tenants.yaml", `CTXD_TENANTS_FILE: ${tenants}\n`)
+    expect((await Effect.runPromise(ConfigCheck.check(file))).lines).toEqual([`${tenants}:2:24: acme.share.turnsPercent: Expected a number between 1 and 100`])
+    writeFileSync(tenants, JSON.stringify({ acme: { maskKeep: 1 }, beta: {} }))
+    const { snapshot } = await Effect.runPromise(RuntimeConfig.load({ configFile: file, tenantsFile: tenants }))
+    expect(await Effect.runPromise(ConfigCheck.check(file))).toEqual({ ok: true, lines: [`${file}: valid (hash ${snapshot.hash}): 1 environment keys, 2 tenants, 0 agents`] })
   })
 
   it("exit codes: 0 valid, 1 not valid, 2 no file", () => {
