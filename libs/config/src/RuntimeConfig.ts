@@ -130,7 +130,15 @@ const watchFiles = (files: ReadonlyArray<string>, queue: Queue.Queue<void>) =>
   )
 
 /** The service over `files`, watching them until the scope closes. */
-export const make = (files: Files, options: { readonly debounceMs?: number } = {}) =>
+/** How the service watches and reports. */
+export interface WatchOptions {
+  /** Default {@link defaults.debounceMs}. */
+  readonly debounceMs?: number | undefined
+  /** True for an environment-style key the environment sets (its value in the file never applies). Default: none. */
+  readonly setByEnvironment?: ((key: string) => boolean) | undefined
+}
+
+export const make = (files: Files, options: WatchOptions = {}) =>
   Effect.gen(function* () {
     const first = yield* load(files)
     let good = first
@@ -146,12 +154,15 @@ export const make = (files: Files, options: { readonly debounceMs?: number } = {
         return yield* Effect.logWarning(`config not applied, keeping ${good.snapshot.hash}: ${problems}`)
       }
       if (next.right.snapshot.hash === good.snapshot.hash) return
-      const restart = changedKnobs(first.knobs, next.right.knobs)
+      const changed = changedKnobs(first.knobs, next.right.knobs)
+      const shadowed = changed.filter((key) => options.setByEnvironment?.(key) === true)
+      const restart = changed.filter((key) => !shadowed.includes(key))
       good = next.right
       reloads++
       yield* Metric.increment(Metric.tagged(reloadsTotal, "result", "applied"))
       yield* Effect.logInfo(`config ${good.snapshot.hash} applied (reload ${reloads}); turns use it from now on`)
       if (restart.length > 0) yield* Effect.logWarning(`config: ${restart.join(", ")} changed; read at start, needs a restart`)
+      if (shadowed.length > 0) yield* Effect.logWarning(`config: ${shadowed.join(", ")} changed; the environment sets them, the file's values do not apply`)
     })
     if (names.length > 0) {
       const queue = yield* Queue.sliding<void>(16)
@@ -168,7 +179,7 @@ export const make = (files: Files, options: { readonly debounceMs?: number } = {
   })
 
 /** The service over `files`, watched (scoped). */
-export const layer = (files: Files, options: { readonly debounceMs?: number } = {}): Layer.Layer<RuntimeConfig, ConfigFile.InvalidConfigFile> =>
+export const layer = (files: Files, options: WatchOptions = {}): Layer.Layer<RuntimeConfig, ConfigFile.InvalidConfigFile> =>
   Layer.scoped(RuntimeConfig, make(files, options))
 
 /** A fixed snapshot that a test can replace ({@link MemoryRuntimeConfig.set} counts as a reload). */

@@ -64,13 +64,15 @@ describe("RuntimeConfig", () => {
 
       // replaced by a rename (as editors and Kubernetes do), with a process-level key changed
       const next = `${file}.tmp`
-      writeFileSync(next, "CTXD_MAX_CONCURRENT: 16\ndefaults:\n  maskKeep: 3\n")
+      writeFileSync(next, "CTXD_MAX_CONCURRENT: 16\nNATS_URL: nats://other:4222\ndefaults:\n  maskKeep: 3\n")
       renameSync(next, file)
       yield* until(() => config.reloads() === 2)
       expect(config.current().defaults).toEqual({ maskKeep: 3 })
-      expect(lines.some((l) => l.startsWith("WARN") && l.includes("CTXD_MAX_CONCURRENT changed; read at start, needs a restart"))).toBe(true)
+      expect(lines.some((l) => l.startsWith("WARN") && l.includes("config: CTXD_MAX_CONCURRENT changed; read at start, needs a restart"))).toBe(true)
+      // a key the environment sets: the file's value never applies, restart or not
+      expect(lines.some((l) => l.startsWith("WARN") && l.includes("config: NATS_URL changed; the environment sets them"))).toBe(true)
       expect(config.rejected()).toBe(1)
-    }).pipe(Effect.provide(RuntimeConfig.layer({ configFile: file }, { debounceMs: 20 }).pipe(Layer.provide(logged(lines)))), Effect.provide(logged(lines)))
+    }).pipe(Effect.provide(RuntimeConfig.layer({ configFile: file }, { debounceMs: 20, setByEnvironment: (key) => key === "NATS_URL" }).pipe(Layer.provide(logged(lines)))), Effect.provide(logged(lines)))
   })
 
   it.live("CTXD_CONFIG_DEBOUNCE_MS: a file written in two steps within the debounce is read once, whole", () => {

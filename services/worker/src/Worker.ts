@@ -194,7 +194,7 @@ export const layer = Layer.unwrapEffect(
     // the config file's sections (and CTXD_TENANTS_FILE's), watched: a reload applies from the next turn
     const runtimeConfig = RuntimeConfig.layer(
       { configFile: config.configFile, tenantsFile: config.tenantsFile },
-      { debounceMs: config.configDebounceMs },
+      { debounceMs: config.configDebounceMs, setByEnvironment: (key) => process.env[key] !== undefined },
     )
     const prices = yield* priceTable
     const database = Database.layerConfig
