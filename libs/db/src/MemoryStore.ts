@@ -302,7 +302,7 @@ export const makeMemory = (options: { readonly maxDocuments?: number | undefined
   return {
     remember: (scope, input) =>
       Effect.flatMap(validate(input), (v) =>
-        Effect.suspend(() => {
+        Effect.suspend((): Effect.Effect<Remembered, MemoryInvalid> => {
           const at = now().toISOString()
           const agent = agentOf(scope)
           const existing = v.id === undefined ? undefined : rows.get(keyOf(scope.tenant, agent, v.id))
