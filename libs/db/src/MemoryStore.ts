@@ -28,7 +28,8 @@
  */
 import { Context, Data, Effect, Layer } from "effect"
 import { randomUUID } from "node:crypto"
-import type { DatabaseError, DatabaseUnavailable } from "./Database.ts"
+import type { Database, DatabaseError, DatabaseUnavailable } from "./Database.ts"
+import { make as makePostgres, type PostgresOptions } from "./internal/memoryPostgres.ts"
 
 /**
  * The limits: text at most 8,000 characters; at most 16 tags of at most 64
@@ -377,3 +378,21 @@ export const makeMemory = (options: { readonly maxDocuments?: number | undefined
 /** {@link makeMemory} as a layer (a fresh store per build). */
 export const layerMemory = (options: { readonly maxDocuments?: number | undefined } = {}): Layer.Layer<MemoryStore> =>
   Layer.sync(MemoryStore, () => makeMemory(options))
+
+// ---------------------------------------------------------------------------
+// Postgres
+
+/** Options of the Postgres store. */
+export type Options = PostgresOptions
+
+/**
+ * The Postgres store (migration 8); needs a migrated {@link Database}. Looks
+ * up pg_trgm once when built (fuzzy matching is off without it, logged).
+ */
+export const make = (options: Options = {}): Effect.Effect<MemoryStoreService, never, Database> => makePostgres(options)
+
+/** {@link make} as a layer. */
+export const layer: Layer.Layer<MemoryStore, never, Database> = Layer.effect(MemoryStore, make())
+
+/** {@link make} with options, as a layer. */
+export const layerWith = (options: Options): Layer.Layer<MemoryStore, never, Database> => Layer.effect(MemoryStore, make(options))

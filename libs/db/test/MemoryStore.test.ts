@@ -4,12 +4,13 @@
  * an edit history, page, forget, and refuse oversized input writing nothing.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { MemoryStore } from "../src/index.ts"
+import { TestDatabase } from "@ctxd/testing"
+import { Effect, Layer, type Scope } from "effect"
+import { MemoryStore, Migrations } from "../src/index.ts"
 
-const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStoreService, unknown>) =>
+const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStoreService, unknown, Scope.Scope>) =>
   describe(name, () => {
-    it.effect("search ranks the document that matches the query first, per tenant and agent", () =>
+    it.scoped("search ranks the document that matches the query first, per tenant and agent", () =>
       Effect.gen(function* () {
         const store = yield* make()
         const acme = { tenant: "acme", agent: "coder" }
@@ -26,7 +27,7 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         expect(yield* store.search(acme, "unrelated zebra")).toEqual([])
       }))
 
-    it.effect("a typo still finds the document", () =>
+    it.scoped("a typo still finds the document", () =>
       Effect.gen(function* () {
         const store = yield* make()
         const s = { tenant: "typo" }
@@ -36,7 +37,7 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         expect(hits.map((h) => h.text)).toEqual(["Kubernetes clusters run in Frankfurt"])
       }))
 
-    it.effect("a user sees their own and the agent's shared documents, not another user's", () =>
+    it.scoped("a user sees their own and the agent's shared documents, not another user's", () =>
       Effect.gen(function* () {
         const store = yield* make()
         const shared = yield* store.remember({ tenant: "u" }, { text: "shared fact about billing" })
@@ -52,7 +53,7 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         expect(yield* store.any({ tenant: "nobody" })).toBe(false)
       }))
 
-    it.effect("an edit keeps the previous version in the history; forget removes document and history", () =>
+    it.scoped("an edit keeps the previous version in the history; forget removes document and history", () =>
       Effect.gen(function* () {
         const store = yield* make()
         const s = { tenant: "h", agent: "a" }
@@ -71,7 +72,19 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         expect(yield* store.forget(s, first.id)).toBe(false)
       }))
 
-    it.effect("list pages newest first with a cursor, by kind", () =>
+    it.scoped("a document keeps its newest maxVersions earlier versions", () =>
+      Effect.gen(function* () {
+        const store = yield* make()
+        const s = { tenant: "v" }
+        const { id } = yield* store.remember(s, { text: "edit 0" })
+        for (let i = 1; i <= MemoryStore.defaults.maxVersions + 3; i++) yield* store.remember(s, { id, text: `edit ${i}` })
+        const history = (yield* store.history(s, id))!
+        expect(history).toHaveLength(MemoryStore.defaults.maxVersions + 1)
+        expect(history[0]!.text).toBe(`edit ${MemoryStore.defaults.maxVersions + 3}`)
+        expect(history[history.length - 1]!.text).toBe("edit 3")
+      }))
+
+    it.scoped("list pages newest first with a cursor, by kind", () =>
       Effect.gen(function* () {
         const store = yield* make()
         const s = { tenant: "p" }
@@ -87,7 +100,7 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         expect((yield* store.list(s, { kind: "learning" })).documents.map((d) => d.id)).toEqual([ids[2]])
       }))
 
-    it.effect("oversized or malformed input is refused with its path and writes nothing", () =>
+    it.scoped("oversized or malformed input is refused with its path and writes nothing", () =>
       Effect.gen(function* () {
         const store = yield* make()
         const s = { tenant: "bad" }
@@ -104,6 +117,10 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
 
 contract("MemoryStore (in memory)", () => Effect.sync(() => MemoryStore.makeMemory()))
 
+// a migrated throwaway schema per test, dropped with the test's scope
+const Live = Migrations.layer.pipe(Layer.provideMerge(TestDatabase.layer))
+contract("MemoryStore (Postgres)", () => Effect.flatMap(Layer.build(Live), (context) => Effect.provide(MemoryStore.make(), context)))
+
 describe("MemoryStore.makeMemory bounds", () => {
   it.effect("keeps at most maxDocuments, dropping the least recently updated", () =>
     Effect.gen(function* () {
@@ -118,4 +135,14 @@ describe("MemoryStore.makeMemory bounds", () => {
     }))
 })
 
-export { contract }
+
+describe("MemoryStore (Postgres) without fuzzy matching", () => {
+  it.scoped("fuzzy: false finds no typo, the same words still", () =>
+    Effect.gen(function* () {
+      const store = yield* Effect.flatMap(Layer.build(Live), (context) => Effect.provide(MemoryStore.make({ fuzzy: false }), context))
+      const s = { tenant: "nofuzzy" }
+      yield* store.remember(s, { text: "Kubernetes clusters run in Frankfurt" })
+      expect(yield* store.search(s, "kubernetse")).toEqual([])
+      expect(yield* store.search(s, "kubernetes")).toHaveLength(1)
+    }))
+})
