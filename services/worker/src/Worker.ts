@@ -17,13 +17,14 @@ import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { LocalCounter } from "@ctxd/tokens"
 import { Subjects, Tenants, type Turn } from "@ctxd/contracts"
 import { Judge, LoopCheck } from "@ctxd/loop-detector"
-import { Database, KnowledgeStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
+import { Database, KnowledgeStore, MemoryStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
 import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenCounter, UsageEndpoint } from "@ctxd/token-counter"
 import { Effect, Layer, Option } from "effect"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
+import * as MemoryEndpoint from "./MemoryEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
@@ -98,6 +99,7 @@ export const serve = Effect.gen(function* () {
   })
   yield* LoopCheck.serve({ subject: subjects.loopCheck, queue: config.queueGroup })
   yield* KnowledgeEndpoint.serve({ subjects, queue: config.queueGroup })
+  yield* MemoryEndpoint.serve({ subjects, queue: config.queueGroup })
   const gauges = RuntimeMetrics.refresh({
     shards: leases.status,
     mailboxDepth: assembler.mailboxDepth,
@@ -191,6 +193,7 @@ export const layer = Layer.unwrapEffect(
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    const memory = MemoryStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     // the agents' histories of session lengths, cached per worker (the cache planner's expected turns)
     const lengths = LengthHistory.layer().pipe(
@@ -275,6 +278,7 @@ export const layer = Layer.unwrapEffect(
       tokens,
       store,
       knowledge,
+      memory,
       usage,
       database,
       summarizer,

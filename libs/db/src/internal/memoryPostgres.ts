@@ -19,7 +19,7 @@ import {
   type Version,
   validate,
   words,
-} from "../MemoryStore.ts"
+} from "./memoryModel.ts"
 import { logFailure } from "./logFailure.ts"
 
 interface DocRow {
@@ -66,11 +66,17 @@ const trigramSchema = (db: Queryable) =>
 /** Identifiers we interpolate must be plain (an extension schema is, but check). */
 const plainIdentifier = (name: string | undefined) => (name !== undefined && /^[a-z_][a-z0-9_]*$/.test(name) ? name : undefined)
 
+/**
+ * pg_trgm word similarity a fuzzy hit needs: 0.5 (pg_trgm's default 0.6
+ * misses a transposition in a short word: "emojsi" ~ "emojis" is 0.57).
+ */
+const FUZZY_THRESHOLD = 0.5
+/** Fuzzy matching runs for queries of at most this many words (typos in a keyword or two, not prose). */
+const FUZZY_MAX_WORDS = 3
+
 export interface PostgresOptions {
-  /** Use pg_trgm for fuzzy matches when installed; default true. */
+  /** Use pg_trgm for fuzzy matches when installed; default true (false: as without the extension). */
   readonly fuzzy?: boolean | undefined
-  /** Fuzzy matching runs for queries of at most this many words; default 3. */
-  readonly fuzzyMaxWords?: number | undefined
 }
 
 export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreService, never, Database> =>
@@ -87,7 +93,6 @@ export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreSe
     if (options.fuzzy !== false && trgm === undefined) {
       yield* Effect.logWarning("memory store: pg_trgm is not installed; search runs without fuzzy matching")
     }
-    const fuzzyMaxWords = Math.max(0, Math.floor(options.fuzzyMaxWords ?? 3))
 
     const TEXT_SEARCH = `
       SELECT id, body, kind, tags, updated_at, ts_rank_cd(tsv, q, 1|32) AS rank
@@ -123,8 +128,13 @@ export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreSe
         // any word may match (OR); ts_rank_cd rewards documents with more of them, close together
         const text = yield* db.query<HitRow>(TEXT_SEARCH, [...keyOf(scope), terms.join(" | "), kind, limit])
         const hits = text.rows.map(toHit(TEXT_FLOOR, 1 - TEXT_FLOOR))
-        if (FUZZY_SEARCH === undefined || hits.length >= limit || terms.length > fuzzyMaxWords) return hits
-        const fuzzy = yield* db.query<HitRow>(FUZZY_SEARCH, [...keyOf(scope), terms.join(" "), kind, limit - hits.length, hits.map((h) => h.id)])
+        if (FUZZY_SEARCH === undefined || hits.length >= limit || terms.length > FUZZY_MAX_WORDS) return hits
+        // the operator's threshold is a setting: SET LOCAL keeps it to this transaction
+        const fuzzy = yield* db.transaction((tx) =>
+          tx
+            .query(`SET LOCAL pg_trgm.word_similarity_threshold = ${FUZZY_THRESHOLD}`)
+            .pipe(Effect.zipRight(tx.query<HitRow>(FUZZY_SEARCH, [...keyOf(scope), terms.join(" "), kind, limit - hits.length, hits.map((h) => h.id)]))),
+        )
         return [...hits, ...fuzzy.rows.map(toHit(0, TEXT_FLOOR))]
       }).pipe(logFailure("memory store: search"), Effect.withSpan("MemoryStore.search"))
 
