@@ -73,6 +73,14 @@ const plainIdentifier = (name: string | undefined) => (name !== undefined && /^[
 const FUZZY_THRESHOLD = 0.5
 /** Fuzzy matching runs for queries of at most this many words (typos in a keyword or two, not prose). */
 const FUZZY_MAX_WORDS = 3
+/** Text matches ranked at most (bounds a search's cost whatever the query matches). */
+const CANDIDATES = 1_000
+/** Trigram matches ranked at most. */
+const FUZZY_CANDIDATES = 300
+/** A lexeme in more than this share of the rows (per the column statistics) is left out of the query, like a stop word. */
+const COMMON_SHARE = 0.01
+/** How long the common lexemes are reused before they are read again. */
+const STATS_TTL_MS = 10 * 60_000
 
 export interface PostgresOptions {
   /** Use pg_trgm for fuzzy matches when installed; default true (false: as without the extension). */
@@ -94,20 +102,60 @@ export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreSe
       yield* Effect.logWarning("memory store: pg_trgm is not installed; search runs without fuzzy matching")
     }
 
+    // The query's lexemes (english), less those the column's statistics
+    // (pg_stats most_common_elems) find in more than COMMON_SHARE of the rows,
+    // OR'ed: any may match, ts_rank_cd rewards documents with more of them,
+    // close together. When every lexeme is common they are AND'ed instead.
+    // At most CANDIDATES matches are ranked, so a query matching half a
+    // million rows costs what one matching a thousand does.
     const TEXT_SEARCH = `
-      SELECT id, body, kind, tags, updated_at, ts_rank_cd(tsv, q, 1|32) AS rank
-      FROM ctxd_memory, to_tsquery('english'::regconfig, $4) q
-      WHERE ${VISIBLE} AND ($5::text IS NULL OR kind = $5) AND tsv @@ q
+      WITH lex AS (
+        SELECT lexeme FROM unnest(to_tsvector('english'::regconfig, $4))
+      ), rare AS (
+        SELECT lexeme FROM lex WHERE length(lexeme) > 1 AND NOT (lexeme = ANY($7::text[]))
+      ), query AS (
+        SELECT (CASE WHEN EXISTS (SELECT 1 FROM rare)
+          THEN (SELECT string_agg(quote_literal(lexeme), ' | ') FROM rare)
+          ELSE (SELECT string_agg(quote_literal(lexeme), ' & ') FROM lex) END)::tsquery AS q
+      ), candidates AS (
+        SELECT id, body, kind, tags, updated_at, tsv FROM ctxd_memory, query
+        WHERE ${VISIBLE} AND ($5::text IS NULL OR kind = $5) AND tsv @@ query.q
+        LIMIT ${CANDIDATES}
+      )
+      SELECT id, body, kind, tags, updated_at, ts_rank_cd(tsv, query.q, 1|32) AS rank
+      FROM candidates, query
       ORDER BY rank DESC, updated_at DESC, id
       LIMIT $6`
     const FUZZY_SEARCH =
       trgm === undefined
         ? undefined
-        : `SELECT id, body, kind, tags, updated_at, ${trgm}.word_similarity($4, body) AS rank
-           FROM ctxd_memory
-           WHERE ${VISIBLE} AND ($5::text IS NULL OR kind = $5) AND $4 OPERATOR(${trgm}.<%) body AND NOT (id = ANY($7::text[]))
+        : `WITH candidates AS (
+             SELECT id, body, kind, tags, updated_at FROM ctxd_memory
+             WHERE ${VISIBLE} AND ($5::text IS NULL OR kind = $5) AND $4 OPERATOR(${trgm}.<%) body AND NOT (id = ANY($7::text[]))
+             LIMIT ${FUZZY_CANDIDATES}
+           )
+           SELECT id, body, kind, tags, updated_at, ${trgm}.word_similarity($4, body) AS rank
+           FROM candidates
            ORDER BY rank DESC, updated_at DESC, id
            LIMIT $6`
+
+    // the column's most common lexemes, re-read every STATS_TTL_MS (one catalog query)
+    let common: { readonly at: number; readonly lexemes: ReadonlyArray<string> } = { at: -Infinity, lexemes: [] }
+    const commonLexemes = Effect.suspend(() =>
+      Date.now() - common.at < STATS_TTL_MS
+        ? Effect.succeed(common.lexemes)
+        : db
+            .query<{ lexeme: string }>(
+              `SELECT u.lexeme FROM pg_stats s, unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS u (lexeme, freq)
+               WHERE s.schemaname = current_schema() AND s.tablename = 'ctxd_memory' AND s.attname = 'tsv'
+                 AND u.lexeme IS NOT NULL AND u.freq > $1`,
+              [COMMON_SHARE],
+            )
+            .pipe(
+              Effect.map(({ rows }) => rows.map((r) => r.lexeme)),
+              Effect.tap((lexemes) => Effect.sync(() => void (common = { at: Date.now(), lexemes }))),
+            ),
+    )
 
     type HitRow = { id: string; body: string; kind: Kind; tags: ReadonlyArray<string>; updated_at: Date; rank: number }
     const toHit = (floor: number, span: number) => (r: HitRow): Hit => ({
@@ -126,7 +174,7 @@ export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreSe
         if (terms.length === 0) return []
         const kind = opts.kind ?? null
         // any word may match (OR); ts_rank_cd rewards documents with more of them, close together
-        const text = yield* db.query<HitRow>(TEXT_SEARCH, [...keyOf(scope), terms.join(" | "), kind, limit])
+        const text = yield* db.query<HitRow>(TEXT_SEARCH, [...keyOf(scope), terms.join(" "), kind, limit, yield* commonLexemes])
         const hits = text.rows.map(toHit(TEXT_FLOOR, 1 - TEXT_FLOOR))
         if (FUZZY_SEARCH === undefined || hits.length >= limit || terms.length > FUZZY_MAX_WORDS) return hits
         // the operator's threshold is a setting: SET LOCAL keeps it to this transaction
