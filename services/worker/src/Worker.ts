@@ -267,6 +267,7 @@ export const layer = Layer.unwrapEffect(
       ),
       Layer.provide(store),
       Layer.provide(knowledge),
+      Layer.provide(memory),
       Layer.provide(lengths),
       Layer.provide(compaction),
       Layer.provide(Judge.layer.pipe(Layer.provide(llm))),
