@@ -28,7 +28,7 @@ import * as MemoryEndpoint from "./MemoryEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
-import { priceTable, tenantSections, WorkerConfig } from "./WorkerConfig.ts"
+import { memoryToolsDefault, priceTable, tenantSections, WorkerConfig } from "./WorkerConfig.ts"
 import { WorkerStatus } from "./WorkerStatus.ts"
 
 const tokenCount = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
@@ -257,6 +257,7 @@ export const layer = Layer.unwrapEffect(
             windowMessages: config.windowMessages,
             windowStep: config.windowStep,
             freshTailMessages: config.freshTailMessages,
+            ...memoryToolsDefault(config.memoryTools),
           },
           loop: { policy: config.loopPolicy },
           defaultToolsets: config.defaultToolsets,

@@ -7,7 +7,7 @@ import { ConfigProvider, Effect, Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { priceTable } from "../src/WorkerConfig.ts"
+import { memoryToolsDefault, priceTable, WorkerConfig } from "../src/WorkerConfig.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "ctxd-prices-"))
 const write = (name: string, content: unknown) => {
@@ -66,6 +66,20 @@ describe("WorkerConfig.priceTable (CTXD_PRICES_FILE)", () => {
       const text = write("text.json", "models: []")
       const notJson = yield* Effect.either(withEnv({ CTXD_PRICES_FILE: text }))
       expect(Either.isLeft(notJson) && notJson.left.message).toMatch(new RegExp(`^CTXD_PRICES_FILE ${text} is not valid: not JSON: `))
+    }),
+  )
+})
+
+describe("WorkerConfig CTXD_MEMORY_TOOLS", () => {
+  const read = (env: Record<string, string>) =>
+    Effect.map(Effect.withConfigProvider(WorkerConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))), (c) => memoryToolsDefault(c.memoryTools))
+
+  it.effect("auto leaves the turn option unset; on and off set its default; anything else is refused", () =>
+    Effect.gen(function* () {
+      expect(yield* read({})).toEqual({})
+      expect(yield* read({ CTXD_MEMORY_TOOLS: "on" })).toEqual({ memoryTools: true })
+      expect(yield* read({ CTXD_MEMORY_TOOLS: "off" })).toEqual({ memoryTools: false })
+      expect(Either.isLeft(yield* Effect.either(read({ CTXD_MEMORY_TOOLS: "sometimes" })))).toBe(true)
     }),
   )
 })
