@@ -41,6 +41,8 @@ export interface SummarizeInput {
   readonly previous?: string | undefined
   /** Default: the configured bullets. */
   readonly maxBullets?: number | undefined
+  /** On whose behalf: the provider key is the tenant's own, the worker's, or none (`ProviderKeys`); undefined: a tenant-less call. */
+  readonly tenant?: string | undefined
 }
 
 /** A summary and what it cost. */
@@ -172,7 +174,7 @@ export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerS
         const mode = input.mode ?? config.mode
         const bullets = input.maxBullets ?? config.bullets
         const goal = target(config, input.sessionModel)
-        const client = llm.client(goal.provider)
+        const client = llm.client(goal.provider, input.tenant)
         const encoding = counter.encodingFor({ provider: goal.provider === "anthropic" ? "anthropic" : "openai", name: goal.name })
         const count: Transcript.CountText = (text) => counter.countText(text, encoding)
         const budget = goal.inputBudget

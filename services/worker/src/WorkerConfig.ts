@@ -4,7 +4,7 @@
  * environment does not set. The README's config table lists every key.
  */
 import { AssemblerConfig } from "@ctxd/assembler"
-import { type CostModel, Pipeline, PriceFile } from "@ctxd/context"
+import { type CostModel, Pipeline, PriceFile, ProviderKeys } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
 import { Subjects, Tenants } from "@ctxd/contracts"
 import { NatsAuth } from "@ctxd/nats"
@@ -31,6 +31,13 @@ export const WorkerConfig = Config.all({
     Config.withDefault(true),
     Config.withDescription(
       "Also serve the tenant-less <root>.v1.summarize and <root>.v1.tokens.count (NATS permissions cannot scope them; false in a secure deployment)",
+    ),
+  ),
+  workerKeyTenants: Config.string("CTXD_WORKER_KEY_TENANTS").pipe(
+    Config.withDefault("*"),
+    Config.map(ProviderKeys.parseWorkerKeyTenants),
+    Config.withDescription(
+      "Tenants whose provider calls (summaries, loop judge, exact counts) may use the worker's own keys when their section names none: * = all, empty = none, else comma-separated tenant ids",
     ),
   ),
   queueGroup: Config.string("CTXD_QUEUE_GROUP").pipe(
