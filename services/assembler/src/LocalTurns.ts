@@ -111,6 +111,16 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
             answers: { ...outcome.carry.answers, judge: { answered: false, progress: null, reason: "no judge in-process", model: "", tokensIn: 0, tokensOut: 0 } },
           }
           break
+        case "Memory":
+          // no memory store in-process: each call gets an error result
+          carry = {
+            ...outcome.carry,
+            answers: {
+              ...outcome.carry.answers,
+              memory: new Map(need.calls.map((c) => [c.callId, { op: "error" as const, message: "memory is not available here" }])),
+            },
+          }
+          break
         case "CompactNow": {
           const summary = await compactNow(need.job, outcome.carry)
           if (summary !== undefined) landed.set(key, summary)

@@ -62,6 +62,10 @@ export const WorkerConfig = Config.all({
     Config.withDefault("nudge" as const),
     Config.withDescription("What to do when an agent loops: nudge, escalate (report only) or off"),
   ),
+  memoryTools: Config.literal("auto", "on", "off")("CTXD_MEMORY_TOOLS").pipe(
+    Config.withDefault("auto" as const),
+    Config.withDescription("ctxd's memory tools: auto (offered when the agent/user has memories), on or off; options.memoryTools wins"),
+  ),
   defaultToolsets: Config.array(Config.string(), "CTXD_DEFAULT_TOOLSETS").pipe(
     Config.withDefault([] as ReadonlyArray<string>),
     Config.withDescription("Toolsets sent from the start when a request does not name them (comma separated)"),
@@ -125,6 +129,10 @@ export const workspaceConfig = (config: WorkerConfig): WorkspaceCache.Config => 
   maxFileBytes: config.workspaceMaxFileBytes,
   perTenant: config.workspacePerTenant,
 })
+
+/** The turn-option default `CTXD_MEMORY_TOOLS` sets (`auto`: none, the option stays unset). */
+export const memoryToolsDefault = (setting: WorkerConfig["memoryTools"]): { readonly memoryTools?: boolean } =>
+  setting === "auto" ? {} : { memoryTools: setting === "on" }
 
 /** The price file cannot be read or is not valid; the message names the file, and each problem's row and field. */
 export class InvalidPricesFile extends Data.TaggedError("InvalidPricesFile")<{

@@ -9,7 +9,7 @@ import { ConfigProvider, Effect, Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { priceTable, providerLayer, WorkerConfig, workspaceConfig } from "../src/WorkerConfig.ts"
+import { memoryToolsDefault, priceTable, providerLayer, WorkerConfig, workspaceConfig } from "../src/WorkerConfig.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "ctxd-prices-"))
 const write = (name: string, content: unknown) => {
@@ -135,6 +135,20 @@ describe("WorkerConfig.providerLayer (CTXD_CONFIG_FILE's environment keys)", () 
       const error = yield* Effect.flip(readWith({ CTXD_CONFIG_FILE: bad }))
       expect(error).toBeInstanceOf(ConfigFile.InvalidConfigFile)
       expect(error.message).toContain(`${bad}:4:14: tenants.acme.share.turnsPercent: Expected a number between 1 and 100`)
+    }),
+  )
+})
+
+describe("WorkerConfig CTXD_MEMORY_TOOLS", () => {
+  const read = (env: Record<string, string>) =>
+    Effect.map(Effect.withConfigProvider(WorkerConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))), (c) => memoryToolsDefault(c.memoryTools))
+
+  it.effect("auto leaves the turn option unset; on and off set its default; anything else is refused", () =>
+    Effect.gen(function* () {
+      expect(yield* read({})).toEqual({})
+      expect(yield* read({ CTXD_MEMORY_TOOLS: "on" })).toEqual({ memoryTools: true })
+      expect(yield* read({ CTXD_MEMORY_TOOLS: "off" })).toEqual({ memoryTools: false })
+      expect(Either.isLeft(yield* Effect.either(read({ CTXD_MEMORY_TOOLS: "sometimes" })))).toBe(true)
     }),
   )
 })
