@@ -18,7 +18,7 @@ import { ProviderKeys } from "@ctxd/context"
 import { LocalCounter } from "@ctxd/tokens"
 import { Subjects, Tenants, type Turn } from "@ctxd/contracts"
 import { Judge, LoopCheck } from "@ctxd/loop-detector"
-import { Database, KnowledgeStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
+import { Database, KnowledgeStore, LifecycleStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
 import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenCounter, UsageEndpoint } from "@ctxd/token-counter"
@@ -27,8 +27,10 @@ import { readFileSync } from "node:fs"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
+import * as Pruner from "./Pruner.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
+import * as SessionEndpoint from "./SessionEndpoint.ts"
 import { priceTable, tenantSections, WorkerConfig } from "./WorkerConfig.ts"
 import { WorkerStatus } from "./WorkerStatus.ts"
 
@@ -50,10 +52,12 @@ const cacheExpectation = (cache: Turn.Report["cache"] | undefined): UsageEndpoin
 /**
  * What a usage report needs to know of the turn it bills: the estimate ctxd
  * made and how, and what it expected of the cache. One indexed read of the
- * stored reply (`ctxd_turns` by tenant, session, turn id).
+ * stored reply (`ctxd_turns` by tenant, session, turn id); none once the
+ * reply was pruned (past `CTXD_REPLY_RETENTION`).
  */
 const usageLookup = (tenant: string, session: string, turnId: string) =>
   Effect.flatMap(SessionStore.SessionStore, (store) => store.findTurn(tenant, session, turnId)).pipe(
+    Effect.map(Option.filter((turn) => turn.expired !== true)),
     Effect.map(
       Option.map((turn): UsageEndpoint.TurnEstimate => {
         const { report } = turn.reply as Turn.TurnReply
@@ -100,6 +104,12 @@ export const serve = Effect.gen(function* () {
   })
   yield* LoopCheck.serve({ subject: subjects.loopCheck, queue: config.queueGroup })
   yield* KnowledgeEndpoint.serve({ subjects, queue: config.queueGroup })
+  yield* SessionEndpoint.serve({
+    subjects,
+    queue: config.queueGroup,
+    forwardTimeoutMs: config.forwardTimeoutMs,
+    drainTimeoutMs: config.shutdownTimeoutMs,
+  })
   const gauges = RuntimeMetrics.refresh({
     shards: leases.status,
     mailboxDepth: assembler.mailboxDepth,
@@ -194,6 +204,14 @@ export const layer = Layer.unwrapEffect(
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    const lifecycle = LifecycleStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    // expired replies and the tenants' retention; stops (scope) before the pool closes
+    const pruner = Layer.scopedDiscard(
+      Pruner.run(
+        { ...Pruner.defaults, replyRetentionSeconds: config.replyRetentionSeconds, intervalMs: config.pruneIntervalMs, batch: config.pruneBatch },
+        () => sections,
+      ),
+    ).pipe(Layer.provide(lifecycle))
     // the agents' histories of session lengths, cached per worker (the cache planner's expected turns)
     const lengths = LengthHistory.layer().pipe(
       Layer.provide(SessionLengthStore.layer),
@@ -290,6 +308,8 @@ export const layer = Layer.unwrapEffect(
       store,
       knowledge,
       usage,
+      lifecycle,
+      pruner,
       database,
       summarizer,
       compactor,
