@@ -77,7 +77,8 @@ export const parseRetention = (text: string): number | undefined | Error => {
   return seconds > 0 ? seconds : new Error("the reply retention must be above 0 (off keeps replies forever)")
 }
 
-const pruned = Metric.counter("ctxd_pruned_total", {
+/** `ctxd_pruned_total{what}`. */
+export const pruned = Metric.counter("ctxd_pruned_total", {
   description: "rows the pruner removed: replies (turn replies past the idempotency window), and for sessions past their tenant's retention: sessions, messages, turns, summaries, compactions, usage_reports",
   incremental: true,
 })
@@ -113,7 +114,7 @@ export const make = (options: Options, sections: () => Readonly<Record<string, T
   Effect.gen(function* () {
     const store = yield* LifecycleStore.LifecycleStore
     let cursor = 0n
-    const pause = Effect.sleep(Duration.millis(options.pauseMs))
+    const pause = options.pauseMs > 0 ? Effect.sleep(Duration.millis(options.pauseMs)) : Effect.void
 
     const replies = Effect.gen(function* () {
       const window = options.replyRetentionSeconds
