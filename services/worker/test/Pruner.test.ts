@@ -6,7 +6,7 @@ import type { Tenants } from "@ctxd/contracts"
 import { Database, LifecycleStore, Migrations, SessionStore } from "@ctxd/db"
 import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, Metric, MetricState } from "effect"
+import { ConfigProvider, Effect, Layer, Metric, type MetricState } from "effect"
 import * as Pruner from "../src/Pruner.ts"
 import { WorkerConfig } from "../src/WorkerConfig.ts"
 
