@@ -14,6 +14,7 @@ import * as Economics from "./economics/Economics.ts"
 import * as EndToEnd from "./EndToEnd.ts"
 import * as Optimizations from "./Optimizations.ts"
 import * as Scaling from "./Scaling.ts"
+import * as Storage from "./Storage.ts"
 import * as Store from "./Store.ts"
 import * as LoopDetector from "../services/loop-detector/scripts/bench.ts"
 import * as TokenCounter from "../services/token-counter/scripts/bench.ts"
@@ -27,6 +28,7 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["compaction", Compaction.run],
   ["loop", async () => [...LoopDetector.run()]],
   ["store", Store.run],
+  ["storage", Storage.run],
   ["e2e", () => EndToEnd.runFormats()],
   ["scaling", () => Scaling.run()],
   ["burst", () => Burst.run()],

@@ -133,6 +133,11 @@ describe("reply retention", () => {
     expect(late).toMatchObject({ ok: false, error: { code: "Conflict", path: "turnId" } })
     expect(late.error.message).toMatch(/idempotency window/)
     expect(late.error.hint).toMatch(/CTXD_REPLY_RETENTION/)
+    // a usage report past the window: the turn's estimate is gone with its reply
+    expect(await h.request(`${h.root}.v1.usage.prune.p1`, { turnId: "t3", usage: { prompt_tokens: 20 } })).toMatchObject({
+      ok: false,
+      error: { code: "BadRequest" },
+    })
     // the retry appended nothing
     expect(await consistent("prune", "p1")).toEqual({ messages: 15, turns: 8 })
     // within the window: the same reply
