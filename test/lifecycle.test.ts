@@ -4,6 +4,7 @@
 // delete (no row of the session left in any table; idempotent; fenced against
 // a burst of turns; the next turn starts fresh), export pages, deleteUser.
 import { ContextClient } from "@ctxd/client"
+import { ShardId } from "@ctxd/sharding"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -301,4 +302,41 @@ describe("ContextClient", () => {
       await client.close()
     }
   }, 60_000)
+})
+
+describe("two workers", () => {
+  it("a delete is carried out by the owner of the session's shard, wherever it arrives", async () => {
+    const second = await h.startWorker({ CTXD_WORKER_ID: "lifecycle-w2" })
+    // both workers own shards (the assignment settles within a few lease rounds)
+    await eventually(async () => {
+      const owners = await h.sql<{ owner: string; n: string }>(`SELECT owner, count(*) AS n FROM ctxd_shard_leases WHERE expires_at > now() GROUP BY owner`)
+      return owners.length === 2 && owners.every((o) => Number(o.n) > 64) && owners.reduce((a, o) => a + Number(o.n), 0) === 256
+    })
+    const client = await ContextClient.connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222", root: h.root, direct: false })
+    try {
+      const sessions = Array.from({ length: 12 }, (_, i) => `f${i}`)
+      for (const s of sessions) {
+        for (let k = 0; k < 2; k++) await client.turn("acme", s, turn(k) as ContextClient.TurnInput)
+      }
+      const ownerOf = async (s: string) =>
+        (await h.sql<{ owner: string }>(`SELECT owner FROM ctxd_shard_leases WHERE shard = $1`, [ShardId.of("acme", s)]))[0]!.owner
+      const owners = await Promise.all(sessions.map(ownerOf))
+      expect(new Set(owners).size).toBe(2)
+      // raw requests on the shared subject: the queue group hands each to either worker
+      for (const s of sessions) {
+        expect(await h.request(sessionSubject("acme", s), { op: "delete" }, 15_000)).toMatchObject({ ok: true, deleted: true, removed: { sessions: 1, messages: 3 } })
+      }
+      const logged = (output: string, s: string) =>
+        output.split("\n").some((line) => line.includes("session deleted on request") && line.includes(`"session":"${s}"`) && line.includes('"owner":true'))
+      for (const [i, s] of sessions.entries()) {
+        const worker = owners[i] === "lifecycle-w2" ? second : h.worker
+        expect(logged(worker.output(), s), `${s} deleted by its owner ${owners[i]}`).toBe(true)
+        // the next turn starts a new session (the owner forgot the old one)
+        await client.turn("acme", s, { ...turn(2), turnId: "after" } as ContextClient.TurnInput)
+        expect(await consistent("acme", s)).toEqual({ messages: 2, turns: 1 })
+      }
+    } finally {
+      await client.close()
+    }
+  }, 120_000)
 })

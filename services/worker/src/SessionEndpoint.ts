@@ -63,12 +63,18 @@ export const serve = (options: SessionEndpointOptions) =>
     const address = `${leases.self.address}.session.`
     const nats = yield* NatsClient.NatsClient
 
-    /** Deletes on this worker: as the session's only operation when this worker owns its shard. */
+    /** Deletes on this worker (as the session's only operation when this worker owns its shard); logs the counts. */
     const deleteHere = (tenant: string, session: string): Effect.Effect<Session.Removed, Errors.WireError> =>
       Effect.gen(function* () {
         const remove = Effect.catchAll(store.deleteSession(tenant, session), (e) => Effect.flip(storeFailure(e)))
         const owner = yield* leases.isOwner(leases.shardOf(tenant, session))
-        return yield* owner ? assembler.exclusive(tenant, session, remove) : remove
+        const removed = yield* owner ? assembler.exclusive(tenant, session, remove) : remove
+        if (removed.sessions > 0 || removed.usageReports > 0) {
+          yield* Effect.logInfo(`session deleted on request: ${removed.sessions} sessions, ${removed.messages} messages, ${removed.turns} turns`).pipe(
+            Effect.annotateLogs({ tenant, session, owner, ...removed }),
+          )
+        }
+        return removed
       })
 
     /** Deletes through the owner of the session's shard (here if it is this worker, or if it cannot be reached). */
@@ -88,11 +94,6 @@ export const serve = (options: SessionEndpointOptions) =>
         return yield* deleteHere(tenant, session)
       })
 
-    const deleted = (tenant: string, session: string, removed: Session.Removed) =>
-      Effect.logInfo(`session deleted on request: ${removed.sessions} sessions, ${removed.messages} messages, ${removed.turns} turns`).pipe(
-        Effect.annotateLogs({ tenant, session, ...removed }),
-      )
-
     const handleSession = (tenant: string, session: string, data: Uint8Array, direct: boolean) => {
       const request = Requests.decode(Session.Request, data, { what: "session requests", hint: HINT })
       if (Either.isLeft(request)) return Effect.succeed(request.left)
@@ -103,7 +104,7 @@ export const serve = (options: SessionEndpointOptions) =>
               ok: true,
               deleted: removed.sessions > 0 || removed.usageReports > 0,
               removed,
-            })).pipe(Effect.tap((reply) => (reply.deleted ? deleted(tenant, session, reply.removed) : Effect.void)))
+            }))
           : store.exportPage(tenant, session, r.cursor, r.limit ?? Session.DEFAULT_EXPORT_LINES, Session.EXPORT_PAGE_BYTES).pipe(
               Effect.map((page): Session.ExportReply => ({ ok: true, lines: page.lines, ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) })),
               Effect.catchAll((e) =>
