@@ -1,6 +1,6 @@
 import type { Conversation } from "@ctxd/contracts"
 import { TestDatabase } from "@ctxd/testing"
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Either, Layer, Option } from "effect"
 import { Database, LifecycleStore, Migrations, SessionStore } from "../src/index.ts"
 
@@ -348,4 +348,33 @@ describe("LifecycleStore", () => {
       }),
     )
   })
+
+  it.scoped("migration 8 applies on a schema at version 7: the previous release's commits keep working, its replies (and pre-v3 ones) are pruned", () =>
+    Effect.gen(function* () {
+      const { url, schema } = yield* TestDatabase.make
+      const db = yield* Database.make({ url, schema })
+      const provide = Effect.provideService(Database.Database, db)
+      expect(yield* Migrations.apply(Migrations.migrations.filter((m) => m.version <= 7)).pipe(provide)).toEqual([1, 2, 3, 4, 5, 6, 7])
+      const stores = Effect.provide(Layer.mergeAll(SessionStore.layer, LifecycleStore.layer))
+      yield* turns("acme", "old", 2).pipe(stores, provide)
+      expect(yield* Migrations.run.pipe(provide)).toEqual([8])
+      // the previous release's statements (ctxd_commit_turn_v7 without a user) beside the new one
+      yield* Effect.gen(function* () {
+        const store = yield* SessionStore.SessionStore
+        const message = { message: text("user", "more"), tokens: 1, encoding: "o200k_base" }
+        yield* store.commitTurn({ tenant: "acme", session: "old", turnId: "v7", requestHash: "h", expectedLastSeq: 4, messages: [message], reply: { ok: true }, length: { agent: "default", turns: 3 } })
+        yield* store.commitTurn({ tenant: "acme", session: "old", turnId: "v8", requestHash: "h", expectedLastSeq: 5, messages: [message], reply: { ok: true }, user: "u" })
+        // a reply as the first release stored it (jsonb, no reply_z)
+        yield* db.query(
+          `INSERT INTO ctxd_turns (session_id, turn_id, request_hash, first_seq, last_seq, reply)
+           SELECT id, 'v1', 'h', 7, 6, '{"ok": true, "turnId": "v1"}'::jsonb FROM ctxd_sessions WHERE session = 'old'`,
+        )
+        yield* db.query(`UPDATE ctxd_turns SET created_at = created_at - interval '2 days'`)
+        const lifecycle = yield* LifecycleStore.LifecycleStore
+        expect(yield* lifecycle.pruneReplies(24 * 3600, 100)).toBe(5)
+        expect(Option.getOrThrow(yield* store.findTurn("acme", "old", "v1"))).toMatchObject({ expired: true })
+        expect(yield* lifecycle.sessionsOfUser("acme", "u", 10)).toEqual(["old"])
+      }).pipe(stores, provide)
+    }),
+  )
 })
