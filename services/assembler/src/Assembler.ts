@@ -107,11 +107,23 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const agent = Options.resolve(config, tenant, request.options).agent
         // the session is behind what this state holds: deleted (and maybe started anew) since: start from the store
         const base = previous === undefined ? cached : previous.actualLastSeq < previous.state.lastSeq ? undefined : previous.state
-        const { state, knowledge, lengths } = yield* gather
-          .gather({ tenant, session, model: request.model, agent, cached: base, refresh: previous !== undefined })
+        const { state, knowledge, lengths, workspace } = yield* gather
+          .gather({ tenant, session, model: request.model, agent, system: request.system, cached: base, refresh: previous !== undefined })
           .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": base !== undefined } }))
         const now = yield* Clock.currentTimeMillis
-        const carry = TurnStages.begin({ config, tenant, session, request, state, knowledge, local: gather.localFor(request.model), thresholds: compaction.thresholds, now, lengths })
+        const carry = TurnStages.begin({
+          config,
+          tenant,
+          session,
+          request,
+          state,
+          knowledge,
+          local: gather.localFor(request.model),
+          thresholds: compaction.thresholds,
+          now,
+          lengths,
+          workspace,
+        })
         const outcome = yield* stages(carry)
         if (outcome._tag === "Rejected") {
           // a retried turn whose messages are stored already trips the pairing check: answer it from the store

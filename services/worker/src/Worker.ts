@@ -11,7 +11,7 @@
  * Postgres pool — in that order, because scopes close in reverse order of
  * acquisition.
  */
-import { Assembler, AssemblerConfig, Compaction, LengthHistory, TurnEndpoint } from "@ctxd/assembler"
+import { Assembler, AssemblerConfig, Compaction, LengthHistory, TurnEndpoint, WorkspaceCache } from "@ctxd/assembler"
 import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { ProviderKeys } from "@ctxd/context"
@@ -31,7 +31,7 @@ import * as Pruner from "./Pruner.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
 import * as SessionEndpoint from "./SessionEndpoint.ts"
-import { priceTable, tenantSections, WorkerConfig } from "./WorkerConfig.ts"
+import { priceTable, tenantSections, WorkerConfig, workspaceConfig } from "./WorkerConfig.ts"
 import { WorkerStatus } from "./WorkerStatus.ts"
 
 const tokenCount = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
@@ -200,6 +200,9 @@ export const layer = Layer.unwrapEffect(
     const sections = yield* tenantSections
     const tenants = Object.fromEntries(Object.entries(sections).map(([id, section]) => [id, Tenants.optionsOf(section)]))
     const prices = yield* priceTable
+    const workspace = workspaceConfig(config)
+    // a bad workspace root stops the worker before it connects anywhere
+    if (workspace.root !== undefined) yield* WorkspaceCache.checkRoot(workspace.root)
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
@@ -276,8 +279,11 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(shardingLayer(config)),
       Layer.provide(leaseDatabase),
     )
+    // workspace bundles: files read at a miss, cached, dropped when a *.md under the root changes
+    const workspaces = WorkspaceCache.layer(workspace)
     const assembler = Assembler.Assembler.Default.pipe(
       Layer.provide(tokens),
+      Layer.provide(workspaces),
       Layer.provide(
         AssemblerConfig.layer({
           maxSessions: config.maxSessions,

@@ -3,7 +3,7 @@
  * when `CTXD_CONFIG_FILE` names a JSON file, from that file for any key the
  * environment does not set. The README's config table lists every key.
  */
-import { AssemblerConfig } from "@ctxd/assembler"
+import { AssemblerConfig, WorkspaceCache } from "@ctxd/assembler"
 import { type CostModel, Pipeline, PriceFile, ProviderKeys } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
 import { Subjects, Tenants } from "@ctxd/contracts"
@@ -88,12 +88,45 @@ export const WorkerConfig = Config.all({
   pruneBatch: int("CTXD_PRUNE_BATCH", Pruner.defaults.batch, "Turn replies pruned per statement (the pruner pauses between batches)").pipe(
     Config.validate({ message: "at least 1", validation: (n) => n >= 1 }),
   ),
+  workspaceRoot: Config.option(
+    Config.string("CTXD_WORKSPACE_ROOT").pipe(
+      Config.withDescription("Directory of workspace bundles (one subdirectory of Markdown files per scope); unset: bundles off"),
+    ),
+  ),
+  workspaceDebounceMs: int(
+    "CTXD_WORKSPACE_DEBOUNCE_MS",
+    WorkspaceCache.defaults.debounceMs,
+    "Wait after a *.md change under the workspace root before its cached bundles are dropped",
+  ),
+  workspaceMaxAgeSeconds: int(
+    "CTXD_WORKSPACE_MAX_AGE_SECONDS",
+    WorkspaceCache.defaults.maxAgeSeconds,
+    "A cached workspace bundle older than this is read again (for filesystems without reliable events; 0: never)",
+  ),
+  workspaceCacheEntries: int("CTXD_WORKSPACE_CACHE_ENTRIES", WorkspaceCache.defaults.maxEntries, "Workspace bundles kept in memory"),
+  workspaceCacheBytes: int("CTXD_WORKSPACE_CACHE_BYTES", WorkspaceCache.defaults.maxBytes, "Bytes of workspace file text kept in memory"),
+  workspacePerTenant: Config.boolean("CTXD_WORKSPACE_PER_TENANT").pipe(
+    Config.withDefault(WorkspaceCache.defaults.perTenant),
+    Config.withDescription("Each tenant's workspace scopes under <root>/<tenant>/ (false: every tenant may name every scope under the root)"),
+  ),
+  workspaceMaxFileBytes: int("CTXD_WORKSPACE_MAX_FILE_BYTES", WorkspaceCache.defaults.maxFileBytes, "Largest workspace file read (a larger one: TooLarge)"),
   httpHost: Config.string("CTXD_HTTP_HOST").pipe(
     Config.withDefault(HttpServer.defaults.host),
     Config.withDescription("Address the HTTP server binds to"),
   ),
 })
 export type WorkerConfig = Config.Config.Success<typeof WorkerConfig>
+
+/** The workspace bundle cache's settings (`CTXD_WORKSPACE_*`); no root: bundles off. */
+export const workspaceConfig = (config: WorkerConfig): WorkspaceCache.Config => ({
+  root: Option.getOrUndefined(Option.filter(config.workspaceRoot, (root) => root !== "")),
+  debounceMs: config.workspaceDebounceMs,
+  maxAgeSeconds: config.workspaceMaxAgeSeconds,
+  maxEntries: config.workspaceCacheEntries,
+  maxBytes: config.workspaceCacheBytes,
+  maxFileBytes: config.workspaceMaxFileBytes,
+  perTenant: config.workspacePerTenant,
+})
 
 /**
  * The tenants' sections: the JSON file named by `CTXD_TENANTS_FILE`,

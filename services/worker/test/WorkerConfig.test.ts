@@ -1,13 +1,13 @@
 // CTXD_PRICES_FILE: the price table the worker hands the assembler, read and
 // validated at start (a bad file is an error naming the file, row and field).
-import { AssemblerConfig } from "@ctxd/assembler"
+import { AssemblerConfig, WorkspaceCache } from "@ctxd/assembler"
 import { CostModel } from "@ctxd/context"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { priceTable } from "../src/WorkerConfig.ts"
+import { priceTable, WorkerConfig, workspaceConfig } from "../src/WorkerConfig.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "ctxd-prices-"))
 const write = (name: string, content: unknown) => {
@@ -66,6 +66,33 @@ describe("WorkerConfig.priceTable (CTXD_PRICES_FILE)", () => {
       const text = write("text.json", "models: []")
       const notJson = yield* Effect.either(withEnv({ CTXD_PRICES_FILE: text }))
       expect(Either.isLeft(notJson) && notJson.left.message).toMatch(new RegExp(`^CTXD_PRICES_FILE ${text} is not valid: not JSON: `))
+    }),
+  )
+})
+
+describe("WorkerConfig: workspace bundles (CTXD_WORKSPACE_*)", () => {
+  const read = (env: Record<string, string>) =>
+    Effect.map(Effect.withConfigProvider(WorkerConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))), workspaceConfig)
+
+  it.effect("unset: bundles off, the cache's defaults", () =>
+    Effect.gen(function* () {
+      expect(yield* read({})).toEqual({ root: undefined, ...WorkspaceCache.defaults })
+      expect((yield* read({ CTXD_WORKSPACE_ROOT: "" })).root).toBeUndefined()
+    }),
+  )
+
+  it.effect("each variable sets its knob", () =>
+    Effect.gen(function* () {
+      const config = yield* read({
+        CTXD_WORKSPACE_ROOT: "/srv/workspaces",
+        CTXD_WORKSPACE_DEBOUNCE_MS: "50",
+        CTXD_WORKSPACE_MAX_AGE_SECONDS: "0",
+        CTXD_WORKSPACE_CACHE_ENTRIES: "8",
+        CTXD_WORKSPACE_CACHE_BYTES: "4096",
+        CTXD_WORKSPACE_MAX_FILE_BYTES: "1024",
+        CTXD_WORKSPACE_PER_TENANT: "true",
+      })
+      expect(config).toEqual({ root: "/srv/workspaces", debounceMs: 50, maxAgeSeconds: 0, maxEntries: 8, maxBytes: 4096, maxFileBytes: 1024, perTenant: true })
     }),
   )
 })
