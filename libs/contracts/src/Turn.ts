@@ -122,6 +122,18 @@ export const Options = Schema.Struct({
    */
   keepThinkingTurns: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
   /**
+   * Prompt caching (default true): false sends no `cache_control` breakpoints (Anthropic) and no
+   * `prompt_cache_key` / `prompt_cache_retention` (OpenAI), and the report expects no cache reads
+   * or writes from breakpoints; the providers' automatic prefix caching (OpenAI, Gemini) cannot be
+   * turned off by a request.
+   */
+  promptCache: Schema.optional(Schema.Boolean),
+  /**
+   * Compaction (default true, where the worker runs a compactor): false neither schedules a
+   * background compaction nor blocks on one for this turn; a summary already made still applies.
+   */
+  compaction: Schema.optional(Schema.Boolean),
+  /**
    * On-demand toolsets (tools that carry `toolset`): the toolsets sent from the
    * start (default `CTXD_DEFAULT_TOOLSETS`, none) and whether their write tools
    * come too (default false: read-only); the rest load through `load_toolset`.

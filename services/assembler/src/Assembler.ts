@@ -20,7 +20,7 @@ import { ShardLeases } from "@ctxd/sharding"
 import { TokenCounter } from "@ctxd/token-counter"
 import { Cause, Clock, Effect, Exit, Option } from "effect"
 import { createHash } from "node:crypto"
-import { AssemblerConfig } from "./AssemblerConfig.ts"
+import { AssemblerConfig, pinned } from "./AssemblerConfig.ts"
 import * as Commit from "./Commit.ts"
 import { Compaction } from "./Compaction.ts"
 import * as Decode from "./Decode.ts"
@@ -104,7 +104,9 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const attempt = (ids: { readonly tenant: string; readonly session: string }, request: Turn.TurnRequest, hash: string, cached: SessionState.SessionState | undefined, previous: Conflict | undefined) =>
       Effect.gen(function* () {
         const { tenant, session } = ids
-        const agent = Options.resolve(config, tenant, request.options).agent
+        // the config file's sections as of this attempt, for all of it (a reload applies from the next turn)
+        const turnConfig = pinned(config)
+        const agent = Options.resolve(turnConfig, tenant, request.options).agent
         // the session is behind what this state holds: deleted (and maybe started anew) since: start from the store
         const base = previous === undefined ? cached : previous.actualLastSeq < previous.state.lastSeq ? undefined : previous.state
         const { state, knowledge, lengths, workspace } = yield* gather
@@ -112,7 +114,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": base !== undefined } }))
         const now = yield* Clock.currentTimeMillis
         const carry = TurnStages.begin({
-          config,
+          config: turnConfig,
           tenant,
           session,
           request,

@@ -16,7 +16,8 @@ import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@c
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { ProviderKeys } from "@ctxd/context"
 import { LocalCounter } from "@ctxd/tokens"
-import { Subjects, Tenants, type Turn } from "@ctxd/contracts"
+import { RuntimeConfig } from "@ctxd/config"
+import { Subjects, type Turn } from "@ctxd/contracts"
 import { Judge, LoopCheck } from "@ctxd/loop-detector"
 import { Database, KnowledgeStore, LifecycleStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
 import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
@@ -31,7 +32,7 @@ import * as Pruner from "./Pruner.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
 import * as SessionEndpoint from "./SessionEndpoint.ts"
-import { priceTable, tenantSections, WorkerConfig, workspaceConfig } from "./WorkerConfig.ts"
+import { priceTable, WorkerConfig, workspaceConfig } from "./WorkerConfig.ts"
 import { WorkerStatus } from "./WorkerStatus.ts"
 
 const tokenCount = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
@@ -94,6 +95,8 @@ export const serve = Effect.gen(function* () {
   const admission = yield* Admission.Admission
   const status = yield* WorkerStatus
   const assembler = yield* Assembler.Assembler
+  const runtime = yield* RuntimeConfig.RuntimeConfig
+  const configStatus = () => ({ hash: runtime.current().hash, reloads: runtime.reloads(), rejected: runtime.rejected() })
   const turns = yield* TurnEndpoint.serve({
     subjects,
     queue: config.queueGroup,
@@ -131,6 +134,7 @@ export const serve = Effect.gen(function* () {
     inFlightBytes: admission.inFlightBytes,
     maxInFlightBytes: admission.maxBytes,
     draining: status.draining,
+    config: configStatus,
     routing: Effect.map(leases.ownedShards, (owned) => ({
       shards: owned.length,
       turns: turns.handled(),
@@ -138,7 +142,7 @@ export const serve = Effect.gen(function* () {
     })),
   })
   const checks = yield* Readiness.make({ nats, db: yield* Database.Database, leases })
-  yield* status.attach({ checks, gauges })
+  yield* status.attach({ checks, gauges, config: configStatus })
   // the last finalizer added runs first: not ready before anything stops
   yield* Effect.addFinalizer(() =>
     Effect.zipRight(status.drain, Effect.logInfo("shutting down: not ready; no new turns; finishing the ones in flight")),
@@ -197,8 +201,11 @@ const leaseDatabase = Layer.scoped(
 export const layer = Layer.unwrapEffect(
   Effect.gen(function* () {
     const config = yield* WorkerConfig
-    const sections = yield* tenantSections
-    const tenants = Object.fromEntries(Object.entries(sections).map(([id, section]) => [id, Tenants.optionsOf(section)]))
+    // the config file's sections (and CTXD_TENANTS_FILE's), watched: a reload applies from the next turn
+    const runtimeConfig = RuntimeConfig.layer(
+      { configFile: config.configFile, tenantsFile: config.tenantsFile },
+      { debounceMs: config.configDebounceMs, setByEnvironment: (key) => process.env[key] !== undefined },
+    )
     const prices = yield* priceTable
     const workspace = workspaceConfig(config)
     // a bad workspace root stops the worker before it connects anywhere
@@ -209,12 +216,15 @@ export const layer = Layer.unwrapEffect(
     const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const lifecycle = LifecycleStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     // expired replies and the tenants' retention; stops (scope) before the pool closes
+    // (the tenants' sections read at every run: a reload of the configuration applies at the next)
     const pruner = Layer.scopedDiscard(
-      Pruner.run(
-        { ...Pruner.defaults, replyRetentionSeconds: config.replyRetentionSeconds, intervalMs: config.pruneIntervalMs, batch: config.pruneBatch },
-        () => sections,
+      Effect.flatMap(RuntimeConfig.RuntimeConfig, (runtime) =>
+        Pruner.run(
+          { ...Pruner.defaults, replyRetentionSeconds: config.replyRetentionSeconds, intervalMs: config.pruneIntervalMs, batch: config.pruneBatch },
+          () => runtime.current().tenants,
+        ),
       ),
-    ).pipe(Layer.provide(lifecycle))
+    ).pipe(Layer.provide(lifecycle), Layer.provide(runtimeConfig))
     // the agents' histories of session lengths, cached per worker (the cache planner's expected turns)
     const lengths = LengthHistory.layer().pipe(
       Layer.provide(SessionLengthStore.layer),
@@ -222,11 +232,15 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(database),
     )
     // whose provider key a tenant's summaries, judge calls and exact counts use
-    const keys = ProviderKeys.layer({
-      sections: () => sections,
-      workerKeyTenants: config.workerKeyTenants,
-      readers: { env: (name) => process.env[name], file: (path) => readFileSync(path, "utf8") },
-    })
+    const keys = Layer.unwrapEffect(
+      Effect.map(RuntimeConfig.RuntimeConfig, (runtime) =>
+        ProviderKeys.layer({
+          sections: () => runtime.current().tenants,
+          workerKeyTenants: config.workerKeyTenants,
+          readers: { env: (name) => process.env[name], file: (path) => readFileSync(path, "utf8") },
+        }),
+      ),
+    ).pipe(Layer.provide(runtimeConfig))
     const tokens = TokenCounter.layerConfig.pipe(Layer.provide(keys))
     const nats = NatsClient.layer({
       servers: config.natsUrl.split(","),
@@ -244,14 +258,14 @@ export const layer = Layer.unwrapEffect(
     const maxInflightBytes = yield* Admission.config
     // a tenant's section may set its own share (`share: {turnsPercent, bytesPercent}`) over the default
     const shareDefault = yield* Admission.shareConfig
-    const admission = Admission.layer(
-      maxInflightBytes,
-      Admission.shareOf(shareDefault, maxInflightBytes, config.maxConcurrent),
-      (tenant) => {
-        const own = sections[tenant]?.share
-        return own === undefined ? undefined : Admission.shareOf({ ...shareDefault, ...own }, maxInflightBytes, config.maxConcurrent)
-      },
-    )
+    const admission = Layer.unwrapEffect(
+      Effect.map(RuntimeConfig.RuntimeConfig, (runtime) =>
+        Admission.layer(maxInflightBytes, Admission.shareOf(shareDefault, maxInflightBytes, config.maxConcurrent), (tenant) => {
+          const own = runtime.current().tenants[tenant]?.share
+          return own === undefined ? undefined : Admission.shareOf({ ...shareDefault, ...own }, maxInflightBytes, config.maxConcurrent)
+        }),
+      ),
+    ).pipe(Layer.provide(runtimeConfig))
     // The summarizer and the compactor count with the token counter's local counter (one cache).
     const localCounter = Layer.effect(
       LocalCounter.LocalCounter,
@@ -279,13 +293,11 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(shardingLayer(config)),
       Layer.provide(leaseDatabase),
     )
-    // workspace bundles: files read at a miss, cached, dropped when a *.md under the root changes
-    const workspaces = WorkspaceCache.layer(workspace)
-    const assembler = Assembler.Assembler.Default.pipe(
-      Layer.provide(tokens),
-      Layer.provide(workspaces),
-      Layer.provide(
+    // the turn options of the config file are read per turn from the current snapshot
+    const assemblerConfig = Layer.unwrapEffect(
+      Effect.map(RuntimeConfig.RuntimeConfig, (runtime) =>
         AssemblerConfig.layer({
+          sections: runtime.current,
           maxSessions: config.maxSessions,
           maxMessages: config.maxMessages,
           defaults: {
@@ -295,11 +307,17 @@ export const layer = Layer.unwrapEffect(
           },
           loop: { policy: config.loopPolicy },
           defaultToolsets: config.defaultToolsets,
-          tenants,
           mailbox: config.mailbox,
           prices,
         }),
       ),
+    ).pipe(Layer.provide(runtimeConfig))
+    // workspace bundles: files read at a miss, cached, dropped when a *.md under the root changes
+    const workspaces = WorkspaceCache.layer(workspace)
+    const assembler = Assembler.Assembler.Default.pipe(
+      Layer.provide(tokens),
+      Layer.provide(workspaces),
+      Layer.provide(assemblerConfig),
       Layer.provide(store),
       Layer.provide(knowledge),
       Layer.provide(lengths),
@@ -322,6 +340,7 @@ export const layer = Layer.unwrapEffect(
       nats,
       payloads,
       admission,
+      runtimeConfig,
     )
   }),
 )
