@@ -1,7 +1,7 @@
-import type { Conversation } from "@ctxd/contracts"
+import { type Conversation, Session } from "@ctxd/contracts"
 import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Either, Layer, Option } from "effect"
+import { Effect, Either, Layer, Option, Schema } from "effect"
 import { Database, LifecycleStore, Migrations, SessionStore } from "../src/index.ts"
 
 const Stores = Layer.mergeAll(SessionStore.layer, LifecycleStore.layer).pipe(
@@ -345,6 +345,14 @@ describe("LifecycleStore", () => {
         yield* lifecycle.deleteSession("exp", session)
         expect(yield* refused(cursor)).toBe(true)
         expect(yield* lifecycle.exportPage("exp", session, undefined, 2, 1024)).toEqual({ lines: "" })
+        // the longest turn id, all of it escaped in JSON: its cursor still fits the request schema
+        const odd = fresh()
+        const turnId = "\u0001".repeat(200)
+        yield* (yield* SessionStore.SessionStore).commitTurn({ tenant: "exp", session: odd, turnId, requestHash: "h", expectedLastSeq: 0, messages: [], reply: { ok: true } })
+        yield* (yield* SessionStore.SessionStore).commitTurn({ tenant: "exp", session: odd, turnId: "z", requestHash: "h", expectedLastSeq: 0, messages: [], reply: { ok: true } })
+        const page = yield* lifecycle.exportPage("exp", odd, undefined, 2, 1024 * 1024)
+        expect(page.lines).toContain('"kind":"turn"')
+        expect(Schema.decodeUnknownSync(Session.ExportRequest)({ op: "export", cursor: page.nextCursor })).toMatchObject({ cursor: page.nextCursor })
       }),
     )
   })
