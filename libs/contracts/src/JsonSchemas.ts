@@ -10,6 +10,7 @@ import * as Health from "./Health.ts"
 import * as Knowledge from "./Knowledge.ts"
 import * as Loop from "./Loop.ts"
 import * as Memory from "./Memory.ts"
+import * as Session from "./Session.ts"
 import * as Summarize from "./Summarize.ts"
 import * as Tokens from "./Tokens.ts"
 import * as Turn from "./Turn.ts"
@@ -33,6 +34,11 @@ const documents: ReadonlyArray<readonly [string, Schema.Schema.Any]> = [
   ["summarize-reply", Summarize.SummarizeReply],
   ["compact-request", Compact.CompactRequest],
   ["compact-reply", Compact.CompactReply],
+  ["session-request", Session.Request],
+  ["session-delete-reply", Session.DeleteReply],
+  ["session-export-reply", Session.ExportReply],
+  ["user-request", Session.UserRequest],
+  ["user-delete-reply", Session.UserDeleteReply],
 ]
 
 /** File name → pretty-printed JSON Schema text (with a trailing newline). */
