@@ -268,12 +268,23 @@ describe("ctx.v1.user.<tenant>", () => {
     await conversation("acme", "ub", 1, { user: "alice" })
     await conversation("acme", "uc", 2, { user: "bob" })
     await conversation("globex", "ua", 1, { user: "alice" })
+    // memories: alice's (two agents), the agent's shared one, and globex's alice
+    const remember = (tenant: string, body: Record<string, unknown>) =>
+      h.request(`${h.root}.v1.memory.${tenant}`, { op: "remember", ...body })
+    for (const body of [{ user: "alice", text: "alice likes aisle seats" }, { agent: "travel", user: "alice", text: "alice flies Fridays" }, { text: "shared policy note" }]) {
+      expect(await remember("acme", body)).toMatchObject({ ok: true })
+    }
+    expect(await remember("globex", { user: "alice", text: "globex alice" })).toMatchObject({ ok: true })
     const reply = await h.request(`${h.root}.v1.user.acme`, { op: "deleteUser", user: "alice" })
     expect(reply).toEqual({
       ok: true,
       removed: { sessions: 2, messages: 4, turns: 3, summaries: 0, compactions: 0, usageReports: 0 },
       more: false,
+      memories: 2,
     })
+    const listed = await h.request(`${h.root}.v1.memory.acme`, { op: "list", user: "alice" })
+    expect(listed.documents.map((d: { text: string }) => d.text)).toEqual(["shared policy note"])
+    expect((await h.request(`${h.root}.v1.memory.globex`, { op: "list", user: "alice" })).documents).toHaveLength(1)
     expect(await sessionId("acme", "ua")).toBeUndefined()
     expect(await sessionId("acme", "ub")).toBeUndefined()
     expect(await sessionId("acme", "uc")).toBeDefined()

@@ -84,5 +84,7 @@ export const UserDeleteReply = Schema.Struct({
   removed: Removed,
   /** True when more of the user's sessions remain (more than {@link MAX_USER_SESSIONS}): send the request again. */
   more: Schema.Boolean,
+  /** Memory documents stored under the user (of every agent; the agents' shared ones stay) deleted by this request. */
+  memories: Schema.optional(Schema.Number),
 }).annotations({ identifier: "UserDeleteReply", description: "ctx.v1.user.<tenant> deleteUser reply" })
 export type UserDeleteReply = typeof UserDeleteReply.Type

@@ -23,7 +23,7 @@
  */
 import { Assembler } from "@ctxd/assembler"
 import { Errors, Issues, Requests, Session, type Subjects } from "@ctxd/contracts"
-import { LifecycleStore } from "@ctxd/db"
+import { LifecycleStore, MemoryStore } from "@ctxd/db"
 import { Endpoint, NatsClient, Request } from "@ctxd/nats"
 import { ShardLeases } from "@ctxd/sharding"
 import { Effect, Either, Option, Schema } from "effect"
@@ -58,6 +58,7 @@ export const serve = (options: SessionEndpointOptions) =>
   Effect.gen(function* () {
     const { subjects } = options
     const store = yield* LifecycleStore.LifecycleStore
+    const memory = yield* MemoryStore.MemoryStore
     const assembler = yield* Assembler.Assembler
     const leases = yield* ShardLeases.ShardLeases
     const address = `${leases.self.address}.session.`
@@ -131,10 +132,12 @@ export const serve = (options: SessionEndpointOptions) =>
         for (const session of sessions.slice(0, Session.MAX_USER_SESSIONS)) {
           removed = LifecycleStore.add(removed, yield* deleteRouted(tenant, session))
         }
-        yield* Effect.logInfo(`user's sessions deleted on request: ${removed.sessions} sessions, ${removed.messages} messages`).pipe(
-          Effect.annotateLogs({ ...removed }),
+        // and the memories stored under the user (the agents' shared ones stay)
+        const memories = yield* Effect.catchAll(memory.forgetUser(tenant, user), (e) => Effect.flip(storeFailure(e)))
+        yield* Effect.logInfo(`user's data deleted on request: ${removed.sessions} sessions, ${removed.messages} messages, ${memories} memories`).pipe(
+          Effect.annotateLogs({ ...removed, memories }),
         )
-        return { ok: true, removed, more: sessions.length > Session.MAX_USER_SESSIONS } satisfies Session.UserDeleteReply
+        return { ok: true, removed, more: sessions.length > Session.MAX_USER_SESSIONS, memories } satisfies Session.UserDeleteReply
       }).pipe(
         Effect.catchAll((error) => Effect.succeed(Errors.toReply(error))),
         Effect.annotateLogs({ tenant, op: "deleteUser" }),
