@@ -42,6 +42,8 @@ describe("Migrations", () => {
         "ctxd_compaction_leases",
         "ctxd_compactions",
         "ctxd_knowledge",
+        "ctxd_memory",
+        "ctxd_memory_versions",
         "ctxd_messages",
         "ctxd_schema_migrations",
         "ctxd_session_lengths",
