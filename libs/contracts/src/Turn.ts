@@ -58,6 +58,8 @@ export const Options = Schema.Struct({
   budgetTokens: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
   /** The agent this session belongs to: selects its knowledge documents (default `default`). */
   agent: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/))),
+  /** The user this session serves: with `agent`, whose memories the turn sees (the agent's shared ones and this user's; default: shared only). */
+  user: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/))),
   /** Token counting backend for this turn; default `CTXD_TOKEN_BACKEND` (`auto`). */
   tokenBackend: Schema.optional(Tokens.BackendChoice),
   /** Loop-detector policy and thresholds for this turn (defaults in the README). */

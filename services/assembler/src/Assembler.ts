@@ -69,6 +69,12 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             Effect.as({ compacted: need.decision }),
             Spans.span("ctxd.compact_now"),
           )
+        case "Memory":
+          return gather.retrieve(tenant, need.query).pipe(
+            Effect.tap((answer) => Spans.annotate({ "ctxd.memory.hits": answer.hits.length, "ctxd.memory.learnings": answer.learnings.length })),
+            Effect.map((memory) => ({ memory })),
+            Spans.span("ctxd.memory_search", { kind: "client" }),
+          )
       }
     }
 
@@ -104,12 +110,14 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const attempt = (ids: { readonly tenant: string; readonly session: string }, request: Turn.TurnRequest, hash: string, cached: SessionState.SessionState | undefined, previous: Conflict | undefined) =>
       Effect.gen(function* () {
         const { tenant, session } = ids
-        const agent = Options.resolve(config, tenant, request.options).agent
-        const { state, knowledge, lengths } = yield* gather
-          .gather({ tenant, session, model: request.model, agent, cached: previous?.state ?? cached, refresh: previous !== undefined })
+        const resolved = Options.resolve(config, tenant, request.options)
+        const agent = resolved.agent
+        const memory = resolved.memory.enabled === undefined ? { user: resolved.memory.user } : undefined
+        const { state, knowledge, lengths, memoryPresent } = yield* gather
+          .gather({ tenant, session, model: request.model, agent, memory, cached: previous?.state ?? cached, refresh: previous !== undefined })
           .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": (previous?.state ?? cached) !== undefined } }))
         const now = yield* Clock.currentTimeMillis
-        const carry = TurnStages.begin({ config, tenant, session, request, state, knowledge, local: gather.localFor(request.model), thresholds: compaction.thresholds, now, lengths })
+        const carry = TurnStages.begin({ config, tenant, session, request, state, knowledge, local: gather.localFor(request.model), thresholds: compaction.thresholds, now, lengths, memoryPresent })
         const outcome = yield* stages(carry)
         if (outcome._tag === "Rejected") {
           // a retried turn whose messages are stored already trips the pairing check: answer it from the store
@@ -195,6 +203,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     return {
       turn,
       invalidateKnowledge: gather.invalidateKnowledge,
+      invalidateMemory: gather.invalidateMemory,
       /** Turns waiting in the session mailboxes (behind a running turn of their session). */
       mailboxDepth: actors.waiting,
     } as const

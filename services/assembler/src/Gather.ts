@@ -7,9 +7,9 @@
  * nothing is known). Each read is applied to the session state with
  * `SessionState.advance`.
  */
-import type { Knowledge, SessionLengths } from "@ctxd/context"
+import { type Knowledge, MemoryRecall, type SessionLengths } from "@ctxd/context"
 import type { Errors, Turn } from "@ctxd/contracts"
-import { KnowledgeStore, SessionStore } from "@ctxd/db"
+import { KnowledgeStore, MemoryStore, SessionStore } from "@ctxd/db"
 import { TokenCounter } from "@ctxd/token-counter"
 import { Effect } from "effect"
 import { AssemblerConfig } from "./AssemblerConfig.ts"
@@ -17,10 +17,19 @@ import { Compaction } from "./Compaction.ts"
 import { LengthHistory } from "./LengthHistory.ts"
 import * as SessionState from "./SessionState.ts"
 import { storeError } from "./Commit.ts"
-import type { LocalCounter } from "./turn/Carry.ts"
+import type * as Carry from "./turn/Carry.ts"
+type LocalCounter = Carry.LocalCounter
 
 /** How long a worker trusts its copy of an agent's knowledge documents: 5 s (edits through this worker's endpoint invalidate at once). */
 export const KNOWLEDGE_TTL_MS = 5_000
+
+/**
+ * How long a worker trusts its answer to "has this agent (and user) any
+ * memory document?": 60 s. A session of an agent without memories so pays one
+ * index probe a minute per worker, not a search per turn; a memory stored
+ * through this worker's endpoint counts at once (`invalidateMemory`).
+ */
+export const MEMORY_PRESENCE_TTL_MS = 60_000
 
 /** What {@link Gather.gather} returns. */
 export interface Gathered {
@@ -28,12 +37,15 @@ export interface Gathered {
   readonly knowledge: ReadonlyArray<Knowledge.Doc>
   /** The agent's history of session lengths (undefined: not known yet). */
   readonly lengths: SessionLengths.Histogram | undefined
+  /** The agent (and user) has memory documents (undefined: not asked). */
+  readonly memoryPresent: boolean | undefined
 }
 
 export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
   effect: Effect.gen(function* () {
     const store = yield* SessionStore.SessionStore
     const knowledgeStore = yield* KnowledgeStore.KnowledgeStore
+    const memoryStore = yield* MemoryStore.MemoryStore
     const compaction = yield* Compaction
     const lengthHistory = yield* LengthHistory
     const local = (yield* TokenCounter.TokenCounter).local
@@ -63,6 +75,24 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       )
     }
 
+    const presence = new Map<string, { readonly any: boolean; readonly at: number }>()
+    const presenceKey = (tenant: string, agent: string, user: string | undefined) => `${tenant}\u0000${agent}\u0000${user ?? ""}`
+    /** Whether the scope sees any memory document, cached {@link MEMORY_PRESENCE_TTL_MS}; a failed probe counts as none (the turn goes on without memory). */
+    const memoryPresent = (tenant: string, agent: string, user: string | undefined) => {
+      const key = presenceKey(tenant, agent, user)
+      const hit = presence.get(key)
+      if (hit !== undefined && Date.now() - hit.at < MEMORY_PRESENCE_TTL_MS) return Effect.succeed(hit.any)
+      return memoryStore.any({ tenant, agent, user }).pipe(
+        Effect.tap((any) =>
+          Effect.sync(() => {
+            if (presence.size >= config.maxSessions) presence.clear()
+            presence.set(key, { any, at: Date.now() })
+          }),
+        ),
+        Effect.catchAll((e) => Effect.as(Effect.logWarning("memory presence check failed; this turn goes without memory", e._tag), false)),
+      )
+    }
+
     /** Rows after the state's last seq, counted in its family (recounted locally where stored in another). */
     const history = (tenant: string, session: string, state: SessionState.SessionState, model: Turn.Model) =>
       store.loadMessages(tenant, session, state.lastSeq).pipe(
@@ -87,6 +117,8 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       readonly session: string
       readonly model: Turn.Model
       readonly agent: string
+      /** Ask whether the agent has memories (`memory` option absent), for this user. */
+      readonly memory?: { readonly user: string | undefined } | undefined
       readonly cached: SessionState.SessionState | undefined
       readonly refresh: boolean
     }): Effect.Effect<Gathered, Errors.WireError> => {
@@ -99,13 +131,14 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
           knowledgeOf(input.tenant, input.agent),
           SessionState.needsSummary(state) ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s })) : Effect.succeed(undefined),
           lengthHistory.get(input.tenant, input.agent),
+          input.memory === undefined ? Effect.succeed(undefined) : memoryPresent(input.tenant, input.agent, input.memory.user),
         ],
         { concurrency: "unbounded" },
       ).pipe(
-        Effect.map(([rows, knowledge, summary, lengths]) => {
+        Effect.map(([rows, knowledge, summary, lengths, memoryPresent]) => {
           SessionState.advance(state, { _tag: "Loaded", rows })
           if (summary !== undefined) SessionState.advance(state, { _tag: "SummaryRead", latest: summary.s })
-          return { state, knowledge, lengths }
+          return { state, knowledge, lengths, memoryPresent }
         }),
       )
     }
@@ -115,6 +148,43 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       Effect.map(compaction.latest(tenant, session), (latest) => SessionState.advance(state, { _tag: "SummaryRead", latest }))
 
     const invalidateKnowledge = (tenant: string, agent: string) => Effect.sync(() => void knowledgeCache.delete(`${tenant}\u0000${agent}`))
+
+    /** Forgets the presence answers of `tenant`'s `agent` (every user): a memory was stored or removed. */
+    const invalidateMemory = (tenant: string, agent: string) =>
+      Effect.sync(() => {
+        const prefix = `${tenant}\u0000${agent}\u0000`
+        for (const key of presence.keys()) if (key.startsWith(prefix)) presence.delete(key)
+      })
+
+    /**
+     * The retrieval the `memory` stage asked for: memories for `query.text`
+     * (kind `memory`) and learnings for `query.learnings` (kind `learning`; the
+     * newest fill up when the search finds fewer than 5). A failed search
+     * answers nothing (the turn goes on without memory, logged).
+     */
+    const retrieve = (tenant: string, query: Carry.MemoryQuery): Effect.Effect<Carry.MemoryAnswer> => {
+      const scope = { tenant, agent: query.agent, user: query.user }
+      const toCandidate = (h: { readonly id: string; readonly text: string; readonly score?: number; readonly updatedAt: string }) => ({
+        id: h.id,
+        text: h.text,
+        score: h.score ?? 0,
+        updatedAt: Date.parse(h.updatedAt) || 0,
+      })
+      const hits = query.text === undefined ? Effect.succeed([]) : memoryStore.search(scope, query.text, { limit: query.limit, kind: "memory" })
+      const learnings =
+        query.learnings === undefined
+          ? Effect.succeed([])
+          : Effect.gen(function* () {
+              const found = query.learnings === "" ? [] : yield* memoryStore.search(scope, query.learnings!, { limit: query.limit, kind: "learning" })
+              if (found.length >= MemoryRecall.defaults.maxLearnings) return found.map(toCandidate)
+              const newest = yield* memoryStore.list(scope, { kind: "learning", limit: query.limit })
+              return [...found.map(toCandidate), ...newest.documents.filter((d) => !found.some((f) => f.id === d.id)).map((d) => toCandidate({ ...d, score: 0 }))]
+            })
+      return Effect.all([Effect.map(hits, (h) => h.map(toCandidate)), learnings], { concurrency: "unbounded" }).pipe(
+        Effect.map(([hits, learnings]) => ({ hits, learnings })),
+        Effect.catchAll((e) => Effect.as(Effect.logWarning("memory search failed; this turn goes without memory", e._tag), { hits: [], learnings: [] })),
+      )
+    }
 
     /** Local counting in `model`'s encoding, for the stages. */
     const localFor = (model: Turn.Model): LocalCounter => {
@@ -127,6 +197,6 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       }
     }
 
-    return { gather, summary, invalidateKnowledge, localFor } as const
+    return { gather, summary, invalidateKnowledge, invalidateMemory, retrieve, localFor } as const
   }),
 }) {}

@@ -36,6 +36,11 @@ export interface Ports {
    * expected turns (absent, or undefined for a pair: its rule of thumb).
    */
   readonly lengths?: ((tenant: string, agent: string) => SessionLengths.Histogram | undefined) | undefined
+  /**
+   * The agent's memories and learnings for a `memory` stage's query (as the
+   * worker's store answers it: hits best first); absent: the agent has none.
+   */
+  readonly memory?: ((tenant: string, query: Carry.MemoryQuery) => Carry.MemoryAnswer) | undefined
 }
 
 /** A request the stages rejected (nothing was kept). */
@@ -87,6 +92,7 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
       thresholds: ports.compact === undefined ? undefined : ports.thresholds,
       now: at ?? Date.now(),
       lengths: ports.lengths?.(tenant, Options.resolve(resolved, tenant, request.options).agent),
+      memoryPresent: ports.memory !== undefined,
     })
     let from = 0
     for (;;) {
@@ -107,6 +113,9 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
             ...outcome.carry,
             answers: { ...outcome.carry.answers, judge: { answered: false, progress: null, reason: "no judge in-process", model: "", tokensIn: 0, tokensOut: 0 } },
           }
+          break
+        case "Memory":
+          carry = { ...outcome.carry, answers: { ...outcome.carry.answers, memory: ports.memory?.(tenant, need.query) ?? { hits: [], learnings: [] } } }
           break
         case "CompactNow": {
           const summary = await compactNow(need.job, outcome.carry)

@@ -3,7 +3,7 @@
  * the tenant's, then the request's own (`loop` field by field) — and cut
  * into the slice each stage reads.
  */
-import { Pipeline, type Toolsets } from "@ctxd/context"
+import { MemoryRecall, Pipeline, type Toolsets } from "@ctxd/context"
 import { Knowledge, type Tokens, type Turn } from "@ctxd/contracts"
 import { LoopConfig } from "@ctxd/loop-detector"
 import type * as AssemblerConfig from "../AssemblerConfig.ts"
@@ -22,8 +22,22 @@ export interface Resolved {
   readonly loop: LoopConfig.Config
   /** The optional LLM judge at the loop detector's borderline. */
   readonly judge: { readonly enabled: boolean; readonly model: string | undefined }
+  /** Memory in the prompt and learnings (see `Memory`). */
+  readonly memory: Memory
   /** The cache planner's overrides (undefined: the model's TTL; the turns expected from the agent's session lengths, `Prompt.expectedTurns`). */
   readonly cache: { readonly ttlSeconds: number | undefined; readonly expectedTurns: number | undefined }
+}
+
+/** The memory knobs of a turn, merged. */
+export interface Memory {
+  /** `true`: retrieve every turn; `false`: never; undefined: while the agent has memories (a cached presence check). */
+  readonly enabled: boolean | undefined
+  /** Whose memories, besides the agent's shared ones (undefined: shared only). */
+  readonly user: string | undefined
+  readonly tokens: number | undefined
+  readonly fraction: number | undefined
+  readonly placement: "tail" | "system"
+  readonly learningsFraction: number
 }
 
 /** Merges `config`'s global and `tenant`'s options under the request's own, and slices them. */
@@ -41,6 +55,14 @@ export const resolve = (config: AssemblerConfig.Config, tenant: string, request:
     tokenBackend: merged.tokenBackend,
     loop: LoopConfig.make(loop),
     judge: { enabled: loop?.judge?.enabled === true, model: loop?.judge?.model },
+    memory: {
+      enabled: merged.memory,
+      user: merged.user,
+      tokens: merged.memoryTokens,
+      fraction: merged.memoryFraction,
+      placement: merged.memoryPlacement ?? "tail",
+      learningsFraction: merged.learningsFraction ?? MemoryRecall.defaults.learningsFraction,
+    },
     cache: { ttlSeconds: merged.cacheTtlSeconds, expectedTurns: merged.expectedTurns },
   }
 }
