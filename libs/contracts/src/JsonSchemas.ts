@@ -8,6 +8,7 @@ import * as Compact from "./Compact.ts"
 import * as Errors from "./Errors.ts"
 import * as Health from "./Health.ts"
 import * as Knowledge from "./Knowledge.ts"
+import * as Learn from "./Learn.ts"
 import * as Loop from "./Loop.ts"
 import * as Summarize from "./Summarize.ts"
 import * as Tokens from "./Tokens.ts"
@@ -30,6 +31,8 @@ const documents: ReadonlyArray<readonly [string, Schema.Schema.Any]> = [
   ["summarize-reply", Summarize.SummarizeReply],
   ["compact-request", Compact.CompactRequest],
   ["compact-reply", Compact.CompactReply],
+  ["learn-request", Learn.LearnRequest],
+  ["learn-reply", Learn.LearnReply],
 ]
 
 /** File name → pretty-printed JSON Schema text (with a trailing newline). */

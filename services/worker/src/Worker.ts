@@ -24,6 +24,7 @@ import { CountEndpoint, TokenCounter, UsageEndpoint } from "@ctxd/token-counter"
 import { Effect, Layer, Option } from "effect"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
+import * as LearnEndpoint from "./LearnEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
@@ -109,6 +110,7 @@ export const serve = Effect.gen(function* () {
   yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup, claim: usageClaim })
   yield* SummarizeEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload, legacy: config.legacySubjects })
   yield* CompactEndpoint.serve({ subjects, queue: config.queueGroup })
+  yield* LearnEndpoint.serve({ subjects, queue: config.queueGroup, maxPayload })
   const compaction = yield* CompactorConfig.config
   yield* CompactEndpoint.serveJobs({ subjects, config: compaction.queue })
   yield* HealthEndpoint.serve({
