@@ -257,6 +257,7 @@ export const layer = Layer.unwrapEffect(
             windowMessages: config.windowMessages,
             windowStep: config.windowStep,
             freshTailMessages: config.freshTailMessages,
+            ...config.memoryOptions,
           },
           loop: { policy: config.loopPolicy },
           defaultToolsets: config.defaultToolsets,
