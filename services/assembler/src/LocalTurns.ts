@@ -17,6 +17,10 @@ import type * as Carry from "./turn/Carry.ts"
 import * as Options from "./turn/Options.ts"
 import * as TurnStages from "./turn/Turn.ts"
 
+/** A `memory` stage's retrieval, and what answers it (see `turn/Carry`). */
+export type MemoryQuery = Carry.MemoryQuery
+export type MemoryAnswer = Carry.MemoryAnswer
+
 /** What the stages' I/O is answered with. */
 export interface Ports {
   /** The token family stored counts are kept in (as `Gather.familyOf`; default the counter's encoding). */
