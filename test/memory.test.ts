@@ -1,138 +1,103 @@
-// Memory in the prompt and learnings through a real worker (real NATS and
-// Postgres, a raw nats.js client): memories stored for an agent reach a turn
-// of that agent after the last cache breakpoint, within the memory budget,
-// and the report names them; a finished session folded by
-// ctx.v1.learn.<tenant>.<session> (the summarizer's real SDK against the fake
-// provider) gives learnings that the agent's next session carries in a stable
-// system section; an agent without memories is not searched.
-import { Database, MemoryStore } from "@ctxd/db"
-import { FakeProvider, Workloads } from "@ctxd/testing"
-import { Effect, Layer } from "effect"
-import { afterAll, beforeAll, expect, it } from "vitest"
+/**
+ * `ctx.v1.memory.<tenant>` end to end: a real worker on real NATS and
+ * Postgres, called from a raw nats.js client with the documented JSON.
+ * Remember, search (ranked, typo-tolerant, scoped by tenant, agent and
+ * user), read, list (paged), history, forget; bad input is a coded
+ * `BadRequest` with the field's path and writes nothing; a reply is cut to
+ * the byte cap and says so.
+ */
+import { Memory } from "@ctxd/contracts"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Harness from "./Harness.ts"
 
 let h: Harness.Harness
-let fake: FakeProvider.FakeProviderServer
 beforeAll(async () => {
-  fake = await FakeProvider.start()
-  h = await Harness.start({ OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: "test-key" })
-})
+  h = await Harness.start()
+}, 60_000)
 afterAll(async () => {
   await h?.close()
-  await fake?.close()
 })
 
-type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
+const memory = (tenant: string, body: unknown) => h.request(`${h.root}.v1.memory.${tenant}`, body, 15_000)
 
-/** Writes memories straight into the worker's schema through the memory store (the endpoint is another service). */
-const remember = (agent: string, docs: ReadonlyArray<{ readonly text: string; readonly kind?: "memory" | "learning" }>) =>
-  Effect.runPromise(
-    Effect.flatMap(MemoryStore.MemoryStore, (store) => Effect.forEach(docs, (d) => store.remember({ tenant: "acme", agent }, d))).pipe(
-      Effect.provide(MemoryStore.layer.pipe(Layer.provide(Database.layer({ url: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres", schema: h.schema, poolMax: 1 })))),
-    ),
-  )
+describe("ctx.v1.memory.<tenant>", () => {
+  it("remembers, searches by relevance, reads, edits with history, lists in pages and forgets", async () => {
+    const db = await memory("acme", { op: "remember", agent: "coder", text: "The team deploys with Argo CD to the staging cluster every Tuesday", tags: ["deploy"], source: "s1" })
+    expect(db).toMatchObject({ ok: true, version: 1, created: true })
+    await memory("acme", { op: "remember", agent: "coder", text: "The user prefers short answers without emojis" })
+    await memory("acme", { op: "remember", agent: "coder", user: "alice", text: "Alice's laptop runs Fedora and deploys by hand" })
+    await memory("globex", { op: "remember", agent: "coder", text: "Globex deploys with Argo CD too" })
 
-const CLAUDE = { provider: "anthropic", name: "claude-sonnet-4-5" }
+    const found = await memory("acme", { op: "search", agent: "coder", query: "how do we deploy to staging?" })
+    expect(found.ok).toBe(true)
+    expect(found.results.map((r: Memory.Hit) => r.id)).toEqual([db.id])
+    expect(found.results[0]).toMatchObject({ kind: "memory", tags: ["deploy"] })
+    expect(found.results[0].score).toBeGreaterThan(0)
+    // alice sees her own memory and the agent's shared ones; the shared scope does not see hers
+    const alice = await memory("acme", { op: "search", agent: "coder", user: "alice", query: "deploys" })
+    expect(alice.results).toHaveLength(2)
+    expect((await memory("acme", { op: "search", agent: "coder", query: "fedora laptop" })).results).toEqual([])
+    // a typo still finds it (pg_trgm)
+    expect((await memory("acme", { op: "search", agent: "coder", query: "emojsi" })).results.map((r: Memory.Hit) => r.text)).toEqual([
+      "The user prefers short answers without emojis",
+    ])
+    // another agent of the same tenant sees nothing
+    expect((await memory("acme", { op: "search", query: "deploy staging" })).results).toEqual([])
 
-/** The [message, block] of the last cache_control mark of an Anthropic body's messages. */
-const lastMark = (body: Json): [number, number] => {
-  const messages = body.messages as Array<{ content: Array<Json> }>
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const j = messages[i]!.content.findLastIndex((b) => b.cache_control !== undefined)
-    if (j !== -1) return [i, j]
-  }
-  return [-1, -1]
-}
+    const edited = await memory("acme", { op: "remember", agent: "coder", id: db.id, text: "The team deploys with Flux to staging every Wednesday" })
+    expect(edited).toEqual({ ok: true, id: db.id, version: 2, created: false })
+    const read = await memory("acme", { op: "read", agent: "coder", id: db.id })
+    expect(read.document).toMatchObject({ id: db.id, text: "The team deploys with Flux to staging every Wednesday", version: 2 })
+    const history = await memory("acme", { op: "history", agent: "coder", id: db.id })
+    expect(history.versions.map((v: Memory.Version) => v.version)).toEqual([2, 1])
+    expect(history.versions[1]).toMatchObject({ text: "The team deploys with Argo CD to the staging cluster every Tuesday", tags: ["deploy"], source: "s1" })
 
-const accepted = async (body: Json) => {
-  const res = await fetch(`${fake.url}/v1/messages`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-api-key": "test", "anthropic-version": "2023-06-01" },
-    body: JSON.stringify(body),
-  })
-  expect(res.status, await res.clone().text()).toBe(200)
-}
+    const first = await memory("acme", { op: "list", agent: "coder", limit: 1 })
+    expect(first.documents).toHaveLength(1)
+    expect(first.nextCursor).toBeDefined()
+    const second = await memory("acme", { op: "list", agent: "coder", limit: 1, cursor: first.nextCursor })
+    expect(second.documents).toHaveLength(1)
+    expect(second.nextCursor).toBeUndefined()
+    expect([first.documents[0].id, second.documents[0].id]).toContain(db.id)
 
-it("memories reach the agent's turn after the last breakpoint within the budget; learnings from ctx.v1.learn sit in a stable system section", async () => {
-  // the agent's memories: two about this user's wishes, and the first requests of 60 real tau-bench sessions as noise
-  const noise = Workloads.tauBenchSessions()
-    .slice(0, 60)
-    .map((s) => ({ text: String((s.turns[0]!.messages[0] as { content: unknown }).content).slice(0, 600) }))
-  const [aisle, gold] = await remember("travel", [
-    { text: "The user always wants an aisle seat on long flights, never a middle seat." },
-    { text: "The user is a gold member: checked baggage is free for them." },
-    ...noise,
-  ])
+    expect(await memory("acme", { op: "forget", agent: "coder", id: db.id })).toEqual({ ok: true, forgotten: true })
+    expect(await memory("acme", { op: "read", agent: "coder", id: db.id })).toEqual({ ok: true })
+    expect(await memory("acme", { op: "history", agent: "coder", id: db.id })).toEqual({ ok: true })
+    expect(await memory("acme", { op: "forget", agent: "coder", id: db.id })).toEqual({ ok: true, forgotten: false })
+    // globex's copy is untouched
+    expect((await memory("globex", { op: "search", agent: "coder", query: "argo" })).results).toHaveLength(1)
+  }, 60_000)
 
-  // a finished session of the agent, folded into lessons by the summarizer (the fake provider answers)
-  const tau = Workloads.tauBenchSessions()[3]!
-  const anthropic = Workloads.toAnthropic(tau)
-  for (const [k, turn] of anthropic.turns.slice(0, 3).entries()) {
-    const reply = await h.request(h.turnSubject("acme", "done-1"), {
-      turnId: `t${k}`, format: "anthropic", model: CLAUDE, system: anthropic.system, tools: anthropic.tools, messages: turn.messages, options: { agent: "travel" },
-    })
-    expect(reply.ok, JSON.stringify(reply.error)).toBe(true)
-  }
-  const lessons = ["Look up the reservation before changing anything.", "Basic economy cannot be modified: offer a cancellation instead."]
-  fake.control({ replies: [{ text: lessons.map((l) => `- ${l}`).join("\n") }] })
-  const learned = await h.request(`${h.root}.v1.learn.acme.done-1`, { model: { provider: "openai", name: "gpt-4o" }, agent: "travel" }, 30_000)
-  expect(learned.ok, JSON.stringify(learned.error)).toBe(true)
-  expect(learned.learnings.map((l: Json) => l.text)).toEqual(lessons)
-  expect(learned.messages).toBeGreaterThan(3)
-  // the same lessons again are not stored twice
-  fake.control({ replies: [{ text: `- ${lessons[0]}` }] })
-  const again = await h.request(`${h.root}.v1.learn.acme.done-1`, { model: { provider: "openai", name: "gpt-4o" }, agent: "travel" }, 30_000)
-  expect(again).toMatchObject({ ok: true, learnings: [], duplicates: 1 })
-  expect(await h.request(`${h.root}.v1.learn.acme.never-was`, { model: { provider: "openai", name: "gpt-4o" } })).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+  it("bad input is a BadRequest naming the field, and nothing is written", async () => {
+    const cases: Array<[unknown, string]> = [
+      [{ op: "remember", text: "x".repeat(Memory.limits.textChars + 1) }, "text"],
+      [{ op: "remember", text: "ok", tags: Array.from({ length: Memory.limits.tags + 1 }, (_, i) => `t${i}`) }, "tags"],
+      [{ op: "remember", text: "ok", kind: "secret" }, "kind"],
+      [{ op: "remember", text: "ok", user: "no spaces allowed" }, "user"],
+      [{ op: "search", query: "" }, "query"],
+      [{ op: "search", query: "x", limit: Memory.limits.maxSearchLimit + 1 }, "limit"],
+      [{ op: "list", cursor: "not-a-cursor" }, "cursor"],
+    ]
+    for (const [body, path] of cases) {
+      const reply = await memory("bad", body)
+      expect(reply, JSON.stringify(body).slice(0, 80)).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+      expect(reply.error.path, JSON.stringify(body).slice(0, 80)).toContain(path)
+    }
+    expect(await memory("bad", { op: "vacuum" })).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+    expect(await memory("bad", { op: "list" })).toEqual({ ok: true, documents: [] })
+  }, 60_000)
 
-  // a new session of the agent
-  const system = [{ id: "policy", text: anthropic.system, cache: "1h" }]
-  const first = await h.request(h.turnSubject("acme", "s-new"), {
-    turnId: "t0", format: "anthropic", model: CLAUDE, system, tools: anthropic.tools, options: { agent: "travel" },
-    messages: [{ role: "user", content: "Hi, can you move me to an aisle seat on my long flight to Paris?" }],
-  })
-  expect(first.ok, JSON.stringify(first.error)).toBe(true)
-  const memory = first.report.memory
-  expect(memory.placement).toBe("tail")
-  expect(memory.injected.map((m: Json) => m.id)[0]).toBe(aisle!.id)
-  expect(memory.tokens).toBeLessThanOrEqual(memory.budget)
-  expect(memory.budget).toBe(2_200)
-  expect(first.report.tokens.memory).toBe(memory.tokens)
-  // after the last breakpoint, in the latest user turn, as a block of its own
-  const body = first.request
-  const [mi, bi] = lastMark(body)
-  const last = body.messages.at(-1).content as Array<Json>
-  expect(mi).toBe(body.messages.length - 1)
-  const at = last.findIndex((b) => String(b.text).includes("aisle seat on long flights"))
-  expect(at).toBeGreaterThan(bi)
-  expect(JSON.stringify(body.system)).not.toContain("aisle seat on long flights")
-  // learnings: a system section, reported
-  const learnings = (body.system as Array<Json>).find((b) => String(b.text).includes(lessons[0]!))
-  expect(learnings).toBeDefined()
-  expect(first.report.learnings.injected.map((l: Json) => l.id).sort()).toEqual(learned.learnings.map((l: Json) => l.id).sort())
-  expect(first.report.learnings.tokens).toBeLessThanOrEqual(first.report.learnings.budget)
-  await accepted(body)
-
-  // the next turn: other memories for another question, the same learnings bytes, the prefix read
-  const second = await h.request(h.turnSubject("acme", "s-new"), {
-    turnId: "t1", format: "anthropic", model: CLAUDE, system, tools: anthropic.tools, options: { agent: "travel" },
-    messages: [
-      { role: "assistant", content: "Sure, which reservation?" },
-      { role: "user", content: "Also, do I pay for checked baggage as a gold member?" },
-    ],
-  })
-  expect(second.ok, JSON.stringify(second.error)).toBe(true)
-  expect(second.report.memory.injected.map((m: Json) => m.id)).toContain(gold!.id)
-  expect((second.request.system as Array<Json>).find((b) => String(b.text).includes(lessons[0]!))).toEqual(learnings)
-  expect(second.report.cache.reason).toBe("append")
-  await accepted(second.request)
-
-  // an agent without any memory: no retrieval, nothing reported
-  const other = await h.request(h.turnSubject("acme", "s-other"), {
-    turnId: "t0", format: "anthropic", model: CLAUDE, system, options: { agent: "nobody" }, messages: [{ role: "user", content: "aisle seat please" }],
-  })
-  expect(other.ok).toBe(true)
-  expect(other.report.memory).toBeUndefined()
-  expect(other.report.learnings).toBeUndefined()
-  expect(other.report.tokens.memory).toBe(0)
+  it("a search reply stops at the byte cap and says so", async () => {
+    const text = `quarterly revenue report ${"lorem ipsum dolor sit amet ".repeat(Math.floor((Memory.limits.textChars - 40) / 27))}`
+    for (let i = 0; i < 40; i++) await memory("big", { op: "remember", text: `${i} ${text}`.slice(0, Memory.limits.textChars) })
+    const reply = await memory("big", { op: "search", query: "quarterly revenue", limit: 40 })
+    expect(reply.truncated).toBe(true)
+    expect(reply.results.length).toBeGreaterThan(0)
+    expect(reply.results.length).toBeLessThan(40)
+    expect(Buffer.byteLength(JSON.stringify(reply.results))).toBeLessThanOrEqual(Memory.limits.replyBytes)
+    const page = await memory("big", { op: "list", limit: 40 })
+    expect(page.truncated).toBe(true)
+    const rest = await memory("big", { op: "list", limit: 40, cursor: page.nextCursor })
+    expect(page.documents.length + rest.documents.length).toBe(40)
+  }, 120_000)
 })

@@ -60,7 +60,8 @@ export const rows = async (context: Context, label: string): Promise<Array<Row>>
       const total = { input: 0, read: 0, written: 0, uncached: 0, memory: 0, turns: 0 }
       for (const session of context.sessions.slice(0, SESSIONS)) {
         const times = context.times(session, pauses)
-        const options: Turn.Options = placement === "none" ? { agent: AGENT, memory: false } : { agent: AGENT, memoryPlacement: placement }
+        // the memory tools stay off: only where retrieved memory sits differs
+        const options: Turn.Options = placement === "none" ? { agent: AGENT, memory: false, memoryTools: false } : { agent: AGENT, memoryTools: false, memoryPlacement: placement }
         const bodies = await Ctxd.bodies({
           ...context.setup,
           session,

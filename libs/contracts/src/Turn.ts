@@ -56,10 +56,15 @@ export const Options = Schema.Struct({
   freshTailMessages: Schema.optional(Count),
   /** Total token budget; default the effective window (context window − max output tokens). */
   budgetTokens: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
-  /** The agent this session belongs to: selects its knowledge documents (default `default`). */
+  /** The agent this session belongs to: selects its knowledge documents and memories (default `default`). */
   agent: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/))),
-  /** The user this session serves: with `agent`, whose memories the turn sees (the agent's shared ones and this user's; default: shared only). */
+  /** The user this session acts for: its memories add to the agent's shared ones (default none: the shared ones only). */
   user: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/))),
+  /**
+   * ctxd's memory tools (`memory_search`, `memory_read`, `memory_list`, `memory_history`; `memory_remember` once
+   * loaded): true offers them, false never; default (absent) when the agent/user has any memory.
+   */
+  memoryTools: Schema.optional(Schema.Boolean),
   /** Token counting backend for this turn; default `CTXD_TOKEN_BACKEND` (`auto`). */
   tokenBackend: Schema.optional(Tokens.BackendChoice),
   /** Loop-detector policy and thresholds for this turn (defaults in the README). */
@@ -229,7 +234,7 @@ export const ReasoningReport = Schema.Struct({
 export type ReasoningReport = typeof ReasoningReport.Type
 
 export const VirtualCall = Schema.Struct({
-  /** `load_toolset`, `load_knowledge` or `recall`. */
+  /** `load_toolset`, `load_knowledge`, `recall` or a memory tool (`memory_search`...). */
   tool: Schema.String,
   callId: Schema.String,
   args: Schema.Unknown,

@@ -361,12 +361,19 @@ export const migrations: ReadonlyArray<Migration> = [
     // ctxd_memory_versions holds every kept version, the current one
     // included, and goes with its document.
     //
+    // ctxd_memory_words: the distinct words (lower case, 3 to 40 letters or
+    // digits) of an agent's documents, for fuzzy matching: a query word with
+    // a typo is matched to the nearest stored words by trigram similarity,
+    // which then go through the text search. Short words against short
+    // words: fast and accurate, where a trigram scan of whole texts is
+    // neither. Words are never removed (a stale word matches nothing).
+    //
     // pg_trgm (PostgreSQL contrib) is installed in schema public when it can
     // be (under a database-wide advisory lock, so test schemas migrating at
-    // once do not race on the catalog) and the trigram index created with
-    // the operator class of whichever schema holds it; when it cannot be
-    // installed the migration still succeeds and search runs without fuzzy
-    // matching (MemoryStore looks the extension up when it starts).
+    // once do not race on the catalog) and the words' trigram index created
+    // with the operator class of whichever schema holds it; when it cannot
+    // be installed the migration still succeeds and search runs without
+    // fuzzy matching (MemoryStore looks the extension up when it starts).
     sql: `
       CREATE FUNCTION ctxd_memory_tsv(p_body text, p_tags text[]) RETURNS tsvector
       LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
@@ -403,6 +410,12 @@ export const migrations: ReadonlyArray<Migration> = [
         PRIMARY KEY (tenant, agent, id, version),
         FOREIGN KEY (tenant, agent, id) REFERENCES ctxd_memory (tenant, agent, id) ON DELETE CASCADE
       );
+      CREATE TABLE ctxd_memory_words (
+        tenant text NOT NULL,
+        agent text NOT NULL,
+        word text NOT NULL,
+        PRIMARY KEY (tenant, agent, word)
+      );
       DO $do$
       DECLARE nsp text;
       BEGIN
@@ -414,7 +427,7 @@ export const migrations: ReadonlyArray<Migration> = [
         END;
         SELECT n.nspname INTO nsp FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
         IF nsp IS NOT NULL THEN
-          EXECUTE format('CREATE INDEX ctxd_memory_trgm ON ctxd_memory USING gin (body %I.gin_trgm_ops)', nsp);
+          EXECUTE format('CREATE INDEX ctxd_memory_words_trgm ON ctxd_memory_words USING gin (word %I.gin_trgm_ops)', nsp);
         END IF;
       END
       $do$;

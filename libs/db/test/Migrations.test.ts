@@ -44,6 +44,7 @@ describe("Migrations", () => {
         "ctxd_knowledge",
         "ctxd_memory",
         "ctxd_memory_versions",
+        "ctxd_memory_words",
         "ctxd_messages",
         "ctxd_schema_migrations",
         "ctxd_session_lengths",

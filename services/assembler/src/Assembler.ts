@@ -13,7 +13,8 @@
  * Metrics: `TurnMetrics`.
  */
 import { Errors, type Turn } from "@ctxd/contracts"
-import { SessionStore } from "@ctxd/db"
+import type { MemoryTools } from "@ctxd/context"
+import { MemoryStore, SessionStore } from "@ctxd/db"
 import { Judge } from "@ctxd/loop-detector"
 import { Spans } from "@ctxd/observe"
 import { ShardLeases } from "@ctxd/sharding"
@@ -47,6 +48,35 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const judge = yield* Judge.Judge
     const gather = yield* Gather
     const actors = yield* SessionActor.make(config, leases)
+    // optional: without a memory store (in-process uses), memory calls are answered with an error
+    const memories = yield* Effect.serviceOption(MemoryStore.MemoryStore)
+
+    /** Runs the memory calls of a turn in order (a write before a read of it); a failure is that call's error result. */
+    const memoryCalls = (calls: ReadonlyArray<MemoryTools.Call>, scope: MemoryStore.Scope, session: string) =>
+      Effect.forEach(calls, (call) => {
+        if (Option.isNone(memories)) return Effect.succeed([call.callId, { op: "error", message: "memory is not available here" }] as const)
+        const store = memories.value
+        const o = call.operation
+        const run: Effect.Effect<MemoryTools.Result, MemoryStore.Failure> =
+          o.op === "search"
+            ? Effect.map(store.search(scope, o.query, { limit: o.limit }), (hits) => ({ op: "search", hits }))
+            : o.op === "read"
+              ? Effect.map(store.read(scope, o.id), (document) => ({ op: "read", document }))
+              : o.op === "list"
+                ? Effect.map(store.list(scope, { cursor: o.cursor, limit: o.limit }), (page) => ({ op: "list", ...page }))
+                : o.op === "history"
+                  ? Effect.map(store.history(scope, o.id), (versions) => ({ op: "history", versions }))
+                  : Effect.map(store.remember(scope, { text: o.text, tags: o.tags, id: o.id, source: `session ${session}` }), (done) => ({ op: "remember", ...done }))
+        return run.pipe(
+          Effect.catchAll((e): Effect.Effect<MemoryTools.Result> =>
+            Effect.succeed({
+              op: "error",
+              message: e._tag === "MemoryInvalid" ? `${e.path}: ${e.message}` : "the memory store is unavailable right now",
+            }),
+          ),
+          Effect.map((result) => [call.callId, result] as const),
+        )
+      }).pipe(Effect.map((entries) => new Map(entries)))
 
     /** Performs the I/O a stage asked for, in its own span; the answers to record. */
     const perform = (need: Carry.Need, carry: Carry.Carry): Effect.Effect<Carry.Answers> => {
@@ -69,10 +99,17 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             Effect.as({ compacted: need.decision }),
             Spans.span("ctxd.compact_now"),
           )
-        case "Memory":
+        case "Memory": {
+          const { agent, user } = carry.inputs.options
+          return memoryCalls(need.calls, { tenant, agent, user }, session).pipe(
+            Effect.map((memory) => ({ memory })),
+            Spans.span("ctxd.memory_tools", { attributes: { "ctxd.memory.calls": need.calls.length } }),
+          )
+        }
+        case "MemoryRecall":
           return gather.retrieve(tenant, need.query).pipe(
             Effect.tap((answer) => Spans.annotate({ "ctxd.memory.hits": answer.hits.length, "ctxd.memory.learnings": answer.learnings.length })),
-            Effect.map((memory) => ({ memory })),
+            Effect.map((recalled) => ({ recalled })),
             Spans.span("ctxd.memory_search", { kind: "client" }),
           )
       }
@@ -110,14 +147,12 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const attempt = (ids: { readonly tenant: string; readonly session: string }, request: Turn.TurnRequest, hash: string, cached: SessionState.SessionState | undefined, previous: Conflict | undefined) =>
       Effect.gen(function* () {
         const { tenant, session } = ids
-        const resolved = Options.resolve(config, tenant, request.options)
-        const agent = resolved.agent
-        const memory = resolved.memory.enabled === undefined ? { user: resolved.memory.user } : undefined
-        const { state, knowledge, lengths, memoryPresent } = yield* gather
-          .gather({ tenant, session, model: request.model, agent, memory, cached: previous?.state ?? cached, refresh: previous !== undefined })
+        const { agent, user, memoryTools, memory } = Options.resolve(config, tenant, request.options)
+        const { state, knowledge, lengths, memoryAny } = yield* gather
+          .gather({ tenant, session, model: request.model, agent, user, memoryTools, memory: memory.enabled, cached: previous?.state ?? cached, refresh: previous !== undefined })
           .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": (previous?.state ?? cached) !== undefined } }))
         const now = yield* Clock.currentTimeMillis
-        const carry = TurnStages.begin({ config, tenant, session, request, state, knowledge, local: gather.localFor(request.model), thresholds: compaction.thresholds, now, lengths, memoryPresent })
+        const carry = TurnStages.begin({ config, tenant, session, request, state, knowledge, local: gather.localFor(request.model), thresholds: compaction.thresholds, now, lengths, memoryAny })
         const outcome = yield* stages(carry)
         if (outcome._tag === "Rejected") {
           // a retried turn whose messages are stored already trips the pairing check: answer it from the store

@@ -4,14 +4,16 @@
  * knowledge documents (cached per tenant/agent for a few seconds), the live
  * summary (while it may have changed) and the agent's history of session
  * lengths (`LengthHistory`: cached for minutes, a bounded wait only while
- * nothing is known). Each read is applied to the session state with
+ * nothing is known) and whether the agent/user has any memory (when a memory
+ * store is provided and the turn leaves the memory tools to it; cached like
+ * the knowledge documents). Each read is applied to the session state with
  * `SessionState.advance`.
  */
 import { type Knowledge, MemoryRecall, type SessionLengths } from "@ctxd/context"
 import type { Errors, Turn } from "@ctxd/contracts"
 import { KnowledgeStore, MemoryStore, SessionStore } from "@ctxd/db"
 import { TokenCounter } from "@ctxd/token-counter"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { AssemblerConfig } from "./AssemblerConfig.ts"
 import { Compaction } from "./Compaction.ts"
 import { LengthHistory } from "./LengthHistory.ts"
@@ -23,33 +25,25 @@ type LocalCounter = Carry.LocalCounter
 /** How long a worker trusts its copy of an agent's knowledge documents: 5 s (edits through this worker's endpoint invalidate at once). */
 export const KNOWLEDGE_TTL_MS = 5_000
 
-/**
- * How long a worker trusts its answer to "has this agent (and user) any
- * memory document?": 60 s. A session of an agent without memories so pays one
- * index probe a minute per worker, not a search per turn; a memory stored
- * through this worker's endpoint counts at once (`invalidateMemory`).
- */
-export const MEMORY_PRESENCE_TTL_MS = 60_000
-
 /** What {@link Gather.gather} returns. */
 export interface Gathered {
   readonly state: SessionState.SessionState
   readonly knowledge: ReadonlyArray<Knowledge.Doc>
   /** The agent's history of session lengths (undefined: not known yet). */
   readonly lengths: SessionLengths.Histogram | undefined
-  /** The agent (and user) has memory documents (undefined: not asked). */
-  readonly memoryPresent: boolean | undefined
+  /** Whether the agent/user has any memory (undefined: not asked, or no memory store). */
+  readonly memoryAny: boolean | undefined
 }
 
 export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
   effect: Effect.gen(function* () {
     const store = yield* SessionStore.SessionStore
     const knowledgeStore = yield* KnowledgeStore.KnowledgeStore
-    const memoryStore = yield* MemoryStore.MemoryStore
     const compaction = yield* Compaction
     const lengthHistory = yield* LengthHistory
     const local = (yield* TokenCounter.TokenCounter).local
     const config = yield* AssemblerConfig
+    const memories = yield* Effect.serviceOption(MemoryStore.MemoryStore)
 
     /**
      * Stored counts are reused while the session's model stays in one token
@@ -75,21 +69,21 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       )
     }
 
-    const presence = new Map<string, { readonly any: boolean; readonly at: number }>()
-    const presenceKey = (tenant: string, agent: string, user: string | undefined) => `${tenant}\u0000${agent}\u0000${user ?? ""}`
-    /** Whether the scope sees any memory document, cached {@link MEMORY_PRESENCE_TTL_MS}; a failed probe counts as none (the turn goes on without memory). */
-    const memoryPresent = (tenant: string, agent: string, user: string | undefined) => {
-      const key = presenceKey(tenant, agent, user)
-      const hit = presence.get(key)
-      if (hit !== undefined && Date.now() - hit.at < MEMORY_PRESENCE_TTL_MS) return Effect.succeed(hit.any)
-      return memoryStore.any({ tenant, agent, user }).pipe(
+    const memoryCache = new Map<string, { readonly any: boolean; readonly at: number }>()
+    const memoryAnyOf = (scope: MemoryStore.Scope): Effect.Effect<boolean | undefined> => {
+      if (Option.isNone(memories)) return Effect.succeed(undefined)
+      const key = `${scope.tenant}\u0000${scope.agent}\u0000${scope.user ?? ""}`
+      const hit = memoryCache.get(key)
+      if (hit !== undefined && Date.now() - hit.at < KNOWLEDGE_TTL_MS) return Effect.succeed(hit.any)
+      return memories.value.any(scope).pipe(
         Effect.tap((any) =>
           Effect.sync(() => {
-            if (presence.size >= config.maxSessions) presence.clear()
-            presence.set(key, { any, at: Date.now() })
+            if (memoryCache.size >= config.maxSessions) memoryCache.clear()
+            memoryCache.set(key, { any, at: Date.now() })
           }),
         ),
-        Effect.catchAll((e) => Effect.as(Effect.logWarning("memory presence check failed; this turn goes without memory", e._tag), false)),
+        // a failing store only means no memory tools this turn
+        Effect.orElseSucceed(() => undefined),
       )
     }
 
@@ -117,8 +111,11 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       readonly session: string
       readonly model: Turn.Model
       readonly agent: string
-      /** Ask whether the agent has memories (`memory` option absent), for this user. */
-      readonly memory?: { readonly user: string | undefined } | undefined
+      readonly user?: string | undefined
+      /** The turn's `memoryTools` option: set (and `memory` too), the memory store is not asked. */
+      readonly memoryTools?: boolean | undefined
+      /** The turn's `memory` option (memory in the prompt): set (and `memoryTools` too), the memory store is not asked. */
+      readonly memory?: boolean | undefined
       readonly cached: SessionState.SessionState | undefined
       readonly refresh: boolean
     }): Effect.Effect<Gathered, Errors.WireError> => {
@@ -131,14 +128,14 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
           knowledgeOf(input.tenant, input.agent),
           SessionState.needsSummary(state) ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s })) : Effect.succeed(undefined),
           lengthHistory.get(input.tenant, input.agent),
-          input.memory === undefined ? Effect.succeed(undefined) : memoryPresent(input.tenant, input.agent, input.memory.user),
+          input.memoryTools === undefined || input.memory === undefined ? memoryAnyOf({ tenant: input.tenant, agent: input.agent, user: input.user }) : Effect.succeed(undefined),
         ],
         { concurrency: "unbounded" },
       ).pipe(
-        Effect.map(([rows, knowledge, summary, lengths, memoryPresent]) => {
+        Effect.map(([rows, knowledge, summary, lengths, memoryAny]) => {
           SessionState.advance(state, { _tag: "Loaded", rows })
           if (summary !== undefined) SessionState.advance(state, { _tag: "SummaryRead", latest: summary.s })
-          return { state, knowledge, lengths, memoryPresent }
+          return { state, knowledge, lengths, memoryAny }
         }),
       )
     }
@@ -149,20 +146,33 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
 
     const invalidateKnowledge = (tenant: string, agent: string) => Effect.sync(() => void knowledgeCache.delete(`${tenant}\u0000${agent}`))
 
-    /** Forgets the presence answers of `tenant`'s `agent` (every user): a memory was stored or removed. */
+    /** Local counting in `model`'s encoding, for the stages. */
+    const localFor = (model: Turn.Model): LocalCounter => {
+      const encoding = local.encodingFor(model)
+      return {
+        encoding,
+        countText: (text) => local.countText(text, encoding),
+        countTools: (tools) => local.countTools(tools, encoding),
+        countMessage: (message) => local.countMessage(message, encoding),
+      }
+    }
+
+    /** Forgets whether `tenant`'s `agent` has memories (every user): one was stored or removed through this worker. */
     const invalidateMemory = (tenant: string, agent: string) =>
       Effect.sync(() => {
         const prefix = `${tenant}\u0000${agent}\u0000`
-        for (const key of presence.keys()) if (key.startsWith(prefix)) presence.delete(key)
+        for (const key of memoryCache.keys()) if (key.startsWith(prefix)) memoryCache.delete(key)
       })
 
     /**
      * The retrieval the `memory` stage asked for: memories for `query.text`
      * (kind `memory`) and learnings for `query.learnings` (kind `learning`; the
-     * newest fill up when the search finds fewer than 5). A failed search
-     * answers nothing (the turn goes on without memory, logged).
+     * newest fill up when the search finds fewer than 5). No store, or a
+     * failed search, answers nothing (the turn goes on without memory, logged).
      */
     const retrieve = (tenant: string, query: Carry.MemoryQuery): Effect.Effect<Carry.MemoryAnswer> => {
+      if (Option.isNone(memories)) return Effect.succeed({ hits: [], learnings: [] })
+      const memoryStore = memories.value
       const scope = { tenant, agent: query.agent, user: query.user }
       const toCandidate = (h: { readonly id: string; readonly text: string; readonly score?: number; readonly updatedAt: string }) => ({
         id: h.id,
@@ -184,17 +194,6 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
         Effect.map(([hits, learnings]) => ({ hits, learnings })),
         Effect.catchAll((e) => Effect.as(Effect.logWarning("memory search failed; this turn goes without memory", e._tag), { hits: [], learnings: [] })),
       )
-    }
-
-    /** Local counting in `model`'s encoding, for the stages. */
-    const localFor = (model: Turn.Model): LocalCounter => {
-      const encoding = local.encodingFor(model)
-      return {
-        encoding,
-        countText: (text) => local.countText(text, encoding),
-        countTools: (tools) => local.countTools(tools, encoding),
-        countMessage: (message) => local.countMessage(message, encoding),
-      }
     }
 
     return { gather, summary, invalidateKnowledge, invalidateMemory, retrieve, localFor } as const

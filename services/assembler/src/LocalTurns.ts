@@ -96,7 +96,7 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
       thresholds: ports.compact === undefined ? undefined : ports.thresholds,
       now: at ?? Date.now(),
       lengths: ports.lengths?.(tenant, Options.resolve(resolved, tenant, request.options).agent),
-      memoryPresent: ports.memory !== undefined,
+      memoryAny: ports.memory === undefined ? undefined : true,
     })
     let from = 0
     for (;;) {
@@ -119,7 +119,17 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
           }
           break
         case "Memory":
-          carry = { ...outcome.carry, answers: { ...outcome.carry.answers, memory: ports.memory?.(tenant, need.query) ?? { hits: [], learnings: [] } } }
+          // no memory store in-process: each call gets an error result
+          carry = {
+            ...outcome.carry,
+            answers: {
+              ...outcome.carry.answers,
+              memory: new Map(need.calls.map((c) => [c.callId, { op: "error" as const, message: "memory is not available here" }])),
+            },
+          }
+          break
+        case "MemoryRecall":
+          carry = { ...outcome.carry, answers: { ...outcome.carry.answers, recalled: ports.memory?.(tenant, need.query) ?? { hits: [], learnings: [] } } }
           break
         case "CompactNow": {
           const summary = await compactNow(need.job, outcome.carry)

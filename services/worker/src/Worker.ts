@@ -25,6 +25,7 @@ import { Effect, Layer, Option } from "effect"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
 import * as LearnEndpoint from "./LearnEndpoint.ts"
+import * as MemoryEndpoint from "./MemoryEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
@@ -99,6 +100,7 @@ export const serve = Effect.gen(function* () {
   })
   yield* LoopCheck.serve({ subject: subjects.loopCheck, queue: config.queueGroup })
   yield* KnowledgeEndpoint.serve({ subjects, queue: config.queueGroup })
+  yield* MemoryEndpoint.serve({ subjects, queue: config.queueGroup })
   const gauges = RuntimeMetrics.refresh({
     shards: leases.status,
     mailboxDepth: assembler.mailboxDepth,
@@ -193,8 +195,8 @@ export const layer = Layer.unwrapEffect(
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
-    const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const memory = MemoryStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     // the agents' histories of session lengths, cached per worker (the cache planner's expected turns)
     const lengths = LengthHistory.layer().pipe(
       Layer.provide(SessionLengthStore.layer),

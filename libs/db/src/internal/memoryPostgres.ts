@@ -19,7 +19,7 @@ import {
   type Version,
   validate,
   words,
-} from "../MemoryStore.ts"
+} from "./memoryModel.ts"
 import { logFailure } from "./logFailure.ts"
 
 interface DocRow {
@@ -52,7 +52,14 @@ const toDocument = (r: DocRow): Document => ({
 
 const keyOf = (scope: Scope) => [scope.tenant, scope.agent ?? DEFAULT_AGENT, scope.user ?? ""] as const
 
-/** Text hits score in [0.25, 1), fuzzy (trigram) hits in [0, 0.25): text relevance first. */
+/** Records the words of a text (see migration 8) for fuzzy matching. */
+export const WORDS = `
+  INSERT INTO ctxd_memory_words (tenant, agent, word)
+  SELECT DISTINCT $1, $2, w FROM regexp_split_to_table(lower($3), '[^[:alnum:]]+') AS w
+  WHERE length(w) BETWEEN 3 AND 40
+  ON CONFLICT DO NOTHING`
+
+/** Text hits score in [0.25, 1), hits of typo-corrected words in [0, 0.25): exact words first. */
 const TEXT_FLOOR = 0.25
 
 /** The schema holding pg_trgm, when it is installed in this database. */
@@ -66,11 +73,20 @@ const trigramSchema = (db: Queryable) =>
 /** Identifiers we interpolate must be plain (an extension schema is, but check). */
 const plainIdentifier = (name: string | undefined) => (name !== undefined && /^[a-z_][a-z0-9_]*$/.test(name) ? name : undefined)
 
+/** Fuzzy matching runs for queries of at most this many words (typos in a keyword or two, not prose). */
+const FUZZY_MAX_WORDS = 3
+/** Stored words a query word with a typo is matched to at most (the most similar, above pg_trgm's similarity_threshold, 0.3 by default). */
+const FUZZY_WORDS = 3
+/** Text matches ranked at most (bounds a search's cost whatever the query matches). */
+const CANDIDATES = 1_000
+/** A lexeme in more than this share of the rows (per the column statistics) is left out of the query, like a stop word. */
+const COMMON_SHARE = 0.01
+/** How long the common lexemes are reused before they are read again. */
+const STATS_TTL_MS = 10 * 60_000
+
 export interface PostgresOptions {
-  /** Use pg_trgm for fuzzy matches when installed; default true. */
+  /** Use pg_trgm for fuzzy matches when installed; default true (false: as without the extension). */
   readonly fuzzy?: boolean | undefined
-  /** Fuzzy matching runs for queries of at most this many words; default 3. */
-  readonly fuzzyMaxWords?: number | undefined
 }
 
 export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreService, never, Database> =>
@@ -87,22 +103,60 @@ export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreSe
     if (options.fuzzy !== false && trgm === undefined) {
       yield* Effect.logWarning("memory store: pg_trgm is not installed; search runs without fuzzy matching")
     }
-    const fuzzyMaxWords = Math.max(0, Math.floor(options.fuzzyMaxWords ?? 3))
 
+    // The query's lexemes (english), less those the column's statistics
+    // (pg_stats most_common_elems) find in more than COMMON_SHARE of the rows,
+    // OR'ed: any may match, ts_rank_cd rewards documents with more of them,
+    // close together. When every lexeme is common they are AND'ed instead.
+    // At most CANDIDATES matches are ranked, so a query matching half a
+    // million rows costs what one matching a thousand does.
     const TEXT_SEARCH = `
-      SELECT id, body, kind, tags, updated_at, ts_rank_cd(tsv, q, 1|32) AS rank
-      FROM ctxd_memory, to_tsquery('english'::regconfig, $4) q
-      WHERE ${VISIBLE} AND ($5::text IS NULL OR kind = $5) AND tsv @@ q
+      WITH lex AS (
+        SELECT lexeme FROM unnest(to_tsvector('english'::regconfig, $4))
+      ), rare AS (
+        SELECT lexeme FROM lex WHERE length(lexeme) > 1 AND NOT (lexeme = ANY($7::text[]))
+      ), query AS (
+        SELECT (CASE WHEN EXISTS (SELECT 1 FROM rare)
+          THEN (SELECT string_agg(quote_literal(lexeme), ' | ') FROM rare)
+          ELSE (SELECT string_agg(quote_literal(lexeme), ' & ') FROM lex) END)::tsquery AS q
+      ), candidates AS (
+        SELECT id, body, kind, tags, updated_at, tsv FROM ctxd_memory, query
+        WHERE ${VISIBLE} AND ($5::text IS NULL OR kind = $5) AND tsv @@ query.q
+        LIMIT ${CANDIDATES}
+      )
+      SELECT id, body, kind, tags, updated_at, ts_rank_cd(tsv, query.q, 1|32) AS rank
+      FROM candidates, query
       ORDER BY rank DESC, updated_at DESC, id
       LIMIT $6`
-    const FUZZY_SEARCH =
+    // the stored words nearest each query word, by trigram similarity
+    const NEAREST_WORDS =
       trgm === undefined
         ? undefined
-        : `SELECT id, body, kind, tags, updated_at, ${trgm}.word_similarity($4, body) AS rank
-           FROM ctxd_memory
-           WHERE ${VISIBLE} AND ($5::text IS NULL OR kind = $5) AND $4 OPERATOR(${trgm}.<%) body AND NOT (id = ANY($7::text[]))
-           ORDER BY rank DESC, updated_at DESC, id
-           LIMIT $6`
+        : `SELECT DISTINCT n.word FROM unnest($3::text[]) AS t (term)
+           CROSS JOIN LATERAL (
+             SELECT w.word FROM ctxd_memory_words w
+             WHERE w.tenant = $1 AND w.agent = $2 AND w.word OPERATOR(${trgm}.%) t.term AND w.word <> t.term
+             ORDER BY ${trgm}.similarity(w.word, t.term) DESC, w.word
+             LIMIT ${FUZZY_WORDS}
+           ) n`
+
+    // the column's most common lexemes, re-read every STATS_TTL_MS (one catalog query)
+    let common: { readonly at: number; readonly lexemes: ReadonlyArray<string> } = { at: -Infinity, lexemes: [] }
+    const commonLexemes = Effect.suspend(() =>
+      Date.now() - common.at < STATS_TTL_MS
+        ? Effect.succeed(common.lexemes)
+        : db
+            .query<{ lexeme: string }>(
+              `SELECT u.lexeme FROM pg_stats s, unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS u (lexeme, freq)
+               WHERE s.schemaname = current_schema() AND s.tablename = 'ctxd_memory' AND s.attname = 'tsv'
+                 AND u.lexeme IS NOT NULL AND u.freq > $1`,
+              [COMMON_SHARE],
+            )
+            .pipe(
+              Effect.map(({ rows }) => rows.map((r) => r.lexeme)),
+              Effect.tap((lexemes) => Effect.sync(() => void (common = { at: Date.now(), lexemes }))),
+            ),
+    )
 
     type HitRow = { id: string; body: string; kind: Kind; tags: ReadonlyArray<string>; updated_at: Date; rank: number }
     const toHit = (floor: number, span: number) => (r: HitRow): Hit => ({
@@ -121,11 +175,15 @@ export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreSe
         if (terms.length === 0) return []
         const kind = opts.kind ?? null
         // any word may match (OR); ts_rank_cd rewards documents with more of them, close together
-        const text = yield* db.query<HitRow>(TEXT_SEARCH, [...keyOf(scope), terms.join(" | "), kind, limit])
+        const text = yield* db.query<HitRow>(TEXT_SEARCH, [...keyOf(scope), terms.join(" "), kind, limit, yield* commonLexemes])
         const hits = text.rows.map(toHit(TEXT_FLOOR, 1 - TEXT_FLOOR))
-        if (FUZZY_SEARCH === undefined || hits.length >= limit || terms.length > fuzzyMaxWords) return hits
-        const fuzzy = yield* db.query<HitRow>(FUZZY_SEARCH, [...keyOf(scope), terms.join(" "), kind, limit - hits.length, hits.map((h) => h.id)])
-        return [...hits, ...fuzzy.rows.map(toHit(0, TEXT_FLOOR))]
+        if (NEAREST_WORDS === undefined || hits.length >= limit || terms.length > FUZZY_MAX_WORDS) return hits
+        const [tenant, agent] = keyOf(scope)
+        const near = yield* db.query<{ word: string }>(NEAREST_WORDS, [tenant, agent, terms])
+        if (near.rows.length === 0) return hits
+        const seen = new Set(hits.map((h) => h.id))
+        const fuzzy = yield* db.query<HitRow>(TEXT_SEARCH, [...keyOf(scope), near.rows.map((r) => r.word).join(" "), kind, limit, []])
+        return [...hits, ...fuzzy.rows.filter((r) => !seen.has(r.id)).map(toHit(0, TEXT_FLOOR))].slice(0, limit)
       }).pipe(logFailure("memory store: search"), Effect.withSpan("MemoryStore.search"))
 
     const remember: MemoryStoreService["remember"] = (scope, input) =>
@@ -163,6 +221,7 @@ export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreSe
                 version - defaults.maxVersions - 1,
               ])
             }
+            yield* tx.query(WORDS, [tenant, agent, `${v.text} ${v.tags.join(" ")}`])
             yield* tx.query(
               "INSERT INTO ctxd_memory_versions (tenant, agent, id, version, body, tags, source) VALUES ($1, $2, $3, $4, $5, $6, $7)",
               [tenant, agent, id, version, v.text, v.tags, v.source ?? null],

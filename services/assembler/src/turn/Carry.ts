@@ -4,7 +4,7 @@
  * in order (see `Turn`).
  */
 import type { Conversation, Loop, Turn } from "@ctxd/contracts"
-import type { CostModel, Knowledge, MemoryRecall, Models, Normalize, Pipeline, SessionLengths, Toolsets, Waste } from "@ctxd/context"
+import type { CostModel, Knowledge, MemoryRecall, MemoryTools, Models, Normalize, Pipeline, SessionLengths, Toolsets, Waste } from "@ctxd/context"
 import type { Plan, View, WorkQueue } from "@ctxd/compactor"
 import type { Judge, LoopState } from "@ctxd/loop-detector"
 import type { TokenCounter } from "@ctxd/token-counter"
@@ -39,8 +39,8 @@ export interface Inputs {
   readonly now: number
   /** How long the tenant's agent's sessions went on (undefined: not known; the cache planner's rule of thumb). */
   readonly lengths?: SessionLengths.Histogram | undefined
-  /** The turn's agent (and user) has memory documents (the shell's cached presence check; absent: none). */
-  readonly memoryPresent?: boolean | undefined
+  /** Whether the turn's agent/user has any memory (undefined: not known, e.g. no memory store): offers the memory tools, retrieves memory. */
+  readonly memoryAny?: boolean | undefined
 }
 
 /** A retrieval the `memory` stage asks for: hits for `text` (none: no retrieval), and the agent's learnings for `learnings`. */
@@ -66,7 +66,8 @@ export type Need =
   | { readonly _tag: "Count"; readonly input: TokenCounter.CountTurnInput }
   | { readonly _tag: "Judge"; readonly input: Judge.Question }
   | { readonly _tag: "CompactNow"; readonly job: WorkQueue.Job; readonly decision: Plan.Decision }
-  | { readonly _tag: "Memory"; readonly query: MemoryQuery }
+  | { readonly _tag: "Memory"; readonly calls: ReadonlyArray<MemoryTools.Call> }
+  | { readonly _tag: "MemoryRecall"; readonly query: MemoryQuery }
 
 /** What the shell answered so far. */
 export interface Answers {
@@ -74,7 +75,10 @@ export interface Answers {
   readonly judge?: Judge.Answer | undefined
   /** A blocking compaction ran (the state holds the summary it made, if any), decided on this. */
   readonly compacted?: Plan.Decision | undefined
-  readonly memory?: MemoryAnswer | undefined
+  /** The memory calls' results, by call id. */
+  readonly memory?: ReadonlyMap<string, MemoryTools.Result> | undefined
+  /** The `memory` stage's retrieval. */
+  readonly recalled?: MemoryAnswer | undefined
 }
 
 /** `tools`: what the model may call and what ctxd answered itself. */

@@ -20,7 +20,7 @@
  *
  * Nothing is retrieved when `memory` is `false`, nor — by default — while the
  * agent (and user) has no memory document at all: the shell's presence check
- * (`Gather`, cached a minute per worker) spares such sessions a search per
+ * (`Gather`, cached 5 s per worker, as the knowledge documents) spares such sessions a search per
  * turn; `memory: true` searches every turn without the check.
  */
 import { MemoryRecall } from "@ctxd/context"
@@ -72,11 +72,11 @@ const none = (budget: number): Learnings => ({ text: "", injected: [], tokens: 0
 export const stage: Carry.Stage = {
   name: "memory",
   run: (carry) => {
-    const { options, state, normalized, model, local, now, memoryPresent } = carry.inputs
+    const { options, state, normalized, model, local, now, memoryAny } = carry.inputs
     const knobs = options.memory
     const compaction = Carry.section(carry, "compaction")
     const kept = state.learnings
-    const present = knobs.enabled === true || (knobs.enabled === undefined && memoryPresent === true)
+    const present = knobs.enabled === true || (knobs.enabled === undefined && memoryAny === true)
     if (!present) return Carry.next({ ...carry, memory: { memory: undefined, learnings: knobs.enabled === false ? undefined : kept } })
 
     const { count } = Carry.section(carry, "count")
@@ -93,10 +93,10 @@ export const stage: Carry.Stage = {
     const retrieve = budget > 0 && query !== ""
     if (!retrieve && !pickLearnings) return Carry.next({ ...carry, memory: { memory: undefined, learnings: learningsBudget > 0 ? kept : undefined } })
 
-    const answer = carry.answers.memory
+    const answer = carry.answers.recalled
     if (answer === undefined) {
       return Carry.need({
-        _tag: "Memory",
+        _tag: "MemoryRecall",
         query: {
           agent: options.agent,
           user: knobs.user,

@@ -14,8 +14,12 @@ export interface Resolved {
   readonly pipeline: Pipeline.Options
   /** On-demand toolsets. */
   readonly toolsets: Toolsets.Config
-  /** Whose knowledge documents the turn sees. */
+  /** Whose knowledge documents and memories the turn sees. */
   readonly agent: string
+  /** The user whose memories the turn also sees (undefined: the agent's shared memories only). */
+  readonly user: string | undefined
+  /** Offer the memory tools: always (true), never (false), or when the agent/user has any memory (undefined). */
+  readonly memoryTools: boolean | undefined
   /** Who counts this turn (undefined: the worker's default). */
   readonly tokenBackend: Tokens.BackendChoice | undefined
   /** The loop detector's thresholds and policy. */
@@ -52,6 +56,8 @@ export const resolve = (config: AssemblerConfig.Config, tenant: string, request:
       includeWriteByDefault: merged.toolsets?.includeWrite ?? false,
     },
     agent: merged.agent ?? Knowledge.DEFAULT_AGENT,
+    user: merged.user,
+    memoryTools: merged.memoryTools,
     tokenBackend: merged.tokenBackend,
     loop: LoopConfig.make(loop),
     judge: { enabled: loop?.judge?.enabled === true, model: loop?.judge?.model },

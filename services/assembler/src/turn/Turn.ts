@@ -15,7 +15,7 @@
  * 8. `reply`      — the reply and its report (`Reply`).
  *
  * A stage that needs I/O it does not have (a provider count, the loop
- * judge, a blocking compaction, a memory search) returns a `Need`; the shell performs it,
+ * judge, a blocking compaction, the memory store for a memory tool call or a memory search) returns a `Need`; the shell performs it,
  * records the answer, and runs the stages again from that one.
  */
 import { Models, Normalize } from "@ctxd/context"
@@ -81,8 +81,8 @@ export const begin = (input: {
   readonly now: number
   /** The tenant's agent's history of session lengths (absent: unknown). */
   readonly lengths?: Carry.Inputs["lengths"]
-  /** The turn's agent (and user) has memory documents (absent: none). */
-  readonly memoryPresent?: boolean | undefined
+  /** Whether the turn's agent/user has any memory (absent: unknown). */
+  readonly memoryAny?: boolean | undefined
 }): Carry.Carry => ({
   inputs: {
     tenant: input.tenant,
@@ -107,7 +107,7 @@ export const begin = (input: {
     thresholds: input.thresholds,
     now: input.now,
     lengths: input.lengths,
-    memoryPresent: input.memoryPresent,
+    memoryAny: input.memoryAny,
   },
   answers: {},
 })
