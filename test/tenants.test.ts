@@ -9,7 +9,14 @@ import * as Harness from "./Harness.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "ctxd-tenants-"))
 const file = join(dir, "tenants.json")
-writeFileSync(file, JSON.stringify({ strict: { toolCompression: "aggressive", loop: { policy: "escalate" } } }))
+writeFileSync(
+  file,
+  JSON.stringify({
+    strict: { toolCompression: "aggressive", loop: { policy: "escalate" } },
+    // one of the worker's 4 turn slots (CTXD_MAX_CONCURRENT), where the default share is all of them
+    narrow: { share: { turnsPercent: 25 } },
+  }),
+)
 
 let h: Harness.Harness
 beforeAll(async () => {
@@ -39,9 +46,39 @@ it("applies the tenant's defaults, and a request's own options win", async () =>
   expect(override.report.tools.compression).toBe("none")
 })
 
-it("refuses to start with an invalid tenants file", async () => {
-  const bad = join(dir, "bad.json")
+it("holds a tenant with its own share to it, and the others to the default", async () => {
+  const burst = (tenant: string) =>
+    Promise.all(Array.from({ length: 24 }, (_, i) => h.request(h.turnSubject(tenant, `burst${i}`), turn())))
+  const narrow = await burst("narrow")
+  const busy = narrow.filter((r) => r.ok === false)
+  expect(busy.length).toBeGreaterThan(0)
+  for (const r of busy) {
+    expect(r.error.code).toBe("Busy")
+    expect(r.error.message).toMatch(/tenant narrow holds its share of this worker's turns in flight \(1 of 1\)/)
+  }
+  const wide = await burst("wide")
+  expect(wide.every((r) => r.ok === true), JSON.stringify(wide.find((r) => r.ok !== true))).toBe(true)
+})
+
+it("refuses to start with an invalid tenants file, saying why in its own scrubbed JSON log", async () => {
+  // a key that also appears in the file's name: the stop reason quotes the name, the log must not quote the key
+  const key = "sk-ant-tenantsfile-0123456789"
+  const bad = join(dir, `${key}.json`)
   writeFileSync(bad, JSON.stringify({ "bad tenant!": {} }))
-  const started = WorkerProcess.start({ CTXD_SUBJECT_ROOT: "t_never", CTXD_TENANTS_FILE: bad }, { readyTimeoutMs: 15_000 })
-  await expect(started.then((w) => w.stop())).rejects.toThrow(/CTXD_TENANTS_FILE .*bad tenant!/)
+  const started = WorkerProcess.start(
+    { CTXD_SUBJECT_ROOT: "t_never", CTXD_TENANTS_FILE: bad, ANTHROPIC_API_KEY: key, CTXD_HTTP_PORT: "0" },
+    { ready: false },
+  )
+  const worker = await started
+  const code = await new Promise<number | string>((resolve) => worker.child.once("exit", (c, s) => resolve(c ?? s ?? "")))
+  expect(code).not.toBe(0)
+  const output = worker.output()
+  expect(output).not.toContain(key)
+  const stop = output
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as { level: number; msg: string; err?: string })
+    .find((line) => line.msg === "the worker stopped")
+  expect(stop?.level).toBe(50)
+  expect(stop?.err).toMatch(/CTXD_TENANTS_FILE .*\[redacted\]\.json: not tenant ids .*bad tenant!/)
 })

@@ -12,7 +12,11 @@
 #    two workers) on host ports that do not clash with the host's, and runs
 #    deploy/ci/stack-test.ts against it: a turn through the stack, a killed
 #    worker whose sessions the other answers, a crash restarted by
-#    `restart: on-failure`, a rolling restart with no turn lost.
+#    `restart: on-failure`, a rolling restart with no turn lost. Then the
+#    same file under deploy/compose/secure.yml (NATS with secure.conf, the
+#    worker logged in as ctxd): deploy/ci/secure-stack-test.ts checks that an
+#    anonymous connection is refused and tenant acme reaches only its own
+#    subjects.
 # 4. Runs the testcontainers suites (test/containers.test.ts and
 #    libs/testcontainers) for real.
 # 5. Stops everything it started and restores what it changed.
@@ -324,6 +328,28 @@ log "compose down"
 timeout 180 docker-compose -p "$PROJECT" -f docker-compose.yml down -v --remove-orphans -t 30 > "$WORK/compose-down.log" 2>&1 || true
 COMPOSE_UP=""
 
+# --- 4b. the secure stack: deploy/compose/secure.yml over the same file ------
+SECURE=(-p "$PROJECT" -f docker-compose.yml -f deploy/compose/secure.yml)
+log "compose up (secure: deploy/nats/secure.conf, workers log in as ctxd), 1 worker"
+COMPOSE_UP=1
+secure_ok=1
+run_logged compose-up-secure timeout 300 docker-compose "${SECURE[@]}" up -d --no-build --scale worker=1 || secure_ok=0
+if [ "$secure_ok" = 1 ] && ! NATS_URL="nats://127.0.0.1:$CTXD_NATS_HOST_PORT" CTXD_CI_STACK_RESULTS="$WORK/secure.json" \
+  timeout 300 "$NODE" deploy/ci/secure-stack-test.ts; then
+  secure_ok=0
+  log "secure stack test failed; the worker's log ends with:"
+  timeout 60 docker-compose "${SECURE[@]}" logs --no-color --tail 60 worker || true
+fi
+if [ -s "$WORK/secure.json" ]; then
+  PASSED=$((PASSED + $("$NODE" -p "require('$WORK/secure.json').passed")))
+  FAILED=$((FAILED + $("$NODE" -p "require('$WORK/secure.json').failed")))
+elif [ "$secure_ok" = 0 ]; then
+  FAILED=$((FAILED + 1))
+fi
+log "compose down (secure)"
+timeout 180 docker-compose "${SECURE[@]}" down -v --remove-orphans -t 30 > "$WORK/compose-down.log" 2>&1 || true
+COMPOSE_UP=""
+
 # --- 5. the testcontainers suites, for real ----------------------------------
 log "testcontainers suites (test/containers.test.ts, libs/testcontainers)"
 tc_ok=1
@@ -341,5 +367,5 @@ elif [ "$tc_ok" = 0 ]; then
 fi
 
 log "containers: $PASSED passed, $FAILED failed, $SKIPPED skipped"
-if [ "$stack_ok" = 1 ] && [ "$tc_ok" = 1 ] && [ "$FAILED" = 0 ]; then exit 0; fi
+if [ "$stack_ok" = 1 ] && [ "$secure_ok" = 1 ] && [ "$tc_ok" = 1 ] && [ "$FAILED" = 0 ]; then exit 0; fi
 exit 1

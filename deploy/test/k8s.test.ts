@@ -151,6 +151,21 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
     expect(configMap.data.CTXD_HTTP_PORT).toBe("9464")
   })
 
+  it("takes provider keys and the NATS login from optional Secrets, so a plain deployment needs neither", () => {
+    const spec = one<Deployment>("Deployment").spec.template.spec as unknown as {
+      containers: ReadonlyArray<{ envFrom: ReadonlyArray<{ secretRef?: { name: string; optional?: boolean } }>; volumeMounts: ReadonlyArray<{ name: string; mountPath: string; readOnly?: boolean }> }>
+      volumes: ReadonlyArray<{ name: string; secret?: { secretName: string; optional?: boolean } }>
+    }
+    const container = spec.containers[0]!
+    expect(container.envFrom.find((e) => e.secretRef !== undefined)?.secretRef).toEqual({ name: "ctxd-providers", optional: true })
+    const volume = spec.volumes.find((v) => v.secret !== undefined)!
+    expect(volume.secret).toEqual({ secretName: "ctxd-nats", optional: true })
+    expect(container.volumeMounts.find((m) => m.name === volume.name)).toEqual({ name: volume.name, mountPath: "/etc/ctxd/nats", readOnly: true })
+    // the ConfigMap's secure block names files under that mount
+    const text = readFileSync(join(ROOT, "deploy", "k8s", "configmap.yaml"), "utf8")
+    expect(text).toMatch(/#\s+NATS_CREDS: "\/etc\/ctxd\/nats\/ctxd\.creds"/)
+  })
+
   it("lists every manifest in the kustomization", () => {
     const kustomization = manifests.find((m) => m.object.kind === "Kustomization")!.object as unknown as { resources: Array<string> }
     expect([...kustomization.resources].sort()).toEqual([...new Set(api.map((m) => m.file))].sort())

@@ -251,6 +251,13 @@ export const render = (result: Result, countText: (text: string) => number, maxT
   }
 }
 
+/** True when an assistant message of `incoming` calls a memory tool (the common case, none, costs one scan). */
+export const called = (incoming: ReadonlyArray<Conversation.Message>): boolean =>
+  incoming.some((m) => m.role === "assistant" && m.parts.some((p) => p.type === "tool_call" && isMemoryTool(p.name)))
+
+/** {@link pending} of messages without memory calls. */
+export const none: { readonly calls: ReadonlyArray<Call>; readonly answers: ReadonlyMap<string, Answer> } = { calls: [], answers: new Map() }
+
 /**
  * The memory calls in a turn's incoming messages for the shell to run, in
  * order: calls of the memory tools in assistant messages that no later

@@ -34,7 +34,7 @@ describe("MemoryTools.pending", () => {
     call("b", "memory_remember", { text: "aisle" }),
     call("c", "memory_read", {}),
     call("d", "memory_list", {}),
-    { role: "tool", parts: [{ type: "tool_result", callId: "d", content: [{ type: "text", text: "runtime's own" }] }] } satisfies Conversation.Message,
+    { role: "tool", parts: [{ type: "tool_result", callId: "d", content: [{ type: "text", text: "runtime's own" }], isError: false }] } satisfies Conversation.Message,
   ]
 
   it("runs well-formed calls, answers malformed ones and memory_remember without write tools at once, leaves runtime-answered ones", () => {

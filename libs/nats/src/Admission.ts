@@ -55,6 +55,8 @@ export interface AdmissionService {
   readonly inFlightBytes: () => number
   /** What `tenant` holds now (zeros when nothing). */
   readonly held: (tenant: string) => Held
+  /** What `tenant` may hold: its own share where it has one (`overrides`), else the default ({@link AdmissionService.tenantMaxBytes}, {@link AdmissionService.tenantMaxTurns}). */
+  readonly shareFor: (tenant: string) => Held
   /** Tenants holding something now. */
   readonly tenants: () => number
 }
@@ -87,11 +89,22 @@ export interface Share {
 
 const bound = (n: number | undefined) => (n !== undefined && Number.isFinite(n) && n > 0 ? n : Number.POSITIVE_INFINITY)
 
-/** A budget of `maxBytes` (a non-positive or non-finite value means unbounded), and each tenant's `share` of it. */
-export const make = (maxBytes: number, share: Share = {}): AdmissionService => {
+/**
+ * A budget of `maxBytes` (a non-positive or non-finite value means
+ * unbounded), and each tenant's `share` of it; `overrides` gives a tenant its
+ * own share (asked on every request, so a reloaded configuration applies to
+ * the next one; undefined = the default share).
+ */
+export const make = (maxBytes: number, share: Share = {}, overrides?: (tenant: string) => Share | undefined): AdmissionService => {
   const limit = bound(maxBytes)
   const tenantMaxBytes = Math.min(limit, bound(share.maxBytes))
   const tenantMaxTurns = bound(share.maxTurns)
+  const shareFor = (tenant: string): Held => {
+    const own = overrides?.(tenant)
+    return own === undefined
+      ? { bytes: tenantMaxBytes, turns: tenantMaxTurns }
+      : { bytes: Math.min(limit, bound(own.maxBytes)), turns: bound(own.maxTurns) }
+  }
   let used = 0
   // only tenants holding something: an entry goes when its last byte and turn are released
   const tenants = new Map<string, { bytes: number; turns: number }>()
@@ -124,8 +137,11 @@ export const make = (maxBytes: number, share: Share = {}): AdmissionService => {
     release,
     tryAcquireFor: (tenant, bytes) => {
       const held = tenants.get(tenant)
-      if (held !== undefined && held.turns >= tenantMaxTurns) return "turns"
-      if (held !== undefined && held.bytes > 0 && held.bytes + bytes > tenantMaxBytes) return "bytes"
+      if (held !== undefined) {
+        const may = shareFor(tenant)
+        if (held.turns >= may.turns) return "turns"
+        if (held.bytes > 0 && held.bytes + bytes > may.bytes) return "bytes"
+      }
       if (!tryAcquire(bytes)) return "worker"
       const taken = entry(tenant)
       taken.bytes += bytes
@@ -146,12 +162,13 @@ export const make = (maxBytes: number, share: Share = {}): AdmissionService => {
       return held === undefined ? none : { bytes: held.bytes, turns: held.turns }
     },
     tenants: () => tenants.size,
+    shareFor,
   }
 }
 
 /** {@link make} as a layer. */
-export const layer = (maxBytes: number, share?: Share): Layer.Layer<Admission> =>
-  Layer.sync(Admission, () => make(maxBytes, share))
+export const layer = (maxBytes: number, share?: Share, overrides?: (tenant: string) => Share | undefined): Layer.Layer<Admission> =>
+  Layer.sync(Admission, () => make(maxBytes, share, overrides))
 
 /** `CTXD_MAX_INFLIGHT_BYTES` (default 16 MiB; 0 = unbounded). */
 export const config = Config.integer("CTXD_MAX_INFLIGHT_BYTES").pipe(

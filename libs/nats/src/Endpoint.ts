@@ -343,10 +343,11 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
       if (refusal === "turns" || refusal === "bytes") {
         Admission.recordBusy(tenant!, refusal)
         const held = budget.held(tenant!)
+        const may = budget.shareFor(tenant!)
         const what =
           refusal === "turns"
-            ? `turns in flight (${held.turns} of ${budget.tenantMaxTurns})`
-            : `request bytes in flight (${held.bytes} of ${budget.tenantMaxBytes} bytes)`
+            ? `turns in flight (${held.turns} of ${may.turns})`
+            : `request bytes in flight (${held.bytes} of ${may.bytes} bytes)`
         return rejectNow(msg, errorReply("Busy", `tenant ${tenant} holds its share of this worker's ${what}`, { hint: "retry with backoff" }))
       }
       if (refusal === "worker") {

@@ -33,6 +33,22 @@ describe("Admission: per-tenant share", () => {
     expect(budget.tryAcquireFor("a", 300)).toBeUndefined()
   })
 
+  it("a tenant with its own share is held to it; the others to the default", () => {
+    const own: Record<string, Admission.Share> = { big: { maxTurns: 3, maxBytes: 900 }, small: { maxTurns: 1 } }
+    const budget = Admission.make(1_000, { maxTurns: 2, maxBytes: 500 }, (tenant) => own[tenant])
+    expect(budget.shareFor("big")).toEqual({ turns: 3, bytes: 900 })
+    expect(budget.shareFor("other")).toEqual({ turns: 2, bytes: 500 })
+    for (let i = 0; i < 3; i++) expect(budget.tryAcquireFor("big", 10)).toBeUndefined()
+    expect(budget.tryAcquireFor("big", 10)).toBe("turns")
+    expect(budget.tryAcquireFor("small", 10)).toBeUndefined()
+    expect(budget.tryAcquireFor("small", 10)).toBe("turns")
+    expect(budget.tryAcquireFor("other", 10)).toBeUndefined()
+    expect(budget.tryAcquireFor("other", 10)).toBeUndefined()
+    expect(budget.tryAcquireFor("other", 10)).toBe("turns")
+    // bytes: an override's byte share is still capped by the worker's budget
+    expect(Admission.make(1_000, {}, () => ({ maxBytes: 5_000 })).shareFor("x").bytes).toBe(1_000)
+  })
+
   it("one request larger than the tenant's share passes when the tenant holds nothing", () => {
     const budget = Admission.make(10_000, { maxBytes: 100 })
     expect(budget.tryAcquireFor("a", 5_000)).toBeUndefined()

@@ -89,7 +89,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             Spans.span("ctxd.count_tokens"),
           )
         case "Judge":
-          return judge.ask(need.input).pipe(
+          return judge.ask({ ...need.input, tenant }).pipe(
             Effect.map((answer) => ({ judge: answer })),
             Spans.span("ctxd.loop_judge", { kind: "client" }),
           )

@@ -203,6 +203,7 @@ export const make = (
                 sessionModel: { provider: model.provider, name: model.name },
                 mode: input.mode,
                 previous: cut.previous?.text,
+                tenant,
               }),
             )
             if (Either.isLeft(summarized)) {

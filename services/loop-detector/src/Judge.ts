@@ -93,6 +93,8 @@ export interface Question {
   readonly judgeModel: string | undefined
   readonly borderline: Detector.Verdict
   readonly recent: ReadonlyArray<Conversation.Message>
+  /** On whose behalf (the provider key: `ProviderKeys`); undefined: a tenant-less call. */
+  readonly tenant?: string | undefined
 }
 
 /** The port. */
@@ -110,10 +112,10 @@ const TIMEOUT = "10 seconds"
 export const layer: Layer.Layer<Judge, never, Llm.Llm> = Layer.effect(
   Judge,
   Effect.map(Llm.Llm, (llm) => ({
-    ask: ({ model, judgeModel, borderline, recent }) => {
+    ask: ({ model, judgeModel, borderline, recent, tenant }) => {
       const name = judgeModel ?? model.name
       return llm
-        .client(model.provider)
+        .client(model.provider, tenant)
         .complete({ model: name, system: SYSTEM, prompt: prompt(borderline, recent), maxTokens: 200, json: true })
         .pipe(
           Effect.timeout(TIMEOUT),

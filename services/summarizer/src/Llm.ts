@@ -16,7 +16,8 @@ import Anthropic, {
   APIError as AnthropicApiError,
 } from "@anthropic-ai/sdk"
 import { ApiError as GoogleApiError, GoogleGenAI } from "@google/genai"
-import { Context, Data, Duration, Effect, Layer, Redacted, type ConfigError } from "effect"
+import { Context, Data, Duration, Effect, Layer, Option, Redacted, type ConfigError } from "effect"
+import { ProviderKeys } from "@ctxd/context"
 import OpenAI, {
   APIConnectionError as OpenAIConnectionError,
   APIConnectionTimeoutError as OpenAITimeoutError,
@@ -46,8 +47,12 @@ export interface Completion {
   readonly stopReason: string
 }
 
-/** Why a call failed. `rate_limited`, `server`, `timeout` and `connection` are worth retrying. */
-export type FailureReason = "timeout" | "rate_limited" | "server" | "connection" | "auth" | "rejected" | "unknown"
+/**
+ * Why a call failed. `rate_limited`, `server`, `timeout` and `connection` are
+ * worth retrying; `denied`: no key this tenant may use (`ProviderKeys`), no
+ * call was made.
+ */
+export type FailureReason = "timeout" | "rate_limited" | "server" | "connection" | "auth" | "rejected" | "denied" | "unknown"
 
 /** A provider call failed. */
 export class ProviderFailed extends Data.TaggedError("ProviderFailed")<{
@@ -67,9 +72,17 @@ export interface LlmClient {
   readonly complete: (request: CompletionRequest) => Effect.Effect<Completion, ProviderFailed>
 }
 
-/** The clients of this process, one per provider kind. */
+/**
+ * The clients of this process: one per provider kind with the worker's key,
+ * one per (provider, key) for tenants with their own keys (`ProviderKeys`).
+ */
 export interface LlmService {
-  readonly client: (provider: SummarizerConfig.ProviderKind) => LlmClient
+  /**
+   * The client for calls on behalf of `tenant` (undefined: the tenant-less
+   * legacy subjects): with the tenant's own key, the worker's, or one that
+   * fails every call with `denied`.
+   */
+  readonly client: (provider: SummarizerConfig.ProviderKind, tenant?: string | undefined) => LlmClient
 }
 
 /** The model port. */
@@ -267,39 +280,73 @@ const googleClient = (endpoint: SummarizerConfig.Endpoint, timeoutMs: number): L
 export type ClientConfig = Pick<SummarizerConfig.Config, "anthropic" | "openai" | "compatible" | "timeoutMs"> &
   Partial<Pick<SummarizerConfig.Config, "google">>
 
+/** Clients with tenants' own keys kept at once (least recently created dropped first; a dropped one is rebuilt on its next call). */
+const MAX_TENANT_CLIENTS = 256
+
 /**
  * The SDK-backed clients. Each is created on first use, so a process that
  * never summarizes with a provider never needs its key. Asking for
  * `openai_compatible` without `CTXD_SUMMARIZER_BASE_URL` uses the OpenAI
- * endpoint config.
+ * endpoint config. `keys` chooses whose key a tenant's call uses (default:
+ * the worker's for every call).
  */
-export const make = (config: ClientConfig): LlmService => {
-  const clients = new Map<SummarizerConfig.ProviderKind, LlmClient>()
+export const make = (config: ClientConfig, keys: ProviderKeys.ProviderKeysService = ProviderKeys.workerOnly): LlmService => {
+  const endpointOf = (provider: SummarizerConfig.ProviderKind): SummarizerConfig.Endpoint =>
+    provider === "anthropic"
+      ? config.anthropic
+      : provider === "google"
+        ? (config.google ?? {})
+        : provider === "openai" || config.compatible.baseURL === undefined
+          ? config.openai
+          : config.compatible
+  const build = (provider: SummarizerConfig.ProviderKind, endpoint: SummarizerConfig.Endpoint): LlmClient =>
+    provider === "anthropic"
+      ? anthropicClient(endpoint, config.timeoutMs)
+      : provider === "google"
+        ? googleClient(endpoint, config.timeoutMs)
+        : openaiClient(provider, endpoint, config.timeoutMs)
+  const workers = new Map<SummarizerConfig.ProviderKind, LlmClient>()
+  // insertion order: the first is the least recently created
+  const tenants = new Map<string, LlmClient>()
   return {
-    client: (provider) => {
-      let client = clients.get(provider)
+    client: (provider, tenant) => {
+      const choice = keys.choose(tenant, provider)
+      if (choice._tag === "Denied") return deniedClient(provider, choice.message)
+      if (choice._tag === "Worker") {
+        let client = workers.get(provider)
+        if (client === undefined) workers.set(provider, (client = build(provider, endpointOf(provider))))
+        return client
+      }
+      const id = `${provider} ${choice.ref}`
+      let client = tenants.get(id)
       if (client === undefined) {
-        client =
-          provider === "anthropic"
-            ? anthropicClient(config.anthropic, config.timeoutMs)
-            : provider === "google"
-              ? googleClient(config.google ?? {}, config.timeoutMs)
-              : provider === "openai"
-              ? openaiClient("openai", config.openai, config.timeoutMs)
-              : openaiClient(
-                  "openai_compatible",
-                  config.compatible.baseURL === undefined ? config.openai : config.compatible,
-                  config.timeoutMs,
-                )
-        clients.set(provider, client)
+        if (tenants.size >= MAX_TENANT_CLIENTS) tenants.delete(tenants.keys().next().value!)
+        tenants.set(id, (client = build(provider, { ...endpointOf(provider), apiKey: choice.key })))
       }
       return client
     },
   }
 }
 
-/** The clients for explicit config. */
-export const layer = (config: ClientConfig): Layer.Layer<Llm> => Layer.sync(Llm, () => make(config))
+/** A client that makes no call: every completion fails with `denied` and `message`. */
+const deniedClient = (provider: SummarizerConfig.ProviderKind, message: string): LlmClient => ({
+  provider,
+  complete: () => Effect.fail(new ProviderFailed({ provider, reason: "denied", message })),
+})
 
-/** The clients configured from the environment (`SummarizerConfig.config`). */
-export const layerConfig: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.effect(Llm, Effect.map(SummarizerConfig.config, make))
+/** The clients for explicit config (the worker's key for every call unless `keys` says otherwise). */
+export const layer = (config: ClientConfig, keys?: ProviderKeys.ProviderKeysService): Layer.Layer<Llm> =>
+  Layer.sync(Llm, () => make(config, keys))
+
+/**
+ * The clients configured from the environment (`SummarizerConfig.config`),
+ * choosing keys with the `ProviderKeys` in the context when there is one.
+ */
+export const layerConfig: Layer.Layer<Llm, ConfigError.ConfigError> = Layer.effect(
+  Llm,
+  Effect.gen(function* () {
+    const config = yield* SummarizerConfig.config
+    const keys = yield* Effect.serviceOption(ProviderKeys.ProviderKeys)
+    return make(config, Option.getOrUndefined(keys))
+  }),
+)

@@ -41,6 +41,8 @@ export interface SummarizeEndpointOptions {
 /** The reply to one raw request (exported for tests and in-process callers). */
 export const handle = (
   data: Uint8Array,
+  /** From the subject; undefined on the tenant-less legacy subject. */
+  tenant?: string | undefined,
 ): Effect.Effect<Summarize.SummarizeReply | ReturnType<typeof Endpoint.errorReply>, never, Summarizer> =>
   Effect.gen(function* () {
     const request = Requests.decode(Summarize.SummarizeRequest, data, { what: "summarize requests", hint: "send {format, model: {provider, name}, messages: [...] (input: [...] for openai-responses, contents: [...] for gemini), mode?, previousSummary?, maxBullets?}" })
@@ -55,13 +57,18 @@ export const handle = (
         mode: r.mode,
         previous: r.previousSummary,
         maxBullets: r.maxBullets,
+        tenant,
       }),
     )
     if (Either.isLeft(result)) {
       const e = result.left
       // capped: a provider's error text is not ours to bound
       return Errors.capReply(
-        e.reason === "provider"
+        e.cause?.reason === "denied"
+          ? Endpoint.errorReply("BadRequest", e.message, {
+              hint: "the operator must name a provider key for this tenant (its section's `providers`) or allow it the worker's key (CTXD_WORKER_KEY_TENANTS)",
+            })
+          : e.reason === "provider"
           ? Endpoint.errorReply("Unavailable", e.message, { hint: "the summarizer's provider failed after retries; retry later" })
           : e.reason === "too_large"
             ? Endpoint.errorReply("TooLarge", e.message, { hint: "send a shorter span or raise CTXD_SUMMARIZER_MAX_DEPTH" })
@@ -102,7 +109,7 @@ export const serve = (options: SummarizeEndpointOptions = {}) =>
         maxPayload: options.maxPayload,
         handler: (request) => {
           const tenant = subjects.parseTenant(request.subject)
-          const reply = Effect.provideService(handle(request.data), Summarizer, summarizer)
+          const reply = Effect.provideService(handle(request.data, tenant), Summarizer, summarizer)
           return tenant === undefined ? reply : Effect.annotateLogs(reply, { tenant })
         },
       })

@@ -43,6 +43,8 @@ export interface SummarizeInput {
   readonly maxBullets?: number | undefined
   /** The final call's system prompt instead of the mode's (in-process callers: `learn`); the answer is kept as text. */
   readonly instructions?: string | undefined
+  /** On whose behalf: the provider key is the tenant's own, the worker's, or none (`ProviderKeys`); undefined: a tenant-less call. */
+  readonly tenant?: string | undefined
 }
 
 /** What to fold into lessons: a finished session's messages. */
@@ -51,6 +53,8 @@ export interface LearnInput {
   readonly sessionModel: SummarizeInput["sessionModel"]
   /** Lessons wanted at most (1–5). */
   readonly max: number
+  /** On whose behalf (the provider key, as for `summarize`). */
+  readonly tenant?: string | undefined
 }
 
 /** The lessons a session gave and what they cost. */
@@ -199,7 +203,7 @@ export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerS
         const mode = input.mode ?? config.mode
         const bullets = input.maxBullets ?? config.bullets
         const goal = target(config, input.sessionModel)
-        const client = llm.client(goal.provider)
+        const client = llm.client(goal.provider, input.tenant)
         const encoding = counter.encodingFor({ provider: goal.provider === "anthropic" ? "anthropic" : "openai", name: goal.name })
         const count: Transcript.CountText = (text) => counter.countText(text, encoding)
         const budget = goal.inputBudget
@@ -326,7 +330,7 @@ export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerS
       }).pipe(Effect.withSpan("Summarizer.summarize", { attributes: { messages: input.items.length } }))
 
     const learn = (input: LearnInput): Effect.Effect<LearnResult, SummarizeFailed> =>
-      summarize({ items: input.items, sessionModel: input.sessionModel, mode: "one_shot", instructions: Prompts.learnSystem(input.max) }).pipe(
+      summarize({ items: input.items, sessionModel: input.sessionModel, mode: "one_shot", instructions: Prompts.learnSystem(input.max), tenant: input.tenant }).pipe(
         Effect.map((r) => ({
           lessons: Prompts.lessons(r.text, input.max),
           model: r.model,

@@ -32,7 +32,8 @@
  */
 import { type Conversation, Tokens, type Turn } from "@ctxd/contracts"
 import { LocalCounter } from "@ctxd/tokens"
-import { Cause, type ConfigError, Context, Duration, Effect, Either, FiberRef, HashMap, Layer, Option, type Scope } from "effect"
+import { ProviderKeys } from "@ctxd/context"
+import { Cause, type ConfigError, Context, Duration, Effect, Either, ExecutionStrategy, Exit, FiberRef, HashMap, Layer, Option, Scope } from "effect"
 import * as AnthropicCounter from "./AnthropicCounter.ts"
 import type * as ExactCounter from "./ExactCounter.ts"
 import * as GeminiCounter from "./GeminiCounter.ts"
@@ -221,8 +222,19 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => {
 
 const record = <V>(map: ReadonlyMap<string, V>): Record<string, V> => Object.fromEntries(map)
 
-/** Builds the service; provider calls run in the current scope. */
-export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.Effect<TokenCounterService, never, Scope.Scope> =>
+/** Exact counters with tenants' own keys kept at once (the least recently created is closed first; rebuilt on its next use). */
+const MAX_TENANT_COUNTERS = 64
+
+/**
+ * Builds the service; provider calls run in the current scope. `keys`
+ * chooses whose key a tenant's exact count uses (default: the worker's for
+ * every call); each tenant key gets its own counter — breaker, bulkhead,
+ * cache — so one tenant's bad key never opens the breaker for the others.
+ */
+export const make = (
+  options: Partial<TokenCounterConfig.Config> = {},
+  keys: ProviderKeys.ProviderKeysService = ProviderKeys.workerOnly,
+): Effect.Effect<TokenCounterService, never, Scope.Scope> =>
   Effect.gen(function* () {
     const config: TokenCounterConfig.Config = { ...TokenCounterConfig.defaults, ...options }
     const tiktoken = LocalCounter.make({ backend: "tiktoken", cacheCapacity: config.cacheCapacity })
@@ -242,6 +254,38 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
     if (config.anthropic !== undefined) exacts.set("anthropic", yield* AnthropicCounter.make({ ...config.anthropic, ...shared }))
     if (config.openai !== undefined) exacts.set("openai", yield* OpenAICounter.make({ ...config.openai, ...shared }))
     if (config.google !== undefined) exacts.set("google", yield* GeminiCounter.make({ ...config.google, ...shared }))
+    // and one per tenant key (`ProviderKeys`), made on first use in its own scope, closed when dropped
+    const scope = yield* Effect.scope
+    const tenantExacts = new Map<string, { readonly counter: ExactCounter.ExactCounter; readonly scope: Scope.CloseableScope }>()
+    const makers: Readonly<Record<ExactCounter.Provider, typeof AnthropicCounter.make>> = {
+      anthropic: AnthropicCounter.make,
+      openai: OpenAICounter.make,
+      google: GeminiCounter.make,
+    }
+    /**
+     * The exact counter of `provider` for `tenant`: the tenant's own key's,
+     * the worker's (undefined when the worker has none), or `denied`.
+     */
+    const exactFor = (provider: string, tenant: string | undefined): Effect.Effect<ExactCounter.ExactCounter | "denied" | undefined> =>
+      Effect.gen(function* () {
+        if (!(provider in makers)) return undefined
+        const kind = provider as ExactCounter.Provider
+        const choice = keys.choose(tenant, kind)
+        if (choice._tag === "Worker") return exacts.get(kind)
+        if (choice._tag === "Denied") return "denied"
+        const id = `${kind} ${choice.ref}`
+        const known = tenantExacts.get(id)
+        if (known !== undefined) return known.counter
+        if (tenantExacts.size >= MAX_TENANT_COUNTERS) {
+          const [oldest, entry] = tenantExacts.entries().next().value!
+          tenantExacts.delete(oldest)
+          yield* Scope.close(entry.scope, Exit.void)
+        }
+        const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+        const counter = yield* makers[kind]({ ...config[kind], apiKey: choice.key, ...shared }).pipe(Scope.extend(child))
+        tenantExacts.set(id, { counter, scope: child })
+        return counter
+      })
     const providerOf: Readonly<Record<string, string>> = { anthropic_api: "anthropic", openai_api: "openai", google_api: "google" }
     // mutated in place, only inside Effect.sync (one fiber at a time on the JS thread)
     const calibration = CalibrationState.make(config.calibrationLimits)
@@ -258,16 +302,23 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
      * falls back silently (no provider count was promised); a backend asked
      * for by name says why it did not answer.
      */
-    const route = (model: Model, choice: BackendChoice | undefined, unsupportedFormat: string | undefined): Route => {
-      const wanted = choice ?? config.backend
-      if (wanted === "heuristic" || wanted === "tiktoken") return { local: wanted }
-      const local = (fallback: string): Route => (wanted === "auto" ? { local: "tiktoken" } : { local: "tiktoken", fallback })
-      if (wanted !== "auto" && providerOf[wanted] !== model.provider) return local("unsupported_provider")
-      const exact = exacts.get(model.provider)
-      if (exact === undefined) return local("not_configured")
-      if (unsupportedFormat !== undefined) return local(unsupportedFormat)
-      return { exact, local: "tiktoken" }
-    }
+    const route = (
+      model: Model,
+      choice: BackendChoice | undefined,
+      unsupportedFormat: string | undefined,
+      tenant: string | undefined,
+    ): Effect.Effect<Route> =>
+      Effect.gen(function* () {
+        const wanted = choice ?? config.backend
+        if (wanted === "heuristic" || wanted === "tiktoken") return { local: wanted }
+        const local = (fallback: string): Route => (wanted === "auto" ? { local: "tiktoken" } : { local: "tiktoken", fallback })
+        if (wanted !== "auto" && providerOf[wanted] !== model.provider) return local("unsupported_provider")
+        const exact = yield* exactFor(model.provider, tenant)
+        if (exact === undefined) return local("not_configured")
+        if (exact === "denied") return local("key_not_allowed")
+        if (unsupportedFormat !== undefined) return local(unsupportedFormat)
+        return { exact, local: "tiktoken" }
+      })
 
     /** Why a turn in `format` cannot be counted by its provider's endpoint (`undefined`: it can, or the format is not known). */
     const formatProblem = (model: Model, format: Turn.Format | undefined): string | undefined =>
@@ -332,7 +383,7 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
     const countTurn = (input: CountTurnInput): Effect.Effect<TurnCount> =>
       Effect.gen(function* () {
         tally.turns++
-        const path = route(input.model, input.backend, formatProblem(input.model, input.format))
+        const path = yield* route(input.model, input.backend, formatProblem(input.model, input.format), yield* tenantOf(input))
         const exact = path.exact
         if (exact === undefined) return yield* countLocally(input, path.local, path.fallback)
         const encoding = tiktoken.encodingFor(input.model)
@@ -369,7 +420,7 @@ export const make = (options: Partial<TokenCounterConfig.Config> = {}): Effect.E
     const countRequest = (input: CountRequestInput): Effect.Effect<CountResult> =>
       Effect.gen(function* () {
         const chat = input.model.provider === "openai" && input.body !== undefined && !OpenAICounter.isResponsesBody(input.body)
-        const path = route(input.model, input.backend, chat ? "chat_completions" : undefined)
+        const path = yield* route(input.model, input.backend, chat ? "chat_completions" : undefined, input.tenant)
         const exact = path.exact
         if (exact === undefined) return yield* countRequestLocally(input, path.local, path.fallback)
         const segments = input.segments
@@ -463,5 +514,9 @@ export const layer = (config: Partial<TokenCounterConfig.Config> = {}): Layer.La
 /** The service configured from the environment (see `TokenCounterConfig.config`). */
 export const layerConfig: Layer.Layer<TokenCounter, ConfigError.ConfigError> = Layer.scoped(
   TokenCounter,
-  Effect.flatMap(TokenCounterConfig.config, (config) => make(config)),
+  Effect.gen(function* () {
+    const config = yield* TokenCounterConfig.config
+    const keys = yield* Effect.serviceOption(ProviderKeys.ProviderKeys)
+    return yield* make(config, Option.getOrUndefined(keys))
+  }),
 )

@@ -52,6 +52,7 @@ export const handle = (tenant: string, session: string, data: Uint8Array) =>
         items: rows.right.map((row) => ({ seq: row.seq, message: row.message })),
         sessionModel: { provider: r.model.provider, name: r.model.name },
         max: r.maxLessons ?? MemoryRecall.defaults.maxLearnings,
+        tenant,
       }),
     )
     if (Either.isLeft(learned)) {

@@ -14,6 +14,7 @@
 import { Assembler, AssemblerConfig, Compaction, LengthHistory, TurnEndpoint } from "@ctxd/assembler"
 import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
+import { ProviderKeys } from "@ctxd/context"
 import { LocalCounter } from "@ctxd/tokens"
 import { Subjects, Tenants, type Turn } from "@ctxd/contracts"
 import { Judge, LoopCheck } from "@ctxd/loop-detector"
@@ -22,6 +23,7 @@ import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenCounter, UsageEndpoint } from "@ctxd/token-counter"
 import { Effect, Layer, Option } from "effect"
+import { readFileSync } from "node:fs"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
 import * as LearnEndpoint from "./LearnEndpoint.ts"
@@ -29,7 +31,7 @@ import * as MemoryEndpoint from "./MemoryEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
-import { priceTable, tenantSections, WorkerConfig } from "./WorkerConfig.ts"
+import { memoryToolsDefault, priceTable, tenantSections, WorkerConfig } from "./WorkerConfig.ts"
 import { WorkerStatus } from "./WorkerStatus.ts"
 
 const tokenCount = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
@@ -203,7 +205,13 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(Migrations.layer),
       Layer.provide(database),
     )
-    const tokens = TokenCounter.layerConfig
+    // whose provider key a tenant's summaries, judge calls and exact counts use
+    const keys = ProviderKeys.layer({
+      sections: () => sections,
+      workerKeyTenants: config.workerKeyTenants,
+      readers: { env: (name) => process.env[name], file: (path) => readFileSync(path, "utf8") },
+    })
+    const tokens = TokenCounter.layerConfig.pipe(Layer.provide(keys))
     const nats = NatsClient.layer({
       servers: config.natsUrl.split(","),
       name: `ctxd-worker-${config.workerId}`,
@@ -218,16 +226,22 @@ export const layer = Layer.unwrapEffect(
     }).pipe(Layer.provide(nats))
     // each tenant's share of it, and of the turn slots: one tenant's burst cannot take the whole worker
     const maxInflightBytes = yield* Admission.config
+    // a tenant's section may set its own share (`share: {turnsPercent, bytesPercent}`) over the default
+    const shareDefault = yield* Admission.shareConfig
     const admission = Admission.layer(
       maxInflightBytes,
-      Admission.shareOf(yield* Admission.shareConfig, maxInflightBytes, config.maxConcurrent),
+      Admission.shareOf(shareDefault, maxInflightBytes, config.maxConcurrent),
+      (tenant) => {
+        const own = sections[tenant]?.share
+        return own === undefined ? undefined : Admission.shareOf({ ...shareDefault, ...own }, maxInflightBytes, config.maxConcurrent)
+      },
     )
     // The summarizer and the compactor count with the token counter's local counter (one cache).
     const localCounter = Layer.effect(
       LocalCounter.LocalCounter,
       Effect.map(TokenCounter.TokenCounter, (service) => service.local),
     ).pipe(Layer.provide(tokens))
-    const llm = Llm.layerConfig
+    const llm = Llm.layerConfig.pipe(Layer.provide(keys))
     const summarizer = Summarizer.layerConfig.pipe(Layer.provide(llm), Layer.provide(localCounter))
     const compactionStore = CompactionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const compactorConfig = yield* CompactorConfig.config
@@ -260,6 +274,7 @@ export const layer = Layer.unwrapEffect(
             windowStep: config.windowStep,
             freshTailMessages: config.freshTailMessages,
             ...config.memoryOptions,
+            ...memoryToolsDefault(config.memoryTools),
           },
           loop: { policy: config.loopPolicy },
           defaultToolsets: config.defaultToolsets,

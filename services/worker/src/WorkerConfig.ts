@@ -4,7 +4,7 @@
  * environment does not set. The README's config table lists every key.
  */
 import { AssemblerConfig } from "@ctxd/assembler"
-import { type CostModel, Pipeline, PriceFile } from "@ctxd/context"
+import { type CostModel, Pipeline, PriceFile, ProviderKeys } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
 import { Subjects, Tenants, type Turn } from "@ctxd/contracts"
 import { NatsAuth } from "@ctxd/nats"
@@ -62,6 +62,13 @@ export const WorkerConfig = Config.all({
       "Also serve the tenant-less <root>.v1.summarize and <root>.v1.tokens.count (NATS permissions cannot scope them; false in a secure deployment)",
     ),
   ),
+  workerKeyTenants: Config.string("CTXD_WORKER_KEY_TENANTS").pipe(
+    Config.withDefault("*"),
+    Config.map(ProviderKeys.parseWorkerKeyTenants),
+    Config.withDescription(
+      "Tenants whose provider calls (summaries, loop judge, exact counts) may use the worker's own keys when their section names none: * = all, empty = none, else comma-separated tenant ids",
+    ),
+  ),
   queueGroup: Config.string("CTXD_QUEUE_GROUP").pipe(
     Config.withDefault("ctxd-workers"),
     Config.withDescription("Queue group the workers share"),
@@ -83,6 +90,10 @@ export const WorkerConfig = Config.all({
     Config.withDefault("nudge" as const),
     Config.withDescription("What to do when an agent loops: nudge, escalate (report only) or off"),
   ),
+  memoryTools: Config.literal("auto", "on", "off")("CTXD_MEMORY_TOOLS").pipe(
+    Config.withDefault("auto" as const),
+    Config.withDescription("ctxd's memory tools: auto (offered when the agent/user has memories), on or off; options.memoryTools wins"),
+  ),
   defaultToolsets: Config.array(Config.string(), "CTXD_DEFAULT_TOOLSETS").pipe(
     Config.withDefault([] as ReadonlyArray<string>),
     Config.withDescription("Toolsets sent from the start when a request does not name them (comma separated)"),
@@ -102,6 +113,10 @@ export const WorkerConfig = Config.all({
   ),
 })
 export type WorkerConfig = Config.Config.Success<typeof WorkerConfig>
+
+/** The turn-option default `CTXD_MEMORY_TOOLS` sets (`auto`: none, the option stays unset). */
+export const memoryToolsDefault = (setting: WorkerConfig["memoryTools"]): { readonly memoryTools?: boolean } =>
+  setting === "auto" ? {} : { memoryTools: setting === "on" }
 
 /**
  * The tenants' sections: the JSON file named by `CTXD_TENANTS_FILE`,

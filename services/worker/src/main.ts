@@ -1,7 +1,7 @@
 // The ctxd worker process: `npm start`. Configuration from the environment
 // (README, "Configuration"); SIGINT/SIGTERM shut it down gracefully.
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer, Schedule } from "effect"
+import { Cause, Effect, Layer, Schedule } from "effect"
 import { readFileSync } from "node:fs"
 import * as HttpServer from "./HttpServer.ts"
 import * as Logging from "./Logging.ts"
@@ -73,11 +73,27 @@ const observability = Layer.unwrapEffect(
   }),
 )
 
+/**
+ * Why the worker stopped is logged by its own logger (JSON, secrets scrubbed),
+ * not by the runtime's default one; a failure before that logger exists (its
+ * own configuration) is written to stderr scrubbed the same way.
+ */
+let reported = false
 const main = Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(
   Effect.provide(starting),
   Effect.provide(observability),
+  Effect.tapErrorCause((cause) =>
+    Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("the worker stopped", cause).pipe(Effect.tap(() => void (reported = true))),
+  ),
   Effect.provide(logging),
+  Effect.tapErrorCause((cause) =>
+    Effect.sync(() => {
+      if (!reported && !Cause.isInterruptedOnly(cause)) {
+        process.stderr.write(`${Logging.scrub(`the worker stopped: ${Cause.pretty(cause)}`, Logging.secretsOf(process.env))}\n`)
+      }
+    }),
+  ),
   Effect.provide(providerLayer),
 )
 
-NodeRuntime.runMain(main, { disablePrettyLogger: true })
+NodeRuntime.runMain(main, { disablePrettyLogger: true, disableErrorReporting: true })

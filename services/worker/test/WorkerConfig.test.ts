@@ -7,7 +7,7 @@ import { ConfigProvider, Effect, Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { memoryOptions, priceTable } from "../src/WorkerConfig.ts"
+import { memoryOptions, memoryToolsDefault, priceTable, WorkerConfig } from "../src/WorkerConfig.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "ctxd-prices-"))
 const write = (name: string, content: unknown) => {
@@ -86,6 +86,20 @@ describe("WorkerConfig.memoryOptions (CTXD_MEMORY*, CTXD_LEARNINGS_FRACTION)", (
     Effect.gen(function* () {
       expect(String(yield* Effect.flip(read({ CTXD_MEMORY_FRACTION: "1.5" })))).toContain("CTXD_MEMORY_FRACTION")
       expect(String(yield* Effect.flip(read({ CTXD_MEMORY_PLACEMENT: "middle" })))).toContain("CTXD_MEMORY_PLACEMENT")
+    }),
+  )
+})
+
+describe("WorkerConfig CTXD_MEMORY_TOOLS", () => {
+  const read = (env: Record<string, string>) =>
+    Effect.map(Effect.withConfigProvider(WorkerConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))), (c) => memoryToolsDefault(c.memoryTools))
+
+  it.effect("auto leaves the turn option unset; on and off set its default; anything else is refused", () =>
+    Effect.gen(function* () {
+      expect(yield* read({})).toEqual({})
+      expect(yield* read({ CTXD_MEMORY_TOOLS: "on" })).toEqual({ memoryTools: true })
+      expect(yield* read({ CTXD_MEMORY_TOOLS: "off" })).toEqual({ memoryTools: false })
+      expect(Either.isLeft(yield* Effect.either(read({ CTXD_MEMORY_TOOLS: "sometimes" })))).toBe(true)
     }),
   )
 })

@@ -52,11 +52,15 @@ export const stage: Carry.Stage = {
       )
     const incoming = normalized.messages.map((n) => n.message)
     // memory calls: run by the shell; memory_remember only with the write tools loaded (before or in these messages)
-    const loads = Toolsets.answerVirtualCalls(incoming, loaded, context).state
-    const writeLoaded =
-      memoryOn &&
-      (config.includeWriteByDefault === true || loads.loaded.some((l) => l.toolset === MemoryTools.TOOLSET && l.write))
-    const memory = MemoryTools.pending(incoming, writeLoaded, normalized.tools)
+    const memory = MemoryTools.called(incoming)
+      ? MemoryTools.pending(
+          incoming,
+          memoryOn &&
+            (config.includeWriteByDefault === true ||
+              Toolsets.answerVirtualCalls(incoming, loaded, context).state.loaded.some((l) => l.toolset === MemoryTools.TOOLSET && l.write)),
+          normalized.tools,
+        )
+      : MemoryTools.none
     if (memory.calls.length > 0 && carry.answers.memory === undefined) return Carry.need({ _tag: "Memory", calls: memory.calls })
     const answers = new Map(memory.answers)
     for (const call of memory.calls) {

@@ -64,6 +64,9 @@ const headerRecord = (req: Http.IncomingMessage): Record<string, string> => {
   return out
 }
 
+/** The last 4 characters of a key, as provider dashboards show it (whose key paid for a call; never the key). */
+const keyHintOf = (key: string | undefined): string | undefined => (key === undefined || key.length < 8 ? undefined : key.slice(-4))
+
 const apiKeyOf = (req: Http.IncomingMessage): string | undefined => {
   const key = req.headers["x-api-key"] ?? req.headers["x-goog-api-key"]
   if (typeof key === "string" && key.length > 0) return key
@@ -162,6 +165,7 @@ const provider = async (state: State.State, req: Http.IncomingMessage, res: Http
     path,
     endpoint,
     headers: headerRecord(req),
+    keyHint: keyHintOf(apiKeyOf(req)),
     body: parsed.value,
     timestamp: Date.now(),
     status: null,

@@ -17,6 +17,8 @@ export interface LogEntry {
   readonly endpoint: Endpoint | undefined
   /** Request headers (lower-case names; `x-api-key` and `authorization` redacted). */
   readonly headers: Readonly<Record<string, string>>
+  /** The last 4 characters of the API key the request carried (keys of 8+ characters): whose key paid for it. */
+  readonly keyHint: string | undefined
   /** The parsed JSON body, or the raw text when it is not JSON. */
   readonly body: unknown
   /** Arrival time, epoch milliseconds. */
