@@ -134,7 +134,7 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     await expect(tenant(port, "acme", "globex")).rejects.toThrow(/Authorization/i)
   })
 
-  it("acme runs its own turns, knowledge, memory, summaries, counts, usage and loop checks", async () => {
+  it("acme runs its own turns, knowledge, memory, learn requests, summaries, counts, usage and loop checks", async () => {
     const reply = (await acme.request("ctx.v1.turn.acme.s1", json(turn("t1")), { timeout: 15_000 })).json<{ ok: boolean; turnId: string }>()
     expect(reply).toMatchObject({ ok: true, turnId: "t1" })
     const added = await acme.request("ctx.v1.knowledge.acme", json({ op: "add", doc: { id: "d1", title: "Acme", text: "acme only" } }), { timeout: 10_000 })
@@ -154,6 +154,8 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     })
     const usage = await acme.request("ctx.v1.usage.acme.s1", json({ turnId: "t1", usage: { prompt_tokens: 20 } }), { timeout: 10_000 })
     expect(usage.json()).toMatchObject({ ok: true, turnId: "t1" })
+    // reaches the learn endpoint (a malformed request is answered by it, no provider call)
+    expect((await acme.request("ctx.v1.learn.acme.s1", json({}), { timeout: 10_000 })).json()).toMatchObject({ ok: false, error: { code: "BadRequest" } })
     const loop = await acme.request("ctx.v1.loop.check", json({ format: "openai", messages: [{ role: "user", content: "hi" }] }), { timeout: 10_000 })
     expect(loop.json()).toMatchObject({ ok: true, verdict: { looping: false } })
   }, 60_000)
@@ -167,6 +169,7 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
       "ctx.v1.tokens.count.globex",
       "ctx.v1.usage.globex.x",
       "ctx.v1.compact.globex.x",
+      "ctx.v1.learn.globex.x",
       // the tenant-less legacy subjects (not served: CTXD_LEGACY_SUBJECTS=false, and not allowed)
       "ctx.v1.summarize",
       "ctx.v1.tokens.count",
