@@ -83,6 +83,9 @@ describe("ctx.v1.memory.<tenant>", () => {
       expect(reply, JSON.stringify(body).slice(0, 80)).toMatchObject({ ok: false, error: { code: "BadRequest" } })
       expect(reply.error.path, JSON.stringify(body).slice(0, 80)).toContain(path)
     }
+    expect(await memory("bad", { op: "remember", text: "a\u0000b" })).toMatchObject({ ok: false, error: { code: "BadRequest", path: "text" } })
+    const lone = await memory("bad", new TextEncoder().encode('{"op":"remember","text":"a\\udc00b"}'))
+    expect(lone).toMatchObject({ ok: false, error: { code: "BadRequest", path: "text" } })
     expect(await memory("bad", { op: "vacuum" })).toMatchObject({ ok: false, error: { code: "BadRequest" } })
     expect(await memory("bad", { op: "list" })).toEqual({ ok: true, documents: [] })
   }, 60_000)

@@ -5,7 +5,7 @@
  * back by the runtime without a result) is answered by ctxd and the reply's
  * prompt carries the result, in the Anthropic and OpenAI formats;
  * `memory_remember` is refused until the memory toolset is loaded with its
- * write tools, then stores; `memoryTools: false` turns them off, and an
+ * write tools, then stores once (a retried turn stores nothing more); `memoryTools: false` turns them off, and an
  * agent without memories does not get them.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -98,10 +98,13 @@ describe.each([
     const loaded = await h.request(s, f.turn("t3", [f.call("l1", "load_toolset", { toolset: "memory", include_write_tools: true })]))
     expect(loaded.report.virtualCalls).toMatchObject([{ tool: "load_toolset", ok: true }])
     expect(f.toolNames(loaded.request)).toContain("memory_remember")
-    const stored = await h.request(s, f.turn("t4", [f.call("r2", "memory_remember", { text: `The customer prefers aisle seats (${format})` })]))
+    const t4 = f.turn("t4", [f.call("r2", "memory_remember", { text: `The customer prefers aisle seats (${format})` })])
+    const stored = await h.request(s, t4)
     expect(stored.report.virtualCalls).toMatchObject([{ tool: "memory_remember", callId: "r2", ok: true }])
+    // the same turn again (a client retry) stores nothing more
+    expect(await h.request(s, t4)).toEqual(stored)
     const found = await h.request(`${h.root}.v1.memory.acme`, { op: "search", agent: "travel", query: `aisle ${format}` })
-    expect(found.results.map((r: { text: string }) => r.text)).toContain(`The customer prefers aisle seats (${format})`)
+    expect(found.results.filter((r: { text: string }) => r.text === `The customer prefers aisle seats (${format})`)).toHaveLength(1)
   }, 60_000)
 })
 

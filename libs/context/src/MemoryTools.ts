@@ -245,7 +245,7 @@ export const render = (result: Result, countText: (text: string) => number, maxT
             ),
           }
     case "remember":
-      return { ok: true, text: result.created ? `Remembered as ${result.id}.` : `Updated ${result.id} (version ${result.version}).` }
+      return { ok: true, text: result.version === 1 ? `Remembered as ${result.id}.` : `Updated ${result.id} (version ${result.version}).` }
     case "error":
       return { ok: false, text: `Error: ${result.message}` }
   }

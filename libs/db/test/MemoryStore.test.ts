@@ -63,6 +63,8 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         expect(second).toEqual({ id: first.id, version: 2, created: false })
         const doc = yield* store.read(s, first.id)
         expect(doc).toMatchObject({ id: first.id, text: "version two", kind: "learning", version: 2, tags: [] })
+        // the same edit again (a retried call) stores no new version
+        expect(yield* store.remember(s, { id: first.id, text: "version two", kind: "learning" })).toEqual({ id: first.id, version: 2, created: false })
         const history = yield* store.history(s, first.id)
         expect(history?.map((v) => [v.version, v.text])).toEqual([[2, "version two"], [1, "version one"]])
         expect(history?.[1]).toMatchObject({ tags: ["x"], source: "chat" })

@@ -36,6 +36,10 @@ import * as TurnMetrics from "./TurnMetrics.ts"
 /** How long a turn may wait for a compaction it cannot go without: 60 s. */
 const BLOCKING_COMPACTION_TIMEOUT = "60 seconds"
 
+/** The id `memory_remember` gives a new memory: derived from the tenant, session and call. */
+const callMemoryId = (tenant: string, session: string, callId: string): string =>
+  `m-${createHash("sha256").update(`${tenant}\u0000${session}\u0000${callId}`).digest("hex").slice(0, 32)}`
+
 const requestHash = (request: Turn.TurnRequest): string => createHash("sha256").update(JSON.stringify(request)).digest("hex")
 
 export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Assembler", {
@@ -66,7 +70,11 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
                 ? Effect.map(store.list(scope, { cursor: o.cursor, limit: o.limit }), (page) => ({ op: "list", ...page }))
                 : o.op === "history"
                   ? Effect.map(store.history(scope, o.id), (versions) => ({ op: "history", versions }))
-                  : Effect.map(store.remember(scope, { text: o.text, tags: o.tags, id: o.id, source: `session ${session}` }), (done) => ({ op: "remember", ...done }))
+                  : Effect.map(
+                      // a new memory's id follows from the call, so a turn run again (a commit conflict, a retried turn) stores it once
+                      store.remember(scope, { text: o.text, tags: o.tags, id: o.id ?? callMemoryId(scope.tenant, session, call.callId), source: `session ${session}` }),
+                      (done) => ({ op: "remember", ...done }),
+                    )
         return run.pipe(
           Effect.catchAll((e): Effect.Effect<MemoryTools.Result> =>
             Effect.succeed({

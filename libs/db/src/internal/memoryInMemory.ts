@@ -98,6 +98,16 @@ export const makeMemory = (options: { readonly maxDocuments?: number | undefined
           if (existing !== undefined && !visible(scope, existing)) {
             return Effect.fail(invalid("id", "that id belongs to another user's document"))
           }
+          if (
+            existing !== undefined &&
+            existing.doc.kind === v.kind &&
+            existing.doc.text === v.text &&
+            existing.doc.source === v.source &&
+            existing.doc.tags.join("\u0000") === v.tags.join("\u0000")
+          ) {
+            // a retried call: no new version
+            return Effect.succeed({ id: existing.doc.id, version: existing.doc.version, created: false })
+          }
           const version: Version = { version: (existing?.doc.version ?? 0) + 1, text: v.text, tags: v.tags, source: v.source, at }
           if (existing !== undefined) {
             existing.doc = { ...existing.doc, kind: v.kind, text: v.text, tags: v.tags, source: v.source, updatedAt: at, version: version.version }

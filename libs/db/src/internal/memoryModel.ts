@@ -130,7 +130,10 @@ export type Failure = DatabaseUnavailable | DatabaseError | MemoryInvalid
 
 /** The port. */
 export interface MemoryStoreService {
-  /** Stores a new document, or edits a visible one (`input.id`). */
+  /**
+   * Stores a new document, or edits a visible one (`input.id`); an edit that
+   * changes nothing (a retry) stores no new version.
+   */
   readonly remember: (scope: Scope, input: Remember) => Effect.Effect<Remembered, Failure>
   /** The best `limit` hits for `query`, best first (empty for a query with nothing to match). */
   readonly search: (scope: Scope, query: string, options?: SearchOptions) => Effect.Effect<ReadonlyArray<Hit>, Failure>

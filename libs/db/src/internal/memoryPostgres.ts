@@ -59,6 +59,17 @@ export const WORDS = `
   WHERE length(w) BETWEEN 3 AND 40
   ON CONFLICT DO NOTHING`
 
+/** True when an edit would store what the document holds already (a retried call): no new version. */
+const unchanged = (
+  stored: { readonly kind: Kind; readonly body: string; readonly tags: ReadonlyArray<string>; readonly source: string | null },
+  v: { readonly kind: Kind; readonly text: string; readonly tags: ReadonlyArray<string>; readonly source?: string | undefined },
+) =>
+  stored.kind === v.kind &&
+  stored.body === v.text &&
+  (stored.source ?? undefined) === v.source &&
+  stored.tags.length === v.tags.length &&
+  stored.tags.every((t, i) => t === v.tags[i])
+
 /** Text hits score in [0.25, 1), hits of typo-corrected words in [0, 0.25): exact words first. */
 const TEXT_FLOOR = 0.25
 
@@ -194,13 +205,14 @@ export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreSe
             const existing =
               v.id === undefined
                 ? undefined
-                : (yield* tx.query<{ owner: string; version: number }>(
-                    "SELECT owner, version FROM ctxd_memory WHERE tenant = $1 AND agent = $2 AND id = $3 FOR UPDATE",
+                : (yield* tx.query<{ owner: string; version: number; kind: Kind; body: string; tags: ReadonlyArray<string>; source: string | null }>(
+                    "SELECT owner, version, kind, body, tags, source FROM ctxd_memory WHERE tenant = $1 AND agent = $2 AND id = $3 FOR UPDATE",
                     [tenant, agent, v.id],
                   )).rows[0]
             if (existing !== undefined && existing.owner !== "" && existing.owner !== user) {
               return yield* new MemoryInvalid({ path: "id", message: "that id belongs to another user's document" })
             }
+            if (existing !== undefined && unchanged(existing, v)) return { id: v.id!, version: existing.version, created: false }
             const id = v.id ?? newId()
             const version = (existing?.version ?? 0) + 1
             if (existing === undefined) {
