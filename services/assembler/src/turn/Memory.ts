@@ -99,7 +99,7 @@ export const stage: Carry.Stage = {
         _tag: "MemoryRecall",
         query: {
           agent: options.agent,
-          user: knobs.user,
+          user: options.user,
           text: retrieve ? query : undefined,
           limit: MemoryRecall.fetchLimit(),
           learnings: pickLearnings ? query : undefined,

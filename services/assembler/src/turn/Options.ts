@@ -36,8 +36,6 @@ export interface Resolved {
 export interface Memory {
   /** `true`: retrieve every turn; `false`: never; undefined: while the agent has memories (a cached presence check). */
   readonly enabled: boolean | undefined
-  /** Whose memories, besides the agent's shared ones (undefined: shared only). */
-  readonly user: string | undefined
   readonly tokens: number | undefined
   readonly fraction: number | undefined
   readonly placement: "tail" | "system"
@@ -63,7 +61,6 @@ export const resolve = (config: AssemblerConfig.Config, tenant: string, request:
     judge: { enabled: loop?.judge?.enabled === true, model: loop?.judge?.model },
     memory: {
       enabled: merged.memory,
-      user: merged.user,
       tokens: merged.memoryTokens,
       fraction: merged.memoryFraction,
       placement: merged.memoryPlacement ?? "tail",
