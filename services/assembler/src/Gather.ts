@@ -5,9 +5,10 @@
  * summary (while it may have changed) and the agent's history of session
  * lengths (`LengthHistory`: cached for minutes, a bounded wait only while
  * nothing is known) and whether the agent/user has any memory (when a memory
- * store is provided and the turn leaves the memory tools to it; cached like
- * the knowledge documents). Each read is applied to the session state with
- * `SessionState.advance`.
+ * store is provided and the turn leaves the memory tools or memory in the
+ * prompt to it; cached like the knowledge documents). Each read is applied to
+ * the session state with `SessionState.advance`. The `memory` stage's search
+ * is {@link retrieve}, performed when the stage asks.
  */
 import { type Knowledge, MemoryRecall, type SessionLengths } from "@ctxd/context"
 import type { Errors, Turn } from "@ctxd/contracts"

@@ -11,8 +11,8 @@
  * Errors: a session with no stored messages is `BadRequest`; the summarizer's
  * provider failing after its retries, or the stores unavailable, is
  * `Unavailable`; a history too large even hierarchically is `TooLarge`.
- * Nothing is stored unless every lesson could be (a failure midway leaves
- * the lessons stored so far: a retry finds them and counts them duplicates).
+ * A store failure midway leaves the lessons stored so far: a retry finds
+ * them and counts them as duplicates.
  */
 import { Assembler } from "@ctxd/assembler"
 import { MemoryRecall } from "@ctxd/context"
