@@ -8,7 +8,7 @@
  * store is provided and the turn leaves the memory tools or memory in the
  * prompt to it; cached like the knowledge documents). Each read is applied to
  * the session state with `SessionState.advance`. The `memory` stage's search
- * is {@link retrieve}, performed when the stage asks.
+ * is `retrieve`, performed when the stage asks.
  */
 import { type Knowledge, MemoryRecall, type SessionLengths } from "@ctxd/context"
 import type { Errors, Turn } from "@ctxd/contracts"
