@@ -32,7 +32,7 @@ const textOf = (content: unknown): string =>
   typeof content === "string" ? content : Array.isArray(content) ? content.map((p) => (typeof p === "object" && p !== null && "text" in p ? String(p.text) : "")).join(" ") : ""
 
 /** Sentences of 20 to 300 characters from the workloads, de-duplicated. */
-export const sentences = (): ReadonlyArray<string> => {
+const sentences = (): ReadonlyArray<string> => {
   const texts = [
     ...Workloads.tauBenchSessions().flatMap((s) => s.turns.flatMap((t) => t.messages)),
     ...Workloads.sweAgentSessions().flatMap((s) => s.turns.flatMap((t) => t.messages)),
@@ -51,7 +51,7 @@ export const sentences = (): ReadonlyArray<string> => {
 }
 
 /** The queries: tau-bench user messages (prose) and one or two keywords with a typo. */
-export const queries = (pool: ReadonlyArray<string>) => {
+const queries = (pool: ReadonlyArray<string>) => {
   const prose = Workloads.tauBenchSessions()
     .flatMap((s) => s.turns.flatMap((t) => t.messages))
     .filter((m) => m.role === "user")
@@ -69,7 +69,7 @@ export const queries = (pool: ReadonlyArray<string>) => {
   return { prose, typo }
 }
 
-export const load = (db: Database.DatabaseService, pool: ReadonlyArray<string>, docs: number) =>
+const load = (db: Database.DatabaseService, pool: ReadonlyArray<string>, docs: number) =>
   Effect.gen(function* () {
     const next = random(42)
     yield* db.query("DROP INDEX IF EXISTS ctxd_memory_tsv_gin; DROP INDEX IF EXISTS ctxd_memory_words_trgm")

@@ -4,14 +4,17 @@
  * knowledge documents (cached per tenant/agent for a few seconds), the live
  * summary (while it may have changed) and the agent's history of session
  * lengths (`LengthHistory`: cached for minutes, a bounded wait only while
- * nothing is known) and whether the agent/user has any memory (when a memory
- * store is provided and the turn leaves the memory tools or memory in the
- * prompt to it; cached like the knowledge documents). Each read is applied to
- * the session state with `SessionState.advance`. The `memory` stage's search
- * is `retrieve`, performed when the stage asks.
+ * nothing is known), when the request's `system` names a workspace, its
+ * bundle (`WorkspaceCache`: files read at a miss, else from memory), and
+ * whether the agent/user has any memory (when a memory store is provided and
+ * the turn leaves the memory tools or memory in the prompt to it; cached like
+ * the knowledge documents). Each read is applied to the session state with
+ * `SessionState.advance`. The `memory` stage's search is `retrieve`,
+ * performed when the stage asks.
  */
 import { type Knowledge, MemoryRecall, type SessionLengths } from "@ctxd/context"
-import type { Errors, Turn } from "@ctxd/contracts"
+import type { Conversation, Errors } from "@ctxd/contracts"
+import { Turn } from "@ctxd/contracts"
 import { KnowledgeStore, MemoryStore, SessionStore } from "@ctxd/db"
 import { TokenCounter } from "@ctxd/token-counter"
 import { Effect, Option } from "effect"
@@ -22,6 +25,7 @@ import * as SessionState from "./SessionState.ts"
 import { storeError } from "./Commit.ts"
 import type * as Carry from "./turn/Carry.ts"
 type LocalCounter = Carry.LocalCounter
+import { WorkspaceCache } from "./WorkspaceCache.ts"
 
 /** How long a worker trusts its copy of an agent's knowledge documents: 5 s (edits through this worker's endpoint invalidate at once). */
 export const KNOWLEDGE_TTL_MS = 5_000
@@ -32,6 +36,8 @@ export interface Gathered {
   readonly knowledge: ReadonlyArray<Knowledge.Doc>
   /** The agent's history of session lengths (undefined: not known yet). */
   readonly lengths: SessionLengths.Histogram | undefined
+  /** The workspace bundle's sections when the request's `system` names one (undefined: it does not). */
+  readonly workspace: ReadonlyArray<Conversation.SystemSection> | undefined
   /** Whether the agent/user has any memory (undefined: not asked, or no memory store). */
   readonly memoryAny: boolean | undefined
 }
@@ -44,6 +50,7 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
     const lengthHistory = yield* LengthHistory
     const local = (yield* TokenCounter.TokenCounter).local
     const config = yield* AssemblerConfig
+    const workspaces = yield* WorkspaceCache
     const memories = yield* Effect.serviceOption(MemoryStore.MemoryStore)
 
     /**
@@ -112,6 +119,8 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       readonly session: string
       readonly model: Turn.Model
       readonly agent: string
+      /** The request's `system`: a workspace reference is read. */
+      readonly system?: Turn.System | undefined
       readonly user?: string | undefined
       /** The turn's `memoryTools` option: set (and `memory` too), the memory store is not asked. */
       readonly memoryTools?: boolean | undefined
@@ -130,13 +139,14 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
           SessionState.needsSummary(state) ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s })) : Effect.succeed(undefined),
           lengthHistory.get(input.tenant, input.agent),
           input.memoryTools === undefined || input.memory === undefined ? memoryAnyOf({ tenant: input.tenant, agent: input.agent, user: input.user }) : Effect.succeed(undefined),
+          Turn.isWorkspaceRef(input.system) ? workspaces.read(input.system, input.tenant) : Effect.succeed(undefined),
         ],
         { concurrency: "unbounded" },
       ).pipe(
-        Effect.map(([rows, knowledge, summary, lengths, memoryAny]) => {
+        Effect.map(([rows, knowledge, summary, lengths, memoryAny, workspace]) => {
           SessionState.advance(state, { _tag: "Loaded", rows })
           if (summary !== undefined) SessionState.advance(state, { _tag: "SummaryRead", latest: summary.s })
-          return { state, knowledge, lengths, memoryAny }
+          return { state, knowledge, lengths, memoryAny, workspace }
         }),
       )
     }

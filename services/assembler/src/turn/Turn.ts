@@ -81,6 +81,8 @@ export const begin = (input: {
   readonly now: number
   /** The tenant's agent's history of session lengths (absent: unknown). */
   readonly lengths?: Carry.Inputs["lengths"]
+  /** The sections of the workspace bundle the request's `system` names, as the shell read them (absent: none read). */
+  readonly workspace?: Carry.Inputs["workspace"]
   /** Whether the turn's agent/user has any memory (absent: unknown). */
   readonly memoryAny?: boolean | undefined
 }): Carry.Carry => ({
@@ -97,6 +99,7 @@ export const begin = (input: {
           input.state.callIds,
           input.state.answered,
         ),
+        input.workspace,
       ),
     model: Models.resolve(input.request.model),
     prices: input.config.prices.lookup(input.request.model.name),
@@ -107,6 +110,7 @@ export const begin = (input: {
     thresholds: input.thresholds,
     now: input.now,
     lengths: input.lengths,
+    workspace: input.workspace,
     memoryAny: input.memoryAny,
   },
   answers: {},
