@@ -109,12 +109,22 @@ export interface Subjects {
   readonly compactJob: (tenant: string, session: string) => string
   /** `<root>.v1.compactjob.>`: the work queue stream's subjects. */
   readonly compactJobWildcard: string
+  /** `<root>.v1.session.<tenant>.<session>`: a session's stored data on request (delete, export). */
+  readonly session: (tenant: string, session: string) => string
+  /** `<root>.v1.session.*.*`: what a worker subscribes to. */
+  readonly sessionWildcard: string
+  /** `<root>.v1.user.<tenant>`: a tenant's user's data on request (deleteUser). */
+  readonly user: (tenant: string) => string
+  /** `<root>.v1.user.*`: what a worker subscribes to. */
+  readonly userWildcard: string
+  /** The tenant token of a user subject. */
+  readonly parseUser: (subject: string) => string | undefined
   /**
    * `<root>.v1.worker.<workerId>`: the prefix of one worker's direct subjects
    * (`<prefix>.turn.<tenant>.<session>`, served by that worker alone).
    */
   readonly worker: (workerId: string) => string
-  /** Parses the tenant and session tokens out of a turn, usage, compact, compactjob or learn subject. */
+  /** Parses the tenant and session tokens out of a turn, usage, compact, compactjob, learn or session subject. */
   readonly parseSession: (subject: string) => { readonly tenant: string; readonly session: string } | undefined
 }
 
@@ -166,6 +176,15 @@ export const make = (root: string = DEFAULT_ROOT): Subjects => {
     learnWildcard: `${prefix}learn.>`,
     compactJob: (tenant, session) => `${prefix}compactjob.${tenant}.${session}`,
     compactJobWildcard: `${prefix}compactjob.>`,
+    session: (tenant, session) => `${prefix}session.${tenant}.${session}`,
+    sessionWildcard: `${prefix}session.*.*`,
+    user: (tenant) => `${prefix}user.${tenant}`,
+    userWildcard: `${prefix}user.*`,
+    parseUser: (subject) => {
+      if (!subject.startsWith(`${prefix}user.`)) return undefined
+      const tenant = subject.slice(`${prefix}user.`.length)
+      return isValidToken(tenant) ? tenant : undefined
+    },
     worker: (workerId) => `${prefix}worker.${workerId}`,
     parseSession: (subject) => {
       if (!subject.startsWith(prefix)) return undefined

@@ -11,9 +11,10 @@ import { type CostModel, Pipeline, PriceFile, ProviderKeys } from "@ctxd/context
 import { ShardingConfig } from "@ctxd/sharding"
 import type { Turn } from "@ctxd/contracts"
 import { NatsAuth } from "@ctxd/nats"
-import { Config, type ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option } from "effect"
+import { Config, ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option } from "effect"
 import { readFileSync } from "node:fs"
 import * as HttpServer from "./HttpServer.ts"
+import * as Pruner from "./Pruner.ts"
 
 const int = (name: string, fallback: number, description: string) =>
   Config.integer(name).pipe(Config.withDefault(fallback), Config.withDescription(description))
@@ -120,6 +121,20 @@ export const WorkerConfig = Config.all({
   shutdownTimeoutMs: int("CTXD_SHUTDOWN_TIMEOUT_MS", 10_000, "How long in-flight turns may take to finish at shutdown"),
   httpPort: int("CTXD_HTTP_PORT", HttpServer.defaults.port, "Port of /metrics (Prometheus), /healthz and /readyz; 0 = no HTTP server").pipe(
     Config.validate({ message: "a port number 0..65535 (0: off)", validation: (n) => n >= 0 && n <= 65535 }),
+  ),
+  replyRetentionSeconds: Config.string("CTXD_REPLY_RETENTION").pipe(
+    Config.withDefault("24h"),
+    Config.mapOrFail((text) => {
+      const seconds = Pruner.parseRetention(text)
+      return seconds instanceof Error ? Either.left(ConfigError.InvalidData([], seconds.message)) : Either.right(seconds)
+    }),
+    Config.withDescription(
+      "Idempotency window: turn replies older are pruned (a retry then gets Conflict); 24h, 90m, 3600s, 3600 (seconds) or off",
+    ),
+  ),
+  pruneIntervalMs: int("CTXD_PRUNE_INTERVAL_MS", Pruner.defaults.intervalMs, "Time between two runs of the pruner (expired replies, tenants' retention)"),
+  pruneBatch: int("CTXD_PRUNE_BATCH", Pruner.defaults.batch, "Turn replies pruned per statement (the pruner pauses between batches)").pipe(
+    Config.validate({ message: "at least 1", validation: (n) => n >= 1 }),
   ),
   workspaceRoot: Config.option(
     Config.string("CTXD_WORKSPACE_ROOT").pipe(
