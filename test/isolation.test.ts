@@ -134,7 +134,7 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     await expect(tenant(port, "acme", "globex")).rejects.toThrow(/Authorization/i)
   })
 
-  it("acme runs its own turns, knowledge, memory, summaries, counts, usage and loop checks", async () => {
+  it("acme runs its own turns, knowledge, memory, learn requests, summaries, counts, usage and loop checks", async () => {
     const reply = (await acme.request("ctx.v1.turn.acme.s1", json(turn("t1")), { timeout: 15_000 })).json<{ ok: boolean; turnId: string }>()
     expect(reply).toMatchObject({ ok: true, turnId: "t1" })
     const added = await acme.request("ctx.v1.knowledge.acme", json({ op: "add", doc: { id: "d1", title: "Acme", text: "acme only" } }), { timeout: 10_000 })
@@ -154,6 +154,8 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     })
     const usage = await acme.request("ctx.v1.usage.acme.s1", json({ turnId: "t1", usage: { prompt_tokens: 20 } }), { timeout: 10_000 })
     expect(usage.json()).toMatchObject({ ok: true, turnId: "t1" })
+    // reaches the learn endpoint (a malformed request is answered by it, no provider call)
+    expect((await acme.request("ctx.v1.learn.acme.s1", json({}), { timeout: 10_000 })).json()).toMatchObject({ ok: false, error: { code: "BadRequest" } })
     const exported = await acme.request("ctx.v1.session.acme.s1", json({ op: "export" }), { timeout: 10_000 })
     expect(exported.json()).toMatchObject({ ok: true })
     expect(exported.json<{ lines: string }>().lines).toContain('"kind":"message"')
@@ -172,6 +174,7 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
       "ctx.v1.tokens.count.globex",
       "ctx.v1.usage.globex.x",
       "ctx.v1.compact.globex.x",
+      "ctx.v1.learn.globex.x",
       // another tenant's sessions and users: no delete, no export
       "ctx.v1.session.globex.s1",
       "ctx.v1.user.globex",

@@ -8,6 +8,7 @@ import * as Compact from "./Compact.ts"
 import * as Errors from "./Errors.ts"
 import * as Health from "./Health.ts"
 import * as Knowledge from "./Knowledge.ts"
+import * as Learn from "./Learn.ts"
 import * as Loop from "./Loop.ts"
 import * as Memory from "./Memory.ts"
 import * as Session from "./Session.ts"
@@ -34,6 +35,8 @@ const documents: ReadonlyArray<readonly [string, Schema.Schema.Any]> = [
   ["summarize-reply", Summarize.SummarizeReply],
   ["compact-request", Compact.CompactRequest],
   ["compact-reply", Compact.CompactReply],
+  ["learn-request", Learn.LearnRequest],
+  ["learn-reply", Learn.LearnReply],
   ["session-request", Session.Request],
   ["session-delete-reply", Session.DeleteReply],
   ["session-export-reply", Session.ExportReply],

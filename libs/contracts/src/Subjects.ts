@@ -101,6 +101,10 @@ export interface Subjects {
   readonly compact: (tenant: string, session: string) => string
   /** `<root>.v1.compact.>`: what a compactor subscribes to. */
   readonly compactWildcard: string
+  /** `<root>.v1.learn.<tenant>.<session>`: fold the session into learnings of its agent. */
+  readonly learn: (tenant: string, session: string) => string
+  /** `<root>.v1.learn.>`: what a worker subscribes to. */
+  readonly learnWildcard: string
   /** `<root>.v1.compactjob.<tenant>.<session>`: compaction jobs on the JetStream work queue. */
   readonly compactJob: (tenant: string, session: string) => string
   /** `<root>.v1.compactjob.>`: the work queue stream's subjects. */
@@ -120,7 +124,7 @@ export interface Subjects {
    * (`<prefix>.turn.<tenant>.<session>`, served by that worker alone).
    */
   readonly worker: (workerId: string) => string
-  /** Parses the tenant and session tokens out of a turn, usage, compact, compactjob or session subject. */
+  /** Parses the tenant and session tokens out of a turn, usage, compact, compactjob, learn or session subject. */
   readonly parseSession: (subject: string) => { readonly tenant: string; readonly session: string } | undefined
 }
 
@@ -168,6 +172,8 @@ export const make = (root: string = DEFAULT_ROOT): Subjects => {
     },
     compact: (tenant, session) => `${prefix}compact.${tenant}.${session}`,
     compactWildcard: `${prefix}compact.>`,
+    learn: (tenant, session) => `${prefix}learn.${tenant}.${session}`,
+    learnWildcard: `${prefix}learn.>`,
     compactJob: (tenant, session) => `${prefix}compactjob.${tenant}.${session}`,
     compactJobWildcard: `${prefix}compactjob.>`,
     session: (tenant, session) => `${prefix}session.${tenant}.${session}`,

@@ -114,6 +114,12 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             Spans.span("ctxd.memory_tools", { attributes: { "ctxd.memory.calls": need.calls.length } }),
           )
         }
+        case "MemoryRecall":
+          return gather.retrieve(tenant, need.query).pipe(
+            Effect.tap((answer) => Spans.annotate({ "ctxd.memory.hits": answer.hits.length, "ctxd.memory.learnings": answer.learnings.length })),
+            Effect.map((recalled) => ({ recalled })),
+            Spans.span("ctxd.memory_search", { kind: "client" }),
+          )
       }
     }
 
@@ -151,11 +157,11 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const { tenant, session } = ids
         // the config file's sections as of this attempt, for all of it (a reload applies from the next turn)
         const turnConfig = pinned(config)
-        const { agent, user, memoryTools } = Options.resolve(turnConfig, tenant, request.options)
+        const { agent, user, memoryTools, memory } = Options.resolve(turnConfig, tenant, request.options)
         // the session is behind what this state holds: deleted (and maybe started anew) since: start from the store
         const base = previous === undefined ? cached : previous.actualLastSeq < previous.state.lastSeq ? undefined : previous.state
         const { state, knowledge, lengths, workspace, memoryAny } = yield* gather
-          .gather({ tenant, session, model: request.model, agent, user, memoryTools, system: request.system, cached: base, refresh: previous !== undefined })
+          .gather({ tenant, session, model: request.model, agent, user, memoryTools, memory: memory.enabled, system: request.system, cached: base, refresh: previous !== undefined })
           .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": base !== undefined } }))
         const now = yield* Clock.currentTimeMillis
         const carry = TurnStages.begin({
@@ -268,6 +274,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
       turn,
       exclusive,
       invalidateKnowledge: gather.invalidateKnowledge,
+      invalidateMemory: gather.invalidateMemory,
       /** Turns waiting in the session mailboxes (behind a running turn of their session). */
       mailboxDepth: actors.waiting,
     } as const

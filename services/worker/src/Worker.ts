@@ -27,6 +27,7 @@ import { Effect, Layer, Option } from "effect"
 import { readFileSync } from "node:fs"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
+import * as LearnEndpoint from "./LearnEndpoint.ts"
 import * as MemoryEndpoint from "./MemoryEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
 import * as Pruner from "./Pruner.ts"
@@ -126,6 +127,7 @@ export const serve = Effect.gen(function* () {
   yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup, claim: usageClaim })
   yield* SummarizeEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload, legacy: config.legacySubjects })
   yield* CompactEndpoint.serve({ subjects, queue: config.queueGroup })
+  yield* LearnEndpoint.serve({ subjects, queue: config.queueGroup, maxPayload })
   const compaction = yield* CompactorConfig.config
   yield* CompactEndpoint.serveJobs({ subjects, config: compaction.queue })
   yield* HealthEndpoint.serve({
@@ -307,6 +309,7 @@ export const layer = Layer.unwrapEffect(
             windowMessages: config.windowMessages,
             windowStep: config.windowStep,
             freshTailMessages: config.freshTailMessages,
+            ...config.memoryOptions,
             ...memoryToolsDefault(config.memoryTools),
           },
           loop: { policy: config.loopPolicy },

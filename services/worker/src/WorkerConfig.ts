@@ -9,6 +9,7 @@ import { AssemblerConfig, WorkspaceCache } from "@ctxd/assembler"
 import { type ConfigFile, RuntimeConfig } from "@ctxd/config"
 import { type CostModel, Pipeline, PriceFile, ProviderKeys } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
+import type { Turn } from "@ctxd/contracts"
 import { NatsAuth } from "@ctxd/nats"
 import { Config, ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option } from "effect"
 import { readFileSync } from "node:fs"
@@ -17,6 +18,35 @@ import * as Pruner from "./Pruner.ts"
 
 const int = (name: string, fallback: number, description: string) =>
   Config.integer(name).pipe(Config.withDefault(fallback), Config.withDescription(description))
+
+/**
+ * The memory knobs' environment defaults, as turn options (under a tenant's
+ * and a request's own; unset: `MemoryRecall.defaults`): `CTXD_MEMORY`
+ * (`true`/`false`; unset: retrieve while the agent has memories),
+ * `CTXD_MEMORY_TOKENS`, `CTXD_MEMORY_FRACTION`, `CTXD_MEMORY_PLACEMENT`
+ * (`tail`/`system`), `CTXD_LEARNINGS_FRACTION`.
+ */
+export const memoryOptions: Config.Config<Turn.Options> = Config.all({
+  memory: Config.option(Config.boolean("CTXD_MEMORY")),
+  memoryTokens: Config.option(
+    Config.integer("CTXD_MEMORY_TOKENS").pipe(Config.validate({ message: "0..1000000 tokens", validation: (n) => n >= 0 && n <= 1_000_000 })),
+  ),
+  memoryFraction: Config.option(Config.number("CTXD_MEMORY_FRACTION").pipe(Config.validate({ message: "a fraction 0..1", validation: (n) => n >= 0 && n <= 1 }))),
+  memoryPlacement: Config.option(Config.literal("tail", "system")("CTXD_MEMORY_PLACEMENT")),
+  learningsFraction: Config.option(
+    Config.number("CTXD_LEARNINGS_FRACTION").pipe(Config.validate({ message: "a fraction 0..1", validation: (n) => n >= 0 && n <= 1 })),
+  ),
+}).pipe(
+  Config.map((o) => {
+    const out: { -readonly [K in keyof Turn.Options]?: Turn.Options[K] } = {}
+    if (Option.isSome(o.memory)) out.memory = o.memory.value
+    if (Option.isSome(o.memoryTokens)) out.memoryTokens = o.memoryTokens.value
+    if (Option.isSome(o.memoryFraction)) out.memoryFraction = o.memoryFraction.value
+    if (Option.isSome(o.memoryPlacement)) out.memoryPlacement = o.memoryPlacement.value
+    if (Option.isSome(o.learningsFraction)) out.learningsFraction = o.learningsFraction.value
+    return out
+  }),
+)
 
 /** Everything the worker process reads at start. */
 export const WorkerConfig = Config.all({
@@ -59,6 +89,7 @@ export const WorkerConfig = Config.all({
   windowMessages: int("CTXD_WINDOW_MESSAGES", Pipeline.defaults.windowMessages, "Default minimum of recent messages in the window"),
   windowStep: int("CTXD_WINDOW_STEP", Pipeline.defaults.windowStep, "Default step of the window's cut"),
   freshTailMessages: int("CTXD_FRESH_TAIL_MESSAGES", Pipeline.defaults.freshTailMessages, "Default protected fresh tail"),
+  memoryOptions,
   loopPolicy: Config.literal("nudge", "escalate", "off")("CTXD_LOOP_POLICY").pipe(
     Config.withDefault("nudge" as const),
     Config.withDescription("What to do when an agent loops: nudge, escalate (report only) or off"),
