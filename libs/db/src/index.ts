@@ -1,6 +1,7 @@
 export * as Database from "./Database.ts"
 export * as KnowledgeStore from "./KnowledgeStore.ts"
 export * as Migrations from "./Migrations.ts"
+export * as Partitions from "./Partitions.ts"
 export * as SessionLengthStore from "./SessionLengthStore.ts"
 export * as SessionStore from "./SessionStore.ts"
 export * as UsageStore from "./UsageStore.ts"
