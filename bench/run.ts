@@ -3,6 +3,7 @@
 //   npm run bench                 all benchmarks
 //   npm run bench -- assembly     only those whose name contains "assembly"
 //   npm run bench -- economics --model gpt-4o   (economics: the model to price; default claude-sonnet-4-5)
+//   npm run bench -- scaleout --messages 1000000   (the store at scale; also --turns, --session-length, --rate, --seconds)
 //   npm run bench -- assembly --format all      (assembly, e2e: the request formats, one or `all`;
 //                                                default assembly Anthropic + OpenAI, e2e OpenAI)
 import { mkdirSync, writeFileSync } from "node:fs"
@@ -13,6 +14,7 @@ import * as Compaction from "./Compaction.ts"
 import * as Economics from "./economics/Economics.ts"
 import * as EndToEnd from "./EndToEnd.ts"
 import * as Optimizations from "./Optimizations.ts"
+import * as ScaleOut from "./ScaleOut.ts"
 import * as Scaling from "./Scaling.ts"
 import * as Store from "./Store.ts"
 import * as LoopDetector from "../services/loop-detector/scripts/bench.ts"
@@ -30,6 +32,7 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["e2e", () => EndToEnd.runFormats()],
   ["scaling", () => Scaling.run()],
   ["burst", () => Burst.run()],
+  ["scaleout", () => ScaleOut.run()],
 ]
 
 // the first argument filters by name, unless it is an option

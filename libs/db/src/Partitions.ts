@@ -19,7 +19,7 @@
  * Every function is a no-op on a schema whose tables are not partitioned
  * (a populated deployment not converted yet), so callers need not know.
  */
-import { Effect, Schedule } from "effect"
+import { Duration, Effect, Layer, Schedule } from "effect"
 import { hash } from "node:crypto"
 import { Database, type DatabaseError, type DatabaseUnavailable } from "./Database.ts"
 
@@ -42,6 +42,8 @@ export const defaults = {
    * (1 s by default), so in a lock cycle with a turn it is upkeep that yields.
    */
   lockTimeoutMs: 500,
+  /** How often a worker runs {@link ensureFuture} ({@link layerUpkeep}); it also runs once at start. */
+  upkeepEvery: Duration.hours(1),
 } as const
 
 /** A partition of `ctxd_turns`: its range (`from` null for MINVALUE; both null for the default partition). */
@@ -256,3 +258,18 @@ export const convert = (
     yield* Effect.logInfo(`partitions: converted (swap ${swapMs.toFixed(0)} ms, sessions from ${cutId}, turns from ${cutAt.toISOString()})`)
     return { converted: swapped, cutSessionId: cutId, cutAt, swapMs }
   }).pipe(Effect.withSpan("Partitions.convert"))
+
+/**
+ * Runs {@link ensureFuture} at start and every {@link defaults.upkeepEvery}
+ * for as long as the layer lives (a worker's lifetime), so day partitions
+ * always exist ahead. A failure is logged and retried on the next round;
+ * it never stops the worker. Expiry ({@link dropBefore}) is not scheduled
+ * here: that is the retention pruner's decision.
+ */
+export const layerUpkeep: Layer.Layer<never, never, Database> = Layer.scopedDiscard(
+  ensureFuture().pipe(
+    Effect.catchAll((error) => Effect.logWarning(`partitions: could not create the next days' partitions: ${error.message}`)),
+    Effect.repeat(Schedule.spaced(defaults.upkeepEvery)),
+    Effect.forkScoped,
+  ),
+)

@@ -1,7 +1,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Option } from "effect"
+import { Effect, Fiber, Layer, Option, Schedule } from "effect"
 import { Database, Migrations, Partitions, SessionStore } from "../src/index.ts"
 
 const text = (role: Conversation.Role, t: string): Conversation.Message => ({ role, parts: [{ type: "text", text: t }] })
@@ -109,6 +109,20 @@ describe("Partitions", () => {
       expect(yield* count("SELECT count(*) AS n FROM ctxd_turns")).toBe(1)
       // commits still work once today's partition is gone: today's turns go to the default partition
       expect(yield* commit("old", 2, 2)).toEqual({ firstSeq: 3, lastSeq: 4 })
+    }),
+  )
+
+  it.scopedLive("a worker's upkeep layer creates the days ahead at start", () =>
+    Effect.gen(function* () {
+      const { db, run } = yield* setup()
+      const ahead = `ctxd_turns_p${utcDay(3).toISOString().slice(0, 10).replaceAll("-", "")}`
+      yield* db.query(`DROP TABLE ${ahead}`)
+      yield* run(Layer.build(Partitions.layerUpkeep))
+      const exists = db
+        .query<{ exists: boolean }>("SELECT to_regclass($1) IS NOT NULL AS exists", [ahead])
+        .pipe(Effect.map(({ rows }) => rows[0]!.exists))
+      yield* exists.pipe(Effect.repeat({ until: (found) => found, schedule: Schedule.spaced("50 millis"), times: 100 }))
+      expect(yield* exists).toBe(true)
     }),
   )
 

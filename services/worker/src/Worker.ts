@@ -18,7 +18,7 @@ import { ProviderKeys } from "@ctxd/context"
 import { LocalCounter } from "@ctxd/tokens"
 import { Subjects, Tenants, type Turn } from "@ctxd/contracts"
 import { Judge, LoopCheck } from "@ctxd/loop-detector"
-import { Database, KnowledgeStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
+import { Database, KnowledgeStore, Migrations, Partitions, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
 import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenCounter, UsageEndpoint } from "@ctxd/token-counter"
@@ -194,6 +194,8 @@ export const layer = Layer.unwrapEffect(
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    // the day partitions of ctxd_turns created ahead (a no-op on a schema not converted to partitions)
+    const partitions = Partitions.layerUpkeep.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     // the agents' histories of session lengths, cached per worker (the cache planner's expected turns)
     const lengths = LengthHistory.layer().pipe(
       Layer.provide(SessionLengthStore.layer),
@@ -290,6 +292,7 @@ export const layer = Layer.unwrapEffect(
       store,
       knowledge,
       usage,
+      partitions,
       database,
       summarizer,
       compactor,
