@@ -114,10 +114,10 @@ describe("Partitions", () => {
 
   it.scopedLive("a worker's upkeep layer creates the days ahead at start", () =>
     Effect.gen(function* () {
-      const { db, run } = yield* setup()
+      const { db } = yield* setup()
       const ahead = `ctxd_turns_p${utcDay(3).toISOString().slice(0, 10).replaceAll("-", "")}`
       yield* db.query(`DROP TABLE ${ahead}`)
-      yield* run(Layer.build(Partitions.layerUpkeep))
+      yield* Layer.build(Partitions.layerUpkeep).pipe(Effect.provideService(Database.Database, db))
       const exists = db
         .query<{ exists: boolean }>("SELECT to_regclass($1) IS NOT NULL AS exists", [ahead])
         .pipe(Effect.map(({ rows }) => rows[0]!.exists))
