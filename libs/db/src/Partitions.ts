@@ -96,6 +96,8 @@ export const status: Effect.Effect<Status, Failure, Database> = Effect.gen(funct
  * `aheadDays` days ahead that do not exist yet; returns their names. Turns of
  * a day without its partition land in `ctxd_turns_default` (never lost),
  * where only row deletes can expire them, so run this at least daily.
+ * Creating a partition locks `ctxd_turns` briefly; while that lock is busy
+ * (the lock timeout, {@link defaults.lockTimeoutMs}) it retries, 20 times.
  */
 export const ensureFuture = (
   aheadDays: number = defaults.aheadDays,
@@ -111,7 +113,7 @@ export const ensureFuture = (
         ])
         return rows.map((r) => r.name)
       }),
-    )
+    ).pipe(Effect.retry({ while: busy, schedule: Schedule.spaced("200 millis"), times: 20 }))
   }).pipe(Effect.withSpan("Partitions.ensureFuture"))
 
 /** A partition {@link dropBefore} dropped. */
@@ -254,7 +256,10 @@ export const convert = (
           times: 50,
         }),
       )
-    yield* ensureFuture()
+    // the days after the cut; should their locks stay busy, the workers' hourly upkeep creates them
+    yield* ensureFuture().pipe(
+      Effect.catchIf(busy, (error) => Effect.logWarning(`partitions: next days' partitions not created yet (${error.message})`)),
+    )
     yield* Effect.logInfo(`partitions: converted (swap ${swapMs.toFixed(0)} ms, sessions from ${cutId}, turns from ${cutAt.toISOString()})`)
     return { converted: swapped, cutSessionId: cutId, cutAt, swapMs }
   }).pipe(Effect.withSpan("Partitions.convert"))
