@@ -17,6 +17,7 @@ import * as Optimizations from "./Optimizations.ts"
 import * as ScaleOut from "./ScaleOut.ts"
 import * as Scaling from "./Scaling.ts"
 import * as Store from "./Store.ts"
+import * as Workspace from "./Workspace.ts"
 import * as LoopDetector from "../services/loop-detector/scripts/bench.ts"
 import * as TokenCounter from "../services/token-counter/scripts/bench.ts"
 import type { Row } from "./Stats.ts"
@@ -32,6 +33,7 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["e2e", () => EndToEnd.runFormats()],
   ["scaling", () => Scaling.run()],
   ["burst", () => Burst.run()],
+  ["workspace", () => Workspace.run()],
   ["scaleout", () => ScaleOut.run()],
 ]
 

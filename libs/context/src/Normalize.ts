@@ -677,11 +677,17 @@ export const tools = (
 /**
  * The request's `system` field → sections. A string becomes one section
  * `{id: "system", cache: "5m"}`; an empty string or an absent field gives no
- * sections; list items keep their order and default to `cache: "5m"`.
+ * sections; list items keep their order and default to `cache: "5m"`. A
+ * workspace reference gives `workspace`: the bundle's sections the shell read
+ * (none when it read none).
  */
-export const system = (value: Turn.System | undefined): Array<Conversation.SystemSection> => {
+export const system = (
+  value: Turn.System | undefined,
+  workspace?: ReadonlyArray<Conversation.SystemSection>,
+): Array<Conversation.SystemSection> => {
   if (value === undefined || value === "") return []
   if (typeof value === "string") return [{ id: "system", text: value, cache: "5m" }]
+  if ("workspace" in value) return [...(workspace ?? [])]
   return value.map((s) => ({ id: s.id, text: s.text, cache: s.cache ?? "5m" }))
 }
 
@@ -690,14 +696,18 @@ export const system = (value: Turn.System | undefined): Array<Conversation.Syste
  * sections and tools. `openCalls`: the session's open calls, read when a
  * Gemini function response without id answers no call of the request.
  */
-export const request = (req: Turn.TurnRequest, openCalls?: () => ReadonlyArray<OpenCall>): NormalizedRequest => {
+export const request = (
+  req: Turn.TurnRequest,
+  openCalls?: () => ReadonlyArray<OpenCall>,
+  workspace?: ReadonlyArray<Conversation.SystemSection>,
+): NormalizedRequest => {
   switch (req.format) {
     case "anthropic":
-      return { messages: fromAnthropicIndexed(req.messages), system: system(req.system), tools: tools("anthropic", req.tools) }
+      return { messages: fromAnthropicIndexed(req.messages), system: system(req.system, workspace), tools: tools("anthropic", req.tools) }
     case "openai":
-      return { messages: fromOpenAIIndexed(req.messages), system: system(req.system), tools: tools("openai", req.tools) }
+      return { messages: fromOpenAIIndexed(req.messages), system: system(req.system, workspace), tools: tools("openai", req.tools) }
     case "openai-responses": {
-      const sections = system(req.system)
+      const sections = system(req.system, workspace)
       const instructions: Array<Conversation.SystemSection> =
         req.instructions === undefined || req.instructions === "" ? [] : [{ id: "instructions", text: req.instructions, cache: "5m" }]
       return { messages: fromResponsesIndexed(req.input), system: [...sections, ...instructions], tools: tools("openai-responses", req.tools) }
@@ -707,7 +717,7 @@ export const request = (req: Turn.TurnRequest, openCalls?: () => ReadonlyArray<O
       const instruction: Array<Conversation.SystemSection> = text === "" ? [] : [{ id: "systemInstruction", text, cache: "5m" }]
       return {
         messages: fromGeminiIndexed(req.contents, { seed: req.turnId, open: openCalls }),
-        system: [...system(req.system), ...instruction],
+        system: [...system(req.system, workspace), ...instruction],
         tools: tools("gemini", req.tools),
       }
     }

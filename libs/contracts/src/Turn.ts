@@ -36,8 +36,40 @@ export const SystemSectionInput = Schema.Struct({
 })
 export type SystemSectionInput = typeof SystemSectionInput.Type
 
-export const System = Schema.Union(Schema.String, Schema.Array(SystemSectionInput))
+/** The most extra files a workspace reference may name: 16. */
+export const MAX_WORKSPACE_EXTRAS = 16
+
+/** A workspace scope: one directory under the worker's `CTXD_WORKSPACE_ROOT` (a subject token: no `/`, no `..`). */
+export const WorkspaceScope = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/, { message: () => "workspace must match [A-Za-z0-9_-]{1,128}" }),
+)
+
+/** An extra file of a workspace, by name with or without `.md` (`TOOLS` or `TOOLS.md`): a file directly in the scope's directory. */
+export const WorkspaceExtra = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9_-]{1,128}(\.md)?$/, { message: () => "a workspace extra must match [A-Za-z0-9_-]{1,128}, optionally with .md" }),
+)
+
+/**
+ * A workspace bundle instead of the sections' text: the Markdown files of
+ * `<CTXD_WORKSPACE_ROOT>/<workspace>/` (`IDENTITY.md`, `SOUL.md`, `USER.md`,
+ * `AGENTS.md`, `MEMORY.md`, then the `extras` sorted by name), each one
+ * section `{id: "<file name>", cache}`; missing files are skipped.
+ */
+export const WorkspaceRef = Schema.Struct({
+  workspace: WorkspaceScope,
+  /** More files of the scope's directory, beyond the five fixed ones (at most 16). */
+  extras: Schema.optional(Schema.Array(WorkspaceExtra).pipe(Schema.maxItems(MAX_WORKSPACE_EXTRAS))),
+  /** Prompt-cache lifetime of every section of the bundle; default `"5m"`. */
+  cache: Schema.optional(Conversation.CacheTtl),
+}).annotations({ identifier: "WorkspaceRef" })
+export type WorkspaceRef = typeof WorkspaceRef.Type
+
+export const System = Schema.Union(Schema.String, Schema.Array(SystemSectionInput), WorkspaceRef)
 export type System = typeof System.Type
+
+/** Whether `system` names a workspace bundle (read by the worker) rather than carrying its text. */
+export const isWorkspaceRef = (system: System | undefined): system is WorkspaceRef =>
+  typeof system === "object" && system !== null && !Array.isArray(system)
 
 const Fraction = Schema.Number.pipe(Schema.between(0, 1))
 const Count = Schema.Int.pipe(Schema.between(0, 1_000_000))
@@ -87,6 +119,18 @@ export const Options = Schema.Struct({
    * `clear_thinking_20251015` default; at least 1: the current tool-use loop needs its own).
    */
   keepThinkingTurns: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
+  /**
+   * Prompt caching (default true): false sends no `cache_control` breakpoints (Anthropic) and no
+   * `prompt_cache_key` / `prompt_cache_retention` (OpenAI), and the report expects no cache reads
+   * or writes from breakpoints; the providers' automatic prefix caching (OpenAI, Gemini) cannot be
+   * turned off by a request.
+   */
+  promptCache: Schema.optional(Schema.Boolean),
+  /**
+   * Compaction (default true, where the worker runs a compactor): false neither schedules a
+   * background compaction nor blocks on one for this turn; a summary already made still applies.
+   */
+  compaction: Schema.optional(Schema.Boolean),
   /**
    * On-demand toolsets (tools that carry `toolset`): the toolsets sent from the
    * start (default `CTXD_DEFAULT_TOOLSETS`, none) and whether their write tools

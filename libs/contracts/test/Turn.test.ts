@@ -64,3 +64,33 @@ describe("TurnRequest", () => {
     expect(Either.isLeft(result)).toBe(true)
   })
 })
+
+describe("TurnRequest.system: a workspace bundle, beside the old shapes", () => {
+  const withSystem = (system: unknown) =>
+    decode({ turnId: "t1", format: "openai", model: { provider: "openai", name: "gpt-4o" }, system, messages: [{ role: "user", content: "hi" }] })
+
+  it("decodes a string, a list of sections and a workspace reference; the old shapes as before", () => {
+    expect(Either.getOrThrow(withSystem("Be brief.")).system).toBe("Be brief.")
+    expect(Either.getOrThrow(withSystem([{ id: "a", text: "A" }])).system).toEqual([{ id: "a", text: "A" }])
+    const ref = Either.getOrThrow(withSystem({ workspace: "acme-bot", extras: ["TOOLS", "HEARTBEAT.md"], cache: "1h" })).system
+    expect(ref).toEqual({ workspace: "acme-bot", extras: ["TOOLS", "HEARTBEAT.md"], cache: "1h" })
+    expect(Turn.isWorkspaceRef(ref)).toBe(true)
+    expect(Turn.isWorkspaceRef("Be brief.")).toBe(false)
+    expect(Turn.isWorkspaceRef([{ id: "a", text: "A" }])).toBe(false)
+  })
+
+  it("refuses names that could leave the scope's directory, and more than 16 extras", () => {
+    for (const system of [
+      { workspace: "../etc" },
+      { workspace: "a/b" },
+      { workspace: "" },
+      { workspace: "acme-bot", extras: ["../SOUL"] },
+      { workspace: "acme-bot", extras: ["notes/x.md"] },
+      { workspace: "acme-bot", extras: ["x.txt"] },
+      { workspace: "acme-bot", extras: [".md"] },
+      { workspace: "acme-bot", extras: Array.from({ length: Turn.MAX_WORKSPACE_EXTRAS + 1 }, (_, i) => `X${i}`) },
+    ]) {
+      expect(Either.isLeft(withSystem(system)), JSON.stringify(system)).toBe(true)
+    }
+  })
+})

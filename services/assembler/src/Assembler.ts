@@ -20,7 +20,7 @@ import { ShardLeases } from "@ctxd/sharding"
 import { TokenCounter } from "@ctxd/token-counter"
 import { Cause, Clock, Effect, Exit, Option } from "effect"
 import { createHash } from "node:crypto"
-import { AssemblerConfig } from "./AssemblerConfig.ts"
+import { AssemblerConfig, pinned } from "./AssemblerConfig.ts"
 import * as Commit from "./Commit.ts"
 import { Compaction } from "./Compaction.ts"
 import * as Decode from "./Decode.ts"
@@ -104,12 +104,26 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const attempt = (ids: { readonly tenant: string; readonly session: string }, request: Turn.TurnRequest, hash: string, cached: SessionState.SessionState | undefined, previous: Conflict | undefined) =>
       Effect.gen(function* () {
         const { tenant, session } = ids
-        const agent = Options.resolve(config, tenant, request.options).agent
-        const { state, knowledge, lengths } = yield* gather
-          .gather({ tenant, session, model: request.model, agent, cached: previous?.state ?? cached, refresh: previous !== undefined })
+        // the config file's sections as of this attempt, for all of it (a reload applies from the next turn)
+        const turnConfig = pinned(config)
+        const agent = Options.resolve(turnConfig, tenant, request.options).agent
+        const { state, knowledge, lengths, workspace } = yield* gather
+          .gather({ tenant, session, model: request.model, agent, system: request.system, cached: previous?.state ?? cached, refresh: previous !== undefined })
           .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": (previous?.state ?? cached) !== undefined } }))
         const now = yield* Clock.currentTimeMillis
-        const carry = TurnStages.begin({ config, tenant, session, request, state, knowledge, local: gather.localFor(request.model), thresholds: compaction.thresholds, now, lengths })
+        const carry = TurnStages.begin({
+          config: turnConfig,
+          tenant,
+          session,
+          request,
+          state,
+          knowledge,
+          local: gather.localFor(request.model),
+          thresholds: compaction.thresholds,
+          now,
+          lengths,
+          workspace,
+        })
         const outcome = yield* stages(carry)
         if (outcome._tag === "Rejected") {
           // a retried turn whose messages are stored already trips the pairing check: answer it from the store

@@ -4,11 +4,13 @@
  * knowledge documents (cached per tenant/agent for a few seconds), the live
  * summary (while it may have changed) and the agent's history of session
  * lengths (`LengthHistory`: cached for minutes, a bounded wait only while
- * nothing is known). Each read is applied to the session state with
- * `SessionState.advance`.
+ * nothing is known) and, when the request's `system` names a workspace, its
+ * bundle (`WorkspaceCache`: files read at a miss, else from memory). Each
+ * read is applied to the session state with `SessionState.advance`.
  */
 import type { Knowledge, SessionLengths } from "@ctxd/context"
-import type { Errors, Turn } from "@ctxd/contracts"
+import type { Conversation, Errors } from "@ctxd/contracts"
+import { Turn } from "@ctxd/contracts"
 import { KnowledgeStore, SessionStore } from "@ctxd/db"
 import { TokenCounter } from "@ctxd/token-counter"
 import { Effect } from "effect"
@@ -18,6 +20,7 @@ import { LengthHistory } from "./LengthHistory.ts"
 import * as SessionState from "./SessionState.ts"
 import { storeError } from "./Commit.ts"
 import type { LocalCounter } from "./turn/Carry.ts"
+import { WorkspaceCache } from "./WorkspaceCache.ts"
 
 /** How long a worker trusts its copy of an agent's knowledge documents: 5 s (edits through this worker's endpoint invalidate at once). */
 export const KNOWLEDGE_TTL_MS = 5_000
@@ -28,6 +31,8 @@ export interface Gathered {
   readonly knowledge: ReadonlyArray<Knowledge.Doc>
   /** The agent's history of session lengths (undefined: not known yet). */
   readonly lengths: SessionLengths.Histogram | undefined
+  /** The workspace bundle's sections when the request's `system` names one (undefined: it does not). */
+  readonly workspace: ReadonlyArray<Conversation.SystemSection> | undefined
 }
 
 export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
@@ -38,6 +43,7 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
     const lengthHistory = yield* LengthHistory
     const local = (yield* TokenCounter.TokenCounter).local
     const config = yield* AssemblerConfig
+    const workspaces = yield* WorkspaceCache
 
     /**
      * Stored counts are reused while the session's model stays in one token
@@ -87,6 +93,8 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       readonly session: string
       readonly model: Turn.Model
       readonly agent: string
+      /** The request's `system`: a workspace reference is read. */
+      readonly system?: Turn.System | undefined
       readonly cached: SessionState.SessionState | undefined
       readonly refresh: boolean
     }): Effect.Effect<Gathered, Errors.WireError> => {
@@ -99,13 +107,14 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
           knowledgeOf(input.tenant, input.agent),
           SessionState.needsSummary(state) ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s })) : Effect.succeed(undefined),
           lengthHistory.get(input.tenant, input.agent),
+          Turn.isWorkspaceRef(input.system) ? workspaces.read(input.system, input.tenant) : Effect.succeed(undefined),
         ],
         { concurrency: "unbounded" },
       ).pipe(
-        Effect.map(([rows, knowledge, summary, lengths]) => {
+        Effect.map(([rows, knowledge, summary, lengths, workspace]) => {
           SessionState.advance(state, { _tag: "Loaded", rows })
           if (summary !== undefined) SessionState.advance(state, { _tag: "SummaryRead", latest: summary.s })
-          return { state, knowledge, lengths }
+          return { state, knowledge, lengths, workspace }
         }),
       )
     }

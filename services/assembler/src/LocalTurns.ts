@@ -8,7 +8,7 @@
  * turn (in the worker it lands when a compactor finishes the job).
  */
 import type { Knowledge, Normalize, Pipeline, SessionLengths } from "@ctxd/context"
-import type { Turn } from "@ctxd/contracts"
+import { type Conversation, Turn } from "@ctxd/contracts"
 import type { Plan, View, WorkQueue } from "@ctxd/compactor"
 import type { TokenCounter } from "@ctxd/token-counter"
 import * as AssemblerConfig from "./AssemblerConfig.ts"
@@ -36,6 +36,8 @@ export interface Ports {
    * expected turns (absent, or undefined for a pair: its rule of thumb).
    */
   readonly lengths?: ((tenant: string, agent: string) => SessionLengths.Histogram | undefined) | undefined
+  /** A workspace bundle's sections (as `WorkspaceCache` reads them); absent: a request naming a workspace is rejected. */
+  readonly workspace?: ((ref: Turn.WorkspaceRef) => ReadonlyArray<Conversation.SystemSection>) | undefined
 }
 
 /** A request the stages rejected (nothing was kept). */
@@ -66,7 +68,7 @@ export interface LocalTurns {
 
 /** Turns in memory under `config` (over `AssemblerConfig.defaults`), I/O answered by `ports`. */
 export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {}): LocalTurns => {
-  const resolved: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, tenants: {}, defaultToolsets: [], ...config }
+  const resolved: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, sections: AssemblerConfig.noSections, defaultToolsets: [], ...config }
   const sessions = new Map<string, SessionState.SessionState>()
   /** Summaries made by background compactions, read by the session's next turn. */
   const landed = new Map<string, View.Summary>()
@@ -87,6 +89,7 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
       thresholds: ports.compact === undefined ? undefined : ports.thresholds,
       now: at ?? Date.now(),
       lengths: ports.lengths?.(tenant, Options.resolve(resolved, tenant, request.options).agent),
+      workspace: ports.workspace !== undefined && Turn.isWorkspaceRef(request.system) ? ports.workspace(request.system) : undefined,
     })
     let from = 0
     for (;;) {

@@ -18,7 +18,7 @@ const local = {
   countMessage: (m: Conversation.Message) => words(JSON.stringify(m.parts)),
   countSystem: (system: ReadonlyArray<Conversation.SystemSection>) => words(system.map((s) => s.text).join("")),
 }
-const config: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, tenants: {}, defaultToolsets: [] }
+const config: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, sections: AssemblerConfig.noSections, defaultToolsets: [] }
 const model = { provider: "openai", name: "gpt-4o" } as const
 
 const request = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>): Turn.TurnRequest =>
@@ -91,6 +91,22 @@ describe("turn stages", () => {
     expect(first.report.messages.stored).toBe(2)
     expect(second.report.messages.stored).toBe(3)
     await expect(turns.turn("acme", "s2", request("t1", []))).rejects.toBeInstanceOf(LocalTurns.Rejected)
+  })
+
+  it("a workspace bundle's sections (read by the shell) are the turn's system; without them the stages refuse the request", async () => {
+    const bundle: ReadonlyArray<Conversation.SystemSection> = [
+      { id: "IDENTITY.md", text: "You are Wile.", cache: "1h" },
+      { id: "SOUL.md", text: "Be patient.", cache: "1h" },
+    ]
+    const withWorkspace = (turnId: string) =>
+      ({ ...request(turnId, [{ role: "user", content: "hi" }]), system: { workspace: "acme-bot", cache: "1h" } }) as Turn.TurnRequest
+    const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local), workspace: () => bundle })
+    const reply = await turns.turn("acme", "s1", withWorkspace("t1"))
+    const body = reply.request as { messages: ReadonlyArray<{ role: string; content: unknown }> }
+    expect(JSON.stringify(body.messages.filter((m) => m.role === "system"))).toContain("You are Wile.")
+    expect(JSON.stringify(body.messages.filter((m) => m.role === "system"))).toContain("Be patient.")
+    const without = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+    await expect(without.turn("acme", "s1", withWorkspace("t1"))).rejects.toMatchObject({ path: "system.workspace" })
   })
 
   describe("restorable masking: recall", () => {

@@ -39,6 +39,8 @@ export interface Inputs {
   readonly now: number
   /** How long the tenant's agent's sessions went on (undefined: not known; the cache planner's rule of thumb). */
   readonly lengths?: SessionLengths.Histogram | undefined
+  /** The workspace bundle's sections the shell read for a `system: {workspace}` request (undefined: none read). */
+  readonly workspace?: ReadonlyArray<Conversation.SystemSection> | undefined
 }
 
 /** I/O a stage asked for. */

@@ -78,6 +78,8 @@ export const begin = (input: {
   readonly now: number
   /** The tenant's agent's history of session lengths (absent: unknown). */
   readonly lengths?: Carry.Inputs["lengths"]
+  /** The sections of the workspace bundle the request's `system` names, as the shell read them (absent: none read). */
+  readonly workspace?: Carry.Inputs["workspace"]
 }): Carry.Carry => ({
   inputs: {
     tenant: input.tenant,
@@ -92,6 +94,7 @@ export const begin = (input: {
           input.state.callIds,
           input.state.answered,
         ),
+        input.workspace,
       ),
     model: Models.resolve(input.request.model),
     prices: input.config.prices.lookup(input.request.model.name),
@@ -102,6 +105,7 @@ export const begin = (input: {
     thresholds: input.thresholds,
     now: input.now,
     lengths: input.lengths,
+    workspace: input.workspace,
   },
   answers: {},
 })

@@ -3,9 +3,11 @@
  * result answers a known, still open call (a `BadRequest` naming the message
  * otherwise; or, when the turn was stored already, its stored reply) — and a
  * new session's first turn must carry at least one message (the provider
- * rejects an empty conversation).
+ * rejects an empty conversation). A `system` naming a workspace bundle the
+ * shell did not read (an embedding without a `WorkspaceCache`) is refused.
  */
 import { Normalize } from "@ctxd/context"
+import { Turn } from "@ctxd/contracts"
 import * as Carry from "./Carry.ts"
 
 export const stage: Carry.Stage = {
@@ -15,6 +17,9 @@ export const stage: Carry.Stage = {
     // the request's own field: Responses requests carry `input` items, Gemini requests `contents`
     const format = carry.inputs.request.format
     const field = format === "openai-responses" ? "input" : format === "gemini" ? "contents" : "messages"
+    if (Turn.isWorkspaceRef(carry.inputs.request.system) && carry.inputs.workspace === undefined) {
+      return { _tag: "Rejected", message: "workspace bundles are not available here", path: "system.workspace", pairing: false }
+    }
     if (state.lastSeq === 0 && normalized.messages.length === 0) {
       return {
         _tag: "Rejected",
