@@ -1,7 +1,8 @@
 /**
  * The worker of the previous migration level, for rolling-upgrade tests: the
- * newest commit whose `libs/db/src/Migrations.ts` knows fewer migrations than
- * this checkout's, extracted with `git archive` into a temporary directory
+ * newest commit (on the first-parent line) whose `libs/db/src/Migrations.ts`
+ * knows fewer migrations than this checkout's, i.e. the release just before
+ * the newest migration, extracted with `git archive` into a temporary directory
  * that reuses this checkout's `node_modules` by symlinks (an `npm ci` there
  * would take minutes), except the workspace packages (`@ctxd/*`), which point
  * into the extracted tree so the old worker runs the old code throughout.
@@ -37,9 +38,13 @@ export const extract = (): PreviousRelease | { readonly skip: string } => {
   } catch (error) {
     return { skip: `no git history here (${String(error).split("\n")[0]})` }
   }
-  for (const commit of commits) {
+  for (const [i, touched] of commits.entries()) {
+    if (levelOf(git("show", `${touched}:libs/db/src/Migrations.ts`)) >= current) continue
+    // the newest commit of that level: the parent of the one that moved past it (HEAD when the
+    // working tree is what moved past it)
+    const commit = i === 0 ? git("rev-parse", "HEAD").trim() : git("rev-parse", `${commits[i - 1]}^`).trim()
     const level = levelOf(git("show", `${commit}:libs/db/src/Migrations.ts`))
-    if (level >= current) continue
+    if (level >= current) return { skip: `cannot tell the previous migration level's commit (${commit.slice(0, 12)})` }
     const root = mkdtempSync(join(tmpdir(), `ctxd-release-${commit.slice(0, 8)}-`))
     execFileSync("sh", ["-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", WorkerProcess.repoRoot, commit, root])
     const modules = join(WorkerProcess.repoRoot, "node_modules")
