@@ -101,7 +101,7 @@ describe.skipIf(release === undefined)("rolling upgrade between migration levels
       const converted = await withDb(c, Partitions.convert())
       await load
       expect(converted.converted).toBe(true)
-      console.log(`online conversion: swap held its locks ${converted.swapMs.toFixed(1)} ms`)
+      console.log(`online conversion: the swap took (lock waits included) ${converted.swapMs.toFixed(1)} ms`)
       // after it: old sessions (their messages stay in the first partition) and new ones (hash partitions)
       await Promise.all([drive(c, sessions, 8, 2), drive(c, ["late0", "late1"], 0, 8)])
       const hashed = await c.sql<{ n: string }>("SELECT count(*) AS n FROM ctxd_messages_h")

@@ -181,7 +181,7 @@ export interface Converted {
   readonly cutSessionId: string | null
   /** Turns created from here on go to the day partitions. */
   readonly cutAt: Date | null
-  /** How long the swap held its exclusive locks (the only part that blocks commits). */
+  /** How long the swap took, waiting for its exclusive locks included (the only part that blocks commits). */
   readonly swapMs: number
 }
 
