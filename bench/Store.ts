@@ -123,7 +123,10 @@ export const run = async (options: StoreOptions = { sessions: 50, turnsPerSessio
         const used = process.cpuUsage(cpu)
         const after = machineTicks()
         const { rows } = yield* db.query<{ bytes: string; turns: string }>(
-          "SELECT pg_total_relation_size('ctxd_turns')::text AS bytes, (SELECT count(*) FROM ctxd_turns)::text AS turns",
+          // summed over its partitions when it has some (a partitioned table has no storage of its own)
+          `SELECT COALESCE((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('ctxd_turns')),
+                           pg_total_relation_size('ctxd_turns'))::text AS bytes,
+                  (SELECT count(*) FROM ctxd_turns)::text AS turns`,
         )
         const label = `store commitTurn, ${options.sessions} sessions, ~30 KB replies`
         const turns = Array.from({ length: 2 * perSession + 1 }, (_, k) => k)

@@ -4,6 +4,7 @@
 //   npm run bench -- assembly     only those whose name contains "assembly"
 //   npm run bench -- economics --model gpt-4o   (economics: the model to price; default claude-sonnet-4-5)
 //   npm run bench -- memory --memory-docs 10000,1000000   (memory: documents per run; default 10000)
+//   npm run bench -- scaleout --messages 1000000   (the store at scale; also --turns, --session-length, --rate, --seconds)
 //   npm run bench -- assembly --format all      (assembly, e2e: the request formats, one or `all`;
 //                                                default assembly Anthropic + OpenAI, e2e OpenAI)
 import { mkdirSync, writeFileSync } from "node:fs"
@@ -15,6 +16,7 @@ import * as Economics from "./economics/Economics.ts"
 import * as EndToEnd from "./EndToEnd.ts"
 import * as Memory from "./Memory.ts"
 import * as Optimizations from "./Optimizations.ts"
+import * as ScaleOut from "./ScaleOut.ts"
 import * as Scaling from "./Scaling.ts"
 import * as Storage from "./Storage.ts"
 import * as Store from "./Store.ts"
@@ -37,6 +39,7 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["scaling", () => Scaling.run()],
   ["burst", () => Burst.run()],
   ["workspace", () => Workspace.run()],
+  ["scaleout", () => ScaleOut.run()],
 ]
 
 // the first argument filters by name, unless it is an option

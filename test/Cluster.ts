@@ -28,8 +28,8 @@ export interface Cluster {
   readonly url: string
   readonly nc: NatsConnection
   readonly workers: Map<string, WorkerProcess.WorkerProcess>
-  /** Starts worker `id` (`CTXD_WORKER_ID`) with the cluster's env plus `env`. */
-  readonly start: (id: string, env?: Record<string, string>) => Promise<WorkerProcess.WorkerProcess>
+  /** Starts worker `id` (`CTXD_WORKER_ID`) with the cluster's env plus `env`; `root`: another checkout's worker. */
+  readonly start: (id: string, env?: Record<string, string>, root?: string) => Promise<WorkerProcess.WorkerProcess>
   /** Every worker's health reply (all answer `<root>.v1.health`), by worker id. */
   readonly health: () => Promise<Map<string, Health.HealthReply>>
   /** Live shard leases per owner, from Postgres. */
@@ -74,8 +74,8 @@ export const start = async (env: Record<string, string> = {}): Promise<Cluster> 
     url: db.url,
     nc,
     workers,
-    start: async (id, extra = {}) => {
-      const worker = await WorkerProcess.start({ ...baseEnv, CTXD_WORKER_ID: id, ...extra })
+    start: async (id, extra = {}, workerRoot) => {
+      const worker = await WorkerProcess.start({ ...baseEnv, CTXD_WORKER_ID: id, ...extra }, workerRoot === undefined ? {} : { root: workerRoot })
       workers.set(id, worker)
       return worker
     },

@@ -5,7 +5,12 @@ import { Database, Migrations } from "../src/index.ts"
 
 const tables = (db: Database.DatabaseService) =>
   db
-    .query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename", [db.schema])
+    .query<{ tablename: string }>(
+      // partitions (migration 10) are not tables of their own here
+      `SELECT c.relname AS tablename FROM pg_class c
+       WHERE c.relnamespace = $1::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY 1`,
+      [db.schema],
+    )
     .pipe(Effect.map(({ rows }) => rows.map((r) => r.tablename)))
 
 describe("Migrations", () => {

@@ -30,10 +30,13 @@ export const start = async (
     readyTimeoutMs?: number
     /** False: return once spawned (the caller waits for what it needs with `waitFor`); default true: once `worker ready`. */
     ready?: boolean
+    /** The checkout to run the worker of (default this one), e.g. an earlier release's for rolling-upgrade tests. */
+    root?: string
   } = {},
 ): Promise<WorkerProcess> => {
-  const child = spawn(process.execPath, [join(repoRoot, "services/worker/src/main.ts")], {
-    cwd: repoRoot,
+  const root = options.root ?? repoRoot
+  const child = spawn(process.execPath, [join(root, "services/worker/src/main.ts")], {
+    cwd: root,
     // no HTTP port unless asked for: tests run many workers at once on one host
     env: { ...process.env, LOG_LEVEL: "info", CTXD_HTTP_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],

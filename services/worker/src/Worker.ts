@@ -19,7 +19,7 @@ import { LocalCounter } from "@ctxd/tokens"
 import { RuntimeConfig } from "@ctxd/config"
 import { Subjects, type Turn } from "@ctxd/contracts"
 import { Judge, LoopCheck } from "@ctxd/loop-detector"
-import { Database, KnowledgeStore, LifecycleStore, MemoryStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
+import { Database, KnowledgeStore, LifecycleStore, MemoryStore, Migrations, Partitions, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
 import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenCounter, UsageEndpoint } from "@ctxd/token-counter"
@@ -230,6 +230,8 @@ export const layer = Layer.unwrapEffect(
         ),
       ),
     ).pipe(Layer.provide(lifecycle), Layer.provide(runtimeConfig))
+    // the day partitions of ctxd_turns created ahead (a no-op on a schema not converted to partitions)
+    const partitions = Partitions.layerUpkeep.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     // the agents' histories of session lengths, cached per worker (the cache planner's expected turns)
     const lengths = LengthHistory.layer().pipe(
       Layer.provide(SessionLengthStore.layer),
@@ -343,6 +345,7 @@ export const layer = Layer.unwrapEffect(
       usage,
       lifecycle,
       pruner,
+      partitions,
       database,
       summarizer,
       compactor,

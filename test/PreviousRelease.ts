@@ -1,0 +1,63 @@
+/**
+ * The worker of the previous migration level, for rolling-upgrade tests: the
+ * newest commit (on the first-parent line) whose `libs/db/src/Migrations.ts`
+ * knows fewer migrations than this checkout's, i.e. the release just before
+ * the newest migration, extracted with `git archive` into a temporary directory
+ * that reuses this checkout's `node_modules` by symlinks (an `npm ci` there
+ * would take minutes), except the workspace packages (`@ctxd/*`), which point
+ * into the extracted tree so the old worker runs the old code throughout.
+ */
+import { Migrations } from "@ctxd/db"
+import { WorkerProcess } from "@ctxd/testing"
+import { execFileSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+
+export interface PreviousRelease {
+  readonly commit: string
+  /** Its highest migration version. */
+  readonly level: number
+  /** The extracted checkout: pass it as a worker's `root`. */
+  readonly root: string
+  readonly remove: () => void
+}
+
+const git = (...args: ReadonlyArray<string>) =>
+  execFileSync("git", ["-C", WorkerProcess.repoRoot, ...args], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })
+
+const levelOf = (source: string): number => Math.max(0, ...[...source.matchAll(/^\s+version: (\d+),$/gm)].map((m) => Number(m[1])))
+
+/** The previous migration level's checkout, or why it cannot be had (no git, a shallow clone, no such commit). */
+export const extract = (): PreviousRelease | { readonly skip: string } => {
+  const current = Math.max(...Migrations.migrations.map((m) => m.version))
+  let commits: ReadonlyArray<string>
+  try {
+    if (git("rev-parse", "--is-shallow-repository").trim() === "true") return { skip: "shallow clone: no earlier release to run" }
+    commits = git("log", "--first-parent", "--format=%H", "-n", "200", "HEAD", "--", "libs/db/src/Migrations.ts").split("\n").filter(Boolean)
+  } catch (error) {
+    return { skip: `no git history here (${String(error).split("\n")[0]})` }
+  }
+  for (const [i, touched] of commits.entries()) {
+    if (levelOf(git("show", `${touched}:libs/db/src/Migrations.ts`)) >= current) continue
+    // the newest commit of that level: the parent of the one that moved past it (HEAD when the
+    // working tree is what moved past it)
+    const commit = i === 0 ? git("rev-parse", "HEAD").trim() : git("rev-parse", `${commits[i - 1]}^`).trim()
+    const level = levelOf(git("show", `${commit}:libs/db/src/Migrations.ts`))
+    if (level >= current) return { skip: `cannot tell the previous migration level's commit (${commit.slice(0, 12)})` }
+    const root = mkdtempSync(join(tmpdir(), `ctxd-release-${commit.slice(0, 8)}-`))
+    execFileSync("sh", ["-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", WorkerProcess.repoRoot, commit, root])
+    const modules = join(WorkerProcess.repoRoot, "node_modules")
+    mkdirSync(join(root, "node_modules", "@ctxd"), { recursive: true })
+    for (const entry of readdirSync(modules)) {
+      if (entry !== "@ctxd") symlinkSync(join(modules, entry), join(root, "node_modules", entry))
+    }
+    for (const pkg of readdirSync(join(modules, "@ctxd"))) {
+      // workspace links are relative (../../libs/db): resolve them inside the extracted tree
+      const target = resolve(join(root, "node_modules", "@ctxd"), readlinkSync(join(modules, "@ctxd", pkg)))
+      symlinkSync(target, join(root, "node_modules", "@ctxd", pkg))
+    }
+    return { commit, level, root, remove: () => rmSync(root, { recursive: true, force: true }) }
+  }
+  return { skip: `no commit with fewer than ${current} migrations in the last 200 that changed Migrations.ts` }
+}

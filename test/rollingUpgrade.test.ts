@@ -1,0 +1,117 @@
+// Online migrations (issue 19 item 5): a worker of the previous migration
+// level (extracted from git history) serves turns side by side with a worker
+// of this checkout on one schema and subject root, in both orders of a
+// rolling upgrade:
+// - a new install: this checkout migrates (partitioned tables), then the
+//   previous release joins it;
+// - an existing deployment: the previous release creates and fills the
+//   plain tables, this checkout joins (its migrations find them populated and
+//   keep them), and the online conversion to partitions runs while both serve.
+// Every turn is answered, by both workers, and stored exactly once.
+import { Database, Migrations, Partitions } from "@ctxd/db"
+import { Effect } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as Cluster from "./Cluster.ts"
+import * as PreviousRelease from "./PreviousRelease.ts"
+
+const TENANT = "rolling"
+const SESSIONS = 16
+
+const previous = PreviousRelease.extract()
+if ("skip" in previous) console.log(`rolling upgrade test skipped: ${previous.skip}`)
+else console.log(`previous release: ${previous.commit.slice(0, 12)} (migrations up to ${previous.level})`)
+const release = "skip" in previous ? undefined : previous
+
+afterAll(() => release?.remove())
+
+/** Sends `turns` turns on every session (in order per session, sessions in parallel), from `from` on. */
+const drive = async (c: Cluster.Cluster, sessions: ReadonlyArray<string>, from: number, turns: number) => {
+  const client = await c.client({ timeoutMs: 5_000, retryForMs: 20_000 })
+  await Promise.all(
+    sessions.map(async (session) => {
+      for (let i = from; i < from + turns; i++) await client.turn(TENANT, session, Cluster.turn(session, i))
+    }),
+  )
+}
+
+const turnsServed = async (c: Cluster.Cluster) => new Map([...(await c.health())].map(([id, h]) => [id, h.turns]))
+
+const withDb = <A>(c: Cluster.Cluster, effect: Effect.Effect<A, unknown, Database.Database>) =>
+  Effect.runPromise(
+    Effect.scoped(
+      Effect.flatMap(Database.make({ url: c.url, schema: c.schema, statementTimeoutMs: 0 }), (db) =>
+        Effect.provideService(effect, Database.Database, db),
+      ),
+    ),
+  )
+
+describe.skipIf(release === undefined)("rolling upgrade between migration levels", () => {
+  describe("a new install, then a worker of the previous release joins", () => {
+    let c: Cluster.Cluster
+    beforeAll(async () => {
+      c = await Cluster.start()
+    })
+    afterAll(async () => {
+      await c?.close()
+    })
+
+    it("both serve turns on the partitioned schema; every turn stored once", { timeout: 90_000 }, async () => {
+      await c.start("new")
+      expect((await withDb(c, Partitions.status)).partitioned).toBe(true)
+      await c.start("old", {}, release!.root)
+      await c.settled(["new", "old"], 4 * Cluster.TTL_MS)
+      const old = c.workers.get("old")!.output()
+      expect(old).toMatch(/newer than this release: 8/)
+
+      const sessions = Array.from({ length: SESSIONS }, (_, i) => `n${i}`)
+      await drive(c, sessions, 0, 4)
+      const served = await turnsServed(c)
+      expect(served.get("new")).toBeGreaterThan(0)
+      expect(served.get("old")).toBeGreaterThan(0)
+      await Cluster.expectExactlyOnce(c, TENANT, sessions, () => 4)
+      const hashed = await c.sql<{ n: string }>("SELECT count(*) AS n FROM ctxd_messages_h")
+      expect(Number(hashed[0]!.n)).toBe(SESSIONS * 4)
+    })
+  })
+
+  describe("an existing deployment: the previous release's schema, upgraded and converted online while both serve", () => {
+    let c: Cluster.Cluster
+    beforeAll(async () => {
+      c = await Cluster.start()
+    })
+    afterAll(async () => {
+      await c?.close()
+    })
+
+    it("no turn fails or is stored twice across the join and the conversion", { timeout: 120_000 }, async () => {
+      await c.start("old", {}, release!.root)
+      const sessions = Array.from({ length: SESSIONS }, (_, i) => `e${i}`)
+      await drive(c, sessions, 0, 2)
+
+      await c.start("new")
+      await c.settled(["new", "old"], 4 * Cluster.TTL_MS)
+      const levels = await c.sql<{ version: number }>("SELECT version FROM ctxd_schema_migrations ORDER BY version")
+      expect(levels.map((r) => r.version)).toEqual(Migrations.migrations.map((m) => m.version))
+      // populated: migration 10 kept the plain tables
+      expect((await withDb(c, Partitions.status)).partitioned).toBe(false)
+      await drive(c, sessions, 2, 2)
+
+      // the conversion runs while both workers take turns
+      const load = drive(c, sessions, 4, 4)
+      const converted = await withDb(c, Partitions.convert())
+      await load
+      expect(converted.converted).toBe(true)
+      console.log(`online conversion: the swap took (lock waits included) ${converted.swapMs.toFixed(1)} ms`)
+      // after it: old sessions (their messages stay in the first partition) and new ones (hash partitions)
+      await Promise.all([drive(c, sessions, 8, 2), drive(c, ["late0", "late1"], 0, 8)])
+      const hashed = await c.sql<{ n: string }>("SELECT count(*) AS n FROM ctxd_messages_h")
+      expect(Number(hashed[0]!.n)).toBeGreaterThanOrEqual(16)
+
+      const served = await turnsServed(c)
+      expect(served.get("new")).toBeGreaterThan(0)
+      expect(served.get("old")).toBeGreaterThan(0)
+      await Cluster.expectExactlyOnce(c, TENANT, sessions, () => 10)
+      await Cluster.expectExactlyOnce(c, TENANT, ["late0", "late1"], () => 8)
+    })
+  })
+})
