@@ -37,7 +37,7 @@ describe("Migrations", () => {
       )
       const all = Migrations.migrations.map((m) => m.version)
       // one of them did the work, the other found it done
-      expect(applied.flat().sort()).toEqual(all)
+      expect(applied.flat().sort((x, y) => x - y)).toEqual(all)
       const { rows } = yield* a.query<{ version: number; n: string }>(
         "SELECT version, count(*) AS n FROM ctxd_schema_migrations GROUP BY version ORDER BY version",
       )
