@@ -12,6 +12,7 @@
  * and `ctxd.gather` and `ctxd.commit` around the Postgres reads and write.
  * Metrics: `TurnMetrics`.
  */
+import { Normalize } from "@ctxd/context"
 import { Errors, type Turn } from "@ctxd/contracts"
 import { SessionStore } from "@ctxd/db"
 import { Judge } from "@ctxd/loop-detector"
@@ -19,12 +20,12 @@ import { Spans } from "@ctxd/observe"
 import { ShardLeases } from "@ctxd/sharding"
 import { TokenCounter } from "@ctxd/token-counter"
 import { Cause, Clock, Effect, Exit, Option } from "effect"
-import { createHash } from "node:crypto"
 import { AssemblerConfig } from "./AssemblerConfig.ts"
 import * as Commit from "./Commit.ts"
 import { Compaction } from "./Compaction.ts"
 import * as Decode from "./Decode.ts"
 import { Gather } from "./Gather.ts"
+import * as Prefixes from "./Prefixes.ts"
 import * as SessionActor from "./SessionActor.ts"
 import * as SessionState from "./SessionState.ts"
 import type * as Carry from "./turn/Carry.ts"
@@ -34,8 +35,6 @@ import * as TurnMetrics from "./TurnMetrics.ts"
 
 /** How long a turn may wait for a compaction it cannot go without: 60 s. */
 const BLOCKING_COMPACTION_TIMEOUT = "60 seconds"
-
-const requestHash = (request: Turn.TurnRequest): string => createHash("sha256").update(JSON.stringify(request)).digest("hex")
 
 export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Assembler", {
   scoped: Effect.gen(function* () {
@@ -47,6 +46,8 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const judge = yield* Judge.Judge
     const gather = yield* Gather
     const actors = yield* SessionActor.make(config, leases)
+    // four refs a session (its system and tools, and a change of each) for every session kept in memory
+    const prefixes = Prefixes.make({ bytes: config.prefixCacheBytes, sessionRefs: 4 * config.maxSessions })
 
     /** Performs the I/O a stage asked for, in its own span; the answers to record. */
     const perform = (need: Carry.Need, carry: Carry.Carry): Effect.Effect<Carry.Answers> => {
@@ -101,9 +102,10 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     type Conflict = Commit.Conflict & { readonly state: SessionState.SessionState }
 
     /** One attempt at the turn on the session's state (after a conflict: on that attempt's state, refreshed). */
-    const attempt = (ids: { readonly tenant: string; readonly session: string }, request: Turn.TurnRequest, hash: string, cached: SessionState.SessionState | undefined, previous: Conflict | undefined) =>
+    const attempt = (ids: { readonly tenant: string; readonly session: string }, decoded: Decode.Decoded, cached: SessionState.SessionState | undefined, previous: Conflict | undefined) =>
       Effect.gen(function* () {
         const { tenant, session } = ids
+        const { request, hash } = decoded
         const agent = Options.resolve(config, tenant, request.options).agent
         const { state, knowledge, lengths, workspace } = yield* gather
           .gather({ tenant, session, model: request.model, agent, system: request.system, cached: previous?.state ?? cached, refresh: previous !== undefined })
@@ -121,6 +123,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           now,
           lengths,
           workspace,
+          normalized: Decode.normalized(decoded, () => Normalize.openCalls(state.messages.map((r) => r.message), state.callIds, state.answered), workspace),
         })
         const outcome = yield* stages(carry)
         if (outcome._tag === "Rejected") {
@@ -129,7 +132,8 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           if (Option.isSome(stored)) return [{ reply: yield* Commit.replay(request.turnId, hash, stored.value), fresh: false } as Answered, state] as const
           return yield* Effect.fail(new Errors.BadRequest({ message: outcome.message, ...(outcome.path === undefined ? {} : { path: outcome.path }) }))
         }
-        const { reply } = outcome
+        const refs = Decode.refs(decoded)
+        const reply: Turn.TurnReply = refs === undefined ? outcome.reply : { ...outcome.reply, refs }
         const fresh = outcome.carry.count!.fresh
         const committed = yield* Commit.commit(store, leases, {
           tenant,
@@ -155,19 +159,23 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     /** One turn, with whether it was committed now (false: a replay of a stored reply). */
     const handle = (tenant: string, session: string, data: Uint8Array) =>
       Effect.gen(function* () {
-        const request = yield* Decode.parseJson(data).pipe(Effect.flatMap(Decode.turnRequest))
+        const decoded = yield* Decode.turn(data, prefixes, { tenant, session })
+        const { request } = decoded
         yield* Spans.annotate({
           "ctxd.turn.id": request.turnId,
           "ctxd.format": request.format,
           "gen_ai.system": request.model.provider,
           "gen_ai.request.model": request.model.name,
         })
-        const hash = requestHash(request)
-        return yield* actors
+        const answered = yield* actors
           .withSession(SessionActor.key(tenant, session), (cached) =>
-            Commit.retrying((previous: Conflict | undefined) => attempt({ tenant, session }, request, hash, cached, previous)),
+            Commit.retrying((previous: Conflict | undefined) => attempt({ tenant, session }, decoded, cached, previous)),
           )
           .pipe(Effect.annotateLogs({ turn: request.turnId }))
+        // the session may name these parts by ref from now on
+        const refs = Decode.refs(decoded)
+        if (refs !== undefined) prefixes.remember(tenant, session, refs)
+        return answered
       }).pipe(Effect.annotateLogs({ tenant, session }), Effect.withLogSpan("turn"))
 
     /** Handles one turn request (raw bytes) for `tenant`/`session`: the span `ctxd.turn`, its outcome and duration counted. */

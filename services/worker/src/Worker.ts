@@ -279,6 +279,7 @@ export const layer = Layer.unwrapEffect(
           defaultToolsets: config.defaultToolsets,
           tenants,
           mailbox: config.mailbox,
+          prefixCacheBytes: config.prefixCacheBytes,
           prices,
         }),
       ),
