@@ -86,14 +86,27 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     }
 
     /** Runs the stages from `at` (as `TurnStages.run` does), each in its span, until the reply is built or the request rejected. */
-    const stages = (carry: Carry.Carry, at = 0): Effect.Effect<Exclude<TurnStages.Outcome, { readonly _tag: "Need" }>> =>
+    const tracedStages = (carry: Carry.Carry, at = 0): Effect.Effect<Exclude<TurnStages.Outcome, { readonly _tag: "Need" }>> =>
       at >= TurnStages.STAGES.length
         ? Effect.succeed({ _tag: "Done", carry, reply: carry.reply! })
         : Effect.flatMap(stage(carry, at), (step) => {
             if (step._tag === "Rejected") return Effect.succeed(step)
-            if (step._tag === "Next") return stages(step.carry, at + 1)
+            if (step._tag === "Next") return tracedStages(step.carry, at + 1)
             return Effect.dieMessage(`turn stage ${TurnStages.STAGES[at]!.name}: a need left unanswered`)
           })
+
+    /** The same as plain function calls, entering the runtime only for the I/O a stage asks for. */
+    const plainStages = (carry: Carry.Carry, at = 0): Effect.Effect<Exclude<TurnStages.Outcome, { readonly _tag: "Need" }>> =>
+      Effect.suspend(() => {
+        const outcome = TurnStages.run(carry, at)
+        if (outcome._tag !== "Need") return Effect.succeed(outcome)
+        const current = outcome.carry
+        return Effect.flatMap(perform(outcome.need, current), (answers) => plainStages({ ...current, answers: { ...current.answers, ...answers } }, outcome.at))
+      })
+
+    /** The turn's stages: a span per stage when a tracer records them (`Spans.recording`), else plain calls. */
+    const stages = (carry: Carry.Carry): Effect.Effect<Exclude<TurnStages.Outcome, { readonly _tag: "Need" }>> =>
+      Effect.flatMap(Spans.recording, (traced) => (traced ? tracedStages(carry) : plainStages(carry)))
 
     /** A turn's reply, and whether it was committed now (false: a stored reply replayed). */
     type Answered = { readonly reply: Turn.TurnReply; readonly fresh: boolean }
