@@ -5,11 +5,13 @@
 //   npm run bench -- economics --model gpt-4o   (economics: the model to price; default claude-sonnet-4-5)
 //   npm run bench -- assembly --format all      (assembly, e2e: the request formats, one or `all`;
 //                                                default assembly Anthropic + OpenAI, e2e OpenAI)
+//   npm run bench -- e2e --profile              (e2e: the worker under --cpu-prof; its self time by group)
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Assembly from "./Assembly.ts"
 import * as Burst from "./Burst.ts"
 import * as Compaction from "./Compaction.ts"
+import * as Decode from "./Decode.ts"
 import * as Economics from "./economics/Economics.ts"
 import * as EndToEnd from "./EndToEnd.ts"
 import * as Optimizations from "./Optimizations.ts"
@@ -28,6 +30,7 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["compaction", Compaction.run],
   ["loop", async () => [...LoopDetector.run()]],
   ["store", Store.run],
+  ["decode", () => Decode.run()],
   ["e2e", () => EndToEnd.runFormats()],
   ["scaling", () => Scaling.run()],
   ["burst", () => Burst.run()],
