@@ -33,10 +33,10 @@ export const run = async (reads = 2_000): Promise<Row[]> => {
           const warm = yield* WorkspaceCache.make({ root })
           for (let i = 0; i < reads; i++) {
             let t = performance.now()
-            yield* cold.read(ref)
+            yield* cold.read(ref, "acme")
             miss.push(performance.now() - t)
             t = performance.now()
-            yield* warm.read(ref)
+            yield* warm.read(ref, "acme")
             hit.push(performance.now() - t)
           }
           return { miss, hit }

@@ -3,6 +3,7 @@
 //   npm run bench                 all benchmarks
 //   npm run bench -- assembly     only those whose name contains "assembly"
 //   npm run bench -- economics --model gpt-4o   (economics: the model to price; default claude-sonnet-4-5)
+//   npm run bench -- memory --memory-docs 10000,1000000   (memory: documents per run; default 10000)
 //   npm run bench -- assembly --format all      (assembly, e2e: the request formats, one or `all`;
 //                                                default assembly Anthropic + OpenAI, e2e OpenAI)
 //   npm run bench -- e2e --profile              (e2e: the worker under --cpu-prof; its self time by group)
@@ -14,6 +15,7 @@ import * as Compaction from "./Compaction.ts"
 import * as Decode from "./Decode.ts"
 import * as Economics from "./economics/Economics.ts"
 import * as EndToEnd from "./EndToEnd.ts"
+import * as Memory from "./Memory.ts"
 import * as Optimizations from "./Optimizations.ts"
 import * as Scaling from "./Scaling.ts"
 import * as Store from "./Store.ts"
@@ -30,6 +32,7 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["compaction", Compaction.run],
   ["loop", async () => [...LoopDetector.run()]],
   ["store", Store.run],
+  ["memory", Memory.run],
   ["decode", () => Decode.run()],
   ["e2e", () => EndToEnd.runFormats()],
   ["scaling", () => Scaling.run()],

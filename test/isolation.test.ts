@@ -134,11 +134,13 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     await expect(tenant(port, "acme", "globex")).rejects.toThrow(/Authorization/i)
   })
 
-  it("acme runs its own turns, knowledge, summaries, counts, usage and loop checks", async () => {
+  it("acme runs its own turns, knowledge, memory, summaries, counts, usage and loop checks", async () => {
     const reply = (await acme.request("ctx.v1.turn.acme.s1", json(turn("t1")), { timeout: 15_000 })).json<{ ok: boolean; turnId: string }>()
     expect(reply).toMatchObject({ ok: true, turnId: "t1" })
     const added = await acme.request("ctx.v1.knowledge.acme", json({ op: "add", doc: { id: "d1", title: "Acme", text: "acme only" } }), { timeout: 10_000 })
     expect(added.json()).toMatchObject({ ok: true, docs: [{ id: "d1", title: "Acme" }] })
+    const remembered = await acme.request("ctx.v1.memory.acme", json({ op: "remember", text: "acme prefers tabs" }), { timeout: 10_000 })
+    expect(remembered.json()).toMatchObject({ ok: true, created: true })
     const count = await acme.request(
       "ctx.v1.tokens.count.acme",
       json({ model: { provider: "openai", name: "gpt-4o" }, backend: "tiktoken", segments: ["hello world"] }),
@@ -160,6 +162,7 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     const forbidden = [
       "ctx.v1.turn.globex.x",
       "ctx.v1.knowledge.globex",
+      "ctx.v1.memory.globex",
       "ctx.v1.summarize.globex",
       "ctx.v1.tokens.count.globex",
       "ctx.v1.usage.globex.x",
@@ -178,6 +181,7 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     const bodies: Record<string, unknown> = {
       "ctx.v1.turn.globex.x": turn("t-evil"),
       "ctx.v1.knowledge.globex": { op: "add", doc: { id: "evil", title: "Evil", text: "planted by acme" } },
+      "ctx.v1.memory.globex": { op: "remember", text: "planted by acme" },
     }
     for (const subject of forbidden) {
       const error = await refusal(acme, subject, bodies[subject] ?? {})
@@ -189,10 +193,13 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     expect(seen.filter((s) => forbidden.includes(s))).toEqual([])
     const list = await globex.request("ctx.v1.knowledge.globex", json({ op: "list" }), { timeout: 10_000 })
     expect(list.json()).toMatchObject({ ok: true, docs: [] })
+    const memories = await globex.request("ctx.v1.memory.globex", json({ op: "list" }), { timeout: 10_000 })
+    expect(memories.json()).toEqual({ ok: true, documents: [] })
     // acme's connection survives the refusals
     expect((await acme.request("ctx.v1.turn.acme.s1", json(turn("t2")), { timeout: 15_000 })).json()).toMatchObject({ ok: true, turnId: "t2" })
     // and globex cannot read acme's knowledge either
     expect(await refusal(globex, "ctx.v1.knowledge.acme", { op: "list" })).toBeInstanceOf(PermissionViolationError)
+    expect(await refusal(globex, "ctx.v1.memory.acme", { op: "search", query: "tabs" })).toBeInstanceOf(PermissionViolationError)
   }, 60_000)
 
   it("acme cannot listen to turns, worker-direct subjects, health, JetStream or anyone else's replies", async () => {

@@ -80,5 +80,5 @@ it("refuses to start with an invalid tenants file, saying why in its own scrubbe
     .map((line) => JSON.parse(line) as { level: number; msg: string; err?: string })
     .find((line) => line.msg === "the worker stopped")
   expect(stop?.level).toBe(50)
-  expect(stop?.err).toMatch(/CTXD_TENANTS_FILE .*\[redacted\]\.json: not tenant ids .*bad tenant!/)
+  expect(stop?.err).toMatch(/CTXD_TENANTS_FILE .*\[redacted\]\.json is not valid:\n.*\[redacted\]\.json:1:2: bad tenant!: not a tenant id/)
 })

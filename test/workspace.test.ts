@@ -127,10 +127,10 @@ describe("workspace bundles", () => {
     } finally {
       await off.close()
     }
-  })
+  }, 90_000)
 })
 
 it("a worker whose CTXD_WORKSPACE_ROOT is not a directory refuses to start, saying so", async () => {
-  const started = WorkerProcess.start({ CTXD_SUBJECT_ROOT: "t_never", CTXD_WORKSPACE_ROOT: join(root, "nope") }, { readyTimeoutMs: 15_000 })
+  const started = WorkerProcess.start({ CTXD_SUBJECT_ROOT: "t_never", CTXD_WORKSPACE_ROOT: join(root, "nope") }, { readyTimeoutMs: 40_000 })
   await expect(started.then((w) => w.stop())).rejects.toThrow(/CTXD_WORKSPACE_ROOT .*nope is not a directory/)
-})
+}, 60_000)

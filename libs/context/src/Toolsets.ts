@@ -15,6 +15,7 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import * as Knowledge from "./Knowledge.ts"
+import * as MemoryTools from "./MemoryTools.ts"
 import * as Recall from "./Recall.ts"
 import { collapse } from "./SchemaCompression.ts"
 
@@ -171,6 +172,8 @@ export interface Context {
   readonly knowledge?: ReadonlyArray<Knowledge.Doc> | undefined
   /** The stored history to restore masked results from; absent: `recall` is not answered (see `Recall.enabled`). */
   readonly recall?: Recall.Source | undefined
+  /** The memory calls' answers, by call id (run by the shell: `MemoryTools.pending`); absent: memory tools are not answered. */
+  readonly memory?: { readonly answers: ReadonlyMap<string, MemoryTools.Answer> } | undefined
 }
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -214,7 +217,8 @@ export const load = (args: unknown, state: State, context: Context): { text: str
  * Answers the virtual calls of one assistant message, skipping call ids in
  * `answered` (a runtime that answered a call itself wins). `load_toolset`
  * is answered when some tool has a toolset; `load_knowledge` when
- * `context.knowledge` is given; `recall` when `context.recall` is given.
+ * `context.knowledge` is given; `recall` when `context.recall` is given; a
+ * memory tool when `context.memory` holds its answer.
  * Returns the tool results to append (in call order), the new state and the
  * report entries.
  */
@@ -239,6 +243,8 @@ export const answerCalls = (
       outcome = Knowledge.answer(part.input, context.knowledge)
     } else if (part.name === Recall.RECALL && context.recall !== undefined) {
       outcome = Recall.answer(part.input, context.recall)
+    } else if (MemoryTools.isMemoryTool(part.name)) {
+      outcome = context.memory?.answers.get(part.id)
     }
     if (outcome === undefined) continue
     results.push({ type: "tool_result", callId: part.id, content: [{ type: "text", text: outcome.text }], isError: !outcome.ok })

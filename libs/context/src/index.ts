@@ -2,7 +2,7 @@
  * @ctxd/context: the pure core of the context pipeline (no I/O).
  * Normalize → Pipeline (Window → SchemaCompression → Masking → Budget →
  * Units → Reasoning → RenderAnthropic / RenderOpenAI laid out by CacheLayout →
- * Proactive); around a turn: Toolsets, Knowledge, Recall, Waste, Models; the cache
+ * Proactive); around a turn: Toolsets, Knowledge, Recall, MemoryTools, Waste, Models; the cache
  * economics: CostModel (prices; PriceFile: configured ones, validated),
  * CacheSim (provider cache billing), CachePlanner (when an edit pays) and
  * SessionLengths (how long a session is expected to go on); ProviderCompaction
@@ -15,6 +15,7 @@ export * as CacheSim from "./CacheSim.ts"
 export * as CostModel from "./CostModel.ts"
 export * as Knowledge from "./Knowledge.ts"
 export * as Masking from "./Masking.ts"
+export * as MemoryTools from "./MemoryTools.ts"
 export * as Models from "./Models.ts"
 export * as Normalize from "./Normalize.ts"
 export * as Pipeline from "./Pipeline.ts"

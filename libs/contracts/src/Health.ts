@@ -19,5 +19,7 @@ export const HealthReply = Schema.Struct({
   turns: Schema.optional(Schema.Number),
   /** Turns this worker forwarded to their shard's owner since it started. */
   forwarded: Schema.optional(Schema.Number),
+  /** The configuration in effect (`CTXD_CONFIG_FILE`, `CTXD_TENANTS_FILE`): its hash (`none` without a file), reloads applied and edits rejected since start. */
+  config: Schema.optional(Schema.Struct({ hash: Schema.String, reloads: Schema.Number, rejected: Schema.Number })),
 }).annotations({ identifier: "HealthReply" })
 export type HealthReply = typeof HealthReply.Type

@@ -9,6 +9,7 @@ import * as Errors from "./Errors.ts"
 import * as Health from "./Health.ts"
 import * as Knowledge from "./Knowledge.ts"
 import * as Loop from "./Loop.ts"
+import * as Memory from "./Memory.ts"
 import * as Summarize from "./Summarize.ts"
 import * as Tokens from "./Tokens.ts"
 import * as Turn from "./Turn.ts"
@@ -20,6 +21,8 @@ const documents: ReadonlyArray<readonly [string, Schema.Schema.Any]> = [
   ["health-reply", Health.HealthReply],
   ["knowledge-request", Knowledge.Request],
   ["knowledge-reply", Knowledge.Reply],
+  ["memory-request", Memory.Request],
+  ["memory-reply", Memory.Reply],
   ["loop-check-request", Loop.CheckRequest],
   ["loop-check-reply", Loop.CheckReply],
   ["usage-report", Tokens.UsageReport],

@@ -71,6 +71,12 @@ export interface Subjects {
   readonly knowledgeWildcard: string
   /** The tenant token of a knowledge subject. */
   readonly parseKnowledge: (subject: string) => string | undefined
+  /** `<root>.v1.memory.<tenant>` */
+  readonly memory: (tenant: string) => string
+  /** `<root>.v1.memory.*`: what a worker subscribes to. */
+  readonly memoryWildcard: string
+  /** The tenant token of a memory subject. */
+  readonly parseMemory: (subject: string) => string | undefined
   /** `<root>.v1.loop.check` */
   readonly loopCheck: string
   /** `<root>.v1.metrics` */
@@ -130,6 +136,13 @@ export const make = (root: string = DEFAULT_ROOT): Subjects => {
     parseKnowledge: (subject) => {
       if (!subject.startsWith(`${prefix}knowledge.`)) return undefined
       const tenant = subject.slice(`${prefix}knowledge.`.length)
+      return isValidToken(tenant) ? tenant : undefined
+    },
+    memory: (tenant) => `${prefix}memory.${tenant}`,
+    memoryWildcard: `${prefix}memory.*`,
+    parseMemory: (subject) => {
+      if (!subject.startsWith(`${prefix}memory.`)) return undefined
+      const tenant = subject.slice(`${prefix}memory.`.length)
       return isValidToken(tenant) ? tenant : undefined
     },
     summarize: `${prefix}summarize`,

@@ -100,8 +100,15 @@ export const Options = Schema.Struct({
   freshTailMessages: Schema.optional(Count),
   /** Total token budget; default the effective window (context window − max output tokens). */
   budgetTokens: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
-  /** The agent this session belongs to: selects its knowledge documents (default `default`). */
+  /** The agent this session belongs to: selects its knowledge documents and memories (default `default`). */
   agent: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/))),
+  /** The user this session acts for: its memories add to the agent's shared ones (default none: the shared ones only). */
+  user: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/))),
+  /**
+   * ctxd's memory tools (`memory_search`, `memory_read`, `memory_list`, `memory_history`; `memory_remember` once
+   * loaded): true offers them, false never; default (absent) when the agent/user has any memory.
+   */
+  memoryTools: Schema.optional(Schema.Boolean),
   /** Token counting backend for this turn; default `CTXD_TOKEN_BACKEND` (`auto`). */
   tokenBackend: Schema.optional(Tokens.BackendChoice),
   /** Loop-detector policy and thresholds for this turn (defaults in the README). */
@@ -131,6 +138,18 @@ export const Options = Schema.Struct({
    * `clear_thinking_20251015` default; at least 1: the current tool-use loop needs its own).
    */
   keepThinkingTurns: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
+  /**
+   * Prompt caching (default true): false sends no `cache_control` breakpoints (Anthropic) and no
+   * `prompt_cache_key` / `prompt_cache_retention` (OpenAI), and the report expects no cache reads
+   * or writes from breakpoints; the providers' automatic prefix caching (OpenAI, Gemini) cannot be
+   * turned off by a request.
+   */
+  promptCache: Schema.optional(Schema.Boolean),
+  /**
+   * Compaction (default true, where the worker runs a compactor): false neither schedules a
+   * background compaction nor blocks on one for this turn; a summary already made still applies.
+   */
+  compaction: Schema.optional(Schema.Boolean),
   /**
    * On-demand toolsets (tools that carry `toolset`): the toolsets sent from the
    * start (default `CTXD_DEFAULT_TOOLSETS`, none) and whether their write tools
@@ -282,7 +301,7 @@ export const ReasoningReport = Schema.Struct({
 export type ReasoningReport = typeof ReasoningReport.Type
 
 export const VirtualCall = Schema.Struct({
-  /** `load_toolset`, `load_knowledge` or `recall`. */
+  /** `load_toolset`, `load_knowledge`, `recall` or a memory tool (`memory_search`...). */
   tool: Schema.String,
   callId: Schema.String,
   args: Schema.Unknown,

@@ -14,13 +14,15 @@
  */
 import { Normalize } from "@ctxd/context"
 import { Errors, type Turn } from "@ctxd/contracts"
-import { SessionStore } from "@ctxd/db"
+import type { MemoryTools } from "@ctxd/context"
+import { MemoryStore, SessionStore } from "@ctxd/db"
 import { Judge } from "@ctxd/loop-detector"
 import { Spans } from "@ctxd/observe"
 import { ShardLeases } from "@ctxd/sharding"
 import { TokenCounter } from "@ctxd/token-counter"
 import { Cause, Clock, Effect, Exit, Option } from "effect"
-import { AssemblerConfig } from "./AssemblerConfig.ts"
+import { createHash } from "node:crypto"
+import { AssemblerConfig, pinned } from "./AssemblerConfig.ts"
 import * as Commit from "./Commit.ts"
 import { Compaction } from "./Compaction.ts"
 import * as Decode from "./Decode.ts"
@@ -36,6 +38,10 @@ import * as TurnMetrics from "./TurnMetrics.ts"
 /** How long a turn may wait for a compaction it cannot go without: 60 s. */
 const BLOCKING_COMPACTION_TIMEOUT = "60 seconds"
 
+/** The id `memory_remember` gives a new memory: derived from the tenant, session and call. */
+const callMemoryId = (tenant: string, session: string, callId: string): string =>
+  `m-${createHash("sha256").update(`${tenant}\u0000${session}\u0000${callId}`).digest("hex").slice(0, 32)}`
+
 export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Assembler", {
   scoped: Effect.gen(function* () {
     const config = yield* AssemblerConfig
@@ -48,6 +54,39 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const actors = yield* SessionActor.make(config, leases)
     // four refs a session (its system and tools, and a change of each) for every session kept in memory
     const prefixes = Prefixes.make({ bytes: config.prefixCacheBytes, sessionRefs: 4 * config.maxSessions })
+    // optional: without a memory store (in-process uses), memory calls are answered with an error
+    const memories = yield* Effect.serviceOption(MemoryStore.MemoryStore)
+
+    /** Runs the memory calls of a turn in order (a write before a read of it); a failure is that call's error result. */
+    const memoryCalls = (calls: ReadonlyArray<MemoryTools.Call>, scope: MemoryStore.Scope, session: string) =>
+      Effect.forEach(calls, (call) => {
+        if (Option.isNone(memories)) return Effect.succeed([call.callId, { op: "error", message: "memory is not available here" }] as const)
+        const store = memories.value
+        const o = call.operation
+        const run: Effect.Effect<MemoryTools.Result, MemoryStore.Failure> =
+          o.op === "search"
+            ? Effect.map(store.search(scope, o.query, { limit: o.limit }), (hits) => ({ op: "search", hits }))
+            : o.op === "read"
+              ? Effect.map(store.read(scope, o.id), (document) => ({ op: "read", document }))
+              : o.op === "list"
+                ? Effect.map(store.list(scope, { cursor: o.cursor, limit: o.limit }), (page) => ({ op: "list", ...page }))
+                : o.op === "history"
+                  ? Effect.map(store.history(scope, o.id), (versions) => ({ op: "history", versions }))
+                  : Effect.map(
+                      // a new memory's id follows from the call, so a turn run again (a commit conflict, a retried turn) stores it once
+                      store.remember(scope, { text: o.text, tags: o.tags, id: o.id ?? callMemoryId(scope.tenant, session, call.callId), source: `session ${session}` }),
+                      (done) => ({ op: "remember", ...done }),
+                    )
+        return run.pipe(
+          Effect.catchAll((e): Effect.Effect<MemoryTools.Result> =>
+            Effect.succeed({
+              op: "error",
+              message: e._tag === "MemoryInvalid" ? `${e.path}: ${e.message}` : "the memory store is unavailable right now",
+            }),
+          ),
+          Effect.map((result) => [call.callId, result] as const),
+        )
+      }).pipe(Effect.map((entries) => new Map(entries)))
 
     /** Performs the I/O a stage asked for, in its own span; the answers to record. */
     const perform = (need: Carry.Need, carry: Carry.Carry): Effect.Effect<Carry.Answers> => {
@@ -70,6 +109,13 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             Effect.as({ compacted: need.decision }),
             Spans.span("ctxd.compact_now"),
           )
+        case "Memory": {
+          const { agent, user } = carry.inputs.options
+          return memoryCalls(need.calls, { tenant, agent, user }, session).pipe(
+            Effect.map((memory) => ({ memory })),
+            Spans.span("ctxd.memory_tools", { attributes: { "ctxd.memory.calls": need.calls.length } }),
+          )
+        }
       }
     }
 
@@ -119,13 +165,15 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
       Effect.gen(function* () {
         const { tenant, session } = ids
         const { request, hash } = decoded
-        const agent = Options.resolve(config, tenant, request.options).agent
-        const { state, knowledge, lengths, workspace } = yield* gather
-          .gather({ tenant, session, model: request.model, agent, system: request.system, cached: previous?.state ?? cached, refresh: previous !== undefined })
+        // the config file's sections as of this attempt, for all of it (a reload applies from the next turn)
+        const turnConfig = pinned(config)
+        const { agent, user, memoryTools } = Options.resolve(turnConfig, tenant, request.options)
+        const { state, knowledge, lengths, workspace, memoryAny } = yield* gather
+          .gather({ tenant, session, model: request.model, agent, user, memoryTools, system: request.system, cached: previous?.state ?? cached, refresh: previous !== undefined })
           .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": (previous?.state ?? cached) !== undefined } }))
         const now = yield* Clock.currentTimeMillis
         const carry = TurnStages.begin({
-          config,
+          config: turnConfig,
           tenant,
           session,
           request,
@@ -136,6 +184,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           now,
           lengths,
           workspace,
+          memoryAny,
           normalized: Decode.normalized(decoded, () => Normalize.openCalls(state.messages.map((r) => r.message), state.callIds, state.answered), workspace),
         })
         const outcome = yield* stages(carry)

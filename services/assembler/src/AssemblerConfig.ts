@@ -2,6 +2,7 @@
  * The assembler's knobs (the worker reads them from the environment, README
  * "Configuration"). {@link defaults} is the one place their defaults live.
  */
+import type { RuntimeConfig } from "@ctxd/config"
 import { CostModel } from "@ctxd/context"
 import type { Loop, Turn } from "@ctxd/contracts"
 import { Context, Layer } from "effect"
@@ -34,16 +35,29 @@ export interface Config {
    * part is decoded per turn, every ref is unknown).
    */
   readonly prefixCacheBytes: number
-  /** Global turn options, under a tenant's and a request's own (see `turn/Options`). */
+  /** The environment's turn options, under the config file's, a tenant's, an agent's and a request's own (see `turn/Options`). */
   readonly defaults: Turn.Options
   /** Loop-detector defaults (a tenant's and a request's `options.loop` win field by field). */
   readonly loop: Loop.Settings
-  /** Per-tenant turn options, between the global defaults and a request's own options. */
-  readonly tenants: Readonly<Record<string, Turn.Options>>
+  /**
+   * The config file's current sections (`defaults`, `tenants`, `agents`): read
+   * once per turn, so a reloaded file applies from the next turn.
+   */
+  readonly sections: () => RuntimeConfig.Sections
   /** Toolsets sent from the start when neither the tenant nor the request names them. */
   readonly defaultToolsets: ReadonlyArray<string>
   /** The model prices the cache planner weighs edits with (configured rows over the built-in table). */
   readonly prices: CostModel.PriceTable
+}
+
+const none: RuntimeConfig.Sections = { defaults: {}, tenants: {}, agents: {} }
+/** No config file. */
+export const noSections = (): RuntimeConfig.Sections => none
+
+/** `config` with its sections read now and fixed: one turn sees one snapshot throughout. */
+export const pinned = (config: Config): Config => {
+  const sections = config.sections()
+  return { ...config, sections: () => sections }
 }
 
 export class AssemblerConfig extends Context.Tag("@ctxd/assembler/AssemblerConfig")<AssemblerConfig, Config>() {}
@@ -54,7 +68,7 @@ export const layer = (config: Partial<Config> = {}): Layer.Layer<AssemblerConfig
     ...defaults,
     defaults: {},
     loop: {},
-    tenants: {},
+    sections: noSections,
     defaultToolsets: [],
     ...config,
   })

@@ -4,16 +4,19 @@
  * knowledge documents (cached per tenant/agent for a few seconds), the live
  * summary (while it may have changed) and the agent's history of session
  * lengths (`LengthHistory`: cached for minutes, a bounded wait only while
- * nothing is known) and, when the request's `system` names a workspace, its
- * bundle (`WorkspaceCache`: files read at a miss, else from memory). Each
- * read is applied to the session state with `SessionState.advance`.
+ * nothing is known), when the request's `system` names a workspace, its
+ * bundle (`WorkspaceCache`: files read at a miss, else from memory), and
+ * whether the agent/user has any memory (when a memory store is provided and
+ * the turn leaves the memory tools to it; cached like the knowledge
+ * documents). Each read is applied to the session state with
+ * `SessionState.advance`.
  */
 import type { Knowledge, SessionLengths } from "@ctxd/context"
 import type { Conversation, Errors } from "@ctxd/contracts"
 import { Turn } from "@ctxd/contracts"
-import { KnowledgeStore, SessionStore } from "@ctxd/db"
+import { KnowledgeStore, MemoryStore, SessionStore } from "@ctxd/db"
 import { TokenCounter } from "@ctxd/token-counter"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { AssemblerConfig } from "./AssemblerConfig.ts"
 import { Compaction } from "./Compaction.ts"
 import { LengthHistory } from "./LengthHistory.ts"
@@ -33,6 +36,8 @@ export interface Gathered {
   readonly lengths: SessionLengths.Histogram | undefined
   /** The workspace bundle's sections when the request's `system` names one (undefined: it does not). */
   readonly workspace: ReadonlyArray<Conversation.SystemSection> | undefined
+  /** Whether the agent/user has any memory (undefined: not asked, or no memory store). */
+  readonly memoryAny: boolean | undefined
 }
 
 export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
@@ -44,6 +49,7 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
     const local = (yield* TokenCounter.TokenCounter).local
     const config = yield* AssemblerConfig
     const workspaces = yield* WorkspaceCache
+    const memories = yield* Effect.serviceOption(MemoryStore.MemoryStore)
 
     /**
      * Stored counts are reused while the session's model stays in one token
@@ -66,6 +72,24 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
           }),
         ),
         Effect.mapError(storeError),
+      )
+    }
+
+    const memoryCache = new Map<string, { readonly any: boolean; readonly at: number }>()
+    const memoryAnyOf = (scope: MemoryStore.Scope): Effect.Effect<boolean | undefined> => {
+      if (Option.isNone(memories)) return Effect.succeed(undefined)
+      const key = `${scope.tenant}\u0000${scope.agent}\u0000${scope.user ?? ""}`
+      const hit = memoryCache.get(key)
+      if (hit !== undefined && Date.now() - hit.at < KNOWLEDGE_TTL_MS) return Effect.succeed(hit.any)
+      return memories.value.any(scope).pipe(
+        Effect.tap((any) =>
+          Effect.sync(() => {
+            if (memoryCache.size >= config.maxSessions) memoryCache.clear()
+            memoryCache.set(key, { any, at: Date.now() })
+          }),
+        ),
+        // a failing store only means no memory tools this turn
+        Effect.orElseSucceed(() => undefined),
       )
     }
 
@@ -95,6 +119,9 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       readonly agent: string
       /** The request's `system`: a workspace reference is read. */
       readonly system?: Turn.System | undefined
+      readonly user?: string | undefined
+      /** The turn's `memoryTools` option: set, the memory store is not asked. */
+      readonly memoryTools?: boolean | undefined
       readonly cached: SessionState.SessionState | undefined
       readonly refresh: boolean
     }): Effect.Effect<Gathered, Errors.WireError> => {
@@ -107,14 +134,15 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
           knowledgeOf(input.tenant, input.agent),
           SessionState.needsSummary(state) ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s })) : Effect.succeed(undefined),
           lengthHistory.get(input.tenant, input.agent),
-          Turn.isWorkspaceRef(input.system) ? workspaces.read(input.system) : Effect.succeed(undefined),
+          input.memoryTools === undefined ? memoryAnyOf({ tenant: input.tenant, agent: input.agent, user: input.user }) : Effect.succeed(undefined),
+          Turn.isWorkspaceRef(input.system) ? workspaces.read(input.system, input.tenant) : Effect.succeed(undefined),
         ],
         { concurrency: "unbounded" },
       ).pipe(
-        Effect.map(([rows, knowledge, summary, lengths, workspace]) => {
+        Effect.map(([rows, knowledge, summary, lengths, memoryAny, workspace]) => {
           SessionState.advance(state, { _tag: "Loaded", rows })
           if (summary !== undefined) SessionState.advance(state, { _tag: "SummaryRead", latest: summary.s })
-          return { state, knowledge, lengths, workspace }
+          return { state, knowledge, lengths, memoryAny, workspace }
         }),
       )
     }

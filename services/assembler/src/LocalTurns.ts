@@ -68,7 +68,7 @@ export interface LocalTurns {
 
 /** Turns in memory under `config` (over `AssemblerConfig.defaults`), I/O answered by `ports`. */
 export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {}): LocalTurns => {
-  const resolved: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, tenants: {}, defaultToolsets: [], ...config }
+  const resolved: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, sections: AssemblerConfig.noSections, defaultToolsets: [], ...config }
   const sessions = new Map<string, SessionState.SessionState>()
   /** Summaries made by background compactions, read by the session's next turn. */
   const landed = new Map<string, View.Summary>()
@@ -109,6 +109,16 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
           carry = {
             ...outcome.carry,
             answers: { ...outcome.carry.answers, judge: { answered: false, progress: null, reason: "no judge in-process", model: "", tokensIn: 0, tokensOut: 0 } },
+          }
+          break
+        case "Memory":
+          // no memory store in-process: each call gets an error result
+          carry = {
+            ...outcome.carry,
+            answers: {
+              ...outcome.carry.answers,
+              memory: new Map(need.calls.map((c) => [c.callId, { op: "error" as const, message: "memory is not available here" }])),
+            },
           }
           break
         case "CompactNow": {

@@ -11,7 +11,10 @@
  * missing or empty file is skipped; a scope without a directory →
  * `BadRequest`; a file over `maxFileBytes` → `TooLarge`.
  *
- * Cache: in memory, keyed by (root, scope, sorted extras), bounded in
+ * With `perTenant`, a tenant's scopes are `<root>/<tenant>/<workspace>/`
+ * instead: a tenant cannot name another tenant's files.
+ *
+ * Cache: in memory, keyed by (root, [tenant,] scope, sorted extras), bounded in
  * entries and bytes (least recently used first out). A recursive
  * `node:fs` watcher on the root (Node 24 watches recursively on Linux too)
  * drops all of the root's entries `debounceMs` after the first change of
@@ -29,7 +32,7 @@ import { Errors, type Turn } from "@ctxd/contracts"
 import { Chunk, Clock, Context, Effect, Layer, Metric, Queue, Runtime, type Scope } from "effect"
 import { watch } from "node:fs"
 import { stat } from "node:fs/promises"
-import { resolve } from "node:path"
+import { join, resolve } from "node:path"
 import * as WorkspaceFiles from "./internal/WorkspaceFiles.ts"
 
 /** The fixed files of a workspace, in the order their sections go out. */
@@ -38,7 +41,7 @@ export const FIXED_FILES = ["IDENTITY.md", "SOUL.md", "USER.md", "AGENTS.md", "M
 /**
  * The defaults: a change drops the root's entries after 500 ms; an entry is
  * read again after 300 s whatever the watcher says; 256 bundles and 16 MiB
- * kept; a file may have 256 KiB.
+ * kept; a file may have 256 KiB; scopes shared by all tenants.
  */
 export const defaults = {
   debounceMs: 500,
@@ -46,6 +49,7 @@ export const defaults = {
   maxEntries: 256,
   maxBytes: 16 * 1024 * 1024,
   maxFileBytes: 256 * 1024,
+  perTenant: false,
 } as const
 
 export interface Config {
@@ -61,6 +65,8 @@ export interface Config {
   readonly maxBytes: number
   /** Largest file read (bytes). */
   readonly maxFileBytes: number
+  /** Each tenant's scopes under `<root>/<tenant>/` (else every tenant may name every scope under the root). */
+  readonly perTenant: boolean
 }
 
 /** What the cache holds, for tests and probes. */
@@ -75,8 +81,8 @@ export type ReadError = Errors.BadRequest | Errors.PayloadTooLarge | Errors.Inte
 
 /** The port. */
 export interface WorkspaceCacheService {
-  /** The bundle's system sections, from the cache or read. */
-  readonly read: (ref: Turn.WorkspaceRef) => Effect.Effect<ReadonlyArray<Conversation.SystemSection>, ReadError>
+  /** The bundle's system sections for a turn of `tenant`, from the cache or read. */
+  readonly read: (ref: Turn.WorkspaceRef, tenant: string) => Effect.Effect<ReadonlyArray<Conversation.SystemSection>, ReadError>
   readonly stats: Effect.Effect<Stats>
 }
 
@@ -118,7 +124,8 @@ interface Entry {
   readonly at: number
 }
 
-type Load = (scope: string, names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<WorkspaceFiles.File>, ReadError>
+/** Reads the files `names` of a scope: `dir` is its path under the root (`<scope>` or `<tenant>/<scope>`). */
+type Load = (dir: string, scope: string, names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<WorkspaceFiles.File>, ReadError>
 
 /** The cache over `load` for `root`; `drop()` empties it (a change under the root). */
 const makeCache = (root: string, config: Omit<Config, "root">, load: Load) => {
@@ -161,10 +168,11 @@ const makeCache = (root: string, config: Omit<Config, "root">, load: Load) => {
   const sections = (files: ReadonlyArray<WorkspaceFiles.File>, cache: Conversation.CacheTtl): ReadonlyArray<Conversation.SystemSection> =>
     files.map((f) => ({ id: f.name, text: f.text, cache }))
 
-  const read = (ref: Turn.WorkspaceRef) =>
+  const read = (ref: Turn.WorkspaceRef, tenant: string) =>
     Effect.gen(function* () {
       const names = filesOf(ref)
-      const key = `${root}\u0000${ref.workspace}\u0000${names.slice(FIXED_FILES.length).join("\u0000")}`
+      const dir = config.perTenant ? `${tenant}/${ref.workspace}` : ref.workspace
+      const key = `${root}\u0000${dir}\u0000${names.slice(FIXED_FILES.length).join("\u0000")}`
       const cache = ref.cache ?? "5m"
       const now = yield* Clock.currentTimeMillis
       const hit = entries.get(key)
@@ -180,7 +188,7 @@ const makeCache = (root: string, config: Omit<Config, "root">, load: Load) => {
       }
       yield* Metric.increment(metrics.misses)
       const before = generation
-      const files = yield* load(ref.workspace, names)
+      const files = yield* load(dir, ref.workspace, names)
       if (generation === before) yield* store(key, { files, bytes: files.reduce((n, f) => n + f.bytes, 0), at: now })
       return sections(files, cache)
     })
@@ -230,7 +238,7 @@ export const make = (config: Partial<Config> & Pick<Config, "root">): Effect.Eff
       return { read: () => Effect.fail(off), stats: Effect.succeed({ entries: 0, bytes: 0, events: 0 }) }
     }
     const root = yield* checkRoot(settings.root)
-    const cache = makeCache(root, settings, (scope, names) => WorkspaceFiles.read(root, scope, names, settings.maxFileBytes))
+    const cache = makeCache(root, settings, (dir, scope, names) => WorkspaceFiles.read(join(root, dir), scope, names, settings.maxFileBytes))
     const queue = yield* Queue.sliding<string | null>(1_024)
     yield* debounce(queue, settings.debounceMs, cache)
     const runtime = yield* Effect.runtime<never>()
@@ -256,7 +264,7 @@ export const layer = (config: Partial<Config> & Pick<Config, "root">): Layer.Lay
 
 /**
  * Bundles from memory: `files[scope][fileName]` (e.g.
- * `{"acme-bot": {"SOUL.md": "..."}}`), with the same order, skipping and
+ * `{"acme-bot": {"SOUL.md": "..."}}`; with `perTenant`, `files["<tenant>/<scope>"]`), with the same order, skipping and
  * errors as the real one; no watcher (the map is read at each miss).
  */
 export const layerMemory = (
@@ -265,8 +273,8 @@ export const layerMemory = (
 ): Layer.Layer<WorkspaceCache> =>
   Layer.sync(WorkspaceCache, () => {
     const settings = { ...defaults, ...config }
-    const load: Load = (scope, names) => {
-      const dir = Object.hasOwn(files, scope) ? files[scope]! : undefined
+    const load: Load = (path, scope, names) => {
+      const dir = Object.hasOwn(files, path) ? files[path]! : undefined
       if (dir === undefined) return Effect.fail(new Errors.BadRequest({ message: `no workspace ${scope}`, path: "system.workspace" }))
       return Effect.forEach(names, (name) => {
         const text = Object.hasOwn(dir, name) ? dir[name]! : ""

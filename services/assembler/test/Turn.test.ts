@@ -18,7 +18,7 @@ const local = {
   countMessage: (m: Conversation.Message) => words(JSON.stringify(m.parts)),
   countSystem: (system: ReadonlyArray<Conversation.SystemSection>) => words(system.map((s) => s.text).join("")),
 }
-const config: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, tenants: {}, defaultToolsets: [] }
+const config: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, sections: AssemblerConfig.noSections, defaultToolsets: [] }
 const model = { provider: "openai", name: "gpt-4o" } as const
 
 const request = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>): Turn.TurnRequest =>

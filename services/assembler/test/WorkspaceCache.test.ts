@@ -8,6 +8,7 @@
 import { Errors } from "@ctxd/contracts"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Metric, TestClock } from "effect"
+import fc from "fast-check"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -58,7 +59,7 @@ describe("WorkspaceCache", () => {
     Effect.gen(function* () {
       const root = yield* tempRoot(bot)
       const cache = yield* WorkspaceCache.make({ root })
-      const sections = yield* cache.read({ workspace: "acme-bot", extras: ["TOOLS", "BOOT.md", "SOUL", "TOOLS.md", "NOPE"] })
+      const sections = yield* cache.read({ workspace: "acme-bot", extras: ["TOOLS", "BOOT.md", "SOUL", "TOOLS.md", "NOPE"] }, "acme")
       expect(sections).toEqual([
         { id: "IDENTITY.md", text: bot["acme-bot/IDENTITY.md"], cache: "5m" },
         { id: "SOUL.md", text: "Be kind.", cache: "5m" },
@@ -68,7 +69,7 @@ describe("WorkspaceCache", () => {
       ])
       // the same extras in another order: the same entry, the same sections; `cache` applies to each
       const hits = yield* count(WorkspaceCache.metrics.hits)
-      const again = yield* cache.read({ workspace: "acme-bot", extras: ["NOPE", "BOOT", "TOOLS.md"], cache: "1h" })
+      const again = yield* cache.read({ workspace: "acme-bot", extras: ["NOPE", "BOOT", "TOOLS.md"], cache: "1h" }, "acme")
       expect(again.map((s) => s.id)).toEqual(["IDENTITY.md", "SOUL.md", "AGENTS.md", "BOOT.md", "TOOLS.md"])
       expect(again.every((s) => s.cache === "1h")).toBe(true)
       expect((yield* count(WorkspaceCache.metrics.hits)) - hits).toBe(1)
@@ -80,17 +81,17 @@ describe("WorkspaceCache", () => {
     Effect.gen(function* () {
       const root = yield* tempRoot({ ...bot, "big/SOUL.md": "x".repeat(2_000) })
       const cache = yield* WorkspaceCache.make({ root, maxFileBytes: 1_000 })
-      const missing = yield* Effect.flip(cache.read({ workspace: "nobody" }))
+      const missing = yield* Effect.flip(cache.read({ workspace: "nobody" }, "acme"))
       expect(Errors.codeOf(missing)).toBe("BadRequest")
       expect(missing.message).toContain("no workspace nobody")
-      const large = yield* Effect.flip(cache.read({ workspace: "big" }))
+      const large = yield* Effect.flip(cache.read({ workspace: "big" }, "acme"))
       expect(Errors.codeOf(large)).toBe("TooLarge")
       expect(large).toMatchObject({ limit: 1_000, size: 2_000 })
       // the same file under a limit it fits
       const roomy = yield* WorkspaceCache.make({ root, maxFileBytes: 2_000 })
-      expect(texts(yield* roomy.read({ workspace: "big" }))).toEqual(["x".repeat(2_000)])
+      expect(texts(yield* roomy.read({ workspace: "big" }, "acme"))).toEqual(["x".repeat(2_000)])
       const off = yield* WorkspaceCache.make({ root: undefined })
-      const refused = yield* Effect.flip(off.read({ workspace: "acme-bot" }))
+      const refused = yield* Effect.flip(off.read({ workspace: "acme-bot" }, "acme"))
       expect(Errors.codeOf(refused)).toBe("BadRequest")
       expect(refused.message).toContain("CTXD_WORKSPACE_ROOT")
     }),
@@ -100,16 +101,16 @@ describe("WorkspaceCache", () => {
     Effect.gen(function* () {
       const root = yield* tempRoot({ ...bot, "other/SOUL.md": "Other soul." })
       const cache = yield* WorkspaceCache.make({ root, debounceMs: 500, maxAgeSeconds: 0 })
-      expect(texts(yield* cache.read({ workspace: "acme-bot" }))).toContain("Be kind.")
-      yield* cache.read({ workspace: "other" })
+      expect(texts(yield* cache.read({ workspace: "acme-bot" }, "acme"))).toContain("Be kind.")
+      yield* cache.read({ workspace: "other" }, "acme")
       const dropped = yield* invalidations("change")
       write(root, "acme-bot/SOUL.md", "Be very kind.")
       yield* until(Effect.map(cache.stats, (s) => s.events >= 1), "the watcher's event")
       // within the debounce the entry stands
       yield* TestClock.adjust(499)
-      expect(texts(yield* cache.read({ workspace: "acme-bot" }))).toContain("Be kind.")
+      expect(texts(yield* cache.read({ workspace: "acme-bot" }, "acme"))).toContain("Be kind.")
       yield* TestClock.adjust(1)
-      expect(texts(yield* cache.read({ workspace: "acme-bot" }))).toContain("Be very kind.")
+      expect(texts(yield* cache.read({ workspace: "acme-bot" }, "acme"))).toContain("Be very kind.")
       // the whole root was dropped: both scopes' entries
       expect((yield* invalidations("change")) - dropped).toBe(2)
       // a Markdown file in a subdirectory counts too
@@ -125,14 +126,14 @@ describe("WorkspaceCache", () => {
     Effect.gen(function* () {
       const root = yield* tempRoot(bot)
       const cache = yield* WorkspaceCache.make({ root, debounceMs: 500, maxAgeSeconds: 0 })
-      yield* cache.read({ workspace: "acme-bot" })
+      yield* cache.read({ workspace: "acme-bot" }, "acme")
       const misses = yield* count(WorkspaceCache.metrics.misses)
       write(root, "acme-bot/notes.txt", "not markdown")
       write(root, "acme-bot/SOUL.md.bak", "Be rude.")
       yield* until(Effect.map(cache.stats, (s) => s.events >= 2), "the watcher's events")
       yield* TestClock.adjust(10_000)
       expect((yield* cache.stats).entries).toBe(1)
-      expect(texts(yield* cache.read({ workspace: "acme-bot" }))).toContain("Be kind.")
+      expect(texts(yield* cache.read({ workspace: "acme-bot" }, "acme"))).toContain("Be kind.")
       expect((yield* count(WorkspaceCache.metrics.misses)) - misses).toBe(0)
     }),
   )
@@ -141,14 +142,14 @@ describe("WorkspaceCache", () => {
     Effect.gen(function* () {
       const root = yield* tempRoot(bot)
       const cache = yield* WorkspaceCache.make({ root, debounceMs: 3_600_000, maxAgeSeconds: 60 })
-      yield* cache.read({ workspace: "acme-bot" })
+      yield* cache.read({ workspace: "acme-bot" }, "acme")
       write(root, "acme-bot/SOUL.md", "Be brief.")
       yield* until(Effect.map(cache.stats, (s) => s.events >= 1), "the watcher's event")
       const expired = yield* invalidations("max_age")
       yield* TestClock.adjust("59 seconds")
-      expect(texts(yield* cache.read({ workspace: "acme-bot" }))).toContain("Be kind.")
+      expect(texts(yield* cache.read({ workspace: "acme-bot" }, "acme"))).toContain("Be kind.")
       yield* TestClock.adjust("1 second")
-      expect(texts(yield* cache.read({ workspace: "acme-bot" }))).toContain("Be brief.")
+      expect(texts(yield* cache.read({ workspace: "acme-bot" }, "acme"))).toContain("Be brief.")
       expect((yield* invalidations("max_age")) - expired).toBe(1)
     }),
   )
@@ -158,23 +159,37 @@ describe("WorkspaceCache", () => {
       const files = { a: { "SOUL.md": "a".repeat(100) }, b: { "SOUL.md": "b".repeat(100) }, c: { "SOUL.md": "c".repeat(100) }, huge: { "SOUL.md": "h".repeat(500) } }
       const byEntries = yield* Effect.provide(WorkspaceCache.WorkspaceCache, WorkspaceCache.layerMemory(files, { maxEntries: 2 }))
       const evicted = yield* invalidations("evicted")
-      yield* byEntries.read({ workspace: "a" })
-      yield* byEntries.read({ workspace: "b" })
-      yield* byEntries.read({ workspace: "a" }) // a is now the most recently used
-      yield* byEntries.read({ workspace: "c" })
+      yield* byEntries.read({ workspace: "a" }, "acme")
+      yield* byEntries.read({ workspace: "b" }, "acme")
+      yield* byEntries.read({ workspace: "a" }, "acme") // a is now the most recently used
+      yield* byEntries.read({ workspace: "c" }, "acme")
       expect(yield* byEntries.stats).toMatchObject({ entries: 2, bytes: 200 })
       expect((yield* invalidations("evicted")) - evicted).toBe(1)
       const hits = yield* count(WorkspaceCache.metrics.hits)
-      yield* byEntries.read({ workspace: "a" })
+      yield* byEntries.read({ workspace: "a" }, "acme")
       expect((yield* count(WorkspaceCache.metrics.hits)) - hits).toBe(1)
 
       const byBytes = yield* Effect.provide(WorkspaceCache.WorkspaceCache, WorkspaceCache.layerMemory(files, { maxBytes: 250 }))
-      yield* byBytes.read({ workspace: "a" })
-      yield* byBytes.read({ workspace: "b" })
-      yield* byBytes.read({ workspace: "c" })
+      yield* byBytes.read({ workspace: "a" }, "acme")
+      yield* byBytes.read({ workspace: "b" }, "acme")
+      yield* byBytes.read({ workspace: "c" }, "acme")
       expect(yield* byBytes.stats).toMatchObject({ entries: 2, bytes: 200 })
-      expect(texts(yield* byBytes.read({ workspace: "huge" }))).toEqual(["h".repeat(500)])
+      expect(texts(yield* byBytes.read({ workspace: "huge" }, "acme"))).toEqual(["h".repeat(500)])
       expect(yield* byBytes.stats).toMatchObject({ entries: 2, bytes: 200 })
+    }),
+  )
+
+  it.scoped("perTenant: a tenant's scopes are under <root>/<tenant>/; another tenant's are out of reach", () =>
+    Effect.gen(function* () {
+      const root = yield* tempRoot({ "acme/bot/SOUL.md": "Acme's soul.", "globex/bot/SOUL.md": "Globex's soul.", "bot/SOUL.md": "Shared soul." })
+      const shared = yield* WorkspaceCache.make({ root })
+      expect(texts(yield* shared.read({ workspace: "bot" }, "acme"))).toEqual(["Shared soul."])
+      const own = yield* WorkspaceCache.make({ root, perTenant: true })
+      expect(texts(yield* own.read({ workspace: "bot" }, "acme"))).toEqual(["Acme's soul."])
+      expect(texts(yield* own.read({ workspace: "bot" }, "globex"))).toEqual(["Globex's soul."])
+      expect((yield* own.stats).entries).toBe(2)
+      // a tenant without a directory of its own reaches nothing, not even the shared scope
+      expect(Errors.codeOf(yield* Effect.flip(own.read({ workspace: "bot" }, "initech")))).toBe("BadRequest")
     }),
   )
 
@@ -183,11 +198,32 @@ describe("WorkspaceCache", () => {
       const root = yield* tempRoot({ "a/SOUL.md": "a".repeat(100) })
       const cache = yield* WorkspaceCache.make({ root })
       const missed = yield* count(WorkspaceCache.metrics.misses)
-      yield* Effect.all([cache.read({ workspace: "a" }), cache.read({ workspace: "a" })], { concurrency: "unbounded" })
+      yield* Effect.all([cache.read({ workspace: "a" }, "acme"), cache.read({ workspace: "a" }, "acme")], { concurrency: "unbounded" })
       expect((yield* count(WorkspaceCache.metrics.misses)) - missed).toBe(2)
       expect(yield* cache.stats).toMatchObject({ entries: 1, bytes: 100 })
     }),
   )
+
+  it("the section order depends on the set of extras only: the fixed files, then the others sorted, each once", () => {
+    const name = fc.constantFrom("TOOLS", "BOOT", "HEARTBEAT", "SOUL", "MEMORY", "a", "Z", "x_1")
+    const extra = fc.tuple(name, fc.boolean()).map(([n, md]) => (md ? `${n}.md` : n))
+    fc.assert(
+      fc.property(
+        fc.array(extra, { maxLength: 16 }).chain((extras) =>
+          fc.tuple(fc.constant(extras), fc.shuffledSubarray(extras, { minLength: extras.length, maxLength: extras.length })),
+        ),
+        ([extras, shuffled]) => {
+          const files = WorkspaceCache.filesOf({ workspace: "w", extras })
+          expect(WorkspaceCache.filesOf({ workspace: "w", extras: shuffled })).toEqual(files)
+          expect(files.slice(0, 5)).toEqual([...WorkspaceCache.FIXED_FILES])
+          const rest = files.slice(5)
+          expect(rest).toEqual([...new Set(rest)].sort())
+          expect(rest.every((f) => f.endsWith(".md") && !(WorkspaceCache.FIXED_FILES as ReadonlyArray<string>).includes(f))).toBe(true)
+          expect(new Set(rest)).toEqual(new Set(extras.map((e) => (e.endsWith(".md") ? e : `${e}.md`)).filter((f) => !f.match(/^(SOUL|MEMORY)\.md$/))))
+        },
+      ),
+    )
+  })
 
   it("a watcher event is a Markdown change when the name ends in .md (any case), or when the platform gives no name", () => {
     expect(["SOUL.md", "acme/notes/x.MD", null].map(WorkspaceCache.isMarkdownEvent)).toEqual([true, true, true])

@@ -19,6 +19,8 @@ export const serve = (options: {
   readonly maxInFlightBytes?: number | undefined
   /** True once the worker is shutting down. */
   readonly draining?: (() => boolean) | undefined
+  /** The configuration in effect: its hash, reloads applied and edits rejected since start. */
+  readonly config?: (() => NonNullable<Health.HealthReply["config"]>) | undefined
   /** Sticky routing figures: shards owned now, turns handled as owner and forwarded since start. */
   readonly routing?: Effect.Effect<{ readonly shards: number; readonly turns: number; readonly forwarded: number }> | undefined
 }) =>
@@ -48,6 +50,7 @@ export const serve = (options: {
                 : { maxInFlightBytes: options.maxInFlightBytes }),
               postgres,
               draining: options.draining?.() ?? false,
+              ...(options.config === undefined ? {} : { config: options.config() }),
               ...routing,
             }),
           ),

@@ -16,9 +16,10 @@ import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@c
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { ProviderKeys } from "@ctxd/context"
 import { LocalCounter } from "@ctxd/tokens"
-import { Subjects, Tenants, type Turn } from "@ctxd/contracts"
+import { RuntimeConfig } from "@ctxd/config"
+import { Subjects, type Turn } from "@ctxd/contracts"
 import { Judge, LoopCheck } from "@ctxd/loop-detector"
-import { Database, KnowledgeStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
+import { Database, KnowledgeStore, MemoryStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
 import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenCounter, UsageEndpoint } from "@ctxd/token-counter"
@@ -26,10 +27,11 @@ import { Effect, Layer, Option } from "effect"
 import { readFileSync } from "node:fs"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
+import * as MemoryEndpoint from "./MemoryEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
-import { priceTable, tenantSections, WorkerConfig, workspaceConfig } from "./WorkerConfig.ts"
+import { memoryToolsDefault, priceTable, WorkerConfig, workspaceConfig } from "./WorkerConfig.ts"
 import { WorkerStatus } from "./WorkerStatus.ts"
 
 const tokenCount = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
@@ -90,6 +92,8 @@ export const serve = Effect.gen(function* () {
   const admission = yield* Admission.Admission
   const status = yield* WorkerStatus
   const assembler = yield* Assembler.Assembler
+  const runtime = yield* RuntimeConfig.RuntimeConfig
+  const configStatus = () => ({ hash: runtime.current().hash, reloads: runtime.reloads(), rejected: runtime.rejected() })
   const turns = yield* TurnEndpoint.serve({
     subjects,
     queue: config.queueGroup,
@@ -100,6 +104,7 @@ export const serve = Effect.gen(function* () {
   })
   yield* LoopCheck.serve({ subject: subjects.loopCheck, queue: config.queueGroup })
   yield* KnowledgeEndpoint.serve({ subjects, queue: config.queueGroup })
+  yield* MemoryEndpoint.serve({ subjects, queue: config.queueGroup })
   const gauges = RuntimeMetrics.refresh({
     shards: leases.status,
     mailboxDepth: assembler.mailboxDepth,
@@ -121,6 +126,7 @@ export const serve = Effect.gen(function* () {
     inFlightBytes: admission.inFlightBytes,
     maxInFlightBytes: admission.maxBytes,
     draining: status.draining,
+    config: configStatus,
     routing: Effect.map(leases.ownedShards, (owned) => ({
       shards: owned.length,
       turns: turns.handled(),
@@ -128,7 +134,7 @@ export const serve = Effect.gen(function* () {
     })),
   })
   const checks = yield* Readiness.make({ nats, db: yield* Database.Database, leases })
-  yield* status.attach({ checks, gauges })
+  yield* status.attach({ checks, gauges, config: configStatus })
   // the last finalizer added runs first: not ready before anything stops
   yield* Effect.addFinalizer(() =>
     Effect.zipRight(status.drain, Effect.logInfo("shutting down: not ready; no new turns; finishing the ones in flight")),
@@ -187,8 +193,11 @@ const leaseDatabase = Layer.scoped(
 export const layer = Layer.unwrapEffect(
   Effect.gen(function* () {
     const config = yield* WorkerConfig
-    const sections = yield* tenantSections
-    const tenants = Object.fromEntries(Object.entries(sections).map(([id, section]) => [id, Tenants.optionsOf(section)]))
+    // the config file's sections (and CTXD_TENANTS_FILE's), watched: a reload applies from the next turn
+    const runtimeConfig = RuntimeConfig.layer(
+      { configFile: config.configFile, tenantsFile: config.tenantsFile },
+      { debounceMs: config.configDebounceMs, setByEnvironment: (key) => process.env[key] !== undefined },
+    )
     const prices = yield* priceTable
     const workspace = workspaceConfig(config)
     // a bad workspace root stops the worker before it connects anywhere
@@ -196,6 +205,7 @@ export const layer = Layer.unwrapEffect(
     const database = Database.layerConfig
     const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    const memory = MemoryStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     // the agents' histories of session lengths, cached per worker (the cache planner's expected turns)
     const lengths = LengthHistory.layer().pipe(
@@ -204,11 +214,15 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(database),
     )
     // whose provider key a tenant's summaries, judge calls and exact counts use
-    const keys = ProviderKeys.layer({
-      sections: () => sections,
-      workerKeyTenants: config.workerKeyTenants,
-      readers: { env: (name) => process.env[name], file: (path) => readFileSync(path, "utf8") },
-    })
+    const keys = Layer.unwrapEffect(
+      Effect.map(RuntimeConfig.RuntimeConfig, (runtime) =>
+        ProviderKeys.layer({
+          sections: () => runtime.current().tenants,
+          workerKeyTenants: config.workerKeyTenants,
+          readers: { env: (name) => process.env[name], file: (path) => readFileSync(path, "utf8") },
+        }),
+      ),
+    ).pipe(Layer.provide(runtimeConfig))
     const tokens = TokenCounter.layerConfig.pipe(Layer.provide(keys))
     const nats = NatsClient.layer({
       servers: config.natsUrl.split(","),
@@ -226,14 +240,14 @@ export const layer = Layer.unwrapEffect(
     const maxInflightBytes = yield* Admission.config
     // a tenant's section may set its own share (`share: {turnsPercent, bytesPercent}`) over the default
     const shareDefault = yield* Admission.shareConfig
-    const admission = Admission.layer(
-      maxInflightBytes,
-      Admission.shareOf(shareDefault, maxInflightBytes, config.maxConcurrent),
-      (tenant) => {
-        const own = sections[tenant]?.share
-        return own === undefined ? undefined : Admission.shareOf({ ...shareDefault, ...own }, maxInflightBytes, config.maxConcurrent)
-      },
-    )
+    const admission = Layer.unwrapEffect(
+      Effect.map(RuntimeConfig.RuntimeConfig, (runtime) =>
+        Admission.layer(maxInflightBytes, Admission.shareOf(shareDefault, maxInflightBytes, config.maxConcurrent), (tenant) => {
+          const own = runtime.current().tenants[tenant]?.share
+          return own === undefined ? undefined : Admission.shareOf({ ...shareDefault, ...own }, maxInflightBytes, config.maxConcurrent)
+        }),
+      ),
+    ).pipe(Layer.provide(runtimeConfig))
     // The summarizer and the compactor count with the token counter's local counter (one cache).
     const localCounter = Layer.effect(
       LocalCounter.LocalCounter,
@@ -261,30 +275,36 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(shardingLayer(config)),
       Layer.provide(leaseDatabase),
     )
-    // workspace bundles: files read at a miss, cached, dropped when a *.md under the root changes
-    const workspaces = WorkspaceCache.layer(workspace)
-    const assembler = Assembler.Assembler.Default.pipe(
-      Layer.provide(tokens),
-      Layer.provide(workspaces),
-      Layer.provide(
+    // the turn options of the config file are read per turn from the current snapshot
+    const assemblerConfig = Layer.unwrapEffect(
+      Effect.map(RuntimeConfig.RuntimeConfig, (runtime) =>
         AssemblerConfig.layer({
+          sections: runtime.current,
           maxSessions: config.maxSessions,
           maxMessages: config.maxMessages,
           defaults: {
             windowMessages: config.windowMessages,
             windowStep: config.windowStep,
             freshTailMessages: config.freshTailMessages,
+            ...memoryToolsDefault(config.memoryTools),
           },
           loop: { policy: config.loopPolicy },
           defaultToolsets: config.defaultToolsets,
-          tenants,
           mailbox: config.mailbox,
           prefixCacheBytes: config.prefixCacheBytes,
           prices,
         }),
       ),
+    ).pipe(Layer.provide(runtimeConfig))
+    // workspace bundles: files read at a miss, cached, dropped when a *.md under the root changes
+    const workspaces = WorkspaceCache.layer(workspace)
+    const assembler = Assembler.Assembler.Default.pipe(
+      Layer.provide(tokens),
+      Layer.provide(workspaces),
+      Layer.provide(assemblerConfig),
       Layer.provide(store),
       Layer.provide(knowledge),
+      Layer.provide(memory),
       Layer.provide(lengths),
       Layer.provide(compaction),
       Layer.provide(Judge.layer.pipe(Layer.provide(llm))),
@@ -296,6 +316,7 @@ export const layer = Layer.unwrapEffect(
       tokens,
       store,
       knowledge,
+      memory,
       usage,
       database,
       summarizer,
@@ -303,6 +324,7 @@ export const layer = Layer.unwrapEffect(
       nats,
       payloads,
       admission,
+      runtimeConfig,
     )
   }),
 )

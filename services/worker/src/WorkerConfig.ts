@@ -1,14 +1,16 @@
 /**
  * The worker's configuration, read from the environment (constant case) and,
- * when `CTXD_CONFIG_FILE` names a JSON file, from that file for any key the
- * environment does not set. The README's config table lists every key.
+ * when `CTXD_CONFIG_FILE` names a file (`ctxd.yaml`, YAML or JSON), from its
+ * environment-style keys for any key the environment does not set. Its turn
+ * option sections (`defaults`, `tenants`, `agents`) are `RuntimeConfig`'s,
+ * reloaded while the worker runs. The README's config table lists every key.
  */
 import { AssemblerConfig, WorkspaceCache } from "@ctxd/assembler"
+import { type ConfigFile, RuntimeConfig } from "@ctxd/config"
 import { type CostModel, Pipeline, PriceFile, ProviderKeys } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
-import { Subjects, Tenants } from "@ctxd/contracts"
 import { NatsAuth } from "@ctxd/nats"
-import { Config, type ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
+import { Config, type ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option } from "effect"
 import { readFileSync } from "node:fs"
 import * as HttpServer from "./HttpServer.ts"
 
@@ -65,6 +67,10 @@ export const WorkerConfig = Config.all({
     Config.withDefault("nudge" as const),
     Config.withDescription("What to do when an agent loops: nudge, escalate (report only) or off"),
   ),
+  memoryTools: Config.literal("auto", "on", "off")("CTXD_MEMORY_TOOLS").pipe(
+    Config.withDefault("auto" as const),
+    Config.withDescription("ctxd's memory tools: auto (offered when the agent/user has memories), on or off; options.memoryTools wins"),
+  ),
   defaultToolsets: Config.array(Config.string(), "CTXD_DEFAULT_TOOLSETS").pipe(
     Config.withDefault([] as ReadonlyArray<string>),
     Config.withDescription("Toolsets sent from the start when a request does not name them (comma separated)"),
@@ -72,6 +78,17 @@ export const WorkerConfig = Config.all({
   workerId: Config.string("CTXD_WORKER_ID").pipe(
     Config.withDefault(ShardingConfig.defaultWorkerId()),
     Config.withDescription("This worker's id in the cluster, logs and health replies; unique per process start"),
+  ),
+  configFile: Config.string("CTXD_CONFIG_FILE").pipe(
+    Config.withDefault(""),
+    Config.withDescription("The configuration file (ctxd.yaml; YAML or JSON): environment keys, turn option defaults, tenants and agents"),
+  ),
+  tenantsFile: Config.string("CTXD_TENANTS_FILE").pipe(
+    Config.withDefault(""),
+    Config.withDescription("The tenants' sections in a file of their own (YAML or JSON): read and reloaded with the configuration file"),
+  ),
+  configDebounceMs: int("CTXD_CONFIG_DEBOUNCE_MS", RuntimeConfig.defaults.debounceMs, "File events within this of each other make one reload").pipe(
+    Config.validate({ message: "0 or more milliseconds", validation: (n) => n >= 0 }),
   ),
   logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info"), Config.withDescription("pino level")),
   shutdownTimeoutMs: int("CTXD_SHUTDOWN_TIMEOUT_MS", 10_000, "How long in-flight turns may take to finish at shutdown"),
@@ -95,6 +112,10 @@ export const WorkerConfig = Config.all({
   ),
   workspaceCacheEntries: int("CTXD_WORKSPACE_CACHE_ENTRIES", WorkspaceCache.defaults.maxEntries, "Workspace bundles kept in memory"),
   workspaceCacheBytes: int("CTXD_WORKSPACE_CACHE_BYTES", WorkspaceCache.defaults.maxBytes, "Bytes of workspace file text kept in memory"),
+  workspacePerTenant: Config.boolean("CTXD_WORKSPACE_PER_TENANT").pipe(
+    Config.withDefault(WorkspaceCache.defaults.perTenant),
+    Config.withDescription("Each tenant's workspace scopes under <root>/<tenant>/ (false: every tenant may name every scope under the root)"),
+  ),
   workspaceMaxFileBytes: int("CTXD_WORKSPACE_MAX_FILE_BYTES", WorkspaceCache.defaults.maxFileBytes, "Largest workspace file read (a larger one: TooLarge)"),
   httpHost: Config.string("CTXD_HTTP_HOST").pipe(
     Config.withDefault(HttpServer.defaults.host),
@@ -111,30 +132,12 @@ export const workspaceConfig = (config: WorkerConfig): WorkspaceCache.Config => 
   maxEntries: config.workspaceCacheEntries,
   maxBytes: config.workspaceCacheBytes,
   maxFileBytes: config.workspaceMaxFileBytes,
+  perTenant: config.workspacePerTenant,
 })
 
-/**
- * The tenants' sections: the JSON file named by `CTXD_TENANTS_FILE`,
- * `{"<tenant>": {<turn options>, "providers": {...}, "share": {...}}}` (e.g.
- * `{"acme": {"toolCompression": "truncate", "providers": {"anthropic":
- * {"apiKeyEnv": "ACME_ANTHROPIC_KEY"}}}}`; `Tenants.Tenant`), validated at start.
- */
-export const tenantSections: Effect.Effect<Readonly<Record<string, Tenants.Tenant>>, Error> = Effect.gen(function* () {
-  const file = process.env.CTXD_TENANTS_FILE
-  if (file === undefined || file === "") return {}
-  const text = yield* Effect.try({
-    try: () => readFileSync(file, "utf8"),
-    catch: (e) => new Error(`CTXD_TENANTS_FILE ${file}: ${String(e)}`),
-  })
-  const tenants = yield* Schema.decodeUnknown(Schema.parseJson(Schema.Record({ key: Schema.String, value: Tenants.Tenant })))(
-    text,
-  ).pipe(Effect.mapError((e) => new Error(`CTXD_TENANTS_FILE ${file} is not valid: ${ParseResult.TreeFormatter.formatErrorSync(e)}`)))
-  const bad = Object.keys(tenants).filter((tenant) => !Subjects.isValidToken(tenant))
-  if (bad.length > 0) {
-    return yield* Effect.fail(new Error(`CTXD_TENANTS_FILE ${file}: not tenant ids ([A-Za-z0-9_-]{1,128}): ${bad.join(", ")}`))
-  }
-  return tenants
-})
+/** The turn-option default `CTXD_MEMORY_TOOLS` sets (`auto`: none, the option stays unset). */
+export const memoryToolsDefault = (setting: WorkerConfig["memoryTools"]): { readonly memoryTools?: boolean } =>
+  setting === "auto" ? {} : { memoryTools: setting === "on" }
 
 /** The price file cannot be read or is not valid; the message names the file, and each problem's row and field. */
 export class InvalidPricesFile extends Data.TaggedError("InvalidPricesFile")<{
@@ -172,15 +175,22 @@ export const priceTable: Effect.Effect<CostModel.PriceTable, ConfigError.ConfigE
 )
 
 /**
- * The environment first, then the JSON file named by `CTXD_CONFIG_FILE`
- * (keys as in the environment, e.g. `{"NATS_URL": "nats://..."}`).
+ * The environment-style keys of the file named by `CTXD_CONFIG_FILE` (YAML or
+ * JSON; `ConfigFile`), read once at start; none without it.
  */
-export const providerLayer: Layer.Layer<never> = Layer.unwrapEffect(
-  Effect.sync(() => {
-    const env = ConfigProvider.fromEnv()
-    const file = process.env.CTXD_CONFIG_FILE
-    if (file === undefined || file === "") return Layer.setConfigProvider(env)
-    const json = JSON.parse(readFileSync(file, "utf8")) as object
-    return Layer.setConfigProvider(env.pipe(ConfigProvider.orElse(() => ConfigProvider.fromJson(json))))
-  }),
+export const fileKnobs: Effect.Effect<Readonly<Record<string, string>>, ConfigFile.InvalidConfigFile> = Effect.suspend(() =>
+  Effect.map(RuntimeConfig.load({ configFile: process.env.CTXD_CONFIG_FILE }), (loaded) => loaded.knobs),
+)
+
+/**
+ * The environment first, then the environment-style keys of the file named
+ * by `CTXD_CONFIG_FILE` (e.g. `NATS_URL: nats://...`). An invalid file stops
+ * the start, its message naming each key path and line.
+ */
+export const providerLayer: Layer.Layer<never, ConfigFile.InvalidConfigFile> = Layer.unwrapEffect(
+  Effect.map(fileKnobs, (knobs) =>
+    Layer.setConfigProvider(
+      ConfigProvider.fromEnv().pipe(ConfigProvider.orElse(() => ConfigProvider.fromMap(new Map(Object.entries(knobs))))),
+    ),
+  ),
 )

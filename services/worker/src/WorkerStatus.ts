@@ -28,6 +28,15 @@ export interface Report {
   readonly ready: boolean
   readonly draining: boolean
   readonly checks: Readonly<Record<string, Check>>
+  /** The configuration in effect (once the worker is attached). */
+  readonly config?: ConfigStatus | undefined
+}
+
+/** The configuration in effect: its hash (`none` without a file), reloads applied and edits rejected since start. */
+export interface ConfigStatus {
+  readonly hash: string
+  readonly reloads: number
+  readonly rejected: number
 }
 
 /** What the running worker attaches. */
@@ -36,6 +45,8 @@ export interface Attached {
   readonly checks: Effect.Effect<Readonly<Record<string, Check>>>
   /** Sets the runtime gauges (shards owned, mailbox depth, bytes in flight) to their current values. */
   readonly gauges: Effect.Effect<void>
+  /** The configuration in effect. */
+  readonly config?: (() => ConfigStatus) | undefined
 }
 
 export interface WorkerStatusService {
@@ -86,7 +97,8 @@ export const make = (): WorkerStatusService => {
     draining: () => draining,
     report: Effect.map(checks, (results): Report => {
       const all = draining ? { ...results, draining: { ok: false, detail: "shutting down" } } : results
-      return { ready: !draining && Object.values(all).every((c) => c.ok), draining, checks: all }
+      const config = attached?.config?.()
+      return { ready: !draining && Object.values(all).every((c) => c.ok), draining, checks: all, ...(config === undefined ? {} : { config }) }
     }),
     refreshGauges: Effect.suspend(() => attached?.gauges ?? Effect.void),
   }

@@ -2,31 +2,16 @@
 // (README, "Configuration"); SIGINT/SIGTERM shut it down gracefully.
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Layer, Schedule } from "effect"
-import { readFileSync } from "node:fs"
 import * as HttpServer from "./HttpServer.ts"
 import * as Logging from "./Logging.ts"
 import * as Telemetry from "./Telemetry.ts"
 import * as Worker from "./Worker.ts"
-import { providerLayer, WorkerConfig } from "./WorkerConfig.ts"
+import { fileKnobs, providerLayer, WorkerConfig } from "./WorkerConfig.ts"
 import * as WorkerStatus from "./WorkerStatus.ts"
 
-/** The string keys of the `CTXD_CONFIG_FILE` JSON, if any (for their secrets; its errors are reported by `providerLayer`). */
-const configFile = (): Record<string, string> => {
-  const file = process.env.CTXD_CONFIG_FILE
-  if (file === undefined || file === "") return {}
-  try {
-    const json: unknown = JSON.parse(readFileSync(file, "utf8"))
-    return typeof json !== "object" || json === null
-      ? {}
-      : Object.fromEntries(Object.entries(json).filter((entry): entry is [string, string] => typeof entry[1] === "string"))
-  } catch {
-    return {}
-  }
-}
-
 const logging = Layer.unwrapEffect(
-  Effect.map(WorkerConfig, (config) =>
-    Logging.layer({ level: config.logLevel, name: "ctxd-worker", secrets: Logging.secretsOf({ ...configFile(), ...process.env }) }),
+  Effect.map(Effect.zip(WorkerConfig, fileKnobs), ([config, knobs]) =>
+    Logging.layer({ level: config.logLevel, name: "ctxd-worker", secrets: Logging.secretsOf({ ...knobs, ...process.env }) }),
   ),
 )
 
@@ -86,6 +71,8 @@ const main = Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(
     Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("the worker stopped", cause).pipe(Effect.tap(() => void (reported = true))),
   ),
   Effect.provide(logging),
+  Effect.provide(providerLayer),
+  // outside the config provider too: an invalid CTXD_CONFIG_FILE fails before anything else exists
   Effect.tapErrorCause((cause) =>
     Effect.sync(() => {
       if (!reported && !Cause.isInterruptedOnly(cause)) {
@@ -93,7 +80,6 @@ const main = Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(
       }
     }),
   ),
-  Effect.provide(providerLayer),
 )
 
 NodeRuntime.runMain(main, { disablePrettyLogger: true, disableErrorReporting: true })

@@ -1,13 +1,15 @@
 // CTXD_PRICES_FILE: the price table the worker hands the assembler, read and
-// validated at start (a bad file is an error naming the file, row and field).
+// validated at start (a bad file is an error naming the file, row and field);
+// CTXD_CONFIG_FILE: its environment keys under the environment's; CTXD_WORKSPACE_*.
 import { AssemblerConfig, WorkspaceCache } from "@ctxd/assembler"
+import { ConfigFile } from "@ctxd/config"
 import { CostModel } from "@ctxd/context"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { priceTable, WorkerConfig, workspaceConfig } from "../src/WorkerConfig.ts"
+import { memoryToolsDefault, priceTable, providerLayer, WorkerConfig, workspaceConfig } from "../src/WorkerConfig.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "ctxd-prices-"))
 const write = (name: string, content: unknown) => {
@@ -90,8 +92,63 @@ describe("WorkerConfig: workspace bundles (CTXD_WORKSPACE_*)", () => {
         CTXD_WORKSPACE_CACHE_ENTRIES: "8",
         CTXD_WORKSPACE_CACHE_BYTES: "4096",
         CTXD_WORKSPACE_MAX_FILE_BYTES: "1024",
+        CTXD_WORKSPACE_PER_TENANT: "true",
       })
-      expect(config).toEqual({ root: "/srv/workspaces", debounceMs: 50, maxAgeSeconds: 0, maxEntries: 8, maxBytes: 4096, maxFileBytes: 1024 })
+      expect(config).toEqual({ root: "/srv/workspaces", debounceMs: 50, maxAgeSeconds: 0, maxEntries: 8, maxBytes: 4096, maxFileBytes: 1024, perTenant: true })
+    }),
+  )
+})
+
+describe("WorkerConfig.providerLayer (CTXD_CONFIG_FILE's environment keys)", () => {
+  /** `WorkerConfig` read through `providerLayer` with `env` as the process environment (restored after). */
+  const readWith = (env: Record<string, string>) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => {
+        const saved = { ...process.env }
+        Object.assign(process.env, env)
+        return saved
+      }),
+      () => Effect.provide(WorkerConfig, providerLayer),
+      (saved) =>
+        Effect.sync(() => {
+          for (const key of Object.keys(env)) delete process.env[key]
+          Object.assign(process.env, saved)
+        }),
+    )
+
+  it.effect("a YAML file's keys, under the environment's; a JSON file of keys as before", () =>
+    Effect.gen(function* () {
+      const yaml = write("ctxd.yaml", "NATS_URL: nats://from-file:4222\nCTXD_MAX_CONCURRENT: 8\nCTXD_DEFAULT_TOOLSETS: [github, jira]\ndefaults:\n  maskKeep: 2\n")
+      const fromYaml = yield* readWith({ CTXD_CONFIG_FILE: yaml, CTXD_MAX_CONCURRENT: "7" })
+      expect(fromYaml.natsUrl).toBe("nats://from-file:4222")
+      expect(fromYaml.maxConcurrent).toBe(7)
+      expect(fromYaml.defaultToolsets).toEqual(["github", "jira"])
+      const json = write("ctxd.json", { NATS_URL: "nats://from-json:4222", CTXD_WINDOW_MESSAGES: 30 })
+      const fromJson = yield* readWith({ CTXD_CONFIG_FILE: json })
+      expect(fromJson).toMatchObject({ natsUrl: "nats://from-json:4222", windowMessages: 30 })
+    }),
+  )
+
+  it.effect("an invalid file stops the start, naming the key path and line", () =>
+    Effect.gen(function* () {
+      const bad = write("bad.yaml", "NATS_URL: nats://x:4222\ntenants:\n  acme:\n    share: { turnsPercent: 0 }\n")
+      const error = yield* Effect.flip(readWith({ CTXD_CONFIG_FILE: bad }))
+      expect(error).toBeInstanceOf(ConfigFile.InvalidConfigFile)
+      expect(error.message).toContain(`${bad}:4:14: tenants.acme.share.turnsPercent: Expected a number between 1 and 100`)
+    }),
+  )
+})
+
+describe("WorkerConfig CTXD_MEMORY_TOOLS", () => {
+  const read = (env: Record<string, string>) =>
+    Effect.map(Effect.withConfigProvider(WorkerConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))), (c) => memoryToolsDefault(c.memoryTools))
+
+  it.effect("auto leaves the turn option unset; on and off set its default; anything else is refused", () =>
+    Effect.gen(function* () {
+      expect(yield* read({})).toEqual({})
+      expect(yield* read({ CTXD_MEMORY_TOOLS: "on" })).toEqual({ memoryTools: true })
+      expect(yield* read({ CTXD_MEMORY_TOOLS: "off" })).toEqual({ memoryTools: false })
+      expect(Either.isLeft(yield* Effect.either(read({ CTXD_MEMORY_TOOLS: "sometimes" })))).toBe(true)
     }),
   )
 })

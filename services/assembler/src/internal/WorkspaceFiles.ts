@@ -1,6 +1,7 @@
 /**
  * Reads a workspace scope's Markdown files from the filesystem for
- * `WorkspaceCache`: `<root>/<scope>/<file>` for each named file, names
+ * `WorkspaceCache`: `<dir>/<file>` for each named file (`dir`: the scope's
+ * directory, `<root>/<scope>` or `<root>/<tenant>/<scope>`), names
  * already validated (tokens plus `.md`: no separator, no `..`). A missing or
  * empty file, or one that is not a regular file, is skipped; one above the
  * size limit is refused before it is read whole.
@@ -67,17 +68,16 @@ const readOne = (dir: string, scope: string, name: string, maxBytes: number) =>
   }).pipe(Effect.flatMap((r) => (r instanceof Errors.PayloadTooLarge ? Effect.fail(r) : Effect.succeed(r))))
 
 /**
- * The files `names` of `<root>/<scope>/`, in that order, those present and
+ * The files `names` of the scope's directory `dir`, in that order, those present and
  * not empty. A scope without a directory → `BadRequest`; a file over
  * `maxFileBytes` → `PayloadTooLarge` (`TooLarge`).
  */
 export const read = (
-  root: string,
+  dir: string,
   scope: string,
   names: ReadonlyArray<string>,
   maxFileBytes: number,
 ): Effect.Effect<ReadonlyArray<File>, Errors.BadRequest | Errors.PayloadTooLarge | Errors.InternalError> => {
-  const dir = join(root, scope)
   const missing = new Errors.BadRequest({
     message: `no workspace ${scope}: the workspace root has no directory of that name`,
     path: "system.workspace",

@@ -4,7 +4,7 @@
  * in order (see `Turn`).
  */
 import type { Conversation, Loop, Turn } from "@ctxd/contracts"
-import type { CostModel, Knowledge, Models, Normalize, Pipeline, SessionLengths, Toolsets, Waste } from "@ctxd/context"
+import type { CostModel, Knowledge, MemoryTools, Models, Normalize, Pipeline, SessionLengths, Toolsets, Waste } from "@ctxd/context"
 import type { Plan, View, WorkQueue } from "@ctxd/compactor"
 import type { Judge, LoopState } from "@ctxd/loop-detector"
 import type { TokenCounter } from "@ctxd/token-counter"
@@ -41,6 +41,8 @@ export interface Inputs {
   readonly lengths?: SessionLengths.Histogram | undefined
   /** The workspace bundle's sections the shell read for a `system: {workspace}` request (undefined: none read). */
   readonly workspace?: ReadonlyArray<Conversation.SystemSection> | undefined
+  /** Whether the turn's agent/user has any memory (undefined: not known, e.g. no memory store): offers the memory tools. */
+  readonly memoryAny?: boolean | undefined
 }
 
 /** I/O a stage asked for. */
@@ -48,6 +50,7 @@ export type Need =
   | { readonly _tag: "Count"; readonly input: TokenCounter.CountTurnInput }
   | { readonly _tag: "Judge"; readonly input: Judge.Question }
   | { readonly _tag: "CompactNow"; readonly job: WorkQueue.Job; readonly decision: Plan.Decision }
+  | { readonly _tag: "Memory"; readonly calls: ReadonlyArray<MemoryTools.Call> }
 
 /** What the shell answered so far. */
 export interface Answers {
@@ -55,6 +58,8 @@ export interface Answers {
   readonly judge?: Judge.Answer | undefined
   /** A blocking compaction ran (the state holds the summary it made, if any), decided on this. */
   readonly compacted?: Plan.Decision | undefined
+  /** The memory calls' results, by call id. */
+  readonly memory?: ReadonlyMap<string, MemoryTools.Result> | undefined
 }
 
 /** `tools`: what the model may call and what ctxd answered itself. */

@@ -21,7 +21,9 @@ import * as Carry from "./Carry.ts"
 export const stage: Carry.Stage = {
   name: "compaction",
   run: (carry) => {
-    const { tenant, session, request, state, model, thresholds, local } = carry.inputs
+    const { tenant, session, request, state, model, local } = carry.inputs
+    // `options.compaction: false`: no decision, so nothing scheduled and nothing to wait for
+    const thresholds = carry.inputs.options.compaction ? carry.inputs.thresholds : undefined
     const { count, fresh } = Carry.section(carry, "count")
     const history = state.messages.concat(fresh)
     const summary = state.summary

@@ -1,10 +1,12 @@
 /**
- * A turn's options, merged once — the global defaults (environment), then
- * the tenant's, then the request's own (`loop` field by field) — and cut
- * into the slice each stage reads.
+ * A turn's options, merged once and cut into the slice each stage reads.
+ * Precedence, lowest first: the environment's defaults (`CTXD_WINDOW_MESSAGES`,
+ * ...), the config file's `defaults`, the tenant's section, the agent's section
+ * (`agents.<options.agent>`), the request's own `options`; `loop` merges field
+ * by field.
  */
 import { Pipeline, type Toolsets } from "@ctxd/context"
-import { Knowledge, type Tokens, type Turn } from "@ctxd/contracts"
+import { Knowledge, Tenants, type Tokens, type Turn } from "@ctxd/contracts"
 import { LoopConfig } from "@ctxd/loop-detector"
 import type * as AssemblerConfig from "../AssemblerConfig.ts"
 
@@ -14,8 +16,12 @@ export interface Resolved {
   readonly pipeline: Pipeline.Options
   /** On-demand toolsets. */
   readonly toolsets: Toolsets.Config
-  /** Whose knowledge documents the turn sees. */
+  /** Whose knowledge documents and memories the turn sees. */
   readonly agent: string
+  /** The user whose memories the turn also sees (undefined: the agent's shared memories only). */
+  readonly user: string | undefined
+  /** Offer the memory tools: always (true), never (false), or when the agent/user has any memory (undefined). */
+  readonly memoryTools: boolean | undefined
   /** Who counts this turn (undefined: the worker's default). */
   readonly tokenBackend: Tokens.BackendChoice | undefined
   /** The loop detector's thresholds and policy. */
@@ -24,13 +30,28 @@ export interface Resolved {
   readonly judge: { readonly enabled: boolean; readonly model: string | undefined }
   /** The cache planner's overrides (undefined: the model's TTL; the turns expected from the agent's session lengths, `Prompt.expectedTurns`). */
   readonly cache: { readonly ttlSeconds: number | undefined; readonly expectedTurns: number | undefined }
+  /** False: no prompt-cache markers in the body (`options.promptCache`). */
+  readonly promptCache: boolean
+  /** False: this turn neither schedules nor waits for a compaction (`options.compaction`). */
+  readonly compaction: boolean
 }
 
-/** Merges `config`'s global and `tenant`'s options under the request's own, and slices them. */
+/** The merged options, before slicing: environment < file `defaults` < tenant < agent < request. */
+export const merge = (config: AssemblerConfig.Config, tenant: string, request: Turn.Options | undefined): Turn.Options => {
+  const sections = config.sections()
+  const section = sections.tenants[tenant]
+  const forTenant = section === undefined ? undefined : Tenants.optionsOf(section)
+  const under: Turn.Options = { ...config.defaults, ...sections.defaults, ...forTenant }
+  const forAgent = sections.agents[request?.agent ?? under.agent ?? Knowledge.DEFAULT_AGENT]
+  const merged: Turn.Options = { ...under, ...forAgent, ...request }
+  const loop: Turn.Options["loop"] = { ...config.loop, ...sections.defaults.loop, ...forTenant?.loop, ...forAgent?.loop, ...request?.loop }
+  return { ...merged, loop }
+}
+
+/** Merges the options ({@link merge}) and slices them. */
 export const resolve = (config: AssemblerConfig.Config, tenant: string, request: Turn.Options | undefined): Resolved => {
-  const forTenant = config.tenants[tenant]
-  const merged: Turn.Options = { ...config.defaults, ...forTenant, ...request }
-  const loop: Turn.Options["loop"] = { ...config.loop, ...forTenant?.loop, ...request?.loop }
+  const merged = merge(config, tenant, request)
+  const loop = merged.loop
   return {
     pipeline: Pipeline.resolveOptions({ ...Pipeline.defaults, ...merged }),
     toolsets: {
@@ -38,9 +59,13 @@ export const resolve = (config: AssemblerConfig.Config, tenant: string, request:
       includeWriteByDefault: merged.toolsets?.includeWrite ?? false,
     },
     agent: merged.agent ?? Knowledge.DEFAULT_AGENT,
+    user: merged.user,
+    memoryTools: merged.memoryTools,
     tokenBackend: merged.tokenBackend,
     loop: LoopConfig.make(loop),
     judge: { enabled: loop?.judge?.enabled === true, model: loop?.judge?.model },
     cache: { ttlSeconds: merged.cacheTtlSeconds, expectedTurns: merged.expectedTurns },
+    promptCache: merged.promptCache ?? true,
+    compaction: merged.compaction ?? true,
   }
 }

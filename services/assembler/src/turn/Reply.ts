@@ -2,11 +2,54 @@
  * Stage `reply`: the success reply — the provider request body and the
  * report: the pipeline's, with the loop verdict, the compaction decision,
  * the provider compaction boundary applied, the virtual calls ctxd answered
- * and the session's tool waste.
+ * and the session's tool waste. With `options.promptCache: false` the body
+ * goes without its prompt-cache markers.
  */
 import { Waste } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
 import * as Carry from "./Carry.ts"
+
+/** A copy of `block` without `cache_control` (the rendered blocks may be shared with the session's state: never mutated). */
+const unmarked = (block: unknown): unknown => {
+  if (typeof block !== "object" || block === null || !("cache_control" in block)) return block
+  const { cache_control: _marker, ...rest } = block as Record<string, unknown>
+  return rest
+}
+const unmarkedAll = (value: unknown): unknown => (Array.isArray(value) ? value.map(unmarked) : value)
+
+/** The body without prompt-cache markers: Anthropic `cache_control` on system, tools and message blocks; OpenAI's cache key and retention. */
+export const withoutPromptCache = (body: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+  const { prompt_cache_key: _key, prompt_cache_retention: _retention, ...rest } = body
+  const out: Record<string, unknown> = { ...rest }
+  if (Array.isArray(body["system"])) out["system"] = unmarkedAll(body["system"])
+  if (Array.isArray(body["tools"])) out["tools"] = unmarkedAll(body["tools"])
+  if (Array.isArray(body["messages"])) {
+    out["messages"] = body["messages"].map((m: unknown) =>
+      typeof m === "object" && m !== null && Array.isArray((m as { content?: unknown }).content)
+        ? { ...(m as object), content: unmarkedAll((m as { content: unknown }).content) }
+        : m,
+    )
+  }
+  return out
+}
+
+/** The prompt's body and cache report under `options.promptCache`. */
+const cached = (prompt: { readonly request: Record<string, unknown>; readonly report: Turn.Report }, on: boolean) =>
+  on
+    ? prompt
+    : {
+        request: withoutPromptCache(prompt.request),
+        report: {
+          ...prompt.report,
+          cache: {
+            ...prompt.report.cache,
+            breakpoints: 0,
+            promptCacheKey: null,
+            // without breakpoints Anthropic caches nothing; OpenAI and Gemini still cache prefixes on their own
+            ...(prompt.report.format === "anthropic" ? { expectedReadTokens: 0, expectedWriteTokens: 0 } : {}),
+          },
+        },
+      }
 
 export const stage: Carry.Stage = {
   name: "reply",
@@ -14,7 +57,7 @@ export const stage: Carry.Stage = {
     const tools = Carry.section(carry, "tools")
     const loop = Carry.section(carry, "loop")
     const { view, decision } = Carry.section(carry, "compaction")
-    const prompt = Carry.section(carry, "prompt")
+    const prompt = cached(Carry.section(carry, "prompt"), carry.inputs.options.promptCache)
     const reply: Turn.TurnReply = {
       ok: true,
       turnId: carry.inputs.request.turnId,

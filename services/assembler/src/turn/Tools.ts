@@ -8,6 +8,12 @@
  * selected in cache-stable order; tools sent and called are recorded for
  * waste detection.
  *
+ * Memory tools (`MemoryTools`): offered as the toolset `memory` among the
+ * default toolsets when `options.memoryTools` is true, or, unset, when the
+ * agent/user has any memory (`inputs.memoryAny`). A memory call in the new
+ * messages needs the store: the stage asks for it (`Need` `Memory`) and,
+ * answered, renders each result within the memory budget.
+ *
  * `recall` (restorable masking) is offered from the first prompt that masks
  * a tool result on and then for the rest of the session, so the tool list
  * changes once, in the turn whose prefix masking changes anyway: this stage
@@ -15,7 +21,7 @@
  * `prompt` stage switches to it when it masks. A worker that takes the
  * session over rebuilds the flag from the stored history (`Recall.replay`).
  */
-import { Knowledge, Masking, Proactive, Recall, Toolsets, Waste } from "@ctxd/context"
+import { Knowledge, Masking, MemoryTools, Proactive, Recall, Toolsets, Waste } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import * as Carry from "./Carry.ts"
 
@@ -26,9 +32,14 @@ export const stage: Carry.Stage = {
     const pipeline = options.pipeline
     const recallOn = Recall.enabled(normalized.tools, pipeline)
     const maxTokens = pipeline.maskBatchTokens ?? Masking.defaults.batchTokens
+    const memoryOn = options.memoryTools ?? carry.inputs.memoryAny === true
+    const tools = memoryOn ? [...normalized.tools, ...MemoryTools.tools.filter((t) => !normalized.tools.some((own) => own.name === t.name))] : normalized.tools
+    const config: Toolsets.Config = memoryOn
+      ? { ...options.toolsets, defaultToolsets: [...options.toolsets.defaultToolsets, MemoryTools.TOOLSET] }
+      : options.toolsets
     const context: Toolsets.Context = {
-      tools: normalized.tools,
-      config: options.toolsets,
+      tools,
+      config,
       ...(knowledge.length === 0 ? {} : { knowledge }),
       ...(recallOn ? { recall: { history: state.messages, maxTokens, countText: local.countText } } : {}),
     }
@@ -39,11 +50,24 @@ export const stage: Carry.Stage = {
         state.messages.map((m) => m.message),
         context,
       )
-    const answered = Toolsets.answerVirtualCalls(
-      normalized.messages.map((n) => n.message),
-      loaded,
-      context,
-    )
+    const incoming = normalized.messages.map((n) => n.message)
+    // memory calls: run by the shell; memory_remember only with the write tools loaded (before or in these messages)
+    const memory = MemoryTools.called(incoming)
+      ? MemoryTools.pending(
+          incoming,
+          memoryOn &&
+            (config.includeWriteByDefault === true ||
+              Toolsets.answerVirtualCalls(incoming, loaded, context).state.loaded.some((l) => l.toolset === MemoryTools.TOOLSET && l.write)),
+          normalized.tools,
+        )
+      : MemoryTools.none
+    if (memory.calls.length > 0 && carry.answers.memory === undefined) return Carry.need({ _tag: "Memory", calls: memory.calls })
+    const answers = new Map(memory.answers)
+    for (const call of memory.calls) {
+      const result = carry.answers.memory?.get(call.callId) ?? { op: "error" as const, message: "the memory store did not answer" }
+      answers.set(call.callId, MemoryTools.render(result, local.countText))
+    }
+    const answered = Toolsets.answerVirtualCalls(incoming, loaded, { ...context, memory: { answers } })
     const offered =
       recallOn &&
       (state.recall ??
@@ -54,7 +78,7 @@ export const stage: Carry.Stage = {
         }))
     const base = knowledge.length === 0 ? [] : [Knowledge.tool]
     const select = (virtual: ReadonlyArray<Conversation.Tool>) => {
-      const sent = Toolsets.selectTools(normalized.tools, answered.state, options.toolsets, virtual)
+      const sent = Toolsets.selectTools(tools, answered.state, config, virtual)
       return { sent, waste: Waste.record(state.waste, sent, answered.messages, (tool) => local.countTools([tool])) }
     }
     const chosen = select(offered ? [...base, Recall.tool] : base)

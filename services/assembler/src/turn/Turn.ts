@@ -14,7 +14,7 @@
  * 7. `reply`      — the reply and its report (`Reply`).
  *
  * A stage that needs I/O it does not have (a provider count, the loop
- * judge, a blocking compaction) returns a `Need`; the shell performs it,
+ * judge, a blocking compaction, the memory store for a memory tool call) returns a `Need`; the shell performs it,
  * records the answer, and runs the stages again from that one.
  */
 import { Models, Normalize } from "@ctxd/context"
@@ -80,6 +80,8 @@ export const begin = (input: {
   readonly lengths?: Carry.Inputs["lengths"]
   /** The sections of the workspace bundle the request's `system` names, as the shell read them (absent: none read). */
   readonly workspace?: Carry.Inputs["workspace"]
+  /** Whether the turn's agent/user has any memory (absent: unknown). */
+  readonly memoryAny?: boolean | undefined
 }): Carry.Carry => ({
   inputs: {
     tenant: input.tenant,
@@ -106,6 +108,7 @@ export const begin = (input: {
     now: input.now,
     lengths: input.lengths,
     workspace: input.workspace,
+    memoryAny: input.memoryAny,
   },
   answers: {},
 })

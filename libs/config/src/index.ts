@@ -1,0 +1,2 @@
+export * as ConfigFile from "./ConfigFile.ts"
+export * as RuntimeConfig from "./RuntimeConfig.ts"
