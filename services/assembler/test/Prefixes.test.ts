@@ -78,6 +78,17 @@ describe("Prefixes", () => {
     expect(Either.isLeft(nul) && nul.left.path).toBe("system")
   })
 
+  it("a tool list nested 10,000 deep is refused by the input checks, twice (never cached)", () => {
+    const prefixes = fresh()
+    const deep = "[".repeat(10_000) + "]".repeat(10_000)
+    const text = JSON.stringify(request({ tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { x: "DEEP" } } } }] })).replace('"DEEP"', deep)
+    for (let i = 0; i < 2; i++) {
+      const result = Decode.turn(encoder.encode(text), prefixes, ids)
+      expect(Either.isLeft(result) && result.left.message).toContain("deeper than 128")
+    }
+    expect(prefixes.size()).toBe(0)
+  })
+
   it("{ref} resolves only for the session that sent the part; an unknown ref is a BadRequest naming system.ref / tools.ref", () => {
     const prefixes = fresh()
     const full = ok(decode(prefixes, request()))
