@@ -12,9 +12,8 @@
  * and `ctxd.gather` and `ctxd.commit` around the Postgres reads and write.
  * Metrics: `TurnMetrics`.
  */
-import { Normalize } from "@ctxd/context"
+import { type MemoryTools, Normalize } from "@ctxd/context"
 import { Errors, type Turn } from "@ctxd/contracts"
-import type { MemoryTools } from "@ctxd/context"
 import { MemoryStore, SessionStore } from "@ctxd/db"
 import { Judge } from "@ctxd/loop-detector"
 import { Spans } from "@ctxd/observe"
