@@ -116,7 +116,8 @@ describe("prefix refs", () => {
       sub.unsubscribe()
       await client.close()
     }
-  })
+    // a worker restart on a loaded machine, and a client attempt that times out on the stopped worker's subject
+  }, 120_000)
 
   it("ContextClient with refs off always sends the parts in full", async () => {
     const seen: Array<Record<string, unknown>> = []
