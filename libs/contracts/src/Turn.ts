@@ -224,12 +224,13 @@ export type TurnRequest = typeof TurnRequest.Type
 /** A request member with `system` and `tools` that may also be a {@link PrefixRef}. */
 const withRefs = <F extends typeof AnthropicTurnRequest.fields | typeof OpenAITurnRequest.fields | typeof OpenAIResponsesTurnRequest.fields | typeof GeminiTurnRequest.fields>(
   fields: F,
+  identifier: string,
 ) =>
   Schema.Struct({
     ...fields,
     system: Schema.optional(Schema.Union(System, PrefixRef)),
     tools: Schema.optional(Schema.Union(fields.tools.from, PrefixRef)),
-  })
+  }).annotations({ identifier })
 
 /**
  * The turn request as it may travel: {@link TurnRequest}, where `system`
@@ -239,10 +240,10 @@ const withRefs = <F extends typeof AnthropicTurnRequest.fields | typeof OpenAITu
  * Schema's shape.
  */
 export const TurnRequestWire = Schema.Union(
-  withRefs(AnthropicTurnRequest.fields),
-  withRefs(OpenAITurnRequest.fields),
-  withRefs(OpenAIResponsesTurnRequest.fields),
-  withRefs(GeminiTurnRequest.fields),
+  withRefs(AnthropicTurnRequest.fields, "AnthropicTurnRequest"),
+  withRefs(OpenAITurnRequest.fields, "OpenAITurnRequest"),
+  withRefs(OpenAIResponsesTurnRequest.fields, "OpenAIResponsesTurnRequest"),
+  withRefs(GeminiTurnRequest.fields, "GeminiTurnRequest"),
 ).annotations({
   identifier: "TurnRequest",
   description: "ctx.v1.turn.<tenant>.<session> request (system and tools may be {ref} of a value the session sent before)",
