@@ -228,7 +228,7 @@ const withRefs = <F extends typeof AnthropicTurnRequest.fields | typeof OpenAITu
 ) =>
   Schema.Struct({
     ...fields,
-    system: Schema.optional(Schema.Union(System, PrefixRef)),
+    system: Schema.optional(Schema.Union(...System.members, PrefixRef)),
     tools: Schema.optional(Schema.Union(fields.tools.from, PrefixRef)),
   }).annotations({ identifier })
 
