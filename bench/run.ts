@@ -18,6 +18,7 @@ import * as EndToEnd from "./EndToEnd.ts"
 import * as Memory from "./Memory.ts"
 import * as Optimizations from "./Optimizations.ts"
 import * as Scaling from "./Scaling.ts"
+import * as Storage from "./Storage.ts"
 import * as Store from "./Store.ts"
 import * as Workspace from "./Workspace.ts"
 import * as LoopDetector from "../services/loop-detector/scripts/bench.ts"
@@ -33,6 +34,7 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["loop", async () => [...LoopDetector.run()]],
   ["store", Store.run],
   ["memory", Memory.run],
+  ["storage", Storage.run],
   ["decode", () => Decode.run()],
   ["e2e", () => EndToEnd.runFormats()],
   ["scaling", () => Scaling.run()],

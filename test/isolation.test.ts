@@ -134,7 +134,7 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     await expect(tenant(port, "acme", "globex")).rejects.toThrow(/Authorization/i)
   })
 
-  it("acme runs its own turns, knowledge, memory, summaries, counts, usage and loop checks", async () => {
+  it("acme runs its own turns, knowledge, memory, learn requests, summaries, counts, usage and loop checks", async () => {
     const reply = (await acme.request("ctx.v1.turn.acme.s1", json(turn("t1")), { timeout: 15_000 })).json<{ ok: boolean; turnId: string }>()
     expect(reply).toMatchObject({ ok: true, turnId: "t1" })
     const added = await acme.request("ctx.v1.knowledge.acme", json({ op: "add", doc: { id: "d1", title: "Acme", text: "acme only" } }), { timeout: 10_000 })
@@ -154,6 +154,13 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     })
     const usage = await acme.request("ctx.v1.usage.acme.s1", json({ turnId: "t1", usage: { prompt_tokens: 20 } }), { timeout: 10_000 })
     expect(usage.json()).toMatchObject({ ok: true, turnId: "t1" })
+    // reaches the learn endpoint (a malformed request is answered by it, no provider call)
+    expect((await acme.request("ctx.v1.learn.acme.s1", json({}), { timeout: 10_000 })).json()).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+    const exported = await acme.request("ctx.v1.session.acme.s1", json({ op: "export" }), { timeout: 10_000 })
+    expect(exported.json()).toMatchObject({ ok: true })
+    expect(exported.json<{ lines: string }>().lines).toContain('"kind":"message"')
+    const deletedUser = await acme.request("ctx.v1.user.acme", json({ op: "deleteUser", user: "nobody" }), { timeout: 10_000 })
+    expect(deletedUser.json()).toMatchObject({ ok: true, removed: { sessions: 0 } })
     const loop = await acme.request("ctx.v1.loop.check", json({ format: "openai", messages: [{ role: "user", content: "hi" }] }), { timeout: 10_000 })
     expect(loop.json()).toMatchObject({ ok: true, verdict: { looping: false } })
   }, 60_000)
@@ -167,6 +174,10 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
       "ctx.v1.tokens.count.globex",
       "ctx.v1.usage.globex.x",
       "ctx.v1.compact.globex.x",
+      "ctx.v1.learn.globex.x",
+      // another tenant's sessions and users: no delete, no export
+      "ctx.v1.session.globex.s1",
+      "ctx.v1.user.globex",
       // the tenant-less legacy subjects (not served: CTXD_LEGACY_SUBJECTS=false, and not allowed)
       "ctx.v1.summarize",
       "ctx.v1.tokens.count",
@@ -182,6 +193,8 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
       "ctx.v1.turn.globex.x": turn("t-evil"),
       "ctx.v1.knowledge.globex": { op: "add", doc: { id: "evil", title: "Evil", text: "planted by acme" } },
       "ctx.v1.memory.globex": { op: "remember", text: "planted by acme" },
+      "ctx.v1.session.globex.s1": { op: "delete" },
+      "ctx.v1.user.globex": { op: "deleteUser", user: "u1" },
     }
     for (const subject of forbidden) {
       const error = await refusal(acme, subject, bodies[subject] ?? {})
@@ -211,6 +224,21 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     // a reply to globex's request goes to globex's inbox, which acme cannot watch; globex still gets it
     const reply = await globex.request("ctx.v1.turn.globex.s1", json(turn("g1")), { timeout: 15_000 })
     expect(reply.json()).toMatchObject({ ok: true, turnId: "g1" })
+  }, 60_000)
+
+  it("acme can neither delete nor export globex's session; globex can", async () => {
+    expect((await globex.request("ctx.v1.turn.globex.s2", json(turn("g2")), { timeout: 15_000 })).json()).toMatchObject({ ok: true })
+    for (const body of [{ op: "delete" }, { op: "export" }]) {
+      expect(await refusal(acme, "ctx.v1.session.globex.s2", body)).toBeInstanceOf(PermissionViolationError)
+    }
+    expect(await refusal(acme, "ctx.v1.user.globex", { op: "deleteUser", user: "u1" })).toBeInstanceOf(PermissionViolationError)
+    await spy.flush()
+    expect(seen.filter((s) => s.startsWith("ctx.v1.session.globex") || s === "ctx.v1.user.globex")).toEqual([])
+    // globex's session is whole: its own export shows its turn, and its own delete works
+    const exported = (await globex.request("ctx.v1.session.globex.s2", json({ op: "export" }), { timeout: 10_000 })).json<{ lines: string }>()
+    expect(exported.lines).toContain("hello g2")
+    const deleted = await globex.request("ctx.v1.session.globex.s2", json({ op: "delete" }), { timeout: 10_000 })
+    expect(deleted.json()).toMatchObject({ ok: true, deleted: true, removed: { sessions: 1, turns: 1 } })
   }, 60_000)
 
   it("a ContextClient logged in as acme sends its turns on the shared subject once the direct one is refused", async () => {

@@ -8,7 +8,7 @@
  */
 import { LocalTurns } from "@ctxd/assembler"
 import type { CostModel, Models } from "@ctxd/context"
-import type { Conversation } from "@ctxd/contracts"
+import type { Conversation, Turn } from "@ctxd/contracts"
 import type { Counting } from "./Blocks.ts"
 
 /** One session as the bench replays it. */
@@ -28,6 +28,11 @@ export interface Input {
   readonly model: Models.ResolvedModel
   readonly prices: CostModel.ModelPrices
   readonly count: Counting
+  /** Memory retrieval for the `memory` stage (absent: the agent has no memories), and the request's options. */
+  readonly memory?: ((query: LocalTurns.MemoryQuery) => LocalTurns.MemoryAnswer) | undefined
+  readonly options?: Turn.Options | undefined
+  /** Sees each turn's reply (its report). */
+  readonly onReply?: ((reply: Turn.TurnReply) => void) | undefined
 }
 
 /** The body ctxd sends per turn. */
@@ -40,12 +45,14 @@ export const bodies = async (input: Input): Promise<Array<Record<string, unknown
     countMessage: count.message,
     countSystem: count.system,
   }
-  const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+  const memory = input.memory
+  const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local), ...(memory === undefined ? {} : { memory: (_tenant, query) => memory(query) }) })
   const out: Array<Record<string, unknown>> = []
   for (const [k, messages] of session.turns.entries()) {
-    const request = { turnId: `t${k}`, format, model: { provider: model.provider, name: model.name, contextWindow: 1_000_000 }, messages: [] } as const
+    const request = { turnId: `t${k}`, format, model: { provider: model.provider, name: model.name, contextWindow: 1_000_000 }, messages: [], ...(input.options === undefined ? {} : { options: input.options }) } as const
     const normalized = { system: session.system, tools: session.tools, messages: messages.map((message, i) => ({ message, sourceIndex: i })) }
     const reply = await turns.turn("bench", session.id, request, normalized, input.times[k]! * 1000)
+    input.onReply?.(reply)
     out.push(reply.request)
   }
   return out

@@ -28,6 +28,7 @@ import { round, type Row } from "../Stats.ts"
 import * as Blocks from "./Blocks.ts"
 import * as Ctxd from "./Ctxd.ts"
 import * as Gaps from "./Gaps.ts"
+import * as MemoryPlacement from "./MemoryPlacement.ts"
 import * as Strategies from "./Strategies.ts"
 
 /** The seed of the gap model (the number). */
@@ -237,6 +238,19 @@ export const run = async (): Promise<Row[]> => {
     )
   }
   rows.push({ bench: benchB, metric: "human pauses (gaps)", value: tau.reduce((n, r) => n + r.humanPauses, 0), unit: "turns" })
+
+  rows.push(
+    ...(await MemoryPlacement.rows(
+      {
+        setup: { format: s.format, model: s.model, prices: s.prices, count: s.count },
+        sessions: tauSessions(),
+        times: (session, pauses) => Gaps.timestamps(session.id, session.turns, { seed: SEED, pauses }),
+        outputs: (session) => outputs(s, session.turns),
+        bill: (bodies, times, out) => bill(s, bodies.map(Blocks.converter(s.count)), times, out, 0),
+      },
+      label,
+    )),
+  )
 
   const all = [swe, ...tau]
   console.log(table(all))

@@ -34,7 +34,7 @@
  * Effect users provide {@link layer} (it needs a `NatsClient`); everyone else
  * calls {@link connect} and gets Promises.
  */
-import { Errors, Health, Subjects, Turn } from "@ctxd/contracts"
+import { Errors, Health, Session, Subjects, Turn } from "@ctxd/contracts"
 import { Json, LargePayload, NatsAuth, NatsClient, PayloadStore, Request } from "@ctxd/nats"
 import {
   Cause,
@@ -111,6 +111,23 @@ export interface ContextClientService {
   ) => Effect.Effect<Turn.TurnReply, ClientError.ClientError>
   /** Asks one worker for its health (one attempt, no retries). */
   readonly health: () => Effect.Effect<Health.HealthReply, ClientError.ClientError>
+  /**
+   * Deletes every stored row of the session (idempotent: `deleted: false`
+   * when there was nothing); its next turn starts a new session. Retried
+   * like a turn.
+   */
+  readonly deleteSession: (tenant: string, session: string) => Effect.Effect<Session.DeleteReply, ClientError.ClientError>
+  /**
+   * One page of the session's stored data as JSON Lines; send `nextCursor`
+   * back for the next page until there is none.
+   */
+  readonly exportSession: (
+    tenant: string,
+    session: string,
+    page?: { readonly cursor?: string | undefined; readonly limit?: number | undefined },
+  ) => Effect.Effect<Session.ExportReply, ClientError.ClientError>
+  /** Deletes the tenant's sessions whose turns carried `options.user` = `user` (again while `more`). */
+  readonly deleteUser: (tenant: string, user: string) => Effect.Effect<Session.UserDeleteReply, ClientError.ClientError>
 }
 
 /** The client as a service. */
@@ -138,6 +155,9 @@ const storeError = (error: PayloadStore.PayloadStoreError, what: "request" | "re
 
 const decodeTurnReply = Schema.decodeUnknownEither(Turn.TurnReply)
 const decodeHealthReply = Schema.decodeUnknownEither(Health.HealthReply)
+const decodeDeleteReply = Schema.decodeUnknownEither(Session.DeleteReply)
+const decodeExportReply = Schema.decodeUnknownEither(Session.ExportReply)
+const decodeUserDeleteReply = Schema.decodeUnknownEither(Session.UserDeleteReply)
 const decodeErrorReply = Schema.decodeUnknownEither(Schema.Struct({ ok: Schema.Literal(false), error: Schema.Unknown }))
 const decodeErrorBody = Schema.decodeUnknownEither(
   Schema.Struct({
@@ -393,7 +413,41 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
 
     const health = () => attempt(subjects.health, Json.encode({}), decodeHealthReply)
 
-    return { subjects, turn, health }
+    /** Checks the subject tokens, then sends `body` with retries (the session ops are idempotent). */
+    const sessionOp = <A>(
+      tokens: ReadonlyArray<readonly [what: string, value: string]>,
+      subject: () => string,
+      body: unknown,
+      onOk: (value: unknown) => Either.Either<A, ParseResult.ParseError>,
+    ): Effect.Effect<A, ClientError.ClientError> =>
+      Effect.suspend(() => {
+        for (const [what, value] of tokens) {
+          if (!Subjects.isValidToken(value)) {
+            return ClientError.badRequest(`bad ${what} ${JSON.stringify(value)}`, { hint: `${what} must match [A-Za-z0-9_-]{1,128}` })
+          }
+        }
+        return retrying(attempt(subject(), Json.encode(body), onOk), subject())
+      })
+
+    const deleteSession = (tenant: string, session: string) =>
+      sessionOp([["tenant", tenant], ["session", session]], () => subjects.session(tenant, session), { op: "delete" }, decodeDeleteReply)
+
+    const exportSession = (
+      tenant: string,
+      session: string,
+      page: { readonly cursor?: string | undefined; readonly limit?: number | undefined } = {},
+    ) =>
+      sessionOp(
+        [["tenant", tenant], ["session", session]],
+        () => subjects.session(tenant, session),
+        { op: "export", ...(page.cursor === undefined ? {} : { cursor: page.cursor }), ...(page.limit === undefined ? {} : { limit: page.limit }) },
+        decodeExportReply,
+      )
+
+    const deleteUser = (tenant: string, user: string) =>
+      sessionOp([["tenant", tenant], ["user", user]], () => subjects.user(tenant), { op: "deleteUser", user }, decodeUserDeleteReply)
+
+    return { subjects, turn, health, deleteSession, exportSession, deleteUser }
   })
 
 /** {@link make} as a layer. */
@@ -427,6 +481,13 @@ export interface PromiseClient {
   /** Rejects with a {@link ClientError.ClientError}. */
   readonly turn: (tenant: string, session: string, request: TurnInput) => Promise<Turn.TurnReply>
   readonly health: () => Promise<Health.HealthReply>
+  readonly deleteSession: (tenant: string, session: string) => Promise<Session.DeleteReply>
+  readonly exportSession: (
+    tenant: string,
+    session: string,
+    page?: { readonly cursor?: string | undefined; readonly limit?: number | undefined },
+  ) => Promise<Session.ExportReply>
+  readonly deleteUser: (tenant: string, user: string) => Promise<Session.UserDeleteReply>
   /** Drains the NATS connection; the client is unusable afterwards. */
   readonly close: () => Promise<void>
 }
@@ -482,6 +543,9 @@ export const connect = async (options: ConnectOptions): Promise<PromiseClient> =
   return {
     turn: (tenant, session, request) => run(Effect.flatMap(ContextClient, (c) => c.turn(tenant, session, request))),
     health: () => run(Effect.flatMap(ContextClient, (c) => c.health())),
+    deleteSession: (tenant, session) => run(Effect.flatMap(ContextClient, (c) => c.deleteSession(tenant, session))),
+    exportSession: (tenant, session, page) => run(Effect.flatMap(ContextClient, (c) => c.exportSession(tenant, session, page))),
+    deleteUser: (tenant, user) => run(Effect.flatMap(ContextClient, (c) => c.deleteUser(tenant, user))),
     close: () => runtime.dispose(),
   }
 }

@@ -8,7 +8,9 @@
  * {@link MAX_BREAKPOINTS}, and a longer-lived block may not follow a
  * shorter-lived one along tools → system → messages. ctxd marks the last
  * tool, at most two system sections (the last `1h` one and the last cached
- * one after it) and the last block of the last message.
+ * one after it) and the last block of the last message. What changes every
+ * turn — retrieved memory, then the loop nudge — goes after that last
+ * breakpoint ({@link tailNotes}).
  */
 import type { Conversation } from "@ctxd/contracts"
 import { createHash } from "node:crypto"
@@ -76,3 +78,11 @@ export const cacheControl = (ttl: Ttl): Record<string, unknown> =>
 /** OpenAI `prompt_cache_key`: `"ctxd-"` + the first 32 hex digits of sha256(`tenant/session`). */
 export const promptCacheKey = (tenant: string, session: string): string =>
   `ctxd-${createHash("sha256").update(`${tenant}/${session}`).digest("hex").slice(0, 32)}`
+
+/**
+ * The user notes every renderer appends after the view, after the last
+ * cache breakpoint, in order: the retrieved memory, then the trailer (a loop
+ * nudge); blank ones left out.
+ */
+export const tailNotes = (input: { readonly memory?: string | undefined; readonly trailer?: string | undefined }): ReadonlyArray<string> =>
+  [input.memory, input.trailer].filter((t): t is string => t !== undefined && t.trim() !== "")

@@ -45,7 +45,10 @@ import * as Proactive from "./Proactive.ts"
 import * as Reasoning from "./Reasoning.ts"
 import type * as Window from "./Window.ts"
 
-export type { CounterInfo, Input, Options, StageReport, StoredMessage } from "./internal/stages.ts"
+export type { CounterInfo, Input, Memory, Options, StageReport, StoredMessage } from "./internal/stages.ts"
+
+/** The id of the system section retrieved memory goes in under `placement: "system"`. */
+export const MEMORY_SECTION_ID = "ctxd-memory"
 
 /** The stage names, in the order they run. */
 export const STAGES = ["window", "compress", "mask", "budget", "prune", "thinking", "render", "proactive"] as const
@@ -114,6 +117,7 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
   const n = history.length
   const fixedIn = input.systemTokens + input.toolsTokens
 
+  const memoryTokens = input.memory?.text === "" ? 0 : (input.memory?.tokens ?? 0)
   const compressed = compressStage(input, level)
   const fixed = input.systemTokens + compressed.tokens
   const plan = maskStage(input, w, level, fixed, target)
@@ -124,7 +128,7 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
     totalTokens: w.totalTokens,
     systemTokens: input.systemTokens,
     toolsTokens: compressed.tokens,
-    memoryTokens: 0,
+    memoryTokens,
     freshTailMessages: options.freshTailMessages,
     windowStep: options.windowStep,
     pinned: w.marks.pinned,
@@ -138,7 +142,7 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
   const stable = frontier === undefined ? undefined : pruned.view.messages.filter((v) => v.index < frontier).length
   const rendered = renderStage(input, compressed.tools, thought.messages, input.cachePlan === undefined ? undefined : stable)
   const historyTokens = prunedTokens + (input.trailer?.tokens ?? 0)
-  const total = fixed + historyTokens
+  const total = fixed + historyTokens + memoryTokens
 
   const windowOut = w.report.tokensOut
   const stages: Array<StageReport> = [
@@ -164,7 +168,7 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
     tokens: {
       system: input.systemTokens,
       tools: compressed.tokens,
-      memory: 0,
+      memory: memoryTokens,
       history: historyTokens,
       fullHistory: w.report.tokensIn - fixedIn,
       total,
@@ -254,7 +258,8 @@ const digest = (texts: ReadonlyArray<string>, extra = 0): string => {
  * rewritten; a message that lost an orphaned call still counts in full: an
  * upper bound).
  */
-export const run = (given: Input): Output => {
+export const run = (raw: Input): Output => {
+  const given = withMemorySection(raw)
   const plan = given.cachePlan
   if (plan === undefined) return runAt(given, undefined)
   const { input, advanced } = compressionFor(given, plan)
@@ -287,6 +292,17 @@ export const run = (given: Input): Output => {
     shape: { ...out.shape, rent: { ...rent, rung: climb?.rent ?? 0 }, ttlSeconds: plan.ttlSeconds, compression: input.options.toolCompression ?? "none" },
     report: { ...out.report, cache: { ...out.report.cache, ...settled } },
   }
+}
+
+/**
+ * Memory placed in the prefix (`placement: "system"`) becomes the last
+ * system section (not cached itself: it changes every turn, and so does all
+ * that follows it); `tail` memory goes to the renderer as it is.
+ */
+const withMemorySection = (input: Input): Input => {
+  const memory = input.memory
+  if (memory === undefined || memory.placement !== "system" || memory.text === "") return input
+  return { ...input, system: [...input.system, { id: MEMORY_SECTION_ID, text: memory.text, cache: "none" }] }
 }
 
 /**

@@ -60,6 +60,13 @@ export interface RenderInput {
    */
   readonly trailer?: string | undefined
   /**
+   * Memory retrieved for this turn (`MemoryRecall`): like the trailer, user
+   * text after the view and after the last cache breakpoint, in a block
+   * (part, message) of its own before the trailer. It changes every turn,
+   * so it never sits in the cached prefix.
+   */
+  readonly memory?: string | undefined
+  /**
    * Leading messages the next prompt edit will not change (the cache
    * planner's frontier: those before the mask boundary). When a breakpoint
    * is left, the last block of message `stable − 1` is marked too, so an edit
@@ -298,9 +305,10 @@ export const render = (input: RenderInput): Rendered => {
       break
     }
   }
-  if (input.trailer !== undefined) {
-    const note = { type: "text", text: input.trailer }
-    if (last.role === "user") last.content.push(note)
+  for (const text of CacheLayout.tailNotes(input)) {
+    const note = { type: "text", text }
+    const tail = messages.at(-1)!
+    if (tail.role === "user") tail.content.push(note)
     else messages.push({ role: "user", content: [note] })
   }
 

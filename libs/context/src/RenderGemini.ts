@@ -212,7 +212,7 @@ export const render = (input: RenderInput): Rendered => {
         break
     }
   }
-  if (input.trailer !== undefined) push("user", [{ text: input.trailer }])
+  for (const text of CacheLayout.tailNotes(input)) push("user", [{ text }])
   const config: Json = {}
   const sections = input.system.filter((s) => s.text.trim() !== "")
   if (sections.length > 0) config["systemInstruction"] = { parts: sections.map((s) => ({ text: s.text })) }

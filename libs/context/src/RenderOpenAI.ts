@@ -154,7 +154,7 @@ export const render = (input: RenderInput): Rendered => {
         break
     }
   }
-  if (input.trailer !== undefined) messages.push({ role: "user", content: input.trailer })
+  for (const text of CacheLayout.tailNotes(input)) messages.push({ role: "user", content: text })
   const key = CacheLayout.promptCacheKey(input.tenant, input.session)
   const body: Json = { model: input.model.name, messages }
   const functions = input.tools.filter((t) => !Foreign.isHosted(t))

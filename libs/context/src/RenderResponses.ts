@@ -202,7 +202,7 @@ export const render = (input: RenderInput): Rendered => {
         break
     }
   }
-  if (input.trailer !== undefined) items.push({ type: "message", role: "user", content: input.trailer })
+  for (const text of CacheLayout.tailNotes(input)) items.push({ type: "message", role: "user", content: text })
   const key = CacheLayout.promptCacheKey(input.tenant, input.session)
   const body: Json = { model: input.model.name }
   if (instructions !== "") body["instructions"] = instructions

@@ -8,8 +8,10 @@ import * as Compact from "./Compact.ts"
 import * as Errors from "./Errors.ts"
 import * as Health from "./Health.ts"
 import * as Knowledge from "./Knowledge.ts"
+import * as Learn from "./Learn.ts"
 import * as Loop from "./Loop.ts"
 import * as Memory from "./Memory.ts"
+import * as Session from "./Session.ts"
 import * as Summarize from "./Summarize.ts"
 import * as Tokens from "./Tokens.ts"
 import * as Turn from "./Turn.ts"
@@ -33,6 +35,13 @@ const documents: ReadonlyArray<readonly [string, Schema.Schema.Any]> = [
   ["summarize-reply", Summarize.SummarizeReply],
   ["compact-request", Compact.CompactRequest],
   ["compact-reply", Compact.CompactReply],
+  ["learn-request", Learn.LearnRequest],
+  ["learn-reply", Learn.LearnReply],
+  ["session-request", Session.Request],
+  ["session-delete-reply", Session.DeleteReply],
+  ["session-export-reply", Session.ExportReply],
+  ["user-request", Session.UserRequest],
+  ["user-delete-reply", Session.UserDeleteReply],
 ]
 
 /** File name → pretty-printed JSON Schema text (with a trailing newline). */

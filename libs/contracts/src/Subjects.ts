@@ -101,16 +101,30 @@ export interface Subjects {
   readonly compact: (tenant: string, session: string) => string
   /** `<root>.v1.compact.>`: what a compactor subscribes to. */
   readonly compactWildcard: string
+  /** `<root>.v1.learn.<tenant>.<session>`: fold the session into learnings of its agent. */
+  readonly learn: (tenant: string, session: string) => string
+  /** `<root>.v1.learn.>`: what a worker subscribes to. */
+  readonly learnWildcard: string
   /** `<root>.v1.compactjob.<tenant>.<session>`: compaction jobs on the JetStream work queue. */
   readonly compactJob: (tenant: string, session: string) => string
   /** `<root>.v1.compactjob.>`: the work queue stream's subjects. */
   readonly compactJobWildcard: string
+  /** `<root>.v1.session.<tenant>.<session>`: a session's stored data on request (delete, export). */
+  readonly session: (tenant: string, session: string) => string
+  /** `<root>.v1.session.*.*`: what a worker subscribes to. */
+  readonly sessionWildcard: string
+  /** `<root>.v1.user.<tenant>`: a tenant's user's data on request (deleteUser). */
+  readonly user: (tenant: string) => string
+  /** `<root>.v1.user.*`: what a worker subscribes to. */
+  readonly userWildcard: string
+  /** The tenant token of a user subject. */
+  readonly parseUser: (subject: string) => string | undefined
   /**
    * `<root>.v1.worker.<workerId>`: the prefix of one worker's direct subjects
    * (`<prefix>.turn.<tenant>.<session>`, served by that worker alone).
    */
   readonly worker: (workerId: string) => string
-  /** Parses the tenant and session tokens out of a turn, usage, compact or compactjob subject. */
+  /** Parses the tenant and session tokens out of a turn, usage, compact, compactjob, learn or session subject. */
   readonly parseSession: (subject: string) => { readonly tenant: string; readonly session: string } | undefined
 }
 
@@ -158,8 +172,19 @@ export const make = (root: string = DEFAULT_ROOT): Subjects => {
     },
     compact: (tenant, session) => `${prefix}compact.${tenant}.${session}`,
     compactWildcard: `${prefix}compact.>`,
+    learn: (tenant, session) => `${prefix}learn.${tenant}.${session}`,
+    learnWildcard: `${prefix}learn.>`,
     compactJob: (tenant, session) => `${prefix}compactjob.${tenant}.${session}`,
     compactJobWildcard: `${prefix}compactjob.>`,
+    session: (tenant, session) => `${prefix}session.${tenant}.${session}`,
+    sessionWildcard: `${prefix}session.*.*`,
+    user: (tenant) => `${prefix}user.${tenant}`,
+    userWildcard: `${prefix}user.*`,
+    parseUser: (subject) => {
+      if (!subject.startsWith(`${prefix}user.`)) return undefined
+      const tenant = subject.slice(`${prefix}user.`.length)
+      return isValidToken(tenant) ? tenant : undefined
+    },
     worker: (workerId) => `${prefix}worker.${workerId}`,
     parseSession: (subject) => {
       if (!subject.startsWith(prefix)) return undefined

@@ -55,11 +55,18 @@ export const Tenant = Schema.Struct({
   providers: Schema.optional(ProviderKeys),
   /** Overrides of the worker's default per-tenant share. */
   share: Schema.optional(Share),
+  /**
+   * Days a session of this tenant may stay idle (no turn committed) before the
+   * worker's pruner deletes it with everything stored for it (messages,
+   * turns, summaries, compaction audit, session length, usage reports).
+   * Default none: kept until deleted on request.
+   */
+  retentionDays: Schema.optional(Schema.Int.pipe(Schema.between(1, 36_500))),
 }).annotations({ identifier: "TenantConfig" })
 export type Tenant = typeof Tenant.Type
 
 /** The options part of a tenant section (what is merged under a request's `options`). */
 export const optionsOf = (tenant: Tenant): Turn.Options => {
-  const { providers: _providers, share: _share, ...options } = tenant
+  const { providers: _providers, share: _share, retentionDays: _retentionDays, ...options } = tenant
   return options
 }

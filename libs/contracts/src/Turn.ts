@@ -139,6 +139,23 @@ export const Options = Schema.Struct({
    */
   keepThinkingTurns: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
   /**
+   * Memory in the prompt: `true` retrieves the agent's memories every turn, `false` never; absent
+   * (default), only while the agent has any (a presence check cached per worker for 5 s).
+   */
+  memory: Schema.optional(Schema.Boolean),
+  /** Tokens of retrieved memory per turn (default: the smaller of 2,200 and `memoryFraction` of the available budget). */
+  memoryTokens: Schema.optional(Count),
+  /** Share of the available budget (the budget less system and tools) for retrieved memory (default 0.15). */
+  memoryFraction: Schema.optional(Fraction),
+  /**
+   * Where retrieved memory goes: `tail` (default) after the last cache breakpoint, as a note after
+   * the newest message (it changes every turn, so it stays out of the cached prefix); `system` as the
+   * last system section, inside the cached prefix (measured in the economics bench: costlier).
+   */
+  memoryPlacement: Schema.optional(Schema.Literal("tail", "system")),
+  /** Share of the available budget for the agent's learnings, at most 5, in a system section stable for the session (default 0.05; 0: none). */
+  learningsFraction: Schema.optional(Fraction),
+  /**
    * Prompt caching (default true): false sends no `cache_control` breakpoints (Anthropic) and no
    * `prompt_cache_key` / `prompt_cache_retention` (OpenAI), and the report expects no cache reads
    * or writes from breakpoints; the providers' automatic prefix caching (OpenAI, Gemini) cannot be
@@ -343,6 +360,38 @@ export const ProactiveReport = Schema.Struct({
 })
 export type ProactiveReport = typeof ProactiveReport.Type
 
+/** One memory (or learning) sent in the prompt. */
+export const InjectedMemory = Schema.Struct({
+  id: Schema.String,
+  /** Its tokens as sent (local count). */
+  tokens: Schema.Number,
+})
+export type InjectedMemory = typeof InjectedMemory.Type
+
+export const MemoryReport = Schema.Struct({
+  /** The memories sent, best first. */
+  injected: Schema.Array(InjectedMemory),
+  /** Tokens of the memory block as sent (the entries and their framing); `tokens.memory`. */
+  tokens: Schema.Number,
+  /** The memory budget this turn (`memoryTokens`, or `memoryFraction` of the available budget). */
+  budget: Schema.Number,
+  /** `tail` (after the last cache breakpoint) or `system` (the last system section). */
+  placement: Schema.String,
+  /** Hits the store returned before re-ranking and the budget's cut (over-fetched 3×). */
+  candidates: Schema.Number,
+})
+export type MemoryReport = typeof MemoryReport.Type
+
+export const LearningsReport = Schema.Struct({
+  /** The learnings in the system section (picked at the session's first turn; kept until compaction). */
+  injected: Schema.Array(InjectedMemory),
+  /** Tokens of the learnings section (counted in `tokens.system`). */
+  tokens: Schema.Number,
+  /** `learningsFraction` of the available budget when they were picked. */
+  budget: Schema.Number,
+})
+export type LearningsReport = typeof LearningsReport.Type
+
 /** Why a prompt's cached prefix changed (see the README's cache economics). */
 export const CacheBreakReason = Schema.Literal(
   "append",
@@ -479,6 +528,10 @@ export const Report = Schema.Struct({
   waste: Schema.optional(WasteReport),
   /** Proactive compression (set when a threshold is configured). */
   proactive: Schema.optional(ProactiveReport),
+  /** Retrieved memory sent this turn (set when memory was retrieved). */
+  memory: Schema.optional(MemoryReport),
+  /** The agent's learnings in the system section (set when the session has any). */
+  learnings: Schema.optional(LearningsReport),
   /** What each pipeline stage did to the prompt, in the order they ran. */
   stages: Schema.optional(Schema.Array(StageReport)),
 }).annotations({ identifier: "TurnReport" })

@@ -14,7 +14,9 @@
  * compressed by the worker (`ctxd_turns.reply_z`), never parsed by Postgres.
  * A commit that carries the session's {@link Length} calls
  * `ctxd_commit_turn_v7` (migration 7) instead, which also records it for the
- * agent's history of session lengths, in the same statement.
+ * agent's history of session lengths, in the same statement; one that carries
+ * a user calls `ctxd_commit_turn_v9` (migration 9), which also records the
+ * user for the session (`ctxd_session_users`).
  * The hot statements are prepared once per connection.
  *
  * Fencing: a commit may carry the caller's shard lease ({@link Fence}); the
@@ -33,7 +35,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import { Data, Effect, type Layer, type Option } from "effect"
 import { Database, DatabaseError, type DatabaseUnavailable } from "./Database.ts"
-import { COMMIT_TURN, COMMIT_TURN_V7, type CommitRow, FIND_TURN, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
+import { COMMIT_TURN, COMMIT_TURN_V7, COMMIT_TURN_V8, type CommitRow, FIND_TURN, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
 import { logFailure } from "./internal/logFailure.ts"
 import * as ReplyCodec from "./internal/replyCodec.ts"
 
@@ -49,7 +51,10 @@ export interface StoredMessage {
 export interface StoredTurn {
   readonly turnId: string
   readonly requestHash: string
+  /** The reply that was sent; {@link EXPIRED_REPLY} once the reply was pruned (see `expired`). */
   readonly reply: unknown
+  /** Present (true) when the reply was pruned after the idempotency window (`LifecycleStore.pruneReplies`). */
+  readonly expired?: true
   /** The sequence numbers of the messages it appended (`firstSeq > lastSeq` when it appended none). */
   readonly firstSeq: number
   readonly lastSeq: number
@@ -81,6 +86,8 @@ export interface CommitTurn {
    * statement, only if the commit succeeds (absent: not recorded).
    */
   readonly length?: Length | undefined
+  /** The user the turn acts for (`options.user`): recorded for the session on success, for deleting a user's data. */
+  readonly user?: string | undefined
 }
 
 /** A session's length as a commit records it: its agent and its turns (assistant messages stored). */
@@ -131,6 +138,26 @@ const undecodable = (cause: unknown) =>
 const storedReply = (reply: unknown, replyZ: Uint8Array | null): Effect.Effect<unknown, DatabaseError> =>
   replyZ === null ? Effect.succeed(reply) : Effect.try({ try: () => ReplyCodec.decode(replyZ), catch: undecodable })
 
+/**
+ * What a turn's stored reply becomes once pruned (`ctxd_turns.reply`, with no
+ * `reply_z`): the error envelope a retry of the turn after the idempotency
+ * window gets. A worker of an earlier release replays it as it is, so it
+ * answers the same `Conflict`.
+ */
+export const EXPIRED_REPLY = {
+  ok: false,
+  error: {
+    code: "Conflict",
+    message: "this turnId's idempotency window has passed: its reply is no longer stored",
+    path: "turnId",
+    hint: "use a new turnId; the turn's messages are stored (CTXD_REPLY_RETENTION)",
+  },
+} as const
+
+/** True for a reply pruned to {@link EXPIRED_REPLY} (only successes are ever stored as replies). */
+const isExpired = (reply: unknown, replyZ: Uint8Array | null): boolean =>
+  replyZ === null && typeof reply === "object" && reply !== null && (reply as { ok?: unknown }).ok === false
+
 const toTurn = (row: TurnRow): Effect.Effect<StoredTurn, DatabaseError> =>
   Effect.map(storedReply(row.reply, row.reply_z), (reply) => ({
     turnId: row.turn_id,
@@ -138,6 +165,7 @@ const toTurn = (row: TurnRow): Effect.Effect<StoredTurn, DatabaseError> =>
     reply,
     firstSeq: row.first_seq,
     lastSeq: row.last_seq,
+    ...(isExpired(row.reply, row.reply_z) ? { expired: true as const } : {}),
   }))
 
 /** The typed result of a `ctxd_commit_turn` row. */
@@ -209,7 +237,10 @@ const commitParams = (input: CommitTurn): Effect.Effect<ReadonlyArray<unknown>, 
       fence?.shard ?? null,
       fence?.owner ?? null,
       fence === undefined ? null : String(fence.epoch),
-      ...(input.length === undefined ? [] : [input.length.agent, Math.max(0, Math.floor(input.length.turns))]),
+      ...(input.length === undefined && input.user === undefined
+        ? []
+        : [input.length?.agent ?? null, input.length === undefined ? null : Math.max(0, Math.floor(input.length.turns))]),
+      ...(input.user === undefined ? [] : [input.user]),
     ])
   })
 
@@ -262,7 +293,9 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
       input: CommitTurn,
     ): Effect.Effect<Committed, NotOwner | SeqConflict | TurnExists | Failure> =>
       commitParams(input).pipe(
-        Effect.flatMap((params) => db.query<CommitRow>(input.length === undefined ? COMMIT_TURN : COMMIT_TURN_V7, params)),
+        Effect.flatMap((params) =>
+          db.query<CommitRow>(input.user !== undefined ? COMMIT_TURN_V8 : input.length === undefined ? COMMIT_TURN : COMMIT_TURN_V7, params),
+        ),
         Effect.flatMap(({ rows }) => outcome(input, rows[0])),
         logFailure("session store: commitTurn"),
         Effect.withSpan("SessionStore.commitTurn", {

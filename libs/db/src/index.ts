@@ -1,5 +1,6 @@
 export * as Database from "./Database.ts"
 export * as KnowledgeStore from "./KnowledgeStore.ts"
+export * as LifecycleStore from "./LifecycleStore.ts"
 export * as MemoryStore from "./MemoryStore.ts"
 export * as Migrations from "./Migrations.ts"
 export * as SessionLengthStore from "./SessionLengthStore.ts"

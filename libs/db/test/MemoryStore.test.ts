@@ -53,6 +53,22 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         expect(yield* store.any({ tenant: "nobody" })).toBe(false)
       }))
 
+    it.scoped("forgetUser removes the user's documents of every agent, not the shared ones nor another tenant's", () =>
+      Effect.gen(function* () {
+        const store = yield* make()
+        const shared = yield* store.remember({ tenant: "f" }, { text: "shared fact about refunds" })
+        yield* store.remember({ tenant: "f", user: "alice" }, { text: "alice prefers refunds to credit" })
+        yield* store.remember({ tenant: "f", agent: "other", user: "alice" }, { text: "alice flies on Fridays" })
+        const bob = yield* store.remember({ tenant: "f", user: "bob" }, { text: "bob prefers credit" })
+        const elsewhere = yield* store.remember({ tenant: "g", user: "alice" }, { text: "alice in another tenant" })
+        expect(yield* store.forgetUser("f", "alice")).toBe(2)
+        expect(yield* store.any({ tenant: "f", agent: "other", user: "alice" })).toBe(false)
+        expect((yield* store.list({ tenant: "f", user: "alice" })).documents.map((d) => d.id)).toEqual([shared.id])
+        expect(yield* store.read({ tenant: "f", user: "bob" }, bob.id)).toBeDefined()
+        expect(yield* store.read({ tenant: "g", user: "alice" }, elsewhere.id)).toBeDefined()
+        expect(yield* store.forgetUser("f", "alice")).toBe(0)
+      }))
+
     it.scoped("an edit keeps the previous version in the history; forget removes document and history", () =>
       Effect.gen(function* () {
         const store = yield* make()

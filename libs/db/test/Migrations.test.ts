@@ -48,6 +48,7 @@ describe("Migrations", () => {
         "ctxd_messages",
         "ctxd_schema_migrations",
         "ctxd_session_lengths",
+        "ctxd_session_users",
         "ctxd_sessions",
         "ctxd_shard_leases",
         "ctxd_summaries",

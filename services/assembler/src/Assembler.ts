@@ -115,6 +115,12 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             Spans.span("ctxd.memory_tools", { attributes: { "ctxd.memory.calls": need.calls.length } }),
           )
         }
+        case "MemoryRecall":
+          return gather.retrieve(tenant, need.query).pipe(
+            Effect.tap((answer) => Spans.annotate({ "ctxd.memory.hits": answer.hits.length, "ctxd.memory.learnings": answer.learnings.length })),
+            Effect.map((recalled) => ({ recalled })),
+            Spans.span("ctxd.memory_search", { kind: "client" }),
+          )
       }
     }
 
@@ -166,10 +172,12 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const { request, hash } = decoded
         // the config file's sections as of this attempt, for all of it (a reload applies from the next turn)
         const turnConfig = pinned(config)
-        const { agent, user, memoryTools } = Options.resolve(turnConfig, tenant, request.options)
+        const { agent, user, memoryTools, memory } = Options.resolve(turnConfig, tenant, request.options)
+        // the session is behind what this state holds: deleted (and maybe started anew) since: start from the store
+        const base = previous === undefined ? cached : previous.actualLastSeq < previous.state.lastSeq ? undefined : previous.state
         const { state, knowledge, lengths, workspace, memoryAny } = yield* gather
-          .gather({ tenant, session, model: request.model, agent, user, memoryTools, system: request.system, cached: previous?.state ?? cached, refresh: previous !== undefined })
-          .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": (previous?.state ?? cached) !== undefined } }))
+          .gather({ tenant, session, model: request.model, agent, user, memoryTools, memory: memory.enabled, system: request.system, cached: base, refresh: previous !== undefined })
+          .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": base !== undefined } }))
         const now = yield* Clock.currentTimeMillis
         const carry = TurnStages.begin({
           config: turnConfig,
@@ -206,6 +214,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           rows: fresh,
           reply,
           length: { agent, turns: SessionState.turnsAfter(state, fresh) },
+          user: request.options?.user,
         }).pipe(Spans.span("ctxd.commit", { attributes: { "ctxd.messages.new": fresh.length } }))
         if (committed._tag === "Conflict") return { ...committed, state } satisfies Conflict
         // its messages are stored but maybe not in this state: drop it
@@ -273,9 +282,20 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         return yield* Effect.map(exit, ({ reply }) => reply)
       }).pipe(Spans.span("ctxd.turn", { kind: "server", attributes: { "ctxd.tenant": tenant, "ctxd.session": session } }))
 
+    /**
+     * Runs `f` as the session's only operation on this worker, after its turns
+     * already waiting (and before the ones that arrive after), then drops the
+     * session's cached state: its next turn reads the store anew. For a
+     * deletion; `Busy` when the session's mailbox is full.
+     */
+    const exclusive = <A, E, R>(tenant: string, session: string, f: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Busy, R> =>
+      actors.withSession(SessionActor.key(tenant, session), () => Effect.map(f, (a) => [a, undefined] as const))
+
     return {
       turn,
+      exclusive,
       invalidateKnowledge: gather.invalidateKnowledge,
+      invalidateMemory: gather.invalidateMemory,
       /** Turns waiting in the session mailboxes (behind a running turn of their session). */
       mailboxDepth: actors.waiting,
     } as const

@@ -36,10 +36,22 @@ export const storeError = (error: { readonly _tag: string; readonly message: str
 export const sameRequest = (stored: string, hash: TurnHash): boolean =>
   stored === hash.current || (!stored.startsWith(HASH_VERSION) && stored === hash.legacy())
 
-/** A turn id answered before: the stored reply, or `Conflict` when the content differs. */
+/**
+ * A turn id answered before: the stored reply; `Conflict` when the content
+ * differs, or when the reply was pruned after the idempotency window
+ * (`CTXD_REPLY_RETENTION`): its messages are stored, the reply is not.
+ */
 export const replay = (turnId: string, hash: TurnHash, stored: SessionStore.StoredTurn): Effect.Effect<Turn.TurnReply, Errors.WireError> =>
   sameRequest(stored.requestHash, hash)
-    ? Effect.succeed(stored.reply as Turn.TurnReply)
+    ? stored.expired === true
+      ? Effect.fail(
+          new Errors.TurnConflict({
+            message: `turnId ${JSON.stringify(turnId)} was committed before its idempotency window passed: its reply is no longer stored`,
+            path: "turnId",
+            hint: "its messages are stored; send the next turn with a new turnId (retries are answered within CTXD_REPLY_RETENTION)",
+          }),
+        )
+      : Effect.succeed(stored.reply as Turn.TurnReply)
     : Effect.fail(
         new Errors.TurnConflict({
           message: `turnId ${JSON.stringify(turnId)} was already used with different content`,
@@ -82,6 +94,8 @@ export interface Input {
   readonly reply: Turn.TurnReply
   /** The session's agent and turns once this commit is stored, recorded with it for the history of session lengths. */
   readonly length?: SessionStore.Length | undefined
+  /** The turn's `options.user`, recorded for the session (deleting a user's data). */
+  readonly user?: string | undefined
 }
 
 /** Commits one turn under this worker's fence for the session's shard. */
@@ -105,6 +119,7 @@ export const commit = (
         reply: input.reply,
         fence: fence.value,
         length: input.length,
+        user: input.user,
       })
       .pipe(Effect.either)
     if (committed._tag === "Right") return { _tag: "Committed" }

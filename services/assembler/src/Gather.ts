@@ -7,11 +7,12 @@
  * nothing is known), when the request's `system` names a workspace, its
  * bundle (`WorkspaceCache`: files read at a miss, else from memory), and
  * whether the agent/user has any memory (when a memory store is provided and
- * the turn leaves the memory tools to it; cached like the knowledge
- * documents). Each read is applied to the session state with
- * `SessionState.advance`.
+ * the turn leaves the memory tools or memory in the prompt to it; cached like
+ * the knowledge documents). Each read is applied to the session state with
+ * `SessionState.advance`. The `memory` stage's search is `retrieve`,
+ * performed when the stage asks.
  */
-import type { Knowledge, SessionLengths } from "@ctxd/context"
+import { type Knowledge, MemoryRecall, type SessionLengths } from "@ctxd/context"
 import type { Conversation, Errors } from "@ctxd/contracts"
 import { Turn } from "@ctxd/contracts"
 import { KnowledgeStore, MemoryStore, SessionStore } from "@ctxd/db"
@@ -22,7 +23,8 @@ import { Compaction } from "./Compaction.ts"
 import { LengthHistory } from "./LengthHistory.ts"
 import * as SessionState from "./SessionState.ts"
 import { storeError } from "./Commit.ts"
-import type { LocalCounter } from "./turn/Carry.ts"
+import type * as Carry from "./turn/Carry.ts"
+type LocalCounter = Carry.LocalCounter
 import { WorkspaceCache } from "./WorkspaceCache.ts"
 
 /** How long a worker trusts its copy of an agent's knowledge documents: 5 s (edits through this worker's endpoint invalidate at once). */
@@ -120,8 +122,10 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       /** The request's `system`: a workspace reference is read. */
       readonly system?: Turn.System | undefined
       readonly user?: string | undefined
-      /** The turn's `memoryTools` option: set, the memory store is not asked. */
+      /** The turn's `memoryTools` option: set (and `memory` too), the memory store is not asked. */
       readonly memoryTools?: boolean | undefined
+      /** The turn's `memory` option (memory in the prompt): set (and `memoryTools` too), the memory store is not asked. */
+      readonly memory?: boolean | undefined
       readonly cached: SessionState.SessionState | undefined
       readonly refresh: boolean
     }): Effect.Effect<Gathered, Errors.WireError> => {
@@ -133,7 +137,7 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
         knowledgeOf(input.tenant, input.agent),
         SessionState.needsSummary(state) ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s })) : Effect.succeed(undefined),
         lengthHistory.get(input.tenant, input.agent),
-        input.memoryTools === undefined ? memoryAnyOf({ tenant: input.tenant, agent: input.agent, user: input.user }) : Effect.succeed(undefined),
+        input.memoryTools === undefined || input.memory === undefined ? memoryAnyOf({ tenant: input.tenant, agent: input.agent, user: input.user }) : Effect.succeed(undefined),
         Turn.isWorkspaceRef(input.system) ? workspaces.read(input.system, input.tenant) : Effect.succeed(undefined),
       ] as const
       // a fiber per read only when two or more have to wait (a read answered from memory is its own exit)
@@ -164,6 +168,45 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       }
     }
 
-    return { gather, summary, invalidateKnowledge, localFor } as const
+    /** Forgets whether `tenant`'s `agent` has memories (every user): one was stored or removed through this worker. */
+    const invalidateMemory = (tenant: string, agent: string) =>
+      Effect.sync(() => {
+        const prefix = `${tenant}\u0000${agent}\u0000`
+        for (const key of memoryCache.keys()) if (key.startsWith(prefix)) memoryCache.delete(key)
+      })
+
+    /**
+     * The retrieval the `memory` stage asked for: memories for `query.text`
+     * (kind `memory`) and learnings for `query.learnings` (kind `learning`; the
+     * newest fill up when the search finds fewer than 5). No store, or a
+     * failed search, answers nothing (the turn goes on without memory, logged).
+     */
+    const retrieve = (tenant: string, query: Carry.MemoryQuery): Effect.Effect<Carry.MemoryAnswer> => {
+      if (Option.isNone(memories)) return Effect.succeed({ hits: [], learnings: [] })
+      const memoryStore = memories.value
+      const scope = { tenant, agent: query.agent, user: query.user }
+      const toCandidate = (h: { readonly id: string; readonly text: string; readonly score?: number; readonly updatedAt: string }) => ({
+        id: h.id,
+        text: h.text,
+        score: h.score ?? 0,
+        updatedAt: Date.parse(h.updatedAt) || 0,
+      })
+      const hits = query.text === undefined ? Effect.succeed([]) : memoryStore.search(scope, query.text, { limit: query.limit, kind: "memory" })
+      const learnings =
+        query.learnings === undefined
+          ? Effect.succeed([])
+          : Effect.gen(function* () {
+              const found = query.learnings === "" ? [] : yield* memoryStore.search(scope, query.learnings!, { limit: query.limit, kind: "learning" })
+              if (found.length >= MemoryRecall.defaults.maxLearnings) return found.map(toCandidate)
+              const newest = yield* memoryStore.list(scope, { kind: "learning", limit: query.limit })
+              return [...found.map(toCandidate), ...newest.documents.filter((d) => !found.some((f) => f.id === d.id)).map((d) => toCandidate({ ...d, score: 0 }))]
+            })
+      return Effect.all([Effect.map(hits, (h) => h.map(toCandidate)), learnings], { concurrency: "unbounded" }).pipe(
+        Effect.map(([hits, learnings]) => ({ hits, learnings })),
+        Effect.catchAll((e) => Effect.as(Effect.logWarning("memory search failed; this turn goes without memory", e._tag), { hits: [], learnings: [] })),
+      )
+    }
+
+    return { gather, summary, invalidateKnowledge, invalidateMemory, retrieve, localFor } as const
   }),
 }) {}

@@ -17,6 +17,10 @@ import type * as Carry from "./turn/Carry.ts"
 import * as Options from "./turn/Options.ts"
 import * as TurnStages from "./turn/Turn.ts"
 
+/** A `memory` stage's retrieval, and what answers it (see `turn/Carry`). */
+export type MemoryQuery = Carry.MemoryQuery
+export type MemoryAnswer = Carry.MemoryAnswer
+
 /** What the stages' I/O is answered with. */
 export interface Ports {
   /** The token family stored counts are kept in (as `Gather.familyOf`; default the counter's encoding). */
@@ -36,6 +40,11 @@ export interface Ports {
    * expected turns (absent, or undefined for a pair: its rule of thumb).
    */
   readonly lengths?: ((tenant: string, agent: string) => SessionLengths.Histogram | undefined) | undefined
+  /**
+   * The agent's memories and learnings for a `memory` stage's query (as the
+   * worker's store answers it: hits best first); absent: the agent has none.
+   */
+  readonly memory?: ((tenant: string, query: Carry.MemoryQuery) => Carry.MemoryAnswer) | undefined
   /** A workspace bundle's sections (as `WorkspaceCache` reads them); absent: a request naming a workspace is rejected. */
   readonly workspace?: ((ref: Turn.WorkspaceRef) => ReadonlyArray<Conversation.SystemSection>) | undefined
 }
@@ -89,6 +98,7 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
       thresholds: ports.compact === undefined ? undefined : ports.thresholds,
       now: at ?? Date.now(),
       lengths: ports.lengths?.(tenant, Options.resolve(resolved, tenant, request.options).agent),
+      memoryAny: ports.memory === undefined ? undefined : true,
       workspace: ports.workspace !== undefined && Turn.isWorkspaceRef(request.system) ? ports.workspace(request.system) : undefined,
     })
     let from = 0
@@ -120,6 +130,9 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
               memory: new Map(need.calls.map((c) => [c.callId, { op: "error" as const, message: "memory is not available here" }])),
             },
           }
+          break
+        case "MemoryRecall":
+          carry = { ...outcome.carry, answers: { ...outcome.carry.answers, recalled: ports.memory?.(tenant, need.query) ?? { hits: [], learnings: [] } } }
           break
         case "CompactNow": {
           const summary = await compactNow(need.job, outcome.carry)

@@ -11,7 +11,7 @@
  * state when a turn fails, so the next turn rehydrates it.
  */
 import { CachePlanner, type Masking, Normalize, type Pipeline, type Toolsets, Waste, type Window } from "@ctxd/context"
-import type { Conversation } from "@ctxd/contracts"
+import type { Conversation, Turn } from "@ctxd/contracts"
 import type { View } from "@ctxd/compactor"
 import { LoopState } from "@ctxd/loop-detector"
 
@@ -62,6 +62,17 @@ export interface SessionState {
   gaps: ReadonlyArray<number>
   /** The knowledge index last sent, and since when a newer one is held back (ms); undefined until a turn ran here. */
   knowledgeIndex: { readonly sent: string; readonly since?: number | undefined } | undefined
+  /**
+   * The agent's learnings in the session's system section, picked at its
+   * first turn here and kept until a new summary (compaction) or the session
+   * leaves this worker; undefined until picked.
+   */
+  learnings: Learnings | undefined
+}
+
+/** The learnings section of a session: its text (`""`: none) and what it holds. */
+export interface Learnings extends Turn.LearningsReport {
+  readonly text: string
 }
 
 /** A state for a session with nothing loaded yet. */
@@ -88,6 +99,7 @@ export const empty = (family: string): SessionState => ({
   lastAt: undefined,
   gaps: [],
   knowledgeIndex: undefined,
+  learnings: undefined,
 })
 
 /** One stored message. */
@@ -119,6 +131,8 @@ export type Outcome =
       readonly scheduled: boolean
       /** The knowledge index sent, and since when a newer one is held back. */
       readonly knowledgeIndex: { readonly sent: string; readonly since?: number | undefined }
+      /** The learnings section sent (undefined: none picked). */
+      readonly learnings: Learnings | undefined
       /** The prompt sent, as the cache planner compares prompts, and when it was built (ms). */
       readonly shape: CachePlanner.Candidate | undefined
       readonly at: number
@@ -174,6 +188,7 @@ export const advance = (state: SessionState, outcome: Outcome): SessionState => 
       state.view = outcome.view
       state.shape = outcome.shape
       state.knowledgeIndex = outcome.knowledgeIndex
+      state.learnings = outcome.learnings
       if (state.lastAt !== undefined) state.gaps = CachePlanner.recordGap(state.gaps, (outcome.at - state.lastAt) / 1000)
       state.lastAt = outcome.at
       return state

@@ -49,7 +49,7 @@ describe("turn stages", () => {
     expect(needs).toEqual(["Count"])
     expect(outcome._tag).toBe("Done")
     if (outcome._tag !== "Done") return
-    expect(Object.keys(outcome.carry).filter((k) => k !== "inputs" && k !== "answers")).toEqual(["tools", "count", "loop", "compaction", "prompt", "reply"])
+    expect(Object.keys(outcome.carry).filter((k) => k !== "inputs" && k !== "answers")).toEqual(["tools", "count", "loop", "compaction", "memory", "prompt", "reply"])
     expect(outcome.reply.report.stages?.map((s) => s.stage)).toEqual(["window", "compress", "mask", "budget", "prune", "thinking", "render", "proactive"])
     expect(outcome.reply.report.loop?.policy).toBe("nudge")
   })

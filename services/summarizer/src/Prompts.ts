@@ -71,3 +71,20 @@ export const boundBullets = (text: string, n: number): string => {
     .map((b) => `- ${b}`)
     .join("\n")
 }
+
+/**
+ * The system prompt that folds a finished session into at most `n` lessons
+ * for the same agent's later sessions (`ctx.v1.learn`): one short line each,
+ * general rather than about this user's data, or `NONE`.
+ */
+export const learnSystem = (n: number): string =>
+  `You review the transcript of a finished session between a user and an AI agent that uses tools, to help the same agent do better in its later sessions with other users.
+Extract at most ${n} lessons: what worked, what failed and how it was fixed, a tool's pitfalls or required order of calls, a policy the agent had to respect. Each lesson is one short imperative sentence (at most 200 characters), general (no user names, ids, dates or amounts of this session), and useful on its own.
+Answer with the lessons only, one per line, each starting with "- ", most useful first. If nothing is worth keeping, answer NONE.`
+
+/** At most `n` lessons of a {@link learnSystem} answer, each one line of at most 300 characters (none for `NONE`). */
+export const lessons = (answer: string, n: number): ReadonlyArray<string> =>
+  boundBullets(answer, n)
+    .split("\n")
+    .map((line) => line.replace(/^- /, "").trim().slice(0, 300))
+    .filter((line) => line !== "" && !/^none\.?$/i.test(line))

@@ -41,8 +41,30 @@ export interface SummarizeInput {
   readonly previous?: string | undefined
   /** Default: the configured bullets. */
   readonly maxBullets?: number | undefined
+  /** The final call's system prompt instead of the mode's (in-process callers: `learn`); the answer is kept as text. */
+  readonly instructions?: string | undefined
   /** On whose behalf: the provider key is the tenant's own, the worker's, or none (`ProviderKeys`); undefined: a tenant-less call. */
   readonly tenant?: string | undefined
+}
+
+/** What to fold into lessons: a finished session's messages. */
+export interface LearnInput {
+  readonly items: ReadonlyArray<Transcript.Item>
+  readonly sessionModel: SummarizeInput["sessionModel"]
+  /** Lessons wanted at most (1–5). */
+  readonly max: number
+  /** On whose behalf (the provider key, as for `summarize`). */
+  readonly tenant?: string | undefined
+}
+
+/** The lessons a session gave and what they cost. */
+export interface LearnResult {
+  readonly lessons: ReadonlyArray<string>
+  readonly model: string
+  readonly provider: SummarizerConfig.ProviderKind
+  readonly tokensIn: number
+  readonly tokensOut: number
+  readonly calls: number
 }
 
 /** A summary and what it cost. */
@@ -84,6 +106,13 @@ export interface SummarizerService {
   readonly config: SummarizerConfig.Config
   readonly target: (sessionModel: SummarizeInput["sessionModel"]) => Target
   readonly summarize: (input: SummarizeInput) => Effect.Effect<SummarizeResult, SummarizeFailed>
+  /**
+   * Folds a finished session into at most `max` short lessons for its agent
+   * (`Prompts.learnSystem`): one call when the transcript fits, else the
+   * parts are summarized first (as `summarize` does) and the lessons drawn
+   * from their summaries. No lesson (`NONE`) is a result, not a failure.
+   */
+  readonly learn: (input: LearnInput) => Effect.Effect<LearnResult, SummarizeFailed>
 }
 
 /** The summarizer of this process. */
@@ -205,7 +234,7 @@ export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerS
             )
           })
 
-        const finalSystem = Prompts.system(mode, bullets)
+        const finalSystem = input.instructions ?? Prompts.system(mode, bullets)
         // The previous summary may not take more than half the budget (it normally takes a few hundred tokens).
         const previous =
           input.previous === undefined ? undefined : Transcript.truncateMiddle(input.previous, Math.floor(budget / 2), count).text
@@ -264,7 +293,9 @@ export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerS
         let text: string
         let snapshot: Summarize.Snapshot | null = null
         let fallback: Summarize.Fallback | null = null
-        if (mode === "structured") {
+        if (input.instructions !== undefined) {
+          text = answer.trim()
+        } else if (mode === "structured") {
           let parsed = Snapshot.parse(answer)
           if (Either.isLeft(parsed)) {
             const invalid = Transcript.truncateMiddle(answer, Math.floor(budget / 2), count).text
@@ -298,7 +329,20 @@ export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerS
         }
       }).pipe(Effect.withSpan("Summarizer.summarize", { attributes: { messages: input.items.length } }))
 
-    return { config, target: (model) => target(config, model), summarize }
+    const learn = (input: LearnInput): Effect.Effect<LearnResult, SummarizeFailed> =>
+      summarize({ items: input.items, sessionModel: input.sessionModel, mode: "one_shot", instructions: Prompts.learnSystem(input.max), tenant: input.tenant }).pipe(
+        Effect.map((r) => ({
+          lessons: Prompts.lessons(r.text, input.max),
+          model: r.model,
+          provider: r.provider,
+          tokensIn: r.tokensIn,
+          tokensOut: r.tokensOut,
+          calls: r.calls,
+        })),
+        Effect.withSpan("Summarizer.learn", { attributes: { messages: input.items.length } }),
+      )
+
+    return { config, target: (model) => target(config, model), summarize, learn }
   })
 
 /** The summarizer for explicit config; needs the model port and a local counter. */

@@ -19,7 +19,7 @@ import { LocalCounter } from "@ctxd/tokens"
 import { RuntimeConfig } from "@ctxd/config"
 import { Subjects, type Turn } from "@ctxd/contracts"
 import { Judge, LoopCheck } from "@ctxd/loop-detector"
-import { Database, KnowledgeStore, MemoryStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
+import { Database, KnowledgeStore, LifecycleStore, MemoryStore, Migrations, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
 import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenCounter, UsageEndpoint } from "@ctxd/token-counter"
@@ -27,10 +27,13 @@ import { Effect, Layer, Option } from "effect"
 import { readFileSync } from "node:fs"
 import * as HealthEndpoint from "./HealthEndpoint.ts"
 import * as KnowledgeEndpoint from "./KnowledgeEndpoint.ts"
+import * as LearnEndpoint from "./LearnEndpoint.ts"
 import * as MemoryEndpoint from "./MemoryEndpoint.ts"
 import * as MetricsEndpoint from "./MetricsEndpoint.ts"
+import * as Pruner from "./Pruner.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
+import * as SessionEndpoint from "./SessionEndpoint.ts"
 import { memoryToolsDefault, priceTable, WorkerConfig, workspaceConfig } from "./WorkerConfig.ts"
 import { WorkerStatus } from "./WorkerStatus.ts"
 
@@ -52,10 +55,12 @@ const cacheExpectation = (cache: Turn.Report["cache"] | undefined): UsageEndpoin
 /**
  * What a usage report needs to know of the turn it bills: the estimate ctxd
  * made and how, and what it expected of the cache. One indexed read of the
- * stored reply (`ctxd_turns` by tenant, session, turn id).
+ * stored reply (`ctxd_turns` by tenant, session, turn id); none once the
+ * reply was pruned (past `CTXD_REPLY_RETENTION`).
  */
 const usageLookup = (tenant: string, session: string, turnId: string) =>
   Effect.flatMap(SessionStore.SessionStore, (store) => store.findTurn(tenant, session, turnId)).pipe(
+    Effect.map(Option.filter((turn) => turn.expired !== true)),
     Effect.map(
       Option.map((turn): UsageEndpoint.TurnEstimate => {
         const { report } = turn.reply as Turn.TurnReply
@@ -105,6 +110,12 @@ export const serve = Effect.gen(function* () {
   yield* LoopCheck.serve({ subject: subjects.loopCheck, queue: config.queueGroup })
   yield* KnowledgeEndpoint.serve({ subjects, queue: config.queueGroup })
   yield* MemoryEndpoint.serve({ subjects, queue: config.queueGroup })
+  yield* SessionEndpoint.serve({
+    subjects,
+    queue: config.queueGroup,
+    forwardTimeoutMs: config.forwardTimeoutMs,
+    drainTimeoutMs: config.shutdownTimeoutMs,
+  })
   const gauges = RuntimeMetrics.refresh({
     shards: leases.status,
     mailboxDepth: assembler.mailboxDepth,
@@ -116,6 +127,7 @@ export const serve = Effect.gen(function* () {
   yield* UsageEndpoint.serve({ subjects, queue: config.queueGroup, lookup: usageLookup, claim: usageClaim })
   yield* SummarizeEndpoint.serve({ root: config.subjectRoot, queue: config.queueGroup, maxPayload, legacy: config.legacySubjects })
   yield* CompactEndpoint.serve({ subjects, queue: config.queueGroup })
+  yield* LearnEndpoint.serve({ subjects, queue: config.queueGroup, maxPayload })
   const compaction = yield* CompactorConfig.config
   yield* CompactEndpoint.serveJobs({ subjects, config: compaction.queue })
   yield* HealthEndpoint.serve({
@@ -207,6 +219,17 @@ export const layer = Layer.unwrapEffect(
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const memory = MemoryStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    const lifecycle = LifecycleStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    // expired replies and the tenants' retention; stops (scope) before the pool closes
+    // (the tenants' sections read at every run: a reload of the configuration applies at the next)
+    const pruner = Layer.scopedDiscard(
+      Effect.flatMap(RuntimeConfig.RuntimeConfig, (runtime) =>
+        Pruner.run(
+          { ...Pruner.defaults, replyRetentionSeconds: config.replyRetentionSeconds, intervalMs: config.pruneIntervalMs, batch: config.pruneBatch },
+          () => runtime.current().tenants,
+        ),
+      ),
+    ).pipe(Layer.provide(lifecycle), Layer.provide(runtimeConfig))
     // the agents' histories of session lengths, cached per worker (the cache planner's expected turns)
     const lengths = LengthHistory.layer().pipe(
       Layer.provide(SessionLengthStore.layer),
@@ -286,6 +309,7 @@ export const layer = Layer.unwrapEffect(
             windowMessages: config.windowMessages,
             windowStep: config.windowStep,
             freshTailMessages: config.freshTailMessages,
+            ...config.memoryOptions,
             ...memoryToolsDefault(config.memoryTools),
           },
           loop: { policy: config.loopPolicy },
@@ -318,6 +342,8 @@ export const layer = Layer.unwrapEffect(
       knowledge,
       memory,
       usage,
+      lifecycle,
+      pruner,
       database,
       summarizer,
       compactor,

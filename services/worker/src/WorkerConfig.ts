@@ -9,13 +9,44 @@ import { AssemblerConfig, WorkspaceCache } from "@ctxd/assembler"
 import { type ConfigFile, RuntimeConfig } from "@ctxd/config"
 import { type CostModel, Pipeline, PriceFile, ProviderKeys } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
+import type { Turn } from "@ctxd/contracts"
 import { NatsAuth } from "@ctxd/nats"
-import { Config, type ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option } from "effect"
+import { Config, ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option } from "effect"
 import { readFileSync } from "node:fs"
 import * as HttpServer from "./HttpServer.ts"
+import * as Pruner from "./Pruner.ts"
 
 const int = (name: string, fallback: number, description: string) =>
   Config.integer(name).pipe(Config.withDefault(fallback), Config.withDescription(description))
+
+/**
+ * The memory knobs' environment defaults, as turn options (under a tenant's
+ * and a request's own; unset: `MemoryRecall.defaults`): `CTXD_MEMORY`
+ * (`true`/`false`; unset: retrieve while the agent has memories),
+ * `CTXD_MEMORY_TOKENS`, `CTXD_MEMORY_FRACTION`, `CTXD_MEMORY_PLACEMENT`
+ * (`tail`/`system`), `CTXD_LEARNINGS_FRACTION`.
+ */
+export const memoryOptions: Config.Config<Turn.Options> = Config.all({
+  memory: Config.option(Config.boolean("CTXD_MEMORY")),
+  memoryTokens: Config.option(
+    Config.integer("CTXD_MEMORY_TOKENS").pipe(Config.validate({ message: "0..1000000 tokens", validation: (n) => n >= 0 && n <= 1_000_000 })),
+  ),
+  memoryFraction: Config.option(Config.number("CTXD_MEMORY_FRACTION").pipe(Config.validate({ message: "a fraction 0..1", validation: (n) => n >= 0 && n <= 1 }))),
+  memoryPlacement: Config.option(Config.literal("tail", "system")("CTXD_MEMORY_PLACEMENT")),
+  learningsFraction: Config.option(
+    Config.number("CTXD_LEARNINGS_FRACTION").pipe(Config.validate({ message: "a fraction 0..1", validation: (n) => n >= 0 && n <= 1 })),
+  ),
+}).pipe(
+  Config.map((o) => {
+    const out: { -readonly [K in keyof Turn.Options]?: Turn.Options[K] } = {}
+    if (Option.isSome(o.memory)) out.memory = o.memory.value
+    if (Option.isSome(o.memoryTokens)) out.memoryTokens = o.memoryTokens.value
+    if (Option.isSome(o.memoryFraction)) out.memoryFraction = o.memoryFraction.value
+    if (Option.isSome(o.memoryPlacement)) out.memoryPlacement = o.memoryPlacement.value
+    if (Option.isSome(o.learningsFraction)) out.learningsFraction = o.learningsFraction.value
+    return out
+  }),
+)
 
 /** Everything the worker process reads at start. */
 export const WorkerConfig = Config.all({
@@ -63,6 +94,7 @@ export const WorkerConfig = Config.all({
   windowMessages: int("CTXD_WINDOW_MESSAGES", Pipeline.defaults.windowMessages, "Default minimum of recent messages in the window"),
   windowStep: int("CTXD_WINDOW_STEP", Pipeline.defaults.windowStep, "Default step of the window's cut"),
   freshTailMessages: int("CTXD_FRESH_TAIL_MESSAGES", Pipeline.defaults.freshTailMessages, "Default protected fresh tail"),
+  memoryOptions,
   loopPolicy: Config.literal("nudge", "escalate", "off")("CTXD_LOOP_POLICY").pipe(
     Config.withDefault("nudge" as const),
     Config.withDescription("What to do when an agent loops: nudge, escalate (report only) or off"),
@@ -94,6 +126,20 @@ export const WorkerConfig = Config.all({
   shutdownTimeoutMs: int("CTXD_SHUTDOWN_TIMEOUT_MS", 10_000, "How long in-flight turns may take to finish at shutdown"),
   httpPort: int("CTXD_HTTP_PORT", HttpServer.defaults.port, "Port of /metrics (Prometheus), /healthz and /readyz; 0 = no HTTP server").pipe(
     Config.validate({ message: "a port number 0..65535 (0: off)", validation: (n) => n >= 0 && n <= 65535 }),
+  ),
+  replyRetentionSeconds: Config.string("CTXD_REPLY_RETENTION").pipe(
+    Config.withDefault("24h"),
+    Config.mapOrFail((text) => {
+      const seconds = Pruner.parseRetention(text)
+      return seconds instanceof Error ? Either.left(ConfigError.InvalidData([], seconds.message)) : Either.right(seconds)
+    }),
+    Config.withDescription(
+      "Idempotency window: turn replies older are pruned (a retry then gets Conflict); 24h, 90m, 3600s, 3600 (seconds) or off",
+    ),
+  ),
+  pruneIntervalMs: int("CTXD_PRUNE_INTERVAL_MS", Pruner.defaults.intervalMs, "Time between two runs of the pruner (expired replies, tenants' retention)"),
+  pruneBatch: int("CTXD_PRUNE_BATCH", Pruner.defaults.batch, "Turn replies pruned per statement (the pruner pauses between batches)").pipe(
+    Config.validate({ message: "at least 1", validation: (n) => n >= 1 }),
   ),
   workspaceRoot: Config.option(
     Config.string("CTXD_WORKSPACE_ROOT").pipe(

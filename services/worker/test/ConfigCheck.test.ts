@@ -22,7 +22,7 @@ const run = (...files: Array<string>) =>
 describe("config:check", () => {
   it("deploy/ctxd.example.yaml is valid", async () => {
     const checked = await Effect.runPromise(ConfigCheck.check(example))
-    expect(checked).toEqual({ ok: true, lines: [expect.stringMatching(/valid .*: 6 environment keys, 2 tenants, 2 agents$/)] })
+    expect(checked).toEqual({ ok: true, lines: [expect.stringMatching(/valid .*: 7 environment keys, 2 tenants, 2 agents$/)] })
   })
 
   it("names the key path and line of each problem: sections by the request Schemas, environment keys by the worker's readers", async () => {

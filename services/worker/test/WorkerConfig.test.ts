@@ -9,7 +9,7 @@ import { ConfigProvider, Effect, Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { memoryToolsDefault, priceTable, providerLayer, WorkerConfig, workspaceConfig } from "../src/WorkerConfig.ts"
+import { memoryOptions, memoryToolsDefault, priceTable, providerLayer, WorkerConfig, workspaceConfig } from "../src/WorkerConfig.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "ctxd-prices-"))
 const write = (name: string, content: unknown) => {
@@ -68,6 +68,26 @@ describe("WorkerConfig.priceTable (CTXD_PRICES_FILE)", () => {
       const text = write("text.json", "models: []")
       const notJson = yield* Effect.either(withEnv({ CTXD_PRICES_FILE: text }))
       expect(Either.isLeft(notJson) && notJson.left.message).toMatch(new RegExp(`^CTXD_PRICES_FILE ${text} is not valid: not JSON: `))
+    }),
+  )
+})
+
+describe("WorkerConfig.memoryOptions (CTXD_MEMORY*, CTXD_LEARNINGS_FRACTION)", () => {
+  const read = (env: Record<string, string>) => Effect.withConfigProvider(memoryOptions, ConfigProvider.fromMap(new Map(Object.entries(env))))
+
+  it.effect("unset: no option (the MemoryRecall defaults apply); set: the turn options' defaults", () =>
+    Effect.gen(function* () {
+      expect(yield* read({})).toEqual({})
+      expect(
+        yield* read({ CTXD_MEMORY: "false", CTXD_MEMORY_TOKENS: "1500", CTXD_MEMORY_FRACTION: "0.1", CTXD_MEMORY_PLACEMENT: "system", CTXD_LEARNINGS_FRACTION: "0" }),
+      ).toEqual({ memory: false, memoryTokens: 1500, memoryFraction: 0.1, memoryPlacement: "system", learningsFraction: 0 })
+    }),
+  )
+
+  it.effect("out of range or unknown: a config error naming the key", () =>
+    Effect.gen(function* () {
+      expect(String(yield* Effect.flip(read({ CTXD_MEMORY_FRACTION: "1.5" })))).toContain("CTXD_MEMORY_FRACTION")
+      expect(String(yield* Effect.flip(read({ CTXD_MEMORY_PLACEMENT: "middle" })))).toContain("CTXD_MEMORY_PLACEMENT")
     }),
   )
 })

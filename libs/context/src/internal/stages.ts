@@ -71,6 +71,12 @@ export interface Input {
   readonly landmarks?: Window.Landmarks | undefined
   /** A transient note appended after the view (a loop nudge), with its token count; never stored. */
   readonly trailer?: { readonly text: string; readonly tokens: number } | undefined
+  /**
+   * Retrieved memory for this turn (`MemoryRecall`), with its token count: `tail` renders it after
+   * the last cache breakpoint (a note after the newest message, before the trailer), `system` as the
+   * last system section (inside the cached prefix). Its tokens are the budget's memory reserve.
+   */
+  readonly memory?: Memory | undefined
   /** Sum of `history[].tokens`, when the caller keeps it; otherwise summed here (O(n)). */
   readonly storedTokens?: number | undefined
   /** Tool order (default `"name"`), see {@link CacheLayout.ToolOrder}. */
@@ -85,6 +91,13 @@ export interface Input {
   readonly proactiveRung?: number | undefined
   /** The cache planner's inputs; absent: every edit is made as soon as its grid says (no planner). */
   readonly cachePlan?: CachePlanner.Plan | undefined
+}
+
+/** Retrieved memory to send (see {@link Input.memory}). */
+export interface Memory {
+  readonly text: string
+  readonly tokens: number
+  readonly placement: "tail" | "system"
 }
 
 /** A stage's effect on the prompt: its estimated tokens before and after. */
@@ -232,7 +245,8 @@ export const renderStage = (
   messages: ReadonlyArray<Conversation.Message>,
   stable: number | undefined,
 ) => {
-  const body = { model: input.model, system: input.system, tools, messages, trailer: input.trailer?.text, toolOrder: input.toolOrder, stable }
+  const memory = input.memory?.placement === "tail" && input.memory.text !== "" ? input.memory.text : undefined
+  const body = { model: input.model, system: input.system, tools, messages, memory, trailer: input.trailer?.text, toolOrder: input.toolOrder, stable }
   if (input.format === "anthropic") {
     const rendered = RenderAnthropic.render({ ...body, ttl: input.cachePlan?.tier === "1h" ? "1h" : "5m" })
     return { request: rendered.body, cache: { breakpoints: rendered.breakpoints, promptCacheKey: null } }

@@ -170,5 +170,16 @@ export const makeMemory = (options: { readonly maxDocuments?: number | undefined
         return true
       }),
     any: (scope, kind) => Effect.sync(() => [...rows.values()].some((row) => visible(scope, row) && (kind === undefined || row.doc.kind === kind))),
+    forgetUser: (tenant, user) =>
+      Effect.sync(() => {
+        let removed = 0
+        for (const [key, row] of rows) {
+          if (row.tenant === tenant && row.user === user) {
+            rows.delete(key)
+            removed++
+          }
+        }
+        return removed
+      }),
   }
 }

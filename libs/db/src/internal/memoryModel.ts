@@ -147,6 +147,12 @@ export interface MemoryStoreService {
   readonly forget: (scope: Scope, id: string) => Effect.Effect<boolean, Failure>
   /** Whether the scope sees any document (of `kind`, when given). Cheap: one index probe. */
   readonly any: (scope: Scope, kind?: Kind) => Effect.Effect<boolean, Failure>
+  /**
+   * Removes every document stored under `user` in `tenant`, of every agent,
+   * with its history (the agents' shared documents stay): the memory part of
+   * deleting a user's data. Returns how many documents were removed.
+   */
+  readonly forgetUser: (tenant: string, user: string) => Effect.Effect<number, Failure>
 }
 
 // ---------------------------------------------------------------------------

@@ -306,5 +306,10 @@ export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreSe
         )
         .pipe(Effect.map(({ rows }) => rows[0]?.any === true), logFailure("memory store: any"))
 
-    return { remember, search, read, list, history, forget, any } satisfies MemoryStoreService
+    const forgetUser: MemoryStoreService["forgetUser"] = (tenant, user) =>
+      db
+        .query(`DELETE FROM ctxd_memory WHERE tenant = $1 AND owner = $2`, [tenant, user])
+        .pipe(Effect.map(({ rowCount }) => rowCount), logFailure("memory store: forgetUser"))
+
+    return { remember, search, read, list, history, forget, any, forgetUser } satisfies MemoryStoreService
   })

@@ -4,11 +4,11 @@
  * in order (see `Turn`).
  */
 import type { Conversation, Loop, Turn } from "@ctxd/contracts"
-import type { CostModel, Knowledge, MemoryTools, Models, Normalize, Pipeline, SessionLengths, Toolsets, Waste } from "@ctxd/context"
+import type { CostModel, Knowledge, MemoryRecall, MemoryTools, Models, Normalize, Pipeline, SessionLengths, Toolsets, Waste } from "@ctxd/context"
 import type { Plan, View, WorkQueue } from "@ctxd/compactor"
 import type { Judge, LoopState } from "@ctxd/loop-detector"
 import type { TokenCounter } from "@ctxd/token-counter"
-import type { Row, SessionState } from "../SessionState.ts"
+import type { Learnings, Row, SessionState } from "../SessionState.ts"
 import type * as Options from "./Options.ts"
 
 /** The local counter (`@ctxd/tokens` `LocalCounter`) bound to the request's encoding (pure, cached by content). */
@@ -41,8 +41,26 @@ export interface Inputs {
   readonly lengths?: SessionLengths.Histogram | undefined
   /** The workspace bundle's sections the shell read for a `system: {workspace}` request (undefined: none read). */
   readonly workspace?: ReadonlyArray<Conversation.SystemSection> | undefined
-  /** Whether the turn's agent/user has any memory (undefined: not known, e.g. no memory store): offers the memory tools. */
+  /** Whether the turn's agent/user has any memory (undefined: not known, e.g. no memory store): offers the memory tools, retrieves memory. */
   readonly memoryAny?: boolean | undefined
+}
+
+/** A retrieval the `memory` stage asks for: hits for `text` (none: no retrieval), and the agent's learnings for `learnings`. */
+export interface MemoryQuery {
+  readonly agent: string
+  readonly user: string | undefined
+  /** What to search memories for (undefined: no memory retrieval this turn). */
+  readonly text: string | undefined
+  /** Hits wanted (over-fetched: `MemoryRecall.fetchLimit`). */
+  readonly limit: number
+  /** What to search learnings for (`""`: the newest); undefined: the session keeps the ones it has. */
+  readonly learnings: string | undefined
+}
+
+/** What the shell retrieved for a {@link MemoryQuery}. */
+export interface MemoryAnswer {
+  readonly hits: ReadonlyArray<MemoryRecall.Candidate>
+  readonly learnings: ReadonlyArray<MemoryRecall.Candidate>
 }
 
 /** I/O a stage asked for. */
@@ -51,6 +69,7 @@ export type Need =
   | { readonly _tag: "Judge"; readonly input: Judge.Question }
   | { readonly _tag: "CompactNow"; readonly job: WorkQueue.Job; readonly decision: Plan.Decision }
   | { readonly _tag: "Memory"; readonly calls: ReadonlyArray<MemoryTools.Call> }
+  | { readonly _tag: "MemoryRecall"; readonly query: MemoryQuery }
 
 /** What the shell answered so far. */
 export interface Answers {
@@ -60,6 +79,8 @@ export interface Answers {
   readonly compacted?: Plan.Decision | undefined
   /** The memory calls' results, by call id. */
   readonly memory?: ReadonlyMap<string, MemoryTools.Result> | undefined
+  /** The `memory` stage's retrieval. */
+  readonly recalled?: MemoryAnswer | undefined
 }
 
 /** `tools`: what the model may call and what ctxd answered itself. */
@@ -132,6 +153,14 @@ export interface CompactionOut {
   readonly held?: View.View | undefined
 }
 
+/** `memory`: the retrieved memory to send this turn, and the session's learnings section. */
+export interface MemoryOut {
+  /** Retrieved memory (undefined: none this turn). */
+  readonly memory: (Pipeline.Memory & { readonly report: Turn.MemoryReport }) | undefined
+  /** The learnings the session keeps (picked at its first turn; `text` `""`: none). */
+  readonly learnings: Learnings | undefined
+}
+
 /** The turn's value as it passes the stages: each fills its own section. */
 export interface Carry {
   readonly inputs: Inputs
@@ -140,6 +169,7 @@ export interface Carry {
   readonly count?: CountOut
   readonly loop?: LoopOut
   readonly compaction?: CompactionOut
+  readonly memory?: MemoryOut
   readonly prompt?: Pipeline.Output
   readonly reply?: Turn.TurnReply
 }
@@ -164,7 +194,7 @@ export interface Stage {
 }
 
 /** Reads a section an earlier stage filled (a missing one is a bug in the stage order). */
-export const section = <K extends "tools" | "count" | "loop" | "compaction" | "prompt">(
+export const section = <K extends "tools" | "count" | "loop" | "compaction" | "memory" | "prompt">(
   carry: Carry,
   key: K,
 ): NonNullable<Carry[K]> => {

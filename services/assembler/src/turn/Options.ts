@@ -5,7 +5,7 @@
  * (`agents.<options.agent>`), the request's own `options`; `loop` merges field
  * by field.
  */
-import { Pipeline, type Toolsets } from "@ctxd/context"
+import { MemoryRecall, Pipeline, type Toolsets } from "@ctxd/context"
 import { Knowledge, Tenants, type Tokens, type Turn } from "@ctxd/contracts"
 import { LoopConfig } from "@ctxd/loop-detector"
 import type * as AssemblerConfig from "../AssemblerConfig.ts"
@@ -28,6 +28,8 @@ export interface Resolved {
   readonly loop: LoopConfig.Config
   /** The optional LLM judge at the loop detector's borderline. */
   readonly judge: { readonly enabled: boolean; readonly model: string | undefined }
+  /** Memory in the prompt and learnings (see `Memory`). */
+  readonly memory: Memory
   /** The cache planner's overrides (undefined: the model's TTL; the turns expected from the agent's session lengths, `Prompt.expectedTurns`). */
   readonly cache: { readonly ttlSeconds: number | undefined; readonly expectedTurns: number | undefined }
   /** False: no prompt-cache markers in the body (`options.promptCache`). */
@@ -35,6 +37,17 @@ export interface Resolved {
   /** False: this turn neither schedules nor waits for a compaction (`options.compaction`). */
   readonly compaction: boolean
 }
+
+/** The memory knobs of a turn, merged. */
+export interface Memory {
+  /** `true`: retrieve every turn; `false`: never; undefined: while the agent has memories (a cached presence check). */
+  readonly enabled: boolean | undefined
+  readonly tokens: number | undefined
+  readonly fraction: number | undefined
+  readonly placement: "tail" | "system"
+  readonly learningsFraction: number
+}
+
 
 /** The merged options, before slicing: environment < file `defaults` < tenant < agent < request. */
 export const merge = (config: AssemblerConfig.Config, tenant: string, request: Turn.Options | undefined): Turn.Options => {
@@ -64,6 +77,13 @@ export const resolve = (config: AssemblerConfig.Config, tenant: string, request:
     tokenBackend: merged.tokenBackend,
     loop: LoopConfig.make(loop),
     judge: { enabled: loop?.judge?.enabled === true, model: loop?.judge?.model },
+    memory: {
+      enabled: merged.memory,
+      tokens: merged.memoryTokens,
+      fraction: merged.memoryFraction,
+      placement: merged.memoryPlacement ?? "tail",
+      learningsFraction: merged.learningsFraction ?? MemoryRecall.defaults.learningsFraction,
+    },
     cache: { ttlSeconds: merged.cacheTtlSeconds, expectedTurns: merged.expectedTurns },
     promptCache: merged.promptCache ?? true,
     compaction: merged.compaction ?? true,

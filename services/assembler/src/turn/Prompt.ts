@@ -13,7 +13,8 @@
  * both views and the swap made only when it pays (`CachePlanner.swapSummary`);
  * held back, the previous view is the one sent and kept.
  */
-import { CachePlanner, CostModel, Pipeline, SessionLengths } from "@ctxd/context"
+import { CachePlanner, CostModel, Knowledge, MemoryRecall, Pipeline, SessionLengths } from "@ctxd/context"
+import type { Conversation } from "@ctxd/contracts"
 import * as SessionState from "../SessionState.ts"
 import * as Carry from "./Carry.ts"
 
@@ -129,10 +130,39 @@ const scaledCountTools = (countTools: CountTools, full: ReadonlyArray<unknown>, 
   return scaled
 }
 
+/**
+ * The system sections with the session's learnings section (`Memory`) after
+ * the request's own and before the knowledge index, which may change within
+ * a session while the learnings do not.
+ */
+const withLearnings = (system: ReadonlyArray<Conversation.SystemSection>, text: string): ReadonlyArray<Conversation.SystemSection> => {
+  const at = system.findIndex((s) => s.id === Knowledge.SECTION_ID)
+  const section: Conversation.SystemSection = { id: MemoryRecall.LEARNINGS_SECTION_ID, text, cache: "5m" }
+  return at === -1 ? [...system, section] : [...system.slice(0, at), section, ...system.slice(at)]
+}
+
+/** `carry` with the learnings section in the system (and its tokens in the system's count) from here on. */
+const learned = (carry: Carry.Carry): Carry.Carry => {
+  const text = carry.memory?.learnings?.text ?? ""
+  if (text === "") return carry
+  const tools = Carry.section(carry, "tools")
+  const count = Carry.section(carry, "count")
+  const held = tools.knowledge.ifHeld
+  return {
+    ...carry,
+    tools: {
+      ...tools,
+      system: withLearnings(tools.system, text),
+      knowledge: held === undefined ? tools.knowledge : { ...tools.knowledge, ifHeld: { ...held, system: withLearnings(held.system, text) } },
+    },
+    count: { ...count, count: { ...count.count, systemTokens: count.count.systemTokens + carry.memory!.learnings!.tokens } },
+  }
+}
+
 export const stage: Carry.Stage = {
   name: "prompt",
   run: (given) => {
-    const carry = { ...given, inputs: { ...given.inputs, local: memoized(given.inputs.local) } }
+    const carry = learned({ ...given, inputs: { ...given.inputs, local: memoized(given.inputs.local) } })
     const next = (done: Partial<Carry.Carry>) => Carry.next({ ...given, ...done })
     const compaction = Carry.section(carry, "compaction")
     const swapped = build(carry, compaction.view, compaction.sameView)
@@ -216,6 +246,7 @@ const buildWith = (
       cachePlan: plan,
       storedTokens: count.messageTokens.reduce((sum, n) => sum + n, state.tokens),
       trailer: loop.trailer,
+      memory: carry.memory?.memory,
       options: options.pipeline,
       counter: {
         backend: count.backend,

@@ -58,6 +58,7 @@ export const stage: Carry.Stage = {
     const loop = Carry.section(carry, "loop")
     const { view, decision } = Carry.section(carry, "compaction")
     const prompt = cached(Carry.section(carry, "prompt"), carry.inputs.options.promptCache)
+    const { memory, learnings } = Carry.section(carry, "memory")
     const reply: Turn.TurnReply = {
       ok: true,
       turnId: carry.inputs.request.turnId,
@@ -94,6 +95,8 @@ export const stage: Carry.Stage = {
             }),
         virtualCalls: tools.virtualCalls,
         waste: Waste.report(tools.waste),
+        ...(memory === undefined ? {} : { memory: memory.report }),
+        ...(learnings === undefined || learnings.text === "" ? {} : { learnings: { injected: learnings.injected, tokens: learnings.tokens, budget: learnings.budget } }),
       },
     }
     return Carry.next({ ...carry, reply })

@@ -10,11 +10,12 @@
  * 3. `count`      — tokens of system, tools and the new messages (`Count`);
  * 4. `loop`       — loop detection, the nudge, the optional judge (`Loop`);
  * 5. `compaction` — the view under the live summary; compact in the background or now (`Compaction`);
- * 6. `prompt`     — the context pipeline: window → compress → mask → budget → prune → render → proactive (`Prompt`);
- * 7. `reply`      — the reply and its report (`Reply`).
+ * 6. `memory`     — the agent's memories retrieved for this turn, its learnings for the session (`Memory`);
+ * 7. `prompt`     — the context pipeline: window → compress → mask → budget → prune → render → proactive (`Prompt`);
+ * 8. `reply`      — the reply and its report (`Reply`).
  *
  * A stage that needs I/O it does not have (a provider count, the loop
- * judge, a blocking compaction, the memory store for a memory tool call) returns a `Need`; the shell performs it,
+ * judge, a blocking compaction, the memory store for a memory tool call or a memory search) returns a `Need`; the shell performs it,
  * records the answer, and runs the stages again from that one.
  */
 import { Models, Normalize } from "@ctxd/context"
@@ -25,6 +26,7 @@ import type * as Carry from "./Carry.ts"
 import * as Compaction from "./Compaction.ts"
 import * as Count from "./Count.ts"
 import * as Loop from "./Loop.ts"
+import * as Memory from "./Memory.ts"
 import * as Options from "./Options.ts"
 import * as Prompt from "./Prompt.ts"
 import * as Reply from "./Reply.ts"
@@ -38,6 +40,7 @@ export const STAGES: ReadonlyArray<Carry.Stage> = [
   Count.stage,
   Loop.stage,
   Compaction.stage,
+  Memory.stage,
   Prompt.stage,
   Reply.stage,
 ]
@@ -115,8 +118,8 @@ export const begin = (input: {
 
 /** What a committed turn changes in its session's state (see `SessionState.advance`). */
 export const committed = (carry: Carry.Carry): SessionState.Outcome => {
-  const { count, loop, tools, prompt, compaction } = carry
-  if (count === undefined || loop === undefined || tools === undefined || prompt === undefined || compaction === undefined) {
+  const { count, loop, tools, prompt, compaction, memory } = carry
+  if (count === undefined || loop === undefined || tools === undefined || prompt === undefined || compaction === undefined || memory === undefined) {
     throw new Error("turn stage order: a turn commits only after every stage ran")
   }
   return {
@@ -133,6 +136,7 @@ export const committed = (carry: Carry.Carry): SessionState.Outcome => {
     scheduled: compaction.schedule !== undefined,
     shape: prompt.shape,
     knowledgeIndex: { sent: tools.knowledge.sent, since: tools.knowledge.since },
+    learnings: memory.learnings,
     at: carry.inputs.now,
   }
 }
