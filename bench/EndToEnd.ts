@@ -13,15 +13,23 @@
  * ctxd's throughput is reported as a fraction of each, and its CPU per turn
  * (the worker process's user + system time over the closed loops, from
  * `/proc/<pid>/stat`, divided by the turns).
+ *
+ * `--profile`: the worker runs under `node --cpu-prof`, and the rows gain its
+ * self time over the closed loops by group (`Profile`: Effect runtime, GC,
+ * socket, JSON, tokenizer, hashing, pipeline...), as shares of the samples
+ * (idle excluded) and those shares of the CPU per turn; the profile file is
+ * kept (its path is printed) for `node --cpu-prof` tooling.
  */
 import { connect } from "@nats-io/transport-node"
 import { spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { TestDatabase, TestNats, Workloads, WorkerProcess } from "@ctxd/testing"
 import { Effect } from "effect"
 import type { OpenAI, Turn } from "@ctxd/contracts"
 import { formats } from "./Args.ts"
+import * as Profile from "./Profile.ts"
 import { quantile, round, type Row } from "./Stats.ts"
 
 export interface EndToEndOptions {
@@ -80,19 +88,27 @@ export const runFormats = async (options: EndToEndOptions = defaults): Promise<R
   return rows
 }
 
+/** Microseconds of CLOCK_MONOTONIC, the clock of V8's profile samples. */
+const monotonicMicros = (): number => Number(process.hrtime.bigint() / 1000n)
+
 export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> => {
   const [tau] = Workloads.tauBenchSessions()
   const format = options.format ?? "openai"
   const sample = tau!.turns.flatMap((t) => t.messages).filter((m) => m.role === "user" || m.role === "assistant")
   const root = `bench_${Date.now().toString(36)}`
-  return Effect.runPromise(
+  const profileDir = process.argv.includes("--profile") ? mkdtempSync(join(tmpdir(), "ctxd-e2e-prof-")) : undefined
+  const nodeOptions = [process.env.BENCH_WORKER_NODE_OPTIONS ?? "", profileDir === undefined ? "" : `--cpu-prof --cpu-prof-dir=${profileDir}`]
+    .filter((o) => o !== "")
+    .join(" ")
+  const windows: Array<readonly [number, number]> = []
+  const rows = await Effect.runPromise(
     Effect.scoped(
       Effect.gen(function* () {
         const db = yield* TestDatabase.make
         const workers = yield* Effect.promise(() =>
           Promise.all(
             Array.from({ length: options.workers }, () =>
-              WorkerProcess.start({ DATABASE_URL: db.url, CTXD_DB_SCHEMA: db.schema, CTXD_SUBJECT_ROOT: root, ...(process.env.BENCH_WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS } : {}) }),
+              WorkerProcess.start({ DATABASE_URL: db.url, CTXD_DB_SCHEMA: db.schema, CTXD_SUBJECT_ROOT: root, ...(nodeOptions === "" ? {} : { NODE_OPTIONS: nodeOptions }) }),
             ),
           ),
         )
@@ -174,7 +190,9 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         const pid = workers[0]?.child.pid
         for (let r = 0; r < ROUNDS; r++) {
           const before = cpuSeconds(pid)
+          const from = monotonicMicros()
           rates.ctxd.push(yield* Effect.promise(() => closedLoop(root, nextTurn)))
+          windows.push([from, monotonicMicros()])
           const after = cpuSeconds(pid)
           if (before !== undefined && after !== undefined) cpu += after - before
           rates.echo.push(yield* Effect.promise(() => closedLoop(`${root}_echo`, nextTurn)))
@@ -203,4 +221,25 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
       }),
     ),
   )
+  if (profileDir === undefined) return rows
+  // written when the worker exited (the scope above stopped it)
+  const file = readdirSync(profileDir).find((f) => f.endsWith(".cpuprofile"))
+  if (file === undefined) throw new Error(`--profile: the worker wrote no profile into ${profileDir}`)
+  const summary = Profile.summarize(join(profileDir, file), windows)
+  console.log(`worker profile kept at ${join(profileDir, file)}`)
+  const label = rows[0]!.bench
+  // the profiler samples wall time (a loaded machine's waits included): shares of it, times the CPU per turn /proc measured
+  const cpuPerTurn = rows.find((r) => r.metric.startsWith("worker CPU per turn"))?.value ?? Number.NaN
+  return [
+    ...rows,
+    ...Profile.GROUPS.map((group) => {
+      const share = summary.byGroup[group] / Math.max(1e-9, summary.total)
+      return {
+        bench: label,
+        metric: `profile: ${group}`,
+        value: round(100 * share, 1),
+        unit: `% (${round(share * cpuPerTurn, 3)} ms/turn)`,
+      }
+    }),
+  ]
 }

@@ -7,11 +7,13 @@
 //   npm run bench -- scaleout --messages 1000000   (the store at scale; also --turns, --session-length, --rate, --seconds)
 //   npm run bench -- assembly --format all      (assembly, e2e: the request formats, one or `all`;
 //                                                default assembly Anthropic + OpenAI, e2e OpenAI)
+//   npm run bench -- e2e --profile              (e2e: the worker under --cpu-prof; its self time by group)
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Assembly from "./Assembly.ts"
 import * as Burst from "./Burst.ts"
 import * as Compaction from "./Compaction.ts"
+import * as Decode from "./Decode.ts"
 import * as Economics from "./economics/Economics.ts"
 import * as EndToEnd from "./EndToEnd.ts"
 import * as Memory from "./Memory.ts"
@@ -35,6 +37,7 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["store", Store.run],
   ["memory", Memory.run],
   ["storage", Storage.run],
+  ["decode", () => Decode.run()],
   ["e2e", () => EndToEnd.runFormats()],
   ["scaling", () => Scaling.run()],
   ["burst", () => Burst.run()],

@@ -24,6 +24,13 @@
  * "Tenant isolation"), the client turns direct routing off for good and
  * sends the turn, and every later one, to the shared subject.
  *
+ * Prefix refs: once a reply names the hashes of a session's `system` and
+ * `tools` (`refs`), the session's next turns send `{ref: <hash>}` in their
+ * place while they stay the same (the SHA-256 of their JSON text), so a turn
+ * carries only its new messages; a worker that does not hold them (it
+ * restarted, or took the session over) answers `BadRequest` with path
+ * `system.ref` / `tools.ref`, and the client resends the turn in full, once.
+ *
  * Effect users provide {@link layer} (it needs a `NatsClient`); everyone else
  * calls {@link connect} and gets Promises.
  */
@@ -47,7 +54,7 @@ import {
   Schedule,
   Schema,
 } from "effect"
-import { randomUUID } from "node:crypto"
+import { createHash, randomUUID } from "node:crypto"
 import * as ClientError from "./ClientError.ts"
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
@@ -79,6 +86,13 @@ export interface ContextClientOptions {
   readonly maxReplyBytes?: number | undefined
   /** Send a session's turns straight to the worker that owns it (learned from replies); default true. */
   readonly direct?: boolean | undefined
+  /**
+   * Send `{ref}` for a session's `system` and `tools` once a reply named
+   * their hashes (`refs`) and they have not changed since; a worker that does
+   * not hold them answers `BadRequest` (path `system.ref`/`tools.ref`) and
+   * the turn is resent in full, once. Default true.
+   */
+  readonly refs?: boolean | undefined
 }
 
 /** Sessions whose owner the client remembers for direct routing (least recently used forgotten first): 10,000. */
@@ -189,6 +203,16 @@ const readReply = <A>(
 const isDirectRefused = (cause: unknown): boolean =>
   cause instanceof Request.RequestFailed && Request.isPermissionViolation(cause) && cause.subject.includes(".v1.worker.")
 
+/** The hash a worker names a `system` or `tools` value by (its reply's `refs`): SHA-256, hex, of its JSON text. */
+export const refHash = (value: unknown): string => createHash("sha256").update(JSON.stringify(value)).digest("hex")
+
+/** A `system` or `tools` value a worker caches and names by ref: text or a list (not a workspace reference, not a ref). */
+const cacheable = (value: unknown): boolean => (typeof value === "string" && value !== "") || Array.isArray(value)
+
+/** A `BadRequest` naming a ref the worker does not hold. */
+const isUnknownRef = (error: ClientError.ClientError): boolean =>
+  error.code === "BadRequest" && (error.path === "system.ref" || error.path === "tools.ref")
+
 /** Builds the client on the `NatsClient` in context. */
 export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextClientService, never, NatsClient.NatsClient> =>
   Effect.gen(function* () {
@@ -223,6 +247,32 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
     }
 
     const limit = (): number => options.maxPayload ?? maxRequestBytes
+
+    // session → the hashes of the system and tools its last reply named (an LRU)
+    const useRefs = options.refs ?? true
+    const known = new Map<string, NonNullable<Turn.TurnReply["refs"]>>()
+    const learn = (session: string, refs: Turn.TurnReply["refs"]) => {
+      known.delete(session)
+      if (refs === undefined) return
+      known.set(session, refs)
+      if (known.size > MAX_ROUTES) known.delete(known.keys().next().value!)
+    }
+    /** `input` with `{ref}` for its system and tools where the session's last reply named them as they are now. */
+    const withRefs = (session: string, input: TurnInput): { readonly body: Readonly<Record<string, unknown>>; readonly refs: boolean } => {
+      const refs = useRefs ? known.get(session) : undefined
+      if (refs === undefined) return { body: input, refs: false }
+      const body: Record<string, unknown> = { ...input }
+      let sent = false
+      for (const kind of ["system", "tools"] as const) {
+        const value = input[kind]
+        const hash = refs[kind]
+        if (hash !== undefined && cacheable(value) && refHash(value) === hash) {
+          body[kind] = { ref: hash }
+          sent = true
+        }
+      }
+      return { body, refs: sent }
+    }
 
     const attempt = <A>(
       subject: string,
@@ -276,7 +326,23 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
           })
         }
         const turnId = input.turnId ?? randomUUID()
-        const encoded = Json.encodeEither({ ...input, turnId })
+        const route = `${tenant}.${session}`
+        // by ref where the worker named the parts; in full again, once, when it does not hold them
+        const out = withRefs(route, input)
+        return yield* send(tenant, session, route, turnId, out.body).pipe(
+          Effect.catchIf((error) => out.refs && isUnknownRef(error), (error) =>
+            Effect.logDebug(`turn ${turnId}: ${error.message}; resending in full`).pipe(
+              Effect.zipRight(Effect.sync(() => known.delete(route))),
+              Effect.zipRight(send(tenant, session, route, turnId, input)),
+            ),
+          ),
+        )
+      }).pipe(Effect.annotateLogs({ tenant, session }))
+
+    /** Sends one turn (`fields`, with `turnId`), retrying transient failures. */
+    const send = (tenant: string, session: string, route: string, turnId: string, fields: Readonly<Record<string, unknown>>) =>
+      Effect.gen(function* () {
+        const encoded = Json.encodeEither({ ...fields, turnId })
         if (Either.isLeft(encoded)) {
           return yield* ClientError.badRequest(`the request cannot be encoded as JSON: ${encoded.left.message}`)
         }
@@ -290,7 +356,6 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
             retryable: false,
           })
         }
-        const route = `${tenant}.${session}`
         const once = (out: LargePayload.Outgoing) => Effect.suspend(() => {
           const prefix = direct ? routes.get(route) : undefined
           const subject = prefix === undefined ? subjects.turn(tenant, session) : `${prefix}.turn.${tenant}.${session}`
@@ -342,6 +407,7 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
         if (reply.turnId !== turnId) {
           return yield* ClientError.malformedReply(`reply for turn ${reply.turnId}, expected ${turnId}`)
         }
+        if (useRefs) learn(route, reply.refs)
         return reply
       }).pipe(Effect.annotateLogs({ tenant, session }))
 
@@ -392,7 +458,8 @@ export const layer = (options: ContextClientOptions = {}): Layer.Layer<ContextCl
  * The options from the environment: `CTXD_SUBJECT_ROOT` (default `ctx`),
  * `CTXD_CLIENT_TIMEOUT_MS` (default 10 000), `CTXD_CLIENT_RETRY_FOR_MS`
  * (default 10 000), `CTXD_MAX_PAYLOAD` (default: `CTXD_MAX_REQUEST_BYTES`),
- * `CTXD_MAX_REQUEST_BYTES` (default 64 MiB).
+ * `CTXD_MAX_REQUEST_BYTES` (default 64 MiB), `CTXD_CLIENT_REFS` (default true:
+ * send `{ref}` for an unchanged system and tools).
  */
 export const config: Config.Config<ContextClientOptions> = Config.all({
   root: Config.string("CTXD_SUBJECT_ROOT").pipe(Config.withDefault(Subjects.DEFAULT_ROOT)),
@@ -402,6 +469,7 @@ export const config: Config.Config<ContextClientOptions> = Config.all({
     Config.map((o) => (o._tag === "Some" ? o.value : undefined)),
   ),
   maxRequestBytes: Config.integer("CTXD_MAX_REQUEST_BYTES").pipe(Config.withDefault(PayloadStore.DEFAULT_MAX_REQUEST_BYTES)),
+  refs: Config.boolean("CTXD_CLIENT_REFS").pipe(Config.withDefault(true)),
 })
 
 /** {@link layer} configured from the environment (see {@link config}). */

@@ -17,7 +17,7 @@ import * as Tokens from "./Tokens.ts"
 import * as Turn from "./Turn.ts"
 
 const documents: ReadonlyArray<readonly [string, Schema.Schema.Any]> = [
-  ["turn-request", Turn.TurnRequest],
+  ["turn-request", Turn.TurnRequestWire],
   ["turn-reply", Turn.TurnReply],
   ["error-reply", Errors.ErrorReply],
   ["health-reply", Health.HealthReply],

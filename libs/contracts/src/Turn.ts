@@ -69,7 +69,19 @@ export type System = typeof System.Type
 
 /** Whether `system` names a workspace bundle (read by the worker) rather than carrying its text. */
 export const isWorkspaceRef = (system: System | undefined): system is WorkspaceRef =>
-  typeof system === "object" && system !== null && !Array.isArray(system)
+  typeof system === "object" && system !== null && !Array.isArray(system) && "workspace" in system
+
+/**
+ * `{ref: "<hash>"}` in place of a request's `system` or `tools`: the same
+ * value this session sent before, named by the hash a reply's `refs` gave
+ * (the SHA-256, hex, of the value's JSON text as `JSON.stringify` writes
+ * it). A worker that does not hold it for the session answers `BadRequest`
+ * with path `system.ref` / `tools.ref`: resend the turn in full.
+ */
+export const PrefixRef = Schema.Struct({
+  ref: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "ref must be 64 lowercase hex digits (a reply's refs)" })),
+}).annotations({ identifier: "PrefixRef" })
+export type PrefixRef = typeof PrefixRef.Type
 
 const Fraction = Schema.Number.pipe(Schema.between(0, 1))
 const Count = Schema.Int.pipe(Schema.between(0, 1_000_000))
@@ -225,6 +237,35 @@ export const TurnRequest = Schema.Union(AnthropicTurnRequest, OpenAITurnRequest,
   description: "ctx.v1.turn.<tenant>.<session> request",
 })
 export type TurnRequest = typeof TurnRequest.Type
+
+/** A request member with `system` and `tools` that may also be a {@link PrefixRef}. */
+const withRefs = <F extends typeof AnthropicTurnRequest.fields | typeof OpenAITurnRequest.fields | typeof OpenAIResponsesTurnRequest.fields | typeof GeminiTurnRequest.fields>(
+  fields: F,
+  identifier: string,
+) =>
+  Schema.Struct({
+    ...fields,
+    system: Schema.optional(Schema.Union(...System.members, PrefixRef)),
+    tools: Schema.optional(Schema.Union(fields.tools.from, PrefixRef)),
+  }).annotations({ identifier })
+
+/**
+ * The turn request as it may travel: {@link TurnRequest}, where `system`
+ * and `tools` may name a value the session sent before (`{ref}`, see
+ * {@link PrefixRef}). The worker resolves refs before decoding, so the
+ * pipeline only ever sees {@link TurnRequest}; this is the exported JSON
+ * Schema's shape.
+ */
+export const TurnRequestWire = Schema.Union(
+  withRefs(AnthropicTurnRequest.fields, "AnthropicTurnRequest"),
+  withRefs(OpenAITurnRequest.fields, "OpenAITurnRequest"),
+  withRefs(OpenAIResponsesTurnRequest.fields, "OpenAIResponsesTurnRequest"),
+  withRefs(GeminiTurnRequest.fields, "GeminiTurnRequest"),
+).annotations({
+  identifier: "TurnRequest",
+  description: "ctx.v1.turn.<tenant>.<session> request (system and tools may be {ref} of a value the session sent before)",
+})
+export type TurnRequestWire = typeof TurnRequestWire.Type
 
 export const TokenCounts = Schema.Struct({
   system: Schema.Number,
@@ -502,5 +543,11 @@ export const TurnReply = Schema.Struct({
   /** The request body for the provider API (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses, or Gemini `generateContent` parameters), with `model`. */
   request: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
   report: Report,
+  /**
+   * The hashes of the request's `system` and `tools` (when it had them as
+   * text and tool definitions): the next turns of this session may send
+   * `{ref: <hash>}` instead (see {@link PrefixRef}).
+   */
+  refs: Schema.optional(Schema.Struct({ system: Schema.optional(Schema.String), tools: Schema.optional(Schema.String) })),
 }).annotations({ identifier: "TurnReply", description: "ctx.v1.turn.<tenant>.<session> success reply" })
 export type TurnReply = typeof TurnReply.Type

@@ -25,6 +25,16 @@ export const span =
   <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.withSpan(self, name, { ...options, captureStackTrace: false })
 
+// Effect's built-in tracer: its spans go nowhere unless something reads them in-process
+const builtIn = Effect.runSync(Effect.tracer)
+
+/**
+ * Whether a tracer other than Effect's built-in one is installed (the
+ * worker's OpenTelemetry exporter, a test's recorder): fine-grained spans
+ * are only worth their cost when something records them.
+ */
+export const recording: Effect.Effect<boolean> = Effect.map(Effect.tracer, (tracer) => tracer !== builtIn)
+
 /** The current span, local or remote (the parent a new span would get), if any. */
 export const current: Effect.Effect<Option.Option<Tracer.AnySpan>> = Effect.serviceOption(Tracer.ParentSpan)
 

@@ -9,9 +9,11 @@
  * Counting is segment-wise: every text part, tool call, tool result text,
  * opaque block and tool definition is one segment, cached by the SHA-1 of
  * `encoding + "\0" + text` in an LRU, so a turn only tokenizes what is new and
- * a stable tool list is counted once. Message objects are treated as immutable
- * values: a message counted once is remembered by identity (a `WeakMap`), so
- * recounting a history already in memory costs a lookup per message.
+ * a stable tool list is counted once. Message, system section and tool objects
+ * are treated as immutable values: one counted once is remembered by identity
+ * (a `WeakMap`), so recounting a history already in memory, or the system and
+ * tools the worker keeps decoded across turns (`Prefixes`), costs a lookup
+ * per object rather than hashing its text.
  *
  * The framing a provider adds around content is estimated with the constants
  * in {@link overhead}; images are a fixed estimate.
@@ -181,20 +183,36 @@ export const make = (options: Options): LocalCounterService => {
     return n
   }
 
-  const countSystem = (sections: ReadonlyArray<Conversation.SystemSection>, encoding: Encoding): number => {
-    if (sections.length === 0) return 0
-    let n = overhead.system + overhead.systemSection * (sections.length - 1)
-    for (const section of sections) n += countText(section.text, encoding)
+  /** A value's count in `encoding`, remembered by the value's identity (sections and tools are immutable values too). */
+  const remembered = <K extends object>(memo: WeakMap<K, Partial<Record<Encoding, number>>>, key: K, encoding: Encoding, count: () => number): number => {
+    const known = memo.get(key)
+    const n = known?.[encoding]
+    if (n !== undefined) {
+      hits++
+      return n
+    }
+    const counted = count()
+    if (known === undefined) memo.set(key, { [encoding]: counted })
+    else known[encoding] = counted
+    return counted
+  }
+  const sections = new WeakMap<Conversation.SystemSection, Partial<Record<Encoding, number>>>()
+  const definitions = new WeakMap<Conversation.Tool, Partial<Record<Encoding, number>>>()
+
+  const countSystem = (list: ReadonlyArray<Conversation.SystemSection>, encoding: Encoding): number => {
+    if (list.length === 0) return 0
+    let n = overhead.system + overhead.systemSection * (list.length - 1)
+    for (const section of list) n += remembered(sections, section, encoding, () => countText(section.text, encoding))
     return n
   }
+
+  const countTool = (tool: Conversation.Tool, encoding: Encoding): number =>
+    countText(json({ name: tool.name, description: tool.description, input_schema: tool.inputSchema }), encoding)
 
   const countTools = (tools: ReadonlyArray<Conversation.Tool>, encoding: Encoding): number => {
     if (tools.length === 0) return 0
     let n = overhead.tools
-    for (const tool of tools) {
-      const definition = json({ name: tool.name, description: tool.description, input_schema: tool.inputSchema })
-      n += overhead.tool + countText(definition, encoding)
-    }
+    for (const tool of tools) n += overhead.tool + remembered(definitions, tool, encoding, () => countTool(tool, encoding))
     return n
   }
 

@@ -137,6 +137,29 @@ describe("LocalCounter (tiktoken)", () => {
     expect(counter.stats().misses).toBe(misses)
   })
 
+  it("remembers system sections and tools by identity: recounting the same objects neither hashes nor tokenizes, even after the segment cache evicted them", () => {
+    // a segment cache of 1: without the identity memo every recount of two texts would miss
+    const counter = LocalCounter.make({ backend: "tiktoken", cacheCapacity: 1 })
+    const tools: Array<Conversation.Tool> = [
+      { name: "a", description: "first tool", inputSchema: { type: "object" } },
+      { name: "b", description: "second tool", inputSchema: { type: "object" } },
+    ]
+    const sections: Array<Conversation.SystemSection> = [
+      { id: "x", text: "be brief", cache: "5m" },
+      { id: "y", text: "be kind", cache: "5m" },
+    ]
+    const n = counter.countTools(tools, "o200k_base")
+    const s = counter.countSystem(sections, "o200k_base")
+    const { misses } = counter.stats()
+    expect(misses).toBe(4)
+    expect(counter.countTools([...tools], "o200k_base")).toBe(n)
+    expect(counter.countSystem([sections[0]!, sections[1]!], "o200k_base")).toBe(s)
+    expect(counter.stats().misses).toBe(misses)
+    // equal content in new objects is counted again (from the text, here a miss)
+    expect(counter.countTools([{ ...tools[0]! }], "o200k_base")).toBe(counter.countTools([tools[0]!], "o200k_base"))
+    expect(counter.stats().misses).toBe(misses + 1)
+  })
+
   it("cuts long runs so pathological text stays close to the exact count (at most ~1 token per cut)", () => {
     const counter = LocalCounter.make({ backend: "tiktoken" })
     for (const sample of ["a".repeat(1_000), "=".repeat(1_000), " ".repeat(1_000), "ACGT".repeat(250), "é".repeat(700)]) {

@@ -12,8 +12,8 @@
  * and `ctxd.gather` and `ctxd.commit` around the Postgres reads and write.
  * Metrics: `TurnMetrics`.
  */
+import { type MemoryTools, Normalize } from "@ctxd/context"
 import { Errors, type Turn } from "@ctxd/contracts"
-import type { MemoryTools } from "@ctxd/context"
 import { MemoryStore, SessionStore } from "@ctxd/db"
 import { Judge } from "@ctxd/loop-detector"
 import { Spans } from "@ctxd/observe"
@@ -26,6 +26,7 @@ import * as Commit from "./Commit.ts"
 import { Compaction } from "./Compaction.ts"
 import * as Decode from "./Decode.ts"
 import { Gather } from "./Gather.ts"
+import * as Prefixes from "./Prefixes.ts"
 import * as SessionActor from "./SessionActor.ts"
 import * as SessionState from "./SessionState.ts"
 import type * as Carry from "./turn/Carry.ts"
@@ -40,8 +41,6 @@ const BLOCKING_COMPACTION_TIMEOUT = "60 seconds"
 const callMemoryId = (tenant: string, session: string, callId: string): string =>
   `m-${createHash("sha256").update(`${tenant}\u0000${session}\u0000${callId}`).digest("hex").slice(0, 32)}`
 
-const requestHash = (request: Turn.TurnRequest): string => createHash("sha256").update(JSON.stringify(request)).digest("hex")
-
 export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Assembler", {
   scoped: Effect.gen(function* () {
     const config = yield* AssemblerConfig
@@ -52,6 +51,8 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const judge = yield* Judge.Judge
     const gather = yield* Gather
     const actors = yield* SessionActor.make(config, leases)
+    // four refs a session (its system and tools, and a change of each) for every session kept in memory
+    const prefixes = Prefixes.make({ bytes: config.prefixCacheBytes, sessionRefs: 4 * config.maxSessions })
     // optional: without a memory store (in-process uses), memory calls are answered with an error
     const memories = yield* Effect.serviceOption(MemoryStore.MemoryStore)
 
@@ -136,14 +137,27 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     }
 
     /** Runs the stages from `at` (as `TurnStages.run` does), each in its span, until the reply is built or the request rejected. */
-    const stages = (carry: Carry.Carry, at = 0): Effect.Effect<Exclude<TurnStages.Outcome, { readonly _tag: "Need" }>> =>
+    const tracedStages = (carry: Carry.Carry, at = 0): Effect.Effect<Exclude<TurnStages.Outcome, { readonly _tag: "Need" }>> =>
       at >= TurnStages.STAGES.length
         ? Effect.succeed({ _tag: "Done", carry, reply: carry.reply! })
         : Effect.flatMap(stage(carry, at), (step) => {
             if (step._tag === "Rejected") return Effect.succeed(step)
-            if (step._tag === "Next") return stages(step.carry, at + 1)
+            if (step._tag === "Next") return tracedStages(step.carry, at + 1)
             return Effect.dieMessage(`turn stage ${TurnStages.STAGES[at]!.name}: a need left unanswered`)
           })
+
+    /** The same as plain function calls, entering the runtime only for the I/O a stage asks for. */
+    const plainStages = (carry: Carry.Carry, at = 0): Effect.Effect<Exclude<TurnStages.Outcome, { readonly _tag: "Need" }>> =>
+      Effect.suspend(() => {
+        const outcome = TurnStages.run(carry, at)
+        if (outcome._tag !== "Need") return Effect.succeed(outcome)
+        const current = outcome.carry
+        return Effect.flatMap(perform(outcome.need, current), (answers) => plainStages({ ...current, answers: { ...current.answers, ...answers } }, outcome.at))
+      })
+
+    /** The turn's stages: a span per stage when a tracer records them (`Spans.recording`), else plain calls. */
+    const stages = (carry: Carry.Carry): Effect.Effect<Exclude<TurnStages.Outcome, { readonly _tag: "Need" }>> =>
+      Effect.flatMap(Spans.recording, (traced) => (traced ? tracedStages(carry) : plainStages(carry)))
 
     /** A turn's reply, and whether it was committed now (false: a stored reply replayed). */
     type Answered = { readonly reply: Turn.TurnReply; readonly fresh: boolean }
@@ -152,9 +166,10 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     type Conflict = Commit.Conflict & { readonly state: SessionState.SessionState }
 
     /** One attempt at the turn on the session's state (after a conflict: on that attempt's state, refreshed). */
-    const attempt = (ids: { readonly tenant: string; readonly session: string }, request: Turn.TurnRequest, hash: string, cached: SessionState.SessionState | undefined, previous: Conflict | undefined) =>
+    const attempt = (ids: { readonly tenant: string; readonly session: string }, decoded: Decode.Decoded, cached: SessionState.SessionState | undefined, previous: Conflict | undefined) =>
       Effect.gen(function* () {
         const { tenant, session } = ids
+        const { request, hash } = decoded
         // the config file's sections as of this attempt, for all of it (a reload applies from the next turn)
         const turnConfig = pinned(config)
         const { agent, user, memoryTools, memory } = Options.resolve(turnConfig, tenant, request.options)
@@ -177,6 +192,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           lengths,
           workspace,
           memoryAny,
+          normalized: Decode.normalized(decoded, () => Normalize.openCalls(state.messages.map((r) => r.message), state.callIds, state.answered), workspace),
         })
         const outcome = yield* stages(carry)
         if (outcome._tag === "Rejected") {
@@ -185,7 +201,8 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           if (Option.isSome(stored)) return [{ reply: yield* Commit.replay(request.turnId, hash, stored.value), fresh: false } as Answered, state] as const
           return yield* Effect.fail(new Errors.BadRequest({ message: outcome.message, ...(outcome.path === undefined ? {} : { path: outcome.path }) }))
         }
-        const { reply } = outcome
+        const refs = Decode.refs(decoded)
+        const reply: Turn.TurnReply = refs === undefined ? outcome.reply : { ...outcome.reply, refs }
         const fresh = outcome.carry.count!.fresh
         const committed = yield* Commit.commit(store, leases, {
           tenant,
@@ -212,19 +229,23 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     /** One turn, with whether it was committed now (false: a replay of a stored reply). */
     const handle = (tenant: string, session: string, data: Uint8Array) =>
       Effect.gen(function* () {
-        const request = yield* Decode.parseJson(data).pipe(Effect.flatMap(Decode.turnRequest))
+        const decoded = yield* Decode.turn(data, prefixes, { tenant, session })
+        const { request } = decoded
         yield* Spans.annotate({
           "ctxd.turn.id": request.turnId,
           "ctxd.format": request.format,
           "gen_ai.system": request.model.provider,
           "gen_ai.request.model": request.model.name,
         })
-        const hash = requestHash(request)
-        return yield* actors
+        const answered = yield* actors
           .withSession(SessionActor.key(tenant, session), (cached) =>
-            Commit.retrying((previous: Conflict | undefined) => attempt({ tenant, session }, request, hash, cached, previous)),
+            Commit.retrying((previous: Conflict | undefined) => attempt({ tenant, session }, decoded, cached, previous)),
           )
           .pipe(Effect.annotateLogs({ turn: request.turnId }))
+        // the session may name these parts by ref from now on
+        const refs = Decode.refs(decoded)
+        if (refs !== undefined) prefixes.remember(tenant, session, refs)
+        return answered
       }).pipe(Effect.annotateLogs({ tenant, session }), Effect.withLogSpan("turn"))
 
     /** Handles one turn request (raw bytes) for `tenant`/`session`: the span `ctxd.turn`, its outcome and duration counted. */

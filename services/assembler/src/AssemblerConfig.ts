@@ -6,17 +6,20 @@ import type { RuntimeConfig } from "@ctxd/config"
 import { CostModel } from "@ctxd/context"
 import type { Loop, Turn } from "@ctxd/contracts"
 import { Context, Layer } from "effect"
+import * as Prefixes from "./Prefixes.ts"
 
 /**
  * The defaults: 1,000 sessions and 500,000 messages kept in memory (LRU),
  * 64 turns of one session waiting behind the running one before `Busy`, the
- * built-in price table (`CostModel.builtIn`).
+ * built-in price table (`CostModel.builtIn`), 64 MiB of distinct `system`
+ * and `tools` JSON cached by content hash (`Prefixes`).
  */
 export const defaults = {
   maxSessions: 1_000,
   maxMessages: 500_000,
   mailbox: 64,
   prices: CostModel.builtIn,
+  prefixCacheBytes: Prefixes.defaults.bytes,
 } as const
 
 export interface Config {
@@ -26,6 +29,12 @@ export interface Config {
   readonly maxMessages: number
   /** Turns of one session that may wait behind the running one before `Busy`. */
   readonly mailbox: number
+  /**
+   * Bytes of distinct `system` and `tools` JSON kept decoded and normalized
+   * by content hash (`Prefixes`), which `{ref}` requests name; 0: none (every
+   * part is decoded per turn, every ref is unknown).
+   */
+  readonly prefixCacheBytes: number
   /** The environment's turn options, under the config file's, a tenant's, an agent's and a request's own (see `turn/Options`). */
   readonly defaults: Turn.Options
   /** Loop-detector defaults (a tenant's and a request's `options.loop` win field by field). */

@@ -12,6 +12,7 @@ import { Errors, type Turn } from "@ctxd/contracts"
 import { type SessionStore } from "@ctxd/db"
 import { type ShardLeases } from "@ctxd/sharding"
 import { Effect, Option } from "effect"
+import { HASH_VERSION, type TurnHash } from "./Decode.ts"
 
 /** How many times a turn runs when other writers keep appending to its session: 3. */
 export const MAX_ATTEMPTS = 3
@@ -27,12 +28,21 @@ export const storeError = (error: { readonly _tag: string; readonly message: str
     : new Errors.InternalError({ message: "the session store failed" })
 
 /**
+ * Whether a stored turn's hash is this request's: the current hash, or for
+ * a turn stored by a worker before issue 18 (a hash without the
+ * `Decode.HASH_VERSION` prefix), the legacy hash of the whole request, so a
+ * retry that spans a rolling upgrade is answered, not refused.
+ */
+export const sameRequest = (stored: string, hash: TurnHash): boolean =>
+  stored === hash.current || (!stored.startsWith(HASH_VERSION) && stored === hash.legacy())
+
+/**
  * A turn id answered before: the stored reply; `Conflict` when the content
  * differs, or when the reply was pruned after the idempotency window
  * (`CTXD_REPLY_RETENTION`): its messages are stored, the reply is not.
  */
-export const replay = (turnId: string, hash: string, stored: SessionStore.StoredTurn): Effect.Effect<Turn.TurnReply, Errors.WireError> =>
-  stored.requestHash === hash
+export const replay = (turnId: string, hash: TurnHash, stored: SessionStore.StoredTurn): Effect.Effect<Turn.TurnReply, Errors.WireError> =>
+  sameRequest(stored.requestHash, hash)
     ? stored.expired === true
       ? Effect.fail(
           new Errors.TurnConflict({
@@ -76,7 +86,7 @@ export interface Input {
   readonly tenant: string
   readonly session: string
   readonly turnId: string
-  readonly hash: string
+  readonly hash: TurnHash
   /** The stored history's last seq the turn was built on. */
   readonly expectedLastSeq: number
   readonly family: string
@@ -103,7 +113,7 @@ export const commit = (
         tenant: input.tenant,
         session: input.session,
         turnId: input.turnId,
-        requestHash: input.hash,
+        requestHash: input.hash.current,
         expectedLastSeq: input.expectedLastSeq,
         messages: input.rows.map((r) => ({ message: r.message, tokens: r.tokens, encoding: input.family })),
         reply: input.reply,

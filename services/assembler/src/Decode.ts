@@ -2,9 +2,11 @@
  * Turning request bytes into a typed turn request, or a `BadRequest` that
  * says where the input is wrong. Never throws.
  */
-import { Errors, InputLimits, Issues, Turn } from "@ctxd/contracts"
+import { Normalize } from "@ctxd/context"
+import { type Conversation, Errors, InputLimits, Issues, Turn } from "@ctxd/contracts"
 import { Json } from "@ctxd/nats"
 import { Effect, Either, type ParseResult, Schema } from "effect"
+import * as Prefixes from "./Prefixes.ts"
 
 /** Renders a parse path the way a JSON user reads it: `messages[3].content`. */
 export const formatPath = Issues.formatPath
@@ -36,35 +38,194 @@ export const parseJson = (data: Uint8Array): Effect.Effect<unknown, Errors.BadRe
  * {@link Issues.MAX_ECHO} characters); `path` names the first one.
  */
 export const turnRequest = (value: unknown): Effect.Effect<Turn.TurnRequest, Errors.BadRequest> => {
+  const format = formatOf(value)
+  if (Either.isLeft(format)) return Effect.fail(format.left)
+  return Either.match(decodeAs(format.right, value), { onLeft: Effect.fail, onRight: Effect.succeed })
+}
+
+/** The request's `format`, or the `BadRequest` for a value that is no object or names no known format. */
+const formatOf = (value: unknown): Either.Either<Turn.Format, Errors.BadRequest> => {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return Effect.fail(new Errors.BadRequest({ message: "the request must be a JSON object" }))
+    return Either.left(new Errors.BadRequest({ message: "the request must be a JSON object" }))
   }
   const format = (value as { format?: unknown }).format
   if (format !== "anthropic" && format !== "openai" && format !== "openai-responses" && format !== "gemini") {
-    return Effect.fail(
+    return Either.left(
       new Errors.BadRequest({
         message: `unknown format ${Issues.preview(format ?? null)}: expected "anthropic", "openai", "openai-responses" or "gemini"`,
         path: "format",
       }),
     )
   }
-  // Decode against the member the format names, so the errors speak of that format only.
-  const options = { errors: "all", onExcessProperty: "ignore" } as const
-  const result: Either.Either<Turn.TurnRequest, ParseResult.ParseError> =
-    format === "anthropic"
-      ? Schema.decodeUnknownEither(Turn.AnthropicTurnRequest, options)(value)
-      : format === "openai"
-        ? Schema.decodeUnknownEither(Turn.OpenAITurnRequest, options)(value)
-        : format === "openai-responses"
-          ? Schema.decodeUnknownEither(Turn.OpenAIResponsesTurnRequest, options)(value)
-          : Schema.decodeUnknownEither(Turn.GeminiTurnRequest, options)(value)
-  if (Either.isRight(result)) return Effect.succeed(result.right)
+  return Either.right(format)
+}
+
+// Decode against the member the format names, so the errors speak of that format only.
+const options = { errors: "all", onExcessProperty: "ignore" } as const
+const decoders = {
+  anthropic: Schema.decodeUnknownEither(Turn.AnthropicTurnRequest, options),
+  openai: Schema.decodeUnknownEither(Turn.OpenAITurnRequest, options),
+  "openai-responses": Schema.decodeUnknownEither(Turn.OpenAIResponsesTurnRequest, options),
+  gemini: Schema.decodeUnknownEither(Turn.GeminiTurnRequest, options),
+} as const
+
+const decodeAs = (format: Turn.Format, value: unknown): Either.Either<Turn.TurnRequest, Errors.BadRequest> => {
+  const result: Either.Either<Turn.TurnRequest, ParseResult.ParseError> = decoders[format](value)
+  if (Either.isRight(result)) return Either.right(result.right)
   // echoed values are previews (≤ 200 characters): a 600 KB value must not make a reply over the bus's limit
   const described = Issues.describe(result.left)
-  return Effect.fail(
+  return Either.left(
     new Errors.BadRequest({
       message: `invalid turn request: ${described.message}`,
       ...(described.path === undefined ? {} : { path: described.path }),
     }),
   )
+}
+
+/**
+ * The idempotency hash of a turn: `current` is stored with a new turn;
+ * `legacy` is what workers before issue 18 stored (the SHA-256 of the whole
+ * decoded request's JSON), computed only when a stored turn carries one.
+ */
+export interface TurnHash {
+  readonly current: string
+  readonly legacy: () => string
+}
+
+/** The prefix of {@link TurnHash.current} (hashes without it are legacy ones). */
+export const HASH_VERSION = "v2:"
+
+/** A decoded turn request, with its idempotency hash and its cached parts. */
+export interface Decoded {
+  /** The request, `system`/`tools` refs replaced by what they name. */
+  readonly request: Turn.TurnRequest
+  readonly hash: TurnHash
+  /** The request's `system` and `tools` as cached (`Prefixes`): their hashes are the reply's `refs`. */
+  readonly parts: { readonly system?: Prefixes.Entry | undefined; readonly tools?: Prefixes.Entry | undefined }
+}
+
+const KINDS: ReadonlyArray<Prefixes.Kind> = ["system", "tools"]
+
+/**
+ * A turn request's bytes, decoded for the session `ids`: `system` and
+ * `tools` seen before (by content hash) are taken from `prefixes` without
+ * checking or decoding them again, and `{ref}` for a part this session sent
+ * before resolves to it (an unknown ref is a `BadRequest` with path
+ * `system.ref` / `tools.ref`: resend in full). The rest goes through
+ * {@link parseJson}'s input checks and {@link turnRequest}'s schema, as
+ * everything did before; new parts are cached once they passed.
+ *
+ * The idempotency hash covers the rest of the decoded request and the
+ * parts' hashes, so the same turn sent in full or by ref hashes alike.
+ */
+export const turn = (
+  data: Uint8Array,
+  prefixes: Prefixes.Prefixes,
+  ids: { readonly tenant: string; readonly session: string },
+): Either.Either<Decoded, Errors.BadRequest> => {
+  const json = Json.decode(data)
+  if (Either.isLeft(json)) {
+    return Either.left(new Errors.BadRequest({ message: Errors.cap(json.left.message, 300), hint: "send one UTF-8 JSON object per request" }))
+  }
+  const format = formatOf(json.right)
+  if (Either.isLeft(format)) return Either.left(format.left)
+  const raw = json.right as Record<string, unknown>
+  const parts: { system?: Prefixes.Entry; tools?: Prefixes.Entry } = {}
+  const misses: Array<{ readonly kind: Prefixes.Kind; readonly hash: string; readonly bytes: number }> = []
+  let rest = raw
+  for (const kind of KINDS) {
+    const value = raw[kind]
+    if (value === undefined) continue
+    const ref = Prefixes.refOf(value)
+    if (ref !== undefined) {
+      const entry = Prefixes.REF.test(ref) && prefixes.known(ids.tenant, ids.session, kind, ref) ? prefixes.get(format.right, kind, ref) : undefined
+      if (entry === undefined) {
+        return Either.left(
+          new Errors.BadRequest({
+            message: `unknown ${kind} ref ${Issues.preview(ref)}: this worker does not hold that ${kind} for the session (it restarted, took the session over, or forgot it)`,
+            path: `${kind}.ref`,
+            hint: `resend the turn with the full ${kind}`,
+          }),
+        )
+      }
+      parts[kind] = entry
+    } else if (kind === "system" ? Prefixes.cacheableSystem(value) : Prefixes.cacheableTools(value)) {
+      const hashed = Prefixes.hashOf(value)
+      if (hashed === undefined) continue
+      const entry = prefixes.get(format.right, kind, hashed.hash)
+      if (entry === undefined) misses.push({ kind, ...hashed })
+      else parts[kind] = entry
+    } else {
+      continue
+    }
+    // checked and decoded when it was cached: only the rest is
+    if (parts[kind] !== undefined) {
+      if (rest === raw) rest = { ...raw }
+      delete rest[kind]
+    }
+  }
+  const problem = InputLimits.check(rest, "turn requests")
+  if (problem !== undefined) return Either.left(new Errors.BadRequest({ message: problem.message, path: problem.path }))
+  const decoded = decodeAs(format.right, rest)
+  if (Either.isLeft(decoded)) return Either.left(decoded.left)
+  const fields = decoded.right as Record<string, unknown>
+  for (const miss of misses) {
+    const entry: Prefixes.Entry = { ...miss, decoded: fields[miss.kind] }
+    prefixes.put(format.right, entry)
+    parts[miss.kind] = entry
+  }
+  const request = (rest === raw ? fields : { ...fields, ...resolved(parts) }) as Turn.TurnRequest
+  // the parts count by their hashes: sent in full or by ref, a turn hashes alike
+  const others: Record<string, unknown> = { ...fields }
+  if (parts.system !== undefined) delete others["system"]
+  if (parts.tools !== undefined) delete others["tools"]
+  const current = `${HASH_VERSION}${Prefixes.sha256(`${JSON.stringify(others)}\n${parts.system?.hash ?? ""}\n${parts.tools?.hash ?? ""}`)}`
+  const legacy = () => {
+    const whole = rest === raw ? Either.right(request) : decodeAs(format.right, { ...raw, ...resolved(parts) })
+    return Either.isRight(whole) ? Prefixes.sha256(JSON.stringify(whole.right)) : ""
+  }
+  return Either.right({ request, hash: { current, legacy }, parts })
+}
+
+/** The parts' decoded values, by field. */
+const resolved = (parts: Decoded["parts"]): Record<string, unknown> => ({
+  ...(parts.system === undefined ? {} : { system: parts.system.decoded }),
+  ...(parts.tools === undefined ? {} : { tools: parts.tools.decoded }),
+})
+
+/** The hashes of a decoded request's parts: the reply's `refs` (undefined: none). */
+export const refs = (decoded: Decoded): Prefixes.Refs | undefined =>
+  decoded.parts.system === undefined && decoded.parts.tools === undefined
+    ? undefined
+    : {
+        ...(decoded.parts.system === undefined ? {} : { system: decoded.parts.system.hash }),
+        ...(decoded.parts.tools === undefined ? {} : { tools: decoded.parts.tools.hash }),
+      }
+
+/**
+ * The request's content in neutral form (`Normalize.request`), the cached
+ * parts normalized once and then reused as the same objects.
+ */
+export const normalized = (
+  decoded: Decoded,
+  openCalls: () => ReadonlyArray<Normalize.OpenCall>,
+  workspace: ReadonlyArray<Conversation.SystemSection> | undefined,
+): Normalize.NormalizedRequest => {
+  const { request, parts } = decoded
+  if (parts.system === undefined && parts.tools === undefined) return Normalize.request(request, openCalls, workspace)
+  const stripped: Record<string, unknown> = { ...request }
+  if (parts.system !== undefined) delete stripped["system"]
+  if (parts.tools !== undefined) delete stripped["tools"]
+  const base = Normalize.request(stripped as Turn.TurnRequest, openCalls, workspace)
+  let system = base.system
+  if (parts.system !== undefined) {
+    const sections = (parts.system.normalized ??= Normalize.system(parts.system.decoded as Turn.System)) as ReadonlyArray<Conversation.SystemSection>
+    // after them, the sections of the format's own field (`instructions`, `systemInstruction`)
+    system = base.system.length === 0 ? sections : [...sections, ...base.system]
+  }
+  const tools =
+    parts.tools === undefined
+      ? base.tools
+      : ((parts.tools.normalized ??= Normalize.tools(request.format, parts.tools.decoded as never)) as ReadonlyArray<Conversation.Tool>)
+  return { messages: base.messages, system, tools }
 }

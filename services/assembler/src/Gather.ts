@@ -17,7 +17,7 @@ import type { Conversation, Errors } from "@ctxd/contracts"
 import { Turn } from "@ctxd/contracts"
 import { KnowledgeStore, MemoryStore, SessionStore } from "@ctxd/db"
 import { TokenCounter } from "@ctxd/token-counter"
-import { Effect, Option } from "effect"
+import { Effect, Exit, Option } from "effect"
 import { AssemblerConfig } from "./AssemblerConfig.ts"
 import { Compaction } from "./Compaction.ts"
 import { LengthHistory } from "./LengthHistory.ts"
@@ -132,17 +132,17 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       const family = familyOf(input.model)
       const reuse = input.cached !== undefined && input.cached.family === family
       const state = reuse ? input.cached! : SessionState.empty(family)
-      return Effect.all(
-        [
-          reuse && !input.refresh ? Effect.succeed([]) : history(input.tenant, input.session, state, input.model),
-          knowledgeOf(input.tenant, input.agent),
-          SessionState.needsSummary(state) ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s })) : Effect.succeed(undefined),
-          lengthHistory.get(input.tenant, input.agent),
-          input.memoryTools === undefined || input.memory === undefined ? memoryAnyOf({ tenant: input.tenant, agent: input.agent, user: input.user }) : Effect.succeed(undefined),
-          Turn.isWorkspaceRef(input.system) ? workspaces.read(input.system, input.tenant) : Effect.succeed(undefined),
-        ],
-        { concurrency: "unbounded" },
-      ).pipe(
+      const reads = [
+        reuse && !input.refresh ? Effect.succeed([]) : history(input.tenant, input.session, state, input.model),
+        knowledgeOf(input.tenant, input.agent),
+        SessionState.needsSummary(state) ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s })) : Effect.succeed(undefined),
+        lengthHistory.get(input.tenant, input.agent),
+        input.memoryTools === undefined || input.memory === undefined ? memoryAnyOf({ tenant: input.tenant, agent: input.agent, user: input.user }) : Effect.succeed(undefined),
+        Turn.isWorkspaceRef(input.system) ? workspaces.read(input.system, input.tenant) : Effect.succeed(undefined),
+      ] as const
+      // a fiber per read only when two or more have to wait (a read answered from memory is its own exit)
+      const waiting = reads.filter((read) => !Exit.isExit(read)).length
+      return Effect.all(reads, { concurrency: waiting > 1 ? "unbounded" : undefined }).pipe(
         Effect.map(([rows, knowledge, summary, lengths, memoryAny, workspace]) => {
           SessionState.advance(state, { _tag: "Loaded", rows })
           if (summary !== undefined) SessionState.advance(state, { _tag: "SummaryRead", latest: summary.s })

@@ -59,26 +59,50 @@ export type Outcome = string
 /** The `outcome` label of a wire error code. */
 export const outcomeOf = (code: string): Outcome => code.replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase()
 
+/**
+ * `Metric.tagged` builds a new metric key (hashing its tags) on every call:
+ * the tagged metrics are made once per label set instead (a few hundred at
+ * most: outcomes, backends, mechanisms, models, patterns; the map is
+ * cleared should it ever pass 1,024).
+ */
+const taggedMetrics = new Map<string, unknown>()
+const once = <M>(key: string, make: () => M): M => {
+  let metric = taggedMetrics.get(key) as M | undefined
+  if (metric === undefined) {
+    if (taggedMetrics.size >= 1_024) taggedMetrics.clear()
+    taggedMetrics.set(key, (metric = make()))
+  }
+  return metric
+}
+
 const saved = (mechanism: string, tokens: number) =>
-  Metric.incrementBy(Metric.tagged(Metric.tagged(tokensSaved, "mechanism", mechanism), "kind", mechanism), Math.max(0, tokens))
+  Metric.incrementBy(
+    once(`saved\u0000${mechanism}`, () => Metric.tagged(Metric.tagged(tokensSaved, "mechanism", mechanism), "kind", mechanism)),
+    Math.max(0, tokens),
+  )
 
 /** Records one answered turn's report (a turn committed now, not a replay). */
-export const record = (report: Turn.Report): Effect.Effect<void> =>
-  Effect.all(
+export const record = (report: Turn.Report): Effect.Effect<void> => {
+  const model = MetricLabels.model(report.model)
+  return Effect.all(
     [
       Metric.incrementBy(tokensSent, report.tokens.total),
       saved("window", report.tokens.fullHistory - report.tokens.history - (report.reasoning?.tokensSaved ?? 0)),
       saved("masking", report.masking?.tokensSaved ?? 0),
       saved("thinking", report.reasoning?.tokensSaved ?? 0),
       saved("compression", report.tools?.saved ?? 0),
-      Metric.update(Metric.tagged(promptEstimated, "model", MetricLabels.model(report.model)), report.tokens.total),
+      Metric.update(
+        once(`model\u0000${model}`, () => Metric.tagged(promptEstimated, "model", model)),
+        report.tokens.total,
+      ),
       Metric.incrementBy(virtualCalls, report.virtualCalls?.length ?? 0),
       Metric.update(utilization, report.utilization),
       ...(report.waste === undefined ? [] : [Metric.update(wasteRatio, report.waste.ratio)]),
-      ...(report.loop?.verdict.findings ?? []).map((f) => Metric.increment(Metric.tagged(loopFlags, "pattern", f.pattern))),
+      ...(report.loop?.verdict.findings ?? []).map((f) => Metric.increment(once(`loop\u0000${f.pattern}`, () => Metric.tagged(loopFlags, "pattern", f.pattern)))),
     ],
     { discard: true },
   )
+}
 
 /**
  * Counts one handled turn in `ctxd_turns_total` and its duration; `report`:
@@ -88,7 +112,11 @@ export const finished = (outcome: Outcome, seconds: number, report?: Turn.Report
   const backend = outcome === "ok" && report !== undefined ? report.counter.backend : "none"
   const exact = outcome === "ok" && report !== undefined ? String(report.counter.exact) : "none"
   return Effect.zipRight(
-    Metric.increment(Metric.tagged(Metric.tagged(Metric.tagged(turns, "outcome", outcome), "backend", backend), "exact", exact)),
-    Metric.update(Metric.tagged(turnDuration, "outcome", outcome), seconds),
+    Metric.increment(
+      once(`turns\u0000${outcome}\u0000${backend}\u0000${exact}`, () =>
+        Metric.tagged(Metric.tagged(Metric.tagged(turns, "outcome", outcome), "backend", backend), "exact", exact),
+      ),
+    ),
+    Metric.update(once(`duration\u0000${outcome}`, () => Metric.tagged(turnDuration, "outcome", outcome)), seconds),
   )
 }

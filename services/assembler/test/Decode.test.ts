@@ -3,11 +3,17 @@
 import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Decode from "../src/Decode.ts"
+import * as Prefixes from "../src/Prefixes.ts"
 
 const encoder = new TextEncoder()
 
-const decode = (text: string) =>
-  Effect.runSync(Effect.either(Decode.parseJson(encoder.encode(text)).pipe(Effect.flatMap(Decode.turnRequest))))
+// both paths: the whole request checked and decoded, and the worker's (Decode.turn, with the prefix cache)
+const decode = (text: string) => {
+  const whole = Effect.runSync(Effect.either(Decode.parseJson(encoder.encode(text)).pipe(Effect.flatMap(Decode.turnRequest))))
+  const cached = Either.map(Decode.turn(encoder.encode(text), Prefixes.make({ bytes: 1 << 20, sessionRefs: 8 }), { tenant: "t", session: "s" }), (d) => d.request)
+  expect(Either.isLeft(cached) ? { left: cached.left.path } : "decoded").toEqual(Either.isLeft(whole) ? { left: whole.left.path } : "decoded")
+  return whole
+}
 
 const turn = (messages: unknown, extra: Record<string, unknown> = {}) =>
   JSON.stringify({ turnId: "t1", format: "anthropic", model: { provider: "anthropic", name: "claude-sonnet-4-5" }, messages, ...extra })

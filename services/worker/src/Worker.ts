@@ -317,6 +317,7 @@ export const layer = Layer.unwrapEffect(
           loop: { policy: config.loopPolicy },
           defaultToolsets: config.defaultToolsets,
           mailbox: config.mailbox,
+          prefixCacheBytes: config.prefixCacheBytes,
           prices,
         }),
       ),

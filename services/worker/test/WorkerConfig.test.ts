@@ -172,3 +172,14 @@ describe("WorkerConfig CTXD_MEMORY_TOOLS", () => {
     }),
   )
 })
+
+describe("WorkerConfig: the prefix cache (CTXD_PREFIX_CACHE_BYTES)", () => {
+  const read = (env: Record<string, string>) => Effect.withConfigProvider(WorkerConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))
+  it.effect("defaults to AssemblerConfig.defaults.prefixCacheBytes; 0 turns it off", () =>
+    Effect.gen(function* () {
+      expect((yield* read({})).prefixCacheBytes).toBe(AssemblerConfig.defaults.prefixCacheBytes)
+      expect((yield* read({ CTXD_PREFIX_CACHE_BYTES: "0" })).prefixCacheBytes).toBe(0)
+      expect((yield* read({ CTXD_PREFIX_CACHE_BYTES: "1048576" })).prefixCacheBytes).toBe(1_048_576)
+    }),
+  )
+})

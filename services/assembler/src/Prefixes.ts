@@ -1,0 +1,164 @@
+/**
+ * The parts of a turn request that arrive unchanged turn after turn — the
+ * `system` sections and the `tools` — handled once per content instead of
+ * once per turn: a bounded cache from their content hash to the value
+ * decoded and normalized (the same objects every turn, so the per-object
+ * caches downstream — token counts, tool schema compression — answer from
+ * memory), and per session the hashes it sent, so a caller may send
+ * `{ref: "<hash>"}` instead of the text (issue 18).
+ *
+ * The hash of a part is the SHA-256 (hex) of its JSON text as
+ * `JSON.stringify` writes the parsed value: a client that serializes with
+ * `JSON.stringify` computes the same hash from what it sends (the reply's
+ * `refs` tells it, too).
+ *
+ * Both maps live in the worker's memory only: a worker that restarts, or
+ * takes over a session from another, knows none of its refs, and answers a
+ * ref with `BadRequest` (path `system.ref` / `tools.ref`) telling the caller
+ * to resend in full, which `ContextClient` does by itself, once.
+ */
+import type { Conversation, Turn } from "@ctxd/contracts"
+import { hash } from "node:crypto"
+
+/** The two request fields handled here. */
+export type Kind = "system" | "tools"
+
+/** The defaults: 64 MiB of distinct system and tools JSON kept. */
+export const defaults = {
+  bytes: 64 * 1024 * 1024,
+} as const
+
+/** A `system` or `tools` value seen before: its hash, as the schema decoded it and as `Normalize` made it. */
+export interface Entry {
+  readonly kind: Kind
+  readonly hash: string
+  /** Length of its JSON text (what the cache's byte bound counts). */
+  readonly bytes: number
+  /** The field's value as the request schema decoded it. */
+  readonly decoded: unknown
+  /** Its neutral form, made once on first use (system sections, or tools in the request's format). */
+  normalized?: ReadonlyArray<Conversation.SystemSection> | ReadonlyArray<Conversation.Tool> | undefined
+}
+
+/** SHA-256 hex of a text. */
+export const sha256 = (text: string): string => hash("sha256", text, "hex")
+
+/** A ref: 64 lowercase hex digits. */
+export const REF = /^[0-9a-f]{64}$/
+
+/**
+ * `{ref: "<hash>"}`: the value names a part sent before, rather than
+ * carrying it. The ref, `""` for a `ref` that is not a string, or
+ * `undefined` when the value is no ref at all.
+ */
+export const refOf = (value: unknown): string | undefined => {
+  if (typeof value !== "object" || value === null || Array.isArray(value) || !("ref" in value)) return undefined
+  const ref = (value as { ref?: unknown }).ref
+  return typeof ref === "string" ? ref : ""
+}
+
+/**
+ * The hash of a part's parsed JSON value, or `undefined` when it cannot be
+ * written back (nesting too deep for `JSON.stringify`: the input checks
+ * refuse it later).
+ */
+export const hashOf = (value: unknown): { readonly hash: string; readonly bytes: number } | undefined => {
+  try {
+    const text = JSON.stringify(value)
+    return text === undefined ? undefined : { hash: sha256(text), bytes: text.length }
+  } catch {
+    return undefined
+  }
+}
+
+/** Whether a request's `system` is a part cached here (a workspace reference is not: it is small, and read from disk). */
+export const cacheableSystem = (value: unknown): boolean =>
+  typeof value === "string" ? value !== "" : Array.isArray(value)
+
+/** Whether a request's `tools` is a part cached here. */
+export const cacheableTools = (value: unknown): boolean => Array.isArray(value)
+
+/** The cache of one worker. */
+export interface Prefixes {
+  /** The entry of `kind` with `hash` in `format`, if cached (now the most recently used). */
+  readonly get: (format: Turn.Format, kind: Kind, hash: string) => Entry | undefined
+  /** Caches an entry (evicting the least recently used ones past the byte bound); a no-op when the bound is 0. */
+  readonly put: (format: Turn.Format, entry: Entry) => void
+  /** Whether `tenant`/`session` sent the part `kind` with `hash` before. */
+  readonly known: (tenant: string, session: string, kind: Kind, hash: string) => boolean
+  /** Records that `tenant`/`session` sent these parts (a successful turn). */
+  readonly remember: (tenant: string, session: string, refs: Refs) => void
+  /** Bytes of JSON cached now. */
+  readonly bytes: () => number
+  /** Entries cached now. */
+  readonly size: () => number
+  /** Session refs remembered now. */
+  readonly refs: () => number
+}
+
+/** The hashes of a turn's parts (the reply's `refs`). */
+export interface Refs {
+  readonly system?: string | undefined
+  readonly tools?: string | undefined
+}
+
+/**
+ * A cache of at most `bytes` bytes of JSON (0: nothing is cached and every
+ * ref is unknown), and at most `sessionRefs` session refs (least recently
+ * used forgotten first).
+ */
+export const make = (options: { readonly bytes: number; readonly sessionRefs: number }): Prefixes => {
+  const maxBytes = Math.max(0, Math.floor(options.bytes))
+  const maxRefs = Math.max(1, Math.floor(options.sessionRefs))
+  const entries = new Map<string, Entry>()
+  const sessions = new Map<string, true>()
+  let used = 0
+  const keyOf = (format: Turn.Format, kind: Kind, hash: string) => `${format}\u0000${kind}\u0000${hash}`
+  const refKey = (tenant: string, session: string, kind: Kind, hash: string) => `${tenant}\u0000${session}\u0000${kind}\u0000${hash}`
+
+  const get = (format: Turn.Format, kind: Kind, hash: string): Entry | undefined => {
+    const key = keyOf(format, kind, hash)
+    const entry = entries.get(key)
+    if (entry === undefined) return undefined
+    entries.delete(key)
+    entries.set(key, entry)
+    return entry
+  }
+
+  const put = (format: Turn.Format, entry: Entry): void => {
+    if (entry.bytes > maxBytes) return
+    const key = keyOf(format, entry.kind, entry.hash)
+    const previous = entries.get(key)
+    if (previous !== undefined) {
+      entries.delete(key)
+      used -= previous.bytes
+    }
+    entries.set(key, entry)
+    used += entry.bytes
+    for (const [oldest, old] of entries) {
+      if (used <= maxBytes) break
+      entries.delete(oldest)
+      used -= old.bytes
+    }
+  }
+
+  const touch = (key: string) => {
+    sessions.delete(key)
+    sessions.set(key, true)
+    if (sessions.size > maxRefs) sessions.delete(sessions.keys().next().value!)
+  }
+
+  return {
+    get,
+    put,
+    known: (tenant, session, kind, hash) => sessions.has(refKey(tenant, session, kind, hash)),
+    remember: (tenant, session, refs) => {
+      if (maxBytes === 0) return
+      if (refs.system !== undefined) touch(refKey(tenant, session, "system", refs.system))
+      if (refs.tools !== undefined) touch(refKey(tenant, session, "tools", refs.tools))
+    },
+    bytes: () => used,
+    size: () => entries.size,
+    refs: () => sessions.size,
+  }
+}
