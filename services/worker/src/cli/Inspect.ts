@@ -1,0 +1,1 @@
+export const run = async (_: { tenant: string; session: string; turnId: string | undefined; json: boolean }): Promise<number> => 1
