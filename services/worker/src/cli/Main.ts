@@ -3,16 +3,16 @@
  * Exit codes: 0 done, 1 failed (a replay with orphaned tool pairs or a
  * rejected turn, an unreadable database, an invalid config file), 2 usage.
  */
-import { Schema } from "effect"
-import { Turn } from "@ctxd/contracts"
+import type { Turn } from "@ctxd/contracts"
+import type * as ReplayTypes from "./Replay.ts"
 import { writeFileSync } from "node:fs"
 import { parseArgs } from "node:util"
 import * as Files from "./Files.ts"
-import * as Inspect from "./Inspect.ts"
 import * as Progress from "./Progress.ts"
-import * as Replay from "./Replay.ts"
-import * as ReplayHtml from "./ReplayHtml.ts"
-import * as ReplayOutput from "./ReplayOutput.ts"
+
+import { defaults as REPLAY_DEFAULTS } from "./ReplayDefaults.ts"
+
+// The commands' modules load on use: usage errors and help answer at once.
 
 export const USAGE = `ctxd — context engine for LLM agents
 
@@ -29,7 +29,7 @@ OpenAI Chat message arrays or {messages, tools} (.json; .jsonl: one conversation
 Anthropic Messages {system, messages, tools} and OpenAI Responses items or {instructions, input, tools}.
 
 replay options:
-  --model NAME              model to replay for: window, tokenizer, prices (default ${Replay.defaults.model})
+  --model NAME              model to replay for: window, tokenizer, prices (default ${REPLAY_DEFAULTS.model})
   --format F                body sent: anthropic | openai | openai-responses | gemini (default: the model's provider)
   --context-window N        the model's context window in tokens (default: the model table)
   --window N                turn option windowMessages: recent messages kept (default 40)
@@ -38,8 +38,8 @@ replay options:
   --tool-compression X      none | minify | truncate | aggressive
   --mask-keep N             turn option maskKeep: newest tool results kept whole (default 3)
   --cache-ttl S             turn option cacheTtlSeconds
-  --gap S                   seconds between model calls (default ${Replay.defaults.gapSeconds})
-  --sliding N               messages kept by the sliding-window baseline (default ${Replay.defaults.slidingMessages})
+  --gap S                   seconds between model calls (default ${REPLAY_DEFAULTS.gapSeconds})
+  --sliding N               messages kept by the sliding-window baseline (default ${REPLAY_DEFAULTS.slidingMessages})
   --sessions N              replay at most N sessions
   --config FILE             a ctxd.yaml (its defaults apply as the worker's would)
   --json                    print JSON instead of the table
@@ -99,6 +99,32 @@ const replay = async (args: ReadonlyArray<string>): Promise<number> => {
   if (positionals.length === 0) throw new UsageError("replay: name at least one log file or directory (e.g. ctxd replay ../shared/data/swe-agent)")
   const format = values.format
   if (format !== undefined && !formats.includes(format as Turn.Format)) throw new UsageError(`--format must be one of ${formats.join(", ")}`)
+  let files: Array<string>
+  try {
+    files = Files.files(positionals)
+  } catch (e) {
+    if (e instanceof Files.Missing) throw new UsageError(e.message)
+    throw e
+  }
+  const limit = int("sessions", values.sessions) ?? Infinity
+  const logs = []
+  for (const file of files) {
+    const read = Files.read(file)
+    if (read._tag === "Unrecognised") process.stderr.write(`skipped ${file}: ${read.reason}\n`)
+    else logs.push(...read.sessions)
+  }
+  const sessions = logs.slice(0, limit)
+  if (sessions.length === 0) {
+    process.stderr.write(`no sessions found in ${positionals.join(", ")}: give SWE-agent .traj, tau-bench, OpenAI Chat, Anthropic Messages or Responses logs (ctxd help)\n`)
+    return 1
+  }
+  const [{ Schema }, { Turn }, Replay, ReplayHtml, ReplayOutput] = await Promise.all([
+    import("effect"),
+    import("@ctxd/contracts"),
+    import("./Replay.ts"),
+    import("./ReplayHtml.ts"),
+    import("./ReplayOutput.ts"),
+  ])
   const options = Schema.decodeUnknownEither(Turn.Options)(
     Object.fromEntries(
       Object.entries({
@@ -124,28 +150,9 @@ const replay = async (args: ReadonlyArray<string>): Promise<number> => {
     config,
   })
 
-  let files: Array<string>
-  try {
-    files = Files.files(positionals)
-  } catch (e) {
-    if (e instanceof Files.Missing) throw new UsageError(e.message)
-    throw e
-  }
-  const limit = int("sessions", values.sessions) ?? Infinity
-  const logs = []
-  for (const file of files) {
-    const read = Files.read(file)
-    if (read._tag === "Unrecognised") process.stderr.write(`skipped ${file}: ${read.reason}\n`)
-    else logs.push(...read.sessions)
-  }
-  const sessions = logs.slice(0, limit)
-  if (sessions.length === 0) {
-    process.stderr.write(`no sessions found in ${positionals.join(", ")}: give SWE-agent .traj, tau-bench, OpenAI Chat, Anthropic Messages or Responses logs (ctxd help)\n`)
-    return 1
-  }
   const replayer = Replay.make(setup)
   const progress = Progress.make(sessions.reduce((n, s) => n + s.turns.length, 0))
-  const results: Array<Replay.SessionResult> = []
+  const results: Array<ReplayTypes.SessionResult> = []
   try {
     for (const s of sessions) results.push(await replayer.session(s, progress.tick))
   } finally {
@@ -170,6 +177,7 @@ const config = async (args: ReadonlyArray<string>): Promise<number> => {
 const inspect = async (args: ReadonlyArray<string>): Promise<number> => {
   const { values, positionals } = parseArgs({ args: [...args], allowPositionals: true, options: { turn: { type: "string" }, json: { type: "boolean" } } })
   if (positionals.length !== 2) throw new UsageError("usage: ctxd inspect <tenant> <session> [--turn ID] [--json]")
+  const Inspect = await import("./Inspect.ts")
   return Inspect.run({ tenant: positionals[0]!, session: positionals[1]!, turnId: values.turn, json: values.json === true })
 }
 

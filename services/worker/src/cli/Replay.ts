@@ -34,8 +34,8 @@ export interface Settings {
   readonly config?: Partial<AssemblerConfig.Config> | undefined
 }
 
-/** The defaults: Claude Sonnet 4.5, 10 s between calls, a 40-message sliding window baseline. */
-export const defaults = { model: "claude-sonnet-4-5", gapSeconds: 10, slidingMessages: 40 } as const
+/** The defaults (`ReplayDefaults`): Claude Sonnet 4.5, 10 s between calls, a 40-message sliding window baseline. */
+export { defaults } from "./ReplayDefaults.ts"
 
 /** One strategy's bill for a turn. */
 export interface Bill {
