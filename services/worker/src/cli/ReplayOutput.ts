@@ -10,12 +10,12 @@ const int = (n: number): string => Math.round(n).toLocaleString("en")
 
 const COLUMNS = ["session", "turns", "full tok", "sent tok", "saved", "cache hit", "ctxd $", "full $", "sliding-40 $", "over window", "orphans"] as const
 
-/** Session ids over this many characters are shortened in the table (in full in `--json` and the HTML report). */
-const ID_WIDTH = 48
-const shortId = (id: string): string => (id.length <= ID_WIDTH ? id : `${id.slice(0, 22)}…${id.slice(id.length - (ID_WIDTH - 23))}`)
+/** Session ids over this many characters are shortened in the table when they stay distinct (in full in `--json` and the HTML report). */
+const ID_WIDTH = 80
+const shortId = (id: string): string => (id.length <= ID_WIDTH ? id : `${id.slice(0, 60)}…${id.slice(id.length - (ID_WIDTH - 61))}`)
 
 const row = (id: string, t: Replay.Totals): Array<string> => [
-  shortId(id),
+  id,
   int(t.turns),
   int(t.fullTokens),
   int(t.sentTokens),
@@ -35,7 +35,10 @@ const versus = (ours: number, theirs: number): string => {
 
 /** The text report: settings, one row per session, a total row, the cache breaks by reason, and what failed. */
 export const table = (setup: Replay.Setup, sessions: ReadonlyArray<Replay.SessionResult>, total: Replay.Totals): string => {
-  const rows = [...sessions.map((s) => row(s.id, totalsOf(s))), row("all sessions", total)]
+  // ids shortened when that keeps them apart
+  const short = sessions.map((s) => shortId(s.id))
+  const ids = new Set(short).size === short.length ? short : sessions.map((s) => s.id)
+  const rows = [...sessions.map((s, i) => row(ids[i]!, totalsOf(s))), row("all sessions", total)]
   const widths = COLUMNS.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i]!.length)))
   const line = (cells: ReadonlyArray<string>) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")
   const rule = widths.map((w) => "-".repeat(w)).join("  ")
