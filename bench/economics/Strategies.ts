@@ -34,6 +34,7 @@
  *   the bench as an empty view; the request then carries only the system
  *   prompt and the renderer's placeholder user message).
  */
+import { CacheBlocks } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 
 /** What a strategy may consult besides the history. */
@@ -48,21 +49,9 @@ export interface Context {
 
 export type Strategy = (history: ReadonlyArray<Conversation.Message>, context: Context) => ReadonlyArray<Conversation.Message>
 
-/** Doing nothing: the whole history. */
-export const full: Strategy = (history) => history
-
-/** Drops leading messages that answer calls outside the view (tool results first in a view are orphans). */
-const dropLeadingResults = (view: ReadonlyArray<Conversation.Message>): ReadonlyArray<Conversation.Message> => {
-  let start = 0
-  while (start < view.length && view[start]!.role === "tool") start++
-  return start === 0 ? view : view.slice(start)
-}
-
-/** The last `n` (40) messages, repaired so no tool result goes out without its call. */
-export const sliding =
-  (n = 40): Strategy =>
-  (history) =>
-    dropLeadingResults(history.length <= n ? history : history.slice(history.length - n))
+/** Doing nothing, and the last 40 messages: the baselines `ctxd replay` prices too (`CacheBlocks`). */
+export const full: Strategy = CacheBlocks.full
+export const sliding = (n = 40): Strategy => CacheBlocks.sliding(n)
 
 export interface ClearToolUsesConfig {
   /** Input tokens above which the edit applies (default 100,000). */

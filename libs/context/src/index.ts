@@ -4,11 +4,15 @@
  * Units → Reasoning → RenderAnthropic / RenderOpenAI laid out by CacheLayout →
  * Proactive); around a turn: Toolsets, Knowledge, Recall, MemoryTools, Waste, Models; the cache
  * economics: CostModel (prices; PriceFile: configured ones, validated),
- * CacheSim (provider cache billing), CachePlanner (when an edit pays) and
+ * CacheSim (provider cache billing), CacheBlocks (bodies → CacheSim blocks; the
+ * full-history and sliding-window baselines), CachePlanner (when an edit pays) and
  * SessionLengths (how long a session is expected to go on); ProviderCompaction
- * (the providers' own summaries in a history: a boundary nothing crosses).
+ * (the providers' own summaries in a history: a boundary nothing crosses);
+ * AgentLogs (recorded agent logs → replay sessions).
  */
+export * as AgentLogs from "./AgentLogs.ts"
 export * as Budget from "./Budget.ts"
+export * as CacheBlocks from "./CacheBlocks.ts"
 export * as CacheLayout from "./CacheLayout.ts"
 export * as CachePlanner from "./CachePlanner.ts"
 export * as CacheSim from "./CacheSim.ts"

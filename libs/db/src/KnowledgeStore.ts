@@ -2,9 +2,10 @@
  * Knowledge documents per tenant and agent (`ctxd_knowledge`): what the
  * `<root>.v1.knowledge.<tenant>` endpoint edits and what a turn's
  * `load_knowledge` answers from. Every query names the tenant.
+ * {@link layer}: Postgres; {@link layerMemory}: the same in memory.
  */
 import type { Knowledge } from "@ctxd/contracts"
-import { Effect, type Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { Database, type DatabaseError, type DatabaseUnavailable } from "./Database.ts"
 import { logFailure } from "./internal/logFailure.ts"
 
@@ -67,3 +68,32 @@ export class KnowledgeStore extends Effect.Service<KnowledgeStore>()("@ctxd/db/K
 
 /** The store; needs a migrated {@link Database}. */
 export const layer: Layer.Layer<KnowledgeStore, never, Database> = KnowledgeStore.Default
+
+/**
+ * The store in memory, with the Postgres store's answers (documents by id,
+ * pages after an id, add replaces, remove says whether there was one); for
+ * `ctxd replay` and fast unit tests. Unbounded: for one process's use.
+ */
+export const makeMemory = (): KnowledgeStore => {
+  const agents = new Map<string, Map<string, Knowledge.Doc>>()
+  const docsOf = (tenant: string, agent: string) => [...(agents.get(`${tenant}\u0000${agent}`)?.values() ?? [])].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  return KnowledgeStore.make({
+    docs: (tenant, agent) => Effect.sync(() => docsOf(tenant, agent)),
+    page: (tenant, agent, after, limit) =>
+      Effect.sync(() => {
+        const rest = docsOf(tenant, agent).filter((d) => after === undefined || d.id > after)
+        return { docs: rest.slice(0, limit).map((d) => ({ id: d.id, title: d.title })), more: rest.length > limit }
+      }),
+    add: (tenant, agent, doc) =>
+      Effect.sync(() => {
+        const key = `${tenant}\u0000${agent}`
+        const docs = agents.get(key) ?? new Map<string, Knowledge.Doc>()
+        docs.set(doc.id, { id: doc.id, title: doc.title, text: doc.text })
+        agents.set(key, docs)
+      }),
+    remove: (tenant, agent, id) => Effect.sync(() => agents.get(`${tenant}\u0000${agent}`)?.delete(id) ?? false),
+  })
+}
+
+/** The store in memory ({@link makeMemory}); a fresh, empty store per build. */
+export const layerMemory: Layer.Layer<KnowledgeStore> = Layer.sync(KnowledgeStore, makeMemory)

@@ -29,13 +29,15 @@
  * session lock with its own expected `last_seq` and gets {@link SeqConflict}
  * if this write landed after it loaded the session.
  *
- * An `Effect.Service`: there is one implementation (the store is Postgres;
- * tests use a real Postgres in a throwaway schema).
+ * {@link layer}: Postgres (integration tests use a real Postgres in a
+ * throwaway schema). {@link layerMemory}: the same contract in memory, for
+ * `ctxd replay` and fast unit tests (one process; shared contract tests in
+ * `test/StoreContract.test.ts` run against both).
  */
 import type { Conversation } from "@ctxd/contracts"
-import { Data, Effect, type Layer, type Option } from "effect"
+import { Data, Effect, Layer, Option } from "effect"
 import { Database, DatabaseError, type DatabaseUnavailable } from "./Database.ts"
-import { COMMIT_TURN, COMMIT_TURN_V7, COMMIT_TURN_V8, type CommitRow, FIND_TURN, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
+import { COMMIT_TURN, COMMIT_TURN_V7, COMMIT_TURN_V8, type CommitRow, FIND_TURN, LIST_TURNS, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
 import { logFailure } from "./internal/logFailure.ts"
 import * as ReplyCodec from "./internal/replyCodec.ts"
 
@@ -58,6 +60,14 @@ export interface StoredTurn {
   /** The sequence numbers of the messages it appended (`firstSeq > lastSeq` when it appended none). */
   readonly firstSeq: number
   readonly lastSeq: number
+}
+
+/** A committed turn as {@link SessionStore.listTurns} lists it (no reply). */
+export interface TurnEntry {
+  readonly turnId: string
+  readonly firstSeq: number
+  readonly lastSeq: number
+  readonly createdAt: Date
 }
 
 /** A message to append. */
@@ -303,9 +313,88 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
         }),
       )
 
-    return { findTurn, loadMessages, commitTurn } as const
+    /** The session's newest committed turns, newest first, at most `limit` (none for an unknown session). */
+    const listTurns = (tenant: string, session: string, limit: number): Effect.Effect<ReadonlyArray<TurnEntry>, Failure> =>
+      db.query<{ turn_id: string; first_seq: number; last_seq: number; created_at: Date }>(LIST_TURNS, [tenant, session, limit]).pipe(
+        Effect.map(({ rows }) => rows.map((r) => ({ turnId: r.turn_id, firstSeq: r.first_seq, lastSeq: r.last_seq, createdAt: r.created_at }))),
+        logFailure("session store: listTurns"),
+        Effect.withSpan("SessionStore.listTurns"),
+      )
+
+    return { findTurn, loadMessages, commitTurn, listTurns } as const
   }),
 }) {}
 
 /** The store; needs a migrated {@link Database}. */
 export const layer: Layer.Layer<SessionStore, never, Database> = SessionStore.Default
+
+/** Options of {@link layerMemory}. */
+export interface MemoryOptions {
+  /**
+   * Whether a commit's shard lease is current (Postgres checks the lease
+   * row); default: every lease is (one process owns every shard).
+   */
+  readonly owns?: ((fence: Fence) => boolean) | undefined
+}
+
+interface MemorySession {
+  readonly messages: Array<StoredMessage>
+  readonly turns: Map<string, StoredTurn & { readonly createdAt: Date }>
+}
+
+/**
+ * The store in memory: the same outcomes as the Postgres store (checks in
+ * its order: lease, turn id, last seq; a reply or message Postgres' jsonb
+ * would refuse — a NUL character — fails the same way and writes nothing),
+ * replies and messages kept as their JSON round trip. Session lengths are
+ * not recorded (use `SessionLengthStore.layerMemory`). Unbounded: for one
+ * replay or one test.
+ */
+export const makeMemory = (options: MemoryOptions = {}): SessionStore => {
+  const sessions = new Map<string, MemorySession>()
+  const key = (tenant: string, session: string) => `${tenant}\u0000${session}`
+  const clone = <A>(value: A): A => JSON.parse(JSON.stringify(value) ?? "null") as A
+  return SessionStore.make({
+    findTurn: (tenant, session, turnId) =>
+      Effect.sync(() => {
+        const turn = sessions.get(key(tenant, session))?.turns.get(turnId)
+        return turn === undefined ? Option.none() : Option.some({ turnId: turn.turnId, requestHash: turn.requestHash, reply: clone(turn.reply), firstSeq: turn.firstSeq, lastSeq: turn.lastSeq })
+      }),
+    loadMessages: (tenant, session, afterSeq) => Effect.sync(() => (sessions.get(key(tenant, session))?.messages ?? []).filter((m) => m.seq > afterSeq)),
+    listTurns: (tenant, session, limit) =>
+      Effect.sync(() =>
+        [...(sessions.get(key(tenant, session))?.turns.values() ?? [])]
+          .reverse()
+          .slice(0, Math.max(0, limit))
+          .map((t) => ({ turnId: t.turnId, firstSeq: t.firstSeq, lastSeq: t.lastSeq, createdAt: t.createdAt })),
+      ),
+    commitTurn: (input) =>
+      Effect.suspend((): Effect.Effect<Committed, NotOwner | SeqConflict | TurnExists | Failure> => {
+        const fence = input.fence
+        if (fence !== undefined && options.owns !== undefined && !options.owns(fence)) {
+          return outcome(input, { status: "not_owner" } as CommitRow)
+        }
+        const current = sessions.get(key(input.tenant, input.session))
+        const stored = current?.turns.get(input.turnId)
+        if (stored !== undefined) {
+          return Effect.fail(new TurnExists({ message: `turn ${input.turnId} was already committed`, stored: { turnId: stored.turnId, requestHash: stored.requestHash, reply: clone(stored.reply), firstSeq: stored.firstSeq, lastSeq: stored.lastSeq } }))
+        }
+        const lastSeq = current?.messages.at(-1)?.seq ?? 0
+        if (lastSeq !== input.expectedLastSeq) return outcome(input, { status: "conflict", actual_last_seq: lastSeq } as CommitRow)
+        const messages = JSON.stringify(input.messages.map((m) => m.message))
+        if (ReplyCodec.hasNul(JSON.stringify(input.reply) ?? "null") || ReplyCodec.hasNul(messages)) {
+          return Effect.fail(new DatabaseError({ message: "unsupported Unicode escape sequence: \\u0000", code: "22P05" }))
+        }
+        const session: MemorySession = current ?? { messages: [], turns: new Map() }
+        const firstSeq = lastSeq + 1
+        input.messages.forEach((m, i) => session.messages.push({ seq: firstSeq + i, message: clone(m.message), tokens: m.tokens, encoding: m.encoding }))
+        const last = lastSeq + input.messages.length
+        session.turns.set(input.turnId, { turnId: input.turnId, requestHash: input.requestHash, reply: clone(input.reply), firstSeq, lastSeq: last, createdAt: new Date() })
+        sessions.set(key(input.tenant, input.session), session)
+        return Effect.succeed({ firstSeq, lastSeq: last })
+      }),
+  })
+}
+
+/** The store in memory ({@link makeMemory}); a fresh, empty store per build. */
+export const layerMemory = (options: MemoryOptions = {}): Layer.Layer<SessionStore> => Layer.sync(SessionStore, () => makeMemory(options))

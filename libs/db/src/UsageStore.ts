@@ -3,9 +3,10 @@
  * the usage endpoint is served by any worker, so "already counted" must be
  * durable and shared. {@link UsageStore.claim} inserts `(tenant, session,
  * turn_id)` with `ON CONFLICT DO NOTHING`: the first report of a turn claims
- * it, every later one (on any worker) is a duplicate.
+ * it, every later one (on any worker) is a duplicate. {@link layerMemory}:
+ * the same in one process's memory.
  */
-import { Effect, type Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { Database, type DatabaseError, type DatabaseUnavailable } from "./Database.ts"
 
 type Failure = DatabaseUnavailable | DatabaseError
@@ -30,3 +31,17 @@ export class UsageStore extends Effect.Service<UsageStore>()("@ctxd/db/UsageStor
 
 /** The store; needs a migrated {@link Database}. */
 export const layer: Layer.Layer<UsageStore, never, Database> = UsageStore.Default
+
+/** The store in memory: the first claim of a turn wins; a fresh, empty store per build (unbounded: one process's use). */
+export const layerMemory: Layer.Layer<UsageStore> = Layer.sync(UsageStore, () => {
+  const claimed = new Set<string>()
+  return UsageStore.make({
+    claim: (tenant, session, turnId) =>
+      Effect.sync(() => {
+        const key = JSON.stringify([tenant, session, turnId])
+        if (claimed.has(key)) return false
+        claimed.add(key)
+        return true
+      }),
+  })
+})

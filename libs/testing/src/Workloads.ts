@@ -11,6 +11,7 @@
  * gives the same sessions in Anthropic format.
  */
 import type { Anthropic, Gemini, OpenAI, OpenAIResponses, Turn } from "@ctxd/contracts"
+import { AgentLogs } from "@ctxd/context"
 import { readdirSync, readFileSync } from "node:fs"
 import { basename, join } from "node:path"
 import * as AnthropicConvert from "./internal/workloads/anthropic.ts"
@@ -84,46 +85,8 @@ type Raw = Record<string, unknown>
 const isRecord = (u: unknown): u is Raw => typeof u === "object" && u !== null && !Array.isArray(u)
 const str = (u: unknown): string => (typeof u === "string" ? u : u === undefined || u === null ? "" : JSON.stringify(u))
 
-/**
- * Splits a conversation (without its leading system message) into turns:
- * each assistant message is one model call, so turn k holds the messages
- * after turn k−1's up to, not including, assistant message k. Messages after
- * the last assistant message are dropped (no model call consumed them).
- */
-export const splitTurns = <M extends { readonly role: string }>(messages: ReadonlyArray<M>): Array<ReplayTurn<M>> => {
-  const turns: Array<ReplayTurn<M>> = []
-  let start = 0
-  messages.forEach((message, i) => {
-    if (message.role !== "assistant") return
-    turns.push({ messages: messages.slice(start, i) })
-    start = i
-  })
-  return turns
-}
-
-const toolCalls = (raw: unknown): Array<OpenAI.ToolCall> =>
-  (Array.isArray(raw) ? raw : []).filter(isRecord).map((call) => {
-    const fn = isRecord(call.function) ? call.function : {}
-    return {
-      id: str(call.id),
-      type: "function" as const,
-      function: { name: str(fn.name), arguments: typeof fn.arguments === "string" ? fn.arguments : JSON.stringify(fn.arguments ?? {}) },
-    }
-  })
-
-const assistant = (raw: Raw): OpenAI.AssistantMessage => {
-  const calls = toolCalls(raw.tool_calls)
-  const content = typeof raw.content === "string" ? raw.content : null
-  return calls.length > 0 ? { role: "assistant", content, tool_calls: calls } : { role: "assistant", content: content ?? "" }
-}
-
-/** Splits off the first system message; the rest are the conversation. */
-const withSystem = (messages: ReadonlyArray<OpenAI.Message>): { system: string; rest: ReadonlyArray<OpenAI.Message> } => {
-  const first = messages[0]
-  return first !== undefined && first.role === "system"
-    ? { system: str(first.content), rest: messages.slice(1) }
-    : { system: "", rest: messages }
-}
+/** Splits a conversation (without its leading system message) into turns (`AgentLogs.splitTurns`). */
+export const splitTurns: <M extends { readonly role: string }>(messages: ReadonlyArray<M>) => Array<ReplayTurn<M>> = AgentLogs.splitTurns
 
 let tauCache: { dir: string; sessions: ReadonlyArray<ReplaySession> } | undefined
 
@@ -135,62 +98,9 @@ export const tauBenchSessions = (): ReadonlyArray<ReplaySession> => {
   const dir = dataDir()
   if (tauCache?.dir === dir) return tauCache.sessions
   const tools = (readJson("tau-bench-tools.json") as { airline: Array<OpenAI.Tool> }).airline
-  const sessions = (readJson("tau-bench-airline-gpt4o.json") as Array<Raw>).map((entry): ReplaySession => {
-    const messages = (entry.traj as Array<Raw>).map((m): OpenAI.Message => {
-      switch (m.role) {
-        case "assistant":
-          return assistant(m)
-        case "tool":
-          return { role: "tool", tool_call_id: str(m.tool_call_id), content: str(m.content) }
-        case "system":
-          return { role: "system", content: str(m.content) }
-        default:
-          return { role: "user", content: str(m.content) }
-      }
-    })
-    const { system, rest } = withSystem(messages)
-    return { id: `tau-airline-${str(entry.task_id)}-${str(entry.trial)}`, format: "openai", system, tools, turns: splitTurns(rest) }
-  })
+  const sessions = AgentLogs.tauBench(readJson("tau-bench-airline-gpt4o.json") as Array<unknown>, tools, "tau-airline").map((s): ReplaySession => ({ ...s, format: "openai" }))
   tauCache = { dir, sessions }
   return sessions
-}
-
-/** JSON Schema type of a sample argument value. */
-const jsonType = (value: unknown): string =>
-  value === null ? "null" : Array.isArray(value) ? "array" : typeof value === "number" ? "number" : typeof value
-
-/**
- * The trajectories record calls, not tool definitions: a tool is synthesized
- * per called name, its parameters the union of the argument names seen.
- */
-const synthesizeTools = (messages: ReadonlyArray<OpenAI.Message>): Array<OpenAI.Tool> => {
-  const seen = new Map<string, Map<string, string>>()
-  for (const m of messages) {
-    if (m.role !== "assistant") continue
-    for (const call of m.tool_calls ?? []) {
-      const properties = seen.get(call.function.name) ?? new Map<string, string>()
-      seen.set(call.function.name, properties)
-      try {
-        const parsed: unknown = JSON.parse(call.function.arguments)
-        if (isRecord(parsed)) for (const [k, v] of Object.entries(parsed)) properties.set(k, jsonType(v))
-      } catch {
-        // unparsable arguments: no parameters learned
-      }
-    }
-  }
-  return [...seen.entries()]
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([name, properties]) => ({
-      type: "function",
-      function: {
-        name,
-        description: `SWE-agent command \`${name}\` (definition synthesized from the recorded calls)`,
-        parameters: {
-          type: "object",
-          properties: Object.fromEntries([...properties].map(([k, type]) => [k, { type }])),
-        },
-      },
-    }))
 }
 
 let sweCache: { dir: string; sessions: ReadonlyArray<ReplaySession> } | undefined
@@ -210,27 +120,7 @@ export const sweAgentSessions = (): ReadonlyArray<ReplaySession> => {
   const files = readdirSync(join(dir, "swe-agent"))
     .filter((f) => f.endsWith(".traj"))
     .sort()
-  const sessions = files.map((file): ReplaySession => {
-    const history = (readJson("swe-agent", file) as { history: Array<Raw> }).history
-    const messages = history.flatMap((m): Array<OpenAI.Message> => {
-      switch (m.role) {
-        case "assistant":
-          return [assistant(m)]
-        case "tool": {
-          const ids = Array.isArray(m.tool_call_ids) ? m.tool_call_ids.filter((id) => typeof id === "string" && id !== "") : []
-          return ids.length > 0
-            ? ids.map((id): OpenAI.Message => ({ role: "tool", tool_call_id: id as string, content: str(m.content) }))
-            : [{ role: "user", content: str(m.content) }]
-        }
-        case "system":
-          return [{ role: "system", content: str(m.content) }]
-        default:
-          return [{ role: "user", content: str(m.content) }]
-      }
-    })
-    const { system, rest } = withSystem(messages)
-    return { id: basename(file, ".traj"), format: "openai", system, tools: synthesizeTools(rest), turns: splitTurns(rest) }
-  })
+  const sessions = files.map((file): ReplaySession => ({ ...AgentLogs.sweAgent(basename(file, ".traj"), readJson("swe-agent", file)), format: "openai" }))
   sweCache = { dir, sessions }
   return sessions
 }

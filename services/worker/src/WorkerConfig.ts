@@ -13,6 +13,7 @@ import type { Turn } from "@ctxd/contracts"
 import { NatsAuth } from "@ctxd/nats"
 import { Config, ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option } from "effect"
 import { readFileSync } from "node:fs"
+import * as EmbeddedDatabase from "./EmbeddedDatabase.ts"
 import * as HttpServer from "./HttpServer.ts"
 import * as Pruner from "./Pruner.ts"
 
@@ -240,3 +241,20 @@ export const providerLayer: Layer.Layer<never, ConfigFile.InvalidConfigFile> = L
     ),
   ),
 )
+
+/** The embedded database's settings (`EmbeddedDatabase`), read before the worker starts. */
+export const embeddedDatabase = Config.all({
+  mode: Config.literal("auto", "on", "off")("CTXD_EMBEDDED_DB").pipe(
+    Config.withDefault(EmbeddedDatabase.defaults.mode),
+    Config.withDescription("Start an embedded PostgreSQL when DATABASE_URL is unset: auto (only when nothing answers on CTXD_EMBEDDED_DB_PROBE), on, off"),
+  ),
+  dir: Config.string("CTXD_EMBEDDED_DB_DIR").pipe(
+    Config.withDefault(EmbeddedDatabase.defaults.dir),
+    Config.withDescription("Data directory of the embedded PostgreSQL"),
+  ),
+  probe: Config.string("CTXD_EMBEDDED_DB_PROBE").pipe(
+    Config.withDefault(EmbeddedDatabase.defaults.probe),
+    Config.withDescription("host:port probed for a running PostgreSQL before starting the embedded one (auto)"),
+  ),
+  databaseUrl: Config.string("DATABASE_URL").pipe(Config.withDefault("")),
+})

@@ -1,12 +1,13 @@
 // The ctxd worker process: `npm start`. Configuration from the environment
 // (README, "Configuration"); SIGINT/SIGTERM shut it down gracefully.
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Layer, Schedule } from "effect"
+import { Cause, Effect, Layer, Option, Schedule } from "effect"
+import * as EmbeddedDatabase from "./EmbeddedDatabase.ts"
 import * as HttpServer from "./HttpServer.ts"
 import * as Logging from "./Logging.ts"
 import * as Telemetry from "./Telemetry.ts"
 import * as Worker from "./Worker.ts"
-import { fileKnobs, providerLayer, WorkerConfig } from "./WorkerConfig.ts"
+import { embeddedDatabase, fileKnobs, providerLayer, WorkerConfig } from "./WorkerConfig.ts"
 import * as WorkerStatus from "./WorkerStatus.ts"
 
 const logging = Layer.unwrapEffect(
@@ -59,17 +60,58 @@ const observability = Layer.unwrapEffect(
 )
 
 /**
+ * The embedded database (`EmbeddedDatabase`): started before anything reads
+ * `DATABASE_URL` when it is unset and nothing answers on the default
+ * Postgres address; stopped after the worker. What was decided is logged.
+ */
+const embeddedSettings = await Effect.runPromise(embeddedDatabase.pipe(Effect.provide(providerLayer)))
+const decision = await EmbeddedDatabase.decide(embeddedSettings)
+const embedded = decision === "start" ? await EmbeddedDatabase.start(embeddedSettings.dir) : undefined
+if (embedded !== undefined) process.env.DATABASE_URL = embedded.url
+const database = Effect.gen(function* () {
+  if (embedded === undefined) {
+    if (decision === "off" && embeddedSettings.databaseUrl === "") yield* Effect.logInfo("DATABASE_URL is unset and CTXD_EMBEDDED_DB=off: using postgresql://postgres@127.0.0.1:5432/postgres")
+    return
+  }
+  yield* Effect.logInfo(
+    `DATABASE_URL is unset${embeddedSettings.mode === "auto" ? ` and nothing answers on ${embeddedSettings.probe}` : ""}: started an embedded PostgreSQL on 127.0.0.1:${embedded.port}, data in ${embedded.dir}${embedded.created ? " (created now)" : ""}; set DATABASE_URL to use your own`,
+  )
+  yield* Effect.addFinalizer(() => Effect.promise(() => embedded.stop()).pipe(Effect.timeout("10 seconds"), Effect.ignore))
+})
+
+/** The failure, with what to do, when NATS or Postgres stayed unreachable through the start's retries (no stack trace). */
+const unreachableMessage = (cause: Cause.Cause<unknown>): string | undefined =>
+  Option.getOrUndefined(
+    Option.flatMap(Cause.failureOption(cause), (error) => {
+      const tag = (error as { readonly _tag?: unknown })._tag
+      const message = (error as { readonly message?: unknown }).message
+      if (tag === "NatsUnavailable") {
+        return Option.some(
+          `${String(message)}. ctxd needs a NATS server with JetStream: start one with \`nats-server -js\` (or \`docker run -p 4222:4222 nats -js\`), or point NATS_URL at yours`,
+        )
+      }
+      if (tag === "DatabaseUnavailable") {
+        return Option.some(`${String(message)}. Check DATABASE_URL (unset: an embedded PostgreSQL starts when nothing listens on ${embeddedSettings.probe}; CTXD_EMBEDDED_DB=on forces it)`)
+      }
+      return Option.none()
+    }),
+  )
+
+/**
  * Why the worker stopped is logged by its own logger (JSON, secrets scrubbed),
  * not by the runtime's default one; a failure before that logger exists (its
  * own configuration) is written to stderr scrubbed the same way.
  */
 let reported = false
-const main = Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(
-  Effect.provide(starting),
-  Effect.provide(observability),
-  Effect.tapErrorCause((cause) =>
-    Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("the worker stopped", cause).pipe(Effect.tap(() => void (reported = true))),
-  ),
+// the embedded database's scope is the outermost: it stops after the worker and its pools
+const main = Effect.scoped(
+  Effect.zipRight(database, Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(Effect.provide(starting), Effect.provide(observability))),
+).pipe(
+  Effect.tapErrorCause((cause) => {
+    if (Cause.isInterruptedOnly(cause)) return Effect.void
+    const unreachable = unreachableMessage(cause)
+    return (unreachable === undefined ? Effect.logError("the worker stopped", cause) : Effect.logError(`the worker stopped: ${unreachable}`)).pipe(Effect.tap(() => void (reported = true)))
+  }),
   Effect.provide(logging),
   Effect.provide(providerLayer),
   // outside the config provider too: an invalid CTXD_CONFIG_FILE fails before anything else exists

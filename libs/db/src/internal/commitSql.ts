@@ -43,6 +43,16 @@ export const FIND_TURN = prepared(
    WHERE s.tenant = $1 AND s.session = $2 AND t.turn_id = $3`,
 )
 
+/** $1 tenant, $2 session, $3 limit: the newest turns first. */
+export const LIST_TURNS = prepared(
+  "ctxd_list_turns_v1",
+  `SELECT t.turn_id, t.first_seq, t.last_seq, t.created_at
+   FROM ctxd_turns t JOIN ctxd_sessions s ON s.id = t.session_id
+   WHERE s.tenant = $1 AND s.session = $2
+   ORDER BY t.created_at DESC, t.last_seq DESC, t.turn_id DESC
+   LIMIT $3`,
+)
+
 /** $1 tenant, $2 session, $3 after seq. */
 export const LOAD_MESSAGES = prepared(
   "ctxd_load_messages_v1",
