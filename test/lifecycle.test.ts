@@ -252,8 +252,23 @@ describe("ctx.v1.session.<tenant>.<session>", () => {
     expect(await h.request(sessionSubject("acme", "nobody"), { op: "export" })).toEqual({ ok: true, lines: "" })
   }, 60_000)
 
+  it("inspect: the latest turns, and what one turn stored and sent; nothing for an unknown session", async () => {
+    const replies = await conversation("acme", "insp", 3)
+    const newest = await h.request(sessionSubject("acme", "insp"), { op: "inspect" })
+    expect(newest.turns.map((t: { turnId: string }) => t.turnId)).toEqual(["t2", "t1", "t0"])
+    expect(newest).toMatchObject({ ok: true, turnId: "t2", stored: 2 })
+    expect(newest.report).toEqual(replies[2].report)
+    expect(newest.request).toEqual(replies[2].request)
+    const first = await h.request(sessionSubject("acme", "insp"), { op: "inspect", turnId: "t0", limit: 1 })
+    expect(first).toMatchObject({ ok: true, turnId: "t0", stored: 1, turns: [{ turnId: "t2" }] })
+    expect(first.request).toEqual(replies[0].request)
+    expect(await h.request(sessionSubject("acme", "insp"), { op: "inspect", turnId: "nope" })).toEqual({ ok: true, turns: newest.turns })
+    expect(await h.request(sessionSubject("acme", "never"), { op: "inspect" })).toEqual({ ok: true, turns: [] })
+    expect(await h.request(sessionSubject("acme", "insp"), { op: "inspect", limit: 0 })).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+  })
+
   it("answers a request it does not know with BadRequest", async () => {
-    expect(await h.request(sessionSubject("acme", "x"), { op: "inspect" })).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+    expect(await h.request(sessionSubject("acme", "x"), { op: "frobnicate" })).toMatchObject({ ok: false, error: { code: "BadRequest" } })
     expect(await h.request(sessionSubject("acme", "x"), "{")).toMatchObject({ ok: false, error: { code: "BadRequest" } })
     expect(await h.request(`${h.root}.v1.user.acme`, { op: "deleteUser", user: "bad user" })).toMatchObject({
       ok: false,

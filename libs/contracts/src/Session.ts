@@ -29,12 +29,47 @@ export const ExportRequest = Schema.Struct({
   limit: Schema.optional(Schema.Int.pipe(Schema.between(1, MAX_EXPORT_LINES))),
 })
 
+/** Turns an `inspect` reply lists when a request names no `limit`. */
+export const DEFAULT_INSPECT_TURNS = 10
+/** Most turns an `inspect` reply lists. */
+export const MAX_INSPECT_TURNS = 100
+/** An `inspect` reply leaves the turn's request body out (`truncated: true`) when it would take more than this (256 KB). */
+export const INSPECT_REPLY_BYTES = 256 * 1024
+
+/** Read-only: the session's latest turns, and what one turn stored and sent (its report and provider request body). */
+export const InspectRequest = Schema.Struct({
+  op: Schema.Literal("inspect"),
+  /** The turn to show; default the newest. */
+  turnId: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
+  /** Latest turns listed, 1 to 100; default 10 (the whole history: `export`). */
+  limit: Schema.optional(Schema.Int.pipe(Schema.between(1, MAX_INSPECT_TURNS))),
+})
+
 /** `<root>.v1.session.<tenant>.<session>` request. */
-export const Request = Schema.Union(DeleteRequest, ExportRequest).annotations({
+export const Request = Schema.Union(DeleteRequest, ExportRequest, InspectRequest).annotations({
   identifier: "SessionRequest",
-  description: "ctx.v1.session.<tenant>.<session> request: {op: delete} or {op: export, cursor?, limit?}",
+  description: "ctx.v1.session.<tenant>.<session> request: {op: delete}, {op: export, cursor?, limit?} or {op: inspect, turnId?, limit?}",
 })
 export type Request = typeof Request.Type
+
+export const InspectReply = Schema.Struct({
+  ok: Schema.Literal(true),
+  /** The latest turns, newest first. Empty: no such session is stored. */
+  turns: Schema.Array(Schema.Struct({ turnId: Schema.String, firstSeq: Schema.Number, lastSeq: Schema.Number, createdAt: Schema.String })),
+  /** The turn shown (absent when the session has none, or the named turn is not stored). */
+  turnId: Schema.optional(Schema.String),
+  /** Messages the turn appended to the stored history. */
+  stored: Schema.optional(Schema.Number),
+  /** The turn's report as it was answered. */
+  report: Schema.optional(Schema.Unknown),
+  /** The provider request body it was answered with (left out above 256 KB: `truncated`). */
+  request: Schema.optional(Schema.Unknown),
+  /** True when `request` was left out to keep the reply small; `export` has the stored history. */
+  truncated: Schema.optional(Schema.Boolean),
+  /** True when the turn's reply is no longer stored (past `CTXD_REPLY_RETENTION`): no report or body. */
+  pruned: Schema.optional(Schema.Boolean),
+}).annotations({ identifier: "SessionInspectReply", description: "ctx.v1.session.<tenant>.<session> inspect reply" })
+export type InspectReply = typeof InspectReply.Type
 
 /** Rows deleted, per kind of stored data. */
 export const Removed = Schema.Struct({

@@ -23,12 +23,12 @@
  */
 import { Assembler } from "@ctxd/assembler"
 import { Errors, Issues, Requests, Session, type Subjects } from "@ctxd/contracts"
-import { LifecycleStore, MemoryStore } from "@ctxd/db"
+import { LifecycleStore, MemoryStore, SessionStore } from "@ctxd/db"
 import { Endpoint, NatsClient, Request } from "@ctxd/nats"
 import { ShardLeases } from "@ctxd/sharding"
 import { Effect, Either, Option, Schema } from "effect"
 
-const HINT = 'send {"op": "delete"} or {"op": "export", "cursor"?, "limit"?}'
+const HINT = 'send {"op": "delete"}, {"op": "export", "cursor"?, "limit"?} or {"op": "inspect", "turnId"?, "limit"?}'
 const USER_HINT = 'send {"op": "deleteUser", "user": "<options.user>"}'
 
 const badRequest = (message: string, path?: string, hint?: string) =>
@@ -59,6 +59,7 @@ export const serve = (options: SessionEndpointOptions) =>
     const { subjects } = options
     const store = yield* LifecycleStore.LifecycleStore
     const memory = yield* MemoryStore.MemoryStore
+    const sessions = yield* SessionStore.SessionStore
     const assembler = yield* Assembler.Assembler
     const leases = yield* ShardLeases.ShardLeases
     const address = `${leases.self.address}.session.`
@@ -95,6 +96,24 @@ export const serve = (options: SessionEndpointOptions) =>
         return yield* deleteHere(tenant, session)
       })
 
+    /** Read-only: the latest turns, and the stored report and request body of one (bounded). */
+    const inspect = (tenant: string, session: string, r: typeof Session.InspectRequest.Type): Effect.Effect<Session.InspectReply, Errors.WireError> =>
+      Effect.gen(function* () {
+        const failed = (e: StoreFailure) => Effect.flip(storeFailure(e))
+        const turns = yield* Effect.catchAll(sessions.listTurns(tenant, session, r.limit ?? Session.DEFAULT_INSPECT_TURNS), failed)
+        const listed = turns.map((t) => ({ turnId: t.turnId, firstSeq: t.firstSeq, lastSeq: t.lastSeq, createdAt: t.createdAt.toISOString() }))
+        const turnId = r.turnId ?? turns[0]?.turnId
+        if (turnId === undefined) return { ok: true as const, turns: listed }
+        const found = yield* Effect.catchAll(sessions.findTurn(tenant, session, turnId), failed)
+        if (Option.isNone(found)) return { ok: true as const, turns: listed }
+        const { firstSeq, lastSeq, reply } = found.value
+        const answered = reply as { readonly ok?: unknown; readonly report?: unknown; readonly request?: unknown }
+        const base = { ok: true as const, turns: listed, turnId, stored: lastSeq - firstSeq + 1 }
+        if (answered.ok !== true) return { ...base, pruned: true }
+        const whole = { ...base, report: answered.report, request: answered.request }
+        return JSON.stringify(whole).length <= Session.INSPECT_REPLY_BYTES ? whole : { ...base, report: answered.report, truncated: true }
+      })
+
     const handleSession = (tenant: string, session: string, data: Uint8Array, direct: boolean) => {
       const request = Requests.decode(Session.Request, data, { what: "session requests", hint: HINT })
       if (Either.isLeft(request)) return Effect.succeed(request.left)
@@ -106,6 +125,8 @@ export const serve = (options: SessionEndpointOptions) =>
               deleted: removed.sessions > 0 || removed.usageReports > 0,
               removed,
             }))
+          : r.op === "inspect"
+            ? inspect(tenant, session, r)
           : store.exportPage(tenant, session, r.cursor, r.limit ?? Session.DEFAULT_EXPORT_LINES, Session.EXPORT_PAGE_BYTES).pipe(
               Effect.map((page): Session.ExportReply => ({ ok: true, lines: page.lines, ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) })),
               Effect.catchAll((e) =>
