@@ -168,6 +168,11 @@ export const Options = Schema.Struct({
    */
   compaction: Schema.optional(Schema.Boolean),
   /**
+   * The workspace bundle cache (default true): false reads a `system: {workspace}` bundle's files
+   * for this turn instead of taking them from the worker's cache (and leaves the cache as it is).
+   */
+  workspaceCache: Schema.optional(Schema.Boolean),
+  /**
    * On-demand toolsets (tools that carry `toolset`): the toolsets sent from the
    * start (default `CTXD_DEFAULT_TOOLSETS`, none) and whether their write tools
    * come too (default false: read-only); the rest load through `load_toolset`.

@@ -172,11 +172,11 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const { request, hash } = decoded
         // the config file's sections as of this attempt, for all of it (a reload applies from the next turn)
         const turnConfig = pinned(config)
-        const { agent, user, memoryTools, memory } = Options.resolve(turnConfig, tenant, request.options)
+        const { agent, user, memoryTools, memory, workspaceCache } = Options.resolve(turnConfig, tenant, request.options)
         // the session is behind what this state holds: deleted (and maybe started anew) since: start from the store
         const base = previous === undefined ? cached : previous.actualLastSeq < previous.state.lastSeq ? undefined : previous.state
         const { state, knowledge, lengths, workspace, memoryAny } = yield* gather
-          .gather({ tenant, session, model: request.model, agent, user, memoryTools, memory: memory.enabled, system: request.system, cached: base, refresh: previous !== undefined })
+          .gather({ tenant, session, model: request.model, agent, user, memoryTools, memory: memory.enabled, system: request.system, workspaceCache, cached: base, refresh: previous !== undefined })
           .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": base !== undefined } }))
         const now = yield* Clock.currentTimeMillis
         const carry = TurnStages.begin({

@@ -121,6 +121,8 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       readonly agent: string
       /** The request's `system`: a workspace reference is read. */
       readonly system?: Turn.System | undefined
+      /** False: the workspace bundle's files are read, not taken from the cache (`options.workspaceCache`). */
+      readonly workspaceCache?: boolean | undefined
       readonly user?: string | undefined
       /** The turn's `memoryTools` option: set (and `memory` too), the memory store is not asked. */
       readonly memoryTools?: boolean | undefined
@@ -138,7 +140,7 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
         SessionState.needsSummary(state) ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s })) : Effect.succeed(undefined),
         lengthHistory.get(input.tenant, input.agent),
         input.memoryTools === undefined || input.memory === undefined ? memoryAnyOf({ tenant: input.tenant, agent: input.agent, user: input.user }) : Effect.succeed(undefined),
-        Turn.isWorkspaceRef(input.system) ? workspaces.read(input.system, input.tenant) : Effect.succeed(undefined),
+        Turn.isWorkspaceRef(input.system) ? workspaces.read(input.system, input.tenant, input.workspaceCache ?? true) : Effect.succeed(undefined),
       ] as const
       // a fiber per read only when two or more have to wait (a read answered from memory is its own exit)
       const waiting = reads.filter((read) => !Exit.isExit(read)).length

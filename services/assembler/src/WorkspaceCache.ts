@@ -82,7 +82,8 @@ export type ReadError = Errors.BadRequest | Errors.PayloadTooLarge | Errors.Inte
 /** The port. */
 export interface WorkspaceCacheService {
   /** The bundle's system sections for a turn of `tenant`, from the cache or read. */
-  readonly read: (ref: Turn.WorkspaceRef, tenant: string) => Effect.Effect<ReadonlyArray<Conversation.SystemSection>, ReadError>
+  /** The bundle's sections; `cached: false` reads the files whatever the cache holds and stores nothing (`options.workspaceCache`). */
+  readonly read: (ref: Turn.WorkspaceRef, tenant: string, cached?: boolean) => Effect.Effect<ReadonlyArray<Conversation.SystemSection>, ReadError>
   readonly stats: Effect.Effect<Stats>
 }
 
@@ -168,14 +169,14 @@ const makeCache = (root: string, config: Omit<Config, "root">, load: Load) => {
   const sections = (files: ReadonlyArray<WorkspaceFiles.File>, cache: Conversation.CacheTtl): ReadonlyArray<Conversation.SystemSection> =>
     files.map((f) => ({ id: f.name, text: f.text, cache }))
 
-  const read = (ref: Turn.WorkspaceRef, tenant: string) =>
+  const read = (ref: Turn.WorkspaceRef, tenant: string, cached = true) =>
     Effect.gen(function* () {
       const names = filesOf(ref)
       const dir = config.perTenant ? `${tenant}/${ref.workspace}` : ref.workspace
       const key = `${root}\u0000${dir}\u0000${names.slice(FIXED_FILES.length).join("\u0000")}`
       const cache = ref.cache ?? "5m"
       const now = yield* Clock.currentTimeMillis
-      const hit = entries.get(key)
+      const hit = cached ? entries.get(key) : undefined
       if (hit !== undefined) {
         if (config.maxAgeSeconds <= 0 || now - hit.at < config.maxAgeSeconds * 1000) {
           entries.delete(key)
@@ -189,7 +190,7 @@ const makeCache = (root: string, config: Omit<Config, "root">, load: Load) => {
       yield* Metric.increment(metrics.misses)
       const before = generation
       const files = yield* load(dir, ref.workspace, names)
-      if (generation === before) yield* store(key, { files, bytes: files.reduce((n, f) => n + f.bytes, 0), at: now })
+      if (cached && generation === before) yield* store(key, { files, bytes: files.reduce((n, f) => n + f.bytes, 0), at: now })
       return sections(files, cache)
     })
 

@@ -138,6 +138,22 @@ describe("WorkspaceCache", () => {
     }),
   )
 
+  it.scoped("cached: false (options.workspaceCache) reads the files every time and leaves the cache as it is", () =>
+    Effect.gen(function* () {
+      const root = yield* tempRoot(bot)
+      // no watcher events can drop the entry within the test: only a read that skips the cache sees the edit
+      const cache = yield* WorkspaceCache.make({ root, debounceMs: 60_000, maxAgeSeconds: 0 })
+      yield* cache.read({ workspace: "acme-bot" }, "acme")
+      write(root, "acme-bot/SOUL.md", "Be brief.")
+      const misses = yield* count(WorkspaceCache.metrics.misses)
+      expect(texts(yield* cache.read({ workspace: "acme-bot" }, "acme", false))).toContain("Be brief.")
+      expect((yield* count(WorkspaceCache.metrics.misses)) - misses).toBe(1)
+      // the cached entry is the one read before the edit
+      expect(texts(yield* cache.read({ workspace: "acme-bot" }, "acme"))).toContain("Be kind.")
+      expect((yield* cache.stats).entries).toBe(1)
+    }),
+  )
+
   it.scoped("maxAgeSeconds reads an entry again without any file event (a debounce longer than the test)", () =>
     Effect.gen(function* () {
       const root = yield* tempRoot(bot)

@@ -34,6 +34,8 @@ export interface Resolved {
   readonly cache: { readonly ttlSeconds: number | undefined; readonly expectedTurns: number | undefined }
   /** False: no prompt-cache markers in the body (`options.promptCache`). */
   readonly promptCache: boolean
+  /** False: a workspace bundle's files are read for this turn, not taken from (nor put in) the worker's cache (`options.workspaceCache`). */
+  readonly workspaceCache: boolean
   /** False: this turn neither schedules nor waits for a compaction (`options.compaction`). */
   readonly compaction: boolean
 }
@@ -86,6 +88,7 @@ export const resolve = (config: AssemblerConfig.Config, tenant: string, request:
     },
     cache: { ttlSeconds: merged.cacheTtlSeconds, expectedTurns: merged.expectedTurns },
     promptCache: merged.promptCache ?? true,
+    workspaceCache: merged.workspaceCache ?? true,
     compaction: merged.compaction ?? true,
   }
 }
