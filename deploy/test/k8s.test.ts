@@ -2,11 +2,14 @@
 // (strict: no unknown field), offline; and the pieces fit together — probes
 // on the worker's HTTP port, a grace period that covers the shutdown
 // timeout, selectors that select the worker pods, a ConfigMap of variables
-// the worker reads.
-import { readdirSync, readFileSync } from "node:fs"
+// the worker reads, and a ctxd.yaml ConfigMap the worker's offline check accepts.
+import { Effect } from "effect"
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { parseAllDocuments } from "yaml"
 import { beforeAll, describe, expect, it } from "vitest"
+import * as ConfigCheck from "../../services/worker/src/ConfigCheck.ts"
 import * as KubernetesSchemas from "./KubernetesSchemas.ts"
 
 const ROOT = resolve(import.meta.dirname, "..", "..")
@@ -29,8 +32,9 @@ const manifests: ReadonlyArray<Manifest> = readdirSync(K8S)
 
 const KINDS = ["apps/v1 Deployment", "v1 Service", "v1 ConfigMap", "policy/v1 PodDisruptionBudget"]
 const api = manifests.filter((m) => m.object.kind !== "Kustomization")
-const one = <A>(kind: string): A => {
-  const found = api.filter((m) => m.object.kind === kind)
+/** The one object of `kind` (the ConfigMaps: `ctxd-config`, the environment; `ctxd-config-file` is the config file's). */
+const one = <A>(kind: string, name?: string): A => {
+  const found = api.filter((m) => m.object.kind === kind && (name !== undefined ? m.object.metadata.name === name : kind !== "ConfigMap" || m.object.metadata.name === "ctxd-config"))
   expect(found, kind).toHaveLength(1)
   return found[0]!.object as A
 }
@@ -66,8 +70,8 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
     validator = KubernetesSchemas.make(KINDS)
   })
 
-  it("are the objects a deployment needs, each kind once", () => {
-    expect(api.map((m) => `${m.object.apiVersion} ${m.object.kind}`).sort()).toEqual([...KINDS].sort())
+  it("are the objects a deployment needs: each kind once, two ConfigMaps (the environment, the config file)", () => {
+    expect(api.map((m) => `${m.object.apiVersion} ${m.object.kind}`).sort()).toEqual([...KINDS, "v1 ConfigMap"].sort())
   })
 
   it.each(api.map((m) => [`${m.file}: ${m.object.kind} ${m.object.metadata.name}`, m] as const))("%s is valid against the API schema", (_, m) => {
@@ -149,6 +153,24 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
       expect(readme.includes(`\`${key}\``) || config.includes(`"${key}"`), `${key} is a documented variable`).toBe(true)
     }
     expect(configMap.data.CTXD_HTTP_PORT).toBe("9464")
+  })
+
+  it("mounts ctxd.yaml from its ConfigMap where CTXD_CONFIG_FILE names it, and the file passes the offline check", async () => {
+    const env = one<{ data: Record<string, string> }>("ConfigMap").data
+    const file = one<{ metadata: { name: string }; data: Record<string, string> }>("ConfigMap", "ctxd-config-file")
+    const spec = one<Deployment>("Deployment").spec.template.spec as unknown as {
+      containers: ReadonlyArray<{ volumeMounts: ReadonlyArray<{ name: string; mountPath: string }> }>
+      volumes: ReadonlyArray<{ name: string; configMap?: { name: string } }>
+    }
+    const volume = spec.volumes.find((v) => v.configMap?.name === file.metadata.name)!
+    const mount = spec.containers[0]!.volumeMounts.find((m) => m.name === volume.name)!
+    // a directory mount (no subPath): the kubelet's swap of an updated ConfigMap reaches the watcher
+    expect(env.CTXD_CONFIG_FILE).toBe(`${mount.mountPath}/ctxd.yaml`)
+    expect(Object.keys(file.data)).toEqual(["ctxd.yaml"])
+    const dir = mkdtempSync(join(tmpdir(), "ctxd-k8s-config-"))
+    writeFileSync(join(dir, "ctxd.yaml"), file.data["ctxd.yaml"]!)
+    const checked = await Effect.runPromise(ConfigCheck.check(join(dir, "ctxd.yaml")))
+    expect(checked.ok, checked.lines.join("\n")).toBe(true)
   })
 
   it("takes provider keys and the NATS login from optional Secrets, so a plain deployment needs neither", () => {

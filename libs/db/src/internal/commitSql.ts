@@ -91,7 +91,7 @@ export const COMMIT_TURN_V7 = prepared(
  * {@link COMMIT_TURN_V7} with, on success, the turn's user recorded for the
  * session (migration 9): $11 agent, $12 turns (both may be null), $13 user.
  */
-export const COMMIT_TURN_V8 = prepared(
+export const COMMIT_TURN_V9 = prepared(
   "ctxd_commit_turn_v9",
   `SELECT status, actual_last_seq, stored_request_hash, stored_first_seq, stored_last_seq, stored_reply, stored_reply_z
    FROM ctxd_commit_turn_v9($1::text, $2::text, $3::text, $4::text, $5::integer, $6::jsonb, $7::bytea,
