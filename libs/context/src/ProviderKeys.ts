@@ -133,6 +133,3 @@ export const make = (options: Options): ProviderKeysService => {
 export const workerOnly: ProviderKeysService = { choose: () => ({ _tag: "Worker" }) }
 
 export const layer = (options: Options): Layer.Layer<ProviderKeys> => Layer.sync(ProviderKeys, () => make(options))
-
-/** {@link workerOnly} as a layer. */
-export const layerWorkerOnly: Layer.Layer<ProviderKeys> = Layer.succeed(ProviderKeys, workerOnly)
