@@ -14,6 +14,9 @@
  * (the worker process's user + system time over the closed loops, from
  * `/proc/<pid>/stat`, divided by the turns).
  *
+ * `--turns <n>`: turns per session (default 40: half for the latency phase,
+ * half split over the three closed-loop rounds); more gives steadier ratios.
+ *
  * `--profile`: the worker runs under `node --cpu-prof`, and the rows gain its
  * self time over the closed loops by group (`Profile`: Effect runtime, GC,
  * socket, JSON, tokenizer, hashing, pipeline...), as shares of the samples
@@ -22,13 +25,13 @@
  */
 import { connect } from "@nats-io/transport-node"
 import { spawn } from "node:child_process"
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { TestDatabase, TestNats, Workloads, WorkerProcess } from "@ctxd/testing"
 import { Effect } from "effect"
 import type { OpenAI, Turn } from "@ctxd/contracts"
-import { formats } from "./Args.ts"
+import { argument, formats } from "./Args.ts"
 import * as Profile from "./Profile.ts"
 import { quantile, round, type Row } from "./Stats.ts"
 
@@ -84,7 +87,10 @@ const defaults: EndToEndOptions = { sessions: 50, turnsPerSession: 40, workers: 
 /** The bench once per format of `--format` (default: OpenAI Chat Completions). */
 export const runFormats = async (options: EndToEndOptions = defaults): Promise<Row[]> => {
   const rows: Row[] = []
-  for (const format of formats(["openai"])) rows.push(...(await run({ ...options, format })))
+  // `--turns <n>`: turns per session (half paced, half in the three closed-loop rounds); more for steadier ratios
+  const turns = Number(argument("turns") ?? options.turnsPerSession)
+  if (!Number.isInteger(turns) || turns < 6) throw new Error("--turns must be an integer of at least 6")
+  for (const format of formats(["openai"])) rows.push(...(await run({ ...options, turnsPerSession: turns, format })))
   return rows
 }
 
@@ -226,7 +232,9 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
   const file = readdirSync(profileDir).find((f) => f.endsWith(".cpuprofile"))
   if (file === undefined) throw new Error(`--profile: the worker wrote no profile into ${profileDir}`)
   const summary = Profile.summarize(join(profileDir, file), windows)
-  console.log(`worker profile kept at ${join(profileDir, file)}`)
+  // the closed loops' windows beside it, for a finer look at the same samples
+  writeFileSync(join(profileDir, "windows.json"), JSON.stringify(windows))
+  console.log(`worker profile kept at ${join(profileDir, file)} (closed loops: windows.json)`)
   const label = rows[0]!.bench
   // the profiler samples wall time (a loaded machine's waits included): shares of it, times the CPU per turn /proc measured
   const cpuPerTurn = rows.find((r) => r.metric.startsWith("worker CPU per turn"))?.value ?? Number.NaN

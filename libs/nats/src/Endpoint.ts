@@ -50,6 +50,7 @@ import * as Json from "./Json.ts"
 import * as LargePayload from "./LargePayload.ts"
 import { NatsClient } from "./NatsClient.ts"
 import * as PayloadStore from "./PayloadStore.ts"
+import * as Permits from "./Permits.ts"
 import { encodeReply, errorReply, INTERNAL, storeErrorReply } from "./internal/replies.ts"
 import { headers as headersOf } from "./Request.ts"
 
@@ -171,7 +172,7 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
     const maxPending = Math.max(0, options.maxPending ?? 1024)
     const drainTimeout = Duration.millis(options.drainTimeoutMs ?? 10_000)
     const state = { running: 0, waiting: 0, bytes: 0, draining: false }
-    const semaphore = yield* Effect.makeSemaphore(maxConcurrent)
+    const slots = yield* Permits.make(maxConcurrent)
     // made before the subscription, so its finalizer (interrupt leftovers) runs after the drain
     const fibers = yield* FiberSet.make<void, never>()
     const run = yield* FiberSet.runtime(fibers)<R>()
@@ -277,7 +278,7 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
           Effect.ensuring(Effect.sync(() => void state.running--)),
         )
       })
-      return semaphore.withPermits(1)(work).pipe(
+      return slots.withPermit(work).pipe(
         Effect.onInterrupt(() =>
           Effect.suspend(() => {
             if (!started) state.waiting--

@@ -12,7 +12,7 @@
  * `ctxd-forwarded` header and are never forwarded again.
  */
 import { Errors, Subjects } from "@ctxd/contracts"
-import { Endpoint, type NatsClient, Request } from "@ctxd/nats"
+import { Endpoint, type NatsClient, Permits, Request } from "@ctxd/nats"
 import { type Membership, ShardLeases } from "@ctxd/sharding"
 import { Effect, Option } from "effect"
 import { Assembler } from "./Assembler.ts"
@@ -35,7 +35,7 @@ export const make = (options: {
 }) =>
   Effect.gen(function* () {
     const { forwardTimeoutMs } = options
-    const turns = yield* Effect.makeSemaphore(Math.max(1, options.maxTurns))
+    const turns = yield* Permits.make(options.maxTurns)
     const assembler = yield* Assembler
     const leases = yield* ShardLeases.ShardLeases
     const self = leases.self
@@ -91,7 +91,7 @@ export const make = (options: {
       )
 
     const local = (tenant: string, session: string, data: Uint8Array) =>
-      turns.withPermits(1)(assembler.turn(tenant, session, data)).pipe(
+      turns.withPermit(assembler.turn(tenant, session, data)).pipe(
         Effect.map(answer),
         Effect.catchAll((error) => rejected(error, data.byteLength)),
         Effect.ensuring(Effect.sync(() => void handled++)),
