@@ -14,8 +14,9 @@
  * (the worker process's user + system time over the closed loops, from
  * `/proc/<pid>/stat`, divided by the turns).
  *
- * `--turns <n>`: turns per session (default 40: half for the latency phase,
- * half split over the three closed-loop rounds); more gives steadier ratios.
+ * `--turns <n>`: turns per session of the three closed-loop rounds together
+ * (default 20; the paced latency phase runs 20 more); more gives steadier
+ * ratios.
  *
  * `--profile`: the worker runs under `node --cpu-prof`, and the rows gain its
  * self time over the closed loops by group (`Profile`: Effect runtime, GC,
@@ -37,7 +38,10 @@ import { quantile, round, type Row } from "./Stats.ts"
 
 export interface EndToEndOptions {
   readonly sessions: number
+  /** Turns per session of the paced latency phase. */
   readonly turnsPerSession: number
+  /** Turns per session of the three closed-loop rounds together (default `turnsPerSession`). */
+  readonly closedTurnsPerSession?: number | undefined
   readonly workers: number
   /** Offered load of the latency phase, turns per second over all sessions. */
   readonly pacedRate: number
@@ -82,15 +86,15 @@ const startEcho = (env: Record<string, string>) =>
     child.once("exit", (code) => reject(new Error(`echo baseline exited (${code}):\n${output}`)))
   })
 
-const defaults: EndToEndOptions = { sessions: 50, turnsPerSession: 40, workers: 1, pacedRate: 100 }
+const defaults: EndToEndOptions = { sessions: 50, turnsPerSession: 20, closedTurnsPerSession: 20, workers: 1, pacedRate: 100 }
 
 /** The bench once per format of `--format` (default: OpenAI Chat Completions). */
 export const runFormats = async (options: EndToEndOptions = defaults): Promise<Row[]> => {
   const rows: Row[] = []
-  // `--turns <n>`: turns per session (half paced, half in the three closed-loop rounds); more for steadier ratios
-  const turns = Number(argument("turns") ?? options.turnsPerSession)
-  if (!Number.isInteger(turns) || turns < 6) throw new Error("--turns must be an integer of at least 6")
-  for (const format of formats(["openai"])) rows.push(...(await run({ ...options, turnsPerSession: turns, format })))
+  // `--turns <n>`: turns per session of the closed-loop rounds together; more for steadier ratios
+  const turns = Number(argument("turns") ?? options.closedTurnsPerSession ?? options.turnsPerSession)
+  if (!Number.isInteger(turns) || turns < 3) throw new Error("--turns must be an integer of at least 3")
+  for (const format of formats(["openai"])) rows.push(...(await run({ ...options, closedTurnsPerSession: turns, format })))
   return rows
 }
 
@@ -159,7 +163,7 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         // (each session still sends its turns in order), so the numbers are
         // latencies under load, not queueing behind 50 outstanding requests.
         const latencies: number[] = []
-        const perSession = Math.max(1, Math.floor(options.turnsPerSession / 2))
+        const perSession = Math.max(1, options.turnsPerSession)
         const interval = (1000 * options.sessions) / options.pacedRate
         yield* Effect.promise(() =>
           Promise.all(
@@ -183,7 +187,7 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         )
         yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([echo.stop(), echoPg.stop()])))
         const ROUNDS = 3
-        const perRound = Math.max(1, Math.floor(perSession / ROUNDS))
+        const perRound = Math.max(1, Math.floor((options.closedTurnsPerSession ?? options.turnsPerSession) / ROUNDS))
         const closedLoop = async (subjectRoot: string, first: number) => {
           const started = performance.now()
           await Promise.all(ids.map(async (id) => {

@@ -8,7 +8,7 @@
 //   npm run bench -- assembly --format all      (assembly, e2e: the request formats, one or `all`;
 //                                                default assembly Anthropic + OpenAI, e2e OpenAI)
 //   npm run bench -- e2e --profile              (e2e: the worker under --cpu-prof; its self time by group)
-//   npm run bench -- e2e --turns 120            (e2e: turns per session, default 40; more: steadier ratios)
+//   npm run bench -- e2e --turns 120            (e2e: closed-loop turns per session, default 20; more: steadier ratios)
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Assembly from "./Assembly.ts"

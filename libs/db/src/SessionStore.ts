@@ -35,6 +35,7 @@
  * `test/StoreContract.test.ts` run against both).
  */
 import type { Conversation } from "@ctxd/contracts"
+import { Spans } from "@ctxd/observe"
 import { Data, Effect, Layer, Option } from "effect"
 import { Database, DatabaseError, type DatabaseUnavailable } from "./Database.ts"
 import { COMMIT_TURN, COMMIT_TURN_V7, COMMIT_TURN_V9, type CommitRow, FIND_TURN, LIST_TURNS, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
@@ -88,6 +89,11 @@ export interface CommitTurn {
   readonly messages: ReadonlyArray<NewMessage>
   /** The reply, stored as JSON so a retry of the turn gets it back. */
   readonly reply: unknown
+  /**
+   * The reply's UTF-8 JSON text, when the caller encoded it already (to send
+   * it): stored as it is, not encoded again. It must be `reply`'s JSON.
+   */
+  readonly replyUtf8?: Uint8Array | undefined
   /** The writer's shard lease; when present the commit is applied only while that lease is current. */
   readonly fence?: Fence | undefined
   /**
@@ -228,7 +234,7 @@ const outcome = (
 /** The parameters of {@link COMMIT_TURN}; fails as Postgres did for a reply jsonb could not hold. */
 const commitParams = (input: CommitTurn): Effect.Effect<ReadonlyArray<unknown>, DatabaseError> =>
   Effect.suspend(() => {
-    const reply = JSON.stringify(input.reply) ?? "null"
+    const reply = input.replyUtf8 ?? JSON.stringify(input.reply) ?? "null"
     if (ReplyCodec.hasNul(reply)) {
       return Effect.fail(
         new DatabaseError({ message: "unsupported Unicode escape sequence: \\u0000 in the reply", code: "22P05" }),
@@ -254,8 +260,6 @@ const commitParams = (input: CommitTurn): Effect.Effect<ReadonlyArray<unknown>, 
     ])
   })
 
-/** Spans on the turn path capture no stack trace (measured: a stack trace per commit showed in the e2e profile). */
-const NO_STACK = { captureStackTrace: false } as const
 
 /** The session store: `findTurn`, `loadMessages`, `commitTurn`. Needs a migrated {@link Database}. */
 export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/SessionStore", {
@@ -273,7 +277,7 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
           rows[0] === undefined ? Effect.succeedNone : Effect.asSome(toTurn(rows[0])),
         ),
         logFailure("session store: findTurn"),
-        Effect.withSpan("SessionStore.findTurn", NO_STACK),
+        Spans.span("SessionStore.findTurn"),
       )
 
     /**
@@ -291,7 +295,7 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
           rows.map((row) => ({ seq: row.seq, message: row.content, tokens: row.tokens, encoding: row.encoding })),
         ),
         logFailure("session store: loadMessages"),
-        Effect.withSpan("SessionStore.loadMessages", NO_STACK),
+        Spans.span("SessionStore.loadMessages"),
       )
 
     /**
@@ -311,10 +315,7 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
         ),
         Effect.flatMap(({ rows }) => outcome(input, rows[0])),
         logFailure("session store: commitTurn"),
-        Effect.withSpan("SessionStore.commitTurn", {
-          ...NO_STACK,
-          attributes: { messages: input.messages.length, fenced: input.fence !== undefined },
-        }),
+        Spans.span("SessionStore.commitTurn", { attributes: { messages: input.messages.length, fenced: input.fence !== undefined } }),
       )
 
     /** The session's newest committed turns, newest first, at most `limit` (none for an unknown session). */
@@ -322,7 +323,7 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
       db.query<{ turn_id: string; first_seq: number; last_seq: number; created_at: Date }>(LIST_TURNS, [tenant, session, limit]).pipe(
         Effect.map(({ rows }) => rows.map((r) => ({ turnId: r.turn_id, firstSeq: r.first_seq, lastSeq: r.last_seq, createdAt: r.created_at }))),
         logFailure("session store: listTurns"),
-        Effect.withSpan("SessionStore.listTurns", NO_STACK),
+        Spans.span("SessionStore.listTurns"),
       )
 
     return { findTurn, loadMessages, commitTurn, listTurns } as const
@@ -386,14 +387,15 @@ export const makeMemory = (options: MemoryOptions = {}): SessionStore => {
         const lastSeq = current?.messages.at(-1)?.seq ?? 0
         if (lastSeq !== input.expectedLastSeq) return outcome(input, { status: "conflict", actual_last_seq: lastSeq } as CommitRow)
         const messages = JSON.stringify(input.messages.map((m) => m.message))
-        if (ReplyCodec.hasNul(JSON.stringify(input.reply) ?? "null") || ReplyCodec.hasNul(messages)) {
+        if (ReplyCodec.hasNul(input.replyUtf8 ?? JSON.stringify(input.reply) ?? "null") || ReplyCodec.hasNul(messages)) {
           return Effect.fail(new DatabaseError({ message: "unsupported Unicode escape sequence: \\u0000", code: "22P05" }))
         }
         const session: MemorySession = current ?? { messages: [], turns: new Map() }
         const firstSeq = lastSeq + 1
         input.messages.forEach((m, i) => session.messages.push({ seq: firstSeq + i, message: clone(m.message), tokens: m.tokens, encoding: m.encoding }))
         const last = lastSeq + input.messages.length
-        session.turns.set(input.turnId, { turnId: input.turnId, requestHash: input.requestHash, reply: clone(input.reply), firstSeq, lastSeq: last, createdAt: new Date() })
+        const reply = input.replyUtf8 === undefined ? clone(input.reply) : JSON.parse(Buffer.from(input.replyUtf8).toString("utf8"))
+        session.turns.set(input.turnId, { turnId: input.turnId, requestHash: input.requestHash, reply, firstSeq, lastSeq: last, createdAt: new Date() })
         sessions.set(key(input.tenant, input.session), session)
         return Effect.succeed({ firstSeq, lastSeq: last })
       }),

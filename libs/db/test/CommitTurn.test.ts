@@ -240,7 +240,13 @@ describe("ctxd_commit_turn", () => {
     expect(ReplyCodec.hasNul(JSON.stringify({ t: "\\\u0000" }))).toBe(true)
     expect(ReplyCodec.hasNul(JSON.stringify({ t: "\\u0000" }))).toBe(false)
     expect(ReplyCodec.hasNul(JSON.stringify({ t: "\\\\u0000" }))).toBe(false)
+    // the same on the UTF-8 bytes the worker sends and stores
+    const utf8 = (value: unknown) => new TextEncoder().encode(JSON.stringify(value))
+    expect(ReplyCodec.hasNul(utf8({ t: "a\u0000b" }))).toBe(true)
+    expect(ReplyCodec.hasNul(utf8({ t: "\\u0000" }))).toBe(false)
+    expect(ReplyCodec.hasNul(utf8({ t: "😀 ü" }))).toBe(false)
     expect(ReplyCodec.decode(ReplyCodec.encode(JSON.stringify({ t: "😀 ü" })))).toEqual({ t: "😀 ü" })
+    expect(ReplyCodec.decode(ReplyCodec.encode(utf8({ t: "😀 ü" })))).toEqual({ t: "😀 ü" })
     expect(() => ReplyCodec.decode(Buffer.from([9, 1, 2]))).toThrow(/codec 9/)
   })
 })

@@ -72,6 +72,18 @@ describe("SessionStore", () => {
       }),
     )
 
+    it.effect("stores a reply given as UTF-8 JSON as it is (encoded once: the bytes sent are the bytes a retry gets)", () =>
+      Effect.gen(function* () {
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        const reply = { ok: true, turnId: "t1", note: "déjà vu 😀" }
+        // the bytes win over the value: they are what was sent
+        const utf8 = new TextEncoder().encode(JSON.stringify({ ...reply, sent: true }))
+        yield* commit(session, "t1", 0, [text("user", "hi")], { reply, replyUtf8: utf8 })
+        expect(Option.getOrThrow(yield* store.findTurn("acme", session, "t1")).reply).toEqual({ ...reply, sent: true })
+      }),
+    )
+
     it.effect("keeps a message's full structure (tool calls, results, images, opaque blocks)", () =>
       Effect.gen(function* () {
         const store = yield* SessionStore.SessionStore
@@ -192,6 +204,9 @@ describe("SessionStore", () => {
         expect(error).toMatchObject({ _tag: "DatabaseError", code: "22P05" })
         const badReply = yield* commit(session, "t1", 0, [text("user", "ok")], { reply: { text: "\u0000" } }).pipe(Effect.flip)
         expect(badReply._tag).toBe("DatabaseError")
+        // the same when the reply comes encoded already
+        const badUtf8 = yield* commit(session, "t1", 0, [text("user", "ok")], { replyUtf8: new TextEncoder().encode(JSON.stringify({ text: "\u0000" })) }).pipe(Effect.flip)
+        expect(badUtf8).toMatchObject({ _tag: "DatabaseError", code: "22P05" })
         expect(yield* rowCounts).toEqual(before)
         // and the session is still usable from seq 0
         expect(yield* commit(session, "t1", 0, [text("user", "ok")])).toEqual({ firstSeq: 1, lastSeq: 1 })

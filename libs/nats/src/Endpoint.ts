@@ -98,7 +98,11 @@ const ReplyTypeId: unique symbol = Symbol.for("@ctxd/nats/Endpoint/Reply")
 /** A reply with more than a JSON value: ready bytes and/or NATS headers. Make one with {@link reply}. */
 export interface Reply {
   readonly [ReplyTypeId]: typeof ReplyTypeId
-  /** The JSON value to encode, when `bytes` is absent. */
+  /**
+   * The JSON value to encode, when `bytes` is absent; with `bytes`, the value
+   * they encode (its `ok` and `turnId` go into the reference reply of a reply
+   * sent by object store).
+   */
   readonly value?: unknown
   /** The payload as is (e.g. another service's reply being relayed). */
   readonly bytes?: Uint8Array | undefined
@@ -106,8 +110,9 @@ export interface Reply {
 }
 
 /**
- * A reply carrying `bytes` as they are (not re-encoded) or the JSON `value`,
- * with `headers` (a `MsgHdrs`, or a record of header names to values).
+ * A reply carrying `bytes` as they are (not re-encoded: a relayed reply, or
+ * `value` encoded already) or the JSON `value`, with `headers` (a `MsgHdrs`,
+ * or a record of header names to values).
  */
 export const reply = (options: {
   readonly value?: unknown
@@ -251,7 +256,7 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
             if (Exit.isSuccess(exit)) {
               const value = exit.value
               const headers = isReply(value) ? value.headers : undefined
-              if (isReply(value) && value.bytes !== undefined) return respond(value.bytes, headers)
+              if (isReply(value) && value.bytes !== undefined) return respond(value.bytes, headers, value.value)
               const json = isReply(value) ? value.value : value
               const { bytes, error } = encodeReply(json)
               return error === undefined

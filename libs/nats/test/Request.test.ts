@@ -77,7 +77,7 @@ describe("Request", () => {
         // outside a trace: no header, no parent
         const plain = yield* Request.request(subject, Json.encode({}), { timeoutMs: 2_000 }).pipe(Effect.map((msg) => msg.json<{ traceparent: string; parent?: unknown }>()))
         expect(plain).toEqual({ traceparent: "" })
-      }),
+      }).pipe(Effect.withTracer(Spans.nativeRecorder)),
     )
   })
 

@@ -44,7 +44,7 @@ describe("TraceContext.parse", () => {
   })
 })
 
-describe("TraceContext.continueFrom / headersOf", () => {
+describe("TraceContext.continueFrom / headersOf (spans recorded)", () => {
   it.effect("runs the effect as a child of the caller's span", () =>
     Effect.gen(function* () {
       const span = yield* Effect.currentSpan.pipe(
@@ -53,7 +53,7 @@ describe("TraceContext.continueFrom / headersOf", () => {
       )
       expect(span.traceId).toBe(TRACE)
       expect(Option.map(span.parent, (p) => p.spanId)).toEqual(Option.some(SPAN))
-    }),
+    }).pipe(Effect.withTracer(Spans.nativeRecorder)),
   )
 
   it.effect("leaves the effect alone without a valid traceparent", () =>
@@ -73,7 +73,7 @@ describe("TraceContext.continueFrom / headersOf", () => {
       expect(written).toEqual({ traceparent: `00-${TRACE}-${span.spanId}-01` })
       const remote = yield* TraceContext.headersOf.pipe(TraceContext.continueFrom(headers({ traceparent: header, tracestate: "k=v" })))
       expect(remote).toEqual({ traceparent: header, tracestate: "k=v" })
-    }),
+    }).pipe(Effect.withTracer(Spans.nativeRecorder)),
   )
 
   it.effect("Spans.child makes a span only inside a trace", () =>
@@ -82,6 +82,13 @@ describe("TraceContext.continueFrom / headersOf", () => {
       expect(Option.isNone(outside)).toBe(true)
       const inside = yield* Effect.currentSpan.pipe(Spans.child("io"), Spans.span("turn"))
       expect(inside.name).toBe("io")
+    }).pipe(Effect.withTracer(Spans.nativeRecorder)),
+  )
+
+  it.effect("with no tracer recording, a caller's traceparent is passed on as it is", () =>
+    Effect.gen(function* () {
+      const written = yield* TraceContext.headersOf.pipe(Spans.span("client"), TraceContext.continueFrom(headers({ traceparent: header })))
+      expect(written).toEqual({ traceparent: header })
     }),
   )
 })

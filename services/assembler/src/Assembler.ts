@@ -41,6 +41,12 @@ const BLOCKING_COMPACTION_TIMEOUT = "60 seconds"
 const callMemoryId = (tenant: string, session: string, callId: string): string =>
   `m-${createHash("sha256").update(`${tenant}\u0000${session}\u0000${callId}`).digest("hex").slice(0, 32)}`
 
+/** A turn's answer: the reply, and its UTF-8 JSON when encoded already (to send as it is). */
+export interface Answer {
+  readonly reply: Turn.TurnReply
+  readonly utf8?: Uint8Array | undefined
+}
+
 export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Assembler", {
   scoped: Effect.gen(function* () {
     const config = yield* AssemblerConfig
@@ -159,8 +165,8 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const stages = (carry: Carry.Carry): Effect.Effect<Exclude<TurnStages.Outcome, { readonly _tag: "Need" }>> =>
       Effect.flatMap(Spans.recording, (traced) => (traced ? tracedStages(carry) : plainStages(carry)))
 
-    /** A turn's reply, and whether it was committed now (false: a stored reply replayed). */
-    type Answered = { readonly reply: Turn.TurnReply; readonly fresh: boolean }
+    /** A turn's reply (and its UTF-8 JSON when encoded already), and whether it was committed now (false: a stored reply replayed). */
+    type Answered = { readonly reply: Turn.TurnReply; readonly utf8?: Uint8Array | undefined; readonly fresh: boolean }
 
     /** A commit conflict, with the state to refresh for the next attempt. */
     type Conflict = Commit.Conflict & { readonly state: SessionState.SessionState }
@@ -203,6 +209,8 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         }
         const refs = Decode.refs(decoded)
         const reply: Turn.TurnReply = refs === undefined ? outcome.reply : { ...outcome.reply, refs }
+        // encoded once: the same bytes are stored and sent
+        const utf8 = Buffer.from(JSON.stringify(reply))
         const fresh = outcome.carry.count!.fresh
         const committed = yield* Commit.commit(store, leases, {
           tenant,
@@ -213,6 +221,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           family: state.family,
           rows: fresh,
           reply,
+          replyUtf8: utf8,
           length: { agent, turns: SessionState.turnsAfter(state, fresh) },
           user: request.options?.user,
         }).pipe(Spans.span("ctxd.commit", { attributes: { "ctxd.messages.new": fresh.length } }))
@@ -223,7 +232,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const job = outcome.carry.compaction!.schedule
         if (job !== undefined) yield* compaction.schedule(job)
         yield* TurnMetrics.record(reply.report)
-        return [{ reply, fresh: true } as Answered, state] as const
+        return [{ reply, utf8, fresh: true } as Answered, state] as const
       })
 
     /** One turn, with whether it was committed now (false: a replay of a stored reply). */
@@ -246,10 +255,15 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const refs = Decode.refs(decoded)
         if (refs !== undefined) prefixes.remember(tenant, session, refs)
         return answered
-      }).pipe(Effect.annotateLogs({ tenant, session }), Effect.withLogSpan("turn"))
+        // (its log lines carry tenant, session and shard from `Routing`)
+      }).pipe(Effect.withLogSpan("turn"))
 
-    /** Handles one turn request (raw bytes) for `tenant`/`session`: the span `ctxd.turn`, its outcome and duration counted. */
-    const turn = (tenant: string, session: string, data: Uint8Array): Effect.Effect<Turn.TurnReply, Errors.WireError> =>
+    /**
+     * Handles one turn request (raw bytes) for `tenant`/`session`: the span
+     * `ctxd.turn`, its outcome and duration counted. The reply, with its
+     * UTF-8 JSON when it was encoded already (a fresh turn's, as stored).
+     */
+    const turn = (tenant: string, session: string, data: Uint8Array): Effect.Effect<Answer, Errors.WireError> =>
       Effect.gen(function* () {
         const started = yield* Clock.currentTimeNanos
         const exit = yield* Effect.exit(handle(tenant, session, data))
@@ -279,7 +293,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
                 "ctxd.counter.backend": report.counter.backend,
               }),
         })
-        return yield* Effect.map(exit, ({ reply }) => reply)
+        return yield* Effect.map(exit, ({ reply, utf8 }): Answer => ({ reply, utf8 }))
       }).pipe(Spans.span("ctxd.turn", { kind: "server", attributes: { "ctxd.tenant": tenant, "ctxd.session": session } }))
 
     /**

@@ -92,6 +92,8 @@ export interface Input {
   readonly family: string
   readonly rows: ReadonlyArray<{ readonly message: SessionStore.NewMessage["message"]; readonly tokens: number }>
   readonly reply: Turn.TurnReply
+  /** `reply`'s UTF-8 JSON, encoded once: stored, and sent as the answer. */
+  readonly replyUtf8?: Uint8Array | undefined
   /** The session's agent and turns once this commit is stored, recorded with it for the history of session lengths. */
   readonly length?: SessionStore.Length | undefined
   /** The turn's `options.user`, recorded for the session (deleting a user's data). */
@@ -117,6 +119,7 @@ export const commit = (
         expectedLastSeq: input.expectedLastSeq,
         messages: input.rows.map((r) => ({ message: r.message, tokens: r.tokens, encoding: input.family })),
         reply: input.reply,
+        replyUtf8: input.replyUtf8,
         fence: fence.value,
         length: input.length,
         user: input.user,

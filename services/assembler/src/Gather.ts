@@ -42,6 +42,9 @@ export interface Gathered {
   readonly memoryAny: boolean | undefined
 }
 
+/** The successes of a tuple of reads. */
+type ReadsOf<T extends ReadonlyArray<Effect.Effect<unknown, unknown, unknown>>> = { -readonly [K in keyof T]: Effect.Effect.Success<T[K]> }
+
 export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
   effect: Effect.gen(function* () {
     const store = yield* SessionStore.SessionStore
@@ -142,15 +145,18 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
         input.memoryTools === undefined || input.memory === undefined ? memoryAnyOf({ tenant: input.tenant, agent: input.agent, user: input.user }) : Effect.succeed(undefined),
         Turn.isWorkspaceRef(input.system) ? workspaces.read(input.system, input.tenant, input.workspaceCache ?? true) : Effect.succeed(undefined),
       ] as const
-      // a fiber per read only when two or more have to wait (a read answered from memory is its own exit)
+      const apply = ([rows, knowledge, summary, lengths, memoryAny, workspace]: ReadsOf<typeof reads>): Gathered => {
+        SessionState.advance(state, { _tag: "Loaded", rows })
+        if (summary !== undefined) SessionState.advance(state, { _tag: "SummaryRead", latest: summary.s })
+        return { state, knowledge, lengths, memoryAny, workspace }
+      }
+      // all answered from memory (each read its own exit: the usual turn of a cached session): no runtime steps
+      if (reads.every((read) => Exit.isExit(read) && Exit.isSuccess(read))) {
+        return Effect.sync(() => apply(reads.map((read) => (read as Exit.Success<unknown, never>).value) as unknown as ReadsOf<typeof reads>))
+      }
+      // a fiber per read only when two or more have to wait
       const waiting = reads.filter((read) => !Exit.isExit(read)).length
-      return Effect.all(reads, { concurrency: waiting > 1 ? "unbounded" : undefined }).pipe(
-        Effect.map(([rows, knowledge, summary, lengths, memoryAny, workspace]) => {
-          SessionState.advance(state, { _tag: "Loaded", rows })
-          if (summary !== undefined) SessionState.advance(state, { _tag: "SummaryRead", latest: summary.s })
-          return { state, knowledge, lengths, memoryAny, workspace }
-        }),
-      )
+      return Effect.map(Effect.all(reads, { concurrency: waiting > 1 ? "unbounded" : undefined }), apply)
     }
 
     /** Reads the live summary again (after a blocking compaction) into `state`. */

@@ -92,7 +92,7 @@ export const make = (options: {
 
     const local = (tenant: string, session: string, data: Uint8Array) =>
       turns.withPermit(assembler.turn(tenant, session, data)).pipe(
-        Effect.map(answer),
+        Effect.map(({ reply, utf8 }) => Endpoint.reply({ value: reply, bytes: utf8, headers: tags })),
         Effect.catchAll((error) => rejected(error, data.byteLength)),
         Effect.ensuring(Effect.sync(() => void handled++)),
       )

@@ -75,34 +75,35 @@ const once = <M>(key: string, make: () => M): M => {
   return metric
 }
 
+/**
+ * The updates of a turn are applied in one step, with the metrics' own
+ * `unsafeUpdate` (no extra labels: ctxd sets no fiber metric labels), not
+ * as an effect per metric.
+ */
+const NO_LABELS: ReadonlyArray<never> = []
+const update = <T, In, Out>(metric: Metric.Metric<T, In, Out>, value: In) => metric.unsafeUpdate(value, NO_LABELS)
+
 const saved = (mechanism: string, tokens: number) =>
-  Metric.incrementBy(
+  update(
     once(`saved\u0000${mechanism}`, () => Metric.tagged(Metric.tagged(tokensSaved, "mechanism", mechanism), "kind", mechanism)),
     Math.max(0, tokens),
   )
 
 /** Records one answered turn's report (a turn committed now, not a replay). */
-export const record = (report: Turn.Report): Effect.Effect<void> => {
-  const model = MetricLabels.model(report.model)
-  return Effect.all(
-    [
-      Metric.incrementBy(tokensSent, report.tokens.total),
-      saved("window", report.tokens.fullHistory - report.tokens.history - (report.reasoning?.tokensSaved ?? 0)),
-      saved("masking", report.masking?.tokensSaved ?? 0),
-      saved("thinking", report.reasoning?.tokensSaved ?? 0),
-      saved("compression", report.tools?.saved ?? 0),
-      Metric.update(
-        once(`model\u0000${model}`, () => Metric.tagged(promptEstimated, "model", model)),
-        report.tokens.total,
-      ),
-      Metric.incrementBy(virtualCalls, report.virtualCalls?.length ?? 0),
-      Metric.update(utilization, report.utilization),
-      ...(report.waste === undefined ? [] : [Metric.update(wasteRatio, report.waste.ratio)]),
-      ...(report.loop?.verdict.findings ?? []).map((f) => Metric.increment(once(`loop\u0000${f.pattern}`, () => Metric.tagged(loopFlags, "pattern", f.pattern)))),
-    ],
-    { discard: true },
-  )
-}
+export const record = (report: Turn.Report): Effect.Effect<void> =>
+  Effect.sync(() => {
+    const model = MetricLabels.model(report.model)
+    update(tokensSent, report.tokens.total)
+    saved("window", report.tokens.fullHistory - report.tokens.history - (report.reasoning?.tokensSaved ?? 0))
+    saved("masking", report.masking?.tokensSaved ?? 0)
+    saved("thinking", report.reasoning?.tokensSaved ?? 0)
+    saved("compression", report.tools?.saved ?? 0)
+    update(once(`model\u0000${model}`, () => Metric.tagged(promptEstimated, "model", model)), report.tokens.total)
+    update(virtualCalls, report.virtualCalls?.length ?? 0)
+    update(utilization, report.utilization)
+    if (report.waste !== undefined) update(wasteRatio, report.waste.ratio)
+    for (const f of report.loop?.verdict.findings ?? []) update(once(`loop\u0000${f.pattern}`, () => Metric.tagged(loopFlags, "pattern", f.pattern)), 1)
+  })
 
 /**
  * Counts one handled turn in `ctxd_turns_total` and its duration; `report`:
@@ -111,12 +112,13 @@ export const record = (report: Turn.Report): Effect.Effect<void> => {
 export const finished = (outcome: Outcome, seconds: number, report?: Turn.Report | undefined): Effect.Effect<void> => {
   const backend = outcome === "ok" && report !== undefined ? report.counter.backend : "none"
   const exact = outcome === "ok" && report !== undefined ? String(report.counter.exact) : "none"
-  return Effect.zipRight(
-    Metric.increment(
+  return Effect.sync(() => {
+    update(
       once(`turns\u0000${outcome}\u0000${backend}\u0000${exact}`, () =>
         Metric.tagged(Metric.tagged(Metric.tagged(turns, "outcome", outcome), "backend", backend), "exact", exact),
       ),
-    ),
-    Metric.update(once(`duration\u0000${outcome}`, () => Metric.tagged(turnDuration, "outcome", outcome)), seconds),
-  )
+      1,
+    )
+    update(once(`duration\u0000${outcome}`, () => Metric.tagged(turnDuration, "outcome", outcome)), seconds)
+  })
 }

@@ -10,8 +10,8 @@ import { brotliCompressSync, brotliDecompressSync, constants } from "node:zlib"
 
 const BROTLI = 1
 
-/** The stored form of `json` (the reply's JSON text). */
-export const encode = (json: string): Buffer => {
+/** The stored form of `json` (the reply's JSON text, or its UTF-8 bytes). */
+export const encode = (json: string | Uint8Array): Buffer => {
   const body = brotliCompressSync(json, {
     params: { [constants.BROTLI_PARAM_QUALITY]: 0, [constants.BROTLI_PARAM_SIZE_HINT]: json.length },
   })
@@ -33,7 +33,11 @@ export const decode = (stored: Uint8Array): unknown => {
 const NUL_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u0000/
 
 /**
- * True if the JSON text holds U+0000, which Postgres text and jsonb cannot
+ * True if the JSON text (or its UTF-8 bytes) holds U+0000, which Postgres text and jsonb cannot
  * hold: the v1 store (reply as jsonb) rejected such replies, and so does this one.
  */
-export const hasNul = (json: string): boolean => json.includes("\\u0000") && NUL_ESCAPE.test(json)
+export const hasNul = (json: string | Uint8Array): boolean => {
+  if (typeof json === "string") return json.includes("\\u0000") && NUL_ESCAPE.test(json)
+  const bytes = Buffer.from(json.buffer, json.byteOffset, json.byteLength)
+  return bytes.includes("\\u0000") && NUL_ESCAPE.test(bytes.toString("utf8"))
+}
