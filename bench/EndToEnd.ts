@@ -14,6 +14,11 @@
  * (the worker process's user + system time over the closed loops, from
  * `/proc/<pid>/stat`, divided by the turns).
  *
+ * `--refs`: after a session's first turn, requests name its `system` and
+ * `tools` by the refs of its last reply (what `ContextClient` sends by
+ * itself): the request bytes drop to the new messages; the baselines get
+ * the same bytes.
+ *
  * `--turns <n>`: turns per session of the three closed-loop rounds together
  * (default 20; the paced latency phase runs 20 more); more gives steadier
  * ratios.
@@ -47,6 +52,8 @@ export interface EndToEndOptions {
   readonly pacedRate: number
   /** The request format (default OpenAI Chat Completions). */
   readonly format?: Turn.Format | undefined
+  /** Requests name the session's `system` and `tools` by the refs of its last reply, as `ContextClient` does (`--refs`). */
+  readonly refs?: boolean | undefined
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)))
@@ -94,7 +101,8 @@ export const runFormats = async (options: EndToEndOptions = defaults): Promise<R
   // `--turns <n>`: turns per session of the closed-loop rounds together; more for steadier ratios
   const turns = Number(argument("turns") ?? options.closedTurnsPerSession ?? options.turnsPerSession)
   if (!Number.isInteger(turns) || turns < 3) throw new Error("--turns must be an integer of at least 3")
-  for (const format of formats(["openai"])) rows.push(...(await run({ ...options, closedTurnsPerSession: turns, format })))
+  const refs = process.argv.includes("--refs")
+  for (const format of formats(["openai"])) rows.push(...(await run({ ...options, closedTurnsPerSession: turns, format, refs })))
   return rows
 }
 
@@ -129,6 +137,7 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         yield* Effect.addFinalizer(() => Effect.promise(() => nc.drain()))
         const encoder = new TextEncoder()
         const replySizes: number[] = []
+        const refsOf = new Map<string, { system?: string; tools?: string }>()
         let requestBytes = 0
         let requestCount = 0
         const send = async (session: string, turn: number, subjectRoot = root) => {
@@ -141,7 +150,11 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
             { id: session, format: "openai", system: tau!.system, tools: tau!.tools, turns: [{ messages: messages.map((m) => (m!.role === "assistant" ? { role: "assistant", content: String(m!.content ?? "ok") } : m) as OpenAI.Message) }] },
             format,
           ).turns
-          const body = { turnId: `t${turn}`, model: Workloads.defaultModel(format), system: tau!.system, ...fields }
+          const body: Record<string, unknown> = { turnId: `t${turn}`, model: Workloads.defaultModel(format), system: tau!.system, ...fields }
+          // --refs: the session's system and tools named by the hashes its last reply gave (as ContextClient sends them)
+          const named = options.refs === true ? refsOf.get(session) : undefined
+          if (named?.system !== undefined && body["system"] !== undefined) body["system"] = { ref: named.system }
+          if (named?.tools !== undefined && body["tools"] !== undefined) body["tools"] = { ref: named.tools }
           const data = encoder.encode(JSON.stringify(body))
           const started = performance.now()
           const reply = await nc.request(`${subjectRoot}.v1.turn.bench.${session}`, data, { timeout: 10_000 })
@@ -151,8 +164,9 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
             requestBytes += data.length
             requestCount++
           }
-          const parsed = reply.json<{ ok: boolean; error?: unknown }>()
+          const parsed = reply.json<{ ok: boolean; error?: unknown; refs?: { system?: string; tools?: string } }>()
           if (!parsed.ok) throw new Error(`turn failed: ${JSON.stringify(parsed.error)}`)
+          if (subjectRoot === root && parsed.refs !== undefined) refsOf.set(session, parsed.refs)
           return elapsed
         }
         // Warm-up: first turn of every session (cold sessions, connection pools).
@@ -209,7 +223,7 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
           rates.echoPg.push(yield* Effect.promise(() => closedLoop(`${root}_pg`, nextTurn)))
           nextTurn += perRound
         }
-        const label = `e2e ${options.workers} worker${options.workers > 1 ? "s" : ""}, ${options.sessions} sessions${format === "openai" ? "" : `, ${format}`}`
+        const label = `e2e ${options.workers} worker${options.workers > 1 ? "s" : ""}, ${options.sessions} sessions${format === "openai" ? "" : `, ${format}`}${options.refs === true ? ", by ref" : ""}`
         const p50 = quantile(latencies, 0.5)
         const throughput = quantile(rates.ctxd, 0.5)
         const ofEcho = throughput / quantile(rates.echo, 0.5)

@@ -25,7 +25,7 @@ import { AssemblerConfig, pinned } from "./AssemblerConfig.ts"
 import * as Commit from "./Commit.ts"
 import { Compaction } from "./Compaction.ts"
 import * as Decode from "./Decode.ts"
-import { Gather } from "./Gather.ts"
+import { Gather, type Gathered } from "./Gather.ts"
 import * as Prefixes from "./Prefixes.ts"
 import * as SessionActor from "./SessionActor.ts"
 import * as SessionState from "./SessionState.ts"
@@ -171,6 +171,60 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     /** A commit conflict, with the state to refresh for the next attempt. */
     type Conflict = Commit.Conflict & { readonly state: SessionState.SessionState }
 
+    /** The stages' carry for a turn on the gathered state (plain calls: no runtime steps). */
+    const beginStages = (
+      turnConfig: AssemblerConfig["Type"],
+      ids: { readonly tenant: string; readonly session: string },
+      decoded: Decode.Decoded,
+      gathered: Gathered,
+      now: number,
+    ): Carry.Carry => {
+      const { state, workspace } = gathered
+      const { request } = decoded
+      return TurnStages.begin({
+        config: turnConfig,
+        tenant: ids.tenant,
+        session: ids.session,
+        request,
+        state,
+        knowledge: gathered.knowledge,
+        local: gather.localFor(request.model),
+        thresholds: compaction.thresholds,
+        now,
+        lengths: gathered.lengths,
+        workspace,
+        memoryAny: gathered.memoryAny,
+        normalized: Decode.normalized(decoded, () => Normalize.openCalls(state.messages.map((r) => r.message), state.callIds, state.answered), workspace),
+      })
+    }
+
+    /** What a built turn commits: its new messages and its reply, the reply encoded once (the same bytes are stored and sent). */
+    const commitInput = (
+      ids: { readonly tenant: string; readonly session: string },
+      decoded: Decode.Decoded,
+      state: SessionState.SessionState,
+      outcome: Extract<TurnStages.Outcome, { readonly _tag: "Done" }>,
+      agent: string,
+    ): Commit.Input & { readonly replyUtf8: Uint8Array } => {
+      const { request, hash } = decoded
+      const refs = Decode.refs(decoded)
+      const reply: Turn.TurnReply = refs === undefined ? outcome.reply : { ...outcome.reply, refs }
+      const fresh = outcome.carry.count!.fresh
+      return {
+        tenant: ids.tenant,
+        session: ids.session,
+        turnId: request.turnId,
+        hash,
+        expectedLastSeq: state.lastSeq,
+        family: state.family,
+        rows: fresh,
+        reply,
+        replyUtf8: Buffer.from(JSON.stringify(reply)),
+        length: { agent, turns: SessionState.turnsAfter(state, fresh) },
+        user: request.options?.user,
+      }
+    }
+
     /** One attempt at the turn on the session's state (after a conflict: on that attempt's state, refreshed). */
     const attempt = (ids: { readonly tenant: string; readonly session: string }, decoded: Decode.Decoded, cached: SessionState.SessionState | undefined, previous: Conflict | undefined) =>
       Effect.gen(function* () {
@@ -185,21 +239,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           .gather({ tenant, session, model: request.model, agent, user, memoryTools, memory: memory.enabled, system: request.system, workspaceCache, cached: base, refresh: previous !== undefined })
           .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": base !== undefined } }))
         const now = yield* Clock.currentTimeMillis
-        const carry = TurnStages.begin({
-          config: turnConfig,
-          tenant,
-          session,
-          request,
-          state,
-          knowledge,
-          local: gather.localFor(request.model),
-          thresholds: compaction.thresholds,
-          now,
-          lengths,
-          workspace,
-          memoryAny,
-          normalized: Decode.normalized(decoded, () => Normalize.openCalls(state.messages.map((r) => r.message), state.callIds, state.answered), workspace),
-        })
+        const carry = beginStages(turnConfig, ids, decoded, { state, knowledge, lengths, workspace, memoryAny }, now)
         const outcome = yield* stages(carry)
         if (outcome._tag === "Rejected") {
           // a retried turn whose messages are stored already trips the pairing check: answer it from the store
@@ -207,24 +247,9 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           if (Option.isSome(stored)) return [{ reply: yield* Commit.replay(request.turnId, hash, stored.value), fresh: false } as Answered, state] as const
           return yield* Effect.fail(new Errors.BadRequest({ message: outcome.message, ...(outcome.path === undefined ? {} : { path: outcome.path }) }))
         }
-        const refs = Decode.refs(decoded)
-        const reply: Turn.TurnReply = refs === undefined ? outcome.reply : { ...outcome.reply, refs }
-        // encoded once: the same bytes are stored and sent
-        const utf8 = Buffer.from(JSON.stringify(reply))
-        const fresh = outcome.carry.count!.fresh
-        const committed = yield* Commit.commit(store, leases, {
-          tenant,
-          session,
-          turnId: request.turnId,
-          hash,
-          expectedLastSeq: state.lastSeq,
-          family: state.family,
-          rows: fresh,
-          reply,
-          replyUtf8: utf8,
-          length: { agent, turns: SessionState.turnsAfter(state, fresh) },
-          user: request.options?.user,
-        }).pipe(Spans.span("ctxd.commit", { attributes: { "ctxd.messages.new": fresh.length } }))
+        const input = commitInput(ids, decoded, state, outcome, agent)
+        const { reply, replyUtf8: utf8 } = input
+        const committed = yield* Commit.commit(store, leases, input).pipe(Spans.span("ctxd.commit", { attributes: { "ctxd.messages.new": input.rows.length } }))
         if (committed._tag === "Conflict") return { ...committed, state } satisfies Conflict
         // its messages are stored but maybe not in this state: drop it
         if (committed._tag === "Replayed") return [{ reply: committed.reply, fresh: false } as Answered, undefined] as const
