@@ -5,7 +5,7 @@
  * reply: a defect or an interruption becomes the `Internal` error envelope.
  *
  * Flow control: at most `maxConcurrent` handlers run at once; further
- * requests wait, and once `maxPending` wait, or once their bytes would not
+ * requests wait in arrival order (`Permits`), and once `maxPending` wait, or once their bytes would not
  * fit the byte budget (`maxInflightBytes`, or the `Admission` budget in
  * context shared by the process's endpoints), new ones are answered `Busy`
  * at once, from the payload's length alone (nothing is decoded). With

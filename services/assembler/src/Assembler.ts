@@ -9,8 +9,11 @@
  * prompt's estimate —, the cache break reason; never prompt text), with a
  * child span per stage (`ctxd.stage.<name>`) holding the I/O that stage
  * asked for (`ctxd.count_tokens`, `ctxd.loop_judge`, `ctxd.compact_now`),
- * and `ctxd.gather` and `ctxd.commit` around the Postgres reads and write.
- * Metrics: `TurnMetrics`.
+ * and `ctxd.gather` and `ctxd.commit` around the Postgres reads and write —
+ * made only while a tracer records them (`Spans`). Metrics: `TurnMetrics`.
+ *
+ * A fresh turn's reply is encoded once: the same UTF-8 JSON is stored with
+ * the commit and sent (`Answer.utf8`).
  */
 import { type MemoryTools, Normalize } from "@ctxd/context"
 import { Errors, type Turn } from "@ctxd/contracts"
@@ -235,11 +238,12 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const { agent, user, memoryTools, memory, workspaceCache } = Options.resolve(turnConfig, tenant, request.options)
         // the session is behind what this state holds: deleted (and maybe started anew) since: start from the store
         const base = previous === undefined ? cached : previous.actualLastSeq < previous.state.lastSeq ? undefined : previous.state
-        const { state, knowledge, lengths, workspace, memoryAny } = yield* gather
+        const gathered = yield* gather
           .gather({ tenant, session, model: request.model, agent, user, memoryTools, memory: memory.enabled, system: request.system, workspaceCache, cached: base, refresh: previous !== undefined })
           .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": base !== undefined } }))
+        const { state } = gathered
         const now = yield* Clock.currentTimeMillis
-        const carry = beginStages(turnConfig, ids, decoded, { state, knowledge, lengths, workspace, memoryAny }, now)
+        const carry = beginStages(turnConfig, ids, decoded, gathered, now)
         const outcome = yield* stages(carry)
         if (outcome._tag === "Rejected") {
           // a retried turn whose messages are stored already trips the pairing check: answer it from the store
