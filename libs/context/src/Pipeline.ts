@@ -316,13 +316,14 @@ const withMemorySection = (input: Input): Input => {
  * the configured compression comes back at the next moment nothing is cached.
  */
 const compressionFor = (input: Input, plan: CachePlanner.Plan): { readonly input: Input; readonly advanced: Run } => {
-  const advanced = runAt(input, undefined)
   const configured = input.options.toolCompression
-  if (configured === undefined || configured === "none" || plan.minCacheable <= 0) return { input, advanced }
+  if (configured === undefined || configured === "none" || plan.minCacheable <= 0) return { input, advanced: runAt(input, undefined) }
   const whole: Input = { ...input, options: { ...input.options, toolCompression: "none" } }
   const previous = plan.previous
   const nothingCached = previous === undefined || plan.cold || plan.viewChanged === true || previous.total < plan.minCacheable
-  if (!nothingCached) return previous.compression === "none" ? { input: whole, advanced: runAt(whole, undefined) } : { input, advanced }
+  // while the cache is warm the previous turn's choice stands: one run (not the configured one first, then whole)
+  if (!nothingCached) return previous.compression === "none" ? { input: whole, advanced: runAt(whole, undefined) } : { input, advanced: runAt(input, undefined) }
+  const advanced = runAt(input, undefined)
   if (advanced.shape.total >= plan.minCacheable) return { input, advanced }
   const alt = runAt(whole, undefined)
   const better = alt.shape.total >= plan.minCacheable && CachePlanner.costOf(plan, alt.shape).cost < CachePlanner.costOf(plan, advanced.shape).cost
