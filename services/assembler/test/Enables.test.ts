@@ -1,16 +1,9 @@
 /** The feature enables among the turn options: `promptCache` and `compaction` (the others: `loop.policy: off`, `tokenBackend`). */
-import type { Conversation, Turn } from "@ctxd/contracts"
+import type { Turn } from "@ctxd/contracts"
 import { describe, expect, it } from "vitest"
 import * as LocalTurns from "../src/LocalTurns.ts"
+import { local } from "./Helpers.ts"
 
-const words = (text: string) => Math.ceil(text.length / 4)
-const local = {
-  encoding: "o200k_base",
-  countText: words,
-  countTools: (tools: ReadonlyArray<Conversation.Tool>) => words(JSON.stringify(tools)),
-  countMessage: (m: Conversation.Message) => words(JSON.stringify(m.parts)),
-  countSystem: (system: ReadonlyArray<Conversation.SystemSection>) => words(system.map((s) => s.text).join("")),
-}
 const tools = [{ name: "read_file", description: "Reads a file.", input_schema: { type: "object", properties: { path: { type: "string" } } } }]
 
 describe("options.promptCache", () => {

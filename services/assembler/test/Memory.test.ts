@@ -4,19 +4,12 @@
  * what the report says, and what each knob changes.
  */
 import { MemoryRecall } from "@ctxd/context"
-import type { Conversation, Turn } from "@ctxd/contracts"
+import type { Turn } from "@ctxd/contracts"
 import { describe, expect, it } from "vitest"
 import * as LocalTurns from "../src/LocalTurns.ts"
+import { local } from "./Helpers.ts"
 import type * as Carry from "../src/turn/Carry.ts"
 
-const words = (text: string) => Math.ceil(text.length / 4)
-const local = {
-  encoding: "o200k_base",
-  countText: words,
-  countTools: (tools: ReadonlyArray<Conversation.Tool>) => words(JSON.stringify(tools)),
-  countMessage: (m: Conversation.Message) => words(JSON.stringify(m.parts)),
-  countSystem: (system: ReadonlyArray<Conversation.SystemSection>) => words(system.map((s) => s.text).join("")),
-}
 const NOW = Date.parse("2026-11-26T00:00:00Z")
 
 const memories: ReadonlyArray<MemoryRecall.Candidate> = [

@@ -6,18 +6,11 @@ import { LoopState } from "@ctxd/loop-detector"
 import { describe, expect, it } from "vitest"
 import * as AssemblerConfig from "../src/AssemblerConfig.ts"
 import * as LocalTurns from "../src/LocalTurns.ts"
+import { local, words } from "./Helpers.ts"
 import * as SessionState from "../src/SessionState.ts"
 import type * as Carry from "../src/turn/Carry.ts"
 import * as TurnStages from "../src/turn/Turn.ts"
 
-const words = (text: string) => Math.ceil(text.length / 4)
-const local = {
-  encoding: "o200k_base",
-  countText: words,
-  countTools: (tools: ReadonlyArray<Conversation.Tool>) => words(JSON.stringify(tools)),
-  countMessage: (m: Conversation.Message) => words(JSON.stringify(m.parts)),
-  countSystem: (system: ReadonlyArray<Conversation.SystemSection>) => words(system.map((s) => s.text).join("")),
-}
 const config: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, sections: AssemblerConfig.noSections, defaultToolsets: [] }
 const model = { provider: "openai", name: "gpt-4o" } as const
 
