@@ -1,13 +1,11 @@
-import type { Conversation } from "@ctxd/contracts"
 import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { Database, Migrations, SessionStore } from "../src/index.ts"
+import { text } from "./Helpers.ts"
 import * as ReplyCodec from "../src/internal/replyCodec.ts"
 
 const Store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(TestDatabase.layer))
-
-const text = (role: Conversation.Role, t: string): Conversation.Message => ({ role, parts: [{ type: "text", text: t }] })
 
 let counter = 0
 const fresh = () => `c${++counter}`

@@ -1,15 +1,14 @@
-import { type Conversation, Session } from "@ctxd/contracts"
+import { Session } from "@ctxd/contracts"
 import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Either, Layer, Option, Schema } from "effect"
 import { Database, LifecycleStore, Migrations, SessionStore } from "../src/index.ts"
+import { text } from "./Helpers.ts"
 
 const Stores = Layer.mergeAll(SessionStore.layer, LifecycleStore.layer).pipe(
   Layer.provide(Migrations.layer),
   Layer.provideMerge(TestDatabase.layer),
 )
-
-const text = (role: Conversation.Role, t: string): Conversation.Message => ({ role, parts: [{ type: "text", text: t }] })
 
 let counter = 0
 const fresh = () => `s${++counter}`

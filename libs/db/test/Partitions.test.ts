@@ -1,10 +1,8 @@
-import type { Conversation } from "@ctxd/contracts"
 import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Option, Schedule } from "effect"
 import { Database, Migrations, Partitions, SessionStore } from "../src/index.ts"
-
-const text = (role: Conversation.Role, t: string): Conversation.Message => ({ role, parts: [{ type: "text", text: t }] })
+import { text } from "./Helpers.ts"
 
 /** A migrated (up to `upTo`) throwaway schema, its pool without statement timeout, and a store on it. */
 const setup = (upTo = Infinity) =>

@@ -5,13 +5,11 @@
  * migration applies on a fresh schema and on one at version 6 (where
  * commits of the previous release keep working).
  */
-import type { Conversation } from "@ctxd/contracts"
 import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Database, Migrations, SessionLengthStore, SessionStore } from "../src/index.ts"
-
-const text = (role: Conversation.Role, t: string): Conversation.Message => ({ role, parts: [{ type: "text", text: t }] })
+import { text } from "./Helpers.ts"
 
 let counter = 0
 const fresh = () => `len${++counter}`

@@ -3,34 +3,13 @@ import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, HashMap, Layer, Logger, Option } from "effect"
 import { Database, Migrations, SessionStore } from "../src/index.ts"
+import { commit, text } from "./Helpers.ts"
 
 const Store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(TestDatabase.layer))
-
-const text = (role: Conversation.Role, t: string): Conversation.Message => ({ role, parts: [{ type: "text", text: t }] })
 
 let counter = 0
 /** A session name no other test uses. */
 const fresh = () => `s${++counter}`
-
-const commit = (
-  session: string,
-  turnId: string,
-  expectedLastSeq: number,
-  messages: ReadonlyArray<Conversation.Message>,
-  overrides: Partial<SessionStore.CommitTurn> = {},
-) =>
-  Effect.flatMap(SessionStore.SessionStore, (store) =>
-    store.commitTurn({
-      tenant: "acme",
-      session,
-      turnId,
-      requestHash: `hash-${turnId}`,
-      expectedLastSeq,
-      messages: messages.map((message, i) => ({ message, tokens: 10 + i, encoding: "o200k_base" })),
-      reply: { ok: true, turnId },
-      ...overrides,
-    }),
-  )
 
 const rowCounts = Effect.gen(function* () {
   const db = yield* Database.Database

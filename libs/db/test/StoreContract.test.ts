@@ -1,32 +1,17 @@
 // The store contract, run against both layers: Postgres (a migrated throwaway
 // schema) and memory (`layerMemory`), so replay and unit tests on the memory
 // layer see what the worker sees on Postgres.
-import type { Conversation } from "@ctxd/contracts"
 import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { KnowledgeStore, Migrations, SessionStore, UsageStore } from "../src/index.ts"
+import { commit, text } from "./Helpers.ts"
 
 const postgres = Layer.mergeAll(SessionStore.layer, KnowledgeStore.layer, UsageStore.layer).pipe(Layer.provide(Migrations.layer), Layer.provide(TestDatabase.layer))
 const memory = Layer.mergeAll(SessionStore.layerMemory(), KnowledgeStore.layerMemory, UsageStore.layerMemory)
 
-const text = (role: Conversation.Role, t: string): Conversation.Message => ({ role, parts: [{ type: "text", text: t }] })
-
 let n = 0
 const fresh = () => `contract-${++n}`
-
-const commit = (session: string, turnId: string, expectedLastSeq: number, messages: ReadonlyArray<Conversation.Message>, reply: unknown = { ok: true, turnId }) =>
-  Effect.flatMap(SessionStore.SessionStore, (store) =>
-    store.commitTurn({
-      tenant: "acme",
-      session,
-      turnId,
-      requestHash: `hash-${turnId}`,
-      expectedLastSeq,
-      messages: messages.map((message, i) => ({ message, tokens: 10 + i, encoding: "o200k_base" })),
-      reply,
-    }),
-  )
 
 for (const [name, stores] of [
   ["postgres", postgres],
@@ -70,7 +55,7 @@ for (const [name, stores] of [
           if (again._tag === "TurnExists") expect(again.stored).toMatchObject({ turnId: "t1", requestHash: "hash-t1", firstSeq: 1, lastSeq: 1 })
           const stale = yield* Effect.flip(commit(session, "t2", 0, [text("user", "late")]))
           expect(stale).toMatchObject({ _tag: "SeqConflict", expectedLastSeq: 0, actualLastSeq: 1 })
-          const nul = yield* Effect.flip(commit(session, "t3", 1, [text("user", "x")], { text: "a\u0000b" }))
+          const nul = yield* Effect.flip(commit(session, "t3", 1, [text("user", "x")], { reply: { text: "a\u0000b" } }))
           expect(nul).toMatchObject({ _tag: "DatabaseError", code: "22P05" })
           expect((yield* store.loadMessages("acme", session, 0)).map((m) => m.message)).toEqual([text("user", "hi")])
           expect((yield* store.listTurns("acme", session, 10)).map((t) => t.turnId)).toEqual(["t1"])
