@@ -75,9 +75,20 @@ export const toolsTtl = (marks: SystemMarks): Ttl => (marks.hour === -1 ? "5m" :
 export const cacheControl = (ttl: Ttl): Record<string, unknown> =>
   ttl === "1h" ? { type: "ephemeral", ttl: "1h" } : { type: "ephemeral" }
 
+// the keys of the sessions rendered last (a turn renders its session's key once per planner candidate)
+const recentKeys = new Map<string, string>()
+
 /** OpenAI `prompt_cache_key`: `"ctxd-"` + the first 32 hex digits of sha256(`tenant/session`). */
-export const promptCacheKey = (tenant: string, session: string): string =>
-  `ctxd-${createHash("sha256").update(`${tenant}/${session}`).digest("hex").slice(0, 32)}`
+export const promptCacheKey = (tenant: string, session: string): string => {
+  const id = `${tenant}/${session}`
+  let key = recentKeys.get(id)
+  if (key === undefined) {
+    key = `ctxd-${createHash("sha256").update(id).digest("hex").slice(0, 32)}`
+    if (recentKeys.size >= 1_024) recentKeys.delete(recentKeys.keys().next().value!)
+    recentKeys.set(id, key)
+  }
+  return key
+}
 
 /**
  * The user notes every renderer appends after the view, after the last

@@ -219,7 +219,7 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
       return saved === undefined ? ref : { ...ref, thinned: true }
     }),
     systemKey: systemKeyOf(input.system),
-    toolsKey: digest([level.toolCompression, ...compressed.tools.map((t) => t.name)], compressed.tokens),
+    toolsKey: toolsKeyOf(compressed.tools, level.toolCompression, compressed.tokens),
     systemTokens: input.systemTokens,
     toolsTokens: compressed.tokens,
     total,
@@ -236,6 +236,20 @@ const systemKeyOf = (system: ReadonlyArray<Conversation.SystemSection>): string 
   if (key === undefined) {
     key = digest(system.map((x) => x.text))
     systemKeys.set(system, key)
+  }
+  return key
+}
+
+/** The digest of the tools sent, once per tools array and compression (the compressed tools of a turn's attempts are shared). */
+const toolsKeys = new WeakMap<ReadonlyArray<Conversation.Tool>, Map<string, string>>()
+const toolsKeyOf = (tools: ReadonlyArray<Conversation.Tool>, compression: string, tokens: number): string => {
+  let byCompression = toolsKeys.get(tools)
+  if (byCompression === undefined) toolsKeys.set(tools, (byCompression = new Map()))
+  const id = `${compression}\u0000${tokens}`
+  let key = byCompression.get(id)
+  if (key === undefined) {
+    key = digest([compression, ...tools.map((t) => t.name)], tokens)
+    byCompression.set(id, key)
   }
   return key
 }

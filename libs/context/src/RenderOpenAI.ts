@@ -23,6 +23,7 @@ import type { Conversation } from "@ctxd/contracts"
 import * as CacheLayout from "./CacheLayout.ts"
 import * as Foreign from "./internal/Foreign.ts"
 import type * as RenderAnthropic from "./RenderAnthropic.ts"
+import * as RenderedJson from "./RenderedJson.ts"
 
 /** What to render: the Anthropic renderer's input plus the session (for `prompt_cache_key`). */
 export interface RenderInput extends RenderAnthropic.RenderInput {
@@ -128,28 +129,35 @@ const tool = (t: Conversation.Tool): Json => {
   return { type: "function", function: fn }
 }
 
+// messages, tool results and tools rendered once per source object (`RenderedJson`)
+const messagesOnce = RenderedJson.memo()
+const toolsOnce = RenderedJson.memo()
+
 /** Renders `input` into an OpenAI Chat Completions request body. */
 export const render = (input: RenderInput): Rendered => {
   const messages: Array<Json> = []
-  const system = input.system
-    .filter((s) => s.text.trim() !== "")
-    .map((s) => s.text)
-    .join("\n\n")
-  if (system !== "") messages.push({ role: "system", content: system })
+  const system = RenderedJson.once(messagesOnce, input.system, () => ({
+    role: "system",
+    content: input.system
+      .filter((s) => s.text.trim() !== "")
+      .map((s) => s.text)
+      .join("\n\n"),
+  }))
+  if (system["content"] !== "") messages.push(system)
   for (const message of input.messages) {
     switch (message.role) {
       case "system":
-        messages.push(systemMessage(message))
+        messages.push(RenderedJson.once(messagesOnce, message, () => systemMessage(message)))
         break
       case "user":
-        messages.push(userMessage(message))
+        messages.push(RenderedJson.once(messagesOnce, message, () => userMessage(message)))
         break
       case "assistant":
-        messages.push(assistantMessage(message))
+        messages.push(RenderedJson.once(messagesOnce, message, () => assistantMessage(message)))
         break
       case "tool":
         for (const p of message.parts) {
-          if (p.type === "tool_result") messages.push({ role: "tool", tool_call_id: p.callId, content: resultContent(p) })
+          if (p.type === "tool_result") messages.push(RenderedJson.once(messagesOnce, p, () => ({ role: "tool", tool_call_id: p.callId, content: resultContent(p) })))
         }
         break
     }
@@ -159,7 +167,7 @@ export const render = (input: RenderInput): Rendered => {
   const body: Json = { model: input.model.name, messages }
   const functions = input.tools.filter((t) => !Foreign.isHosted(t))
   if (functions.length > 0) {
-    body["tools"] = CacheLayout.orderTools(functions, input.toolOrder).map(tool)
+    body["tools"] = CacheLayout.orderTools(functions, input.toolOrder).map((t) => RenderedJson.once(toolsOnce, t, () => tool(t), t.inputSchema))
   }
   body["prompt_cache_key"] = key
   body["max_completion_tokens"] = input.model.maxOutputTokens

@@ -15,9 +15,10 @@
  * A fresh turn's reply is encoded once: the same UTF-8 JSON is stored with
  * the commit and sent (`Answer.utf8`).
  */
-import { type MemoryTools, Normalize } from "@ctxd/context"
+import { type MemoryTools, Normalize, RenderedJson } from "@ctxd/context"
 import { Errors, type Turn } from "@ctxd/contracts"
 import { MemoryStore, SessionStore } from "@ctxd/db"
+import { Json } from "@ctxd/nats"
 import { Judge } from "@ctxd/loop-detector"
 import { Spans } from "@ctxd/observe"
 import { ShardLeases } from "@ctxd/sharding"
@@ -222,7 +223,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         family: state.family,
         rows: fresh,
         reply,
-        replyUtf8: Buffer.from(JSON.stringify(reply)),
+        replyUtf8: Json.utf8(RenderedJson.stringify(reply)),
         length: { agent, turns: SessionState.turnsAfter(state, fresh) },
         user: request.options?.user,
       }

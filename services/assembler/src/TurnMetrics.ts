@@ -19,7 +19,7 @@
  */
 import type { Turn } from "@ctxd/contracts"
 import { MetricLabels } from "@ctxd/observe"
-import { Effect, Metric, MetricBoundaries } from "effect"
+import { Effect, Metric, MetricBoundaries, MetricLabel } from "effect"
 
 const turns = Metric.counter("ctxd_turns_total", {
   description: "turns handled as the shard's owner, by outcome (ok, replayed, or the error code), with the counter backend and exactness of ok turns (none otherwise)",
@@ -60,34 +60,37 @@ export type Outcome = string
 export const outcomeOf = (code: string): Outcome => code.replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase()
 
 /**
- * `Metric.tagged` builds a new metric key (hashing its tags) on every call:
- * the tagged metrics are made once per label set instead (a few hundred at
- * most: outcomes, backends, mechanisms, models, patterns; the map is
- * cleared should it ever pass 1,024).
+ * Metrics with labels are updated through the base metric with one label
+ * array kept per label set: Effect finds a metric's state by that array's
+ * identity (a `WeakMap`), where a `Metric.tagged` metric makes a new array
+ * — and so a new metric key, hashed — on every update. The arrays hold the
+ * labels in the order `Metric.tagged` would (the same metric keys). A few
+ * hundred label sets at most (outcomes, backends, mechanisms, models,
+ * patterns); the map is cleared should it ever pass 1,024.
  */
-const taggedMetrics = new Map<string, unknown>()
-const once = <M>(key: string, make: () => M): M => {
-  let metric = taggedMetrics.get(key) as M | undefined
-  if (metric === undefined) {
-    if (taggedMetrics.size >= 1_024) taggedMetrics.clear()
-    taggedMetrics.set(key, (metric = make()))
+const labelSets = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
+const labels = (...pairs: ReadonlyArray<string>): ReadonlyArray<MetricLabel.MetricLabel> => {
+  const key = pairs.join("\u0000")
+  let set = labelSets.get(key)
+  if (set === undefined) {
+    if (labelSets.size >= 1_024) labelSets.clear()
+    const made: Array<MetricLabel.MetricLabel> = []
+    for (let i = 0; i + 1 < pairs.length; i += 2) made.push(MetricLabel.make(pairs[i]!, pairs[i + 1]!))
+    labelSets.set(key, (set = made))
   }
-  return metric
+  return set
 }
 
 /**
  * The updates of a turn are applied in one step, with the metrics' own
- * `unsafeUpdate` (no extra labels: ctxd sets no fiber metric labels), not
- * as an effect per metric.
+ * `unsafeUpdate` (ctxd sets no fiber metric labels), not as an effect per
+ * metric.
  */
 const NO_LABELS: ReadonlyArray<never> = []
-const update = <T, In, Out>(metric: Metric.Metric<T, In, Out>, value: In) => metric.unsafeUpdate(value, NO_LABELS)
+const update = <T, In, Out>(metric: Metric.Metric<T, In, Out>, value: In, set: ReadonlyArray<MetricLabel.MetricLabel> = NO_LABELS) =>
+  metric.unsafeUpdate(value, set)
 
-const saved = (mechanism: string, tokens: number) =>
-  update(
-    once(`saved\u0000${mechanism}`, () => Metric.tagged(Metric.tagged(tokensSaved, "mechanism", mechanism), "kind", mechanism)),
-    Math.max(0, tokens),
-  )
+const saved = (mechanism: string, tokens: number) => update(tokensSaved, Math.max(0, tokens), labels("mechanism", mechanism, "kind", mechanism))
 
 /** Records one answered turn's report (a turn committed now, not a replay). */
 export const record = (report: Turn.Report): Effect.Effect<void> =>
@@ -98,11 +101,11 @@ export const record = (report: Turn.Report): Effect.Effect<void> =>
     saved("masking", report.masking?.tokensSaved ?? 0)
     saved("thinking", report.reasoning?.tokensSaved ?? 0)
     saved("compression", report.tools?.saved ?? 0)
-    update(once(`model\u0000${model}`, () => Metric.tagged(promptEstimated, "model", model)), report.tokens.total)
+    update(promptEstimated, report.tokens.total, labels("model", model))
     update(virtualCalls, report.virtualCalls?.length ?? 0)
     update(utilization, report.utilization)
     if (report.waste !== undefined) update(wasteRatio, report.waste.ratio)
-    for (const f of report.loop?.verdict.findings ?? []) update(once(`loop\u0000${f.pattern}`, () => Metric.tagged(loopFlags, "pattern", f.pattern)), 1)
+    for (const f of report.loop?.verdict.findings ?? []) update(loopFlags, 1, labels("pattern", f.pattern))
   })
 
 /**
@@ -113,12 +116,7 @@ export const finished = (outcome: Outcome, seconds: number, report?: Turn.Report
   const backend = outcome === "ok" && report !== undefined ? report.counter.backend : "none"
   const exact = outcome === "ok" && report !== undefined ? String(report.counter.exact) : "none"
   return Effect.sync(() => {
-    update(
-      once(`turns\u0000${outcome}\u0000${backend}\u0000${exact}`, () =>
-        Metric.tagged(Metric.tagged(Metric.tagged(turns, "outcome", outcome), "backend", backend), "exact", exact),
-      ),
-      1,
-    )
-    update(once(`duration\u0000${outcome}`, () => Metric.tagged(turnDuration, "outcome", outcome)), seconds)
+    update(turns, 1, labels("outcome", outcome, "backend", backend, "exact", exact))
+    update(turnDuration, seconds, labels("outcome", outcome))
   })
 }
