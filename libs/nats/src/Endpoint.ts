@@ -44,7 +44,7 @@
 import type { Errors } from "@ctxd/contracts"
 import { TraceContext } from "@ctxd/observe"
 import type { Msg, MsgHdrs } from "@nats-io/transport-node"
-import { Duration, Effect, Either, Exit, FiberSet, Option, type Scope } from "effect"
+import { Cause, Duration, Effect, Either, Exit, FiberRef, FiberSet, HashMap, Option, type Scope } from "effect"
 import * as Admission from "./Admission.ts"
 import * as Json from "./Json.ts"
 import * as LargePayload from "./LargePayload.ts"
@@ -89,6 +89,11 @@ export interface ServeOptions<R> {
   readonly tenantOf?: ((subject: string) => string | undefined) | undefined
   /** How long handlers in flight may take to finish when the scope closes; default 10 s. */
   readonly drainTimeoutMs?: number | undefined
+  /**
+   * Log annotations of a request (read from its subject), beside `endpoint`:
+   * on every line its handler logs. Default: none.
+   */
+  readonly logAnnotations?: ((subject: string) => Readonly<Record<string, unknown>> | undefined) | undefined
   /** Computes the JSON reply value. Cannot fail: map errors to an error envelope. */
   readonly handler: (request: Request) => Effect.Effect<unknown, never, R>
 }
@@ -280,27 +285,29 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
               ),
             onSuccess: handle,
           }),
-          Effect.ensuring(Effect.sync(() => void state.running--)),
         )
       })
-      return slots.withPermit(work).pipe(
-        Effect.onInterrupt(() =>
-          Effect.suspend(() => {
-            if (!started) state.waiting--
-            const message = state.draining
-              ? "the worker is shutting down; retry"
-              : "the request was interrupted; retry"
-            return respond(Json.encode(errorReply(state.draining ? "Unavailable" : "Internal", message)))
-          }),
-        ),
-        Effect.ensuring(
-          Effect.sync(() => {
-            state.bytes -= size
-            if (tenant === undefined) budget.release(size)
-            else budget.releaseFor(tenant, size)
-          }),
-        ),
-        annotate,
+      // one finalizer (each is several runtime steps): the counters, and the answer to an interrupted request
+      const finish = (exit: Exit.Exit<void>) =>
+        Effect.suspend(() => {
+          if (started) state.running--
+          else state.waiting--
+          state.bytes -= size
+          if (tenant === undefined) budget.release(size)
+          else budget.releaseFor(tenant, size)
+          if (Exit.isSuccess(exit) || !Cause.isInterruptedOnly(exit.cause)) return Effect.void
+          const message = state.draining ? "the worker is shutting down; retry" : "the request was interrupted; retry"
+          return respond(Json.encode(errorReply(state.draining ? "Unavailable" : "Internal", message)))
+        })
+      // the request's own fiber: its log annotations are set once, not scoped (nothing runs on it after)
+      const extra = options.logAnnotations?.(msg.subject)
+      return Effect.zipRight(
+        FiberRef.update(FiberRef.currentLogAnnotations, (current) => {
+          let annotations = HashMap.set(current, "endpoint", options.subject as unknown)
+          if (extra !== undefined) for (const key of Object.keys(extra)) annotations = HashMap.set(annotations, key, extra[key])
+          return annotations
+        }),
+        Effect.onExit(slots.withPermit(work), finish),
       )
     }
 

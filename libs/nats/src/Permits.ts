@@ -34,14 +34,19 @@ export const unsafeMake = (permits: number): Permits => {
     if (next === undefined) taken--
     else Deferred.unsafeDone(next, Exit.void)
   }
-  const released = Effect.sync(release)
+  // inside the uninterruptible region: the exit taken, the permit returned, the exit passed on (fewer steps than `ensuring`)
+  const holding = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.flatMap(Effect.exit(self), (exit) => {
+      release()
+      return exit
+    })
 
   const withPermit = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.uninterruptibleMask((restore) =>
       Effect.suspend(() => {
         if (taken < size) {
           taken++
-          return Effect.ensuring(restore(self), released)
+          return holding(restore(self))
         }
         const turn = Deferred.unsafeMake<void>(FiberId.none)
         waiters.push(turn)
@@ -55,7 +60,7 @@ export const unsafeMake = (permits: number): Permits => {
             }),
           ),
         )
-        return Effect.zipRight(wait, Effect.ensuring(restore(self), released))
+        return Effect.zipRight(wait, holding(restore(self)))
       }),
     )
 

@@ -21,7 +21,7 @@
  * current span up through `Effect.currentSpan` (which fails, with an
  * `Error` and its stack, when there is none): they read the context.
  */
-import { Effect, Option, Tracer } from "effect"
+import { Context, Effect, Option, Tracer } from "effect"
 
 /** Span options (Effect's), without stack capture. */
 export type Options = Omit<Tracer.SpanOptions, "captureStackTrace">
@@ -65,11 +65,19 @@ export const child =
     )
   }
 
-/** Sets attributes on the current local span (a no-op without one). Undefined values are skipped. */
-export const annotate = (attributes: Readonly<Record<string, string | number | boolean | undefined>>): Effect.Effect<void> =>
-  Effect.flatMap(current, (span) =>
-    Effect.sync(() => {
-      if (Option.isNone(span) || span.value._tag !== "Span") return
-      for (const [key, value] of Object.entries(attributes)) if (value !== undefined) span.value.attribute(key, value)
-    }),
-  )
+/**
+ * Sets attributes on the current local span (a no-op without one). Undefined
+ * values are skipped. `attributes` may be a function, called only when there
+ * is a span to annotate. One runtime step.
+ */
+export const annotate = (
+  attributes: Readonly<Record<string, string | number | boolean | undefined>> | (() => Readonly<Record<string, string | number | boolean | undefined>>),
+): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) => {
+    const span = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
+    if (Option.isNone(span) || span.value._tag !== "Span") return Effect.void
+    for (const [key, value] of Object.entries(typeof attributes === "function" ? attributes() : attributes)) {
+      if (value !== undefined) span.value.attribute(key, value)
+    }
+    return Effect.void
+  })

@@ -23,7 +23,7 @@ import { Judge } from "@ctxd/loop-detector"
 import { Spans } from "@ctxd/observe"
 import { ShardLeases } from "@ctxd/sharding"
 import { TokenCounter } from "@ctxd/token-counter"
-import { Cause, Clock, Effect, Exit, Option } from "effect"
+import { Cause, Clock, Effect, Either, Exit, Option } from "effect"
 import { createHash } from "node:crypto"
 import { AssemblerConfig, pinned } from "./AssemblerConfig.ts"
 import * as Commit from "./Commit.ts"
@@ -261,32 +261,34 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         SessionState.advance(state, TurnStages.committed(outcome.carry))
         const job = outcome.carry.compaction!.schedule
         if (job !== undefined) yield* compaction.schedule(job)
-        yield* TurnMetrics.record(reply.report)
+        TurnMetrics.record(reply.report)
         return [{ reply, utf8, fresh: true } as Answered, state] as const
       })
 
     /** One turn, with whether it was committed now (false: a replay of a stored reply). */
-    const handle = (tenant: string, session: string, data: Uint8Array) =>
-      Effect.gen(function* () {
-        const decoded = yield* Decode.turn(data, prefixes, { tenant, session })
-        const { request } = decoded
-        yield* Spans.annotate({
-          "ctxd.turn.id": request.turnId,
-          "ctxd.format": request.format,
-          "gen_ai.system": request.model.provider,
-          "gen_ai.request.model": request.model.name,
-        })
-        const answered = yield* actors
+    const handle = (tenant: string, session: string, data: Uint8Array): Effect.Effect<Answered, Errors.WireError> =>
+      Effect.suspend(() => {
+        const decoded = Decode.turn(data, prefixes, { tenant, session })
+        if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
+        const { request } = decoded.right
+        // the session may name these parts by ref from now on
+        const refs = Decode.refs(decoded.right)
+        const answered = actors
           .withSession(SessionActor.key(tenant, session), (cached) =>
-            Commit.retrying((previous: Conflict | undefined) => attempt({ tenant, session }, decoded, cached, previous)),
+            Commit.retrying((previous: Conflict | undefined) => attempt({ tenant, session }, decoded.right, cached, previous)),
           )
           .pipe(Effect.annotateLogs({ turn: request.turnId }))
-        // the session may name these parts by ref from now on
-        const refs = Decode.refs(decoded)
-        if (refs !== undefined) prefixes.remember(tenant, session, refs)
-        return answered
-        // (its log lines carry tenant, session and shard from `Routing`)
-      }).pipe(Effect.withLogSpan("turn"))
+        // (its log lines carry tenant, session and shard from the endpoint)
+        return Effect.zipRight(
+          Spans.annotate(() => ({
+            "ctxd.turn.id": request.turnId,
+            "ctxd.format": request.format,
+            "gen_ai.system": request.model.provider,
+            "gen_ai.request.model": request.model.name,
+          })),
+          refs === undefined ? answered : Effect.tap(answered, () => prefixes.remember(tenant, session, refs)),
+        )
+      })
 
     /**
      * Handles one turn request (raw bytes) for `tenant`/`session`: the span
@@ -294,36 +296,40 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
      * UTF-8 JSON when it was encoded already (a fresh turn's, as stored).
      */
     const turn = (tenant: string, session: string, data: Uint8Array): Effect.Effect<Answer, Errors.WireError> =>
-      Effect.gen(function* () {
-        const started = yield* Clock.currentTimeNanos
-        const exit = yield* Effect.exit(handle(tenant, session, data))
-        const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
-        const outcome = Exit.match(exit, {
-          onSuccess: ({ fresh }) => (fresh ? "ok" : "replayed"),
-          onFailure: (cause) =>
-            Option.match(Cause.failureOption(cause), {
-              onSome: (error) => TurnMetrics.outcomeOf(Errors.codeOf(error)),
-              onNone: () => (Cause.isInterruptedOnly(cause) ? "interrupted" : "internal"),
-            }),
-        })
-        const report = Exit.isSuccess(exit) ? exit.value.reply.report : undefined
-        yield* TurnMetrics.finished(outcome, seconds, report)
-        yield* Spans.annotate({
-          "ctxd.turn.outcome": outcome,
-          ...(report === undefined
-            ? {}
-            : {
-                "ctxd.tokens.in": report.tokens.system + report.tokens.tools + report.tokens.memory + report.tokens.fullHistory,
-                "ctxd.tokens.out": report.tokens.total,
-                "ctxd.tokens.budget": report.tokens.budget,
-                "ctxd.messages.sent": report.messages.sent,
-                "ctxd.cache.break_reason": report.cache.reason,
-                "ctxd.cache.expected_read_tokens": report.cache.expectedReadTokens,
-                "ctxd.compaction.trigger": report.compaction?.trigger,
-                "ctxd.counter.backend": report.counter.backend,
+      Effect.clockWith((clock) => {
+        const started = clock.unsafeCurrentTimeNanos()
+        return Effect.flatMap(Effect.exit(handle(tenant, session, data)), (exit) => {
+          const seconds = Number(clock.unsafeCurrentTimeNanos() - started) / 1e9
+          const outcome = Exit.match(exit, {
+            onSuccess: ({ fresh }) => (fresh ? "ok" : "replayed"),
+            onFailure: (cause) =>
+              Option.match(Cause.failureOption(cause), {
+                onSome: (error) => TurnMetrics.outcomeOf(Errors.codeOf(error)),
+                onNone: () => (Cause.isInterruptedOnly(cause) ? "interrupted" : "internal"),
               }),
+          })
+          const report = Exit.isSuccess(exit) ? exit.value.reply.report : undefined
+          TurnMetrics.finished(outcome, seconds, report)
+          const answer: Effect.Effect<Answer, Errors.WireError> = Exit.isSuccess(exit) ? Effect.succeed({ reply: exit.value.reply, utf8: exit.value.utf8 }) : exit
+          return Effect.zipRight(
+            Spans.annotate(() => ({
+              "ctxd.turn.outcome": outcome,
+              ...(report === undefined
+                ? {}
+                : {
+                    "ctxd.tokens.in": report.tokens.system + report.tokens.tools + report.tokens.memory + report.tokens.fullHistory,
+                    "ctxd.tokens.out": report.tokens.total,
+                    "ctxd.tokens.budget": report.tokens.budget,
+                    "ctxd.messages.sent": report.messages.sent,
+                    "ctxd.cache.break_reason": report.cache.reason,
+                    "ctxd.cache.expected_read_tokens": report.cache.expectedReadTokens,
+                    "ctxd.compaction.trigger": report.compaction?.trigger,
+                    "ctxd.counter.backend": report.counter.backend,
+                  }),
+            })),
+            answer,
+          )
         })
-        return yield* Effect.map(exit, ({ reply, utf8 }): Answer => ({ reply, utf8 }))
       }).pipe(Spans.span("ctxd.turn", { kind: "server", attributes: { "ctxd.tenant": tenant, "ctxd.session": session } }))
 
     /**

@@ -19,7 +19,7 @@
 import { SessionLengths } from "@ctxd/context"
 import { SessionLengthStore } from "@ctxd/db"
 import { Lru } from "@ctxd/tokens"
-import { Cause, Clock, Context, Deferred, Effect, FiberSet, Layer, Option, type Scope } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Exit, FiberSet, Layer, Option, type Scope } from "effect"
 
 /**
  * The defaults: a histogram is read again after 300 s (at most every 30 s
@@ -98,33 +98,43 @@ export const make = (
       )
     }
 
-    const get = (tenant: string, agent: string): Effect.Effect<SessionLengths.Histogram | undefined> =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        // look up and claim the read in one synchronous step: no other fiber can start a second one
-        Effect.fiberIdWith((fiberId) => {
-          const key = `${tenant}\u0000${agent}`
-          let entry = entries.get(key)
-          if (entry === undefined) {
-            entry = { histogram: undefined, staleAt: now, reading: undefined, readingSince: now }
-            entries.set(key, entry)
-          }
-          let started: Effect.Effect<unknown> = Effect.void
-          if (entry.reading === undefined && now >= entry.staleAt) {
-            const done = Deferred.unsafeMake<SessionLengths.Histogram | undefined>(fiberId)
-            entry.reading = done
-            entry.readingSince = now
-            started = read(entry, done, tenant, agent)
-          }
-          const { histogram, reading } = entry
-          // nothing known yet: wait for the read until it has taken waitMs (turns that come meanwhile share that wait)
-          const wait = entry.readingSince + waitMs - now
-          const answer =
-            histogram !== undefined || reading === undefined || wait <= 0
-              ? Effect.succeed(histogram)
-              : Deferred.await(reading).pipe(Effect.timeoutTo({ duration: wait, onTimeout: () => undefined, onSuccess: (h) => h }))
-          return Effect.zipRight(started, answer)
-        }),
-      )
+    const claim = (tenant: string, agent: string, now: number): Effect.Effect<SessionLengths.Histogram | undefined> =>
+      // look up and claim the read in one synchronous step: no other fiber can start a second one
+      Effect.fiberIdWith((fiberId) => {
+        const key = `${tenant}\u0000${agent}`
+        let entry = entries.get(key)
+        if (entry === undefined) {
+          entry = { histogram: undefined, staleAt: now, reading: undefined, readingSince: now }
+          entries.set(key, entry)
+        }
+        let started: Effect.Effect<unknown> = Effect.void
+        if (entry.reading === undefined && now >= entry.staleAt) {
+          const done = Deferred.unsafeMake<SessionLengths.Histogram | undefined>(fiberId)
+          entry.reading = done
+          entry.readingSince = now
+          started = read(entry, done, tenant, agent)
+        }
+        const { histogram, reading } = entry
+        // nothing known yet: wait for the read until it has taken waitMs (turns that come meanwhile share that wait)
+        const wait = entry.readingSince + waitMs - now
+        const answer =
+          histogram !== undefined || reading === undefined || wait <= 0
+            ? Effect.succeed(histogram)
+            : Deferred.await(reading).pipe(Effect.timeoutTo({ duration: wait, onTimeout: () => undefined, onSuccess: (h) => h }))
+        return Effect.zipRight(started, answer)
+      })
+
+    // the clock of the scope that made the cache (a test's TestClock)
+    const clock = yield* Effect.clock
+    const get = (tenant: string, agent: string): Effect.Effect<SessionLengths.Histogram | undefined> => {
+      // the usual turn: known and fresh, or being read with an answer to give now — the answer as it is (no runtime step)
+      const now = clock.unsafeCurrentTimeMillis()
+      const entry = entries.get(`${tenant}\u0000${agent}`)
+      if (entry !== undefined && (entry.reading !== undefined || now < entry.staleAt)) {
+        if (entry.histogram !== undefined || entry.reading === undefined || entry.readingSince + waitMs - now <= 0) return Exit.succeed(entry.histogram)
+      }
+      return Effect.suspend(() => claim(tenant, agent, clock.unsafeCurrentTimeMillis()))
+    }
 
     return { get }
   })

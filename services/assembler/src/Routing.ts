@@ -14,7 +14,7 @@
 import { Errors, Subjects } from "@ctxd/contracts"
 import { Endpoint, type NatsClient, Permits, Request } from "@ctxd/nats"
 import { type Membership, ShardLeases } from "@ctxd/sharding"
-import { Effect, Option } from "effect"
+import { Cause, Effect, Option } from "effect"
 import { Assembler } from "./Assembler.ts"
 
 const { DIRECT_HEADER, FORWARDED_HEADER, WORKER_HEADER } = Subjects
@@ -90,12 +90,19 @@ export const make = (options: {
         ),
       )
 
-    const local = (tenant: string, session: string, data: Uint8Array) =>
-      turns.withPermit(assembler.turn(tenant, session, data)).pipe(
-        Effect.map(({ reply, utf8 }) => Endpoint.reply({ value: reply, bytes: utf8, headers: tags })),
-        Effect.catchAll((error) => rejected(error, data.byteLength)),
-        Effect.ensuring(Effect.sync(() => void handled++)),
-      )
+    // one step after the turn: counted whatever its end, answered or rejected
+    const local = (tenant: string, session: string, data: Uint8Array): Routed =>
+      Effect.matchCauseEffect(turns.withPermit(assembler.turn(tenant, session, data)), {
+        onSuccess: ({ reply, utf8 }) => {
+          handled++
+          return Effect.succeed(Endpoint.reply({ value: reply, bytes: utf8, headers: tags }))
+        },
+        onFailure: (cause) => {
+          handled++
+          const failure = Cause.failureOption(cause)
+          return Option.isSome(failure) ? rejected(failure.value, data.byteLength) : Effect.failCause(cause as Cause.Cause<never>)
+        },
+      })
 
     /**
      * Sends the request to `owner` and relays its reply. When the owner is not
@@ -158,7 +165,7 @@ export const make = (options: {
           return yield* notOwner(shard, "a forwarded request is not forwarded again")
         }
         return yield* route(shard, ids, data, true)
-      }).pipe(Effect.annotateLogs({ tenant: ids.tenant, session: ids.session, shard }))
+      })
     }
 
     /** A request on this worker's direct subject: handled only while it owns the shard (after a lease round if not). */
@@ -170,12 +177,16 @@ export const make = (options: {
         yield* leases.refreshSoon
         if (yield* leases.isOwner(shard)) return yield* local(ids.tenant, ids.session, data)
         return yield* notOwner(shard, "it is owned by another worker or being handed over")
-      }).pipe(Effect.annotateLogs({ tenant: ids.tenant, session: ids.session, shard }))
+      })
     }
+
+    /** A turn request's log annotations (its endpoint sets them on the request's fiber). */
+    const logAnnotations = (ids: Ids) => ({ tenant: ids.tenant, session: ids.session, shard: leases.shardOf(ids.tenant, ids.session) })
 
     return {
       shared,
       direct,
+      logAnnotations,
       badSubject,
       /** This worker's direct subject prefix. */
       address: self.address,

@@ -209,18 +209,21 @@ export const make = (limits: Limits, shards?: Shards): Effect.Effect<SessionActo
             }),
           )
         }
+        // in the uninterruptible region each step's exit is taken and the entry settled at once (fewer steps than `ensuring`)
         return Effect.uninterruptibleMask((restore) =>
-          Effect.zipRight(
-            restore(lock(entry)),
-            restore(Effect.suspend(() => f(entry.state))).pipe(
-              Effect.map(([result, next]) => {
-                keep(entry, next)
-                return result
-              }),
-              Effect.tapErrorCause(() => Effect.sync(() => keep(entry, undefined))),
-              Effect.ensuring(Effect.sync(() => unlock(entry))),
-            ),
-          ).pipe(Effect.ensuring(Effect.sync(() => release(entry)))),
+          Effect.flatMap(Effect.exit(restore(lock(entry))), (locked) => {
+            if (Exit.isFailure(locked)) {
+              release(entry)
+              return Exit.failCause(locked.cause)
+            }
+            return Effect.flatMap(Effect.exit(restore(Effect.suspend(() => f(entry.state)))), (exit) => {
+              // the state it left, or none after a failure: the next turn reads the store
+              keep(entry, Exit.isSuccess(exit) ? exit.value[1] : undefined)
+              unlock(entry)
+              release(entry)
+              return Exit.map(exit, ([result]) => result)
+            })
+          }),
         )
       })
 

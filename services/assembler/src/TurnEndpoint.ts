@@ -65,13 +65,17 @@ export const serve = (options: TurnEndpointOptions) =>
     }
 
     const prefix = `${routing.address}.turn.`
-    const onDirect = (subject: string, data: Uint8Array) => {
+    const idsOfDirect = (subject: string) => {
       const tokens = subject.startsWith(prefix) ? subject.slice(prefix.length).split(".") : []
-      const ids = tokens.length === 2 ? options.subjects.parseSession(options.subjects.turn(tokens[0]!, tokens[1]!)) : undefined
+      return tokens.length === 2 ? options.subjects.parseSession(options.subjects.turn(tokens[0]!, tokens[1]!)) : undefined
+    }
+    const onDirect = (subject: string, data: Uint8Array) => {
+      const ids = idsOfDirect(subject)
       if (ids === undefined) return routing.badSubject(subject, `${prefix}<tenant>.<session>`)
       return routing.direct(ids, data)
     }
 
+    const annotationsOf = (ids: Routing.Ids | undefined) => (ids === undefined ? undefined : routing.logAnnotations(ids))
     const tenantOfShared = (subject: string) => options.subjects.parseSession(subject)?.tenant
     const tenantOfDirect = (subject: string) => {
       const tenant = subject.startsWith(prefix) ? subject.slice(prefix.length).split(".", 1)[0] : undefined
@@ -88,6 +92,7 @@ export const serve = (options: TurnEndpointOptions) =>
       ...common,
       subject: `${prefix}>`,
       tenantOf: tenantOfDirect,
+      logAnnotations: (subject) => annotationsOf(idsOfDirect(subject)),
       handler: ({ subject, data }) => onDirect(subject, data),
     })
     const shared = yield* Endpoint.serve({
@@ -95,6 +100,7 @@ export const serve = (options: TurnEndpointOptions) =>
       subject: options.subjects.turnWildcard,
       queue: options.queue,
       tenantOf: tenantOfShared,
+      logAnnotations: (subject) => annotationsOf(options.subjects.parseSession(subject)),
       handler: ({ subject, data, headers }) => onShared(subject, data, headers?.get(FORWARDED_HEADER) === "1"),
     })
 

@@ -19,7 +19,7 @@
  */
 import type { Turn } from "@ctxd/contracts"
 import { MetricLabels } from "@ctxd/observe"
-import { Effect, Metric, MetricBoundaries, MetricLabel } from "effect"
+import { Metric, MetricBoundaries, MetricLabel } from "effect"
 
 const turns = Metric.counter("ctxd_turns_total", {
   description: "turns handled as the shard's owner, by outcome (ok, replayed, or the error code), with the counter backend and exactness of ok turns (none otherwise)",
@@ -82,9 +82,8 @@ const labels = (...pairs: ReadonlyArray<string>): ReadonlyArray<MetricLabel.Metr
 }
 
 /**
- * The updates of a turn are applied in one step, with the metrics' own
- * `unsafeUpdate` (ctxd sets no fiber metric labels), not as an effect per
- * metric.
+ * The updates of a turn are plain calls of the metrics' own `unsafeUpdate`
+ * (ctxd sets no fiber metric labels), not an effect per metric.
  */
 const NO_LABELS: ReadonlyArray<never> = []
 const update = <T, In, Out>(metric: Metric.Metric<T, In, Out>, value: In, set: ReadonlyArray<MetricLabel.MetricLabel> = NO_LABELS) =>
@@ -93,30 +92,27 @@ const update = <T, In, Out>(metric: Metric.Metric<T, In, Out>, value: In, set: R
 const saved = (mechanism: string, tokens: number) => update(tokensSaved, Math.max(0, tokens), labels("mechanism", mechanism, "kind", mechanism))
 
 /** Records one answered turn's report (a turn committed now, not a replay). */
-export const record = (report: Turn.Report): Effect.Effect<void> =>
-  Effect.sync(() => {
-    const model = MetricLabels.model(report.model)
-    update(tokensSent, report.tokens.total)
-    saved("window", report.tokens.fullHistory - report.tokens.history - (report.reasoning?.tokensSaved ?? 0))
-    saved("masking", report.masking?.tokensSaved ?? 0)
-    saved("thinking", report.reasoning?.tokensSaved ?? 0)
-    saved("compression", report.tools?.saved ?? 0)
-    update(promptEstimated, report.tokens.total, labels("model", model))
-    update(virtualCalls, report.virtualCalls?.length ?? 0)
-    update(utilization, report.utilization)
-    if (report.waste !== undefined) update(wasteRatio, report.waste.ratio)
-    for (const f of report.loop?.verdict.findings ?? []) update(loopFlags, 1, labels("pattern", f.pattern))
-  })
+export const record = (report: Turn.Report): void => {
+  const model = MetricLabels.model(report.model)
+  update(tokensSent, report.tokens.total)
+  saved("window", report.tokens.fullHistory - report.tokens.history - (report.reasoning?.tokensSaved ?? 0))
+  saved("masking", report.masking?.tokensSaved ?? 0)
+  saved("thinking", report.reasoning?.tokensSaved ?? 0)
+  saved("compression", report.tools?.saved ?? 0)
+  update(promptEstimated, report.tokens.total, labels("model", model))
+  update(virtualCalls, report.virtualCalls?.length ?? 0)
+  update(utilization, report.utilization)
+  if (report.waste !== undefined) update(wasteRatio, report.waste.ratio)
+  for (const f of report.loop?.verdict.findings ?? []) update(loopFlags, 1, labels("pattern", f.pattern))
+}
 
 /**
  * Counts one handled turn in `ctxd_turns_total` and its duration; `report`:
  * the reply's report when the outcome is `ok` (its counter labels the turn).
  */
-export const finished = (outcome: Outcome, seconds: number, report?: Turn.Report | undefined): Effect.Effect<void> => {
+export const finished = (outcome: Outcome, seconds: number, report?: Turn.Report | undefined): void => {
   const backend = outcome === "ok" && report !== undefined ? report.counter.backend : "none"
   const exact = outcome === "ok" && report !== undefined ? String(report.counter.exact) : "none"
-  return Effect.sync(() => {
-    update(turns, 1, labels("outcome", outcome, "backend", backend, "exact", exact))
-    update(turnDuration, seconds, labels("outcome", outcome))
-  })
+  update(turns, 1, labels("outcome", outcome, "backend", backend, "exact", exact))
+  update(turnDuration, seconds, labels("outcome", outcome))
 }
