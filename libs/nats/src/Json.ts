@@ -40,14 +40,17 @@ export const encodeEither = (value: unknown): Either.Either<Uint8Array, Unencoda
  */
 export const encode = (value: unknown): Uint8Array => Either.getOrThrowWith(encodeEither(value), (error) => error)
 
-/** Parses UTF-8 JSON; `Left(MalformedJson)` for bad UTF-8, empty input or a syntax error. */
-export const decode = (data: Uint8Array): Either.Either<unknown, MalformedJson> => {
-  let text: string
+/** The text of UTF-8 bytes; `Left(MalformedJson)` for bad UTF-8. */
+export const text = (data: Uint8Array): Either.Either<string, MalformedJson> => {
   try {
-    text = decoder.decode(data)
+    return Either.right(decoder.decode(data))
   } catch {
     return Either.left(new MalformedJson({ message: "payload is not valid UTF-8" }))
   }
+}
+
+/** Parses JSON text; `Left(MalformedJson)` for empty input or a syntax error. */
+export const parse = (text: string): Either.Either<unknown, MalformedJson> => {
   if (text.trim().length === 0) return Either.left(new MalformedJson({ message: "payload is empty; expected JSON" }))
   try {
     return Either.right(JSON.parse(text) as unknown)
@@ -57,3 +60,6 @@ export const decode = (data: Uint8Array): Either.Either<unknown, MalformedJson> 
     )
   }
 }
+
+/** Parses UTF-8 JSON; `Left(MalformedJson)` for bad UTF-8, empty input or a syntax error. */
+export const decode = (data: Uint8Array): Either.Either<unknown, MalformedJson> => Either.flatMap(text(data), parse)

@@ -286,7 +286,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
             "gen_ai.system": request.model.provider,
             "gen_ai.request.model": request.model.name,
           })),
-          refs === undefined ? answered : Effect.tap(answered, () => prefixes.remember(tenant, session, refs)),
+          refs === undefined ? answered : Effect.tap(answered, () => prefixes.remember(tenant, session, refs, request.format)),
         )
       })
 

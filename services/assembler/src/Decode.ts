@@ -6,6 +6,7 @@ import { Normalize } from "@ctxd/context"
 import { type Conversation, Errors, InputLimits, Issues, Turn } from "@ctxd/contracts"
 import { Json } from "@ctxd/nats"
 import { Effect, Either, type ParseResult, Schema } from "effect"
+import { randomUUID } from "node:crypto"
 import * as Prefixes from "./Prefixes.ts"
 
 /** Renders a parse path the way a JSON user reads it: `messages[3].content`. */
@@ -106,6 +107,54 @@ export interface Decoded {
 
 const KINDS: ReadonlyArray<Prefixes.Kind> = ["system", "tools"]
 
+/** Parts shorter than this are parsed as they come (looking for them costs about what parsing them does). */
+const SPLICE_MIN = 256
+
+/**
+ * What the parse reads where a part was found: a string no request can
+ * hold (a NUL, which the input checks refuse, and a nonce of this process).
+ */
+const MARKER = `\u0000ctxd-part-${randomUUID()}`
+const MARKER_JSON = JSON.stringify(MARKER)
+
+/**
+ * Parses a request's text. The `system` and `tools` the session sent last
+ * that stand in it byte for byte as the cache holds them (as
+ * `JSON.stringify` writes them, as clients that resend them in full
+ * usually do) are cut out first and not parsed again: the parse reads a
+ * marker there. When a marker is not where the part's key is (the text was
+ * found nested, or under a duplicate key), in a request of another format,
+ * or the cut text does not parse, the request's own text is parsed as it is.
+ */
+const parseSpliced = (
+  text: string,
+  prefixes: Prefixes.Prefixes,
+  ids: { readonly tenant: string; readonly session: string },
+): { readonly json: Either.Either<unknown, Json.MalformedJson>; readonly found: Partial<Record<Prefixes.Kind, Prefixes.Entry>> } => {
+  let cut = text
+  let format: Turn.Format | undefined
+  const found: Partial<Record<Prefixes.Kind, Prefixes.Entry>> = {}
+  for (const kind of KINDS) {
+    const last = prefixes.last(ids.tenant, ids.session, kind)
+    const part = last?.entry.text
+    if (part === undefined || part.length < SPLICE_MIN || (format !== undefined && last!.format !== format)) continue
+    const at = cut.indexOf(part)
+    if (at < 0) continue
+    cut = `${cut.slice(0, at)}${MARKER_JSON}${cut.slice(at + part.length)}`
+    format = last!.format
+    found[kind] = last!.entry
+  }
+  if (format === undefined) return { json: Json.parse(text), found }
+  const json = Json.parse(cut)
+  const value = Either.isRight(json) ? json.right : undefined
+  const top = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+  const placed =
+    top !== undefined &&
+    top["format"] === format &&
+    KINDS.every((kind) => found[kind] === undefined || top[kind] === MARKER)
+  return placed ? { json, found } : { json: Json.parse(text), found: {} }
+}
+
 /**
  * A turn request's bytes, decoded for the session `ids`: `system` and
  * `tools` seen before (by content hash) are taken from `prefixes` without
@@ -123,21 +172,26 @@ export const turn = (
   prefixes: Prefixes.Prefixes,
   ids: { readonly tenant: string; readonly session: string },
 ): Either.Either<Decoded, Errors.BadRequest> => {
-  const json = Json.decode(data)
-  if (Either.isLeft(json)) {
-    return Either.left(new Errors.BadRequest({ message: Errors.cap(json.left.message, 300), hint: "send one UTF-8 JSON object per request" }))
-  }
+  const malformed = (error: Json.MalformedJson) =>
+    Either.left(new Errors.BadRequest({ message: Errors.cap(error.message, 300), hint: "send one UTF-8 JSON object per request" }))
+  const text = Json.text(data)
+  if (Either.isLeft(text)) return malformed(text.left)
+  const { json, found } = parseSpliced(text.right, prefixes, ids)
+  if (Either.isLeft(json)) return malformed(json.left)
   const format = formatOf(json.right)
   if (Either.isLeft(format)) return Either.left(format.left)
   const raw = json.right as Record<string, unknown>
   const parts: { system?: Prefixes.Entry; tools?: Prefixes.Entry } = {}
-  const misses: Array<{ readonly kind: Prefixes.Kind; readonly hash: string; readonly bytes: number }> = []
+  const misses: Array<{ readonly kind: Prefixes.Kind; readonly hash: string; readonly bytes: number; readonly text: string }> = []
   let rest = raw
   for (const kind of KINDS) {
     const value = raw[kind]
     if (value === undefined) continue
-    const ref = Prefixes.refOf(value)
-    if (ref !== undefined) {
+    const ref = found[kind] === undefined ? Prefixes.refOf(value) : undefined
+    if (found[kind] !== undefined) {
+      // found in the text as this session sent it last: checked and decoded when it was cached
+      parts[kind] = found[kind]
+    } else if (ref !== undefined) {
       const entry = Prefixes.REF.test(ref) && prefixes.known(ids.tenant, ids.session, kind, ref) ? prefixes.get(format.right, kind, ref) : undefined
       if (entry === undefined) {
         return Either.left(

@@ -12,6 +12,11 @@
  * `JSON.stringify` computes the same hash from what it sends (the reply's
  * `refs` tells it, too).
  *
+ * Per session the part of each kind it sent last is remembered too: a
+ * request that resends it as it was (the entry keeps its JSON text) carries
+ * that text byte for byte, and `Decode` cuts it out of the request before
+ * parsing the rest, rather than parsing and hashing it again.
+ *
  * Both maps live in the worker's memory only: a worker that restarts, or
  * takes over a session from another, knows none of its refs, and answers a
  * ref with `BadRequest` (path `system.ref` / `tools.ref`) telling the caller
@@ -23,7 +28,7 @@ import { hash } from "node:crypto"
 /** The two request fields handled here. */
 export type Kind = "system" | "tools"
 
-/** The defaults: 64 MiB of distinct system and tools JSON kept. */
+/** The defaults: 64 MiB of distinct system and tools JSON kept (each entry holds its text and its decoded value). */
 export const defaults = {
   bytes: 64 * 1024 * 1024,
 } as const
@@ -34,6 +39,8 @@ export interface Entry {
   readonly hash: string
   /** Length of its JSON text (what the cache's byte bound counts). */
   readonly bytes: number
+  /** Its JSON text as `JSON.stringify` writes it (found as it is in a later request, it need not be parsed again). */
+  readonly text?: string | undefined
   /** The field's value as the request schema decoded it. */
   readonly decoded: unknown
   /** Its neutral form, made once on first use (system sections, or tools in the request's format). */
@@ -62,10 +69,10 @@ export const refOf = (value: unknown): string | undefined => {
  * written back (nesting too deep for `JSON.stringify`: the input checks
  * refuse it later).
  */
-export const hashOf = (value: unknown): { readonly hash: string; readonly bytes: number } | undefined => {
+export const hashOf = (value: unknown): { readonly hash: string; readonly bytes: number; readonly text: string } | undefined => {
   try {
     const text = JSON.stringify(value)
-    return text === undefined ? undefined : { hash: sha256(text), bytes: text.length }
+    return text === undefined ? undefined : { hash: sha256(text), bytes: text.length, text }
   } catch {
     return undefined
   }
@@ -86,8 +93,10 @@ export interface Prefixes {
   readonly put: (format: Turn.Format, entry: Entry) => void
   /** Whether `tenant`/`session` sent the part `kind` with `hash` before. */
   readonly known: (tenant: string, session: string, kind: Kind, hash: string) => boolean
-  /** Records that `tenant`/`session` sent these parts (a successful turn). */
-  readonly remember: (tenant: string, session: string, refs: Refs) => void
+  /** Records that `tenant`/`session` sent these parts in `format` (a successful turn). */
+  readonly remember: (tenant: string, session: string, refs: Refs, format: Turn.Format) => void
+  /** The part `kind` `tenant`/`session` sent last, and in which format, while cached. */
+  readonly last: (tenant: string, session: string, kind: Kind) => { readonly format: Turn.Format; readonly entry: Entry } | undefined
   /** Bytes of JSON cached now. */
   readonly bytes: () => number
   /** Entries cached now. */
@@ -112,6 +121,8 @@ export const make = (options: { readonly bytes: number; readonly sessionRefs: nu
   const maxRefs = Math.max(1, Math.floor(options.sessionRefs))
   const entries = new Map<string, Entry>()
   const sessions = new Map<string, true>()
+  // per session and kind, the part it sent last (its format and hash): as many as the session refs
+  const lasts = new Map<string, { readonly format: Turn.Format; readonly hash: string }>()
   let used = 0
   const keyOf = (format: Turn.Format, kind: Kind, hash: string) => `${format}\u0000${kind}\u0000${hash}`
   const refKey = (tenant: string, session: string, kind: Kind, hash: string) => `${tenant}\u0000${session}\u0000${kind}\u0000${hash}`
@@ -147,15 +158,32 @@ export const make = (options: { readonly bytes: number; readonly sessionRefs: nu
     sessions.set(key, true)
     if (sessions.size > maxRefs) sessions.delete(sessions.keys().next().value!)
   }
+  const sentLast = (tenant: string, session: string, kind: Kind, format: Turn.Format, hash: string) => {
+    const key = `${tenant}\u0000${session}\u0000${kind}`
+    lasts.delete(key)
+    lasts.set(key, { format, hash })
+    if (lasts.size > maxRefs) lasts.delete(lasts.keys().next().value!)
+  }
 
   return {
     get,
     put,
     known: (tenant, session, kind, hash) => sessions.has(refKey(tenant, session, kind, hash)),
-    remember: (tenant, session, refs) => {
+    remember: (tenant, session, refs, format) => {
       if (maxBytes === 0) return
-      if (refs.system !== undefined) touch(refKey(tenant, session, "system", refs.system))
-      if (refs.tools !== undefined) touch(refKey(tenant, session, "tools", refs.tools))
+      if (refs.system !== undefined) {
+        touch(refKey(tenant, session, "system", refs.system))
+        sentLast(tenant, session, "system", format, refs.system)
+      }
+      if (refs.tools !== undefined) {
+        touch(refKey(tenant, session, "tools", refs.tools))
+        sentLast(tenant, session, "tools", format, refs.tools)
+      }
+    },
+    last: (tenant, session, kind) => {
+      const last = lasts.get(`${tenant}\u0000${session}\u0000${kind}`)
+      const entry = last === undefined ? undefined : get(last.format, kind, last.hash)
+      return entry === undefined ? undefined : { format: last!.format, entry }
     },
     bytes: () => used,
     size: () => entries.size,

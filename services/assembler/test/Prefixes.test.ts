@@ -96,7 +96,7 @@ describe("Prefixes", () => {
     // not remembered yet (the turn did not succeed): unknown
     const early = decode(prefixes, request({ system: { ref: refs.system } }))
     expect(Either.isLeft(early) && early.left).toMatchObject({ _tag: "BadRequest", path: "system.ref" })
-    prefixes.remember(ids.tenant, ids.session, refs)
+    prefixes.remember(ids.tenant, ids.session, refs, "openai")
     const byRef = ok(decode(prefixes, request({ system: { ref: refs.system }, tools: { ref: refs.tools } })))
     expect(byRef.request.system).toEqual(system.map((s) => ({ ...s })))
     expect(byRef.parts.tools).toBe(full.parts.tools)
@@ -125,7 +125,7 @@ describe("Prefixes", () => {
     // a cached (hit) and a ref request rebuild the legacy hash of the request in full
     const hit = ok(decode(prefixes, body))
     expect(hit.hash.legacy()).toBe(oldHash(body))
-    prefixes.remember(ids.tenant, ids.session, Decode.refs(full)!)
+    prefixes.remember(ids.tenant, ids.session, Decode.refs(full)!, "openai")
     const byRef = ok(decode(prefixes, request({ system: { ref: Decode.refs(full)!.system } })))
     expect(byRef.hash.legacy()).toBe(oldHash(body))
   })
@@ -155,7 +155,7 @@ describe("Prefixes", () => {
     expect(prefixes.bytes()).toBeLessThanOrEqual(one * 2 + 10)
     // the first was evicted: decoded again, a new entry
     expect(ok(decode(prefixes, request({ system: systems[0], tools: undefined }))).parts.system).not.toBe(first.parts.system)
-    for (const session of ["a", "b", "c"]) prefixes.remember("acme", session, { system: first.parts.system!.hash })
+    for (const session of ["a", "b", "c"]) prefixes.remember("acme", session, { system: first.parts.system!.hash }, "openai")
     expect(prefixes.refs()).toBe(2)
     expect(prefixes.known("acme", "a", "system", first.parts.system!.hash)).toBe(false)
     expect(prefixes.known("acme", "c", "system", first.parts.system!.hash)).toBe(true)
@@ -167,7 +167,7 @@ describe("Prefixes", () => {
     const second = ok(decode(prefixes, request()))
     expect(second.parts.tools).not.toBe(first.parts.tools)
     expect(second.hash.current).toBe(first.hash.current)
-    prefixes.remember(ids.tenant, ids.session, Decode.refs(first)!)
+    prefixes.remember(ids.tenant, ids.session, Decode.refs(first)!, "openai")
     expect(prefixes.size()).toBe(0)
     const byRef = decode(prefixes, request({ tools: { ref: Decode.refs(first)!.tools } }))
     expect(Either.isLeft(byRef) && byRef.left.path).toBe("tools.ref")
@@ -181,4 +181,85 @@ describe("Prefixes", () => {
     expect(a.request.system).toEqual({ workspace: "acme" })
     expect(a.hash.current).not.toBe(b.hash.current)
   })
+
+  describe("a part resent as the session sent it last is found in the text, not parsed", () => {
+    /** A decode of `text` with the session's last parts remembered, and the same with a cache that knows nothing. */
+    const both = (text: string, remembered = request()) => {
+      const prefixes = fresh()
+      const first = ok(decode(prefixes, remembered))
+      prefixes.remember(ids.tenant, ids.session, Decode.refs(first)!, "openai")
+      return { first, found: Decode.turn(encoder.encode(text), prefixes, ids), plain: Decode.turn(encoder.encode(text), fresh(), ids) }
+    }
+    const same = (a: Either.Either<Decode.Decoded, unknown>, b: Either.Either<Decode.Decoded, unknown>) => {
+      const [x, y] = [ok(a), ok(b)]
+      expect(x.request).toEqual(y.request)
+      expect(x.hash.current).toBe(y.hash.current)
+      expect(Decode.refs(x)).toEqual(Decode.refs(y))
+    }
+
+    it("the same entries as a cache hit, the same request and hash as a fresh decode", () => {
+      const text = JSON.stringify(request({ turnId: "t2", messages: [{ role: "user", content: "again" }] }))
+      const prefixes = fresh()
+      const first = ok(decode(prefixes, request()))
+      prefixes.remember(ids.tenant, ids.session, Decode.refs(first)!, "openai")
+      // the texts parsed: only the request without its system and tools
+      const parsed: Array<number> = []
+      const parse = JSON.parse
+      JSON.parse = (text: string, reviver?: Parameters<typeof JSON.parse>[1]) => (parsed.push(text.length), parse(text, reviver))
+      let found: Either.Either<Decode.Decoded, unknown>
+      try {
+        found = Decode.turn(encoder.encode(text), prefixes, ids)
+      } finally {
+        JSON.parse = parse
+      }
+      const partsLength = JSON.stringify(system).length + JSON.stringify(tools).length
+      expect(parsed).toEqual([expect.any(Number)])
+      expect(parsed[0]).toBeLessThan(text.length - partsLength + 200)
+      const plain = Decode.turn(encoder.encode(text), fresh(), ids)
+      expect(ok(found).parts.system).toBe(first.parts.system)
+      expect(ok(found).parts.tools).toBe(first.parts.tools)
+      same(found, plain)
+    })
+
+    it("nested or under a duplicate key, the request is read as JSON.parse reads it", () => {
+      const other = [tools[1]]
+      // an unknown field holding the same tools before the real (other) ones
+      const nested = both(JSON.stringify({ turnId: "t2", format: "openai", model: request().model, x: tools, tools: other, system, messages: request().messages }))
+      same(nested.found, nested.plain)
+      expect(ok(nested.found).request.tools).toEqual(other)
+      // "tools" twice: the last one counts, as for JSON.parse
+      const text = JSON.stringify(request({ turnId: "t2" })).replace('"messages":', `"tools":${JSON.stringify(other)},"messages":`)
+      const twice = both(text)
+      same(twice.found, twice.plain)
+      expect(ok(twice.found).request.tools).toEqual(other)
+      const first = JSON.stringify(request({ turnId: "t2", tools: other })).replace('"messages":', `"tools":${JSON.stringify(tools)},"messages":`)
+      const last = both(first)
+      same(last.found, last.plain)
+      expect(ok(last.found).request.tools).toEqual(tools)
+    })
+
+    it("a request of another format with the same text is decoded in its own format", () => {
+      const text = "You are a careful airline agent. ".repeat(40)
+      const anthropic = {
+        turnId: "t2",
+        format: "anthropic",
+        model: { provider: "anthropic", name: "claude-sonnet-4-5" },
+        system: text,
+        messages: [{ role: "user", content: "hi" }],
+      }
+      const { found, plain } = both(JSON.stringify(anthropic), request({ system: text }))
+      same(found, plain)
+      expect(ok(found).request.format).toBe("anthropic")
+    })
+
+    it("the part's text inside a string of an earlier message (after an escaped quote) is left alone", () => {
+      const text = "k".repeat(300)
+      // "content":"x\"kkk…" holds the part's text "kkk…" (opening quote escaped) before the real system
+      const body = { turnId: "t2", format: "openai", model: request().model, messages: [{ role: "user", content: `x"${text}` }], system: text }
+      const { found, plain } = both(JSON.stringify(body), request({ system: text }))
+      same(found, plain)
+      expect((ok(found).request as { messages?: unknown }).messages).toEqual(body.messages)
+    })
+  })
 })
+
