@@ -30,9 +30,21 @@ export const hash = (key: string): number => digest("sha256", key, "buffer").rea
 /** The key a session is hashed by: `<tenant>/<session>` (`/` cannot occur in either token). */
 export const key = (tenant: string, session: string): string => `${tenant}/${session}`
 
+// the hashes of the sessions seen last (a turn asks for its session's shard a few times); cleared when full
+const recent = new Map<string, number>()
+const RECENT = 16_384
+
 /** The shard of a session, in `[0, shards)`; `shards` defaults to {@link DEFAULT_SHARDS}. */
-export const of = (tenant: string, session: string, shards: number = DEFAULT_SHARDS): number =>
-  hash(key(tenant, session)) % shards
+export const of = (tenant: string, session: string, shards: number = DEFAULT_SHARDS): number => {
+  const k = key(tenant, session)
+  let h = recent.get(k)
+  if (h === undefined) {
+    h = hash(k)
+    if (recent.size >= RECENT) recent.clear()
+    recent.set(k, h)
+  }
+  return h % shards
+}
 
 /** True for a usable shard count: an integer from 1 to {@link MAX_SHARDS}. */
 export const isValidCount = (shards: number): boolean => Number.isInteger(shards) && shards >= 1 && shards <= MAX_SHARDS

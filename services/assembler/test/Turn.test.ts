@@ -1,6 +1,6 @@
 /** The turn stages over the carry: order, the I/O they ask for, rejections, and what a commit changes. */
 import { Plan, type WorkQueue } from "@ctxd/compactor"
-import { CostModel, SessionLengths } from "@ctxd/context"
+import { CostModel, Normalize, SessionLengths } from "@ctxd/context"
 import type { Conversation, Turn } from "@ctxd/contracts"
 import { LoopState } from "@ctxd/loop-detector"
 import { describe, expect, it } from "vitest"
@@ -45,6 +45,29 @@ describe("turn stages", () => {
     expect(Object.keys(outcome.carry).filter((k) => k !== "inputs" && k !== "answers")).toEqual(["tools", "count", "loop", "compaction", "memory", "prompt", "reply"])
     expect(outcome.reply.report.stages?.map((s) => s.stage)).toEqual(["window", "compress", "mask", "budget", "prune", "thinking", "render", "proactive"])
     expect(outcome.reply.report.loop?.policy).toBe("nudge")
+  })
+
+  it("sends the same tool list object while the selection is the same (what is cached by it downstream answers from memory)", () => {
+    const tools = [
+      { type: "function", function: { name: "ls", parameters: { type: "object", properties: {} } } },
+      { type: "function", function: { name: "cat", parameters: { type: "object", properties: {} } } },
+    ]
+    const sentBy = (req: Turn.TurnRequest, normalizedTools: ReadonlyArray<Conversation.Tool>) => {
+      const normalized = { ...Normalize.request(req), tools: normalizedTools }
+      const carry = TurnStages.begin({ config, tenant: "acme", session: "s1", request: req, state: SessionState.empty("o200k_base"), knowledge: [], local, thresholds: undefined, now: 0, normalized })
+      const outcome = TurnStages.run(carry)
+      return (outcome._tag === "Done" ? outcome.carry : outcome._tag === "Need" ? outcome.carry : carry).tools!.sent
+    }
+    const req = { ...request("t1", [{ role: "user", content: "hi" }]), tools } as unknown as Turn.TurnRequest
+    // the prefix cache hands the same normalized tools to every turn
+    const cached = Normalize.request(req).tools
+    const first = sentBy(req, cached)
+    expect(sentBy({ ...req, turnId: "t2" } as Turn.TurnRequest, cached)).toBe(first)
+    expect(first.map((t) => t.name)).toEqual(["cat", "ls"])
+    // other tools: another list
+    const fewer = sentBy(req, cached.slice(1))
+    expect(fewer).not.toBe(first)
+    expect(fewer.map((t) => t.name)).toEqual(["cat"])
   })
 
   it("rejects an empty first turn, and a result for an unknown call as a pairing error", () => {

@@ -25,6 +25,23 @@ import { Knowledge, Masking, MemoryTools, Proactive, Recall, Toolsets, Waste } f
 import type { Conversation } from "@ctxd/contracts"
 import * as Carry from "./Carry.ts"
 
+/**
+ * The tool list sent last per request tool list (the prefix cache keeps that
+ * one the same object turn after turn) and selection: a selection of the
+ * same tools is that array again, so what is cached by it downstream (the
+ * compressed schemas and their count, the planner's tools key) answers from
+ * memory.
+ */
+const lastSent = new WeakMap<ReadonlyArray<Conversation.Tool>, Map<string, ReadonlyArray<Conversation.Tool>>>()
+const stable = (key: ReadonlyArray<Conversation.Tool>, variant: string, sent: ReadonlyArray<Conversation.Tool>): ReadonlyArray<Conversation.Tool> => {
+  let byVariant = lastSent.get(key)
+  if (byVariant === undefined) lastSent.set(key, (byVariant = new Map()))
+  const last = byVariant.get(variant)
+  if (last !== undefined && last.length === sent.length && last.every((t, i) => t === sent[i])) return last
+  byVariant.set(variant, sent)
+  return sent
+}
+
 export const stage: Carry.Stage = {
   name: "tools",
   run: (carry) => {
@@ -78,7 +95,7 @@ export const stage: Carry.Stage = {
         }))
     const base = knowledge.length === 0 ? [] : [Knowledge.tool]
     const select = (virtual: ReadonlyArray<Conversation.Tool>) => {
-      const sent = Toolsets.selectTools(tools, answered.state, config, virtual)
+      const sent = stable(normalized.tools, virtual.map((t) => t.name).join("\u0000"), Toolsets.selectTools(tools, answered.state, config, virtual))
       return { sent, waste: Waste.record(state.waste, sent, answered.messages, (tool) => local.countTools([tool])) }
     }
     const chosen = select(offered ? [...base, Recall.tool] : base)
