@@ -40,6 +40,10 @@ export const tokenizer = (encoding: BpeEncoding): Tiktoken => {
   let instance = instances.get(encoding)
   if (instance === undefined) {
     instance = new Tiktoken(loaders[encoding]())
+    // ctxd only counts: the decoding table (a Uint8Array, with its own
+    // ArrayBuffer, per token: 600,000 heap objects for the two vocabularies,
+    // marked again by every full GC) is dropped; `decode` is never called
+    ;(instance as unknown as { textMap?: Map<number, Uint8Array> }).textMap?.clear()
     instances.set(encoding, instance)
   }
   return instance
