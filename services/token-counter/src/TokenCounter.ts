@@ -328,28 +328,29 @@ export const make = (
       : undefined
 
     /** Local counting for `tenant` (its own factor, else the global one; the global one when undefined). */
+    const localNow = (backend: "tiktoken" | "heuristic", model: Model, fallback: string | undefined, tenant?: string | undefined) => {
+      const counter = backend === "heuristic" ? heuristic : tiktoken
+      const factor = !config.calibration
+        ? 1
+        : tenant === undefined
+          ? CalibrationState.globalFactorOf(calibration, model, backend)
+          : CalibrationState.factorOf(calibration, model, backend, tenant)
+      const report: CounterReport = {
+        backend,
+        encoding: counter.encodingFor(model),
+        exact: false,
+        calibration: factor,
+        ...(fallback === undefined ? {} : { fallback }),
+      }
+      return { counter, encoding: counter.encodingFor(model), scale: (n: number) => (factor === 1 ? n : Math.round(n * factor)), report }
+    }
     const local = (backend: "tiktoken" | "heuristic", model: Model, fallback: string | undefined, tenant?: string | undefined) =>
-      Effect.sync(() => {
-        const counter = backend === "heuristic" ? heuristic : tiktoken
-        const factor = !config.calibration
-          ? 1
-          : tenant === undefined
-            ? CalibrationState.globalFactorOf(calibration, model, backend)
-            : CalibrationState.factorOf(calibration, model, backend, tenant)
-        const report: CounterReport = {
-          backend,
-          encoding: counter.encodingFor(model),
-          exact: false,
-          calibration: factor,
-          ...(fallback === undefined ? {} : { fallback }),
-        }
-        return { counter, encoding: counter.encodingFor(model), scale: (n: number) => (factor === 1 ? n : Math.round(n * factor)), report }
-      })
+      Effect.sync(() => localNow(backend, model, fallback, tenant))
 
-    const noteFallback = (reason: string | undefined) =>
-      Effect.sync(() => {
-        if (reason !== undefined) tally.fallbacks.set(reason, (tally.fallbacks.get(reason) ?? 0) + 1)
-      })
+    const noteFallbackNow = (reason: string | undefined) => {
+      if (reason !== undefined) tally.fallbacks.set(reason, (tally.fallbacks.get(reason) ?? 0) + 1)
+    }
+    const noteFallback = (reason: string | undefined) => Effect.sync(() => noteFallbackNow(reason))
 
     const exactReport = (counter: ExactCounter.ExactCounter, approximate: boolean) =>
       Effect.map(counter.breaker.hasOpened, (opened): CounterReport => ({
@@ -368,19 +369,54 @@ export const make = (
             return Option.isSome(tenant) && typeof tenant.value === "string" ? tenant.value : undefined
           })
 
+    /** A turn counted locally, as a plain call. */
+    const countLocallyNow = (input: CountTurnInput, backend: "tiktoken" | "heuristic", fallback: string | undefined, tenant: string | undefined): TurnCount => {
+      noteFallbackNow(fallback)
+      const { counter, encoding, scale, report } = localNow(backend, input.model, fallback, tenant)
+      return {
+        ...report,
+        systemTokens: scale(counter.countSystem(input.system, encoding)),
+        toolsTokens: scale(counter.countTools(input.tools, encoding)),
+        messageTokens: input.messages.map((m) => scale(counter.countMessage(m, encoding))),
+      } satisfies TurnCount
+    }
+
     const countLocally = (input: CountTurnInput, backend: "tiktoken" | "heuristic", fallback: string | undefined) =>
-      Effect.gen(function* () {
-        yield* noteFallback(fallback)
-        const { counter, encoding, scale, report } = yield* local(backend, input.model, fallback, yield* tenantOf(input))
-        return {
-          ...report,
-          systemTokens: scale(counter.countSystem(input.system, encoding)),
-          toolsTokens: scale(counter.countTools(input.tools, encoding)),
-          messageTokens: input.messages.map((m) => scale(counter.countMessage(m, encoding))),
-        } satisfies TurnCount
-      })
+      Effect.map(tenantOf(input), (tenant) => countLocallyNow(input, backend, fallback, tenant))
+
+    /**
+     * The local backend of a turn whose route needs no exact counter (none is
+     * configured for its provider, the tenant may not use one, or a local
+     * backend is asked for), found as a plain call; undefined: {@link route}
+     * decides (an exact counter, or a tenant's own, maybe not made yet).
+     */
+    const localRoute = (model: Model, choice: BackendChoice | undefined, tenant: string | undefined): Route | undefined => {
+      const wanted = choice ?? config.backend
+      if (wanted === "heuristic" || wanted === "tiktoken") return { local: wanted }
+      const local = (fallback: string): Route => (wanted === "auto" ? { local: "tiktoken" } : { local: "tiktoken", fallback })
+      if (wanted !== "auto" && providerOf[wanted] !== model.provider) return local("unsupported_provider")
+      if (!(model.provider in makers)) return local("not_configured")
+      const key = keys.choose(tenant, model.provider as ExactCounter.Provider)
+      if (key._tag === "Denied") return local("key_not_allowed")
+      if (key._tag === "Worker" && exacts.get(model.provider as ExactCounter.Provider) === undefined) return local("not_configured")
+      return undefined
+    }
 
     const countTurn = (input: CountTurnInput): Effect.Effect<TurnCount> =>
+      Effect.suspend(() => {
+        // the usual local turn (its tenant given): counted in one step
+        const quick = input.tenant === undefined ? undefined : localRoute(input.model, input.backend, input.tenant)
+        if (quick === undefined || quick.exact !== undefined) return countRouted(input)
+        tally.turns++
+        return Effect.succeed(countLocallyNow(input, quick.local, quick.fallback, input.tenant))
+      }).pipe(
+        // belt and braces: a defect in counting must not fail a turn
+        Effect.catchAllDefect((defect) =>
+          Effect.logError("token counting failed; heuristic answer", defect).pipe(Effect.zipRight(countLocally(input, "heuristic", "error"))),
+        ),
+      )
+
+    const countRouted = (input: CountTurnInput): Effect.Effect<TurnCount> =>
       Effect.gen(function* () {
         tally.turns++
         const path = yield* route(input.model, input.backend, formatProblem(input.model, input.format), yield* tenantOf(input))
@@ -399,12 +435,7 @@ export const make = (
         if (report.exact) tally.exactTurns++
         const { approximate: _approximate, ...counts } = answer.right
         return { ...report, ...counts } satisfies TurnCount
-      }).pipe(
-        // belt and braces: a defect in counting must not fail a turn
-        Effect.catchAllDefect((defect) =>
-          Effect.logError("token counting failed; heuristic answer", defect).pipe(Effect.zipRight(countLocally(input, "heuristic", "error"))),
-        ),
-      )
+      })
 
     const countRequestLocally = (input: CountRequestInput, backend: "tiktoken" | "heuristic", fallback: string | undefined) =>
       Effect.gen(function* () {
