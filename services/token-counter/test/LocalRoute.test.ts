@@ -7,7 +7,7 @@ import { TokenCounter } from "../src/index.ts"
 
 const turn = (fields: Partial<TokenCounter.CountTurnInput>): TokenCounter.CountTurnInput => ({
   model: { provider: "openai", name: "gpt-4o" },
-  system: [{ id: "s", text: "Be brief." }],
+  system: [{ id: "s", text: "Be brief.", cache: "none" }],
   tools: [],
   messages: [{ role: "user", parts: [{ type: "text", text: "hello there" }] }],
   ...fields,
