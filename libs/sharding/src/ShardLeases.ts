@@ -64,6 +64,8 @@ export interface ShardLeasesService {
   readonly shardOf: (tenant: string, session: string) => number
   /** Whether this worker owns `shard` now: leased and within the local validity. */
   readonly isOwner: (shard: number) => Effect.Effect<boolean>
+  /** {@link isOwner} as a plain call (on the clock the service was made with). */
+  readonly isOwnerNow: (shard: number) => boolean
   /** The lease to pass to `SessionStore.commitTurn` as `fence`, while this worker owns `shard`. */
   readonly fence: (shard: number) => Effect.Effect<Option.Option<SessionStore.Fence & { readonly epoch: number }>>
   /** The shards this worker owns now, ascending. */
@@ -296,12 +298,15 @@ export const make: Effect.Effect<
       Effect.annotateLogs({ worker: me, suspect: worker }),
     )
 
-  const isOwner = (shard: number) => Effect.map(Clock.currentTimeNanos, (now) => valid(owned.get(shard), now))
+  // the clock of the scope that made the service (a test's TestClock): read in one step, not as a service per call
+  const clock = yield* Effect.clock
+  const isOwnerNow = (shard: number) => valid(owned.get(shard), clock.unsafeCurrentTimeNanos())
+  const isOwner = (shard: number) => Effect.sync(() => isOwnerNow(shard))
 
   const fence = (shard: number) =>
-    Effect.map(Clock.currentTimeNanos, (now) => {
+    Effect.sync(() => {
       const held = owned.get(shard)
-      return valid(held, now) ? Option.some({ shard, owner: me, epoch: held.epoch }) : Option.none()
+      return valid(held, clock.unsafeCurrentTimeNanos()) ? Option.some({ shard, owner: me, epoch: held.epoch }) : Option.none()
     })
 
   const ownedShards = Effect.map(Clock.currentTimeNanos, (now) =>
@@ -383,6 +388,7 @@ export const make: Effect.Effect<
     shards: config.shards,
     shardOf: (tenant, session) => ShardId.of(tenant, session, config.shards),
     isOwner,
+    isOwnerNow,
     fence,
     ownedShards,
     owner,

@@ -160,19 +160,16 @@ export const make = (options: {
     /** A request on the shared (queue group) subject: handled here if this worker owns the shard, else forwarded. */
     const shared = (ids: Ids, data: Uint8Array, forwardedRequest: boolean): Routed => {
       const shard = leases.shardOf(ids.tenant, ids.session)
-      return Effect.gen(function* () {
-        if (forwardedRequest && !(yield* leases.isOwner(shard))) {
-          return yield* notOwner(shard, "a forwarded request is not forwarded again")
-        }
-        return yield* route(shard, ids, data, true)
-      })
+      if (leases.isOwnerNow(shard)) return local(ids.tenant, ids.session, data)
+      if (forwardedRequest) return notOwner(shard, "a forwarded request is not forwarded again")
+      return route(shard, ids, data, true)
     }
 
     /** A request on this worker's direct subject: handled only while it owns the shard (after a lease round if not). */
     const direct = (ids: Ids, data: Uint8Array): Routed => {
       const shard = leases.shardOf(ids.tenant, ids.session)
+      if (leases.isOwnerNow(shard)) return local(ids.tenant, ids.session, data)
       return Effect.gen(function* () {
-        if (yield* leases.isOwner(shard)) return yield* local(ids.tenant, ids.session, data)
         // another worker believes this one owns it: maybe a handover this worker has not seen yet
         yield* leases.refreshSoon
         if (yield* leases.isOwner(shard)) return yield* local(ids.tenant, ids.session, data)
