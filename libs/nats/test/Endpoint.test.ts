@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { describe, expect, layer } from "@effect/vitest"
-import { Deferred, Effect, Either, Exit, Fiber, Scope } from "effect"
+import { Deferred, Effect, Either, Exit, Fiber, FiberRef, HashMap, Scope } from "effect"
 import { Endpoint, Json, NatsClient, Request } from "../src/index.ts"
 
 const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
@@ -54,6 +54,23 @@ describe("Endpoint", () => {
         })
         expect(Either.getOrThrow(Json.decode(value.data))).toEqual({ ok: true, asked: "yes" })
         expect(value.headers?.get("x-by")).toBe("value")
+      }),
+    )
+
+    it.scoped("logAnnotations: a handler's log lines carry the endpoint and its request's annotations, not another request's", () =>
+      Effect.gen(function* () {
+        const root = uniqueRoot()
+        const subject = `${root}.a.>`
+        yield* Endpoint.serve({
+          subject,
+          logAnnotations: (s) => (s.endsWith(".none") ? undefined : { tenant: s.split(".").at(-1) }),
+          handler: () =>
+            Effect.map(FiberRef.get(FiberRef.currentLogAnnotations), (annotations) => ({ ok: true, annotations: Object.fromEntries(HashMap.toEntries(annotations)) })),
+        })
+        const [acme, beta, none] = yield* Effect.all([call(`${root}.a.acme`, {}), call(`${root}.a.beta`, {}), call(`${root}.a.none`, {})], { concurrency: "unbounded" })
+        expect(acme).toEqual({ ok: true, annotations: { endpoint: subject, tenant: "acme" } })
+        expect(beta).toEqual({ ok: true, annotations: { endpoint: subject, tenant: "beta" } })
+        expect(none).toEqual({ ok: true, annotations: { endpoint: subject } })
       }),
     )
 
