@@ -2,7 +2,7 @@ import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { Database, Migrations, SessionStore } from "../src/index.ts"
-import { text } from "./Helpers.ts"
+import { commit as commitTurn, text } from "./Helpers.ts"
 import * as ReplyCodec from "../src/internal/replyCodec.ts"
 
 const Store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(TestDatabase.layer))
@@ -10,19 +10,12 @@ const Store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.pro
 let counter = 0
 const fresh = () => `c${++counter}`
 
+/** A commit of one user message (3 tokens) named after the turn. */
 const commit = (session: string, turnId: string, expectedLastSeq: number, overrides: Partial<SessionStore.CommitTurn> = {}) =>
-  Effect.flatMap(SessionStore.SessionStore, (store) =>
-    store.commitTurn({
-      tenant: "acme",
-      session,
-      turnId,
-      requestHash: `hash-${turnId}`,
-      expectedLastSeq,
-      messages: [{ message: text("user", turnId), tokens: 3, encoding: "o200k_base" }],
-      reply: { ok: true, turnId },
-      ...overrides,
-    }),
-  )
+  commitTurn(session, turnId, expectedLastSeq, [], {
+    messages: [{ message: text("user", turnId), tokens: 3, encoding: "o200k_base" }],
+    ...overrides,
+  })
 
 /** Everything a commit could change: row counts and the session row's version. */
 const snapshot = (session: string) =>
