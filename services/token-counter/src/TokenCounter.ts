@@ -297,6 +297,26 @@ export const make = (
       | { readonly exact: ExactCounter.ExactCounter; readonly local: "tiktoken" }
       | { readonly exact?: undefined; readonly local: "tiktoken" | "heuristic"; readonly fallback?: string }
 
+    /** A local route: silent under `auto` (no provider count was promised), else with the reason. */
+    const localFor = (wanted: BackendChoice, fallback: string): Route => (wanted === "auto" ? { local: "tiktoken" } : { local: "tiktoken", fallback })
+
+    /**
+     * The local backend of a turn whose route needs no exact counter (a local
+     * backend asked for, another provider's asked for, none configured for
+     * its provider, or one the tenant may not use), found as a plain call;
+     * undefined: an exact counter decides ({@link route}).
+     */
+    const localRoute = (model: Model, choice: BackendChoice | undefined, tenant: string | undefined): Route | undefined => {
+      const wanted = choice ?? config.backend
+      if (wanted === "heuristic" || wanted === "tiktoken") return { local: wanted }
+      if (wanted !== "auto" && providerOf[wanted] !== model.provider) return localFor(wanted, "unsupported_provider")
+      if (!(model.provider in makers)) return localFor(wanted, "not_configured")
+      const key = keys.choose(tenant, model.provider as ExactCounter.Provider)
+      if (key._tag === "Denied") return localFor(wanted, "key_not_allowed")
+      if (key._tag === "Worker" && exacts.get(model.provider as ExactCounter.Provider) === undefined) return localFor(wanted, "not_configured")
+      return undefined
+    }
+
     /**
      * The exact counter to try first, or the local backend and why. `auto`
      * falls back silently (no provider count was promised); a backend asked
@@ -307,18 +327,18 @@ export const make = (
       choice: BackendChoice | undefined,
       unsupportedFormat: string | undefined,
       tenant: string | undefined,
-    ): Effect.Effect<Route> =>
-      Effect.gen(function* () {
-        const wanted = choice ?? config.backend
-        if (wanted === "heuristic" || wanted === "tiktoken") return { local: wanted }
-        const local = (fallback: string): Route => (wanted === "auto" ? { local: "tiktoken" } : { local: "tiktoken", fallback })
-        if (wanted !== "auto" && providerOf[wanted] !== model.provider) return local("unsupported_provider")
-        const exact = yield* exactFor(model.provider, tenant)
-        if (exact === undefined) return local("not_configured")
-        if (exact === "denied") return local("key_not_allowed")
-        if (unsupportedFormat !== undefined) return local(unsupportedFormat)
+    ): Effect.Effect<Route> => {
+      const known = localRoute(model, choice, tenant)
+      if (known !== undefined) return Effect.succeed(known)
+      const wanted = choice ?? config.backend
+      // the worker's exact counter, or the tenant's own (made on first use)
+      return Effect.map(exactFor(model.provider, tenant), (exact): Route => {
+        if (exact === undefined) return localFor(wanted, "not_configured")
+        if (exact === "denied") return localFor(wanted, "key_not_allowed")
+        if (unsupportedFormat !== undefined) return localFor(wanted, unsupportedFormat)
         return { exact, local: "tiktoken" }
       })
+    }
 
     /** Why a turn in `format` cannot be counted by its provider's endpoint (`undefined`: it can, or the format is not known). */
     const formatProblem = (model: Model, format: Turn.Format | undefined): string | undefined =>
@@ -383,24 +403,6 @@ export const make = (
 
     const countLocally = (input: CountTurnInput, backend: "tiktoken" | "heuristic", fallback: string | undefined) =>
       Effect.map(tenantOf(input), (tenant) => countLocallyNow(input, backend, fallback, tenant))
-
-    /**
-     * The local backend of a turn whose route needs no exact counter (none is
-     * configured for its provider, the tenant may not use one, or a local
-     * backend is asked for), found as a plain call; undefined: {@link route}
-     * decides (an exact counter, or a tenant's own, maybe not made yet).
-     */
-    const localRoute = (model: Model, choice: BackendChoice | undefined, tenant: string | undefined): Route | undefined => {
-      const wanted = choice ?? config.backend
-      if (wanted === "heuristic" || wanted === "tiktoken") return { local: wanted }
-      const local = (fallback: string): Route => (wanted === "auto" ? { local: "tiktoken" } : { local: "tiktoken", fallback })
-      if (wanted !== "auto" && providerOf[wanted] !== model.provider) return local("unsupported_provider")
-      if (!(model.provider in makers)) return local("not_configured")
-      const key = keys.choose(tenant, model.provider as ExactCounter.Provider)
-      if (key._tag === "Denied") return local("key_not_allowed")
-      if (key._tag === "Worker" && exacts.get(model.provider as ExactCounter.Provider) === undefined) return local("not_configured")
-      return undefined
-    }
 
     const countTurn = (input: CountTurnInput): Effect.Effect<TurnCount> =>
       Effect.suspend(() => {
