@@ -105,7 +105,7 @@ export interface Decoded {
   readonly parts: { readonly system?: Prefixes.Entry | undefined; readonly tools?: Prefixes.Entry | undefined }
 }
 
-const KINDS: ReadonlyArray<Prefixes.Kind> = ["system", "tools"]
+const { KINDS } = Prefixes
 
 /** Parts shorter than this are parsed as they come (looking for them costs about what parsing them does). */
 const SPLICE_MIN = 256
@@ -187,7 +187,7 @@ export const turn = (
   for (const kind of KINDS) {
     const value = raw[kind]
     if (value === undefined) continue
-    const ref = found[kind] === undefined ? Prefixes.refOf(value) : undefined
+    const ref = Prefixes.refOf(value)
     if (found[kind] !== undefined) {
       // found in the text as this session sent it last: checked and decoded when it was cached
       parts[kind] = found[kind]

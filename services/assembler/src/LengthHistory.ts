@@ -98,41 +98,42 @@ export const make = (
       )
     }
 
+    const keyOf = (tenant: string, agent: string) => `${tenant}\u0000${agent}`
+    /** Whether a read of the entry is due now (none running, and the histogram stale). */
+    const due = (entry: Entry, now: number) => entry.reading === undefined && now >= entry.staleAt
+    /** Whether the entry answers now: a histogram known, no read running, or the running one waited for long enough (waitMs). */
+    const answersNow = (entry: Entry, now: number) => entry.histogram !== undefined || entry.reading === undefined || entry.readingSince + waitMs - now <= 0
+
     const claim = (tenant: string, agent: string, now: number): Effect.Effect<SessionLengths.Histogram | undefined> =>
       // look up and claim the read in one synchronous step: no other fiber can start a second one
       Effect.fiberIdWith((fiberId) => {
-        const key = `${tenant}\u0000${agent}`
+        const key = keyOf(tenant, agent)
         let entry = entries.get(key)
         if (entry === undefined) {
           entry = { histogram: undefined, staleAt: now, reading: undefined, readingSince: now }
           entries.set(key, entry)
         }
         let started: Effect.Effect<unknown> = Effect.void
-        if (entry.reading === undefined && now >= entry.staleAt) {
+        if (due(entry, now)) {
           const done = Deferred.unsafeMake<SessionLengths.Histogram | undefined>(fiberId)
           entry.reading = done
           entry.readingSince = now
           started = read(entry, done, tenant, agent)
         }
-        const { histogram, reading } = entry
         // nothing known yet: wait for the read until it has taken waitMs (turns that come meanwhile share that wait)
-        const wait = entry.readingSince + waitMs - now
-        const answer =
-          histogram !== undefined || reading === undefined || wait <= 0
-            ? Effect.succeed(histogram)
-            : Deferred.await(reading).pipe(Effect.timeoutTo({ duration: wait, onTimeout: () => undefined, onSuccess: (h) => h }))
+        const answer = answersNow(entry, now)
+          ? Effect.succeed(entry.histogram)
+          : Deferred.await(entry.reading!).pipe(Effect.timeoutTo({ duration: entry.readingSince + waitMs - now, onTimeout: () => undefined, onSuccess: (h) => h }))
         return Effect.zipRight(started, answer)
       })
 
     // the clock of the scope that made the cache (a test's TestClock)
     const clock = yield* Effect.clock
     const get = (tenant: string, agent: string): Effect.Effect<SessionLengths.Histogram | undefined> => {
-      // the usual turn: known and fresh, or being read with an answer to give now — the answer as it is (no runtime step)
+      // the usual turn: no read to start and an answer to give now — the answer as it is (no runtime step)
       const now = clock.unsafeCurrentTimeMillis()
-      const entry = entries.get(`${tenant}\u0000${agent}`)
-      if (entry !== undefined && (entry.reading !== undefined || now < entry.staleAt)) {
-        if (entry.histogram !== undefined || entry.reading === undefined || entry.readingSince + waitMs - now <= 0) return Exit.succeed(entry.histogram)
-      }
+      const entry = entries.get(keyOf(tenant, agent))
+      if (entry !== undefined && !due(entry, now) && answersNow(entry, now)) return Exit.succeed(entry.histogram)
       return Effect.suspend(() => claim(tenant, agent, clock.unsafeCurrentTimeMillis()))
     }
 

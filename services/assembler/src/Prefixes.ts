@@ -28,6 +28,9 @@ import { hash } from "node:crypto"
 /** The two request fields handled here. */
 export type Kind = "system" | "tools"
 
+/** Both kinds, in request order. */
+export const KINDS: ReadonlyArray<Kind> = ["system", "tools"]
+
 /** The defaults: 64 MiB of distinct system and tools JSON kept (each entry holds its text and its decoded value). */
 export const defaults = {
   bytes: 64 * 1024 * 1024,
@@ -153,17 +156,13 @@ export const make = (options: { readonly bytes: number; readonly sessionRefs: nu
     }
   }
 
-  const touch = (key: string) => {
-    sessions.delete(key)
-    sessions.set(key, true)
-    if (sessions.size > maxRefs) sessions.delete(sessions.keys().next().value!)
+  /** Sets `key` as the most recently used of `map`, forgetting the least recently used past the session refs' bound. */
+  const touch = <V>(map: Map<string, V>, key: string, value: V) => {
+    map.delete(key)
+    map.set(key, value)
+    if (map.size > maxRefs) map.delete(map.keys().next().value!)
   }
-  const sentLast = (tenant: string, session: string, kind: Kind, format: Turn.Format, hash: string) => {
-    const key = `${tenant}\u0000${session}\u0000${kind}`
-    lasts.delete(key)
-    lasts.set(key, { format, hash })
-    if (lasts.size > maxRefs) lasts.delete(lasts.keys().next().value!)
-  }
+  const lastKey = (tenant: string, session: string, kind: Kind) => `${tenant}\u0000${session}\u0000${kind}`
 
   return {
     get,
@@ -171,17 +170,15 @@ export const make = (options: { readonly bytes: number; readonly sessionRefs: nu
     known: (tenant, session, kind, hash) => sessions.has(refKey(tenant, session, kind, hash)),
     remember: (tenant, session, refs, format) => {
       if (maxBytes === 0) return
-      if (refs.system !== undefined) {
-        touch(refKey(tenant, session, "system", refs.system))
-        sentLast(tenant, session, "system", format, refs.system)
-      }
-      if (refs.tools !== undefined) {
-        touch(refKey(tenant, session, "tools", refs.tools))
-        sentLast(tenant, session, "tools", format, refs.tools)
+      for (const kind of KINDS) {
+        const hash = refs[kind]
+        if (hash === undefined) continue
+        touch(sessions, refKey(tenant, session, kind, hash), true)
+        touch(lasts, lastKey(tenant, session, kind), { format, hash })
       }
     },
     last: (tenant, session, kind) => {
-      const last = lasts.get(`${tenant}\u0000${session}\u0000${kind}`)
+      const last = lasts.get(lastKey(tenant, session, kind))
       const entry = last === undefined ? undefined : get(last.format, kind, last.hash)
       return entry === undefined ? undefined : { format: last!.format, entry }
     },
