@@ -295,10 +295,11 @@ export const make = (
 
     type Route =
       | { readonly exact: ExactCounter.ExactCounter; readonly local: "tiktoken" }
-      | { readonly exact?: undefined; readonly local: "tiktoken" | "heuristic"; readonly fallback?: string }
+      | LocalRoute
+    type LocalRoute = { readonly exact?: undefined; readonly local: "tiktoken" | "heuristic"; readonly fallback?: string }
 
     /** A local route: silent under `auto` (no provider count was promised), else with the reason. */
-    const localFor = (wanted: BackendChoice, fallback: string): Route => (wanted === "auto" ? { local: "tiktoken" } : { local: "tiktoken", fallback })
+    const localFor = (wanted: BackendChoice, fallback: string): LocalRoute => (wanted === "auto" ? { local: "tiktoken" } : { local: "tiktoken", fallback })
 
     /**
      * The local backend of a turn whose route needs no exact counter (a local
@@ -306,7 +307,7 @@ export const make = (
      * its provider, or one the tenant may not use), found as a plain call;
      * undefined: an exact counter decides ({@link route}).
      */
-    const localRoute = (model: Model, choice: BackendChoice | undefined, tenant: string | undefined): Route | undefined => {
+    const localRoute = (model: Model, choice: BackendChoice | undefined, tenant: string | undefined): LocalRoute | undefined => {
       const wanted = choice ?? config.backend
       if (wanted === "heuristic" || wanted === "tiktoken") return { local: wanted }
       if (wanted !== "auto" && providerOf[wanted] !== model.provider) return localFor(wanted, "unsupported_provider")
@@ -408,7 +409,7 @@ export const make = (
       Effect.suspend(() => {
         // the usual local turn (its tenant given): counted in one step
         const quick = input.tenant === undefined ? undefined : localRoute(input.model, input.backend, input.tenant)
-        if (quick === undefined || quick.exact !== undefined) return countRouted(input)
+        if (quick === undefined) return countRouted(input)
         tally.turns++
         return Effect.succeed(countLocallyNow(input, quick.local, quick.fallback, input.tenant))
       }).pipe(
