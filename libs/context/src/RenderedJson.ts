@@ -71,13 +71,12 @@ const array = (values: ReadonlyArray<unknown>): string => {
 const isPlain = (value: unknown): value is Json =>
   typeof value === "object" && value !== null && !Array.isArray(value) && typeof (value as { toJSON?: unknown }).toJSON !== "function"
 
-/** An object's text, its array values written by {@link array}, the rest by `JSON.stringify`. */
-const body = (value: Json): string => {
+/** An object's text, each value written by `write` (undefined: the key left out, as `JSON.stringify` leaves it). */
+const object = (value: Json, write: (key: string, v: unknown) => string | undefined): string => {
   let out = "{"
   let first = true
   for (const key of Object.keys(value)) {
-    const v = value[key]
-    const text = Array.isArray(v) ? array(v) : JSON.stringify(v)
+    const text = write(key, value[key])
     if (text === undefined) continue
     out += `${first ? "" : ","}${JSON.stringify(key)}:${text}`
     first = false
@@ -85,20 +84,13 @@ const body = (value: Json): string => {
   return out + "}"
 }
 
+/** A request body's text: its array values written by {@link array}, the rest by `JSON.stringify`. */
+const writeBody = (_key: string, v: unknown): string | undefined => (Array.isArray(v) ? array(v) : JSON.stringify(v))
+const writeReply = (key: string, v: unknown): string | undefined => (key === "request" && isPlain(v) ? object(v, writeBody) : JSON.stringify(v))
+
 /**
  * `JSON.stringify(reply)`, the same text: the reply's `request` body written
  * by parts (see the module doc). For any other value, `JSON.stringify`'s.
  */
-export const stringify = (reply: unknown): string => {
-  if (!isPlain(reply) || !isPlain(reply["request"])) return JSON.stringify(reply)
-  let out = "{"
-  let first = true
-  for (const key of Object.keys(reply)) {
-    const v = reply[key]
-    const text = key === "request" && isPlain(v) ? body(v) : JSON.stringify(v)
-    if (text === undefined) continue
-    out += `${first ? "" : ","}${JSON.stringify(key)}:${text}`
-    first = false
-  }
-  return out + "}"
-}
+export const stringify = (reply: unknown): string =>
+  isPlain(reply) && isPlain(reply["request"]) ? object(reply, writeReply) : JSON.stringify(reply)
