@@ -70,6 +70,29 @@ const cpuSeconds = (pid: number | undefined): number | undefined => {
   }
 }
 
+/**
+ * CPU seconds all Postgres processes have used (backends, WAL writer,
+ * checkpointer...): what a load costs the database, read before and after
+ * each closed loop (one load runs at a time). Undefined without `/proc`.
+ */
+const postgresCpuSeconds = (): number | undefined => {
+  try {
+    let total = 0
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue
+      try {
+        if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() !== "postgres") continue
+        total += cpuSeconds(Number(entry)) ?? 0
+      } catch {
+        // the process exited between the listing and the read
+      }
+    }
+    return total
+  } catch {
+    return undefined
+  }
+}
+
 /** Starts a baseline service (`bench/baselines/echo.ts`) on `root`; resolves once it is subscribed. */
 const startEcho = (env: Record<string, string>) =>
   new Promise<{ readonly stop: () => Promise<void> }>((resolve, reject) => {
@@ -211,16 +234,26 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         }
         const rates = { ctxd: [] as number[], echo: [] as number[], echoPg: [] as number[] }
         let cpu = 0
+        // Postgres CPU seconds over ctxd's closed loops and over the echo + Postgres ones
+        const pgCpu = { ctxd: 0, echoPg: 0 }
+        const measured = <A>(account: (seconds: number) => void, read: () => number | undefined, run: () => Promise<A>) =>
+          Effect.promise(async () => {
+            const before = read()
+            const result = await run()
+            const after = read()
+            if (before !== undefined && after !== undefined) account(after - before)
+            return result
+          })
         const pid = workers[0]?.child.pid
         for (let r = 0; r < ROUNDS; r++) {
-          const before = cpuSeconds(pid)
           const from = monotonicMicros()
-          rates.ctxd.push(yield* Effect.promise(() => closedLoop(root, nextTurn)))
+          const rate = yield* measured((s) => (pgCpu.ctxd += s), postgresCpuSeconds, () =>
+            Effect.runPromise(measured((s) => (cpu += s), () => cpuSeconds(pid), () => closedLoop(root, nextTurn))),
+          )
+          rates.ctxd.push(rate)
           windows.push([from, monotonicMicros()])
-          const after = cpuSeconds(pid)
-          if (before !== undefined && after !== undefined) cpu += after - before
           rates.echo.push(yield* Effect.promise(() => closedLoop(`${root}_echo`, nextTurn)))
-          rates.echoPg.push(yield* Effect.promise(() => closedLoop(`${root}_pg`, nextTurn)))
+          rates.echoPg.push(yield* measured((s) => (pgCpu.echoPg += s), postgresCpuSeconds, () => closedLoop(`${root}_pg`, nextTurn)))
           nextTurn += perRound
         }
         const label = `e2e ${options.workers} worker${options.workers > 1 ? "s" : ""}, ${options.sessions} sessions${format === "openai" ? "" : `, ${format}`}${options.refs === true ? ", by ref" : ""}`
@@ -228,7 +261,8 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         const throughput = quantile(rates.ctxd, 0.5)
         const ofEcho = throughput / quantile(rates.echo, 0.5)
         const ofEchoPg = throughput / quantile(rates.echoPg, 0.5)
-        const cpuPerTurnMs = options.workers === 1 ? (1000 * cpu) / (ROUNDS * perRound * ids.length) : Number.NaN
+        const turnsPerLoad = ROUNDS * perRound * ids.length
+        const cpuPerTurnMs = options.workers === 1 ? (1000 * cpu) / turnsPerLoad : Number.NaN
         return [
           { bench: label, metric: `turn latency p50 at ${options.pacedRate}/s`, value: round(p50), unit: "ms", target: "≤ 5", met: p50 <= 5 },
           { bench: label, metric: `turn latency p99 at ${options.pacedRate}/s`, value: round(quantile(latencies, 0.99)), unit: "ms" },
@@ -241,6 +275,12 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
           ...(Number.isNaN(cpuPerTurnMs)
             ? []
             : [{ bench: label, metric: "worker CPU per turn (closed loop)", value: round(cpuPerTurnMs, 2), unit: "ms", target: "≤ 0.9", met: cpuPerTurnMs <= 0.9 }]),
+          {
+            bench: label,
+            metric: "Postgres CPU per turn: ctxd / echo + Postgres insert",
+            value: round((1000 * pgCpu.ctxd) / turnsPerLoad, 2),
+            unit: `ms / ${round((1000 * pgCpu.echoPg) / turnsPerLoad, 2)} ms`,
+          },
         ]
       }),
     ),

@@ -9,14 +9,12 @@
  * session row's lock, after checking the turn id is new and the session has
  * not moved on since the caller loaded it (optimistic concurrency on
  * `last_seq`). It writes everything or nothing. The transaction is one
- * statement, a call of the PL/pgSQL function `ctxd_commit_turn` (migration
- * 3), so a commit costs one round trip; the reply travels and is stored
- * compressed by the worker (`ctxd_turns.reply_z`), never parsed by Postgres.
- * A commit that carries the session's {@link Length} calls
- * `ctxd_commit_turn_v7` (migration 7) instead, which also records it for the
- * agent's history of session lengths, in the same statement; one that carries
- * a user calls `ctxd_commit_turn_v9` (migration 9), which also records the
- * user for the session (`ctxd_session_users`).
+ * statement, a call of the PL/pgSQL function `ctxd_commit_turn_v11`
+ * (migration 11), so a commit costs one round trip; the reply travels and is
+ * stored compressed by the worker (`ctxd_turns.reply_z`), never parsed by
+ * Postgres. The same statement records the session's {@link Length} for the
+ * agent's history of session lengths when the commit carries one, and the
+ * turn's user for the session (`ctxd_session_users`) when it carries one.
  * The hot statements are prepared once per connection.
  *
  * Fencing: a commit may carry the caller's shard lease ({@link Fence}); the
@@ -38,7 +36,7 @@ import type { Conversation } from "@ctxd/contracts"
 import { Spans } from "@ctxd/observe"
 import { Data, Effect, Layer, Option } from "effect"
 import { Database, DatabaseError, type DatabaseUnavailable } from "./Database.ts"
-import { COMMIT_TURN, COMMIT_TURN_V7, COMMIT_TURN_V9, type CommitRow, FIND_TURN, LIST_TURNS, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
+import { COMMIT_TURN, type CommitRow, FIND_TURN, LIST_TURNS, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
 import { logFailure } from "./internal/logFailure.ts"
 import * as ReplyCodec from "./internal/replyCodec.ts"
 
@@ -253,10 +251,9 @@ const commitParams = (input: CommitTurn): Effect.Effect<ReadonlyArray<unknown>, 
       fence?.shard ?? null,
       fence?.owner ?? null,
       fence === undefined ? null : String(fence.epoch),
-      ...(input.length === undefined && input.user === undefined
-        ? []
-        : [input.length?.agent ?? null, input.length === undefined ? null : Math.max(0, Math.floor(input.length.turns))]),
-      ...(input.user === undefined ? [] : [input.user]),
+      input.length?.agent ?? null,
+      input.length === undefined ? null : Math.max(0, Math.floor(input.length.turns)),
+      input.user ?? null,
     ])
   })
 
@@ -311,7 +308,7 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
     ): Effect.Effect<Committed, NotOwner | SeqConflict | TurnExists | Failure> =>
       commitParams(input).pipe(
         Effect.flatMap((params) =>
-          db.query<CommitRow>(input.user !== undefined ? COMMIT_TURN_V9 : input.length === undefined ? COMMIT_TURN : COMMIT_TURN_V7, params),
+          db.query<CommitRow>(COMMIT_TURN, params),
         ),
         Effect.flatMap(({ rows }) => outcome(input, rows[0])),
         logFailure("session store: commitTurn"),

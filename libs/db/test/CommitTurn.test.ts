@@ -2,7 +2,7 @@ import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { Database, Migrations, SessionStore } from "../src/index.ts"
-import { commit as commitTurn, text } from "./Helpers.ts"
+import { commit as commitTurn, legacyCommit, text } from "./Helpers.ts"
 import * as ReplyCodec from "../src/internal/replyCodec.ts"
 
 const Store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(TestDatabase.layer))
@@ -25,6 +25,7 @@ const snapshot = (session: string) =>
       `SELECT (SELECT count(*) FROM ctxd_sessions)::text AS sessions,
               (SELECT count(*) FROM ctxd_messages)::text AS messages,
               (SELECT count(*) FROM ctxd_turns)::text AS turns,
+              (SELECT count(*) || '/' || coalesce(sum(turns), 0) FROM ctxd_session_lengths) AS lengths,
               (SELECT xmin::text || '/' || last_seq FROM ctxd_sessions WHERE tenant = 'acme' AND session = $1) AS row`,
       [session],
     )
@@ -48,18 +49,22 @@ const bigReply = (turnId: string) => ({
 
 describe("ctxd_commit_turn", () => {
   layer(Store)("on a migrated throwaway schema", (it) => {
-    it.effect("returns ok / not_owner / exists / conflict, and writes only on ok", () =>
+    // this release's function, and the first one (workers of earlier releases still call it)
+    it.effect.each([
+      ["ctxd_commit_turn_v11", ", 'agent', $9::integer, NULL"],
+      ["ctxd_commit_turn", ""],
+    ] as const)("%s returns ok / not_owner / exists / conflict, and writes only on ok", ([fn, tail]) =>
       Effect.gen(function* () {
         const db = yield* Database.Database
         const session = fresh()
-        yield* db.query(`INSERT INTO ctxd_shard_leases (shard, owner, epoch, expires_at) VALUES (21, 'w1', 2, now() + interval '1 minute')`)
+        yield* db.query(`INSERT INTO ctxd_shard_leases (shard, owner, epoch, expires_at) VALUES (21, 'w1', 2, now() + interval '1 minute') ON CONFLICT DO NOTHING`)
         const call = (turnId: string, expected: number, fence: readonly [number, string, string] | null = null) =>
           db
             .query<{ status: string; actual_last_seq: number | null; stored_request_hash: string | null }>(
               `SELECT status, actual_last_seq, stored_request_hash
-               FROM ctxd_commit_turn('acme', $1, $2, 'h', $3, $4::jsonb, $5, $6, $7, $8)`,
+               FROM ${fn}('acme', $1, $2, 'h', $3, $4::jsonb, $5, $6, $7, $8${tail})`,
               [session, turnId, expected, JSON.stringify([{ message: text("user", turnId), tokens: 1, encoding: "e" }]),
-                ReplyCodec.encode("{}"), ...(fence ?? [null, null, null])],
+                ReplyCodec.encode("{}"), ...(fence ?? [null, null, null]), ...(tail === "" ? [] : [expected + 1])],
             )
             .pipe(Effect.map(({ rows }) => rows[0]))
 
@@ -221,8 +226,43 @@ describe("ctxd_commit_turn", () => {
         expect(rows.every((r) => r.config === null)).toBe(true)
         // the hot statements were prepared on this (single) connection
         const prepared = yield* db.query<{ name: string }>("SELECT name FROM pg_prepared_statements ORDER BY name")
-        expect(prepared.rows.map((r) => r.name)).toEqual(["ctxd_commit_turn_v3", "ctxd_find_turn_v3", "ctxd_load_messages_v1"])
+        expect(prepared.rows.map((r) => r.name)).toEqual(["ctxd_commit_turn_v11", "ctxd_find_turn_v3", "ctxd_load_messages_v1"])
       }
+    }),
+  )
+
+  it.scoped("migration 11 applies on a schema at version 10: the previous release's commits and this one's interleave on a session", () =>
+    Effect.gen(function* () {
+      const { url, schema } = yield* TestDatabase.make
+      const db = yield* Database.make({ url, schema })
+      const provide = Effect.provideService(Database.Database, db)
+      expect(yield* Migrations.apply(Migrations.migrations.filter((m) => m.version <= 10)).pipe(provide)).toHaveLength(10)
+      const input = (turnId: string, expectedLastSeq: number, turns: number, user?: string): SessionStore.CommitTurn => ({
+        tenant: "acme",
+        session: "mixed",
+        turnId,
+        requestHash: `hash-${turnId}`,
+        expectedLastSeq,
+        messages: [{ message: text("user", turnId), tokens: 1, encoding: "o200k_base" }],
+        reply: { ok: true, turnId },
+        length: { agent: "default", turns },
+        user,
+      })
+      expect(yield* legacyCommit("ctxd_commit_turn_v9", input("t1", 0, 1, "u1")).pipe(provide)).toBe("ok")
+      expect(yield* Migrations.apply(Migrations.migrations).pipe(provide)).toEqual([11])
+      const store = yield* SessionStore.SessionStore.pipe(Effect.provide(SessionStore.layer), provide)
+      expect(yield* store.commitTurn(input("t2", 1, 2, "u2"))).toEqual({ firstSeq: 2, lastSeq: 2 })
+      expect(yield* legacyCommit("ctxd_commit_turn_v9", input("t3", 2, 3, "u1")).pipe(provide)).toBe("ok")
+      expect(yield* store.commitTurn(input("t4", 3, 4))).toEqual({ firstSeq: 4, lastSeq: 4 })
+      // a retry of a turn the previous release committed, through this release: its reply
+      const again = yield* store.commitTurn(input("t3", 4, 5)).pipe(Effect.flip)
+      expect(again).toMatchObject({ _tag: "TurnExists", stored: { turnId: "t3", reply: { ok: true, turnId: "t3" } } })
+      const { rows } = yield* db.query<{ turns: number; users: string }>(
+        `SELECT l.turns, (SELECT string_agg(u.user_id, ',' ORDER BY u.user_id) FROM ctxd_session_users u WHERE u.session_id = s.id) AS users
+         FROM ctxd_sessions s JOIN ctxd_session_lengths l ON l.session_id = s.id WHERE s.session = 'mixed'`,
+      )
+      expect(rows).toEqual([{ turns: 4, users: "u1,u2" }])
+      expect((yield* store.loadMessages("acme", "mixed", 0)).map((m) => m.seq)).toEqual([1, 2, 3, 4])
     }),
   )
 

@@ -3,7 +3,7 @@ import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Either, Layer, Option, Schema } from "effect"
 import { Database, LifecycleStore, Migrations, SessionStore } from "../src/index.ts"
-import { text } from "./Helpers.ts"
+import { type LegacyCommit, legacyCommit, text } from "./Helpers.ts"
 
 const Stores = Layer.mergeAll(SessionStore.layer, LifecycleStore.layer).pipe(
   Layer.provide(Migrations.layer),
@@ -368,14 +368,19 @@ describe("LifecycleStore", () => {
       const provide = Effect.provideService(Database.Database, db)
       expect(yield* Migrations.apply(Migrations.migrations.filter((m) => m.version <= 8)).pipe(provide)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
       const stores = Effect.provide(Layer.mergeAll(SessionStore.layer, LifecycleStore.layer))
-      yield* turns("acme", "old", 2).pipe(stores, provide)
+      const message = { message: text("user", "more"), tokens: 1, encoding: "o200k_base" }
+      const commitOn = (fn: LegacyCommit, turnId: string, expectedLastSeq: number, extra: Partial<SessionStore.CommitTurn> = {}) =>
+        legacyCommit(fn, { tenant: "acme", session: "old", turnId, requestHash: "h", expectedLastSeq, messages: [message], reply: { ok: true, turnId }, ...extra }).pipe(provide)
+      // two turns of the release of schema version 8
+      for (const [i, turnId] of ["t0", "t1"].entries()) {
+        expect(yield* commitOn("ctxd_commit_turn_v7", turnId, i, { length: { agent: "default", turns: i + 1 } })).toBe("ok")
+      }
       expect(yield* Migrations.apply(Migrations.migrations.filter((m) => m.version <= 9)).pipe(provide)).toEqual([9])
       // the previous release's statements (ctxd_commit_turn_v7 without a user) beside the new one
       yield* Effect.gen(function* () {
         const store = yield* SessionStore.SessionStore
-        const message = { message: text("user", "more"), tokens: 1, encoding: "o200k_base" }
-        yield* store.commitTurn({ tenant: "acme", session: "old", turnId: "v7", requestHash: "h", expectedLastSeq: 4, messages: [message], reply: { ok: true }, length: { agent: "default", turns: 3 } })
-        yield* store.commitTurn({ tenant: "acme", session: "old", turnId: "v8", requestHash: "h", expectedLastSeq: 5, messages: [message], reply: { ok: true }, user: "u" })
+        expect(yield* commitOn("ctxd_commit_turn_v7", "v7", 2, { length: { agent: "default", turns: 3 } })).toBe("ok")
+        expect(yield* commitOn("ctxd_commit_turn_v9", "v8", 3, { user: "u" })).toBe("ok")
         // a reply as the first release stored it (jsonb, no reply_z)
         yield* db.query(
           `INSERT INTO ctxd_turns (session_id, turn_id, request_hash, first_seq, last_seq, reply)

@@ -9,7 +9,7 @@ import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Database, Migrations, SessionLengthStore, SessionStore } from "../src/index.ts"
-import { text } from "./Helpers.ts"
+import { type LegacyCommit, legacyCommit, text } from "./Helpers.ts"
 
 let counter = 0
 const fresh = () => `len${++counter}`
@@ -153,16 +153,26 @@ describe("migration 7", () => {
       const provide = Effect.provideService(Database.Database, db)
       const atSix = Migrations.migrations.filter((m) => m.version <= 6)
       expect(yield* Migrations.apply(atSix).pipe(provide)).toEqual([1, 2, 3, 4, 5, 6])
-      const commitOn = (session: string, turnId: string, expected: number, length?: SessionStore.Length) =>
-        commit("acme", session, turnId, expected, length).pipe(Effect.provide(SessionStore.layer), provide)
+      // the statements of the releases of those schema versions
+      const commitOn = (fn: LegacyCommit, session: string, turnId: string, expected: number, length?: SessionStore.Length) =>
+        legacyCommit(fn, {
+          tenant: "acme",
+          session,
+          turnId,
+          requestHash: `hash-${turnId}`,
+          expectedLastSeq: expected,
+          messages: [{ message: text("user", "hi"), tokens: 1, encoding: "o200k_base" }],
+          reply: { ok: true, turnId },
+          length,
+        }).pipe(provide)
       // a session of the previous release, committed before the migration
-      yield* commitOn("old", "t1", 0)
+      expect(yield* commitOn("ctxd_commit_turn", "old", "t1", 0)).toBe("ok")
       const atSeven = Migrations.migrations.filter((m) => m.version <= 7)
       expect(yield* Migrations.apply(atSeven).pipe(provide)).toEqual([7])
       // the previous release's statement still commits beside the new one
-      yield* commitOn("old", "t2", 1)
-      yield* commitOn("old", "t3", 2, { agent: "default", turns: 4 })
-      yield* commitOn("new", "t1", 0, { agent: "default", turns: 0 })
+      expect(yield* commitOn("ctxd_commit_turn", "old", "t2", 1)).toBe("ok")
+      expect(yield* commitOn("ctxd_commit_turn_v7", "old", "t3", 2, { agent: "default", turns: 4 })).toBe("ok")
+      expect(yield* commitOn("ctxd_commit_turn_v7", "new", "t1", 0, { agent: "default", turns: 0 })).toBe("ok")
       const lengths = yield* SessionLengthStore.make().pipe(provide)
       expect(sorted(yield* lengths.counts("acme", "default"))).toEqual([
         { turns: 0, sessions: 1 },

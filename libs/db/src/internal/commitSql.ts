@@ -23,7 +23,7 @@ export interface MessageRow<M> {
   readonly encoding: string
 }
 
-/** The outcome of `ctxd_commit_turn` (migration 3); the `stored_*` columns are set for `exists` only. */
+/** The outcome of `ctxd_commit_turn` (migration 3; `_v11`, migration 11, returns the same columns); the `stored_*` columns are set for `exists` only. */
 export interface CommitRow {
   readonly status: "ok" | "exists" | "conflict" | "not_owner"
   /** For `ok` the new last seq; for `conflict` the session's; null for `not_owner`. */
@@ -65,35 +65,15 @@ export const LOAD_MESSAGES = prepared(
 /**
  * $1 tenant, $2 session, $3 turn id, $4 request hash, $5 expected last seq,
  * $6 messages (JSON array of `{message, tokens, encoding}`), $7 reply
- * (`reply_z` form), $8..$10 fence shard, owner, epoch (all null for none).
- * One statement, so one implicit transaction: it commits what the function
- * wrote (nothing unless the status is `ok`), or rolls back on an error.
+ * (`reply_z` form), $8..$10 fence shard, owner, epoch (all null for none),
+ * $11 agent and $12 turns after this commit (both null: no length recorded),
+ * $13 user (null for none); see migration 11. One statement, so one implicit
+ * transaction: it commits what the function wrote (nothing unless the status
+ * is `ok`), or rolls back on an error.
  */
 export const COMMIT_TURN = prepared(
-  "ctxd_commit_turn_v3",
+  "ctxd_commit_turn_v11",
   `SELECT status, actual_last_seq, stored_request_hash, stored_first_seq, stored_last_seq, stored_reply, stored_reply_z
-   FROM ctxd_commit_turn($1::text, $2::text, $3::text, $4::text, $5::integer, $6::jsonb, $7::bytea,
-                         $8::integer, $9::text, $10::bigint)`,
-)
-
-/**
- * {@link COMMIT_TURN} with, on success, the session's length recorded in the
- * same transaction (migration 7): $11 agent, $12 turns after this commit.
- */
-export const COMMIT_TURN_V7 = prepared(
-  "ctxd_commit_turn_v7",
-  `SELECT status, actual_last_seq, stored_request_hash, stored_first_seq, stored_last_seq, stored_reply, stored_reply_z
-   FROM ctxd_commit_turn_v7($1::text, $2::text, $3::text, $4::text, $5::integer, $6::jsonb, $7::bytea,
-                            $8::integer, $9::text, $10::bigint, $11::text, $12::integer)`,
-)
-
-/**
- * {@link COMMIT_TURN_V7} with, on success, the turn's user recorded for the
- * session (migration 9): $11 agent, $12 turns (both may be null), $13 user.
- */
-export const COMMIT_TURN_V9 = prepared(
-  "ctxd_commit_turn_v9",
-  `SELECT status, actual_last_seq, stored_request_hash, stored_first_seq, stored_last_seq, stored_reply, stored_reply_z
-   FROM ctxd_commit_turn_v9($1::text, $2::text, $3::text, $4::text, $5::integer, $6::jsonb, $7::bytea,
-                            $8::integer, $9::text, $10::bigint, $11::text, $12::integer, $13::text)`,
+   FROM ctxd_commit_turn_v11($1::text, $2::text, $3::text, $4::text, $5::integer, $6::jsonb, $7::bytea,
+                             $8::integer, $9::text, $10::bigint, $11::text, $12::integer, $13::text)`,
 )
