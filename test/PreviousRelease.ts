@@ -28,9 +28,13 @@ const git = (...args: ReadonlyArray<string>) =>
 
 const levelOf = (source: string): number => Math.max(0, ...[...source.matchAll(/^\s+version: (\d+),$/gm)].map((m) => Number(m[1])))
 
-/** The previous migration level's checkout, or why it cannot be had (no git, a shallow clone, no such commit). */
-export const extract = (): PreviousRelease | { readonly skip: string } => {
-  const current = Math.max(...Migrations.migrations.map((m) => m.version))
+/**
+ * The previous migration level's checkout, or why it cannot be had (no git, a
+ * shallow clone, no such commit); with `below`, the newest release whose
+ * migrations stop below that version instead.
+ */
+export const extract = (below?: number): PreviousRelease | { readonly skip: string } => {
+  const current = below ?? Math.max(...Migrations.migrations.map((m) => m.version))
   let commits: ReadonlyArray<string>
   try {
     if (git("rev-parse", "--is-shallow-repository").trim() === "true") return { skip: "shallow clone: no earlier release to run" }

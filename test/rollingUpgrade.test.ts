@@ -4,9 +4,12 @@
 // rolling upgrade:
 // - a new install: this checkout migrates (partitioned tables), then the
 //   previous release joins it;
-// - an existing deployment: the previous release creates and fills the
-//   plain tables, this checkout joins (its migrations find them populated and
-//   keep them), and the online conversion to partitions runs while both serve.
+// - an existing deployment: the previous release creates and fills its
+//   tables, this checkout joins and migrates them, and both serve;
+// - an existing deployment of the newest release before partitions
+//   (migration 10) creates and fills plain tables, this checkout joins (its
+//   migrations find them populated and keep them), and the online conversion
+//   to partitions runs while both serve.
 // Every turn is answered, by both workers, and stored exactly once.
 import { Database, Migrations, Partitions } from "@ctxd/db"
 import { Effect } from "effect"
@@ -17,12 +20,26 @@ import * as PreviousRelease from "./PreviousRelease.ts"
 const TENANT = "rolling"
 const SESSIONS = 16
 
-const previous = PreviousRelease.extract()
-if ("skip" in previous) console.log(`rolling upgrade test skipped: ${previous.skip}`)
-else console.log(`previous release: ${previous.commit.slice(0, 12)} (migrations up to ${previous.level})`)
-const release = "skip" in previous ? undefined : previous
+/** The migration that partitions a new install's messages and turns (an existing deployment converts online). */
+const PARTITIONED = 10
 
-afterAll(() => release?.remove())
+const extract = (what: string, below?: number) => {
+  const found = PreviousRelease.extract(below)
+  if ("skip" in found) {
+    console.log(`rolling upgrade from ${what} skipped: ${found.skip}`)
+    return undefined
+  }
+  console.log(`${what}: ${found.commit.slice(0, 12)} (migrations up to ${found.level})`)
+  return found
+}
+const release = extract("the previous release")
+// the one an existing deployment with plain tables runs (the same while this checkout adds migration 10)
+const plainRelease = release !== undefined && release.level < PARTITIONED ? release : extract("the release before partitions", PARTITIONED)
+
+afterAll(() => {
+  release?.remove()
+  if (plainRelease !== release) plainRelease?.remove()
+})
 
 /** Sends `turns` turns on every session (in order per session, sessions in parallel), from `from` on. */
 const drive = async (c: Cluster.Cluster, sessions: ReadonlyArray<string>, from: number, turns: number) => {
@@ -74,7 +91,37 @@ describe.skipIf(release === undefined)("rolling upgrade between migration levels
     })
   })
 
-  describe("an existing deployment: the previous release's schema, upgraded and converted online while both serve", () => {
+  describe.skipIf(release === undefined || release.level < PARTITIONED)("an existing deployment of the previous release (partitioned), upgraded while both serve", () => {
+    let c: Cluster.Cluster
+    beforeAll(async () => {
+      c = await Cluster.start()
+    })
+    afterAll(async () => {
+      await c?.close()
+    })
+
+    it("no turn fails or is stored twice across the join", { timeout: 90_000 }, async () => {
+      await c.start("old", {}, release!.root)
+      const sessions = Array.from({ length: SESSIONS }, (_, i) => `p${i}`)
+      await drive(c, sessions, 0, 2)
+
+      await c.start("new")
+      await c.settled(["new", "old"], 4 * Cluster.TTL_MS)
+      const levels = await c.sql<{ version: number }>("SELECT version FROM ctxd_schema_migrations ORDER BY version")
+      expect(levels.map((r) => r.version)).toEqual(Migrations.migrations.map((m) => m.version))
+      expect((await withDb(c, Partitions.status)).partitioned).toBe(true)
+      await drive(c, sessions, 2, 4)
+
+      const served = await turnsServed(c)
+      expect(served.get("new")).toBeGreaterThan(0)
+      expect(served.get("old")).toBeGreaterThan(0)
+      await Cluster.expectExactlyOnce(c, TENANT, sessions, () => 6)
+    })
+  })
+})
+
+describe.skipIf(plainRelease === undefined)("rolling upgrade from a release before partitions", () => {
+  describe("an existing deployment: that release's schema, upgraded and converted online while both serve", () => {
     let c: Cluster.Cluster
     beforeAll(async () => {
       c = await Cluster.start()
@@ -84,7 +131,7 @@ describe.skipIf(release === undefined)("rolling upgrade between migration levels
     })
 
     it("no turn fails or is stored twice across the join and the conversion", { timeout: 120_000 }, async () => {
-      await c.start("old", {}, release!.root)
+      await c.start("old", {}, plainRelease!.root)
       const sessions = Array.from({ length: SESSIONS }, (_, i) => `e${i}`)
       await drive(c, sessions, 0, 2)
 
