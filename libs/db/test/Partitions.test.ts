@@ -2,7 +2,7 @@ import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Option, Schedule } from "effect"
 import { Database, Migrations, Partitions, SessionStore } from "../src/index.ts"
-import { text } from "./Helpers.ts"
+import { legacyCommit, text } from "./Helpers.ts"
 
 /** A migrated (up to `upTo`) throwaway schema, its pool without statement timeout, and a store on it. */
 const setup = (upTo = Infinity) =>
@@ -16,23 +16,26 @@ const setup = (upTo = Infinity) =>
       Effect.provide(SessionStore.layer),
       Effect.provideService(Database.Database, db),
     )
-    const commit = (session: string, turn: number, expectedLastSeq: number) =>
-      store.commitTurn({
-        tenant: "acme",
-        session,
-        turnId: `t${turn}`,
-        requestHash: `h${turn}`,
-        expectedLastSeq,
-        messages: [text("user", `q${turn}`), text("assistant", `a${turn}`)].map((message) => ({
-          message,
-          tokens: 3,
-          encoding: "o200k_base",
-        })),
-        reply: { ok: true, turn },
-      })
+    const input = (session: string, turn: number, expectedLastSeq: number): SessionStore.CommitTurn => ({
+      tenant: "acme",
+      session,
+      turnId: `t${turn}`,
+      requestHash: `h${turn}`,
+      expectedLastSeq,
+      messages: [text("user", `q${turn}`), text("assistant", `a${turn}`)].map((message) => ({
+        message,
+        tokens: 3,
+        encoding: "o200k_base",
+      })),
+      reply: { ok: true, turn },
+    })
+    const commit = (session: string, turn: number, expectedLastSeq: number) => store.commitTurn(input(session, turn, expectedLastSeq))
+    /** A commit as a worker of the release that stopped at migration `upTo` made it (its schema lacks this release's function). */
+    const commitBefore = (session: string, turn: number, expectedLastSeq: number) =>
+      legacyCommit("ctxd_commit_turn", input(session, turn, expectedLastSeq)).pipe(Effect.provideService(Database.Database, db))
     const count = (sql: string) => db.query<{ n: string }>(sql).pipe(Effect.map(({ rows }) => Number(rows[0]!.n)))
     const run = <A, E>(effect: Effect.Effect<A, E, Database.Database>) => Effect.provideService(effect, Database.Database, db)
-    return { db, store, commit, count, run }
+    return { db, store, commit, commitBefore, count, run }
   })
 
 const utcDay = (offsetDays: number) => {
@@ -129,8 +132,8 @@ describe("Partitions", () => {
 
   it.scopedLive("a populated schema keeps its plain tables at migration 10 and converts online while commits go on", () =>
     Effect.gen(function* () {
-      const { store, commit, count, run } = yield* setup(7)
-      for (let s = 0; s < 10; s++) yield* commit(`pre${s}`, 1, 0)
+      const { store, commit, commitBefore, count, run } = yield* setup(7)
+      for (let s = 0; s < 10; s++) expect(yield* commitBefore(`pre${s}`, 1, 0)).toBe("ok")
       yield* run(Migrations.run)
       expect((yield* run(Partitions.status)).partitioned).toBe(false)
       // upkeep is a no-op on the plain layout
