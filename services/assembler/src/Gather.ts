@@ -165,15 +165,26 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
 
     const invalidateKnowledge = (tenant: string, agent: string) => Effect.sync(() => void knowledgeCache.delete(`${tenant}\u0000${agent}`))
 
-    /** Local counting in `model`'s encoding, for the stages. */
+    /**
+     * Local counting in `model`'s encoding, for the stages: one counter per
+     * encoding (a handful), the same object every turn, so what the pipeline
+     * caches by its counter (the compressed tools and their count) carries
+     * over from turn to turn.
+     */
+    const counters = new Map<string, LocalCounter>()
     const localFor = (model: Turn.Model): LocalCounter => {
       const encoding = local.encodingFor(model)
-      return {
-        encoding,
-        countText: (text) => local.countText(text, encoding),
-        countTools: (tools) => local.countTools(tools, encoding),
-        countMessage: (message) => local.countMessage(message, encoding),
+      let counter = counters.get(encoding)
+      if (counter === undefined) {
+        counter = {
+          encoding,
+          countText: (text) => local.countText(text, encoding),
+          countTools: (tools) => local.countTools(tools, encoding),
+          countMessage: (message) => local.countMessage(message, encoding),
+        }
+        counters.set(encoding, counter)
       }
+      return counter
     }
 
     /** Forgets whether `tenant`'s `agent` has memories (every user): one was stored or removed through this worker. */

@@ -161,9 +161,10 @@ const toolsSize = (tools: ReadonlyArray<Conversation.Tool>): number =>
   tools.reduce((n, t) => n + JSON.stringify({ name: t.name, description: t.description, input_schema: t.inputSchema }).length, 0)
 
 /**
- * Compressed tool lists per input list and level, with their tokens: a turn
- * runs the stages for several candidate prompts over the same tools (held
- * by the input list, so they go with it).
+ * Compressed tool lists per input list and level, with their tokens and the
+ * counter that counted them: a turn runs the stages for several candidate
+ * prompts over the same tools, and a session's turns send the same tool list
+ * object while its selection holds (held by the input list, so they go with it).
  */
 const compressed = new WeakMap<
   ReadonlyArray<Conversation.Tool>,

@@ -83,24 +83,20 @@ const tierFor = (format: string, prices: CostModel.ModelPrices, state: Carry.Inp
 }
 
 /**
- * `local` with its text and tool counts remembered for one turn: the
- * planner builds the prompt several times (held and advanced candidates,
- * the summary swap, the knowledge index), and each build counts the same
- * masked references and compressed tool lists again.
+ * `local` with its text counts remembered for one turn: the planner builds
+ * the prompt several times (held and advanced candidates, the summary swap,
+ * the knowledge index), and each build counts the same masked references
+ * again. Its tool counter stays the turn's (the same function every turn of
+ * an encoding): the pipeline keeps a compressed tool list and its count by
+ * that counter, from turn to turn.
  */
 const memoized = (local: Carry.LocalCounter): Carry.LocalCounter => {
   const texts = new Map<string, number>()
-  const tools = new Map<ReadonlyArray<unknown>, number>()
   return {
     ...local,
     countText: (text) => {
       let n = texts.get(text)
       if (n === undefined) texts.set(text, (n = local.countText(text)))
-      return n
-    },
-    countTools: (list) => {
-      let n = tools.get(list)
-      if (n === undefined) tools.set(list, (n = local.countTools(list)))
       return n
     },
   }
