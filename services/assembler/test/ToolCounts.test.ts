@@ -36,7 +36,7 @@ describe("tool compression across turns", () => {
       const request = { turnId: `t${k}`, format: "anthropic", model, system: "Be brief.", messages, options: { toolCompression: "truncate" } }
       // the session's system and tools as the worker's decode keeps them: the same objects every turn
       const normalized: Normalize.NormalizedRequest = {
-        system: [{ id: "system", text: "Be brief." }],
+        system: [{ id: "system", text: "Be brief.", cache: "5m" }],
         tools,
         messages: Normalize.fromAnthropicIndexed(messages as never),
       }
