@@ -62,17 +62,34 @@ const withDb = <A>(c: Cluster.Cluster, effect: Effect.Effect<A, unknown, Databas
     ),
   )
 
+/** A cluster for the tests of the enclosing describe: started before them, closed after them. */
+const started = (): (() => Cluster.Cluster) => {
+  let c: Cluster.Cluster | undefined
+  beforeAll(async () => {
+    c = await Cluster.start()
+  })
+  afterAll(async () => {
+    await c?.close()
+  })
+  return () => c!
+}
+
+/** A deployment of the release at `root` serves `sessions` two turns each; this checkout joins and migrates the schema. */
+const joined = async (c: Cluster.Cluster, root: string, sessions: ReadonlyArray<string>) => {
+  await c.start("old", {}, root)
+  await drive(c, sessions, 0, 2)
+  await c.start("new")
+  await c.settled(["new", "old"], 4 * Cluster.TTL_MS)
+  const levels = await c.sql<{ version: number }>("SELECT version FROM ctxd_schema_migrations ORDER BY version")
+  expect(levels.map((r) => r.version)).toEqual(Migrations.migrations.map((m) => m.version))
+}
+
 describe.skipIf(release === undefined)("rolling upgrade between migration levels", () => {
   describe("a new install, then a worker of the previous release joins", () => {
-    let c: Cluster.Cluster
-    beforeAll(async () => {
-      c = await Cluster.start()
-    })
-    afterAll(async () => {
-      await c?.close()
-    })
+    const cluster = started()
 
     it("both serve turns on the partitioned schema; every turn stored once", { timeout: 90_000 }, async () => {
+      const c = cluster()
       await c.start("new")
       expect((await withDb(c, Partitions.status)).partitioned).toBe(true)
       await c.start("old", {}, release!.root)
@@ -92,23 +109,12 @@ describe.skipIf(release === undefined)("rolling upgrade between migration levels
   })
 
   describe.skipIf(release === undefined || release.level < PARTITIONED)("an existing deployment of the previous release (partitioned), upgraded while both serve", () => {
-    let c: Cluster.Cluster
-    beforeAll(async () => {
-      c = await Cluster.start()
-    })
-    afterAll(async () => {
-      await c?.close()
-    })
+    const cluster = started()
 
     it("no turn fails or is stored twice across the join", { timeout: 90_000 }, async () => {
-      await c.start("old", {}, release!.root)
+      const c = cluster()
       const sessions = Array.from({ length: SESSIONS }, (_, i) => `p${i}`)
-      await drive(c, sessions, 0, 2)
-
-      await c.start("new")
-      await c.settled(["new", "old"], 4 * Cluster.TTL_MS)
-      const levels = await c.sql<{ version: number }>("SELECT version FROM ctxd_schema_migrations ORDER BY version")
-      expect(levels.map((r) => r.version)).toEqual(Migrations.migrations.map((m) => m.version))
+      await joined(c, release!.root, sessions)
       expect((await withDb(c, Partitions.status)).partitioned).toBe(true)
       await drive(c, sessions, 2, 4)
 
@@ -122,23 +128,12 @@ describe.skipIf(release === undefined)("rolling upgrade between migration levels
 
 describe.skipIf(plainRelease === undefined)("rolling upgrade from a release before partitions", () => {
   describe("an existing deployment: that release's schema, upgraded and converted online while both serve", () => {
-    let c: Cluster.Cluster
-    beforeAll(async () => {
-      c = await Cluster.start()
-    })
-    afterAll(async () => {
-      await c?.close()
-    })
+    const cluster = started()
 
     it("no turn fails or is stored twice across the join and the conversion", { timeout: 120_000 }, async () => {
-      await c.start("old", {}, plainRelease!.root)
+      const c = cluster()
       const sessions = Array.from({ length: SESSIONS }, (_, i) => `e${i}`)
-      await drive(c, sessions, 0, 2)
-
-      await c.start("new")
-      await c.settled(["new", "old"], 4 * Cluster.TTL_MS)
-      const levels = await c.sql<{ version: number }>("SELECT version FROM ctxd_schema_migrations ORDER BY version")
-      expect(levels.map((r) => r.version)).toEqual(Migrations.migrations.map((m) => m.version))
+      await joined(c, plainRelease!.root, sessions)
       // populated: migration 10 kept the plain tables
       expect((await withDb(c, Partitions.status)).partitioned).toBe(false)
       await drive(c, sessions, 2, 2)
