@@ -7,9 +7,11 @@
  * Against two baselines on the same request bytes, run interleaved with the
  * worker (three rounds of worker, echo, echo + Postgres, each a closed loop
  * of the same sessions, so a machine's load drift hits all three alike):
- * `bench/baselines/echo.ts` answering every request with a reply the size of
- * ctxd's, and the same service inserting that reply into Postgres in a
- * transaction first (the floor any design with a durable history pays).
+ * `bench/baselines/echo.ts` answering every request with one of ctxd's own
+ * replies to these requests (of the mean size, from the latency phase: the
+ * same bytes, so the load generator parses the same JSON and Postgres stores
+ * the same content), and the same service inserting that reply into Postgres
+ * in a transaction first (the floor any design with a durable history pays).
  * ctxd's throughput is reported as a fraction of each, and its CPU per turn
  * (the worker process's user + system time over the closed loops, from
  * `/proc/<pid>/stat`, divided by the turns).
@@ -31,7 +33,7 @@
  */
 import { connect } from "@nats-io/transport-node"
 import { spawn } from "node:child_process"
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { TestDatabase, TestNats, Workloads, WorkerProcess } from "@ctxd/testing"
@@ -160,6 +162,8 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         yield* Effect.addFinalizer(() => Effect.promise(() => nc.drain()))
         const encoder = new TextEncoder()
         const replySizes: number[] = []
+        // every 10th of ctxd's replies: the baselines answer with the one of typical size
+        const sampled: Uint8Array[] = []
         const refsOf = new Map<string, { system?: string; tools?: string }>()
         let requestBytes = 0
         let requestCount = 0
@@ -184,6 +188,7 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
           const elapsed = performance.now() - started
           if (subjectRoot === root) {
             replySizes.push(reply.data.length)
+            if (replySizes.length % 10 === 0) sampled.push(reply.data.slice())
             requestBytes += data.length
             requestCount++
           }
@@ -218,9 +223,18 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         // Throughput: closed loops, every session sends its next turn as soon as the last is answered;
         // three rounds of ctxd, echo and echo + Postgres on the same request bytes, interleaved.
         const replyBytes = Math.round(replySizes.reduce((a, b) => a + b, 0) / Math.max(1, replySizes.length))
-        const echo = yield* Effect.promise(() => startEcho({ BENCH_ROOT: `${root}_echo`, BENCH_REPLY_BYTES: String(replyBytes) }))
+        const typical = sampled.reduce<Uint8Array | undefined>(
+          (best, r) => (best === undefined || Math.abs(r.length - replyBytes) < Math.abs(best.length - replyBytes) ? r : best),
+          undefined,
+        )
+        const replyDir = mkdtempSync(join(tmpdir(), "ctxd-e2e-reply-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(replyDir, { recursive: true, force: true })))
+        const replyFile = join(replyDir, "reply.json")
+        if (typical !== undefined) writeFileSync(replyFile, typical)
+        const answer: Record<string, string> = typical === undefined ? { BENCH_REPLY_BYTES: String(replyBytes) } : { BENCH_REPLY_FILE: replyFile }
+        const echo = yield* Effect.promise(() => startEcho({ BENCH_ROOT: `${root}_echo`, ...answer }))
         const echoPg = yield* Effect.promise(() =>
-          startEcho({ BENCH_ROOT: `${root}_pg`, BENCH_REPLY_BYTES: String(replyBytes), BENCH_PG: "1", DATABASE_URL: db.url, BENCH_SCHEMA: db.schema }),
+          startEcho({ BENCH_ROOT: `${root}_pg`, ...answer, BENCH_PG: "1", DATABASE_URL: db.url, BENCH_SCHEMA: db.schema }),
         )
         yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([echo.stop(), echoPg.stop()])))
         const ROUNDS = 3
@@ -268,7 +282,7 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
           { bench: label, metric: `turn latency p99 at ${options.pacedRate}/s`, value: round(quantile(latencies, 0.99)), unit: "ms" },
           { bench: label, metric: "throughput (closed loop, median of 3 rounds)", value: round(throughput, 0), unit: "turns/s", target: "≥ 1000", met: throughput >= 1000 },
           { bench: label, metric: `request / reply bytes (mean)`, value: round(requestBytes / Math.max(1, requestCount), 0), unit: `B / ${replyBytes} B` },
-          { bench: label, metric: "echo baseline throughput (same bytes)", value: round(quantile(rates.echo, 0.5), 0), unit: "turns/s" },
+          { bench: label, metric: "echo baseline throughput (ctxd's reply bytes)", value: round(quantile(rates.echo, 0.5), 0), unit: "turns/s" },
           { bench: label, metric: "echo + Postgres insert baseline throughput", value: round(quantile(rates.echoPg, 0.5), 0), unit: "turns/s" },
           { bench: label, metric: "ctxd throughput / echo", value: round(ofEcho, 2), unit: "×" },
           { bench: label, metric: "ctxd throughput / echo + Postgres insert", value: round(ofEchoPg, 2), unit: "×", target: "≥ 0.6", met: ofEchoPg >= 0.6 },

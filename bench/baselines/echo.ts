@@ -1,11 +1,14 @@
 // A baseline service for `npm run bench -- e2e`: answers every request on
-// `<BENCH_ROOT>.v1.turn.>` with a reply of `BENCH_REPLY_BYTES` bytes (the
-// size of ctxd's replies to the same requests), parsing the request as JSON
-// first, as any service on the wire contract would. With BENCH_PG=1 it also
+// `<BENCH_ROOT>.v1.turn.>` with the bytes of `BENCH_REPLY_FILE` (one of
+// ctxd's replies to the same requests), or else with a filler reply of
+// `BENCH_REPLY_BYTES` bytes, parsing the request as JSON first, as any
+// service on the wire contract would. With BENCH_PG=1 it also
 // inserts the reply into Postgres in a transaction before answering (the
-// floor any design with a durable history pays): `DATABASE_URL`,
+// floor any design with a durable history pays; the column compressed with
+// lz4, the cheapest Postgres has, where the server has it): `DATABASE_URL`,
 // `BENCH_SCHEMA`. Prints "echo ready" once subscribed; SIGTERM drains.
 import { connect } from "@nats-io/transport-node"
+import { readFileSync } from "node:fs"
 import pg from "pg"
 
 const root = process.env.BENCH_ROOT!
@@ -19,13 +22,16 @@ if (pool !== undefined) {
   await pool.query(
     "CREATE TABLE IF NOT EXISTS bench_echo (session text NOT NULL, turn_id text NOT NULL, reply bytea NOT NULL, PRIMARY KEY (session, turn_id))",
   )
+  // lz4 where the server was built with it; otherwise the default (pglz)
+  await pool.query("ALTER TABLE bench_echo ALTER COLUMN reply SET COMPRESSION lz4").catch(() => undefined)
 }
 const filler = "x".repeat(replyBytes)
+const fixed = process.env.BENCH_REPLY_FILE === undefined ? undefined : new Uint8Array(readFileSync(process.env.BENCH_REPLY_FILE))
 const encoder = new TextEncoder()
 
 const answer = async (subject: string, data: Uint8Array): Promise<Uint8Array> => {
   const request = JSON.parse(new TextDecoder().decode(data)) as { turnId?: string }
-  const reply = encoder.encode(JSON.stringify({ ok: true, turnId: request.turnId, body: filler.slice(0, Math.max(0, replyBytes - 60)) }))
+  const reply = fixed ?? encoder.encode(JSON.stringify({ ok: true, turnId: request.turnId, body: filler.slice(0, Math.max(0, replyBytes - 60)) }))
   if (pool !== undefined) {
     const client = await pool.connect()
     try {
