@@ -250,24 +250,26 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         let cpu = 0
         // Postgres CPU seconds over ctxd's closed loops and over the echo + Postgres ones
         const pgCpu = { ctxd: 0, echoPg: 0 }
-        const measured = <A>(account: (seconds: number) => void, read: () => number | undefined, run: () => Promise<A>) =>
-          Effect.promise(async () => {
-            const before = read()
-            const result = await run()
-            const after = read()
-            if (before !== undefined && after !== undefined) account(after - before)
-            return result
-          })
+        /** `run`, with the CPU seconds `read` counts over it given to `account`. */
+        const measured = async <A>(account: (seconds: number) => void, read: () => number | undefined, run: () => Promise<A>): Promise<A> => {
+          const before = read()
+          const result = await run()
+          const after = read()
+          if (before !== undefined && after !== undefined) account(after - before)
+          return result
+        }
         const pid = workers[0]?.child.pid
         for (let r = 0; r < ROUNDS; r++) {
           const from = monotonicMicros()
-          const rate = yield* measured((s) => (pgCpu.ctxd += s), postgresCpuSeconds, () =>
-            Effect.runPromise(measured((s) => (cpu += s), () => cpuSeconds(pid), () => closedLoop(root, nextTurn))),
+          const rate = yield* Effect.promise(() =>
+            measured((s) => (pgCpu.ctxd += s), postgresCpuSeconds, () =>
+              measured((s) => (cpu += s), () => cpuSeconds(pid), () => closedLoop(root, nextTurn)),
+            ),
           )
           rates.ctxd.push(rate)
           windows.push([from, monotonicMicros()])
           rates.echo.push(yield* Effect.promise(() => closedLoop(`${root}_echo`, nextTurn)))
-          rates.echoPg.push(yield* measured((s) => (pgCpu.echoPg += s), postgresCpuSeconds, () => closedLoop(`${root}_pg`, nextTurn)))
+          rates.echoPg.push(yield* Effect.promise(() => measured((s) => (pgCpu.echoPg += s), postgresCpuSeconds, () => closedLoop(`${root}_pg`, nextTurn))))
           nextTurn += perRound
         }
         const label = `e2e ${options.workers} worker${options.workers > 1 ? "s" : ""}, ${options.sessions} sessions${format === "openai" ? "" : `, ${format}`}${options.refs === true ? ", by ref" : ""}`
