@@ -8,7 +8,14 @@
  *    updates, skipping rows another worker's pruner holds), pausing `pauseMs`
  *    between batches, at most `maxBatches` per tick. The turn row stays, so a
  *    retry after the window is recognised and answered `Conflict`.
- * 2. **Retention**: for the tenants whose section sets `retentionDays`
+ * 2. **Turn records** (`CTXD_TURN_RETENTION`, default 7 days, never
+ *    shorter than the idempotency window): on a partitioned schema the day
+ *    partitions of `ctxd_turns` whose every turn is older are dropped whole
+ *    (`Partitions.dropBefore`, by this worker's clock). A commit looks its
+ *    turn id up in every partition, so without this its cost grows with the
+ *    days the deployment has run. Past it, a retry is answered `Conflict` by
+ *    the session's sequence check instead (its messages stay).
+ * 3. **Retention**: for the tenants whose section sets `retentionDays`
  *    (read through a getter at each tick, so a reloaded configuration
  *    applies), sessions idle longer than that are deleted with all their rows,
  *    `deleteBatch` sessions per transaction. The sweep walks `ctxd_sessions`
@@ -20,13 +27,15 @@
  * in `ctxd_pruned_total{what}` and logged as counts, never content.
  */
 import { type Session, type Tenants } from "@ctxd/contracts"
-import { LifecycleStore } from "@ctxd/db"
-import { Duration, Effect, Metric, Schedule } from "effect"
+import { LifecycleStore, Partitions } from "@ctxd/db"
+import { Clock, Duration, Effect, Metric, Schedule } from "effect"
 
 /** The pruner's settings. */
 export interface Options {
   /** Idempotency window in seconds: replies older are pruned; undefined: kept forever. */
   readonly replyRetentionSeconds: number | undefined
+  /** Turn records older than this (seconds) are dropped with their day partition; undefined: kept. */
+  readonly turnRetentionSeconds: number | undefined
   /** Time between ticks, ms. */
   readonly intervalMs: number
   /** Turn replies pruned per batch (one statement). */
@@ -44,13 +53,14 @@ export interface Options {
 }
 
 /**
- * Defaults: replies kept 24 h, a tick every 60 s, 500 replies per batch,
+ * Defaults: replies kept 24 h, turn records 7 days, a tick every 60 s, 500 replies per batch,
  * 50 ms between batches, at most 100 batches (50,000 replies) per tick;
  * 10,000 session ids per sweep step, 100 steps per tick, 20 sessions per
  * deletion.
  */
 export const defaults: Options = {
   replyRetentionSeconds: 24 * 3600,
+  turnRetentionSeconds: 7 * 86_400,
   intervalMs: 60_000,
   batch: 500,
   pauseMs: 50,
@@ -77,9 +87,26 @@ export const parseRetention = (text: string): number | undefined | Error => {
   return seconds > 0 ? seconds : new Error("the reply retention must be above 0 (off keeps replies forever)")
 }
 
+/**
+ * The turn records' retention from `CTXD_TURN_RETENTION` (`text`, undefined
+ * when unset) and the reply window (`reply`, undefined for `off`), in seconds
+ * (undefined: kept forever). Unset: the default's 7 days, or the reply window
+ * when longer, and kept while replies are. A duration shorter than the reply
+ * window, or any duration while replies are kept forever, would drop replies
+ * still meant to answer retries: an `Error`.
+ */
+export const turnRetention = (text: string | undefined, reply: number | undefined): number | undefined | Error => {
+  if (text === undefined || text.trim() === "") return reply === undefined ? undefined : Math.max(defaults.turnRetentionSeconds!, reply)
+  const seconds = parseRetention(text)
+  if (seconds === undefined || seconds instanceof Error) return seconds
+  if (reply === undefined) return new Error("CTXD_TURN_RETENTION drops turns with their replies: it must be off while CTXD_REPLY_RETENTION is off")
+  if (seconds < reply) return new Error(`CTXD_TURN_RETENTION (${seconds} s) must not be shorter than CTXD_REPLY_RETENTION (${reply} s)`)
+  return seconds
+}
+
 /** `ctxd_pruned_total{what}`. */
 export const pruned = Metric.counter("ctxd_pruned_total", {
-  description: "rows the pruner removed: replies (turn replies past the idempotency window), and for sessions past their tenant's retention: sessions, messages, turns, summaries, compactions, usage_reports",
+  description: "rows the pruner removed: replies (turn replies past the idempotency window), turn_partitions (day partitions of turn records past their retention), and for sessions past their tenant's retention: sessions, messages, turns, summaries, compactions, usage_reports",
   incremental: true,
 })
 
@@ -103,6 +130,8 @@ export const rulesOf = (sections: Readonly<Record<string, Tenants.Tenant>>): Rea
 /** What one tick removed. */
 export interface TickResult {
   readonly replies: number
+  /** Day partitions of turn records dropped. */
+  readonly turnPartitions: number
   readonly removed: Session.Removed
 }
 
@@ -130,6 +159,15 @@ export const make = (options: Options, sections: () => Readonly<Record<string, T
       return total
     })
 
+    const turnPartitions = Effect.gen(function* () {
+      const keep = options.turnRetentionSeconds
+      if (keep === undefined) return 0
+      const now = yield* Clock.currentTimeMillis
+      const dropped = yield* Partitions.dropBefore(new Date(now - keep * 1000))
+      yield* count("turn_partitions", dropped.length)
+      return dropped.length
+    })
+
     const retention = Effect.gen(function* () {
       const rules = rulesOf(sections())
       let removed = LifecycleStore.NONE
@@ -154,13 +192,14 @@ export const make = (options: Options, sections: () => Readonly<Record<string, T
 
     const tick = Effect.gen(function* () {
       const replyCount = yield* replies
+      const partitionCount = yield* turnPartitions
       const removed = yield* retention
-      if (replyCount > 0 || removed.sessions > 0) {
-        yield* Effect.logInfo(`pruner: ${replyCount} replies pruned, ${removed.sessions} idle sessions deleted`).pipe(
-          Effect.annotateLogs({ replies: replyCount, ...removed }),
-        )
+      if (replyCount > 0 || partitionCount > 0 || removed.sessions > 0) {
+        yield* Effect.logInfo(
+          `pruner: ${replyCount} replies pruned, ${partitionCount} turn partitions dropped, ${removed.sessions} idle sessions deleted`,
+        ).pipe(Effect.annotateLogs({ replies: replyCount, turnPartitions: partitionCount, ...removed }))
       }
-      return { replies: replyCount, removed } satisfies TickResult
+      return { replies: replyCount, turnPartitions: partitionCount, removed } satisfies TickResult
     })
     return tick
   })

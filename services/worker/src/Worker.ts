@@ -225,11 +225,17 @@ export const layer = Layer.unwrapEffect(
     const pruner = Layer.scopedDiscard(
       Effect.flatMap(RuntimeConfig.RuntimeConfig, (runtime) =>
         Pruner.run(
-          { ...Pruner.defaults, replyRetentionSeconds: config.replyRetentionSeconds, intervalMs: config.pruneIntervalMs, batch: config.pruneBatch },
+          {
+            ...Pruner.defaults,
+            replyRetentionSeconds: config.replyRetentionSeconds,
+            turnRetentionSeconds: config.turnRetentionSeconds,
+            intervalMs: config.pruneIntervalMs,
+            batch: config.pruneBatch,
+          },
           () => runtime.current().tenants,
         ),
       ),
-    ).pipe(Layer.provide(lifecycle), Layer.provide(runtimeConfig))
+    ).pipe(Layer.provide(lifecycle), Layer.provide(runtimeConfig), Layer.provide(database))
     // the day partitions of ctxd_turns created ahead (a no-op on a schema not converted to partitions)
     const partitions = Partitions.layerUpkeep.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     // the agents' histories of session lengths, cached per worker (the cache planner's expected turns)

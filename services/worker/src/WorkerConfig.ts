@@ -138,6 +138,13 @@ export const WorkerConfig = Config.all({
       "Idempotency window: turn replies older are pruned (a retry then gets Conflict); 24h, 90m, 3600s, 3600 (seconds) or off",
     ),
   ),
+  turnRetention: Config.option(
+    Config.string("CTXD_TURN_RETENTION").pipe(
+      Config.withDescription(
+        "Turn records (id, request hash, reply marker) older are dropped with their day partition of ctxd_turns; default 7d (never below CTXD_REPLY_RETENTION, off when that is off), or off",
+      ),
+    ),
+  ),
   pruneIntervalMs: int("CTXD_PRUNE_INTERVAL_MS", Pruner.defaults.intervalMs, "Time between two runs of the pruner (expired replies, tenants' retention)"),
   pruneBatch: int("CTXD_PRUNE_BATCH", Pruner.defaults.batch, "Turn replies pruned per statement (the pruner pauses between batches)").pipe(
     Config.validate({ message: "at least 1", validation: (n) => n >= 1 }),
@@ -168,7 +175,14 @@ export const WorkerConfig = Config.all({
     Config.withDefault(HttpServer.defaults.host),
     Config.withDescription("Address the HTTP server binds to"),
   ),
-})
+}).pipe(
+  Config.mapOrFail(({ turnRetention, ...config }) => {
+    const seconds = Pruner.turnRetention(Option.getOrUndefined(turnRetention), config.replyRetentionSeconds)
+    return seconds instanceof Error
+      ? Either.left(ConfigError.InvalidData(["CTXD_TURN_RETENTION"], seconds.message))
+      : Either.right({ ...config, turnRetentionSeconds: seconds })
+  }),
+)
 export type WorkerConfig = Config.Config.Success<typeof WorkerConfig>
 
 /** The workspace bundle cache's settings (`CTXD_WORKSPACE_*`); no root: bundles off. */

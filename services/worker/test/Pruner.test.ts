@@ -1,12 +1,13 @@
 // The pruner's tick against a real Postgres (a throwaway schema): bounded work
 // per tick (CTXD_PRUNE_BATCH × maxBatches), the tenants' retention read
 // through the getter at every tick, the sweep resumed across ticks, the
-// ctxd_pruned_total counters; and the CTXD_REPLY_RETENTION format.
+// ctxd_pruned_total counters; the turn records' day partitions dropped past
+// CTXD_TURN_RETENTION; and the CTXD_REPLY_RETENTION / CTXD_TURN_RETENTION formats.
 import type { Tenants } from "@ctxd/contracts"
-import { Database, LifecycleStore, Migrations, SessionStore } from "@ctxd/db"
+import { Database, LifecycleStore, Migrations, Partitions, SessionStore } from "@ctxd/db"
 import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, Metric, type MetricState } from "effect"
+import { ConfigProvider, Effect, Layer, Metric, type MetricState, Option, TestClock } from "effect"
 import * as Pruner from "../src/Pruner.ts"
 import { WorkerConfig } from "../src/WorkerConfig.ts"
 
@@ -72,6 +73,35 @@ describe("Pruner.parseRetention (CTXD_REPLY_RETENTION)", () => {
       const bad = yield* read({ CTXD_REPLY_RETENTION: "a day" })
       expect(bad._tag).toBe("Left")
       expect(String(bad._tag === "Left" && bad.left)).toMatch(/24h, 90m/)
+    }),
+  )
+})
+
+describe("Pruner.turnRetention (CTXD_TURN_RETENTION)", () => {
+  it("defaults to 7 days, never below the reply window, and off while replies are kept forever", () => {
+    expect(Pruner.turnRetention(undefined, 86_400)).toBe(7 * 86_400)
+    expect(Pruner.turnRetention(undefined, 30 * 86_400)).toBe(30 * 86_400)
+    expect(Pruner.turnRetention(undefined, undefined)).toBeUndefined()
+    expect(Pruner.turnRetention("2d", 86_400)).toBe(2 * 86_400)
+    expect(Pruner.turnRetention("off", 86_400)).toBeUndefined()
+    expect(Pruner.turnRetention("off", undefined)).toBeUndefined()
+    // shorter than the reply window, or set while replies are kept forever: refused
+    expect(String(Pruner.turnRetention("1h", 86_400))).toMatch(/must not be shorter than CTXD_REPLY_RETENTION/)
+    expect(String(Pruner.turnRetention("30d", undefined))).toMatch(/must be off while CTXD_REPLY_RETENTION is off/)
+    expect(Pruner.turnRetention("a week", 86_400)).toBeInstanceOf(Error)
+  })
+
+  it.effect("the worker's config: the default, a value, and refusals that stop the start", () =>
+    Effect.gen(function* () {
+      const read = (env: Record<string, string>) =>
+        Effect.withConfigProvider(Effect.either(WorkerConfig), ConfigProvider.fromMap(new Map(Object.entries(env))))
+      const seconds = (env: Record<string, string>) =>
+        Effect.map(read(env), (r) => (r._tag === "Right" ? r.right.turnRetentionSeconds : r.left))
+      expect(yield* seconds({})).toBe(7 * 86_400)
+      expect(yield* seconds({ CTXD_TURN_RETENTION: "14d" })).toBe(14 * 86_400)
+      expect(yield* seconds({ CTXD_REPLY_RETENTION: "off" })).toBeUndefined()
+      expect(String(yield* seconds({ CTXD_TURN_RETENTION: "12h" }))).toMatch(/CTXD_TURN_RETENTION.*shorter than CTXD_REPLY_RETENTION/)
+      expect(String(yield* seconds({ CTXD_REPLY_RETENTION: "off", CTXD_TURN_RETENTION: "7d" }))).toMatch(/must be off/)
     }),
   )
 })
@@ -143,6 +173,53 @@ describe("Pruner", () => {
         expect(removed.reduce((a, b) => a + b, 0)).toBe(6)
         expect(removed[0]).toBe(1)
         expect(removed.filter((n) => n > 0).length).toBeGreaterThan(1)
+      }),
+    )
+  })
+
+  // a schema of its own: dropping today's partition must not reach the tests above
+  layer(Stores, { timeout: 60_000 })("turn records past CTXD_TURN_RETENTION", (it) => {
+    it.effect("drops the day partitions of ctxd_turns whose turns are all older, by the clock; messages stay, commits go on", () =>
+      Effect.gen(function* () {
+        yield* turns("k", "s1", 2)
+        const store = yield* SessionStore.SessionStore
+        const day = 86_400_000
+        const midnight = Math.floor(Date.now() / day) * day
+        const name = (d: number) => `ctxd_turns_p${new Date(midnight + d * day).toISOString().slice(0, 10).replaceAll("-", "")}`
+        const partitions = Effect.map(Partitions.status, (s) => s.turns.map((p) => p.name))
+        expect(yield* partitions).toEqual(expect.arrayContaining([name(0), name(1), name(2), name(3)]))
+        const before = yield* counter("turn_partitions")
+        const tick = yield* Pruner.make({ ...options, turnRetentionSeconds: 7 * 86_400 }, () => ({}))
+        // today, by the clock: nothing is 7 days old
+        yield* TestClock.setTime(Date.now())
+        expect((yield* tick).turnPartitions).toBe(0)
+        // 9 days on: today's and tomorrow's partitions (ending at most 7 days ago) go, with the pre-partitioning one
+        yield* TestClock.setTime(midnight + 9 * day)
+        expect((yield* tick).turnPartitions).toBe(3)
+        const left = yield* partitions
+        expect(left).not.toContain(name(0))
+        expect(left).not.toContain(name(1))
+        expect(left).not.toContain("ctxd_turns_v1")
+        expect(left).toEqual(expect.arrayContaining([name(2), name(3), "ctxd_turns_default"]))
+        expect((yield* counter("turn_partitions")) - before).toBe(3)
+        // the turn records are gone, the history is not; the next turn commits (into the default partition)
+        expect(Option.isNone(yield* store.findTurn("k", "s1", "t1"))).toBe(true)
+        expect((yield* store.loadMessages("k", "s1", 0)).length).toBe(2)
+        yield* store.commitTurn({
+          tenant: "k",
+          session: "s1",
+          turnId: "t2",
+          requestHash: "h2",
+          expectedLastSeq: 2,
+          messages: [{ message: { role: "user", parts: [{ type: "text", text: "q2" }] }, tokens: 2, encoding: "o200k_base" }],
+          reply: { ok: true, turnId: "t2" },
+        })
+        // idempotent; off drops nothing
+        expect((yield* tick).turnPartitions).toBe(0)
+        yield* TestClock.setTime(midnight + 30 * day)
+        const off = yield* Pruner.make({ ...options, turnRetentionSeconds: undefined }, () => ({}))
+        expect((yield* off).turnPartitions).toBe(0)
+        expect(yield* partitions).toContain(name(3))
       }),
     )
   })
