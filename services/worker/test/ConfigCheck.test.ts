@@ -22,7 +22,7 @@ const run = (...files: Array<string>) =>
 describe("config:check", () => {
   it("deploy/ctxd.example.yaml is valid", async () => {
     const checked = await Effect.runPromise(ConfigCheck.check(example))
-    expect(checked).toEqual({ ok: true, lines: [expect.stringMatching(/valid .*: 7 environment keys, 2 tenants, 2 agents$/)] })
+    expect(checked).toEqual({ ok: true, lines: [expect.stringMatching(/valid .*: 8 environment keys, 2 tenants, 2 agents$/)] })
   })
 
   it("names the key path and line of each problem: sections by the request Schemas, environment keys by the worker's readers", async () => {
@@ -36,6 +36,11 @@ describe("config:check", () => {
       ok: false,
       lines: [`${knobs}:2:1: CTXD_MAX_CONCURRENT: Expected an integer value but received "many"`, `${knobs}:3:1: CTXD_HTTP_PORT: a port number 0..65535 (0: off)`],
     })
+    // a rule across two keys names the key that breaks it
+    const retention = write("retention.yaml", "CTXD_REPLY_RETENTION: 24h\nCTXD_TURN_RETENTION: 1h\n")
+    expect((await Effect.runPromise(ConfigCheck.check(retention))).lines).toEqual([
+      `${retention}:2:1: CTXD_TURN_RETENTION: CTXD_TURN_RETENTION (3600 s) must not be shorter than CTXD_REPLY_RETENTION (86400 s)`,
+    ])
   })
 
   it("checks the CTXD_TENANTS_FILE the file names, and prints the hash a worker reports", async () => {
