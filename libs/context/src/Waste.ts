@@ -4,8 +4,17 @@
  * waste ratio is the share of all tool-definition tokens sent in the session
  * that went to tools never called (so far).
  *
- * The state is incremental and JSON-safe: fold each turn in with
- * {@link record} and persist it with the session.
+ * The state is incremental and persistent: {@link record} folds one turn in
+ * and returns a new state, leaving the one it was given as it was (a turn's
+ * outcome applies only once committed). It lives with the session in memory
+ * and is rebuilt from the history's calls when a session is loaded.
+ *
+ * A turn costs O(1) in the session's tools when it sends the same tool list
+ * as the turn before (the same array, as the tools stage hands it while the
+ * selection holds, with the same token counts) and calls no tool: the list's
+ * turns are counted as a run, folded into the per-tool totals only when
+ * another list is sent (issue 18: copying every tool's totals every turn
+ * took ~20 µs of a turn in the worker).
  */
 import type { Conversation, Turn } from "@ctxd/contracts"
 
@@ -16,15 +25,48 @@ export interface ToolUse {
   readonly calls: number
 }
 
-/** Per-session state (JSON-safe). */
+/** One tool list sent on consecutive turns, with per tool name its definitions' tokens and count in the list. */
+interface Run {
+  readonly sent: ReadonlyArray<Conversation.Tool>
+  readonly tokens: ReadonlyArray<number>
+  readonly perTurn: ReadonlyMap<string, { readonly tokens: number; readonly count: number }>
+  readonly turns: number
+}
+
+/** Per-session state. */
 export interface State {
-  readonly tools: Readonly<Record<string, ToolUse>>
+  /** Per tool name, turns and tokens sent before {@link State.run}. */
+  readonly folded: ReadonlyMap<string, { readonly turns: number; readonly tokens: number }>
+  /** The tool list of the latest turns, sent unchanged. */
+  readonly run: Run | undefined
+  /** Per tool name, calls seen. */
+  readonly calls: ReadonlyMap<string, number>
 }
 
 /** A session with nothing recorded yet. */
-export const empty: State = { tools: {} }
+export const empty: State = { folded: new Map(), run: undefined, calls: new Map() }
 
-const none: ToolUse = { sentTurns: 0, sentTokens: 0, calls: 0 }
+/** `sentNeverCalled` per state, carried to the next state while neither the names sent nor the calls change. */
+const neverCalledOf = new WeakMap<State, ReadonlyArray<string>>()
+
+const runOf = (sent: ReadonlyArray<Conversation.Tool>, tokens: ReadonlyArray<number>): Run => {
+  const perTurn = new Map<string, { tokens: number; count: number }>()
+  sent.forEach((tool, i) => {
+    const seen = perTurn.get(tool.name)
+    perTurn.set(tool.name, { tokens: (seen?.tokens ?? 0) + tokens[i]!, count: (seen?.count ?? 0) + 1 })
+  })
+  return { sent, tokens, perTurn, turns: 1 }
+}
+
+const fold = (folded: State["folded"], run: Run | undefined): State["folded"] => {
+  if (run === undefined) return folded
+  const next = new Map(folded)
+  for (const [name, one] of run.perTurn) {
+    const before = next.get(name)
+    next.set(name, { turns: (before?.turns ?? 0) + one.count * run.turns, tokens: (before?.tokens ?? 0) + one.tokens * run.turns })
+  }
+  return next
+}
 
 /**
  * Folds one turn in: `incoming` (the turn's new messages; their assistant
@@ -39,37 +81,66 @@ export const record = (
   incoming: ReadonlyArray<Conversation.Message>,
   tokensOf: (tool: Conversation.Tool) => number = () => 1,
 ): State => {
-  const tools: Record<string, ToolUse> = { ...state.tools }
+  let calls: Map<string, number> | undefined
   for (const m of incoming) {
     if (m.role !== "assistant") continue
     for (const p of m.parts) {
       if (p.type !== "tool_call") continue
-      const use = tools[p.name] ?? none
-      tools[p.name] = { ...use, calls: use.calls + 1 }
+      calls ??= new Map(state.calls)
+      calls.set(p.name, (calls.get(p.name) ?? 0) + 1)
     }
   }
-  for (const t of sent) {
-    const use = tools[t.name] ?? none
-    tools[t.name] = { ...use, sentTurns: use.sentTurns + 1, sentTokens: use.sentTokens + tokensOf(t) }
-  }
-  return { tools }
+  const tokens = sent.map(tokensOf)
+  const previous = state.run
+  const same = previous !== undefined && previous.sent === sent && tokens.every((n, i) => n === previous.tokens[i])
+  const next: State = same
+    ? { folded: state.folded, run: { ...previous, turns: previous.turns + 1 }, calls: calls ?? state.calls }
+    : { folded: fold(state.folded, previous), run: sent.length === 0 ? undefined : runOf(sent, tokens), calls: calls ?? state.calls }
+  const known = neverCalledOf.get(state)
+  // the names sent are the same (the run goes on, or nothing new was sent) and no call came
+  if (known !== undefined && calls === undefined && (same || sent.length === 0)) neverCalledOf.set(next, known)
+  return next
 }
 
-/** Names of tools sent at least once and never called, sorted. */
-export const sentNeverCalled = (state: State): Array<string> =>
-  Object.entries(state.tools)
-    .filter(([, u]) => u.sentTurns > 0 && u.calls === 0)
-    .map(([name]) => name)
-    .sort()
+/** One tool's use so far. */
+export const use = (state: State, name: string): ToolUse => {
+  const folded = state.folded.get(name)
+  const run = state.run?.perTurn.get(name)
+  const turns = state.run?.turns ?? 0
+  return {
+    sentTurns: (folded?.turns ?? 0) + (run === undefined ? 0 : run.count * turns),
+    sentTokens: (folded?.tokens ?? 0) + (run === undefined ? 0 : run.tokens * turns),
+    calls: state.calls.get(name) ?? 0,
+  }
+}
+
+/** Every tool sent or called, by name. */
+export const tools = (state: State): Readonly<Record<string, ToolUse>> => {
+  const names = new Set([...state.folded.keys(), ...(state.run?.perTurn.keys() ?? []), ...state.calls.keys()])
+  return Object.fromEntries([...names].map((name) => [name, use(state, name)]))
+}
+
+/** Names of tools sent at least once and never called, sorted (frozen: the same array while they stay the same). */
+export const sentNeverCalled = (state: State): ReadonlyArray<string> => {
+  const known = neverCalledOf.get(state)
+  if (known !== undefined) return known
+  const names = new Set([...state.folded.keys(), ...(state.run?.perTurn.keys() ?? [])])
+  const found = Object.freeze([...names].filter((name) => !state.calls.has(name)).sort())
+  neverCalledOf.set(state, found)
+  return found
+}
 
 /** Tokens sent for never-called tools / all tool tokens sent (0 when nothing was sent). */
 export const ratio = (state: State): number => {
   let wasted = 0
   let total = 0
-  for (const u of Object.values(state.tools)) {
-    total += u.sentTokens
-    if (u.calls === 0) wasted += u.sentTokens
+  const add = (name: string, tokens: number) => {
+    total += tokens
+    if (!state.calls.has(name)) wasted += tokens
   }
+  for (const [name, folded] of state.folded) add(name, folded.tokens)
+  const run = state.run
+  if (run !== undefined) for (const [name, one] of run.perTurn) add(name, one.tokens * run.turns)
   return total === 0 ? 0 : wasted / total
 }
 
