@@ -22,8 +22,9 @@
  *    by id, `sweepSpan` ids per step, at most `maxSweepSteps` steps per tick,
  *    and resumes where it stopped at the next tick.
  *
- * Every worker runs one; their work does not overlap harmfully (both steps
- * are idempotent and skip rows locked by another). What it removes is counted
+ * Every worker runs one; their work does not overlap harmfully (every step
+ * is idempotent and skips what another holds: rows locked, a partition drop
+ * under the upkeep lock). What it removes is counted
  * in `ctxd_pruned_total{what}` and logged as counts, never content.
  */
 import { type Session, type Tenants } from "@ctxd/contracts"
