@@ -9,12 +9,13 @@
  * outcome applies only once committed). It lives with the session in memory
  * and is rebuilt from the history's calls when a session is loaded.
  *
- * A turn costs O(1) in the session's tools when it sends the same tool list
- * as the turn before (the same array, as the tools stage hands it while the
- * selection holds, with the same token counts) and calls no tool: the list's
- * turns are counted as a run, folded into the per-tool totals only when
- * another list is sent (issue 18: copying every tool's totals every turn
- * took ~20 µs of a turn in the worker).
+ * A turn that sends the same tool list as the turn before (the same array,
+ * as the tools stage hands it while the selection holds) with the same token
+ * counts copies nothing: the list's turns are counted as a run, folded into
+ * the per-tool totals only when another list is sent; a tool call copies the
+ * calls only (issue 18: copying every tool's totals every turn took ~20 µs
+ * of a turn in the worker). The tokens of each tool sent are still looked up
+ * every turn (remembered by the counter), so a change of encoding shows.
  */
 import type { Conversation, Turn } from "@ctxd/contracts"
 
