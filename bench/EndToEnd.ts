@@ -26,7 +26,10 @@
  *
  * `--turns <n>`: turns per session of the closed-loop rounds together
  * (default 20; the paced latency phase runs 20 more); more gives steadier
- * ratios.
+ * ratios. `--warmup <n>` (default 1): closed-loop rounds of each load run
+ * first and not measured, as long as a measured round, so the worker's hot
+ * code is optimized by V8 (which tiers a function up over thousands of
+ * calls) before it is measured, as it is in a worker that has run a while.
  *
  * `--profile`: the worker runs under `node --cpu-prof`, and the rows gain its
  * self time over the closed loops by group (`Profile`: Effect runtime, GC,
@@ -54,6 +57,8 @@ export interface EndToEndOptions {
   readonly closedTurnsPerSession?: number | undefined
   /** Closed-loop rounds (each: ctxd, echo, echo + Postgres); default 5. */
   readonly rounds?: number | undefined
+  /** Unmeasured closed-loop rounds of each load before the measured ones (JIT warm-up); default 1. */
+  readonly warmup?: number | undefined
   readonly workers: number
   /** Offered load of the latency phase, turns per second over all sessions. */
   readonly pacedRate: number
@@ -140,7 +145,10 @@ export const runFormats = async (options: EndToEndOptions = defaults): Promise<R
   // `--rounds <n>`: closed-loop rounds, each ctxd, echo and echo + Postgres back to back
   const rounds = Number(argument("rounds") ?? options.rounds ?? 5)
   if (!Number.isInteger(rounds) || rounds < 1 || rounds > turns) throw new Error("--rounds must be an integer from 1 to --turns")
-  for (const format of formats(["openai"])) rows.push(...(await run({ ...options, closedTurnsPerSession: turns, rounds, format, refs })))
+  // `--warmup <n>`: unmeasured closed-loop rounds of each load first
+  const warmup = Number(argument("warmup") ?? options.warmup ?? 1)
+  if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup must be an integer of at least 0")
+  for (const format of formats(["openai"])) rows.push(...(await run({ ...options, closedTurnsPerSession: turns, rounds, warmup, format, refs })))
   return rows
 }
 
@@ -290,6 +298,12 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         // each round runs the three loads in another order (what runs after ctxd's writes —
         // a checkpoint, autovacuum — falls on each load alike)
         const ORDER = [["ctxd", "echo", "echoPg"], ["echoPg", "ctxd", "echo"], ["echo", "echoPg", "ctxd"]] as const
+        // warm-up rounds, unmeasured: the worker's hot code gets optimized (V8 tiers a function up
+        // over thousands of calls; a worker in production runs for days) before the rounds count
+        for (let r = 0; r < (options.warmup ?? 1); r++) {
+          for (const load of ORDER[0]) yield* Effect.promise(() => closedLoop(load === "ctxd" ? root : load === "echo" ? `${root}_echo` : `${root}_pg`, nextTurn))
+          nextTurn += perRound
+        }
         for (let r = 0; r < ROUNDS; r++) {
           for (const load of ORDER[r % ORDER.length]!) rates[load].push(yield* Effect.promise(loops[load]))
           nextTurn += perRound
