@@ -1,7 +1,9 @@
-// The agents' histories of session lengths, through a real worker: every
-// commit records its session's length (`ctxd_session_lengths`, in the commit's
-// own statement), and a tenant's agent whose past sessions went on long gets a
-// prompt edit sooner than the rule of thumb (half the turns so far) allows.
+// The agents' histories of session lengths, through a real worker: a commit
+// records its session's length (`ctxd_session_lengths`, in the commit's own
+// statement) whenever the length leaves its bucket of the histogram (every
+// turn below 64) or the agent changes, and a tenant's agent whose past
+// sessions went on long gets a prompt edit sooner than the rule of thumb
+// (half the turns so far) allows.
 import { afterAll, beforeAll, expect, it } from "vitest"
 import * as Harness from "./Harness.ts"
 
@@ -68,4 +70,33 @@ it("records each session's length at commit, and a long history makes the mask e
     { session: "coder-session", agent: "coder", turns: 14 },
     { session: "fresh-agent", agent: "default", turns: 14 },
   ])
+})
+
+it("a long session's length is recorded once per bucket of the histogram, an agent change at once", async () => {
+  const lengthOf = async (session: string) =>
+    (
+      await h.sql<{ agent: string; turns: number }>(
+        `SELECT l.agent, l.turns FROM ctxd_session_lengths l JOIN ctxd_sessions s ON s.id = l.session_id WHERE s.tenant = 'acme' AND s.session = $1`,
+        [session],
+      )
+    )[0]
+  const turn = async (k: number, agent: string) => {
+    const reply = await h.request(h.turnSubject("acme", "long"), {
+      turnId: `t${k}`,
+      format: "openai",
+      model: { provider: "openai", name: "gpt-5" },
+      messages: k === 0 ? [{ role: "user", content: "go" }, { role: "assistant", content: "ok" }] : [{ role: "user", content: `more ${k}` }, { role: "assistant", content: "ok" }],
+      options: { agent },
+    })
+    expect(reply.ok, JSON.stringify(reply.error)).toBe(true)
+  }
+  for (let k = 0; k < 63; k++) await turn(k, "coder")
+  // below 64 turns, every commit records
+  expect(await lengthOf("long")).toEqual({ agent: "coder", turns: 63 })
+  for (let k = 63; k < 67; k++) await turn(k, "coder")
+  // 64–71 is one bucket: recorded when the session entered it, at 64
+  expect(await lengthOf("long")).toEqual({ agent: "coder", turns: 64 })
+  // another agent is recorded at once, with the turns then
+  await turn(67, "reviewer")
+  expect(await lengthOf("long")).toEqual({ agent: "reviewer", turns: 68 })
 })

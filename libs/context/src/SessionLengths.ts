@@ -5,7 +5,8 @@
  *
  * A session's length `L` is its turns — model calls whose reply is stored
  * (the assistant messages stored, `SessionState.turns` in the assembler) —
- * counted as the worker records it at each commit, so sessions still running
+ * counted as the worker records it with a commit (when it moves to another
+ * bucket, below, or the agent changes), so sessions still running
  * count at their length so far: a lower bound, which only makes the
  * expectation conservative. With `s` the current session's turns once this
  * turn is stored, the sessions that got as far are those with `L ≥ s`, and

@@ -1,8 +1,10 @@
 /**
  * Each tenant's agents' history of session lengths (`ctxd_session_lengths`,
  * migration 7): one row per session with its agent and its turns (assistant
- * messages stored) as of its last commit — sessions still running count at
- * their length so far. The assembler turns {@link SessionLengthStoreService.counts}
+ * messages stored) as of the last commit that recorded them — sessions still
+ * running count at their length so far. (The worker records when the length
+ * moves to another bucket of the histogram or the agent changes:
+ * `SessionState.recordsLength` in the assembler.) The assembler turns {@link SessionLengthStoreService.counts}
  * into the cache planner's expected remaining turns (`@ctxd/context`
  * `SessionLengths`).
  *

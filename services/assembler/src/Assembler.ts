@@ -214,6 +214,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
       const refs = Decode.refs(decoded)
       const reply: Turn.TurnReply = refs === undefined ? outcome.reply : { ...outcome.reply, refs }
       const fresh = outcome.carry.count!.fresh
+      const turns = SessionState.turnsAfter(state, fresh)
       return {
         tenant: ids.tenant,
         session: ids.session,
@@ -224,7 +225,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         rows: fresh,
         reply,
         replyUtf8: Json.utf8(RenderedJson.stringify(reply)),
-        length: { agent, turns: SessionState.turnsAfter(state, fresh) },
+        length: SessionState.recordsLength(state, agent, turns) ? { agent, turns } : undefined,
         user: request.options?.user,
       }
     }
@@ -258,7 +259,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         if (committed._tag === "Conflict") return { ...committed, state } satisfies Conflict
         // its messages are stored but maybe not in this state: drop it
         if (committed._tag === "Replayed") return [{ reply: committed.reply, fresh: false } as Answered, undefined] as const
-        SessionState.advance(state, TurnStages.committed(outcome.carry))
+        SessionState.advance(state, TurnStages.committed(outcome.carry, input.length?.agent))
         const job = outcome.carry.compaction!.schedule
         if (job !== undefined) yield* compaction.schedule(job)
         TurnMetrics.record(reply.report)

@@ -10,7 +10,7 @@
  * is only a speed-up: Postgres is the truth, and the session actor drops the
  * state when a turn fails, so the next turn rehydrates it.
  */
-import { CachePlanner, type Masking, Normalize, type Pipeline, type Toolsets, Waste, type Window } from "@ctxd/context"
+import { CachePlanner, type Masking, Normalize, type Pipeline, SessionLengths, type Toolsets, Waste, type Window } from "@ctxd/context"
 import type { Conversation, Turn } from "@ctxd/contracts"
 import type { View } from "@ctxd/compactor"
 import { LoopState } from "@ctxd/loop-detector"
@@ -55,6 +55,11 @@ export interface SessionState {
   view: View.View | undefined
   /** Model calls so far (assistant messages stored): the cache planner's guide to how long the session goes on. */
   turns: number
+  /**
+   * The agent whose length a commit from this state last recorded with the
+   * session's then turns (see {@link recordsLength}); undefined until one did.
+   */
+  lengthAgent: string | undefined
   /** The previous prompt as the cache planner compares prompts, and when it was built (ms). */
   shape: CachePlanner.Candidate | undefined
   lastAt: number | undefined
@@ -95,6 +100,7 @@ export const empty = (family: string): SessionState => ({
   compactionPending: undefined,
   view: undefined,
   turns: 0,
+  lengthAgent: undefined,
   shape: undefined,
   lastAt: undefined,
   gaps: [],
@@ -136,6 +142,8 @@ export type Outcome =
       /** The prompt sent, as the cache planner compares prompts, and when it was built (ms). */
       readonly shape: CachePlanner.Candidate | undefined
       readonly at: number
+      /** The agent whose length the commit recorded (undefined: it recorded none). */
+      readonly recorded?: string | undefined
     }
 
 const push = (state: SessionState, rows: ReadonlyArray<Row>): void => {
@@ -189,6 +197,7 @@ export const advance = (state: SessionState, outcome: Outcome): SessionState => 
       state.shape = outcome.shape
       state.knowledgeIndex = outcome.knowledgeIndex
       state.learnings = outcome.learnings
+      if (outcome.recorded !== undefined) state.lengthAgent = outcome.recorded
       if (state.lastAt !== undefined) state.gaps = CachePlanner.recordGap(state.gaps, (outcome.at - state.lastAt) / 1000)
       state.lastAt = outcome.at
       return state
@@ -206,3 +215,17 @@ export const turnsAfter = (state: SessionState, rows: ReadonlyArray<Row>): numbe
 
 /** True when the live summary must be read (never read, or a scheduled compaction may have landed). */
 export const needsSummary = (state: SessionState): boolean => !state.summaryLoaded || state.compactionPending !== undefined
+
+/**
+ * Whether the commit of a turn that leaves the session at `turns` (see
+ * {@link turnsAfter}) records its length for `agent`: when no commit from
+ * this state recorded one yet (a session new here, or reloaded), when the
+ * agent changed, or when `turns` falls in another bucket of the length
+ * histogram than the session's turns before it (`SessionLengths.bucketOf`:
+ * every length below 64, then ~9 % wide). The history counts a session by
+ * the bucket of its recorded length only, so it reads the same as if every
+ * commit recorded, while a session of hundreds of turns writes its length
+ * row a few dozen times instead of once a turn.
+ */
+export const recordsLength = (state: SessionState, agent: string, turns: number): boolean =>
+  state.lengthAgent !== agent || SessionLengths.bucketOf(turns) !== SessionLengths.bucketOf(state.turns)

@@ -116,8 +116,8 @@ export const begin = (input: {
   answers: {},
 })
 
-/** What a committed turn changes in its session's state (see `SessionState.advance`). */
-export const committed = (carry: Carry.Carry): SessionState.Outcome => {
+/** What a committed turn changes in its session's state (see `SessionState.advance`); `recorded`: the agent whose length the commit recorded (none: it recorded none). */
+export const committed = (carry: Carry.Carry, recorded?: string): SessionState.Outcome => {
   const { count, loop, tools, prompt, compaction, memory } = carry
   if (count === undefined || loop === undefined || tools === undefined || prompt === undefined || compaction === undefined || memory === undefined) {
     throw new Error("turn stage order: a turn commits only after every stage ran")
@@ -138,5 +138,6 @@ export const committed = (carry: Carry.Carry): SessionState.Outcome => {
     knowledgeIndex: { sent: tools.knowledge.sent, since: tools.knowledge.since },
     learnings: memory.learnings,
     at: carry.inputs.now,
+    recorded,
   }
 }
