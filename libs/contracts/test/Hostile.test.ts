@@ -65,6 +65,12 @@ describe("InputLimits.check", () => {
     expect(InputLimits.check(lone, "turn requests")).toMatchObject({ path: "messages[0].content" })
     expect(InputLimits.check({ a: ["ok", "a\u0000b"] }, "x")).toMatchObject({ path: "a[1]" })
     expect(InputLimits.check({ ["k\udc00"]: 1 }, "x")?.message).toContain("(a key)")
+    // the path of a nested key, and of a value after other keys and indexes
+    expect(InputLimits.check({ ok: 1, a: [{ b: 2 }, { ["k\u0000"]: 1 }] }, "x")).toEqual({
+      message: "a[1].k\u0000 (a key): NUL characters (\\u0000) are not supported in x",
+      path: "a[1].k\u0000",
+    })
+    expect(InputLimits.check({ ok: "fine", messages: [{ content: "x" }, { content: ["y", "\ud800"] }] }, "x")?.path).toBe("messages[1].content[1]")
     expect(InputLimits.check({ emoji: "😀 日本" }, "x")).toBeUndefined()
   })
 })
