@@ -117,34 +117,59 @@ const SPLICE_MIN = 256
 const MARKER = `\u0000ctxd-part-${randomUUID()}`
 const MARKER_JSON = JSON.stringify(MARKER)
 
+// the request's start: a leading BOM is dropped, as `Json.text` drops it; the text between and after the
+// parts cut out is not the request's start, so a U+FEFF there is kept (the parse refuses it, as it would the whole text)
+const decoder = new TextDecoder("utf-8", { fatal: true })
+const inner = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+
 /**
- * Parses a request's text. The `system` and `tools` the session sent last
- * that stand in it byte for byte as the cache holds them (as
- * `JSON.stringify` writes them, as clients that resend them in full
- * usually do) are cut out first and not parsed again: the parse reads a
- * marker there. When a marker is not where the part's key is (the text was
- * found nested, or under a duplicate key), in a request of another format,
- * or the cut text does not parse, the request's own text is parsed as it is.
+ * Parses a request's bytes. The `system` and `tools` the session sent last
+ * that stand in them byte for byte as the cache holds them (the UTF-8 of
+ * their JSON as `JSON.stringify` writes it, as clients that resend them in
+ * full usually do) are cut out first and neither decoded nor parsed again:
+ * the parse reads a marker there. When a marker is not where the part's key
+ * is (the bytes were found nested, or under a duplicate key), in a request
+ * of another format, or the cut text does not parse, the request's own text
+ * is parsed as it is.
  */
 const parseSpliced = (
-  text: string,
+  data: Uint8Array,
   prefixes: Prefixes.Prefixes,
   ids: { readonly tenant: string; readonly session: string },
 ): { readonly json: Either.Either<unknown, Json.MalformedJson>; readonly found: Partial<Record<Prefixes.Kind, Prefixes.Entry>> } => {
-  let cut = text
+  const whole = () => Either.flatMap(Json.text(data), Json.parse)
+  const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+  const cuts: Array<{ readonly at: number; readonly end: number }> = []
   let format: Turn.Format | undefined
   const found: Partial<Record<Prefixes.Kind, Prefixes.Entry>> = {}
   for (const kind of KINDS) {
     const last = prefixes.last(ids.tenant, ids.session, kind)
-    const part = last?.entry.text
+    const part = last?.entry.utf8
     if (part === undefined || part.length < SPLICE_MIN || (format !== undefined && last!.format !== format)) continue
-    const at = cut.indexOf(part)
+    // the first place not overlapping a part cut already (the JSON of a part starts and ends with an ASCII
+    // character, so a match of its bytes is a match of its text: the cuts fall between characters)
+    let at = bytes.indexOf(part)
+    while (at >= 0 && cuts.some((c) => at < c.end && c.at < at + part.length)) at = bytes.indexOf(part, at + 1)
     if (at < 0) continue
-    cut = `${cut.slice(0, at)}${MARKER_JSON}${cut.slice(at + part.length)}`
+    cuts.push({ at, end: at + part.length })
     format = last!.format
     found[kind] = last!.entry
   }
-  if (format === undefined) return { json: Json.parse(text), found }
+  if (format === undefined) return { json: whole(), found }
+  cuts.sort((a, b) => a.at - b.at)
+  let cut: string
+  try {
+    // each stretch between the parts decoded on its own (the parts' bytes are known to be valid UTF-8)
+    cut = ""
+    let from = 0
+    for (const { at, end } of cuts) {
+      cut += `${(from === 0 ? decoder : inner).decode(bytes.subarray(from, at))}${MARKER_JSON}`
+      from = end
+    }
+    cut += inner.decode(bytes.subarray(from))
+  } catch {
+    return { json: whole(), found: {} }
+  }
   const json = Json.parse(cut)
   const value = Either.isRight(json) ? json.right : undefined
   const top = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
@@ -152,7 +177,7 @@ const parseSpliced = (
     top !== undefined &&
     top["format"] === format &&
     KINDS.every((kind) => found[kind] === undefined || top[kind] === MARKER)
-  return placed ? { json, found } : { json: Json.parse(text), found: {} }
+  return placed ? { json, found } : { json: whole(), found: {} }
 }
 
 /**
@@ -174,15 +199,13 @@ export const turn = (
 ): Either.Either<Decoded, Errors.BadRequest> => {
   const malformed = (error: Json.MalformedJson) =>
     Either.left(new Errors.BadRequest({ message: Errors.cap(error.message, 300), hint: "send one UTF-8 JSON object per request" }))
-  const text = Json.text(data)
-  if (Either.isLeft(text)) return malformed(text.left)
-  const { json, found } = parseSpliced(text.right, prefixes, ids)
+  const { json, found } = parseSpliced(data, prefixes, ids)
   if (Either.isLeft(json)) return malformed(json.left)
   const format = formatOf(json.right)
   if (Either.isLeft(format)) return Either.left(format.left)
   const raw = json.right as Record<string, unknown>
   const parts: { system?: Prefixes.Entry; tools?: Prefixes.Entry } = {}
-  const misses: Array<{ readonly kind: Prefixes.Kind; readonly hash: string; readonly bytes: number; readonly text: string }> = []
+  const misses: Array<{ readonly kind: Prefixes.Kind; readonly hash: string; readonly bytes: number; readonly utf8: Uint8Array }> = []
   let rest = raw
   for (const kind of KINDS) {
     const value = raw[kind]

@@ -42,13 +42,15 @@ export interface Entry {
   readonly hash: string
   /** Length of its JSON text (what the cache's byte bound counts). */
   readonly bytes: number
-  /** Its JSON text as `JSON.stringify` writes it (found as it is in a later request, it need not be parsed again). */
-  readonly text?: string | undefined
+  /** The UTF-8 bytes of its JSON text as `JSON.stringify` writes it (found as they are in a later request, they need not be decoded or parsed again). */
+  readonly utf8?: Uint8Array | undefined
   /** The field's value as the request schema decoded it. */
   readonly decoded: unknown
   /** Its neutral form, made once on first use (system sections, or tools in the request's format). */
   normalized?: ReadonlyArray<Conversation.SystemSection> | ReadonlyArray<Conversation.Tool> | undefined
 }
+
+const encoder = new TextEncoder()
 
 /** SHA-256 hex of a text. */
 export const sha256 = (text: string): string => hash("sha256", text, "hex")
@@ -72,10 +74,11 @@ export const refOf = (value: unknown): string | undefined => {
  * written back (nesting too deep for `JSON.stringify`: the input checks
  * refuse it later).
  */
-export const hashOf = (value: unknown): { readonly hash: string; readonly bytes: number; readonly text: string } | undefined => {
+export const hashOf = (value: unknown): { readonly hash: string; readonly bytes: number; readonly utf8: Uint8Array } | undefined => {
   try {
     const text = JSON.stringify(value)
-    return text === undefined ? undefined : { hash: sha256(text), bytes: text.length, text }
+    // its own buffer (not a slice of Node's shared pool, which a long-lived slice would keep whole)
+    return text === undefined ? undefined : { hash: sha256(text), bytes: text.length, utf8: encoder.encode(text) }
   } catch {
     return undefined
   }

@@ -252,6 +252,37 @@ describe("Prefixes", () => {
       expect(ok(found).request.format).toBe("anthropic")
     })
 
+    it("found by its UTF-8 bytes: non-ASCII text in and around the parts reads as a fresh decode does", () => {
+      const unicode = [{ id: "rules", text: `日本語の規則 é 😀 ${"ü".repeat(200)}`, cache: "1h" as const }]
+      const body = request({ turnId: "t2", system: unicode, messages: [{ role: "user", content: "ça va? 😀 日本" }] })
+      const { found, plain } = both(JSON.stringify(body), request({ system: unicode, messages: [{ role: "user", content: "✓" }] }))
+      same(found, plain)
+      expect(ok(found).request.messages).toEqual(body.messages)
+    })
+
+    it("bad UTF-8 or a U+FEFF between tokens around a found part is refused as a fresh decode refuses it; a leading BOM is read alike", () => {
+      const text = JSON.stringify(request({ turnId: "t2" }))
+      const bytes = encoder.encode(text)
+      const refusedAlike = (data: Uint8Array) => {
+        const prefixes = fresh()
+        prefixes.remember(ids.tenant, ids.session, Decode.refs(ok(decode(prefixes, request())))!, "openai")
+        const found = Decode.turn(data, prefixes, ids)
+        const plain = Decode.turn(data, fresh(), ids)
+        expect(Either.isLeft(found) && Either.isLeft(plain)).toBe(true)
+        expect(Either.isLeft(found) ? found.left.message : "").toBe(Either.isLeft(plain) ? plain.left.message : "")
+      }
+      // a lone continuation byte in the last message, after both parts
+      const at = text.indexOf("hello")
+      refusedAlike(Uint8Array.from([...bytes.subarray(0, at), 0x80, ...bytes.subarray(at)]))
+      // U+FEFF right after the tools (the start of a stretch between cuts): not whitespace to JSON
+      const after = text.indexOf(JSON.stringify(tools)) + JSON.stringify(tools).length
+      refusedAlike(Uint8Array.from([...bytes.subarray(0, after), 0xef, 0xbb, 0xbf, ...bytes.subarray(after)]))
+      // a BOM at the very start is dropped by both
+      const bom = both("\ufeff" + text)
+      same(bom.found, bom.plain)
+      expect(ok(bom.found).parts.tools).toBe(bom.first.parts.tools)
+    })
+
     it("the part's text inside a string of an earlier message (after an escaped quote) is left alone", () => {
       const text = "k".repeat(300)
       // "content":"x\"kkk…" holds the part's text "kkk…" (opening quote escaped) before the real system
