@@ -31,6 +31,10 @@
  * code is optimized by V8 (which tiers a function up over thousands of
  * calls) before it is measured, as it is in a worker that has run a while.
  *
+ * `BENCH_WORKER_ROOT=<checkout>`: the worker of another checkout (with its
+ * own `npm ci`) runs instead of this one's, under this bench: two releases
+ * measured by the same bench, run after run.
+ *
  * `--profile`: the worker runs under `node --cpu-prof`, and the rows gain its
  * self time over the closed loops by group (`Profile`: Effect runtime, GC,
  * socket, JSON, tokenizer, hashing, pipeline...), as shares of the samples
@@ -172,7 +176,7 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         const workers = yield* Effect.promise(() =>
           Promise.all(
             Array.from({ length: options.workers }, () =>
-              WorkerProcess.start({ DATABASE_URL: db.url, CTXD_DB_SCHEMA: db.schema, CTXD_SUBJECT_ROOT: root, ...(nodeOptions === "" ? {} : { NODE_OPTIONS: nodeOptions }) }),
+              WorkerProcess.start({ DATABASE_URL: db.url, CTXD_DB_SCHEMA: db.schema, CTXD_SUBJECT_ROOT: root, ...(nodeOptions === "" ? {} : { NODE_OPTIONS: nodeOptions }) }, process.env.BENCH_WORKER_ROOT ? { root: process.env.BENCH_WORKER_ROOT } : {}),
             ),
           ),
         )

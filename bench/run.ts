@@ -11,6 +11,7 @@
 //   npm run bench -- e2e --turns 120            (e2e: closed-loop turns per session, default 20; more: steadier ratios)
 //   npm run bench -- e2e --rounds 7            (e2e: closed-loop rounds, default 5; each ratio is per round, then the median)
 //   npm run bench -- e2e --warmup 2            (e2e: unmeasured closed-loop rounds of each load first, default 1)
+//   BENCH_WORKER_ROOT=../other npm run bench -- e2e  (e2e: the worker of another checkout, for A/B runs)
 //   npm run bench -- e2e --refs                 (e2e: system and tools named by ref, as ContextClient sends them)
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
