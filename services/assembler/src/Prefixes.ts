@@ -31,7 +31,7 @@ export type Kind = "system" | "tools"
 /** Both kinds, in request order. */
 export const KINDS: ReadonlyArray<Kind> = ["system", "tools"]
 
-/** The defaults: 64 MiB of distinct system and tools JSON kept (each entry holds its text and its decoded value). */
+/** The defaults: 64 MiB of distinct system and tools JSON kept (each entry holds its UTF-8 and its decoded value). */
 export const defaults = {
   bytes: 64 * 1024 * 1024,
 } as const
@@ -40,7 +40,7 @@ export const defaults = {
 export interface Entry {
   readonly kind: Kind
   readonly hash: string
-  /** Length of its JSON text (what the cache's byte bound counts). */
+  /** Bytes of its JSON text's UTF-8 (what the cache's byte bound counts). */
   readonly bytes: number
   /** The UTF-8 bytes of its JSON text as `JSON.stringify` writes it (found as they are in a later request, they need not be decoded or parsed again). */
   readonly utf8?: Uint8Array | undefined
@@ -77,8 +77,10 @@ export const refOf = (value: unknown): string | undefined => {
 export const hashOf = (value: unknown): { readonly hash: string; readonly bytes: number; readonly utf8: Uint8Array } | undefined => {
   try {
     const text = JSON.stringify(value)
+    if (text === undefined) return undefined
     // its own buffer (not a slice of Node's shared pool, which a long-lived slice would keep whole)
-    return text === undefined ? undefined : { hash: sha256(text), bytes: text.length, utf8: encoder.encode(text) }
+    const utf8 = encoder.encode(text)
+    return { hash: sha256(text), bytes: utf8.length, utf8 }
   } catch {
     return undefined
   }
