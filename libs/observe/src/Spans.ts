@@ -32,10 +32,9 @@ const builtIn = Effect.runSync(Effect.tracer)
 /** Runs `self` in a span named `name` (while a tracer records spans). */
 export const span =
   (name: string, options: Options = {}) =>
-  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-    const withOptions = { ...options, captureStackTrace: false }
-    return Effect.tracerWith((tracer) => (tracer === builtIn ? self : Effect.withSpan(self, name, withOptions)))
-  }
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    // the options copied only for a span made (not on every call of the hot path)
+    Effect.tracerWith((tracer) => (tracer === builtIn ? self : Effect.withSpan(self, name, { ...options, captureStackTrace: false })))
 
 /**
  * A tracer making the same spans as Effect's built-in one that counts as
@@ -56,14 +55,12 @@ export const current: Effect.Effect<Option.Option<Tracer.AnySpan>> = Effect.serv
 /** Runs `self` in a span named `name` when a trace is current (a parent span, local or remote) and a tracer records spans; else as it is. */
 export const child =
   (name: string, options: Options = {}) =>
-  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-    const withOptions = { ...options, captureStackTrace: false }
-    return Effect.tracerWith((tracer) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.tracerWith((tracer) =>
       tracer === builtIn
         ? self
-        : Effect.flatMap(current, (parent) => (Option.isNone(parent) ? self : Effect.withSpan(self, name, withOptions))),
+        : Effect.flatMap(current, (parent) => (Option.isNone(parent) ? self : Effect.withSpan(self, name, { ...options, captureStackTrace: false }))),
     )
-  }
 
 /**
  * Sets attributes on the current local span (a no-op without one). Undefined
