@@ -137,7 +137,7 @@ const startEcho = (env: Record<string, string>) =>
     child.once("exit", (code) => reject(new Error(`echo baseline exited (${code}):\n${output}`)))
   })
 
-const defaults: EndToEndOptions = { sessions: 50, turnsPerSession: 20, closedTurnsPerSession: 20, workers: 1, pacedRate: 100 }
+const defaults = { sessions: 50, turnsPerSession: 20, closedTurnsPerSession: 20, rounds: 5, warmup: 1, workers: 1, pacedRate: 100 } satisfies EndToEndOptions
 
 /** The bench once per format of `--format` (default: OpenAI Chat Completions). */
 export const runFormats = async (options: EndToEndOptions = defaults): Promise<Row[]> => {
@@ -147,10 +147,10 @@ export const runFormats = async (options: EndToEndOptions = defaults): Promise<R
   if (!Number.isInteger(turns) || turns < 3) throw new Error("--turns must be an integer of at least 3")
   const refs = process.argv.includes("--refs")
   // `--rounds <n>`: closed-loop rounds, each ctxd, echo and echo + Postgres back to back
-  const rounds = Number(argument("rounds") ?? options.rounds ?? 5)
+  const rounds = Number(argument("rounds") ?? options.rounds ?? defaults.rounds)
   if (!Number.isInteger(rounds) || rounds < 1 || rounds > turns) throw new Error("--rounds must be an integer from 1 to --turns")
   // `--warmup <n>`: unmeasured closed-loop rounds of each load first
-  const warmup = Number(argument("warmup") ?? options.warmup ?? 1)
+  const warmup = Number(argument("warmup") ?? options.warmup ?? defaults.warmup)
   if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup must be an integer of at least 0")
   for (const format of formats(["openai"])) rows.push(...(await run({ ...options, closedTurnsPerSession: turns, rounds, warmup, format, refs })))
   return rows
@@ -164,6 +164,8 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
   const format = options.format ?? "openai"
   const sample = tau!.turns.flatMap((t) => t.messages).filter((m) => m.role === "user" || m.role === "assistant")
   const root = `bench_${Date.now().toString(36)}`
+  // each load's subject root
+  const subjects = { ctxd: root, echo: `${root}_echo`, echoPg: `${root}_pg` } as const
   const profileDir = process.argv.includes("--profile") ? mkdtempSync(join(tmpdir(), "ctxd-e2e-prof-")) : undefined
   const nodeOptions = [process.env.BENCH_WORKER_NODE_OPTIONS ?? "", profileDir === undefined ? "" : `--cpu-prof --cpu-prof-dir=${profileDir}`]
     .filter((o) => o !== "")
@@ -257,12 +259,12 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         const replyFile = join(replyDir, "reply.json")
         if (typical !== undefined) writeFileSync(replyFile, typical)
         const answer: Record<string, string> = typical === undefined ? { BENCH_REPLY_BYTES: String(replyBytes) } : { BENCH_REPLY_FILE: replyFile }
-        const echo = yield* Effect.promise(() => startEcho({ BENCH_ROOT: `${root}_echo`, ...answer }))
+        const echo = yield* Effect.promise(() => startEcho({ BENCH_ROOT: subjects.echo, ...answer }))
         const echoPg = yield* Effect.promise(() =>
-          startEcho({ BENCH_ROOT: `${root}_pg`, ...answer, BENCH_PG: "1", DATABASE_URL: db.url, BENCH_SCHEMA: db.schema }),
+          startEcho({ BENCH_ROOT: subjects.echoPg, ...answer, BENCH_PG: "1", DATABASE_URL: db.url, BENCH_SCHEMA: db.schema }),
         )
         yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([echo.stop(), echoPg.stop()])))
-        const ROUNDS = options.rounds ?? 5
+        const ROUNDS = options.rounds ?? defaults.rounds
         const perRound = Math.max(1, Math.floor((options.closedTurnsPerSession ?? options.turnsPerSession) / ROUNDS))
         const closedLoop = async (subjectRoot: string, first: number) => {
           const started = performance.now()
@@ -292,16 +294,16 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
             const from = monotonicMicros()
             const rate = await measured((s) => (pgCpu.ctxd += s), postgresCpuSeconds, () =>
               measured((s) => (cpu += s), () => cpuSeconds(pid), () =>
-                measured((s) => (cpuMain += s), () => cpuSeconds(pid, true), () => closedLoop(root, nextTurn)),
+                measured((s) => (cpuMain += s), () => cpuSeconds(pid, true), () => closedLoop(subjects.ctxd, nextTurn)),
               ),
             )
             windows.push([from, monotonicMicros()])
             return rate
           },
-          echo: () => closedLoop(`${root}_echo`, nextTurn),
+          echo: () => closedLoop(subjects.echo, nextTurn),
           echoPg: () =>
             measured((s) => (pgCpu.echoPg += s), postgresCpuSeconds, () =>
-              measured((s) => (echoPgCpu += s), () => cpuSeconds(echoPg.pid), () => closedLoop(`${root}_pg`, nextTurn)),
+              measured((s) => (echoPgCpu += s), () => cpuSeconds(echoPg.pid), () => closedLoop(subjects.echoPg, nextTurn)),
             ),
         }
         // each round runs the three loads in another order (what runs after ctxd's writes —
@@ -309,8 +311,8 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         const ORDER = [["ctxd", "echo", "echoPg"], ["echoPg", "ctxd", "echo"], ["echo", "echoPg", "ctxd"]] as const
         // warm-up rounds, unmeasured: the worker's hot code gets optimized (V8 tiers a function up
         // over thousands of calls; a worker in production runs for days) before the rounds count
-        for (let r = 0; r < (options.warmup ?? 1); r++) {
-          for (const load of ORDER[0]) yield* Effect.promise(() => closedLoop(load === "ctxd" ? root : load === "echo" ? `${root}_echo` : `${root}_pg`, nextTurn))
+        for (let r = 0; r < (options.warmup ?? defaults.warmup); r++) {
+          for (const load of ORDER[0]) yield* Effect.promise(() => closedLoop(subjects[load], nextTurn))
           nextTurn += perRound
         }
         for (let r = 0; r < ROUNDS; r++) {
