@@ -205,7 +205,7 @@ export const turn = (
   if (Either.isLeft(format)) return Either.left(format.left)
   const raw = json.right as Record<string, unknown>
   const parts: { system?: Prefixes.Entry; tools?: Prefixes.Entry } = {}
-  const misses: Array<{ readonly kind: Prefixes.Kind; readonly hash: string; readonly bytes: number; readonly utf8: Uint8Array }> = []
+  const misses: Array<{ readonly kind: Prefixes.Kind; readonly hash: string; readonly text: string }> = []
   let rest = raw
   for (const kind of KINDS) {
     const value = raw[kind]
@@ -247,7 +247,7 @@ export const turn = (
   if (Either.isLeft(decoded)) return Either.left(decoded.left)
   const fields = decoded.right as Record<string, unknown>
   for (const miss of misses) {
-    const entry: Prefixes.Entry = { ...miss, decoded: fields[miss.kind] }
+    const entry = Prefixes.entryOf(miss.kind, miss, fields[miss.kind])
     prefixes.put(format.right, entry)
     parts[miss.kind] = entry
   }

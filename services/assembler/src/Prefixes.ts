@@ -70,20 +70,24 @@ export const refOf = (value: unknown): string | undefined => {
 }
 
 /**
- * The hash of a part's parsed JSON value, or `undefined` when it cannot be
- * written back (nesting too deep for `JSON.stringify`: the input checks
- * refuse it later).
+ * The hash of a part's parsed JSON value, with that JSON, or `undefined` when
+ * it cannot be written back (nesting too deep for `JSON.stringify`: the input
+ * checks refuse it later).
  */
-export const hashOf = (value: unknown): { readonly hash: string; readonly bytes: number; readonly utf8: Uint8Array } | undefined => {
+export const hashOf = (value: unknown): { readonly hash: string; readonly text: string } | undefined => {
   try {
     const text = JSON.stringify(value)
-    if (text === undefined) return undefined
-    // its own buffer (not a slice of Node's shared pool, which a long-lived slice would keep whole)
-    const utf8 = encoder.encode(text)
-    return { hash: sha256(text), bytes: utf8.length, utf8 }
+    return text === undefined ? undefined : { hash: sha256(text), text }
   } catch {
     return undefined
   }
+}
+
+/** A new entry for a part of `kind` hashed by {@link hashOf}, with its decoded value: its UTF-8 made once, here (a cache hit never needs it). */
+export const entryOf = (kind: Kind, hashed: { readonly hash: string; readonly text: string }, decoded: unknown): Entry => {
+  // its own buffer (not a slice of Node's shared pool, which a long-lived slice would keep whole)
+  const utf8 = encoder.encode(hashed.text)
+  return { kind, hash: hashed.hash, bytes: utf8.length, utf8, decoded }
 }
 
 /** Whether a request's `system` is a part cached here (a workspace reference is not: it is small, and read from disk). */

@@ -144,7 +144,7 @@ describe("Prefixes", () => {
   })
 
   it("the cache holds at most its bytes (least recently used out first), and the session refs at most their bound", () => {
-    const one = Prefixes.hashOf(system)!.bytes
+    const one = Prefixes.entryOf("system", Prefixes.hashOf(system)!, undefined).bytes
     const prefixes = Prefixes.make({ bytes: one * 2 + 10, sessionRefs: 2 })
     const systems = [0, 1, 2].map((i) => [{ ...system[0]!, text: `${system[0]!.text}${i}` }, system[1]!])
     const first = ok(decode(prefixes, request({ system: systems[0], tools: undefined })))
