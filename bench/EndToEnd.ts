@@ -92,23 +92,40 @@ const cpuSeconds = (pid: number | undefined, mainThread = false): number | undef
 }
 
 /**
- * CPU seconds all Postgres processes have used (backends, WAL writer,
- * checkpointer...): what a load costs the database, read before and after
+ * CPU seconds the processes named `names` (`/proc/<pid>/comm`) have used: for `postgres`,
+ * backends, WAL writer, checkpointer...; for `nats-server`, the message bus. Read before and after
  * each closed loop (one load runs at a time). Undefined without `/proc`.
  */
-const postgresCpuSeconds = (): number | undefined => {
+const cpuSecondsOf = (names: ReadonlySet<string>): Record<string, number> | undefined => {
   try {
-    let total = 0
+    const totals: Record<string, number> = Object.fromEntries([...names].map((name) => [name, 0]))
     for (const entry of readdirSync("/proc")) {
       if (!/^\d+$/.test(entry)) continue
       try {
-        if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() !== "postgres") continue
-        total += cpuSeconds(Number(entry)) ?? 0
+        const name = readFileSync(`/proc/${entry}/comm`, "utf8").trim()
+        if (names.has(name)) totals[name]! += cpuSeconds(Number(entry)) ?? 0
       } catch {
         // the process exited between the listing and the read
       }
     }
-    return total
+    return totals
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The machine's CPU seconds busy (every process and the kernel) and in all (busy + idle, over
+ * every CPU), from `/proc/stat`: over a closed loop, whether the load kept the CPUs busy and what
+ * a turn cost the whole machine. Undefined without `/proc`.
+ */
+const machineCpuSeconds = (): { readonly busy: number; readonly total: number } | undefined => {
+  try {
+    const line = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!
+    // cpu user nice system idle iowait irq softirq steal (guest time is inside user), in USER_HZ ticks
+    const ticks = line.trim().split(/\s+/).slice(1, 9).map(Number)
+    const total = ticks.reduce((a, b) => a + b, 0)
+    return { busy: (total - ticks[3]! - ticks[4]!) / 100, total: total / 100 }
   } catch {
     return undefined
   }
@@ -274,37 +291,48 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
           return (ids.length * perRound) / ((performance.now() - started) / 1000)
         }
         const rates = { ctxd: [] as number[], echo: [] as number[], echoPg: [] as number[] }
-        let cpu = 0
-        let cpuMain = 0
-        // Postgres CPU seconds over ctxd's closed loops and over the echo + Postgres ones
-        const pgCpu = { ctxd: 0, echoPg: 0 }
-        // the echo + Postgres service's own CPU seconds over its closed loops (the floor's share of a turn)
-        let echoPgCpu = 0
-        /** `run`, with the CPU seconds `read` counts over it given to `account`. */
-        const measured = async <A>(account: (seconds: number) => void, read: () => number | undefined, run: () => Promise<A>): Promise<A> => {
-          const before = read()
+        const pid = workers[0]?.child.pid
+        /**
+         * CPU seconds by where they went, over one load's closed loops: the service (ctxd's worker, or the
+         * echo + Postgres service), its main thread, Postgres, the NATS server, this process (the load
+         * generator), and the whole machine (busy, and in all: busy + idle over every CPU).
+         */
+        type Costs = { service: number; main: number; postgres: number; nats: number; generator: number; busy: number; total: number }
+        const costsNow = (service: number | undefined, mainThread: boolean): Costs | undefined => {
+          const machineNow = machineCpuSeconds()
+          const named = cpuSecondsOf(new Set(["postgres", "nats-server"]))
+          const own = process.cpuUsage()
+          const serviceNow = cpuSeconds(service)
+          if (machineNow === undefined || named === undefined || serviceNow === undefined) return undefined
+          return {
+            service: serviceNow,
+            main: mainThread ? (cpuSeconds(service, true) ?? 0) : 0,
+            postgres: named["postgres"]!,
+            nats: named["nats-server"]!,
+            generator: (own.user + own.system) / 1e6,
+            busy: machineNow.busy,
+            total: machineNow.total,
+          }
+        }
+        const zero = (): Costs => ({ service: 0, main: 0, postgres: 0, nats: 0, generator: 0, busy: 0, total: 0 })
+        const costs = { ctxd: zero(), echoPg: zero() }
+        /** `run`, with what it cost added to `costs[load]`. */
+        const measured = async <A>(load: keyof typeof costs, service: number | undefined, run: () => Promise<A>): Promise<A> => {
+          const before = costsNow(service, load === "ctxd")
           const result = await run()
-          const after = read()
-          if (before !== undefined && after !== undefined) account(after - before)
+          const after = costsNow(service, load === "ctxd")
+          if (before !== undefined && after !== undefined) for (const key of Object.keys(after) as Array<keyof Costs>) costs[load][key] += after[key] - before[key]
           return result
         }
-        const pid = workers[0]?.child.pid
         const loops = {
           ctxd: async () => {
             const from = monotonicMicros()
-            const rate = await measured((s) => (pgCpu.ctxd += s), postgresCpuSeconds, () =>
-              measured((s) => (cpu += s), () => cpuSeconds(pid), () =>
-                measured((s) => (cpuMain += s), () => cpuSeconds(pid, true), () => closedLoop(subjects.ctxd, nextTurn)),
-              ),
-            )
+            const rate = await measured("ctxd", pid, () => closedLoop(subjects.ctxd, nextTurn))
             windows.push([from, monotonicMicros()])
             return rate
           },
           echo: () => closedLoop(subjects.echo, nextTurn),
-          echoPg: () =>
-            measured((s) => (pgCpu.echoPg += s), postgresCpuSeconds, () =>
-              measured((s) => (echoPgCpu += s), () => cpuSeconds(echoPg.pid), () => closedLoop(subjects.echoPg, nextTurn)),
-            ),
+          echoPg: () => measured("echoPg", echoPg.pid, () => closedLoop(subjects.echoPg, nextTurn)),
         }
         // each round runs the three loads in another order (what runs after ctxd's writes —
         // a checkpoint, autovacuum — falls on each load alike)
@@ -329,7 +357,9 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         const ofEchoPg = paired(rates.echoPg)
         const spread = (ratios: ReadonlyArray<number>) => `× (rounds ${round(Math.min(...ratios), 2)}–${round(Math.max(...ratios), 2)})`
         const turnsPerLoad = ROUNDS * perRound * ids.length
-        const cpuPerTurnMs = options.workers === 1 ? (1000 * cpu) / turnsPerLoad : Number.NaN
+        const perTurn = (seconds: number) => round((1000 * seconds) / turnsPerLoad, 2)
+        const cpuPerTurnMs = options.workers === 1 ? (1000 * costs.ctxd.service) / turnsPerLoad : Number.NaN
+        const busyShare = (c: Costs) => round((100 * c.busy) / Math.max(1e-9, c.total), 0)
         return [
           { bench: label, metric: `turn latency p50 at ${options.pacedRate}/s`, value: round(p50), unit: "ms", target: "≤ 5", met: p50 <= 5 },
           { bench: label, metric: `turn latency p99 at ${options.pacedRate}/s`, value: round(quantile(latencies, 0.99)), unit: "ms" },
@@ -351,14 +381,30 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
             : [
                 { bench: label, metric: "worker CPU per turn (closed loop)", value: round(cpuPerTurnMs, 2), unit: "ms", target: "≤ 0.9", met: cpuPerTurnMs <= 0.9 },
                 // the JS thread is the worker's bottleneck; the rest is V8's GC and compiler threads (and libuv's pool)
-                { bench: label, metric: "of which the main (JS) thread", value: round((1000 * cpuMain) / turnsPerLoad, 2), unit: "ms" },
-                { bench: label, metric: "echo + Postgres insert service CPU per turn", value: round((1000 * echoPgCpu) / turnsPerLoad, 2), unit: "ms" },
+                { bench: label, metric: "of which the main (JS) thread", value: perTurn(costs.ctxd.main), unit: "ms" },
+                { bench: label, metric: "echo + Postgres insert service CPU per turn", value: perTurn(costs.echoPg.service), unit: "ms" },
               ]),
           {
             bench: label,
+            // every process and the kernel: what a turn costs the machine, and whether the load kept its CPUs
+            // busy (a closed loop limited by waits leaves them idle). On a machine the loads saturate, the
+            // throughput ratio is about the inverse of this one.
+            metric: "machine CPU per turn (busy share of the CPUs): ctxd / echo + Postgres insert",
+            value: perTurn(costs.ctxd.busy),
+            unit: `ms (${busyShare(costs.ctxd)} %) / ${perTurn(costs.echoPg.busy)} ms (${busyShare(costs.echoPg)} %)`,
+          },
+          {
+            bench: label,
             metric: "Postgres CPU per turn: ctxd / echo + Postgres insert",
-            value: round((1000 * pgCpu.ctxd) / turnsPerLoad, 2),
-            unit: `ms / ${round((1000 * pgCpu.echoPg) / turnsPerLoad, 2)} ms`,
+            value: perTurn(costs.ctxd.postgres),
+            unit: `ms / ${perTurn(costs.echoPg.postgres)} ms`,
+          },
+          {
+            bench: label,
+            // the same messages at another rate: at a higher rate the server and the generator read and write more per syscall
+            metric: "NATS server, load generator CPU per turn: ctxd / echo + Postgres insert",
+            value: perTurn(costs.ctxd.nats),
+            unit: `ms, ${perTurn(costs.ctxd.generator)} ms / ${perTurn(costs.echoPg.nats)} ms, ${perTurn(costs.echoPg.generator)} ms`,
           },
         ]
       }),
