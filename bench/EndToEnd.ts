@@ -139,10 +139,12 @@ const startEcho = (env: Record<string, string>) =>
       stdio: ["ignore", "pipe", "pipe"],
     })
     let output = ""
+    // SIGTERM drains; a baseline that has not exited 10 s later is killed (a bench never hangs on it)
     const stop = () =>
       new Promise<void>((done) => {
-        if (child.exitCode !== null) return done()
-        child.once("exit", () => done())
+        if (child.exitCode !== null || child.signalCode !== null) return done()
+        const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
+        child.once("exit", () => (clearTimeout(timer), done()))
         child.kill("SIGTERM")
       })
     const onData = (chunk: Buffer) => {
