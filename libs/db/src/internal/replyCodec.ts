@@ -10,9 +10,18 @@ import { brotliCompressSync, brotliDecompressSync, constants } from "node:zlib"
 
 const BROTLI = 1
 
+/**
+ * The output buffer zlib writes into: its default is 16 KB whatever the input, most of it unused
+ * for a ~5 KB compressed reply and kept until the buffer is collected (in a loaded worker, at a
+ * mark-compact). Sized for the ~3× Brotli makes of JSON at quality 0, so one buffer holds the
+ * usual reply; one that compresses worse gets more buffers, joined (exact either way).
+ */
+export const chunkFor = (length: number): number => Math.max(1024, Math.ceil(length / 2))
+
 /** The stored form of `json` (the reply's JSON text, or its UTF-8 bytes). */
 export const encode = (json: string | Uint8Array): Buffer => {
   const body = brotliCompressSync(json, {
+    chunkSize: chunkFor(json.length),
     params: { [constants.BROTLI_PARAM_QUALITY]: 0, [constants.BROTLI_PARAM_SIZE_HINT]: json.length },
   })
   const stored = Buffer.allocUnsafe(body.length + 1)
