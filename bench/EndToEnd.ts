@@ -18,6 +18,11 @@
  * between rounds, the ratio within a round much less), and its CPU per turn
  * (the worker process's user + system time over the closed loops, from
  * `/proc/<pid>/stat`, divided by the turns, and its main thread's alone).
+ * Beside it, for ctxd's loops and the echo + Postgres ones: what a turn cost
+ * the whole machine (its CPUs' busy time, `/proc/stat`, and the share of the
+ * CPUs the load kept busy) and Postgres, the NATS server and this process
+ * (the load generator) — on a machine the loads saturate, the throughput
+ * ratio is about the inverse of the machine's.
  *
  * `--refs`: after a session's first turn, requests name its `system` and
  * `tools` by the refs of its last reply (what `ContextClient` sends by
@@ -382,7 +387,7 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
             ? []
             : [
                 { bench: label, metric: "worker CPU per turn (closed loop)", value: round(cpuPerTurnMs, 2), unit: "ms", target: "≤ 0.9", met: cpuPerTurnMs <= 0.9 },
-                // the JS thread is the worker's bottleneck; the rest is V8's GC and compiler threads (and libuv's pool)
+                // the JS thread; the rest is V8's GC and compiler threads (and libuv's pool)
                 { bench: label, metric: "of which the main (JS) thread", value: perTurn(costs.ctxd.main), unit: "ms" },
                 { bench: label, metric: "echo + Postgres insert service CPU per turn", value: perTurn(costs.echoPg.service), unit: "ms" },
               ]),
