@@ -137,7 +137,6 @@ const parseSpliced = (
   prefixes: Prefixes.Prefixes,
   ids: { readonly tenant: string; readonly session: string },
 ): { readonly json: Either.Either<unknown, Json.MalformedJson>; readonly found: Partial<Record<Prefixes.Kind, Prefixes.Entry>> } => {
-  const whole = () => Either.flatMap(Json.text(data), Json.parse)
   const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength)
   const cuts: Array<{ readonly at: number; readonly end: number }> = []
   let format: Turn.Format | undefined
@@ -155,7 +154,7 @@ const parseSpliced = (
     format = last!.format
     found[kind] = last!.entry
   }
-  if (format === undefined) return { json: whole(), found }
+  if (format === undefined) return { json: Json.decode(data), found }
   cuts.sort((a, b) => a.at - b.at)
   let cut: string
   try {
@@ -168,7 +167,7 @@ const parseSpliced = (
     }
     cut += inner.decode(bytes.subarray(from))
   } catch {
-    return { json: whole(), found: {} }
+    return { json: Json.decode(data), found: {} }
   }
   const json = Json.parse(cut)
   const value = Either.isRight(json) ? json.right : undefined
@@ -177,7 +176,7 @@ const parseSpliced = (
     top !== undefined &&
     top["format"] === format &&
     KINDS.every((kind) => found[kind] === undefined || top[kind] === MARKER)
-  return placed ? { json, found } : { json: whole(), found: {} }
+  return placed ? { json, found } : { json: Json.decode(data), found: {} }
 }
 
 /**
