@@ -133,6 +133,20 @@ describe("ctxd_commit_turn", () => {
       }),
     )
 
+    it.effect("reads a reply stored raw (codec 0, as a later release writes it for Postgres to compress)", () =>
+      Effect.gen(function* () {
+        const db = yield* Database.Database
+        const store = yield* SessionStore.SessionStore
+        const session = fresh()
+        yield* commit(session, "t1", 0)
+        const reply = { ok: true, text: "raw — ✓", pad: "x".repeat(5_000) }
+        const raw = Buffer.concat([Buffer.from([0]), Buffer.from(JSON.stringify(reply))])
+        yield* db.query(`UPDATE ctxd_turns SET reply_z = $2 WHERE turn_id = 't1'
+                           AND session_id = (SELECT id FROM ctxd_sessions WHERE session = $1)`, [session, raw])
+        expect(Option.getOrThrow(yield* store.findTurn("acme", session, "t1")).reply).toEqual(reply)
+      }),
+    )
+
     it.effect("a stored reply that cannot be decoded is a DatabaseError, not a defect", () =>
       Effect.gen(function* () {
         const db = yield* Database.Database

@@ -5,9 +5,17 @@
  * ~90 µs, where raw deflate at level 1 takes ~185 µs for ~3.9× (and zstd,
  * experimental in Node 24, ~115 µs for ~4×). The byte lets a later release
  * switch codecs without a migration.
+ *
+ * Read but not yet written: codec 0, the UTF-8 JSON as it is, for Postgres
+ * to compress with the column's lz4 (issue 18: in the end-to-end bench that
+ * took ~0.1 ms of worker CPU off a turn). A worker must read a codec before
+ * any worker writes it, so a rolling upgrade never serves a retried turn
+ * from a worker that cannot read its stored reply: this release reads it,
+ * a later one writes it.
  */
 import { brotliCompressSync, brotliDecompressSync, constants } from "node:zlib"
 
+const RAW = 0
 const BROTLI = 1
 
 /**
@@ -30,11 +38,13 @@ export const encode = (json: string | Uint8Array): Buffer => {
   return stored
 }
 
-/** The reply {@link encode} stored; throws on an unknown codec or corrupt data. */
+/** The reply {@link encode} (or a later release's raw codec) stored; throws on an unknown codec or corrupt data. */
 export const decode = (stored: Uint8Array): unknown => {
   const codec = stored[0]
+  const body = Buffer.from(stored.buffer, stored.byteOffset + 1, Math.max(0, stored.byteLength - 1))
+  if (codec === RAW) return JSON.parse(body.toString("utf8"))
   if (codec !== BROTLI) throw new Error(`unknown reply codec ${String(codec)}`)
-  return JSON.parse(brotliDecompressSync(stored.subarray(1)).toString("utf8"))
+  return JSON.parse(brotliDecompressSync(body).toString("utf8"))
 }
 
 // JSON.stringify writes U+0000 as the escape \u0000, after an even number of
