@@ -18,6 +18,9 @@ import { brotliCompressSync, brotliDecompressSync, constants } from "node:zlib"
 const RAW = 0
 const BROTLI = 1
 
+/** The same bytes as a Buffer (no copy), for its UTF-8 decoding and search. */
+const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+
 /**
  * The output buffer zlib writes into: its default is 16 KB whatever the input, most of it unused
  * for a ~5 KB compressed reply and kept until the buffer is collected (in a loaded worker, at a
@@ -41,7 +44,7 @@ export const encode = (json: string | Uint8Array): Buffer => {
 /** The reply {@link encode} (or a later release's raw codec) stored; throws on an unknown codec or corrupt data. */
 export const decode = (stored: Uint8Array): unknown => {
   const codec = stored[0]
-  const body = Buffer.from(stored.buffer, stored.byteOffset + 1, Math.max(0, stored.byteLength - 1))
+  const body = asBuffer(stored).subarray(1)
   if (codec === RAW) return JSON.parse(body.toString("utf8"))
   if (codec !== BROTLI) throw new Error(`unknown reply codec ${String(codec)}`)
   return JSON.parse(brotliDecompressSync(body).toString("utf8"))
@@ -57,6 +60,6 @@ const NUL_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u0000/
  */
 export const hasNul = (json: string | Uint8Array): boolean => {
   if (typeof json === "string") return json.includes("\\u0000") && NUL_ESCAPE.test(json)
-  const bytes = Buffer.from(json.buffer, json.byteOffset, json.byteLength)
+  const bytes = asBuffer(json)
   return bytes.includes("\\u0000") && NUL_ESCAPE.test(bytes.toString("utf8"))
 }
