@@ -32,6 +32,16 @@ const snapshot = (session: string) =>
     return rows[0]
   })
 
+/** Overwrites the stored reply bytes of `session`'s turn `turnId` (as another release, or a corruption, left them). */
+const storeReplyZ = (session: string, turnId: string, bytes: Uint8Array) =>
+  Effect.flatMap(Database.Database, (db) =>
+    db.query(
+      `UPDATE ctxd_turns SET reply_z = $3 WHERE turn_id = $2
+         AND session_id = (SELECT id FROM ctxd_sessions WHERE session = $1)`,
+      [session, turnId, bytes],
+    ),
+  )
+
 /** A ~30 KB reply shaped like a provider request body, with text in several scripts. */
 const bigReply = (turnId: string) => ({
   ok: true,
@@ -135,26 +145,21 @@ describe("ctxd_commit_turn", () => {
 
     it.effect("reads a reply stored raw (codec 0, as a later release writes it for Postgres to compress)", () =>
       Effect.gen(function* () {
-        const db = yield* Database.Database
         const store = yield* SessionStore.SessionStore
         const session = fresh()
         yield* commit(session, "t1", 0)
         const reply = { ok: true, text: "raw — ✓", pad: "x".repeat(5_000) }
-        const raw = Buffer.concat([Buffer.from([0]), Buffer.from(JSON.stringify(reply))])
-        yield* db.query(`UPDATE ctxd_turns SET reply_z = $2 WHERE turn_id = 't1'
-                           AND session_id = (SELECT id FROM ctxd_sessions WHERE session = $1)`, [session, raw])
+        yield* storeReplyZ(session, "t1", Buffer.concat([Buffer.from([0]), Buffer.from(JSON.stringify(reply))]))
         expect(Option.getOrThrow(yield* store.findTurn("acme", session, "t1")).reply).toEqual(reply)
       }),
     )
 
     it.effect("a stored reply that cannot be decoded is a DatabaseError, not a defect", () =>
       Effect.gen(function* () {
-        const db = yield* Database.Database
         const store = yield* SessionStore.SessionStore
         const session = fresh()
         yield* commit(session, "t1", 0)
-        yield* db.query(`UPDATE ctxd_turns SET reply_z = '\\x07ff' WHERE turn_id = 't1'
-                           AND session_id = (SELECT id FROM ctxd_sessions WHERE session = $1)`, [session])
+        yield* storeReplyZ(session, "t1", Uint8Array.of(0x07, 0xff))
         expect(yield* store.findTurn("acme", session, "t1").pipe(Effect.flip)).toMatchObject({ _tag: "DatabaseError" })
       }),
     )
