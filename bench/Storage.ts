@@ -3,7 +3,7 @@
  * (`CTXD_REPLY_RETENTION`): every session of the shared workloads (tau-bench
  * airline and SWE-agent, in the Anthropic format, turn by turn, as recorded)
  * replayed through one real worker, then the bytes of the session tables
- * (heap, TOAST and indexes, after `VACUUM FULL`) measured, every reply pruned
+ * (heap, TOAST and indexes of every partition, after `VACUUM FULL`) measured, every reply pruned
  * (`LifecycleStore.pruneReplies` in batches of 500, as the pruner does), and
  * measured again.
  */
@@ -48,7 +48,11 @@ export const run = async (): Promise<Row[]> => {
           for (const table of TABLES) yield* db.query(`VACUUM FULL ${table}`)
           const out: Record<string, number> = {}
           for (const table of TABLES) {
-            const { rows } = yield* db.query<{ n: string }>(`SELECT pg_total_relation_size($1::regclass) AS n`, [table])
+            // a partitioned table's own size is 0: its partitions' (for a plain table, its own)
+            const { rows } = yield* db.query<{ n: string }>(
+              `SELECT sum(pg_total_relation_size(relid)) AS n FROM pg_partition_tree($1::regclass)`,
+              [table],
+            )
             out[table] = Number(rows[0]!.n)
           }
           return out
