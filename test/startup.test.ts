@@ -43,3 +43,20 @@ it.skipIf(!existsSync(NATS_SERVER))("waits for NATS to come up at start", async 
     await Effect.runPromise(Scope.close(scope, Exit.void))
   }
 }, 90_000)
+
+it("sets its V8 flags at start, unless node's command line names them", async () => {
+  const scope = Effect.runSync(Scope.make())
+  const db = await Effect.runPromise(Scope.extend(TestDatabase.make, scope))
+  const env = { DATABASE_URL: db.url, CTXD_DB_SCHEMA: db.schema, CTXD_SUBJECT_ROOT: `t_${randomBytes(5).toString("hex")}` }
+  try {
+    const worker = await WorkerProcess.start(env)
+    await worker.stop()
+    expect(worker.output()).toContain("V8 flags set: --external-memory-accounted-in-global-limit")
+    const off = await WorkerProcess.start(env, { nodeArgs: ["--no-external-memory-accounted-in-global-limit"] })
+    await off.stop()
+    expect(off.output()).toContain("worker ready")
+    expect(off.output()).not.toContain("V8 flags set")
+  } finally {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+}, 90_000)

@@ -32,10 +32,12 @@ export const start = async (
     ready?: boolean
     /** The checkout to run the worker of (default this one), e.g. an earlier release's for rolling-upgrade tests. */
     root?: string
+    /** Options for `node` itself, before the script (e.g. V8 flags, which `NODE_OPTIONS` refuses). */
+    nodeArgs?: ReadonlyArray<string>
   } = {},
 ): Promise<WorkerProcess> => {
   const root = options.root ?? repoRoot
-  const child = spawn(process.execPath, [join(root, "services/worker/src/main.ts")], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(root, "services/worker/src/main.ts")], {
     cwd: root,
     // no HTTP port unless asked for: tests run many workers at once on one host
     env: { ...process.env, LOG_LEVEL: "info", CTXD_HTTP_PORT: "0", ...env },

@@ -1,5 +1,7 @@
 // The ctxd worker process: `npm start`. Configuration from the environment
 // (README, "Configuration"); SIGINT/SIGTERM shut it down gracefully.
+// first: the V8 flags it sets on itself hold before anything else is loaded
+import * as V8Flags from "./V8Flags.ts"
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Layer, Option, Schedule } from "effect"
 import * as EmbeddedDatabase from "./EmbeddedDatabase.ts"
@@ -69,6 +71,7 @@ const decision = await EmbeddedDatabase.decide(embeddedSettings)
 const embedded = decision === "start" ? await EmbeddedDatabase.start(embeddedSettings.dir) : undefined
 if (embedded !== undefined) process.env.DATABASE_URL = embedded.url
 const database = Effect.gen(function* () {
+  if (V8Flags.applied.length > 0) yield* Effect.logInfo(`V8 flags set: ${V8Flags.applied.join(" ")}`)
   if (embedded === undefined) {
     if (decision === "off" && embeddedSettings.databaseUrl === "") yield* Effect.logInfo("DATABASE_URL is unset and CTXD_EMBEDDED_DB=off: using postgresql://postgres@127.0.0.1:5432/postgres")
     return
