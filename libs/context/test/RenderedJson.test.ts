@@ -5,7 +5,8 @@ import * as RenderedJson from "../src/RenderedJson.ts"
 import { Models } from "../src/index.ts"
 import { assistant, calls, results, user } from "./Helpers.ts"
 
-const json = fc.jsonValue({ maxDepth: 3 })
+// text in any script (the bytes are UTF-8 encoded by stretches between cached parts)
+const json = fc.jsonValue({ maxDepth: 3, stringUnit: "grapheme" })
 const part = fc.dictionary(fc.string({ maxLength: 6 }), json, { maxKeys: 4 })
 
 /** A reply whose body arrays mix frozen parts (some repeated, as a history sent again is) with fresh ones and odd values. */
@@ -24,13 +25,13 @@ const reply = fc
   })
 
 describe("RenderedJson", () => {
-  it("writes the same text as JSON.stringify, however often its frozen parts are written", () => {
+  it("writes the UTF-8 of JSON.stringify's text, however often its frozen parts are written", () => {
     fc.assert(
       fc.property(reply, (value) => {
-        const expected = JSON.stringify(value)
-        expect(RenderedJson.stringify(value)).toBe(expected)
+        const expected = Buffer.from(JSON.stringify(value), "utf8")
+        expect(RenderedJson.utf8(value)).toEqual(expected)
         // the second time from the cached parts
-        expect(RenderedJson.stringify(value)).toBe(expected)
+        expect(RenderedJson.utf8(value)).toEqual(expected)
       }),
     )
   })
@@ -38,10 +39,15 @@ describe("RenderedJson", () => {
   it("writes any other value as JSON.stringify does", () => {
     fc.assert(
       fc.property(fc.oneof(json, fc.record({ request: json }), fc.record({ request: fc.array(json) })), (value) => {
-        expect(RenderedJson.stringify(value)).toBe(JSON.stringify(value))
+        expect(RenderedJson.utf8(value)).toEqual(Buffer.from(JSON.stringify(value), "utf8"))
       }),
     )
-    expect(RenderedJson.stringify({ request: { toJSON: () => "x" } })).toBe('{"request":"x"}')
+    const text = (value: unknown) => RenderedJson.utf8(value).toString("utf8")
+    expect(text({ request: { toJSON: () => "x" } })).toBe('{"request":"x"}')
+    // members JSON.stringify leaves out, and what it writes for elements it cannot write
+    expect(text({ a: undefined, request: { model: "m", f: () => 1, messages: [undefined, () => 1, Object.freeze({ k: "é" })] }, z: Symbol("s") })).toBe(
+      JSON.stringify({ a: undefined, request: { model: "m", f: () => 1, messages: [undefined, () => 1, { k: "é" }] }, z: Symbol("s") }),
+    )
   })
 
   it("renders a source once, frozen, and leaves the object it shares with the source alone", () => {
