@@ -18,6 +18,7 @@
 import { type MemoryTools, Normalize, RenderedJson } from "@ctxd/context"
 import { Errors, type Turn } from "@ctxd/contracts"
 import { MemoryStore, SessionStore } from "@ctxd/db"
+import { Json } from "@ctxd/nats"
 import { Judge } from "@ctxd/loop-detector"
 import { Spans } from "@ctxd/observe"
 import { ShardLeases } from "@ctxd/sharding"
@@ -223,7 +224,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         family: state.family,
         rows: fresh,
         reply,
-        replyUtf8: RenderedJson.utf8(reply),
+        replyUtf8: Json.utf8(RenderedJson.stringify(reply)),
         length: SessionState.recordsLength(state, agent, turns) ? { agent, turns } : undefined,
         user: request.options?.user,
       }
