@@ -143,7 +143,7 @@ describe("ctxd_commit_turn", () => {
       }),
     )
 
-    it.effect("reads a reply stored raw (codec 0, as a later release writes it for Postgres to compress)", () =>
+    it.effect("reads a reply stored raw (codec 0: the UTF-8 JSON as it is, for a column Postgres compresses)", () =>
       Effect.gen(function* () {
         const store = yield* SessionStore.SessionStore
         const session = fresh()

@@ -17,7 +17,7 @@ describe("ReplyCodec", () => {
     expect(roundTrip(noise)).toEqual(JSON.parse(noise))
   })
 
-  it("reads the raw codec a later release writes (codec 0: the UTF-8 JSON as it is), and refuses unknown codecs", () => {
+  it("reads the raw codec (0: the UTF-8 JSON as it is), and refuses unknown codecs", () => {
     const reply = { ok: true, turnId: "t1", body: { messages: [{ role: "user", content: "héllo ✓" }] } }
     const utf8 = new TextEncoder().encode(JSON.stringify(reply))
     const raw = new Uint8Array(utf8.length + 1)

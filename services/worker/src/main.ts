@@ -71,7 +71,6 @@ const decision = await EmbeddedDatabase.decide(embeddedSettings)
 const embedded = decision === "start" ? await EmbeddedDatabase.start(embeddedSettings.dir) : undefined
 if (embedded !== undefined) process.env.DATABASE_URL = embedded.url
 const database = Effect.gen(function* () {
-  if (V8Flags.applied.length > 0) yield* Effect.logInfo(`V8 flags set: ${V8Flags.applied.join(" ")}`)
   if (embedded === undefined) {
     if (decision === "off" && embeddedSettings.databaseUrl === "") yield* Effect.logInfo("DATABASE_URL is unset and CTXD_EMBEDDED_DB=off: using postgresql://postgres@127.0.0.1:5432/postgres")
     return
@@ -81,6 +80,9 @@ const database = Effect.gen(function* () {
   )
   yield* Effect.addFinalizer(() => Effect.promise(() => embedded.stop()).pipe(Effect.timeout("10 seconds"), Effect.ignore))
 })
+
+/** What `V8Flags` set on this process, said once the logger exists. */
+const v8Flags = V8Flags.applied.length > 0 ? Effect.logInfo(`V8 flags set: ${V8Flags.applied.join(" ")}`) : Effect.void
 
 /** The failure, with what to do, when NATS or Postgres stayed unreachable through the start's retries (no stack trace). */
 const unreachableMessage = (cause: Cause.Cause<unknown>): string | undefined =>
@@ -108,7 +110,7 @@ const unreachableMessage = (cause: Cause.Cause<unknown>): string | undefined =>
 let reported = false
 // the embedded database's scope is the outermost: it stops after the worker and its pools
 const main = Effect.scoped(
-  Effect.zipRight(database, Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(Effect.provide(starting), Effect.provide(observability))),
+  Effect.zipRight(Effect.zipRight(v8Flags, database), Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(Effect.provide(starting), Effect.provide(observability))),
 ).pipe(
   Effect.tapErrorCause((cause) => {
     if (Cause.isInterruptedOnly(cause)) return Effect.void
