@@ -9,9 +9,10 @@
  * a closed loop of the same sessions, in an order that rotates from round to
  * round, so a machine's load drift hits all three alike):
  * `bench/baselines/echo.ts` answering every request with one of ctxd's own
- * replies to these requests (of the mean size, from the latency phase: the
- * same bytes, so the load generator parses the same JSON and Postgres stores
- * the same content), and the same service inserting that reply into Postgres
+ * replies to these requests (of the mean size of ctxd's first, unmeasured,
+ * closed loop: the same bytes, so the load generator parses the same JSON and
+ * Postgres stores the same content; the latency phase's replies, of the
+ * sessions' first turns, are ~a fifth smaller), and the same service inserting that reply into Postgres
  * in a transaction first (the floor any design with a durable history pays).
  * ctxd's throughput is reported as a fraction of each (each round's ratio, then
  * their median and range: on a shared machine the rates drift by a quarter
@@ -213,12 +214,20 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         const nc = yield* Effect.promise(() => connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" }))
         yield* Effect.addFinalizer(() => Effect.promise(() => nc.drain()))
         const encoder = new TextEncoder()
-        const replySizes: number[] = []
-        // every 10th of ctxd's replies: the baselines answer with the one of typical size
-        const sampled: Uint8Array[] = []
-        const refsOf = new Map<string, { system?: string; tools?: string }>()
+        // ctxd's replies (and the requests) of the phase running now: the baselines answer with one of
+        // its closed loops' typical size, and the byte row is over its measured loops
+        let replySizes: number[] = []
+        // every 10th of ctxd's replies
+        let sampled: Uint8Array[] = []
         let requestBytes = 0
         let requestCount = 0
+        const newPhase = () => {
+          replySizes = []
+          sampled = []
+          requestBytes = 0
+          requestCount = 0
+        }
+        const refsOf = new Map<string, { system?: string; tools?: string }>()
         const send = async (session: string, turn: number, subjectRoot = root) => {
           const messages =
             turn === 0
@@ -274,21 +283,6 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         nextTurn += perSession
         // Throughput: closed loops, every session sends its next turn as soon as the last is answered;
         // rounds of ctxd, echo and echo + Postgres on the same request bytes, interleaved.
-        const replyBytes = Math.round(replySizes.reduce((a, b) => a + b, 0) / Math.max(1, replySizes.length))
-        const typical = sampled.reduce<Uint8Array | undefined>(
-          (best, r) => (best === undefined || Math.abs(r.length - replyBytes) < Math.abs(best.length - replyBytes) ? r : best),
-          undefined,
-        )
-        const replyDir = mkdtempSync(join(tmpdir(), "ctxd-e2e-reply-"))
-        yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(replyDir, { recursive: true, force: true })))
-        const replyFile = join(replyDir, "reply.json")
-        if (typical !== undefined) writeFileSync(replyFile, typical)
-        const answer: Record<string, string> = typical === undefined ? { BENCH_REPLY_BYTES: String(replyBytes) } : { BENCH_REPLY_FILE: replyFile }
-        const echo = yield* Effect.promise(() => startEcho({ BENCH_ROOT: subjects.echo, ...answer }))
-        const echoPg = yield* Effect.promise(() =>
-          startEcho({ BENCH_ROOT: subjects.echoPg, ...answer, BENCH_PG: "1", DATABASE_URL: db.url, BENCH_SCHEMA: db.schema }),
-        )
-        yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([echo.stop(), echoPg.stop()])))
         const ROUNDS = options.rounds ?? defaults.rounds
         const perRound = Math.max(1, Math.floor((options.closedTurnsPerSession ?? options.turnsPerSession) / ROUNDS))
         const closedLoop = async (subjectRoot: string, first: number) => {
@@ -323,6 +317,35 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
             wall: performance.now() / 1000,
           }
         }
+        /** Mean bytes of ctxd's replies in the phase so far. */
+        const meanReply = () => Math.round(replySizes.reduce((a, b) => a + b, 0) / Math.max(1, replySizes.length))
+        /**
+         * The baselines, answering every request with one of ctxd's closed-loop replies of the mean size
+         * (the prompt grows with the history until the window holds it: the first turns' replies are ~a
+         * fifth smaller than the closed loops' ones, so a reply from those would not be the same bytes).
+         */
+        const startBaselines = Effect.gen(function* () {
+          const replyBytes = meanReply()
+          const typical = sampled.reduce<Uint8Array | undefined>(
+            (best, r) => (best === undefined || Math.abs(r.length - replyBytes) < Math.abs(best.length - replyBytes) ? r : best),
+            undefined,
+          )
+          const replyDir = mkdtempSync(join(tmpdir(), "ctxd-e2e-reply-"))
+          yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(replyDir, { recursive: true, force: true })))
+          const replyFile = join(replyDir, "reply.json")
+          if (typical !== undefined) writeFileSync(replyFile, typical)
+          const answer: Record<string, string> = typical === undefined ? { BENCH_REPLY_BYTES: String(replyBytes) } : { BENCH_REPLY_FILE: replyFile }
+          const echo = yield* Effect.promise(() => startEcho({ BENCH_ROOT: subjects.echo, ...answer }))
+          const echoPg = yield* Effect.promise(() =>
+            startEcho({ BENCH_ROOT: subjects.echoPg, ...answer, BENCH_PG: "1", DATABASE_URL: db.url, BENCH_SCHEMA: db.schema }),
+          )
+          yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([echo.stop(), echoPg.stop()])))
+          return { echoPg, replyBytes: typical?.length ?? replyBytes }
+        })
+        // ctxd's first closed loop (unmeasured): the baselines' reply is one of its typical size
+        newPhase()
+        yield* Effect.promise(() => closedLoop(subjects.ctxd, nextTurn))
+        const { echoPg, replyBytes: baselineReplyBytes } = yield* startBaselines
         const zero = (): Costs => ({ service: 0, main: 0, postgres: 0, nats: 0, generator: 0, busy: 0, total: 0, wall: 0 })
         const costs = { ctxd: zero(), echoPg: zero() }
         /** `run`, with what it cost added to `costs[load]`. */
@@ -348,10 +371,12 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         const ORDER = [["ctxd", "echo", "echoPg"], ["echoPg", "ctxd", "echo"], ["echo", "echoPg", "ctxd"]] as const
         // warm-up rounds, unmeasured: the worker's hot code gets optimized (V8 tiers a function up
         // over thousands of calls; a worker in production runs for days) before the rounds count
-        for (let r = 0; r < (options.warmup ?? defaults.warmup); r++) {
-          for (const load of ORDER[0]) yield* Effect.promise(() => closedLoop(subjects[load], nextTurn))
+        // (at least one: the one above, whose ctxd loop already ran)
+        for (let r = 0; r < Math.max(1, options.warmup ?? defaults.warmup); r++) {
+          for (const load of ORDER[0]) if (r > 0 || load !== "ctxd") yield* Effect.promise(() => closedLoop(subjects[load], nextTurn))
           nextTurn += perRound
         }
+        newPhase()
         for (let r = 0; r < ROUNDS; r++) {
           for (const load of ORDER[r % ORDER.length]!) rates[load].push(yield* Effect.promise(loops[load]))
           nextTurn += perRound
@@ -373,8 +398,8 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
           { bench: label, metric: `turn latency p50 at ${options.pacedRate}/s`, value: round(p50), unit: "ms", target: "≤ 5", met: p50 <= 5 },
           { bench: label, metric: `turn latency p99 at ${options.pacedRate}/s`, value: round(quantile(latencies, 0.99)), unit: "ms" },
           { bench: label, metric: `throughput (closed loop, median of ${ROUNDS} rounds)`, value: round(throughput, 0), unit: "turns/s", target: "≥ 1000", met: throughput >= 1000 },
-          { bench: label, metric: `request / reply bytes (mean)`, value: round(requestBytes / Math.max(1, requestCount), 0), unit: `B / ${replyBytes} B` },
-          { bench: label, metric: "echo baseline throughput (ctxd's reply bytes)", value: round(quantile(rates.echo, 0.5), 0), unit: "turns/s" },
+          { bench: label, metric: "request / reply bytes (mean of ctxd's closed loops)", value: round(requestBytes / Math.max(1, requestCount), 0), unit: `B / ${meanReply()} B` },
+          { bench: label, metric: "echo baseline throughput (one of ctxd's closed-loop replies)", value: round(quantile(rates.echo, 0.5), 0), unit: `turns/s (${baselineReplyBytes} B)` },
           { bench: label, metric: "echo + Postgres insert baseline throughput", value: round(quantile(rates.echoPg, 0.5), 0), unit: "turns/s" },
           { bench: label, metric: "ctxd throughput / echo (median of the rounds' ratios)", value: round(quantile(ofEcho, 0.5), 2), unit: spread(ofEcho) },
           {
