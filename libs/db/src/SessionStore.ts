@@ -34,9 +34,10 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import { Spans } from "@ctxd/observe"
-import { Data, Effect, Layer, Option } from "effect"
+import { Context, Data, Effect, Layer, Metric, MetricBoundaries, Option } from "effect"
 import { Database, DatabaseError, type DatabaseUnavailable } from "./Database.ts"
-import { COMMIT_TURN, type CommitRow, FIND_TURN, LIST_TURNS, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
+import { COMMIT_TURN, COMMIT_TURNS, type CommitRow, FIND_TURN, LIST_TURNS, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
+import * as GroupCommit from "./internal/groupCommit.ts"
 import { logFailure } from "./internal/logFailure.ts"
 import * as ReplyCodec from "./internal/replyCodec.ts"
 
@@ -229,6 +230,39 @@ const outcome = (
   }
 }
 
+/**
+ * The parameters of {@link COMMIT_TURNS} for commits whose {@link commitParams} are `items`: each
+ * column as an array, the messages as one JSON array, the stored replies joined with their lengths.
+ */
+const batchParams = (items: ReadonlyArray<ReadonlyArray<unknown>>): ReadonlyArray<unknown> => {
+  const column = (i: number) => items.map((params) => params[i])
+  const replies = items.map((params) => params[6] as Uint8Array)
+  return [
+    column(0),
+    column(1),
+    column(2),
+    column(3),
+    column(4),
+    `[${column(5).join(",")}]`,
+    Buffer.concat(replies),
+    replies.map((r) => r.length),
+    column(7),
+    column(8),
+    column(9),
+    column(10),
+    column(11),
+    column(12),
+  ]
+}
+
+/** The rows of {@link COMMIT_TURNS} in item order; none unless there is one per item (the batch then runs again item by item). */
+const byIndex = (rows: ReadonlyArray<CommitRow & { readonly idx: number }>, n: number): ReadonlyArray<CommitRow> => {
+  if (rows.length !== n) return []
+  const out: Array<CommitRow | undefined> = new Array<CommitRow | undefined>(n).fill(undefined)
+  for (const row of rows) out[row.idx] = row
+  return out.every((row) => row !== undefined) ? (out as Array<CommitRow>) : []
+}
+
 /** The parameters of {@link COMMIT_TURN}; fails as Postgres did for a reply jsonb could not hold. */
 const commitParams = (input: CommitTurn): Effect.Effect<ReadonlyArray<unknown>, DatabaseError> =>
   Effect.suspend(() => {
@@ -308,12 +342,33 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
     ): Effect.Effect<Committed, NotOwner | SeqConflict | TurnExists | Failure> =>
       commitParams(input).pipe(
         Effect.flatMap((params) =>
-          db.query<CommitRow>(COMMIT_TURN, params),
+          group.submit(params),
         ),
-        Effect.flatMap(({ rows }) => outcome(input, rows[0])),
+        Effect.flatMap((row) => outcome(input, row)),
         logFailure("session store: commitTurn"),
         Spans.span("SessionStore.commitTurn", { attributes: { messages: input.messages.length, fenced: input.fence !== undefined } }),
       )
+
+    // concurrent commits (of other sessions) grouped into one statement: see `internal/groupCommit`
+    const grouping = Option.getOrElse(yield* Effect.serviceOption(Commits), () => defaults)
+    const runtime = yield* Effect.runtime<never>()
+    const group = GroupCommit.make<ReadonlyArray<unknown>, CommitRow | undefined, Failure>(
+      grouping,
+      {
+        one: (params) =>
+          db.query<CommitRow>(COMMIT_TURN, params).pipe(
+            Effect.map(({ rows }) => rows[0]),
+            Effect.tap(() => Metric.update(commitTurns, 1)),
+          ),
+        many: (items) =>
+          db.query<CommitRow & { readonly idx: number }>(COMMIT_TURNS, batchParams(items)).pipe(
+            Effect.map(({ rows }) => byIndex(rows, items.length)),
+            Effect.tap((rows) => (rows.length === items.length ? Metric.update(commitTurns, items.length) : Metric.increment(commitSplits))),
+            Effect.tapError(() => Metric.increment(commitSplits)),
+          ),
+      },
+      runtime,
+    )
 
     /** The session's newest committed turns, newest first, at most `limit` (none for an unknown session). */
     const listTurns = (tenant: string, session: string, limit: number): Effect.Effect<ReadonlyArray<TurnEntry>, Failure> =>
@@ -327,8 +382,40 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
   }),
 }) {}
 
-/** The store; needs a migrated {@link Database}. */
+/** `ctxd_commit_batch_turns`: turns per commit statement that went through (1: alone). */
+export const commitTurns = Metric.histogram(
+  "ctxd_commit_batch_turns",
+  MetricBoundaries.exponential({ start: 1, factor: 2, count: 6 }),
+  "turns each commit statement carried (group commit): 1 alone, more when commits waited together; rate(sum) / rate(count) is the mean batch",
+)
+
+/** `ctxd_commit_split_total`: batches rolled back as a whole and run again turn by turn. */
+export const commitSplits = Metric.counter("ctxd_commit_split_total", {
+  description: "group commits that failed as a whole (one turn Postgres refused, or the statement failed) and ran again turn by turn",
+  incremental: true,
+})
+
+/**
+ * How commits are grouped: concurrent commits of other sessions wait while
+ * `statements` commit statements are in flight, then go out together, up to
+ * `maxBatch` in one (`ctxd_commit_turns_v12`: one round trip and one
+ * transaction for them all). `maxBatch: 1` commits every turn alone.
+ */
+export class Commits extends Context.Tag("@ctxd/db/SessionStore/Commits")<Commits, GroupCommit.Options>() {}
+
+/**
+ * 16 turns a statement, 2 statements in flight: under load the batches
+ * grow to what waits (4–5 turns in the end-to-end bench), and a slow
+ * statement does not hold every other session's commit behind it.
+ */
+export const defaults: GroupCommit.Options = { maxBatch: 16, statements: 2 }
+
+/** The store; needs a migrated {@link Database}. Commits grouped as {@link defaults}. */
 export const layer: Layer.Layer<SessionStore, never, Database> = SessionStore.Default
+
+/** The store with commits grouped as `options` says (the rest as {@link defaults}). */
+export const layerWith = (options: Partial<GroupCommit.Options>): Layer.Layer<SessionStore, never, Database> =>
+  SessionStore.Default.pipe(Layer.provide(Layer.succeed(Commits, { ...defaults, ...options })))
 
 /** Options of {@link layerMemory}. */
 export interface MemoryOptions {

@@ -1,6 +1,6 @@
 import { TestDatabase } from "@ctxd/testing"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Exit, Layer, Metric, Option } from "effect"
 import { Database, Migrations, SessionStore } from "../src/index.ts"
 import { commit as commitTurn, legacyCommit, text } from "./Helpers.ts"
 import * as ReplyCodec from "../src/internal/replyCodec.ts"
@@ -92,6 +92,106 @@ describe("ctxd_commit_turn", () => {
         expect(yield* call("t1", 2)).toMatchObject({ status: "exists", stored_request_hash: "h" })
         expect(yield* call("t3", 1)).toMatchObject({ status: "conflict", actual_last_seq: 2 })
         expect(yield* snapshot(session)).toEqual(before)
+      }),
+    )
+
+    /** A commit of one user message named after the turn, for `session`, as a worker makes it. */
+    const turnInput = (session: string, turnId: string, expectedLastSeq: number, overrides: Partial<SessionStore.CommitTurn> = {}): SessionStore.CommitTurn => ({
+      tenant: "acme",
+      session,
+      turnId,
+      requestHash: `hash-${turnId}`,
+      expectedLastSeq,
+      messages: [{ message: text("user", turnId), tokens: 3, encoding: "o200k_base" }],
+      reply: { ok: true, turnId },
+      ...overrides,
+    })
+
+    /** The transaction that wrote each session's row last (one statement: one transaction). */
+    const writers = (sessions: ReadonlyArray<string>) =>
+      Effect.flatMap(Database.Database, (db) =>
+        db.query<{ session: string; xmin: string }>("SELECT session, xmin::text AS xmin FROM ctxd_sessions WHERE tenant = 'acme' AND session = ANY ($1::text[])", [sessions]),
+      ).pipe(Effect.map(({ rows }) => new Map(rows.map((r) => [r.session, r.xmin]))))
+
+    it.effect("commits arriving while one is in flight go out together in one statement, each with its own outcome", () =>
+      Effect.gen(function* () {
+        const db = yield* Database.Database
+        // one statement in flight: the first commit goes alone, the five after it wait and go together
+        const store = yield* SessionStore.SessionStore.pipe(Effect.provide(SessionStore.layerWith({ statements: 1 })))
+        const [first, ok, stored, behind, fenced, full] = Array.from({ length: 6 }, fresh)
+        const before = yield* Metric.value(SessionStore.commitTurns)
+        yield* db.query(`INSERT INTO ctxd_shard_leases (shard, owner, epoch, expires_at) VALUES (33, 'w1', 2, now() + interval '1 minute') ON CONFLICT DO NOTHING`)
+        yield* store.commitTurn(turnInput(stored!, "t1", 0, { reply: { ok: true, turnId: "t1", stored: true } }))
+        yield* store.commitTurn(turnInput(behind!, "t1", 0))
+        const exits = yield* Effect.all(
+          [
+            store.commitTurn(turnInput(first!, "t1", 0)),
+            store.commitTurn(turnInput(ok!, "t1", 0)),
+            // a retry of a committed turn: its stored reply
+            store.commitTurn(turnInput(stored!, "t1", 1)),
+            // the session is at 1
+            store.commitTurn(turnInput(behind!, "t2", 0)),
+            store.commitTurn(turnInput(fenced!, "t1", 0, { fence: { shard: 33, owner: "w2", epoch: 2 } })),
+            store.commitTurn(turnInput(full!, "t1", 0, { fence: { shard: 33, owner: "w1", epoch: 2 }, length: { agent: "a", turns: 1 }, user: "u1" })),
+          ].map(Effect.exit),
+          { concurrency: "unbounded" },
+        )
+        expect(exits[0]).toEqual(Exit.succeed({ firstSeq: 1, lastSeq: 1 }))
+        expect(exits[1]).toEqual(Exit.succeed({ firstSeq: 1, lastSeq: 1 }))
+        expect(exits[2]).toMatchObject(Exit.fail({ _tag: "TurnExists", stored: { turnId: "t1", reply: { ok: true, turnId: "t1", stored: true }, firstSeq: 1, lastSeq: 1 } }))
+        expect(exits[3]).toMatchObject(Exit.fail({ _tag: "SeqConflict", expectedLastSeq: 0, actualLastSeq: 1 }))
+        expect(exits[4]).toMatchObject(Exit.fail({ _tag: "NotOwner", shard: 33, owner: "w2" }))
+        expect(exits[5]).toEqual(Exit.succeed({ firstSeq: 1, lastSeq: 1 }))
+        // the first alone, the two that wrote after it in one transaction; the failed ones wrote nothing
+        const xmin = yield* writers([first!, ok!, full!, fenced!])
+        expect(xmin.get(ok!)).toBe(xmin.get(full!))
+        expect(xmin.get(first!)).not.toBe(xmin.get(ok!))
+        expect(xmin.has(fenced!)).toBe(false)
+        expect((yield* store.loadMessages("acme", full!, 0)).map((m) => m.message)).toEqual([text("user", "t1")])
+        const side = yield* db.query<{ n: string }>(
+          `SELECT ((SELECT count(*) FROM ctxd_session_lengths l JOIN ctxd_sessions s ON s.id = l.session_id WHERE s.session = $1)
+                 + (SELECT count(*) FROM ctxd_session_users u JOIN ctxd_sessions s ON s.id = u.session_id WHERE s.session = $1 AND u.user_id = 'u1'))::text AS n`,
+          [full!],
+        )
+        expect(side.rows[0]!.n).toBe("2")
+        // ctxd_commit_batch_turns: the two commits before, the first alone, the five together
+        const after = yield* Metric.value(SessionStore.commitTurns)
+        expect([after.count - before.count, after.sum - before.sum]).toEqual([4, 8])
+      }),
+    )
+
+    it.effect("a commit Postgres refuses fails alone: the batch it was in runs again commit by commit", () =>
+      Effect.gen(function* () {
+        const store = yield* SessionStore.SessionStore.pipe(Effect.provide(SessionStore.layerWith({ statements: 1 })))
+        const [first, a, bad, b] = Array.from({ length: 4 }, fresh)
+        const splits = (yield* Metric.value(SessionStore.commitSplits)).count
+        const exits = yield* Effect.all(
+          [
+            store.commitTurn(turnInput(first!, "t1", 0)),
+            store.commitTurn(turnInput(a!, "t1", 0)),
+            // jsonb holds no U+0000: Postgres rolls the whole statement back
+            store.commitTurn(turnInput(bad!, "t1", 0, { messages: [{ message: text("user", "nul \u0000 here"), tokens: 3, encoding: "o200k_base" }] })),
+            store.commitTurn(turnInput(b!, "t1", 0)),
+          ].map(Effect.exit),
+          { concurrency: "unbounded" },
+        )
+        expect(exits[1]).toEqual(Exit.succeed({ firstSeq: 1, lastSeq: 1 }))
+        expect(exits[2]).toMatchObject(Exit.fail({ _tag: "DatabaseError", code: "22P05" }))
+        expect(exits[3]).toEqual(Exit.succeed({ firstSeq: 1, lastSeq: 1 }))
+        const xmin = yield* writers([a!, bad!, b!])
+        expect(xmin.has(bad!)).toBe(false)
+        // committed alone after the batch failed
+        expect(xmin.get(a!)).not.toBe(xmin.get(b!))
+        expect((yield* Metric.value(SessionStore.commitSplits)).count - splits).toBe(1)
+      }),
+    )
+
+    it.effect("maxBatch 1: every commit alone, as before group commit", () =>
+      Effect.gen(function* () {
+        const store = yield* SessionStore.SessionStore.pipe(Effect.provide(SessionStore.layerWith({ statements: 1, maxBatch: 1 })))
+        const sessions = Array.from({ length: 4 }, fresh)
+        yield* Effect.all(sessions.map((s) => store.commitTurn(turnInput(s, "t1", 0))), { concurrency: "unbounded" })
+        expect(new Set((yield* writers(sessions)).values()).size).toBe(4)
       }),
     )
 
@@ -268,7 +368,7 @@ describe("ctxd_commit_turn", () => {
         user,
       })
       expect(yield* legacyCommit("ctxd_commit_turn_v9", input("t1", 0, 1, "u1")).pipe(provide)).toBe("ok")
-      expect(yield* Migrations.apply(Migrations.migrations).pipe(provide)).toEqual([11])
+      expect(yield* Migrations.apply(Migrations.migrations).pipe(provide)).toEqual(Migrations.migrations.filter((m) => m.version > 10).map((m) => m.version))
       const store = yield* SessionStore.SessionStore.pipe(Effect.provide(SessionStore.layer), provide)
       expect(yield* store.commitTurn(input("t2", 1, 2, "u2"))).toEqual({ firstSeq: 2, lastSeq: 2 })
       expect(yield* legacyCommit("ctxd_commit_turn_v9", input("t3", 2, 3, "u1")).pipe(provide)).toBe("ok")

@@ -11,11 +11,13 @@
  * interrupted just as a permit was handed to it passes the permit on; a
  * holder's permit is returned however its effect ends.
  */
-import { Deferred, Effect, Exit, FiberId } from "effect"
+import { Deferred, Effect, Exit, FiberId, FiberRef } from "effect"
 
 export interface Permits {
   /** Runs `self` holding one permit, after the fibers already waiting for one. */
   readonly withPermit: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** As `withPermit`, and `self` may give its permit back before it ends ({@link releaseEarly}). */
+  readonly withReleasablePermit: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Permits held now. */
   readonly taken: () => number
   /** Fibers waiting for a permit. */
@@ -23,6 +25,17 @@ export interface Permits {
 }
 
 /** A semaphore of `permits` (at least 1). */
+/** What gives back the permit of the innermost `withReleasablePermit` running (a no-op outside one). */
+const currentRelease = FiberRef.unsafeMake<Effect.Effect<void>>(Effect.void)
+
+/**
+ * Gives back the permit the running `withReleasablePermit` holds, now, to the
+ * next waiter (once: the end of its effect then returns nothing). For work
+ * whose rest only waits (a commit to Postgres): the permit bounds what runs,
+ * not what waits. A no-op outside one.
+ */
+export const releaseEarly: Effect.Effect<void> = Effect.flatten(FiberRef.get(currentRelease))
+
 export const unsafeMake = (permits: number): Permits => {
   const size = Math.max(1, Math.floor(permits))
   let taken = 0
@@ -41,12 +54,28 @@ export const unsafeMake = (permits: number): Permits => {
       return exit
     })
 
-  const withPermit = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  // the permit returned once: early (releaseEarly) or at the end, whichever comes first
+  const releasable = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.suspend(() => {
+      let held = true
+      const giveBack = () => {
+        if (held) {
+          held = false
+          release()
+        }
+      }
+      return Effect.flatMap(Effect.exit(Effect.locally(self, currentRelease, Effect.sync(giveBack))), (exit) => {
+        giveBack()
+        return exit
+      })
+    })
+
+  const acquire = <A, E, R>(self: Effect.Effect<A, E, R>, hold: <B, X, Y>(held: Effect.Effect<B, X, Y>) => Effect.Effect<B, X, Y>): Effect.Effect<A, E, R> =>
     Effect.uninterruptibleMask((restore) =>
       Effect.suspend(() => {
         if (taken < size) {
           taken++
-          return holding(restore(self))
+          return hold(restore(self))
         }
         const turn = Deferred.unsafeMake<void>(FiberId.none)
         waiters.push(turn)
@@ -60,11 +89,14 @@ export const unsafeMake = (permits: number): Permits => {
             }),
           ),
         )
-        return Effect.zipRight(wait, holding(restore(self)))
+        return Effect.zipRight(wait, hold(restore(self)))
       }),
     )
 
-  return { withPermit, taken: () => taken, waiting: () => waiters.length }
+  const withPermit = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => acquire(self, holding)
+  const withReleasablePermit = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => acquire(self, releasable)
+
+  return { withPermit, withReleasablePermit, taken: () => taken, waiting: () => waiters.length }
 }
 
 /** {@link unsafeMake} as an effect. */

@@ -135,4 +135,62 @@ describe("Permits", () => {
       ),
     ),
   )
+  it.effect("releaseEarly hands a releasable permit on while its holder still runs, once; outside one it does nothing", () =>
+    Effect.gen(function* () {
+      const permits = Permits.unsafeMake(1)
+      const released = Deferred.unsafeMake<void>(FiberId.none)
+      const finish = Deferred.unsafeMake<void>(FiberId.none)
+      const order: string[] = []
+      const holder = yield* Effect.fork(
+        permits.withReleasablePermit(
+          Effect.gen(function* () {
+            order.push("a runs")
+            yield* Permits.releaseEarly
+            // a second call returns nothing more
+            yield* Permits.releaseEarly
+            yield* Deferred.succeed(released, undefined)
+            yield* Deferred.await(finish)
+            order.push("a ends")
+          }),
+        ),
+      )
+      yield* Deferred.await(released)
+      const next = yield* Effect.fork(permits.withPermit(Effect.sync(() => void order.push("b runs"))))
+      const third = yield* Effect.fork(permits.withPermit(Effect.sync(() => void order.push("c runs"))))
+      yield* settle
+      // b got a's permit while a still runs; c waits for b's
+      expect(order).toEqual(["a runs", "b runs", "c runs"])
+      yield* Deferred.succeed(finish, undefined)
+      yield* Fiber.joinAll([holder, next, third])
+      expect(order).toEqual(["a runs", "b runs", "c runs", "a ends"])
+      // a's end returned no second permit
+      expect(permits.taken()).toBe(0)
+      // a plain permit is not released early, and outside a permit releaseEarly is a no-op
+      yield* Permits.releaseEarly
+      const plain = yield* Effect.fork(permits.withPermit(Effect.zipRight(Permits.releaseEarly, Effect.never)))
+      yield* settle
+      expect(permits.taken()).toBe(1)
+      const blocked = yield* Effect.fork(permits.withPermit(Effect.void))
+      yield* settle
+      expect(permits.waiting()).toBe(1)
+      yield* Fiber.interrupt(plain)
+      yield* Fiber.join(blocked)
+      expect(permits.taken()).toBe(0)
+    }),
+  )
+
+  it.effect("a releasable permit is returned once whatever its holder's end (failure, interruption after releasing early)", () =>
+    Effect.gen(function* () {
+      const permits = Permits.unsafeMake(1)
+      expect(yield* Effect.exit(permits.withReleasablePermit(Effect.fail("boom")))).toEqual(Exit.fail("boom"))
+      expect(permits.taken()).toBe(0)
+      const holder = yield* Effect.fork(permits.withReleasablePermit(Effect.zipRight(Permits.releaseEarly, Effect.never)))
+      yield* settle
+      expect(permits.taken()).toBe(0)
+      yield* Fiber.interrupt(holder)
+      expect(permits.taken()).toBe(0)
+      yield* permits.withPermit(Effect.void)
+      expect(permits.taken()).toBe(0)
+    }),
+  )
 })

@@ -18,7 +18,7 @@
 import { type MemoryTools, Normalize, RenderedJson } from "@ctxd/context"
 import { Errors, type Turn } from "@ctxd/contracts"
 import { MemoryStore, SessionStore } from "@ctxd/db"
-import { Json } from "@ctxd/nats"
+import { Json, Permits } from "@ctxd/nats"
 import { Judge } from "@ctxd/loop-detector"
 import { Spans } from "@ctxd/observe"
 import { ShardLeases } from "@ctxd/sharding"
@@ -255,6 +255,9 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         }
         const input = commitInput(ids, decoded, state, outcome, agent)
         const { reply, replyUtf8: utf8 } = input
+        // the turn's CPU work is done: its turn slot goes to the next turn while this one waits for
+        // Postgres (and commits waiting together go out in one statement: SessionStore's group commit)
+        yield* Permits.releaseEarly
         const committed = yield* Commit.commit(store, leases, input).pipe(Spans.span("ctxd.commit", { attributes: { "ctxd.messages.new": input.rows.length } }))
         if (committed._tag === "Conflict") return { ...committed, state } satisfies Conflict
         // its messages are stored but maybe not in this state: drop it

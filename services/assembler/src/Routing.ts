@@ -92,7 +92,7 @@ export const make = (options: {
 
     // one step after the turn: counted whatever its end, answered or rejected
     const local = (tenant: string, session: string, data: Uint8Array): Routed =>
-      Effect.matchCauseEffect(turns.withPermit(assembler.turn(tenant, session, data)), {
+      Effect.matchCauseEffect(turns.withReleasablePermit(assembler.turn(tenant, session, data)), {
         onSuccess: ({ reply, utf8 }) => {
           handled++
           return Effect.succeed(Endpoint.reply({ value: reply, bytes: utf8, headers: tags }))

@@ -215,7 +215,7 @@ export const layer = Layer.unwrapEffect(
     // a bad workspace root stops the worker before it connects anywhere
     if (workspace.root !== undefined) yield* WorkspaceCache.checkRoot(workspace.root)
     const database = Database.layerConfig
-    const store = SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    const store = SessionStore.layerWith({ maxBatch: config.commitBatch, statements: config.commitStatements }).pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const memory = MemoryStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))

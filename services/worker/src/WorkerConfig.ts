@@ -11,6 +11,7 @@ import { type CostModel, Pipeline, PriceFile, ProviderKeys } from "@ctxd/context
 import { ShardingConfig } from "@ctxd/sharding"
 import type { Turn } from "@ctxd/contracts"
 import { NatsAuth } from "@ctxd/nats"
+import { SessionStore } from "@ctxd/db"
 import { Config, ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option } from "effect"
 import { readFileSync } from "node:fs"
 import * as EmbeddedDatabase from "./EmbeddedDatabase.ts"
@@ -83,6 +84,8 @@ export const WorkerConfig = Config.all({
   // socket reads, so under a burst requests wait unread (measured: npm run bench -- burst:
   // 16 at once left 18 % of a 10,000-turn burst unanswered within 60 s, 4 at once none)
   maxConcurrent: int("CTXD_MAX_CONCURRENT", 4, "Turns handled at once by one worker"),
+  commitBatch: int("CTXD_COMMIT_BATCH", SessionStore.defaults.maxBatch, "Turns committed together in one statement at most (1: each alone)"),
+  commitStatements: int("CTXD_COMMIT_STATEMENTS", SessionStore.defaults.statements, "Commit statements in flight at once; commits arriving meanwhile wait and go out together"),
   maxSessions: int("CTXD_SESSION_CACHE_SESSIONS", AssemblerConfig.defaults.maxSessions, "Sessions kept in memory"),
   maxMessages: int("CTXD_SESSION_CACHE_MESSAGES", AssemblerConfig.defaults.maxMessages, "Messages kept in memory over all sessions"),
   mailbox: int("CTXD_SESSION_MAILBOX", AssemblerConfig.defaults.mailbox, "Turns of one session that may wait behind the running one before Busy"),

@@ -77,3 +77,19 @@ export const COMMIT_TURN = prepared(
    FROM ctxd_commit_turn_v11($1::text, $2::text, $3::text, $4::text, $5::integer, $6::jsonb, $7::bytea,
                              $8::integer, $9::text, $10::bigint, $11::text, $12::integer, $13::text)`,
 )
+
+/**
+ * Commits many turns (of other sessions) in one statement, each as
+ * {@link COMMIT_TURN} commits it, in one transaction (migration 12): $1..$5
+ * tenants, sessions, turn ids, request hashes, expected last seqs (arrays),
+ * $6 each turn's messages (a JSON array of {@link COMMIT_TURN}'s $6), $7 the
+ * stored replies joined and $8 their lengths, $9..$14 fence shards, owners,
+ * epochs, agents, turns, users (arrays, null where none). One row per turn,
+ * `idx` its place (from 0), with {@link CommitRow}'s columns.
+ */
+export const COMMIT_TURNS = prepared(
+  "ctxd_commit_turns_v12",
+  `SELECT idx, status, actual_last_seq, stored_request_hash, stored_first_seq, stored_last_seq, stored_reply, stored_reply_z
+   FROM ctxd_commit_turns_v12($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::jsonb, $7::bytea, $8::integer[],
+                              $9::integer[], $10::text[], $11::bigint[], $12::text[], $13::integer[], $14::text[])`,
+)

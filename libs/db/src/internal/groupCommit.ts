@@ -1,0 +1,111 @@
+/**
+ * Group commit: items submitted while `statements` statements are in flight
+ * wait, and go out together, up to `maxBatch` in one statement (one round
+ * trip, one transaction, one WAL flush for them all) as soon as a statement
+ * returns. Under a light load an item goes out at once, alone; under a heavy
+ * one the batches grow by themselves, with no timer.
+ *
+ * A batch that fails as a whole (one item Postgres refuses rolls back the
+ * statement, and so the others) is run again item by item, so each item gets
+ * its own outcome. An item whose submitter is interrupted before its
+ * statement went out is dropped; once sent, it lands or not with the others.
+ * The queue holds what the callers hold already: the turns running (bounded
+ * by the worker's turn slots).
+ */
+import { Effect, Exit, Runtime } from "effect"
+
+/** How commits are grouped. */
+export interface Options {
+  /** Items per statement at most; 1: every item alone. */
+  readonly maxBatch: number
+  /** Statements in flight at once, at least 1. */
+  readonly statements: number
+}
+
+/** How items run: alone, and many in one statement (one outcome per item, in order). */
+export interface Run<I, O, E> {
+  readonly one: (item: I) => Effect.Effect<O, E>
+  readonly many: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>, E>
+}
+
+/** Counters since start. */
+export interface Stats {
+  /** Statements sent (batches and items sent alone, retries of a failed batch included). */
+  readonly statements: number
+  /** Items committed through them (each once). */
+  readonly items: number
+  /** Batches that failed as a whole and ran again item by item. */
+  readonly split: number
+}
+
+export interface GroupCommit<I, O, E> {
+  /** Runs `item` with the others waiting now; its own outcome. */
+  readonly submit: (item: I) => Effect.Effect<O, E>
+  readonly stats: () => Stats
+}
+
+interface Entry<I, O, E> {
+  readonly item: I
+  readonly resume: (exit: Exit.Exit<O, E>) => void
+}
+
+export const make = <I, O, E>(options: Options, run: Run<I, O, E>, runtime: Runtime.Runtime<never>): GroupCommit<I, O, E> => {
+  const maxBatch = Math.max(1, Math.floor(options.maxBatch))
+  const statements = Math.max(1, Math.floor(options.statements))
+  const queue: Array<Entry<I, O, E>> = []
+  const stats = { statements: 0, items: 0, split: 0 }
+  let inFlight = 0
+  const start = Runtime.runCallback(runtime)
+
+  /** Runs `effect`, then `done` with its exit (never throws: a defect is an exit too). */
+  const launch = <A, X>(effect: Effect.Effect<A, X>, done: (exit: Exit.Exit<A, X>) => void) => {
+    stats.statements++
+    start(effect, { onExit: done })
+  }
+
+  const alone = (entry: Entry<I, O, E>, done: () => void) =>
+    launch(run.one(entry.item), (exit) => {
+      entry.resume(exit)
+      done()
+    })
+
+  const together = (batch: ReadonlyArray<Entry<I, O, E>>, done: () => void) =>
+    launch(run.many(batch.map((e) => e.item)), (exit) => {
+      if (Exit.isSuccess(exit) && exit.value.length === batch.length) {
+        batch.forEach((e, i) => e.resume(Exit.succeed(exit.value[i]!)))
+        return done()
+      }
+      // rolled back whole: each item alone, for its own outcome
+      stats.split++
+      let left = batch.length
+      for (const entry of batch) alone(entry, () => --left === 0 && done())
+    })
+
+  const pump = (): void => {
+    while (inFlight < statements && queue.length > 0) {
+      const batch = queue.splice(0, maxBatch)
+      stats.items += batch.length
+      inFlight++
+      const done = () => {
+        inFlight--
+        pump()
+      }
+      if (batch.length === 1) alone(batch[0]!, done)
+      else together(batch, done)
+    }
+  }
+
+  const submit = (item: I): Effect.Effect<O, E> =>
+    Effect.async<O, E>((resume) => {
+      const entry: Entry<I, O, E> = { item, resume }
+      queue.push(entry)
+      pump()
+      // interrupted while waiting: not sent, dropped (once sent, it is no longer queued)
+      return Effect.sync(() => {
+        const at = queue.indexOf(entry)
+        if (at >= 0) queue.splice(at, 1)
+      })
+    })
+
+  return { submit, stats: () => ({ ...stats }) }
+}
