@@ -10,6 +10,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { memoryOptions, memoryToolsDefault, priceTable, providerLayer, WorkerConfig, workspaceConfig } from "../src/WorkerConfig.ts"
+import { SessionStore } from "@ctxd/db"
 
 const dir = mkdtempSync(join(tmpdir(), "ctxd-prices-"))
 const write = (name: string, content: unknown) => {
@@ -146,6 +147,15 @@ describe("WorkerConfig.providerLayer (CTXD_CONFIG_FILE's environment keys)", () 
       const json = write("ctxd.json", { NATS_URL: "nats://from-json:4222", CTXD_WINDOW_MESSAGES: 30 })
       const fromJson = yield* readWith({ CTXD_CONFIG_FILE: json })
       expect(fromJson).toMatchObject({ natsUrl: "nats://from-json:4222", windowMessages: 30 })
+    }),
+  )
+
+  it.effect("group commit: CTXD_COMMIT_BATCH and CTXD_COMMIT_STATEMENTS, SessionStore's defaults when unset", () =>
+    Effect.gen(function* () {
+      const unset = yield* readWith({})
+      expect([unset.commitBatch, unset.commitStatements]).toEqual([SessionStore.defaults.maxBatch, SessionStore.defaults.statements])
+      const set = yield* readWith({ CTXD_COMMIT_BATCH: "1", CTXD_COMMIT_STATEMENTS: "3" })
+      expect([set.commitBatch, set.commitStatements]).toEqual([1, 3])
     }),
   )
 
