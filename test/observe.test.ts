@@ -184,6 +184,7 @@ describe("a worker with its HTTP port and an OTLP endpoint", () => {
       ctxd_mailbox_depth: "gauge",
       ctxd_turns_in_flight: "gauge",
       ctxd_in_flight_request_bytes: "gauge",
+      ctxd_commit_batch_turns: "histogram",
     }
     for (const [name, type] of Object.entries(families)) expect(m.types.get(name), name).toBe(type)
     expect(scrape.text).toContain("# UNIT ctxd_turn_duration_seconds seconds")
@@ -200,6 +201,11 @@ describe("a worker with its HTTP port and an OTLP endpoint", () => {
     expect(okSeconds).toBeLessThan(106 * 15)
     expect(m.value("ctxd_turn_duration_seconds_bucket", { outcome: "ok", le: "+Inf" })).toBe(106)
     for (const mechanism of ["window", "masking", "compression"]) expect(m.find("ctxd_tokens_saved_total", { mechanism })).toHaveLength(1)
+    // every answered turn went through one commit, alone or with others (group commit): the 106
+    // committed and the retried one that found its turn stored
+    expect(m.value("ctxd_commit_batch_turns_sum")).toBe(107)
+    expect(m.value("ctxd_commit_batch_turns_count")).toBeGreaterThanOrEqual(1)
+    expect(m.value("ctxd_commit_batch_turns_count")).toBeLessThanOrEqual(106)
 
     // prompt estimates per model
     const claude = { model: "anthropic/claude-sonnet-4-5" }
