@@ -10,7 +10,12 @@
  * not moved on since the caller loaded it (optimistic concurrency on
  * `last_seq`). It writes everything or nothing. The transaction is one
  * statement, a call of the PL/pgSQL function `ctxd_commit_turn_v11`
- * (migration 11), so a commit costs one round trip; the reply travels and is
+ * (migration 11), so a commit costs one round trip — or a share of one:
+ * commits of other sessions arriving while {@link defaults}' statements are
+ * in flight go out together in one statement (`ctxd_commit_turns_v12`,
+ * migration 12: each as `_v11` commits it, in one transaction; group commit,
+ * `internal/groupCommit`), and a batch Postgres refuses as a whole runs
+ * again commit by commit, so each gets its own outcome. The reply travels and is
  * stored compressed by the worker (`ctxd_turns.reply_z`), never parsed by
  * Postgres. The same statement records the session's {@link Length} for the
  * agent's history of session lengths when the commit carries one, and the

@@ -10,6 +10,11 @@
  * Interruption: a waiter interrupted before its turn leaves the queue; one
  * interrupted just as a permit was handed to it passes the permit on; a
  * holder's permit is returned however its effect ends.
+ *
+ * A releasable permit (`withReleasablePermit`) may be given back before its
+ * effect ends, once ({@link releaseEarly}): the router's turn slots bound the
+ * turns' CPU work, and a turn whose rest is only its commit's wait gives its
+ * slot to the next turn.
  */
 import { Deferred, Effect, Exit, FiberId, FiberRef } from "effect"
 
@@ -24,7 +29,6 @@ export interface Permits {
   readonly waiting: () => number
 }
 
-/** A semaphore of `permits` (at least 1). */
 /** What gives back the permit of the innermost `withReleasablePermit` running (a no-op outside one). */
 const currentRelease = FiberRef.unsafeMake<Effect.Effect<void>>(Effect.void)
 
@@ -36,6 +40,7 @@ const currentRelease = FiberRef.unsafeMake<Effect.Effect<void>>(Effect.void)
  */
 export const releaseEarly: Effect.Effect<void> = Effect.flatten(FiberRef.get(currentRelease))
 
+/** A semaphore of `permits` (at least 1). */
 export const unsafeMake = (permits: number): Permits => {
   const size = Math.max(1, Math.floor(permits))
   let taken = 0
