@@ -360,19 +360,11 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
     const group = GroupCommit.make<ReadonlyArray<unknown>, CommitRow | undefined, Failure>(
       grouping,
       {
-        one: (params) =>
-          db.query<CommitRow>(COMMIT_TURN, params).pipe(
-            Effect.map(({ rows }) => rows[0]),
-            Effect.tap(() => Metric.update(commitTurns, 1)),
-          ),
-        many: (items) =>
-          db.query<CommitRow & { readonly idx: number }>(COMMIT_TURNS, batchParams(items)).pipe(
-            Effect.map(({ rows }) => byIndex(rows, items.length)),
-            Effect.tap((rows) => (rows.length === items.length ? Metric.update(commitTurns, items.length) : Metric.increment(commitSplits))),
-            Effect.tapError(() => Metric.increment(commitSplits)),
-          ),
+        one: (params) => Effect.map(db.query<CommitRow>(COMMIT_TURN, params), ({ rows }) => rows[0]),
+        many: (items) => Effect.map(db.query<CommitRow & { readonly idx: number }>(COMMIT_TURNS, batchParams(items)), ({ rows }) => byIndex(rows, items.length)),
       },
       runtime,
+      { committed: (items) => commitTurns.unsafeUpdate(items, []), split: () => commitSplits.unsafeUpdate(1, []) },
     )
 
     /** The session's newest committed turns, newest first, at most `limit` (none for an unknown session). */

@@ -28,20 +28,17 @@ export interface Run<I, O, E> {
   readonly many: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>, E>
 }
 
-/** Counters since start. */
-export interface Stats {
-  /** Statements sent (batches and items sent alone, retries of a failed batch included). */
-  readonly statements: number
-  /** Items committed through them (each once). */
-  readonly items: number
-  /** Batches that failed as a whole and ran again item by item. */
-  readonly split: number
+/** What the caller learns of the statements (for its metrics). */
+export interface Observer {
+  /** A statement went through carrying `items` (1: an item alone). */
+  readonly committed: (items: number) => void
+  /** A batch failed as a whole: its items run again one by one. */
+  readonly split: () => void
 }
 
 export interface GroupCommit<I, O, E> {
   /** Runs `item` with the others waiting now; its own outcome. */
   readonly submit: (item: I) => Effect.Effect<O, E>
-  readonly stats: () => Stats
 }
 
 interface Entry<I, O, E> {
@@ -49,42 +46,46 @@ interface Entry<I, O, E> {
   readonly resume: (exit: Exit.Exit<O, E>) => void
 }
 
-export const make = <I, O, E>(options: Options, run: Run<I, O, E>, runtime: Runtime.Runtime<never>): GroupCommit<I, O, E> => {
+export const make = <I, O, E>(
+  options: Options,
+  run: Run<I, O, E>,
+  runtime: Runtime.Runtime<never>,
+  observer?: Observer,
+): GroupCommit<I, O, E> => {
   const maxBatch = Math.max(1, Math.floor(options.maxBatch))
   const statements = Math.max(1, Math.floor(options.statements))
   const queue: Array<Entry<I, O, E>> = []
-  const stats = { statements: 0, items: 0, split: 0 }
   let inFlight = 0
-  const start = Runtime.runCallback(runtime)
-
-  /** Runs `effect`, then `done` with its exit (never throws: a defect is an exit too). */
-  const launch = <A, X>(effect: Effect.Effect<A, X>, done: (exit: Exit.Exit<A, X>) => void) => {
-    stats.statements++
-    start(effect, { onExit: done })
-  }
+  // runs an effect, then a callback with its exit (never throws: a defect is an exit too)
+  const launch = Runtime.runCallback(runtime)
 
   const alone = (entry: Entry<I, O, E>, done: () => void) =>
-    launch(run.one(entry.item), (exit) => {
-      entry.resume(exit)
-      done()
+    launch(run.one(entry.item), {
+      onExit: (exit) => {
+        if (Exit.isSuccess(exit)) observer?.committed(1)
+        entry.resume(exit)
+        done()
+      },
     })
 
   const together = (batch: ReadonlyArray<Entry<I, O, E>>, done: () => void) =>
-    launch(run.many(batch.map((e) => e.item)), (exit) => {
-      if (Exit.isSuccess(exit) && exit.value.length === batch.length) {
-        batch.forEach((e, i) => e.resume(Exit.succeed(exit.value[i]!)))
-        return done()
-      }
-      // rolled back whole: each item alone, for its own outcome
-      stats.split++
-      let left = batch.length
-      for (const entry of batch) alone(entry, () => --left === 0 && done())
+    launch(run.many(batch.map((e) => e.item)), {
+      onExit: (exit) => {
+        if (Exit.isSuccess(exit) && exit.value.length === batch.length) {
+          observer?.committed(batch.length)
+          batch.forEach((e, i) => e.resume(Exit.succeed(exit.value[i]!)))
+          return done()
+        }
+        // rolled back whole: each item alone, for its own outcome
+        observer?.split()
+        let left = batch.length
+        for (const entry of batch) alone(entry, () => --left === 0 && done())
+      },
     })
 
   const pump = (): void => {
     while (inFlight < statements && queue.length > 0) {
       const batch = queue.splice(0, maxBatch)
-      stats.items += batch.length
       inFlight++
       const done = () => {
         inFlight--
@@ -107,5 +108,5 @@ export const make = <I, O, E>(options: Options, run: Run<I, O, E>, runtime: Runt
       })
     })
 
-  return { submit, stats: () => ({ ...stats }) }
+  return { submit }
 }
