@@ -87,12 +87,13 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * (`/proc/<pid>/task/<pid>/stat`: the JS thread, without V8's background GC
  * and compiler threads and libuv's pool).
  */
-const cpuSeconds = (pid: number | undefined, mainThread = false): number | undefined => {
+const cpuSeconds = (pid: number | undefined, mainThread = false, reaped = false): number | undefined => {
   try {
     const stat = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8")
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    // fields 14 and 15 of stat (utime, stime), in clock ticks (USER_HZ: 100 on Linux)
-    return (Number(fields[11]) + Number(fields[12])) / 100
+    // fields 14 and 15 of stat (utime, stime), in clock ticks (USER_HZ: 100 on Linux); with
+    // `reaped`, 16 and 17 too (cutime, cstime: the children it has waited for)
+    return (Number(fields[11]) + Number(fields[12]) + (reaped ? Number(fields[13]) + Number(fields[14]) : 0)) / 100
   } catch {
     return undefined
   }
@@ -101,7 +102,9 @@ const cpuSeconds = (pid: number | undefined, mainThread = false): number | undef
 /**
  * CPU seconds the processes named `names` (`/proc/<pid>/comm`) have used: for `postgres`,
  * backends, WAL writer, checkpointer...; for `nats-server`, the message bus. Read before and after
- * each closed loop (one load runs at a time). Undefined without `/proc`.
+ * each closed loop (one load runs at a time). A process that exits in between (an autovacuum
+ * worker, a closed connection's backend) leaves the sum, so each one's reaped children count
+ * too: the postmaster's, which are those. Undefined without `/proc`.
  */
 const cpuSecondsOf = (names: ReadonlySet<string>): Record<string, number> | undefined => {
   try {
@@ -110,7 +113,7 @@ const cpuSecondsOf = (names: ReadonlySet<string>): Record<string, number> | unde
       if (!/^\d+$/.test(entry)) continue
       try {
         const name = readFileSync(`/proc/${entry}/comm`, "utf8").trim()
-        if (names.has(name)) totals[name]! += cpuSeconds(Number(entry)) ?? 0
+        if (names.has(name)) totals[name]! += cpuSeconds(Number(entry), false, true) ?? 0
       } catch {
         // the process exited between the listing and the read
       }
