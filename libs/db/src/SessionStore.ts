@@ -334,26 +334,6 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
         Spans.span("SessionStore.loadMessages"),
       )
 
-    /**
-     * Appends `messages` as `expectedLastSeq + 1...` and records the turn with
-     * its reply, atomically, in one statement (one round trip). Fails with
-     * {@link NotOwner} if `input.fence` is given and is not the shard's
-     * current lease (checked first), with {@link TurnExists} if the turn id
-     * was committed before and with {@link SeqConflict} if the session's last
-     * sequence number is not `expectedLastSeq`; nothing is written then.
-     */
-    const commitTurn = (
-      input: CommitTurn,
-    ): Effect.Effect<Committed, NotOwner | SeqConflict | TurnExists | Failure> =>
-      commitParams(input).pipe(
-        Effect.flatMap((params) =>
-          group.submit(params),
-        ),
-        Effect.flatMap((row) => outcome(input, row)),
-        logFailure("session store: commitTurn"),
-        Spans.span("SessionStore.commitTurn", { attributes: { messages: input.messages.length, fenced: input.fence !== undefined } }),
-      )
-
     // concurrent commits (of other sessions) grouped into one statement: see `internal/groupCommit`
     const grouping = Option.getOrElse(yield* Effect.serviceOption(Commits), () => defaults)
     const runtime = yield* Effect.runtime<never>()
@@ -366,6 +346,24 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
       runtime,
       { committed: (items) => commitTurns.unsafeUpdate(items, []), split: () => commitSplits.unsafeUpdate(1, []) },
     )
+
+    /**
+     * Appends `messages` as `expectedLastSeq + 1...` and records the turn with
+     * its reply, atomically, in one statement (one round trip, shared with the commits grouped with it). Fails with
+     * {@link NotOwner} if `input.fence` is given and is not the shard's
+     * current lease (checked first), with {@link TurnExists} if the turn id
+     * was committed before and with {@link SeqConflict} if the session's last
+     * sequence number is not `expectedLastSeq`; nothing is written then.
+     */
+    const commitTurn = (
+      input: CommitTurn,
+    ): Effect.Effect<Committed, NotOwner | SeqConflict | TurnExists | Failure> =>
+      commitParams(input).pipe(
+        Effect.flatMap(group.submit),
+        Effect.flatMap((row) => outcome(input, row)),
+        logFailure("session store: commitTurn"),
+        Spans.span("SessionStore.commitTurn", { attributes: { messages: input.messages.length, fenced: input.fence !== undefined } }),
+      )
 
     /** The session's newest committed turns, newest first, at most `limit` (none for an unknown session). */
     const listTurns = (tenant: string, session: string, limit: number): Effect.Effect<ReadonlyArray<TurnEntry>, Failure> =>
