@@ -13,6 +13,8 @@ import { randomBytes } from "node:crypto"
 export interface Harness {
   readonly root: string
   readonly schema: string
+  /** The database's URL (the schema is {@link schema}). */
+  readonly url: string
   readonly nc: NatsConnection
   readonly worker: WorkerProcess.WorkerProcess
   /** Starts another worker on the same schema and root. */
@@ -43,6 +45,7 @@ export const start = async (env: Record<string, string> = {}): Promise<Harness> 
   return {
     root,
     schema: db.schema,
+    url: db.url,
     nc,
     worker,
     startWorker,

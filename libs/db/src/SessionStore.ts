@@ -344,7 +344,11 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
         many: (items) => Effect.map(db.query<CommitRow & { readonly idx: number }>(COMMIT_TURNS, batchParams(items)), ({ rows }) => byIndex(rows, items.length)),
       },
       runtime,
-      { committed: (items) => commitTurns.unsafeUpdate(items, []), split: () => commitSplits.unsafeUpdate(1, []) },
+      {
+        committed: (items) => commitTurns.unsafeUpdate(items, []),
+        split: () => commitSplits.unsafeUpdate(1, []),
+        waiting: (items) => commitsWaiting.unsafeUpdate(items, []),
+      },
     )
 
     /**
@@ -383,6 +387,11 @@ export const commitTurns = Metric.histogram(
   MetricBoundaries.exponential({ start: 1, factor: 2, count: 6 }),
   "turns each commit statement carried (group commit): 1 alone, more when commits waited together; rate(sum) / rate(count) is the mean batch",
 )
+
+/** `ctxd_commits_waiting`: turns waiting for their commit now, queued or in a statement in flight. */
+export const commitsWaiting = Metric.gauge("ctxd_commits_waiting", {
+  description: "turns waiting for their commit now (queued behind the commit statements in flight, or in one): high while Postgres is slow or locked",
+})
 
 /** `ctxd_commit_split_total`: batches rolled back as a whole and run again turn by turn. */
 export const commitSplits = Metric.counter("ctxd_commit_split_total", {

@@ -27,34 +27,41 @@ const harness = (options: GroupCommit.Options, answer?: (items: ReadonlyArray<st
     const runtime = yield* Effect.runtime<never>()
     // what the observer was told: the items of each statement that went through, and the splits
     const observed = { committed: [] as Array<number>, splits: 0 }
+    // the items waiting (queued or in a statement), as last reported
+    const waiting = { now: 0 }
     const group = GroupCommit.make(options, run, runtime, {
       committed: (items) => void observed.committed.push(items),
       split: () => void observed.splits++,
+      waiting: (items) => void (waiting.now = items),
     })
     const release = (i: number) => Deferred.succeed(calls[i]!.gate, undefined)
     /** Lets the fibers forked so far run up to their next wait. */
     const settle = Effect.repeatN(Effect.yieldNow(), 20)
-    return { group, calls, release, settle, observed }
+    return { group, calls, release, settle, observed, waiting }
   })
 
 describe("GroupCommit", () => {
   it.effect("what arrives while a statement is in flight goes out together when it returns; alone, an item goes at once", () =>
     Effect.gen(function* () {
-      const { group, calls, release, settle, observed } = yield* harness({ maxBatch: 16, statements: 1 })
+      const { group, calls, release, settle, observed, waiting } = yield* harness({ maxBatch: 16, statements: 1 })
       const a = yield* Effect.fork(group.submit("a"))
       yield* settle
       expect(calls.map((c) => [c.kind, c.items])).toEqual([["one", ["a"]]])
+      expect(waiting.now).toBe(1)
       const rest = yield* Effect.fork(Effect.all(["b", "c", "d"].map(group.submit), { concurrency: "unbounded" }))
       yield* settle
       // b, c, d wait: one statement in flight
       expect(calls).toHaveLength(1)
+      expect(waiting.now).toBe(4)
       yield* release(0)
       expect(yield* Fiber.join(a)).toBe("ok:a")
       yield* settle
       expect(calls.map((c) => [c.kind, c.items])).toEqual([["one", ["a"]], ["many", ["b", "c", "d"]]])
+      expect(waiting.now).toBe(3)
       yield* release(1)
       expect(yield* Fiber.join(rest)).toEqual(["ok:b", "ok:c", "ok:d"])
       expect(observed).toEqual({ committed: [1, 3], splits: 0 })
+      expect(waiting.now).toBe(0)
     }),
   )
 
@@ -133,19 +140,22 @@ describe("GroupCommit", () => {
 
   it.effect("an item whose caller is interrupted while it waits is never sent", () =>
     Effect.gen(function* () {
-      const { group, calls, release, settle } = yield* harness({ maxBatch: 16, statements: 1 })
+      const { group, calls, release, settle, waiting } = yield* harness({ maxBatch: 16, statements: 1 })
       const first = yield* Effect.fork(group.submit("a"))
       yield* settle
       const gone = yield* Effect.fork(group.submit("gone"))
       const kept = yield* Effect.fork(group.submit("kept"))
       yield* settle
+      expect(waiting.now).toBe(3)
       yield* Fiber.interrupt(gone)
+      expect(waiting.now).toBe(2)
       yield* release(0)
       yield* Fiber.join(first)
       yield* settle
       expect(calls.map((c) => c.items)).toEqual([["a"], ["kept"]])
       yield* release(1)
       expect(yield* Fiber.join(kept)).toBe("ok:kept")
+      expect(waiting.now).toBe(0)
     }),
   )
 

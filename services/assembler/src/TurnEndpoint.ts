@@ -28,11 +28,21 @@ export interface TurnEndpointOptions {
   /** Queue group shared by all workers (default `ctxd-workers`). */
   readonly queue: string
   /**
-   * Turns this worker runs at once, over both subjects. Each subject takes
-   * 4× as many requests at once (at least 16), so requests being forwarded
-   * to another worker, or waiting for a turn slot, never block the turns.
+   * Turns this worker runs at once, over both subjects (their CPU work: a
+   * turn gives its slot back once only its commit remains). Each subject
+   * takes 4× as many requests at once (at least 16), so requests being
+   * forwarded to another worker, or waiting for a turn slot, never block the
+   * turns, plus {@link commitWaiting}.
    */
   readonly maxConcurrent: number
+  /**
+   * Turns that may wait for their commit at once: the group commit's
+   * statements in flight times their batch, plus the batch gathering behind
+   * them (default 0). Taken by each subject on top of its requests at once,
+   * so the turns waiting for Postgres do not hold back the next ones' CPU
+   * work, and they wait together (one statement for many commits).
+   */
+  readonly commitWaiting?: number | undefined
   /** Largest accepted request in bytes. */
   readonly maxPayload: number
   /** How long in-flight turns may take to finish when the endpoint closes. */
@@ -82,7 +92,7 @@ export const serve = (options: TurnEndpointOptions) =>
       return tenant === undefined || !Subjects.isValidToken(tenant) ? undefined : tenant
     }
     const common = {
-      maxConcurrent: Math.max(16, 4 * options.maxConcurrent),
+      maxConcurrent: Math.max(16, 4 * options.maxConcurrent) + Math.max(0, options.commitWaiting ?? 0),
       maxPayload: options.maxPayload,
       drainTimeoutMs: options.drainTimeoutMs,
     }

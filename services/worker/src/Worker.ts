@@ -103,6 +103,7 @@ export const serve = Effect.gen(function* () {
     subjects,
     queue: config.queueGroup,
     maxConcurrent: config.maxConcurrent,
+    commitWaiting: (config.commitStatements + 1) * config.commitBatch,
     maxPayload,
     drainTimeoutMs: config.shutdownTimeoutMs,
     forwardTimeoutMs: config.forwardTimeoutMs,

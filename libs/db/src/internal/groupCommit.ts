@@ -9,8 +9,9 @@
  * statement, and so the others) is run again item by item, so each item gets
  * its own outcome. An item whose submitter is interrupted before its
  * statement went out is dropped; once sent, it lands or not with the others.
- * The queue holds what the callers hold already: the turns running (bounded
- * by the worker's turn slots).
+ * The queue holds what the callers hold already: the turns waiting for their
+ * commit (bounded by the worker's turn endpoints, which take a batch per
+ * statement in flight and one more gathering behind them).
  */
 import { Effect, Exit, Runtime } from "effect"
 
@@ -34,6 +35,8 @@ export interface Observer {
   readonly committed: (items: number) => void
   /** A batch failed as a whole: its items run again one by one. */
   readonly split: () => void
+  /** The items submitted and not resumed yet (waiting or in a statement) are `items` now. */
+  readonly waiting: (items: number) => void
 }
 
 export interface GroupCommit<I, O, E> {
@@ -56,6 +59,12 @@ export const make = <I, O, E>(
   const statements = Math.max(1, Math.floor(options.statements))
   const queue: Array<Entry<I, O, E>> = []
   let inFlight = 0
+  /** Items submitted and not resumed yet. */
+  let pending = 0
+  const settled = (entry: Entry<I, O, E>, exit: Exit.Exit<O, E>) => {
+    observer?.waiting(--pending)
+    entry.resume(exit)
+  }
   // runs an effect, then a callback with its exit (never throws: a defect is an exit too)
   const launch = Runtime.runCallback(runtime)
 
@@ -63,7 +72,7 @@ export const make = <I, O, E>(
     launch(run.one(entry.item), {
       onExit: (exit) => {
         if (Exit.isSuccess(exit)) observer?.committed(1)
-        entry.resume(exit)
+        settled(entry, exit)
         done()
       },
     })
@@ -73,7 +82,7 @@ export const make = <I, O, E>(
       onExit: (exit) => {
         if (Exit.isSuccess(exit) && exit.value.length === batch.length) {
           observer?.committed(batch.length)
-          batch.forEach((e, i) => e.resume(Exit.succeed(exit.value[i]!)))
+          batch.forEach((e, i) => settled(e, Exit.succeed(exit.value[i]!)))
           return done()
         }
         // rolled back whole: each item alone, for its own outcome
@@ -100,11 +109,14 @@ export const make = <I, O, E>(
     Effect.async<O, E>((resume) => {
       const entry: Entry<I, O, E> = { item, resume }
       queue.push(entry)
+      observer?.waiting(++pending)
       pump()
       // interrupted while waiting: not sent, dropped (once sent, it is no longer queued)
       return Effect.sync(() => {
         const at = queue.indexOf(entry)
-        if (at >= 0) queue.splice(at, 1)
+        if (at < 0) return
+        queue.splice(at, 1)
+        observer?.waiting(--pending)
       })
     })
 
