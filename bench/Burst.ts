@@ -105,7 +105,11 @@ export const run = async (options: BurstOptions = defaults): Promise<Row[]> => {
         const sub = nc.subscribe(`${inbox}.*`, {
           callback: (_err, msg) => {
             const i = Number(msg.subject.slice(inbox.length + 1))
-            const reply = JSON.parse(decoder.decode(msg.data)) as { ok: boolean; error?: { code: string } }
+            // a NATS status (no data; e.g. 503: nobody subscribed on the subject when it was sent) is an error too
+            const reply: { ok: boolean; error?: { code: string } } =
+              msg.data.length === 0
+                ? { ok: false, error: { code: `nats ${msg.headers?.code ?? "?"} ${msg.headers?.description ?? ""}`.trim() } }
+                : (JSON.parse(decoder.decode(msg.data)) as { ok: boolean; error?: { code: string } })
             const waiting = pending.get(i)
             if (reply.ok) {
               answered.add(i)

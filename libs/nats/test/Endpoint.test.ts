@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto"
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Deferred, Effect, Either, Exit, Fiber, FiberRef, HashMap, Scope } from "effect"
 import { Endpoint, Json, NatsClient, Request } from "../src/index.ts"
 
@@ -234,4 +234,37 @@ describe("Endpoint", () => {
       }),
     )
   })
+})
+
+describe("yieldIfBusy", () => {
+  const macrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+  const spin = (ms: number) =>
+    Effect.sync(() => {
+      const until = performance.now() + ms
+      while (performance.now() < until) {
+        // CPU work that never lets the event loop poll
+      }
+    })
+
+  it.effect("resumes at once while the event loop polled lately; after CPU work longer than the slice, after the loop's next turn", () =>
+    Effect.gen(function* () {
+      // arm it, and let the loop turn: it has seen a poll now
+      yield* Endpoint.yieldIfBusy(60_000)
+      yield* macrotask
+      let early = false
+      setImmediate(() => (early = true))
+      yield* Endpoint.yieldIfBusy(60_000)
+      // resumed before the loop turned
+      expect(early).toBe(false)
+      yield* macrotask
+      expect(early).toBe(true)
+
+      yield* spin(30)
+      let late = false
+      setImmediate(() => (late = true))
+      yield* Endpoint.yieldIfBusy(10)
+      // 30 ms of CPU since the last poll: the loop turned (its sockets polled, its immediates ran) first
+      expect(late).toBe(true)
+    }),
+  )
 })

@@ -22,6 +22,9 @@ const { DIRECT_HEADER, FORWARDED_HEADER, WORKER_HEADER } = Subjects
 /** Reply header (value `1`) of a `NotOwner` answer, so a forwarding worker sees it without parsing the reply. */
 const NOT_OWNER_HEADER = "ctxd-not-owner"
 
+/** CPU work run back to back before the socket reads get their turn, in ms (`Endpoint.yieldIfBusy`). */
+const SLICE_MS = 10
+
 /** A session's ids. */
 export type Ids = { readonly tenant: string; readonly session: string }
 type Routed = Effect.Effect<Endpoint.Reply, never, NatsClient.NatsClient>
@@ -90,9 +93,12 @@ export const make = (options: {
         ),
       )
 
-    // one step after the turn: counted whatever its end, answered or rejected
+    // one step after the turn: counted whatever its end, answered or rejected. A slot freed at a
+    // commit goes to the next turn at once: without a yield, turns would run back to back while
+    // commits wait and, under a burst of heavy turns, the socket would go unread until the server
+    // cut the worker off as a slow consumer
     const local = (tenant: string, session: string, data: Uint8Array): Routed =>
-      Effect.matchCauseEffect(turns.withReleasablePermit(assembler.turn(tenant, session, data)), {
+      Effect.matchCauseEffect(turns.withReleasablePermit(Effect.zipRight(Endpoint.yieldIfBusy(SLICE_MS), assembler.turn(tenant, session, data))), {
         onSuccess: ({ reply, utf8 }) => {
           handled++
           return Effect.succeed(Endpoint.reply({ value: reply, bytes: utf8, headers: tags }))
