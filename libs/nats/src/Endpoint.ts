@@ -176,6 +176,8 @@ const markPolled = () => {
  * while short turns under a steady load do not pay an event-loop turn each
  * (measured: one each cost ~0.13 ms of worker CPU a turn in the e2e bench,
  * and more in NATS and Postgres, whose messages then came one by one).
+ * After an idle spell the first call waits one loop turn: no check phase
+ * marked the polls meanwhile.
  */
 export const yieldIfBusy = (sliceMs: number): Effect.Effect<void> =>
   Effect.suspend(() => {
