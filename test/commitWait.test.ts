@@ -8,7 +8,6 @@
 // in one statement. (Before, 16 requests at once per subject left the rest
 // unread while the first ones waited for Postgres: batches stayed small and
 // the CPUs idle.)
-import { Workloads } from "@ctxd/testing"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Harness from "./Harness.ts"
@@ -20,15 +19,8 @@ describe("turns waiting for their commit", () => {
   let h: Harness.Harness
   let base = ""
   const metrics = async () => parseExposition(await (await fetch(`${base}/metrics`)).text())
-  const session = Workloads.toAnthropic(Workloads.tauBenchSessions()[0]!)
-  const request = (k: number) => ({
-    turnId: `t${k}`,
-    format: "anthropic",
-    model: { provider: "anthropic", name: "claude-sonnet-4-5" },
-    system: session.system,
-    tools: session.tools,
-    messages: session.turns[0]!.messages,
-  })
+  // the first turn of a tau-bench session, sent as the first turn of each session
+  const first = Harness.tauTurns(0)(0)
 
   beforeAll(async () => {
     const port = await freePort()
@@ -54,7 +46,7 @@ describe("turns waiting for their commit", () => {
       // the commits write ctxd_sessions: they wait for this lock (reads do not)
       await locker.query("BEGIN")
       await locker.query("LOCK TABLE ctxd_sessions IN SHARE ROW EXCLUSIVE MODE")
-      const replies = Array.from({ length: SESSIONS }, (_, k) => h.request(h.turnSubject("cw", `s${k}`), request(k), 60_000))
+      const replies = Array.from({ length: SESSIONS }, (_, k) => h.request(h.turnSubject("cw", `s${k}`), first, 60_000))
       // every turn reaches its commit: one in the locked statement, the others queued behind it
       const waiting = await eventually(
         "all turns waiting for their commit",

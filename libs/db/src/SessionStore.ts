@@ -414,6 +414,13 @@ export class Commits extends Context.Tag("@ctxd/db/SessionStore/Commits")<Commit
  */
 export const defaults: GroupCommit.Options = { maxBatch: 16, statements: 2 }
 
+/**
+ * Commits that wait at once, grouped as `options` says (the rest as
+ * {@link defaults}), while every commit statement is full: for sizing what
+ * may wait on them (the turn endpoints' requests at once).
+ */
+export const commitsWaitingAtFullLoad = (options: Partial<GroupCommit.Options> = {}): number => GroupCommit.fullLoad({ ...defaults, ...options })
+
 /** The store; needs a migrated {@link Database}. Commits grouped as {@link defaults}. */
 export const layer: Layer.Layer<SessionStore, never, Database> = SessionStore.Default
 

@@ -41,6 +41,13 @@ const harness = (options: GroupCommit.Options, answer?: (items: ReadonlyArray<st
   })
 
 describe("GroupCommit", () => {
+  it("at full load a batch waits in each statement and one more behind them, counted as the options run (each at least 1)", () => {
+    expect(GroupCommit.fullLoad({ maxBatch: 16, statements: 2 })).toBe(48)
+    expect(GroupCommit.fullLoad({ maxBatch: 1, statements: 1 })).toBe(2)
+    expect(GroupCommit.fullLoad({ maxBatch: 0, statements: -3 })).toBe(2)
+    expect(GroupCommit.fullLoad({ maxBatch: 8.7, statements: 3 })).toBe(32)
+  })
+
   it.effect("what arrives while a statement is in flight goes out together when it returns; alone, an item goes at once", () =>
     Effect.gen(function* () {
       const { group, calls, release, settle, observed, waiting } = yield* harness({ maxBatch: 16, statements: 1 })

@@ -34,7 +34,7 @@ import * as Pruner from "./Pruner.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
 import * as SessionEndpoint from "./SessionEndpoint.ts"
-import { memoryToolsDefault, priceTable, WorkerConfig, workspaceConfig } from "./WorkerConfig.ts"
+import { commitGrouping, memoryToolsDefault, priceTable, WorkerConfig, workspaceConfig } from "./WorkerConfig.ts"
 import { WorkerStatus } from "./WorkerStatus.ts"
 
 const tokenCount = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
@@ -103,7 +103,7 @@ export const serve = Effect.gen(function* () {
     subjects,
     queue: config.queueGroup,
     maxConcurrent: config.maxConcurrent,
-    commitWaiting: (config.commitStatements + 1) * config.commitBatch,
+    commitWaiting: SessionStore.commitsWaitingAtFullLoad(commitGrouping(config)),
     maxPayload,
     drainTimeoutMs: config.shutdownTimeoutMs,
     forwardTimeoutMs: config.forwardTimeoutMs,
@@ -216,7 +216,7 @@ export const layer = Layer.unwrapEffect(
     // a bad workspace root stops the worker before it connects anywhere
     if (workspace.root !== undefined) yield* WorkspaceCache.checkRoot(workspace.root)
     const database = Database.layerConfig
-    const store = SessionStore.layerWith({ maxBatch: config.commitBatch, statements: config.commitStatements }).pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    const store = SessionStore.layerWith(commitGrouping(config)).pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const memory = MemoryStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))

@@ -199,6 +199,12 @@ export const workspaceConfig = (config: WorkerConfig): WorkspaceCache.Config => 
   perTenant: config.workspacePerTenant,
 })
 
+/** How the session store groups commits (`CTXD_COMMIT_BATCH`, `CTXD_COMMIT_STATEMENTS`). */
+export const commitGrouping = (config: WorkerConfig): typeof SessionStore.defaults => ({
+  maxBatch: config.commitBatch,
+  statements: config.commitStatements,
+})
+
 /** The turn-option default `CTXD_MEMORY_TOOLS` sets (`auto`: none, the option stays unset). */
 export const memoryToolsDefault = (setting: WorkerConfig["memoryTools"]): { readonly memoryTools?: boolean } =>
   setting === "auto" ? {} : { memoryTools: setting === "on" }

@@ -39,6 +39,21 @@ export interface Observer {
   readonly waiting: (items: number) => void
 }
 
+/** `options` as the group commit runs them: each at least 1, whole. */
+export const normalize = (options: Options): Options => ({
+  maxBatch: Math.max(1, Math.floor(options.maxBatch)),
+  statements: Math.max(1, Math.floor(options.statements)),
+})
+
+/**
+ * Items that wait at once under a load that keeps every statement full: a
+ * batch in each statement in flight, and one more gathering behind them.
+ */
+export const fullLoad = (options: Options): number => {
+  const { maxBatch, statements } = normalize(options)
+  return (statements + 1) * maxBatch
+}
+
 export interface GroupCommit<I, O, E> {
   /** Runs `item` with the others waiting now; its own outcome. */
   readonly submit: (item: I) => Effect.Effect<O, E>
@@ -55,8 +70,7 @@ export const make = <I, O, E>(
   runtime: Runtime.Runtime<never>,
   observer?: Observer,
 ): GroupCommit<I, O, E> => {
-  const maxBatch = Math.max(1, Math.floor(options.maxBatch))
-  const statements = Math.max(1, Math.floor(options.statements))
+  const { maxBatch, statements } = normalize(options)
   const queue: Array<Entry<I, O, E>> = []
   let inFlight = 0
   /** Items submitted and not resumed yet. */
