@@ -8,7 +8,7 @@
  *   token budget (on the 20-message grid) once it no longer fits;
  * - `sliding 40`: a plain sliding window: only the last 40 messages (from
  *   a unit boundary), moving every turn, no intent anchor kept;
- * - `compaction`: the worker's turn stages in-process (`LocalTurns`) with
+ * - `compaction`: the worker's turn stages in-process (`InProcessTurns`) with
  *   only compaction at work: the summarized view, compaction planned by
  *   `Plan` (background from the soft threshold, landing on the next turn;
  *   blocking over the window) through the real summarizer.
@@ -29,7 +29,7 @@
 import Anthropic from "@anthropic-ai/sdk"
 import { Plan, type View } from "@ctxd/compactor"
 import { Models, Normalize, Pipeline, Units } from "@ctxd/context"
-import { LocalTurns } from "@ctxd/assembler"
+import { InProcessTurns } from "@ctxd/assembler"
 import type { Conversation, Turn } from "@ctxd/contracts"
 import { Llm, Summarizer, SummarizerConfig } from "@ctxd/summarizer"
 import { FakeProvider, Workloads } from "@ctxd/testing"
@@ -165,7 +165,7 @@ const replay = async (
   // ctxd with compaction is the worker's turn stages in-process; the others are plain pipeline baselines
   const worker =
     strategy === "compaction"
-      ? LocalTurns.make({ local, count: (input) => ({ ...LocalTurns.countLocally(local)(input), calibration: factor }), thresholds: Plan.defaults, compact })
+      ? InProcessTurns.make({ local, count: (input) => ({ ...InProcessTurns.countLocally(local)(input), calibration: factor }), thresholds: Plan.defaults, compact })
       : undefined
 
   let k = 0

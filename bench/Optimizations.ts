@@ -3,7 +3,7 @@
  * (`Pipeline.run`, no NATS/DB), turn by turn, Anthropic format:
  *
  * ctxd runs as the worker does: its turn stages in-process
- * (`LocalTurns`, the worker's defaults); the peers and the ablations run
+ * (`InProcessTurns`, the worker's defaults); the peers and the ablations run
  * the pure pipeline with their own options.
  *
  * (a) the 22 SWE-agent trajectories back to back as one long session, each
@@ -29,7 +29,7 @@
  * Also: tokens per schema compression level on both catalogs, and the
  * default toolset context's share of the all-tools tokens.
  */
-import { LocalTurns } from "@ctxd/assembler"
+import { InProcessTurns } from "@ctxd/assembler"
 import { Models, Normalize, Pipeline, SchemaCompression, Toolsets, type Window } from "@ctxd/context"
 import type { Conversation, OpenAI, Turn } from "@ctxd/contracts"
 import { Workloads } from "@ctxd/testing"
@@ -118,7 +118,7 @@ const bill = (t: Tally, request: Json, historyTokens: number): void => {
 
 let sessions = 0
 
-/** Replays one session's turns through the worker's turn stages in-process (`LocalTurns`), with its defaults. */
+/** Replays one session's turns through the worker's turn stages in-process (`InProcessTurns`), with its defaults. */
 const replayWorker = async (
   turns: ReadonlyArray<ReadonlyArray<Conversation.Message>>,
   system: ReadonlyArray<Conversation.SystemSection>,
@@ -126,8 +126,8 @@ const replayWorker = async (
   worker: NonNullable<Strategy["worker"]>,
   t: Tally,
 ): Promise<void> => {
-  const turnsOfWorker = LocalTurns.make(
-    { local, count: LocalTurns.countLocally(local) },
+  const turnsOfWorker = InProcessTurns.make(
+    { local, count: InProcessTurns.countLocally(local) },
     { defaults: { ...(worker.defaultToolsets === undefined ? {} : { toolsets: { defaults: worker.defaultToolsets } }) } },
   )
   const session = `s${sessions++}`

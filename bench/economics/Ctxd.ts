@@ -1,12 +1,12 @@
 /**
  * ctxd's side of the economics bench: the request body ctxd sends for each
  * turn of a session, from the worker's own turn stages run in-process
- * (`LocalTurns`, the worker's default options; the model's window is
+ * (`InProcessTurns`, the worker's default options; the model's window is
  * 1,000,000 tokens, as in the optimizations bench, so the budget never
  * forces a cut the peers do not get). It gets the whole session — turns,
  * their times, the model and its prices — and returns one body per turn.
  */
-import { LocalTurns } from "@ctxd/assembler"
+import { InProcessTurns } from "@ctxd/assembler"
 import type { CostModel, Models } from "@ctxd/context"
 import type { Conversation, Turn } from "@ctxd/contracts"
 import type { Counting } from "./Blocks.ts"
@@ -29,7 +29,7 @@ export interface Input {
   readonly prices: CostModel.ModelPrices
   readonly count: Counting
   /** Memory retrieval for the `memory` stage (absent: the agent has no memories), and the request's options. */
-  readonly memory?: ((query: LocalTurns.MemoryQuery) => LocalTurns.MemoryAnswer) | undefined
+  readonly memory?: ((query: InProcessTurns.MemoryQuery) => InProcessTurns.MemoryAnswer) | undefined
   readonly options?: Turn.Options | undefined
   /** Sees each turn's reply (its report). */
   readonly onReply?: ((reply: Turn.TurnReply) => void) | undefined
@@ -46,7 +46,7 @@ export const bodies = async (input: Input): Promise<Array<Record<string, unknown
     countSystem: count.system,
   }
   const memory = input.memory
-  const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local), ...(memory === undefined ? {} : { memory: (_tenant, query) => memory(query) }) })
+  const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), ...(memory === undefined ? {} : { memory: (_tenant, query) => memory(query) }) })
   const out: Array<Record<string, unknown>> = []
   for (const [k, messages] of session.turns.entries()) {
     const request = { turnId: `t${k}`, format, model: { provider: model.provider, name: model.name, contextWindow: 1_000_000 }, messages: [], ...(input.options === undefined ? {} : { options: input.options }) } as const

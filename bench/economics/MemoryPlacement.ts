@@ -13,7 +13,7 @@
  * `CacheSim` like the rest of the economics bench, without and with human
  * pauses.
  */
-import type { LocalTurns } from "@ctxd/assembler"
+import type { InProcessTurns } from "@ctxd/assembler"
 import { MemoryStore } from "@ctxd/db"
 import { CostModel } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
@@ -48,7 +48,7 @@ const placements = ["none", "tail", "system"] as const
 
 export const rows = async (context: Context, label: string): Promise<Array<Row>> => {
   const store = corpus()
-  const memory = (query: LocalTurns.MemoryQuery): LocalTurns.MemoryAnswer => {
+  const memory = (query: InProcessTurns.MemoryQuery): InProcessTurns.MemoryAnswer => {
     const hits = query.text === undefined ? [] : Effect.runSync(Effect.orDie(store.search({ tenant: "bench", agent: AGENT }, query.text, { limit: query.limit, kind: "memory" })))
     return { hits: hits.map((h) => ({ id: h.id, text: h.text, score: h.score, updatedAt: Date.parse(h.updatedAt) })), learnings: [] }
   }

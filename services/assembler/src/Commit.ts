@@ -8,11 +8,16 @@
  * state was read (`SeqConflict`) re-runs the turn on the fresh history, at
  * most {@link MAX_ATTEMPTS} times.
  */
+import { RenderedJson } from "@ctxd/context"
 import { Errors, type Turn } from "@ctxd/contracts"
 import { type SessionStore } from "@ctxd/db"
+import { Json } from "@ctxd/nats"
 import { type ShardLeases } from "@ctxd/sharding"
 import { Effect, Option } from "effect"
+import * as Decode from "./Decode.ts"
 import { HASH_VERSION, type TurnHash } from "./Decode.ts"
+import * as SessionState from "./SessionState.ts"
+import type * as Turns from "./turn/Turn.ts"
 
 /** How many times a turn runs when other writers keep appending to its session: 3. */
 export const MAX_ATTEMPTS = 3
@@ -98,6 +103,38 @@ export interface Input {
   readonly length?: SessionStore.Length | undefined
   /** The turn's `options.user`, recorded for the session (deleting a user's data). */
   readonly user?: string | undefined
+}
+
+/**
+ * What a built turn commits: its new messages and its reply (with the
+ * request's `refs`), the reply encoded once — the same bytes are stored and
+ * sent; the session's length when it is to be recorded.
+ */
+export const inputOf = (
+  ids: { readonly tenant: string; readonly session: string },
+  decoded: Decode.Decoded,
+  state: SessionState.SessionState,
+  built: Extract<Turns.Outcome, { readonly _tag: "Done" }>,
+): Input & { readonly replyUtf8: Uint8Array } => {
+  const { request, hash } = decoded
+  const refs = Decode.refs(decoded)
+  const reply: Turn.TurnReply = refs === undefined ? built.reply : { ...built.reply, refs }
+  const fresh = built.carry.count!.fresh
+  const agent = built.carry.inputs.options.agent
+  const turns = SessionState.turnsAfter(state, fresh)
+  return {
+    tenant: ids.tenant,
+    session: ids.session,
+    turnId: request.turnId,
+    hash,
+    expectedLastSeq: state.lastSeq,
+    family: state.family,
+    rows: fresh,
+    reply,
+    replyUtf8: Json.utf8(RenderedJson.stringify(reply)),
+    length: SessionState.recordsLength(state, agent, turns) ? { agent, turns } : undefined,
+    user: request.options?.user,
+  }
 }
 
 /** Commits one turn under this worker's fence for the session's shard. */

@@ -229,3 +229,11 @@ export const needsSummary = (state: SessionState): boolean => !state.summaryLoad
  */
 export const recordsLength = (state: SessionState, agent: string, turns: number): boolean =>
   state.lengthAgent !== agent || SessionLengths.bucketOf(turns) !== SessionLengths.bucketOf(state.turns)
+
+/** The session's tool calls still waiting for a result (a Gemini function response without id answers the open call of its name). */
+export const openCalls = (state: SessionState): ReadonlyArray<Normalize.OpenCall> =>
+  Normalize.openCalls(
+    state.messages.map((r) => r.message),
+    state.callIds,
+    state.answered,
+  )

@@ -17,9 +17,9 @@
  * The `model` label is bounded (`MetricLabels`: the first 100 models, then
  * `other`).
  */
-import type { Turn } from "@ctxd/contracts"
-import { MetricLabels } from "@ctxd/observe"
-import { Metric, MetricBoundaries, MetricLabel } from "effect"
+import { Errors, type Turn } from "@ctxd/contracts"
+import { MetricLabels, Spans } from "@ctxd/observe"
+import { Cause, Effect, Exit, Metric, MetricBoundaries, MetricLabel, Option } from "effect"
 
 const turns = Metric.counter("ctxd_turns_total", {
   description: "turns handled as the shard's owner, by outcome (ok, replayed, or the error code), with the counter backend and exactness of ok turns (none otherwise)",
@@ -116,3 +116,49 @@ export const finished = (outcome: Outcome, seconds: number, report?: Turn.Report
   update(turns, 1, labels("outcome", outcome, "backend", backend, "exact", exact))
   update(turnDuration, seconds, labels("outcome", outcome))
 }
+
+/**
+ * Runs one turn (`fresh`: committed now, false: a stored reply replayed) in
+ * the span `ctxd.turn` (tenant, session, outcome, tokens in — what sending
+ * everything would cost — and out, the cache break reason; never prompt
+ * text), counting its outcome and duration ({@link finished}).
+ */
+export const observed = <A extends { readonly reply: Turn.TurnReply; readonly fresh: boolean }>(
+  tenant: string,
+  session: string,
+  turn: Effect.Effect<A, Errors.WireError>,
+): Effect.Effect<A, Errors.WireError> =>
+  Effect.clockWith((clock) => {
+    const started = clock.unsafeCurrentTimeNanos()
+    return Effect.flatMap(Effect.exit(turn), (exit) => {
+      const seconds = Number(clock.unsafeCurrentTimeNanos() - started) / 1e9
+      const outcome = Exit.match(exit, {
+        onSuccess: ({ fresh }) => (fresh ? "ok" : "replayed"),
+        onFailure: (cause) =>
+          Option.match(Cause.failureOption(cause), {
+            onSome: (error) => outcomeOf(Errors.codeOf(error)),
+            onNone: () => (Cause.isInterruptedOnly(cause) ? "interrupted" : "internal"),
+          }),
+      })
+      const report = Exit.isSuccess(exit) ? exit.value.reply.report : undefined
+      finished(outcome, seconds, report)
+      return Effect.zipRight(
+        Spans.annotate(() => ({
+          "ctxd.turn.outcome": outcome,
+          ...(report === undefined
+            ? {}
+            : {
+                "ctxd.tokens.in": report.tokens.system + report.tokens.tools + report.tokens.memory + report.tokens.fullHistory,
+                "ctxd.tokens.out": report.tokens.total,
+                "ctxd.tokens.budget": report.tokens.budget,
+                "ctxd.messages.sent": report.messages.sent,
+                "ctxd.cache.break_reason": report.cache.reason,
+                "ctxd.cache.expected_read_tokens": report.cache.expectedReadTokens,
+                "ctxd.compaction.trigger": report.compaction?.trigger,
+                "ctxd.counter.backend": report.counter.backend,
+              }),
+        })),
+        exit,
+      )
+    })
+  }).pipe(Spans.span("ctxd.turn", { kind: "server", attributes: { "ctxd.tenant": tenant, "ctxd.session": session } }))

@@ -1,14 +1,14 @@
 /** The feature enables among the turn options: `promptCache` and `compaction` (the others: `loop.policy: off`, `tokenBackend`). */
 import type { Turn } from "@ctxd/contracts"
 import { describe, expect, it } from "vitest"
-import * as LocalTurns from "../src/LocalTurns.ts"
+import * as InProcessTurns from "../src/InProcessTurns.ts"
 import { local } from "./Helpers.ts"
 
 const tools = [{ name: "read_file", description: "Reads a file.", input_schema: { type: "object", properties: { path: { type: "string" } } } }]
 
 describe("options.promptCache", () => {
   const turn = async (format: "anthropic" | "openai", options: Record<string, unknown>) => {
-    const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+    const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
     const model = format === "anthropic" ? { provider: "anthropic", name: "claude-sonnet-4-5" } : { provider: "openai", name: "gpt-4o" }
     const req = {
       turnId: "t1",
@@ -42,9 +42,9 @@ describe("options.promptCache", () => {
 describe("options.compaction", () => {
   const play = async (options: Record<string, unknown>) => {
     let jobs = 0
-    const turns = LocalTurns.make({
+    const turns = InProcessTurns.make({
       local,
-      count: LocalTurns.countLocally(local),
+      count: InProcessTurns.countLocally(local),
       thresholds: { compactAtPct: 0.95, softPct: 0.2, tailKeepTokens: 1_000, tailMaxPct: 0.3, minFoldPct: 0.01 },
       compact: async (_job, stored) => {
         jobs++

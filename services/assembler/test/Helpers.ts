@@ -4,7 +4,7 @@ import type { Conversation } from "@ctxd/contracts"
 /** Tokens of `text`: one per 4 characters, rounded up. */
 export const words = (text: string) => Math.ceil(text.length / 4)
 
-/** A `LocalTurns` local counter (and `countLocally`'s `countSystem`) counting with {@link words}. */
+/** A `InProcessTurns` local counter (and `countLocally`'s `countSystem`) counting with {@link words}. */
 export const local = {
   encoding: "o200k_base",
   countText: words,

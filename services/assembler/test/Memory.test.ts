@@ -1,12 +1,12 @@
 /**
  * The `memory` turn stage through the worker's stages in-process
- * (`LocalTurns`): what it asks the store, what the prompt carries where,
+ * (`InProcessTurns`): what it asks the store, what the prompt carries where,
  * what the report says, and what each knob changes.
  */
 import { MemoryRecall } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
 import { describe, expect, it } from "vitest"
-import * as LocalTurns from "../src/LocalTurns.ts"
+import * as InProcessTurns from "../src/InProcessTurns.ts"
 import { local } from "./Helpers.ts"
 import type * as Carry from "../src/turn/Carry.ts"
 
@@ -46,7 +46,7 @@ const lastUser = (body: Json): Array<Json> => (body["messages"] as Array<{ role:
 describe("memory stage", () => {
   it("retrieves for the latest user message (3× over-fetched), sends the best after the last breakpoint, and reports them", async () => {
     const s = store()
-    const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local), memory: s.memory })
+    const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), memory: s.memory })
     const reply = await turns.turn("acme", "s1", request("t1", [{ role: "user", content: "Change my seat please" }]), undefined, NOW)
     expect(s.queries[0]).toMatchObject({ agent: "travel", text: "Change my seat please", limit: 24 })
     const memory = reply.report.memory!
@@ -68,7 +68,7 @@ describe("memory stage", () => {
 
   it("learnings: at most 5 in a system section, the same bytes every turn of the session, reported", async () => {
     const s = store()
-    const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local), memory: s.memory })
+    const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), memory: s.memory })
     const first = await turns.turn("acme", "s1", request("t1", [{ role: "user", content: "Change my seat" }]), undefined, NOW)
     const second = await turns.turn("acme", "s1", request("t2", [{ role: "assistant", content: "Which flight?" }, { role: "user", content: "The Paris one" }]), undefined, NOW + 10_000)
     const system = (body: Json) => (body["system"] as Array<Json>).find((b) => String(b["text"]).startsWith(MemoryRecall.LEARNINGS_HEADER))
@@ -85,12 +85,12 @@ describe("memory stage", () => {
   })
 
   it("an agent without memories is not searched; memory: false turns it off; memory: true searches", async () => {
-    const none = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+    const none = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
     const plain = await none.turn("acme", "s1", request("t1", [{ role: "user", content: "hi" }]), undefined, NOW)
     expect(plain.report.memory).toBeUndefined()
     expect(plain.report.tokens.memory).toBe(0)
     const s = store()
-    const off = LocalTurns.make({ local, count: LocalTurns.countLocally(local), memory: s.memory })
+    const off = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), memory: s.memory })
     const reply = await off.turn("acme", "s1", request("t1", [{ role: "user", content: "seat" }], { memory: false }), undefined, NOW)
     expect(s.queries).toHaveLength(0)
     expect(reply.report.memory).toBeUndefined()
@@ -100,7 +100,7 @@ describe("memory stage", () => {
   it("knobs: memoryTokens and memoryFraction bound the block, learningsFraction 0 drops learnings, memoryPlacement system moves it into the prefix", async () => {
     const run = async (options: Turn.Options, format: Turn.Format = "anthropic") => {
       const s = store()
-      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local), memory: s.memory })
+      const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), memory: s.memory })
       return turns.turn("acme", "s1", request("t1", [{ role: "user", content: "Change my seat" }], options, format), undefined, NOW)
     }
     const base = await run({})

@@ -7,7 +7,7 @@
 import type { Conversation, Turn } from "@ctxd/contracts"
 import { Normalize } from "@ctxd/context"
 import { describe, expect, it } from "vitest"
-import * as LocalTurns from "../src/LocalTurns.ts"
+import * as InProcessTurns from "../src/InProcessTurns.ts"
 import { local } from "./Helpers.ts"
 
 const tools: ReadonlyArray<Conversation.Tool> = ["read_file", "write_file", "search"].map((name) => ({
@@ -27,7 +27,7 @@ describe("tool compression across turns", () => {
         return local.countTools(list)
       },
     }
-    const turns = LocalTurns.make({ local: spy, count: LocalTurns.countLocally(spy) })
+    const turns = InProcessTurns.make({ local: spy, count: InProcessTurns.countLocally(spy) })
     const model = { provider: "anthropic", name: "claude-sonnet-4-5" }
     const replies: Array<Turn.TurnReply> = []
     let afterFirst = 0

@@ -5,7 +5,7 @@ import type { Conversation, Turn } from "@ctxd/contracts"
 import { LoopState } from "@ctxd/loop-detector"
 import { describe, expect, it } from "vitest"
 import * as AssemblerConfig from "../src/AssemblerConfig.ts"
-import * as LocalTurns from "../src/LocalTurns.ts"
+import * as InProcessTurns from "../src/InProcessTurns.ts"
 import { local, words } from "./Helpers.ts"
 import * as SessionState from "../src/SessionState.ts"
 import type * as Carry from "../src/turn/Carry.ts"
@@ -27,7 +27,7 @@ const runStages = (state: SessionState.SessionState, req: Turn.TurnRequest) => {
   while (outcome._tag === "Need") {
     needs.push(outcome.need._tag)
     if (outcome.need._tag !== "Count") throw new Error(`unexpected need ${outcome.need._tag}`)
-    carry = { ...outcome.carry, answers: { count: LocalTurns.countLocally(local)(outcome.need.input) } }
+    carry = { ...outcome.carry, answers: { count: InProcessTurns.countLocally(local)(outcome.need.input) } }
     outcome = TurnStages.run(carry, outcome.at)
   }
   return { outcome, needs }
@@ -100,13 +100,13 @@ describe("turn stages", () => {
     expect(state.lastSeq).toBe(6)
   })
 
-  it("LocalTurns keeps the session between turns and answers like the worker", async () => {
-    const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+  it("InProcessTurns keeps the session between turns and answers like the worker", async () => {
+    const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
     const first = await turns.turn("acme", "s1", request("t1", [{ role: "user", content: "list it" }, call("c1")]))
     const second = await turns.turn("acme", "s1", request("t2", [result("c1")]))
     expect(first.report.messages.stored).toBe(2)
     expect(second.report.messages.stored).toBe(3)
-    await expect(turns.turn("acme", "s2", request("t1", []))).rejects.toBeInstanceOf(LocalTurns.Rejected)
+    await expect(turns.turn("acme", "s2", request("t1", []))).rejects.toBeInstanceOf(InProcessTurns.Rejected)
   })
 
   it("a workspace bundle's sections (read by the shell) are the turn's system; without them the stages refuse the request", async () => {
@@ -116,12 +116,12 @@ describe("turn stages", () => {
     ]
     const withWorkspace = (turnId: string) =>
       ({ ...request(turnId, [{ role: "user", content: "hi" }]), system: { workspace: "acme-bot", cache: "1h" } }) as Turn.TurnRequest
-    const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local), workspace: () => bundle })
+    const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), workspace: () => bundle })
     const reply = await turns.turn("acme", "s1", withWorkspace("t1"))
     const body = reply.request as { messages: ReadonlyArray<{ role: string; content: unknown }> }
     expect(JSON.stringify(body.messages.filter((m) => m.role === "system"))).toContain("You are Wile.")
     expect(JSON.stringify(body.messages.filter((m) => m.role === "system"))).toContain("Be patient.")
-    const without = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+    const without = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
     await expect(without.turn("acme", "s1", withWorkspace("t1"))).rejects.toMatchObject({ path: "system.workspace" })
   })
 
@@ -142,7 +142,7 @@ describe("turn stages", () => {
     const messagesOf = (reply: Turn.TurnReply) => (reply.request as unknown as Body).messages
 
     it("offers recall from the turn that first masks, answers it on the next turn from the stored original, and keeps it offered", async () => {
-      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+      const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
       let clock = 0
       const send = (req: Turn.TurnRequest) => turns.turn("acme", "r1", req, undefined, (clock += 10_000))
       const replies: Array<Turn.TurnReply> = []
@@ -180,7 +180,7 @@ describe("turn stages", () => {
     })
 
     it("on a warm cache, waits to offer recall until the prefix is lost anyway", async () => {
-      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+      const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
       let at = 0
       const warm = { ...options, cacheTtlSeconds: 300 }
       const send = (id: string, messages: ReadonlyArray<Record<string, unknown>>) =>
@@ -218,7 +218,7 @@ describe("turn stages", () => {
     })
 
     it("leaves a runtime tool named recall to the runtime", async () => {
-      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+      const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
       const own = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>) =>
         ({ ...masking(turnId, messages), tools: [{ type: "function", function: { name: "recall", parameters: { type: "object" } } }] }) as Turn.TurnRequest
       await turns.turn("acme", "r3", own("t0", [{ role: "user", content: "go" }]))
@@ -232,7 +232,7 @@ describe("turn stages", () => {
     // large results between long calls: masking wants to advance; the edit re-writes the calls after it
     const big = "x".repeat(4_000)
     const turnsOf = (options: Record<string, unknown>) => {
-      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+      const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
       const send = (k: number, messages: ReadonlyArray<Record<string, unknown>>, at: number) =>
         turns.turn("acme", "s1", { ...request(`t${k}`, messages), options: { maskKeep: 1, maskBatchTokens: 200, ...options } } as Turn.TurnRequest, undefined, at)
       return send
@@ -255,7 +255,7 @@ describe("turn stages", () => {
   it("chooses the 1-hour cache for a session that pauses 5-60 minutes between turns, 5 minutes for one that does not", async () => {
     const system = "Policy. ".repeat(25_000) // about 50k tokens: a cold re-write is costly
     const play = async (gapMs: number, options: Record<string, unknown> = {}) => {
-      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) })
+      const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
       const replies: Array<Turn.TurnReply> = []
       for (let k = 0; k < 6; k++) {
         const messages =
@@ -288,9 +288,9 @@ describe("turn stages", () => {
   it("swaps in a summary that landed when it pays back in the turns to come, holds it otherwise, swaps at once when cold", async () => {
     const body = "log line ".repeat(400) // about 900 tokens a message
     const play = async (gapMs: number, options: Record<string, unknown> = {}) => {
-      const turns = LocalTurns.make({
+      const turns = InProcessTurns.make({
         local,
-        count: LocalTurns.countLocally(local),
+        count: InProcessTurns.countLocally(local),
         thresholds: { compactAtPct: 0.95, softPct: 0.2, tailKeepTokens: 1_000, tailMaxPct: 0.3, minFoldPct: 0.01 },
         // a summary of everything but the last two messages, made at once, landing on the next turn
         compact: async (_job, stored) => ({ id: stored.length, coversFromSeq: 1, coversToSeq: stored.at(-3)!.seq, text: "Summary: the logs were read.", mode: "one_shot", depth: 1 }),
@@ -324,9 +324,9 @@ describe("turn stages", () => {
   it("a provider compaction supersedes the live summary; later summaries fold only what follows it", async () => {
     const thresholds = { compactAtPct: 0.95, softPct: 0.2, tailKeepTokens: 1_000, tailMaxPct: 0.3, minFoldPct: 0.01 }
     const jobs: Array<WorkQueue.Job> = []
-    const turns = LocalTurns.make({
+    const turns = InProcessTurns.make({
       local,
-      count: LocalTurns.countLocally(local),
+      count: InProcessTurns.countLocally(local),
       thresholds,
       // summaries cut as the compactor cuts them, under the job's format
       compact: async (job, stored, live) => {
@@ -372,7 +372,7 @@ describe("turn stages", () => {
   it("holds a changed knowledge index back until the prefix is re-written anyway (a cold cache), at most an hour", async () => {
     const play = async (gapsMs: ReadonlyArray<number>, system: string, changeAt: number) => {
       const docs = [{ id: "refunds", title: "Refund policy", text: "Refunds within 30 days." }]
-      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local), knowledge: docs })
+      const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), knowledge: docs })
       const sent: Array<string> = []
       let at = 0
       for (const [k, gap] of gapsMs.entries()) {
@@ -401,7 +401,7 @@ describe("turn stages", () => {
     const big = "x".repeat(4_000)
     const call = (id: string) => ({ role: "assistant", content: big, tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }] })
     const play = async (prices?: CostModel.PriceTable) => {
-      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) }, prices === undefined ? {} : { prices })
+      const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) }, prices === undefined ? {} : { prices })
       const send = (k: number, messages: ReadonlyArray<Record<string, unknown>>) =>
         turns.turn("acme", "s1", { ...request(`t${k}`, messages), options: { maskKeep: 1, maskBatchTokens: 200, expectedTurns: 10_000 } } as Turn.TurnRequest, undefined, k * 1_000)
       const caches = [(await send(0, [{ role: "user", content: "go" }, call("c0")])).report.cache]
@@ -428,7 +428,7 @@ describe("turn stages", () => {
 
     it("a configured 24h tier reaches the Responses body (prompt_cache_retention)", async () => {
       const send = async (prices?: CostModel.PriceTable) => {
-        const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) }, prices === undefined ? {} : { prices })
+        const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) }, prices === undefined ? {} : { prices })
         const req = { turnId: "t0", format: "openai-responses", model: { provider: "openai", name: "gpt-4o" }, input: [{ type: "message", role: "user", content: "hi" }] }
         return (await turns.turn("acme", "r24", req as unknown as Turn.TurnRequest, undefined, 0)).request
       }
@@ -462,8 +462,8 @@ describe("turn stages", () => {
     const coderSessions = (turns: number) => (tenant: string, agent: string) =>
       tenant === "acme" && agent === "coder" ? SessionLengths.fromCounts([{ turns, sessions: 30 }]) : undefined
     /** The script's turns, 1 s apart (the cache stays warm); each turn's cache report. */
-    const play = async (lengths: LocalTurns.Ports["lengths"], options: Record<string, unknown>) => {
-      const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local), lengths })
+    const play = async (lengths: InProcessTurns.Ports["lengths"], options: Record<string, unknown>) => {
+      const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), lengths })
       const reports: Array<Turn.TurnReply["report"]["cache"]> = []
       for (const [k, messages] of script.entries()) {
         const req = { ...request(`t${k}`, messages), model: { provider: "openai", name: "gpt-5" }, options: { maskKeep: 1, ...options } } as Turn.TurnRequest

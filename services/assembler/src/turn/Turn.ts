@@ -21,7 +21,7 @@
 import { Models, Normalize } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
 import type * as AssemblerConfig from "../AssemblerConfig.ts"
-import type * as SessionState from "../SessionState.ts"
+import * as SessionState from "../SessionState.ts"
 import type * as Carry from "./Carry.ts"
 import * as Compaction from "./Compaction.ts"
 import * as Count from "./Count.ts"
@@ -51,24 +51,36 @@ export type Outcome =
   | { readonly _tag: "Need"; readonly need: Carry.Need; readonly carry: Carry.Carry; readonly at: number }
   | Carry.Rejected
 
-/** Runs the stages from index `from` (0: all) until one needs I/O, rejects the request, or the reply is built. */
-export const run = (carry: Carry.Carry, from = 0): Outcome => {
+/** What {@link run} returns when it stopped at `until` before the last stage: the carry so far. */
+export interface Ran {
+  readonly _tag: "Ran"
+  readonly carry: Carry.Carry
+}
+
+/**
+ * Runs the stages from index `from` (0: all) up to, not including, `until`
+ * (default: all of them) until one needs I/O, rejects the request, or the
+ * reply is built. Pure: the engine (`Engine`) answers the needs.
+ */
+export const run = (carry: Carry.Carry, from = 0, until = STAGES.length): Outcome | Ran => {
   let current = carry
-  for (let at = from; at < STAGES.length; at++) {
+  for (let at = from; at < until; at++) {
     const step = STAGES[at]!.run(current)
     if (step._tag === "Rejected") return step
     if (step._tag === "Need") return { _tag: "Need", need: step.need, carry: current, at }
     current = step.carry
   }
-  return { _tag: "Done", carry: current, reply: current.reply! }
+  return until < STAGES.length ? { _tag: "Ran", carry: current } : { _tag: "Done", carry: current, reply: current.reply! }
 }
 
 /** The names of {@link STAGES}, in order. */
 export const names = (): ReadonlyArray<string> => STAGES.map((s) => s.name)
 
-/** The carry a turn starts with: the request normalized, its model resolved and priced, its options merged. */
+/** The carry a turn starts with: the request normalized, its model resolved and priced, with the options the shell merged. */
 export const begin = (input: {
   readonly config: AssemblerConfig.Config
+  /** The turn's options as the shell merged them (default: `Options.resolve` of the request's). */
+  readonly options?: Options.Resolved | undefined
   readonly tenant: string
   readonly session: string
   readonly request: Turn.TurnRequest
@@ -90,20 +102,10 @@ export const begin = (input: {
     tenant: input.tenant,
     session: input.session,
     request: input.request,
-    // a Gemini function response without id answers the session's open call of its name
-    normalized:
-      input.normalized ??
-      Normalize.request(input.request, () =>
-        Normalize.openCalls(
-          input.state.messages.map((r) => r.message),
-          input.state.callIds,
-          input.state.answered,
-        ),
-        input.workspace,
-      ),
+    normalized: input.normalized ?? Normalize.request(input.request, () => SessionState.openCalls(input.state), input.workspace),
     model: Models.resolve(input.request.model),
     prices: input.config.prices.lookup(input.request.model.name),
-    options: Options.resolve(input.config, input.tenant, input.request.options),
+    options: input.options ?? Options.resolve(input.config, input.tenant, input.request.options),
     state: input.state,
     knowledge: input.knowledge,
     local: input.local,

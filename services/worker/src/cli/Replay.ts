@@ -1,6 +1,6 @@
 /**
  * `ctxd replay`: recorded agent sessions through the worker's own turn stages
- * in-process (`LocalTurns`: `turn/Turn` with every session's state in
+ * in-process (`InProcessTurns`: `turn/Turn` with every session's state in
  * memory, tokens counted locally with tiktoken, no compaction — that needs a
  * summarizer model), and what each turn would have cost: ctxd's body, the
  * full history and a 40-message sliding window, each rendered in the request
@@ -10,7 +10,7 @@
  * The model calls of a session are `gapSeconds` apart (default 10 s: no
  * cache entry expires between agent steps).
  */
-import { LocalTurns } from "@ctxd/assembler"
+import { InProcessTurns } from "@ctxd/assembler"
 import type { AssemblerConfig } from "@ctxd/assembler"
 import { type AgentLogs, CacheBlocks, CacheSim, CostModel, Models, Normalize, RenderAnthropic, RenderGemini, RenderOpenAI, RenderResponses } from "@ctxd/context"
 import type { Anthropic, Conversation, Gemini, OpenAI, OpenAIResponses, Turn } from "@ctxd/contracts"
@@ -141,7 +141,7 @@ const requestFields = (format: Turn.Format) =>
 export const make = (s: Setup) => {
   const count = CacheBlocks.counting(counter, s.model)
   const local = { encoding: count.encoding, countText: count.text, countTools: count.tools, countMessage: count.message, countSystem: count.system }
-  const turns = LocalTurns.make({ local, count: LocalTurns.countLocally(local) }, s.settings.config ?? {})
+  const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) }, s.settings.config ?? {})
   const toBlocks = CacheBlocks.converter(count)
   const sliding = CacheBlocks.sliding(s.settings.slidingMessages)
   const modelField = { provider: s.model.provider, name: s.model.name, contextWindow: s.model.contextWindow, maxOutputTokens: s.model.maxOutputTokens }
@@ -186,7 +186,7 @@ export const make = (s: Setup) => {
         ctxdBodies.push(reply.request)
         reports.push(reply.report)
       } catch (e) {
-        if (!(e instanceof LocalTurns.Rejected)) throw e
+        if (!(e instanceof InProcessTurns.Rejected)) throw e
         rejected = `turn ${k}: ${e.message}${e.path === undefined ? "" : ` (at ${e.path})`}`
         break
       }

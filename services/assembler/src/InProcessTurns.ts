@@ -1,8 +1,9 @@
 /**
- * The worker's turn stages (`turn/Turn`) in-process, with no NATS and no
- * database: each session's state in memory, the I/O the stages ask for
- * answered by the caller's {@link Ports}. The benches replay real sessions
- * through it, so what they measure is what the worker does.
+ * The worker's turn engine (`turn/Engine`: the same stages and the same
+ * interpreter of their I/O) in-process, with no NATS and no database: each
+ * session's state in memory, the I/O the stages ask for answered by the
+ * caller's {@link Ports}. The CLI replay and the benches replay real
+ * sessions through it, so what they measure is what the worker does.
  *
  * A background compaction runs at once and lands on the session's next
  * turn (in the worker it lands when a compactor finishes the job).
@@ -11,11 +12,14 @@ import type { Knowledge, Normalize, Pipeline, SessionLengths } from "@ctxd/conte
 import { type Conversation, Turn } from "@ctxd/contracts"
 import type { Plan, View, WorkQueue } from "@ctxd/compactor"
 import type { TokenCounter } from "@ctxd/token-counter"
+import { Effect } from "effect"
 import * as AssemblerConfig from "./AssemblerConfig.ts"
 import * as SessionState from "./SessionState.ts"
 import type * as Carry from "./turn/Carry.ts"
+import * as Engine from "./turn/Engine.ts"
 import * as Options from "./turn/Options.ts"
 import * as TurnStages from "./turn/Turn.ts"
+import * as WorkerPorts from "./WorkerPorts.ts"
 
 /** A `memory` stage's retrieval, and what answers it (see `turn/Carry`). */
 export type MemoryQuery = Carry.MemoryQuery
@@ -58,7 +62,7 @@ export class Rejected extends Error {
   }
 }
 
-export interface LocalTurns {
+export interface InProcessTurns {
   /**
    * Runs one turn of `tenant`/`session`; rejects with {@link Rejected} where
    * the worker answers `BadRequest`. `normalized`: the request's content
@@ -76,18 +80,40 @@ export interface LocalTurns {
 }
 
 /** Turns in memory under `config` (over `AssemblerConfig.defaults`), I/O answered by `ports`. */
-export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {}): LocalTurns => {
+export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {}): InProcessTurns => {
   const resolved: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, sections: AssemblerConfig.noSections, defaultToolsets: [], ...config }
   const sessions = new Map<string, SessionState.SessionState>()
   /** Summaries made by background compactions, read by the session's next turn. */
   const landed = new Map<string, View.Summary>()
+  const keyOf = (tenant: string, session: string) => `${tenant}\u0000${session}`
 
-  const turn: LocalTurns["turn"] = async (tenant, session, request, normalized, at) => {
-    const key = `${tenant}\u0000${session}`
+  /** Compacts the stored history (as the worker's compactor reads it from the store); the summary lands for the next turn. */
+  const compact = async (job: WorkQueue.Job, state: SessionState.SessionState, key: string): Promise<View.Summary | undefined> => {
+    const summary = ports.compact === undefined ? undefined : await ports.compact(job, state.messages, state.summary)
+    if (summary !== undefined) landed.set(key, summary)
+    return summary
+  }
+
+  const enginePorts: Engine.Ports = {
+    count: (input) => Effect.sync(() => ports.count(input)),
+    judge: () => Effect.succeed({ answered: false, progress: null, reason: "no judge in-process", model: "", tokensIn: 0, tokensOut: 0 }),
+    compactNow: (job, _decision, { tenant, session, state }) =>
+      Effect.promise(async () => {
+        const summary = await compact(job, state, keyOf(tenant, session))
+        SessionState.advance(state, { _tag: "SummaryRead", latest: summary })
+      }),
+    memory: (calls) => Effect.succeed(new Map(calls.map((c) => [c.callId, WorkerPorts.NO_MEMORY]))),
+    recall: (query, { tenant }) => Effect.sync(() => ports.memory?.(tenant, query) ?? { hits: [], learnings: [] }),
+  }
+
+  const turn: InProcessTurns["turn"] = async (tenant, session, request, normalized, at) => {
+    const key = keyOf(tenant, session)
     const state = sessions.get(key) ?? SessionState.empty(ports.local.encoding)
     if (SessionState.needsSummary(state)) SessionState.advance(state, { _tag: "SummaryRead", latest: landed.get(key) })
-    let carry = TurnStages.begin({
+    const options = Options.resolve(resolved, tenant, request.options)
+    const carry = TurnStages.begin({
       config: resolved,
+      options,
       tenant,
       session,
       request,
@@ -97,66 +123,18 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
       local: ports.local,
       thresholds: ports.compact === undefined ? undefined : ports.thresholds,
       now: at ?? Date.now(),
-      lengths: ports.lengths?.(tenant, Options.resolve(resolved, tenant, request.options).agent),
+      lengths: ports.lengths?.(tenant, options.agent),
       memoryAny: ports.memory === undefined ? undefined : true,
       workspace: ports.workspace !== undefined && Turn.isWorkspaceRef(request.system) ? ports.workspace(request.system) : undefined,
     })
-    let from = 0
-    for (;;) {
-      const outcome = TurnStages.run(carry, from)
-      if (outcome._tag === "Rejected") throw new Rejected(outcome.path, outcome.message)
-      if (outcome._tag === "Done") {
-        carry = outcome.carry
-        break
-      }
-      const { need } = outcome
-      from = outcome.at
-      switch (need._tag) {
-        case "Count":
-          carry = { ...outcome.carry, answers: { ...outcome.carry.answers, count: ports.count(need.input) } }
-          break
-        case "Judge":
-          carry = {
-            ...outcome.carry,
-            answers: { ...outcome.carry.answers, judge: { answered: false, progress: null, reason: "no judge in-process", model: "", tokensIn: 0, tokensOut: 0 } },
-          }
-          break
-        case "Memory":
-          // no memory store in-process: each call gets an error result
-          carry = {
-            ...outcome.carry,
-            answers: {
-              ...outcome.carry.answers,
-              memory: new Map(need.calls.map((c) => [c.callId, { op: "error" as const, message: "memory is not available here" }])),
-            },
-          }
-          break
-        case "MemoryRecall":
-          carry = { ...outcome.carry, answers: { ...outcome.carry.answers, recalled: ports.memory?.(tenant, need.query) ?? { hits: [], learnings: [] } } }
-          break
-        case "CompactNow": {
-          const summary = await compactNow(need.job, outcome.carry)
-          if (summary !== undefined) landed.set(key, summary)
-          SessionState.advance(state, { _tag: "SummaryRead", latest: summary })
-          carry = { ...outcome.carry, answers: { ...outcome.carry.answers, compacted: need.decision } }
-          break
-        }
-      }
-    }
-    const reply = carry.reply!
-    SessionState.advance(state, TurnStages.committed(carry))
+    const outcome = await Effect.runPromise(Engine.run(carry, enginePorts))
+    if (outcome._tag === "Rejected") throw new Rejected(outcome.path, outcome.message)
+    SessionState.advance(state, TurnStages.committed(outcome.carry))
     sessions.set(key, state)
-    const job = carry.compaction?.schedule
-    if (job !== undefined) {
-      const summary = await compactNow(job, carry)
-      if (summary !== undefined) landed.set(key, summary)
-    }
-    return reply
+    const job = outcome.carry.compaction?.schedule
+    if (job !== undefined) await compact(job, state, key)
+    return outcome.reply
   }
-
-  /** Compacts the stored history (as the worker's compactor reads it from the store). */
-  const compactNow = (job: WorkQueue.Job, carry: Carry.Carry) =>
-    ports.compact === undefined ? Promise.resolve(undefined) : ports.compact(job, carry.inputs.state.messages, carry.inputs.state.summary)
 
   return { turn }
 }
