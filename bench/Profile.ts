@@ -35,7 +35,7 @@ export const groupOf = (functionName: string, url: string): Group | "idle" => {
   if (functionName === "(garbage collector)") return "GC"
   if (SOCKET.has(functionName) && url === "") return "socket"
   if (url.includes("node_modules/effect/")) return "effect runtime"
-  if (url.includes("node_modules/js-tiktoken/") || url.includes("libs/tokens/src/internal/Bpe")) return "tokenizer"
+  if (url.includes("node_modules/js-tiktoken/") || url.includes("libs/tokens/src/internal/bpe")) return "tokenizer"
   if (url.includes("node:internal/crypto") || url.includes("node:crypto")) return "hashing"
   if (url.includes("node:zlib") || url.includes("replyCodec")) return "compression"
   if (url.includes("libs/nats/src/Json.ts") || url.includes("node:internal/encoding") || functionName === "parse" || functionName === "stringify") return "JSON"

@@ -21,10 +21,10 @@
  * {@link Masking.Grid} when masking is on): pass those returned by the
  * previous call to keep it so as the history grows.
  */
-import type { Conversation, Turn } from "@ctxd/contracts"
-import { createHash } from "node:crypto"
+import type { Turn } from "@ctxd/contracts"
 import * as Budget from "./Budget.ts"
 import * as CachePlanner from "./CachePlanner.ts"
+import { systemKeyOf, toolsKeyOf } from "./internal/digests.ts"
 import {
   compressStage,
   maskStage,
@@ -227,38 +227,6 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
     ...(thought.state === undefined ? {} : { thinking: thought.state }),
   }
   return { output: { request: rendered.request, report, landmarks: w.marks, maskGrid: w.grid, shape }, demand }
-}
-
-/** The digest of the system sections, once per sections array (a turn's attempts share it). */
-const systemKeys = new WeakMap<ReadonlyArray<Conversation.SystemSection>, string>()
-const systemKeyOf = (system: ReadonlyArray<Conversation.SystemSection>): string => {
-  let key = systemKeys.get(system)
-  if (key === undefined) {
-    key = digest(system.map((x) => x.text))
-    systemKeys.set(system, key)
-  }
-  return key
-}
-
-/** The digest of the tools sent, once per tools array and compression (the compressed tools of a turn's attempts are shared). */
-const toolsKeys = new WeakMap<ReadonlyArray<Conversation.Tool>, Map<string, string>>()
-const toolsKeyOf = (tools: ReadonlyArray<Conversation.Tool>, compression: string, tokens: number): string => {
-  let byCompression = toolsKeys.get(tools)
-  if (byCompression === undefined) toolsKeys.set(tools, (byCompression = new Map()))
-  const id = `${compression}\u0000${tokens}`
-  let key = byCompression.get(id)
-  if (key === undefined) {
-    key = digest([compression, ...tools.map((t) => t.name)], tokens)
-    byCompression.set(id, key)
-  }
-  return key
-}
-
-/** A short digest of texts (and a number), to tell whether the system or the tools changed. */
-const digest = (texts: ReadonlyArray<string>, extra = 0): string => {
-  const hash = createHash("sha1")
-  for (const t of texts) hash.update(t).update("\u0000")
-  return `${hash.digest("hex").slice(0, 16)}:${extra}`
 }
 
 /**

@@ -22,7 +22,7 @@ import type { Conversation } from "@ctxd/contracts"
 import { Config, type ConfigError, Context, Effect, Layer } from "effect"
 import { hash } from "node:crypto"
 import { type Encoding, encodingFor as encodingForModel } from "./Encoding.ts"
-import * as Bpe from "./internal/Bpe.ts"
+import * as Bpe from "./internal/bpe.ts"
 import * as Lru from "./Lru.ts"
 
 export type { Encoding } from "./Encoding.ts"

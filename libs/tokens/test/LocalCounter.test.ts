@@ -2,7 +2,7 @@ import type { Conversation } from "@ctxd/contracts"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
 import { LocalCounter } from "../src/index.ts"
-import * as Bpe from "../src/internal/Bpe.ts"
+import * as Bpe from "../src/internal/bpe.ts"
 
 const { overhead } = LocalCounter
 

@@ -21,7 +21,7 @@ import { ShardLeases } from "@ctxd/sharding"
 import { Clock, Effect, Either, Option } from "effect"
 import { AssemblerConfig, pinned } from "./AssemblerConfig.ts"
 import * as Commit from "./Commit.ts"
-import { Compaction } from "./Compaction.ts"
+import { CompactionPort } from "./CompactionPort.ts"
 import * as Decode from "./Decode.ts"
 import { Gather } from "./Gather.ts"
 import * as Prefixes from "./Prefixes.ts"
@@ -52,7 +52,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const config = yield* AssemblerConfig
     const store = yield* SessionStore.SessionStore
     const leases = yield* ShardLeases.ShardLeases
-    const compaction = yield* Compaction
+    const compaction = yield* CompactionPort
     const gather = yield* Gather
     const actors = yield* SessionActor.make(config, leases)
     // four refs a session (its system and tools, and a change of each) for every session kept in memory

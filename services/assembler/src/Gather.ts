@@ -19,7 +19,7 @@ import { KnowledgeStore, MemoryStore, SessionStore } from "@ctxd/db"
 import { TokenCounter } from "@ctxd/token-counter"
 import { Effect, Exit, Option } from "effect"
 import { AssemblerConfig } from "./AssemblerConfig.ts"
-import { Compaction } from "./Compaction.ts"
+import { CompactionPort } from "./CompactionPort.ts"
 import { LengthHistory } from "./LengthHistory.ts"
 import * as SessionState from "./SessionState.ts"
 import { storeError } from "./Commit.ts"
@@ -49,7 +49,7 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
   effect: Effect.gen(function* () {
     const store = yield* SessionStore.SessionStore
     const knowledgeStore = yield* KnowledgeStore.KnowledgeStore
-    const compaction = yield* Compaction
+    const compaction = yield* CompactionPort
     const lengthHistory = yield* LengthHistory
     const local = (yield* TokenCounter.TokenCounter).local
     const config = yield* AssemblerConfig

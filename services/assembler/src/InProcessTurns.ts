@@ -103,7 +103,7 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
         SessionState.advance(state, { _tag: "SummaryRead", latest: summary })
       }),
     memory: (calls) => Effect.succeed(new Map(calls.map((c) => [c.callId, WorkerPorts.NO_MEMORY]))),
-    recall: (query, { tenant }) => Effect.sync(() => ports.memory?.(tenant, query) ?? { hits: [], learnings: [] }),
+    retrieve: (query, { tenant }) => Effect.sync(() => ports.memory?.(tenant, query) ?? { hits: [], learnings: [] }),
   }
 
   const turn: InProcessTurns["turn"] = async (tenant, session, request, normalized, at) => {

@@ -11,7 +11,7 @@ import { Judge } from "@ctxd/loop-detector"
 import { TokenCounter } from "@ctxd/token-counter"
 import { Effect, Option } from "effect"
 import { createHash } from "node:crypto"
-import { Compaction } from "./Compaction.ts"
+import { CompactionPort } from "./CompactionPort.ts"
 import { Gather } from "./Gather.ts"
 import type * as Engine from "./turn/Engine.ts"
 
@@ -55,7 +55,7 @@ const memoryCall = (
 export const make = Effect.gen(function* () {
   const tokens = yield* TokenCounter.TokenCounter
   const judge = yield* Judge.Judge
-  const compaction = yield* Compaction
+  const compaction = yield* CompactionPort
   const gather = yield* Gather
   const memories = yield* Effect.serviceOption(MemoryStore.MemoryStore)
   const ports: Engine.Ports = {
@@ -77,7 +77,7 @@ export const make = Effect.gen(function* () {
           Effect.map((result) => [call.callId, result] as const),
         )
       }).pipe(Effect.map((entries) => new Map(entries))),
-    recall: (query, { tenant }) => gather.retrieve(tenant, query),
+    retrieve: (query, { tenant }) => gather.retrieve(tenant, query),
   }
   return ports
 })

@@ -33,7 +33,7 @@ import { Chunk, Clock, Context, Effect, Layer, Metric, Queue, Runtime, type Scop
 import { watch } from "node:fs"
 import { stat } from "node:fs/promises"
 import { join, resolve } from "node:path"
-import * as WorkspaceFiles from "./internal/WorkspaceFiles.ts"
+import * as WorkspaceFiles from "./internal/workspaceFiles.ts"
 
 /** The fixed files of a workspace, in the order their sections go out. */
 export const FIXED_FILES = ["IDENTITY.md", "SOUL.md", "USER.md", "AGENTS.md", "MEMORY.md"] as const

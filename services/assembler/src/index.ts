@@ -1,6 +1,6 @@
 export * as Assembler from "./Assembler.ts"
 export * as AssemblerConfig from "./AssemblerConfig.ts"
-export * as Compaction from "./Compaction.ts"
+export * as CompactionPort from "./CompactionPort.ts"
 export * as Decode from "./Decode.ts"
 export * as LengthHistory from "./LengthHistory.ts"
 export * as InProcessTurns from "./InProcessTurns.ts"

@@ -26,7 +26,7 @@ const recording = () => {
     judge: () => Effect.sync(() => (asked.push("judge"), { answered: false, progress: null, reason: "test", model: "", tokensIn: 0, tokensOut: 0 })),
     compactNow: () => Effect.sync(() => void asked.push("compactNow")),
     memory: (calls) => Effect.sync(() => (asked.push("memory"), new Map(calls.map((c) => [c.callId, { op: "error" as const, message: "test store" }])))),
-    recall: () => Effect.sync(() => (asked.push("recall"), { hits: [], learnings: [] })),
+    retrieve: () => Effect.sync(() => (asked.push("retrieve"), { hits: [], learnings: [] })),
   }
   return { asked, ports }
 }

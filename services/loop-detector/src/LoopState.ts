@@ -26,7 +26,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import { canonicalArgs, canonicalJson, fingerprint } from "./Canonical.ts"
 import { MAX_PERIOD } from "./LoopConfig.ts"
-import { looksLikeError, mentionsOverflow } from "./internal/Classify.ts"
+import { looksLikeError, mentionsOverflow } from "./internal/classify.ts"
 import { HEADER as NUDGE_HEADER } from "./Nudge.ts"
 
 /** Completed calls kept for evidence and cycle checks (32). */

@@ -11,7 +11,7 @@
  * Postgres pool — in that order, because scopes close in reverse order of
  * acquisition.
  */
-import { Assembler, AssemblerConfig, Compaction, LengthHistory, TurnEndpoint, WorkspaceCache } from "@ctxd/assembler"
+import { Assembler, AssemblerConfig, CompactionPort, LengthHistory, TurnEndpoint, WorkspaceCache } from "@ctxd/assembler"
 import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { ProviderKeys } from "@ctxd/context"
@@ -295,7 +295,7 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(summarizer),
       Layer.provide(localCounter),
     )
-    const compaction = Compaction.layer({ root: config.subjectRoot, config: compactorConfig }).pipe(
+    const compaction = CompactionPort.layer({ root: config.subjectRoot, config: compactorConfig }).pipe(
       Layer.provide(compactor),
       Layer.provide(compactionStore),
       Layer.provide(nats),

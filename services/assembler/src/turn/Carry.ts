@@ -69,7 +69,7 @@ export type Need =
   | { readonly _tag: "Judge"; readonly input: Judge.Question }
   | { readonly _tag: "CompactNow"; readonly job: WorkQueue.Job; readonly decision: Plan.Decision }
   | { readonly _tag: "Memory"; readonly calls: ReadonlyArray<MemoryTools.Call> }
-  | { readonly _tag: "MemoryRecall"; readonly query: MemoryQuery }
+  | { readonly _tag: "Retrieve"; readonly query: MemoryQuery }
 
 /** What the shell answered so far. */
 export interface Answers {
@@ -80,7 +80,7 @@ export interface Answers {
   /** The memory calls' results, by call id. */
   readonly memory?: ReadonlyMap<string, MemoryTools.Result> | undefined
   /** The `memory` stage's retrieval. */
-  readonly recalled?: MemoryAnswer | undefined
+  readonly retrieved?: MemoryAnswer | undefined
 }
 
 /** `tools`: what the model may call and what ctxd answered itself. */

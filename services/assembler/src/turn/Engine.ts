@@ -35,7 +35,7 @@ export interface Ports {
     inputs: Carry.Inputs,
   ) => Effect.Effect<ReadonlyMap<string, MemoryTools.Result>>
   /** Retrieves the agent's memories and learnings for the `memory` stage. */
-  readonly recall: (query: Carry.MemoryQuery, inputs: Carry.Inputs) => Effect.Effect<Carry.MemoryAnswer>
+  readonly retrieve: (query: Carry.MemoryQuery, inputs: Carry.Inputs) => Effect.Effect<Carry.MemoryAnswer>
 }
 
 /** How a run is observed. */
@@ -58,8 +58,8 @@ const answer = (need: Carry.Need, inputs: Carry.Inputs, ports: Ports): Effect.Ef
       return Effect.as(ports.compactNow(need.job, need.decision, inputs), { compacted: need.decision })
     case "Memory":
       return Effect.map(ports.memory(need.calls, inputs), (memory) => ({ memory }))
-    case "MemoryRecall":
-      return Effect.map(ports.recall(need.query, inputs), (recalled) => ({ recalled }))
+    case "Retrieve":
+      return Effect.map(ports.retrieve(need.query, inputs), (retrieved) => ({ retrieved }))
   }
 }
 
@@ -105,8 +105,8 @@ export const traced = (ports: Ports): Ports => ({
   compactNow: (job, decision, inputs) => ports.compactNow(job, decision, inputs).pipe(Spans.span("ctxd.compact_now")),
   memory: (calls, inputs) =>
     ports.memory(calls, inputs).pipe(Spans.span("ctxd.memory_tools", { attributes: { "ctxd.memory.calls": calls.length } })),
-  recall: (query, inputs) =>
-    ports.recall(query, inputs).pipe(
+  retrieve: (query, inputs) =>
+    ports.retrieve(query, inputs).pipe(
       Effect.tap((answer) => Spans.annotate({ "ctxd.memory.hits": answer.hits.length, "ctxd.memory.learnings": answer.learnings.length })),
       Spans.span("ctxd.memory_search", { kind: "client" }),
     ),

@@ -93,10 +93,10 @@ export const stage: Carry.Stage = {
     const retrieve = budget > 0 && query !== ""
     if (!retrieve && !pickLearnings) return Carry.next({ ...carry, memory: { memory: undefined, learnings: learningsBudget > 0 ? kept : undefined } })
 
-    const answer = carry.answers.recalled
+    const answer = carry.answers.retrieved
     if (answer === undefined) {
       return Carry.need({
-        _tag: "MemoryRecall",
+        _tag: "Retrieve",
         query: {
           agent: options.agent,
           user: options.user,

@@ -22,10 +22,10 @@ export interface CompactionApi {
   readonly now: (job: WorkQueue.Job, timeout: Duration.DurationInput) => Effect.Effect<void>
 }
 
-export class Compaction extends Context.Tag("@ctxd/assembler/Compaction")<Compaction, CompactionApi>() {}
+export class CompactionPort extends Context.Tag("@ctxd/assembler/CompactionPort")<CompactionPort, CompactionApi>() {}
 
 /** Compaction off: no summaries, nothing scheduled. */
-export const layerDisabled: Layer.Layer<Compaction> = Layer.succeed(Compaction, {
+export const layerDisabled: Layer.Layer<CompactionPort> = Layer.succeed(CompactionPort, {
   thresholds: undefined,
   latest: () => Effect.succeed(undefined),
   schedule: () => Effect.void,
@@ -36,9 +36,9 @@ export const layerDisabled: Layer.Layer<Compaction> = Layer.succeed(Compaction, 
 export const layer = (options: {
   readonly root: string
   readonly config: CompactorConfig.Config
-}): Layer.Layer<Compaction, never, Compactor.Compactor | CompactionStore.CompactionStore | NatsClient.NatsClient> =>
+}): Layer.Layer<CompactionPort, never, Compactor.Compactor | CompactionStore.CompactionStore | NatsClient.NatsClient> =>
   Layer.scoped(
-    Compaction,
+    CompactionPort,
     Effect.gen(function* () {
       const store = yield* CompactionStore.CompactionStore
       const compactor = yield* Compactor.Compactor
