@@ -231,7 +231,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     }
 
     /** One attempt at the turn on the session's state (after a conflict: on that attempt's state, refreshed). */
-    const attempt = (ids: { readonly tenant: string; readonly session: string }, decoded: Decode.Decoded, cached: SessionState.SessionState | undefined, previous: Conflict | undefined) =>
+    const attempt = (ids: { readonly tenant: string; readonly session: string }, decoded: Decode.Decoded, cached: SessionState.SessionState | undefined, previous: Conflict | undefined, slot: Permits.Slot) =>
       Effect.gen(function* () {
         const { tenant, session } = ids
         const { request, hash } = decoded
@@ -257,7 +257,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const { reply, replyUtf8: utf8 } = input
         // the turn's CPU work is done: its turn slot goes to the next turn while this one waits for
         // Postgres (and commits waiting together go out in one statement: SessionStore's group commit)
-        yield* Permits.releaseEarly
+        yield* slot.release
         const committed = yield* Commit.commit(store, leases, input).pipe(Spans.span("ctxd.commit", { attributes: { "ctxd.messages.new": input.rows.length } }))
         if (committed._tag === "Conflict") return { ...committed, state } satisfies Conflict
         // its messages are stored but maybe not in this state: drop it
@@ -270,7 +270,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
       })
 
     /** One turn, with whether it was committed now (false: a replay of a stored reply). */
-    const handle = (tenant: string, session: string, data: Uint8Array): Effect.Effect<Answered, Errors.WireError> =>
+    const handle = (tenant: string, session: string, data: Uint8Array, slot: Permits.Slot): Effect.Effect<Answered, Errors.WireError> =>
       Effect.suspend(() => {
         const decoded = Decode.turn(data, prefixes, { tenant, session })
         if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
@@ -279,7 +279,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const refs = Decode.refs(decoded.right)
         const answered = actors
           .withSession(SessionActor.key(tenant, session), (cached) =>
-            Commit.retrying((previous: Conflict | undefined) => attempt({ tenant, session }, decoded.right, cached, previous)),
+            Commit.retrying((previous: Conflict | undefined) => attempt({ tenant, session }, decoded.right, cached, previous, slot)),
           )
           .pipe(Effect.annotateLogs({ turn: request.turnId }))
         // (its log lines carry tenant, session and shard from the endpoint)
@@ -298,11 +298,13 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
      * Handles one turn request (raw bytes) for `tenant`/`session`: the span
      * `ctxd.turn`, its outcome and duration counted. The reply, with its
      * UTF-8 JSON when it was encoded already (a fresh turn's, as stored).
+     * `slot`: the turn slot the caller holds for it, released here once only
+     * the commit remains (default: none).
      */
-    const turn = (tenant: string, session: string, data: Uint8Array): Effect.Effect<Answer, Errors.WireError> =>
+    const turn = (tenant: string, session: string, data: Uint8Array, slot: Permits.Slot = Permits.noSlot): Effect.Effect<Answer, Errors.WireError> =>
       Effect.clockWith((clock) => {
         const started = clock.unsafeCurrentTimeNanos()
-        return Effect.flatMap(Effect.exit(handle(tenant, session, data)), (exit) => {
+        return Effect.flatMap(Effect.exit(handle(tenant, session, data, slot)), (exit) => {
           const seconds = Number(clock.unsafeCurrentTimeNanos() - started) / 1e9
           const outcome = Exit.match(exit, {
             onSuccess: ({ fresh }) => (fresh ? "ok" : "replayed"),
