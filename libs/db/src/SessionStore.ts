@@ -409,17 +409,12 @@ export class Commits extends Context.Tag("@ctxd/db/SessionStore/Commits")<Commit
 
 /**
  * 16 turns a statement, 2 statements in flight: under load the batches
- * grow to what waits (4–5 turns in the end-to-end bench), and a slow
- * statement does not hold every other session's commit behind it.
+ * grow to what waits, and a slow statement does not hold every other
+ * session's commit behind it. The worker's own come from
+ * `FlowControl.derive` (same defaults), which also derives how many commits
+ * may wait at once.
  */
 export const defaults: GroupCommit.Options = { maxBatch: 16, statements: 2 }
-
-/**
- * Commits that wait at once, grouped as `options` says (the rest as
- * {@link defaults}), while every commit statement is full: for sizing what
- * may wait on them (the turn endpoints' requests at once).
- */
-export const commitsWaitingAtFullLoad = (options: Partial<GroupCommit.Options> = {}): number => GroupCommit.fullLoad({ ...defaults, ...options })
 
 /** The store; needs a migrated {@link Database}. Commits grouped as {@link defaults}. */
 export const layer: Layer.Layer<SessionStore, never, Database> = SessionStore.Default

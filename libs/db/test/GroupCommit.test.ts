@@ -41,11 +41,10 @@ const harness = (options: GroupCommit.Options, answer?: (items: ReadonlyArray<st
   })
 
 describe("GroupCommit", () => {
-  it("at full load a batch waits in each statement and one more behind them, counted as the options run (each at least 1)", () => {
-    expect(GroupCommit.fullLoad({ maxBatch: 16, statements: 2 })).toBe(48)
-    expect(GroupCommit.fullLoad({ maxBatch: 1, statements: 1 })).toBe(2)
-    expect(GroupCommit.fullLoad({ maxBatch: 0, statements: -3 })).toBe(2)
-    expect(GroupCommit.fullLoad({ maxBatch: 8.7, statements: 3 })).toBe(32)
+  it("runs its options whole and each at least 1", () => {
+    expect(GroupCommit.normalize({ maxBatch: 16, statements: 2 })).toEqual({ maxBatch: 16, statements: 2 })
+    expect(GroupCommit.normalize({ maxBatch: 0, statements: -3 })).toEqual({ maxBatch: 1, statements: 1 })
+    expect(GroupCommit.normalize({ maxBatch: 8.7, statements: 3 })).toEqual({ maxBatch: 8, statements: 3 })
   })
 
   it.effect("what arrives while a statement is in flight goes out together when it returns; alone, an item goes at once", () =>

@@ -22,6 +22,7 @@
  */
 import { MetricLabels } from "@ctxd/observe"
 import { Config, Context, Effect, Layer, Metric, MetricLabel } from "effect"
+import * as FlowControl from "./FlowControl.ts"
 
 /** Why a request was refused: its tenant has its share of turns or of bytes in flight, or the worker's budget is spent. */
 export type Refusal = "turns" | "bytes" | "worker"
@@ -63,23 +64,6 @@ export interface AdmissionService {
 
 /** The byte budget shared by the endpoints in this context (see {@link layer}). */
 export class Admission extends Context.Tag("@ctxd/nats/Admission")<Admission, AdmissionService>() {}
-
-/** The default budget: 16 MiB of request bytes in flight per process. */
-export const DEFAULT_MAX_BYTES = 16 * 1024 * 1024
-
-/** The defaults of the budget and of the tenants' share. */
-export const defaults = {
-  /** Request bytes in flight per process (16 MiB). */
-  maxBytes: DEFAULT_MAX_BYTES,
-  /** Percent of the byte budget one tenant may hold: 50. */
-  tenantBytesPercent: 50,
-  /**
-   * Percent of the worker's turn slots (`CTXD_MAX_CONCURRENT`) one tenant may
-   * have in flight, rounded up: 100, no limit (a lower share refuses a tenant
-   * alone on a worker too: an opt-in for multi-tenant workers).
-   */
-  tenantTurnsPercent: 100,
-} as const
 
 /** A tenant's share: bytes and turns in flight (non-positive or non-finite = no limit). */
 export interface Share {
@@ -170,9 +154,9 @@ export const make = (maxBytes: number, share: Share = {}, overrides?: (tenant: s
 export const layer = (maxBytes: number, share?: Share, overrides?: (tenant: string) => Share | undefined): Layer.Layer<Admission> =>
   Layer.sync(Admission, () => make(maxBytes, share, overrides))
 
-/** `CTXD_MAX_INFLIGHT_BYTES` (default 16 MiB; 0 = unbounded). */
+/** `CTXD_MAX_INFLIGHT_BYTES` (default 16 MiB, `FlowControl.defaults`; 0 = unbounded). */
 export const config = Config.integer("CTXD_MAX_INFLIGHT_BYTES").pipe(
-  Config.withDefault(defaults.maxBytes),
+  Config.withDefault(FlowControl.defaults.maxInflightBytes),
   Config.withDescription("Request bytes one worker holds in flight (running + waiting) before answering Busy; 0 = unbounded"),
 )
 
@@ -183,37 +167,21 @@ const percent = (name: string, fallback: number, description: string) =>
     Config.validate({ message: "a percentage 1..100", validation: (n) => n >= 1 && n <= 100 }),
   )
 
-/** `CTXD_TENANT_BYTES_PERCENT` and `CTXD_TENANT_TURNS_PERCENT` (defaults: {@link defaults}). */
+/**
+ * `CTXD_TENANT_BYTES_PERCENT` and `CTXD_TENANT_TURNS_PERCENT` (defaults 50
+ * and 100, `FlowControl.defaults`; the share they give: `FlowControl.derive`).
+ */
 export const shareConfig = Config.all({
   bytesPercent: percent(
     "CTXD_TENANT_BYTES_PERCENT",
-    defaults.tenantBytesPercent,
+    FlowControl.defaults.tenantBytesPercent,
     "Percent of CTXD_MAX_INFLIGHT_BYTES one tenant may hold before its requests are answered Busy; 100 = no per-tenant limit",
   ),
   turnsPercent: percent(
     "CTXD_TENANT_TURNS_PERCENT",
-    defaults.tenantTurnsPercent,
+    FlowControl.defaults.tenantTurnsPercent,
     "Percent of CTXD_MAX_CONCURRENT (rounded up) one tenant may have in flight (running or waiting) before its turns are answered Busy; 100 = no per-tenant limit",
   ),
-})
-
-/**
- * The share of one tenant on a worker with a budget of `maxBytes` and
- * `maxConcurrent` turn slots: `bytesPercent` % of the bytes and
- * `turnsPercent` % of the slots (rounded up, at least 1); 100 % is no limit,
- * and so is an unbounded budget for the bytes.
- */
-export const shareOf = (
-  percents: { readonly bytesPercent: number; readonly turnsPercent: number },
-  maxBytes: number,
-  maxConcurrent: number,
-): Share => ({
-  maxBytes:
-    percents.bytesPercent >= 100 || !Number.isFinite(maxBytes) || maxBytes <= 0
-      ? undefined
-      : Math.max(1, Math.floor((maxBytes * percents.bytesPercent) / 100)),
-  maxTurns:
-    percents.turnsPercent >= 100 ? undefined : Math.max(1, Math.ceil((Math.max(1, maxConcurrent) * percents.turnsPercent) / 100)),
 })
 
 /** {@link layer} configured from the environment (`CTXD_MAX_INFLIGHT_BYTES`; no per-tenant share). */

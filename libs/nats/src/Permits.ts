@@ -11,34 +11,36 @@
  * interrupted just as a permit was handed to it passes the permit on; a
  * holder's permit is returned however its effect ends.
  *
- * A releasable permit (`withReleasablePermit`) may be given back before its
- * effect ends, once ({@link releaseEarly}): the router's turn slots bound the
- * turns' CPU work, and a turn whose rest is only its commit's wait gives its
- * slot to the next turn.
+ * A permit held as a {@link Slot} (`withSlot`) may be given back before its
+ * effect ends, once, by the code holding it (`Slot.release`): the router's
+ * turn slots bound the turns' CPU work, and a turn whose rest is only its
+ * commit's wait hands its slot to the next turn.
  */
-import { Deferred, Effect, Exit, FiberId, FiberRef } from "effect"
+import { Deferred, Effect, Exit, FiberId } from "effect"
+
+/**
+ * A permit its holder may give back before its effect ends: `release` hands
+ * it to the next waiter now; it is idempotent (a second call, and the end of
+ * the effect after it, return nothing more). For work whose rest only waits
+ * (a commit to Postgres): the permit bounds what runs, not what waits.
+ */
+export interface Slot {
+  readonly release: Effect.Effect<void>
+}
+
+/** A slot that holds nothing (its `release` does nothing): for a caller running outside any permit. */
+export const noSlot: Slot = { release: Effect.void }
 
 export interface Permits {
   /** Runs `self` holding one permit, after the fibers already waiting for one. */
   readonly withPermit: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  /** As `withPermit`, and `self` may give its permit back before it ends ({@link releaseEarly}). */
-  readonly withReleasablePermit: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** As `withPermit`, handing `self` the permit as a {@link Slot} it may give back before it ends. */
+  readonly withSlot: <A, E, R>(self: (slot: Slot) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Permits held now. */
   readonly taken: () => number
   /** Fibers waiting for a permit. */
   readonly waiting: () => number
 }
-
-/** What gives back the permit of the innermost `withReleasablePermit` running (a no-op outside one). */
-const currentRelease = FiberRef.unsafeMake<Effect.Effect<void>>(Effect.void)
-
-/**
- * Gives back the permit the running `withReleasablePermit` holds, now, to the
- * next waiter (once: the end of its effect then returns nothing). For work
- * whose rest only waits (a commit to Postgres): the permit bounds what runs,
- * not what waits. A no-op outside one.
- */
-export const releaseEarly: Effect.Effect<void> = Effect.flatten(FiberRef.get(currentRelease))
 
 /** A semaphore of `permits` (at least 1). */
 export const unsafeMake = (permits: number): Permits => {
@@ -57,22 +59,6 @@ export const unsafeMake = (permits: number): Permits => {
     Effect.flatMap(Effect.exit(self), (exit) => {
       release()
       return exit
-    })
-
-  // the permit returned once: early (releaseEarly) or at the end, whichever comes first
-  const releasable = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.suspend(() => {
-      let held = true
-      const giveBack = () => {
-        if (held) {
-          held = false
-          release()
-        }
-      }
-      return Effect.flatMap(Effect.exit(Effect.locally(self, currentRelease, Effect.sync(giveBack))), (exit) => {
-        giveBack()
-        return exit
-      })
     })
 
   const acquire = <A, E, R>(self: Effect.Effect<A, E, R>, hold: <B, X, Y>(held: Effect.Effect<B, X, Y>) => Effect.Effect<B, X, Y>): Effect.Effect<A, E, R> =>
@@ -99,9 +85,30 @@ export const unsafeMake = (permits: number): Permits => {
     )
 
   const withPermit = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => acquire(self, holding)
-  const withReleasablePermit = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => acquire(self, releasable)
+  // the permit returned once: by its holder (the slot's release) or at the end, whichever comes first
+  const withSlot = <A, E, R>(self: (slot: Slot) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.suspend(() => {
+      // held from the moment the permit is taken: a release before that (a slot leaked out) gives nothing
+      let held = false
+      const giveBack = () => {
+        if (held) {
+          held = false
+          release()
+        }
+      }
+      const slot: Slot = { release: Effect.sync(giveBack) }
+      return acquire(self(slot), (run) =>
+        Effect.suspend(() => {
+          held = true
+          return Effect.flatMap(Effect.exit(run), (exit) => {
+            giveBack()
+            return exit
+          })
+        }),
+      )
+    })
 
-  return { withPermit, withReleasablePermit, taken: () => taken, waiting: () => waiters.length }
+  return { withPermit, withSlot, taken: () => taken, waiting: () => waiters.length }
 }
 
 /** {@link unsafeMake} as an effect. */

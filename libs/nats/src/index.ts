@@ -1,5 +1,6 @@
 export * as Admission from "./Admission.ts"
 export * as Endpoint from "./Endpoint.ts"
+export * as FlowControl from "./FlowControl.ts"
 export * as Json from "./Json.ts"
 export * as NatsAuth from "./NatsAuth.ts"
 export * as LargePayload from "./LargePayload.ts"

@@ -102,23 +102,6 @@ describe("Admission: per-tenant share", () => {
     for (let i = 0; i < 100; i++) expect(budget.tryAcquireFor("a", 1)).toBeUndefined()
   })
 
-  it("shareOf: percent of the bytes, percent of the turn slots rounded up (at least 1); 100 % is no limit", () => {
-    expect(Admission.shareOf({ bytesPercent: 50, turnsPercent: 50 }, 16 * 1024 * 1024, 4)).toEqual({
-      maxBytes: 8 * 1024 * 1024,
-      maxTurns: 2,
-    })
-    expect(Admission.shareOf({ bytesPercent: 25, turnsPercent: 50 }, 1_000, 3)).toEqual({ maxBytes: 250, maxTurns: 2 })
-    expect(Admission.shareOf({ bytesPercent: 1, turnsPercent: 1 }, 10, 1)).toEqual({ maxBytes: 1, maxTurns: 1 })
-    expect(Admission.shareOf({ bytesPercent: 100, turnsPercent: 100 }, 1_000, 4)).toEqual({
-      maxBytes: undefined,
-      maxTurns: undefined,
-    })
-    // an unbounded budget has an unbounded share
-    expect(Admission.make(0, Admission.shareOf({ bytesPercent: 50, turnsPercent: 50 }, 0, 4)).tenantMaxBytes).toBe(
-      Number.POSITIVE_INFINITY,
-    )
-  })
-
   it("property: any interleaving keeps every tenant within its share and leaks nothing once all is released", () => {
     type Op = { readonly tenant: number; readonly bytes: number; readonly releaseOne: number }
     const op = fc.record({

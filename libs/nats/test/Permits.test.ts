@@ -135,19 +135,19 @@ describe("Permits", () => {
       ),
     ),
   )
-  it.effect("releaseEarly hands a releasable permit on while its holder still runs, once; outside one it does nothing", () =>
+  it.effect("a slot's release hands the permit on while its holder still runs, once", () =>
     Effect.gen(function* () {
       const permits = Permits.unsafeMake(1)
       const released = Deferred.unsafeMake<void>(FiberId.none)
       const finish = Deferred.unsafeMake<void>(FiberId.none)
       const order: string[] = []
       const holder = yield* Effect.fork(
-        permits.withReleasablePermit(
+        permits.withSlot((slot) =>
           Effect.gen(function* () {
             order.push("a runs")
-            yield* Permits.releaseEarly
+            yield* slot.release
             // a second call returns nothing more
-            yield* Permits.releaseEarly
+            yield* slot.release
             yield* Deferred.succeed(released, undefined)
             yield* Deferred.await(finish)
             order.push("a ends")
@@ -165,9 +165,8 @@ describe("Permits", () => {
       expect(order).toEqual(["a runs", "b runs", "c runs", "a ends"])
       // a's end returned no second permit
       expect(permits.taken()).toBe(0)
-      // a plain permit is not released early, and outside a permit releaseEarly is a no-op
-      yield* Permits.releaseEarly
-      const plain = yield* Effect.fork(permits.withPermit(Effect.zipRight(Permits.releaseEarly, Effect.never)))
+      // noSlot releases nothing: a plain permit stays held
+      const plain = yield* Effect.fork(permits.withPermit(Effect.zipRight(Permits.noSlot.release, Effect.never)))
       yield* settle
       expect(permits.taken()).toBe(1)
       const blocked = yield* Effect.fork(permits.withPermit(Effect.void))
@@ -179,17 +178,42 @@ describe("Permits", () => {
     }),
   )
 
-  it.effect("a releasable permit is returned once whatever its holder's end (failure, interruption after releasing early)", () =>
+  it.effect("a slot is returned once whatever its holder's end (failure, interruption after releasing early)", () =>
     Effect.gen(function* () {
       const permits = Permits.unsafeMake(1)
-      expect(yield* Effect.exit(permits.withReleasablePermit(Effect.fail("boom")))).toEqual(Exit.fail("boom"))
+      expect(yield* Effect.exit(permits.withSlot(() => Effect.fail("boom")))).toEqual(Exit.fail("boom"))
       expect(permits.taken()).toBe(0)
-      const holder = yield* Effect.fork(permits.withReleasablePermit(Effect.zipRight(Permits.releaseEarly, Effect.never)))
+      const holder = yield* Effect.fork(permits.withSlot((slot) => Effect.zipRight(slot.release, Effect.never)))
       yield* settle
       expect(permits.taken()).toBe(0)
       yield* Fiber.interrupt(holder)
       expect(permits.taken()).toBe(0)
       yield* permits.withPermit(Effect.void)
+      expect(permits.taken()).toBe(0)
+    }),
+  )
+
+  it.effect("a slot released while still waiting for its permit gives nothing back", () =>
+    Effect.gen(function* () {
+      const permits = Permits.unsafeMake(1)
+      const gate = Deferred.unsafeMake<void>(FiberId.none)
+      const first = yield* Effect.fork(permits.withPermit(Deferred.await(gate)))
+      yield* settle
+      let leaked: Permits.Slot | undefined
+      const waiter = yield* Effect.fork(
+        permits.withSlot((slot) => {
+          leaked = slot
+          return Effect.void
+        }),
+      )
+      yield* settle
+      expect(permits.waiting()).toBe(1)
+      yield* leaked!.release
+      // still one taken (the first holder's), the waiter still waiting
+      expect(permits.taken()).toBe(1)
+      expect(permits.waiting()).toBe(1)
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.joinAll([first, waiter])
       expect(permits.taken()).toBe(0)
     }),
   )

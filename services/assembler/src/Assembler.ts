@@ -41,10 +41,8 @@ export interface Answer {
 
 /** An answer, and whether it was committed now (false: a stored reply replayed). */
 type Answered = Answer & { readonly fresh: boolean }
-
 /** A commit conflict, with the state to refresh for the next attempt. */
 type Conflict = Commit.Conflict & { readonly state: SessionState.SessionState }
-
 type Ids = { readonly tenant: string; readonly session: string }
 
 export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Assembler", {
@@ -60,7 +58,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const ports = Engine.traced(yield* WorkerPorts.make)
 
     /** One attempt at the turn on the session's state (after a conflict: on that attempt's state, refreshed). */
-    const attempt = (ids: Ids, decoded: Decode.Decoded, cached: SessionState.SessionState | undefined, previous: Conflict | undefined) =>
+    const attempt = (ids: Ids, decoded: Decode.Decoded, slot: Permits.Slot, cached: SessionState.SessionState | undefined, previous: Conflict | undefined) =>
       Effect.gen(function* () {
         const { tenant, session } = ids
         const { request, hash } = decoded
@@ -76,17 +74,13 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const { state, workspace } = gathered
         const carry = Turns.begin({
           ...ids,
+          ...gathered,
           config: turnConfig,
           options,
           request,
-          state,
-          knowledge: gathered.knowledge,
           local: gather.localFor(request.model),
           thresholds: compaction.thresholds,
           now: yield* Clock.currentTimeMillis,
-          lengths: gathered.lengths,
-          workspace,
-          memoryAny: gathered.memoryAny,
           normalized: Decode.normalized(decoded, () => SessionState.openCalls(state), workspace),
         })
         const outcome = yield* Effect.flatMap(Spans.recording, (traced) => Engine.run(carry, ports, traced ? Engine.stageSpans : {}))
@@ -99,7 +93,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const input = Commit.inputOf(ids, decoded, state, outcome)
         // the turn's CPU work is done: its turn slot goes to the next turn while this one waits for
         // Postgres (and commits waiting together go out in one statement: SessionStore's group commit)
-        yield* Permits.releaseEarly
+        yield* slot.release
         const committed = yield* Commit.commit(store, leases, input).pipe(Spans.span("ctxd.commit", { attributes: { "ctxd.messages.new": input.rows.length } }))
         if (committed._tag === "Conflict") return { ...committed, state } satisfies Conflict
         // its messages are stored but maybe not in this state: drop it
@@ -115,8 +109,10 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
      * Handles one turn request (raw bytes) for `tenant`/`session`: the span
      * `ctxd.turn`, its outcome and duration counted. The reply, with its
      * UTF-8 JSON when it was encoded already (a fresh turn's, as stored).
+     * `slot`: the turn slot the caller holds for it, released here once only
+     * the commit remains (default: none).
      */
-    const turn = (tenant: string, session: string, data: Uint8Array): Effect.Effect<Answer, Errors.WireError> =>
+    const turn = (tenant: string, session: string, data: Uint8Array, slot: Permits.Slot = Permits.noSlot): Effect.Effect<Answer, Errors.WireError> =>
       TurnMetrics.observed(
         tenant,
         session,
@@ -128,28 +124,18 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
           const refs = Decode.refs(decoded.right)
           const answered = actors
             .withSession(SessionActor.key(tenant, session), (cached) =>
-              Commit.retrying((previous: Conflict | undefined) => attempt({ tenant, session }, decoded.right, cached, previous)),
+              Commit.retrying((previous: Conflict | undefined) => attempt({ tenant, session }, decoded.right, slot, cached, previous)),
             )
             .pipe(Effect.annotateLogs({ turn: request.turnId }))
           // (its log lines carry tenant, session and shard from the endpoint)
           return Effect.zipRight(
-            Spans.annotate(() => ({
-              "ctxd.turn.id": request.turnId,
-              "ctxd.format": request.format,
-              "gen_ai.system": request.model.provider,
-              "gen_ai.request.model": request.model.name,
-            })),
+            TurnMetrics.annotateRequest(request),
             refs === undefined ? answered : Effect.tap(answered, () => prefixes.remember(tenant, session, refs, request.format)),
           )
         }),
       )
 
-    /**
-     * Runs `f` as the session's only operation on this worker, after its turns
-     * already waiting (and before the ones that arrive after), then drops the
-     * session's cached state: its next turn reads the store anew. For a
-     * deletion; `Busy` when the session's mailbox is full.
-     */
+    /** Runs `f` (a deletion) as the session's only operation here, in mailbox order, then drops its cached state; `Busy` when the mailbox is full. */
     const exclusive = <A, E, R>(tenant: string, session: string, f: Effect.Effect<A, E, R>): Effect.Effect<A, E | Errors.Busy, R> =>
       actors.withSession(SessionActor.key(tenant, session), () => Effect.map(f, (a) => [a, undefined] as const))
 

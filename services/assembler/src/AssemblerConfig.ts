@@ -5,19 +5,21 @@
 import type { RuntimeConfig } from "@ctxd/config"
 import { CostModel } from "@ctxd/context"
 import type { Loop, Turn } from "@ctxd/contracts"
+import { FlowControl } from "@ctxd/nats"
 import { Context, Layer } from "effect"
 import * as Prefixes from "./Prefixes.ts"
 
 /**
  * The defaults: 1,000 sessions and 500,000 messages kept in memory (LRU),
- * 64 turns of one session waiting behind the running one before `Busy`, the
+ * 64 turns of one session waiting behind the running one before `Busy`
+ * (`FlowControl.defaults`, which also derives the depth), the
  * built-in price table (`CostModel.builtIn`), 64 MiB of distinct `system`
  * and `tools` JSON cached by content hash (`Prefixes`).
  */
 export const defaults = {
   maxSessions: 1_000,
   maxMessages: 500_000,
-  mailbox: 64,
+  mailbox: FlowControl.defaults.mailbox,
   prices: CostModel.builtIn,
   prefixCacheBytes: Prefixes.defaults.bytes,
 } as const

@@ -12,7 +12,7 @@
  * `ctxd-forwarded` header and are never forwarded again.
  */
 import { Errors, Subjects } from "@ctxd/contracts"
-import { Endpoint, type NatsClient, Permits, Request } from "@ctxd/nats"
+import { Endpoint, type FlowControl, type NatsClient, Permits, Request } from "@ctxd/nats"
 import { type Membership, ShardLeases } from "@ctxd/sharding"
 import { Cause, Effect, Option } from "effect"
 import { Assembler } from "./Assembler.ts"
@@ -22,9 +22,6 @@ const { DIRECT_HEADER, FORWARDED_HEADER, WORKER_HEADER } = Subjects
 /** Reply header (value `1`) of a `NotOwner` answer, so a forwarding worker sees it without parsing the reply. */
 const NOT_OWNER_HEADER = "ctxd-not-owner"
 
-/** CPU work run back to back before the socket reads get their turn, in ms (`Endpoint.yieldIfBusy`). */
-const SLICE_MS = 10
-
 /** A session's ids. */
 export type Ids = { readonly tenant: string; readonly session: string }
 type Routed = Effect.Effect<Endpoint.Reply, never, NatsClient.NatsClient>
@@ -33,12 +30,16 @@ type Routed = Effect.Effect<Endpoint.Reply, never, NatsClient.NatsClient>
 export const make = (options: {
   /** How long a forwarded request waits for the owner's reply, in ms. */
   readonly forwardTimeoutMs: number
-  /** Turns this worker runs at once (forwards and turns waiting for a permit do not count). */
-  readonly maxTurns: number
+  /**
+   * The worker's flow limits: its turn slots (turns whose CPU work runs at
+   * once; forwards and turns waiting for a slot do not count) and the CPU
+   * slice before the socket reads get their turn.
+   */
+  readonly limits: FlowControl.Limits
 }) =>
   Effect.gen(function* () {
-    const { forwardTimeoutMs } = options
-    const turns = yield* Permits.make(options.maxTurns)
+    const { forwardTimeoutMs, limits } = options
+    const turns = yield* Permits.make(limits.turnSlots)
     const assembler = yield* Assembler
     const leases = yield* ShardLeases.ShardLeases
     const self = leases.self
@@ -93,12 +94,13 @@ export const make = (options: {
         ),
       )
 
-    // one step after the turn: counted whatever its end, answered or rejected. A slot freed at a
-    // commit goes to the next turn at once: without a yield, turns would run back to back while
-    // commits wait and, under a burst of heavy turns, the socket would go unread until the server
-    // cut the worker off as a slow consumer
+    // one step after the turn: counted whatever its end, answered or rejected. The turn holds its
+    // slot and releases it itself once only its commit remains; a slot freed at a commit goes to the
+    // next turn at once: without a yield, turns would run back to back while commits wait and, under
+    // a burst of heavy turns, the socket would go unread until the server cut the worker off as a
+    // slow consumer
     const local = (tenant: string, session: string, data: Uint8Array): Routed =>
-      Effect.matchCauseEffect(turns.withReleasablePermit(Effect.zipRight(Endpoint.yieldIfBusy(SLICE_MS), assembler.turn(tenant, session, data))), {
+      Effect.matchCauseEffect(turns.withSlot((slot) => Effect.zipRight(Endpoint.yieldIfBusy(limits.sliceMs), assembler.turn(tenant, session, data, slot))), {
         onSuccess: ({ reply, utf8 }) => {
           handled++
           return Effect.succeed(Endpoint.reply({ value: reply, bytes: utf8, headers: tags }))

@@ -15,8 +15,8 @@
  * turn after it comes back.
  */
 import { Errors } from "@ctxd/contracts"
+import { FlowControl } from "@ctxd/nats"
 import { Deferred, Effect, Exit, FiberId, type Scope, Stream } from "effect"
-import * as AssemblerConfig from "./AssemblerConfig.ts"
 import type { SessionState } from "./SessionState.ts"
 
 /** The cache key of a session (tenant and session ids cannot contain NUL). */
@@ -34,7 +34,7 @@ export interface Limits {
   readonly maxSessions: number
   /** Messages kept in memory over all sessions. */
   readonly maxMessages: number
-  /** Turns of one session that may wait behind the running one; default `AssemblerConfig.defaults.mailbox`. */
+  /** Turns of one session that may wait behind the running one (as `FlowControl.derive` normalizes it); default 64. */
   readonly mailbox?: number | undefined
 }
 
@@ -86,7 +86,7 @@ interface Entry {
  */
 export const make = (limits: Limits, shards?: Shards): Effect.Effect<SessionActors, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const mailbox = Math.max(0, limits.mailbox ?? AssemblerConfig.defaults.mailbox)
+    const mailbox = FlowControl.derive(limits.mailbox === undefined ? {} : { mailbox: limits.mailbox }).mailbox
     // Map iteration order is insertion order: re-inserting on use makes it an LRU.
     const entries = new Map<string, Entry>()
     let messages = 0

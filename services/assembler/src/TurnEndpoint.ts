@@ -17,7 +17,7 @@
  * is decoded.
  */
 import { Subjects } from "@ctxd/contracts"
-import { Endpoint } from "@ctxd/nats"
+import { Endpoint, type FlowControl } from "@ctxd/nats"
 import { Effect } from "effect"
 import * as Routing from "./Routing.ts"
 
@@ -28,21 +28,11 @@ export interface TurnEndpointOptions {
   /** Queue group shared by all workers (default `ctxd-workers`). */
   readonly queue: string
   /**
-   * Turns this worker runs at once, over both subjects (their CPU work: a
-   * turn gives its slot back once only its commit remains). Each subject
-   * takes 4× as many requests at once (at least 16), so requests being
-   * forwarded to another worker, or waiting for a turn slot, never block the
-   * turns, plus {@link commitWaiting}.
+   * The worker's flow limits (`FlowControl.derive`): its turn slots, over
+   * both subjects (a turn gives its slot back once only its commit remains),
+   * the requests each subject takes at once, and the CPU slice.
    */
-  readonly maxConcurrent: number
-  /**
-   * Turns that may wait for their commit at once: the group commit's
-   * statements in flight times their batch, plus the batch gathering behind
-   * them (default 0). Taken by each subject on top of its requests at once,
-   * so the turns waiting for Postgres do not hold back the next ones' CPU
-   * work, and they wait together (one statement for many commits).
-   */
-  readonly commitWaiting?: number | undefined
+  readonly limits: FlowControl.Limits
   /** Largest accepted request in bytes. */
   readonly maxPayload: number
   /** How long in-flight turns may take to finish when the endpoint closes. */
@@ -66,7 +56,7 @@ export interface TurnEndpoints {
 /** Serves turn requests on both subjects until the surrounding scope closes (then drains). */
 export const serve = (options: TurnEndpointOptions) =>
   Effect.gen(function* () {
-    const routing = yield* Routing.make({ forwardTimeoutMs: options.forwardTimeoutMs ?? 5_000, maxTurns: options.maxConcurrent })
+    const routing = yield* Routing.make({ forwardTimeoutMs: options.forwardTimeoutMs ?? 5_000, limits: options.limits })
 
     const onShared = (subject: string, data: Uint8Array, forwardedRequest: boolean) => {
       const ids = options.subjects.parseSession(subject)
@@ -92,7 +82,7 @@ export const serve = (options: TurnEndpointOptions) =>
       return tenant === undefined || !Subjects.isValidToken(tenant) ? undefined : tenant
     }
     const common = {
-      maxConcurrent: Math.max(16, 4 * options.maxConcurrent) + Math.max(0, options.commitWaiting ?? 0),
+      maxConcurrent: options.limits.requestsPerSubject,
       maxPayload: options.maxPayload,
       drainTimeoutMs: options.drainTimeoutMs,
     }

@@ -162,3 +162,12 @@ export const observed = <A extends { readonly reply: Turn.TurnReply; readonly fr
       )
     })
   }).pipe(Spans.span("ctxd.turn", { kind: "server", attributes: { "ctxd.tenant": tenant, "ctxd.session": session } }))
+
+/** Names the decoded request on the turn's span: its id, format, provider and model (never prompt text). */
+export const annotateRequest = (request: Turn.TurnRequest): Effect.Effect<void> =>
+  Spans.annotate(() => ({
+    "ctxd.turn.id": request.turnId,
+    "ctxd.format": request.format,
+    "gen_ai.system": request.model.provider,
+    "gen_ai.request.model": request.model.name,
+  }))

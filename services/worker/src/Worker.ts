@@ -34,7 +34,7 @@ import * as Pruner from "./Pruner.ts"
 import * as Readiness from "./Readiness.ts"
 import * as RuntimeMetrics from "./RuntimeMetrics.ts"
 import * as SessionEndpoint from "./SessionEndpoint.ts"
-import { commitGrouping, memoryToolsDefault, priceTable, WorkerConfig, workspaceConfig } from "./WorkerConfig.ts"
+import { flowLimits, memoryToolsDefault, priceTable, WorkerConfig, workspaceConfig } from "./WorkerConfig.ts"
 import { WorkerStatus } from "./WorkerStatus.ts"
 
 const tokenCount = (n: unknown): n is number => typeof n === "number" && Number.isFinite(n) && n >= 0
@@ -102,8 +102,7 @@ export const serve = Effect.gen(function* () {
   const turns = yield* TurnEndpoint.serve({
     subjects,
     queue: config.queueGroup,
-    maxConcurrent: config.maxConcurrent,
-    commitWaiting: SessionStore.commitsWaitingAtFullLoad(commitGrouping(config)),
+    limits: yield* flowLimits(config),
     maxPayload,
     drainTimeoutMs: config.shutdownTimeoutMs,
     forwardTimeoutMs: config.forwardTimeoutMs,
@@ -216,7 +215,9 @@ export const layer = Layer.unwrapEffect(
     // a bad workspace root stops the worker before it connects anywhere
     if (workspace.root !== undefined) yield* WorkspaceCache.checkRoot(workspace.root)
     const database = Database.layerConfig
-    const store = SessionStore.layerWith(commitGrouping(config)).pipe(Layer.provide(Migrations.layer), Layer.provide(database))
+    // every flow limit (turn slots, commit grouping, bytes in flight, tenant shares, mailbox) from one derivation
+    const limits = yield* flowLimits(config)
+    const store = SessionStore.layerWith(limits.commit).pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const knowledge = KnowledgeStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const memory = MemoryStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
     const usage = UsageStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provide(database))
@@ -268,15 +269,13 @@ export const layer = Layer.unwrapEffect(
       bucket: PayloadStore.bucketName(config.subjectRoot),
       mode: "create",
     }).pipe(Layer.provide(nats))
-    // each tenant's share of it, and of the turn slots: one tenant's burst cannot take the whole worker
-    const maxInflightBytes = yield* Admission.config
+    // each tenant's share of it, and of the turn slots: one tenant's burst cannot take the whole worker;
     // a tenant's section may set its own share (`share: {turnsPercent, bytesPercent}`) over the default
-    const shareDefault = yield* Admission.shareConfig
     const admission = Layer.unwrapEffect(
       Effect.map(RuntimeConfig.RuntimeConfig, (runtime) =>
-        Admission.layer(maxInflightBytes, Admission.shareOf(shareDefault, maxInflightBytes, config.maxConcurrent), (tenant) => {
+        Admission.layer(limits.inflightBytes, limits.tenantShare, (tenant) => {
           const own = runtime.current().tenants[tenant]?.share
-          return own === undefined ? undefined : Admission.shareOf({ ...shareDefault, ...own }, maxInflightBytes, config.maxConcurrent)
+          return own === undefined ? undefined : limits.shareOf(own)
         }),
       ),
     ).pipe(Layer.provide(runtimeConfig))
@@ -323,7 +322,7 @@ export const layer = Layer.unwrapEffect(
           },
           loop: { policy: config.loopPolicy },
           defaultToolsets: config.defaultToolsets,
-          mailbox: config.mailbox,
+          mailbox: limits.mailbox,
           prefixCacheBytes: config.prefixCacheBytes,
           prices,
         }),

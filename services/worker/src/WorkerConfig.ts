@@ -10,8 +10,7 @@ import { type ConfigFile, RuntimeConfig } from "@ctxd/config"
 import { type CostModel, Pipeline, PriceFile, ProviderKeys } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
 import type { Turn } from "@ctxd/contracts"
-import { NatsAuth } from "@ctxd/nats"
-import { SessionStore } from "@ctxd/db"
+import { Admission, FlowControl, NatsAuth } from "@ctxd/nats"
 import { Config, ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option } from "effect"
 import { readFileSync } from "node:fs"
 import * as EmbeddedDatabase from "./EmbeddedDatabase.ts"
@@ -80,15 +79,13 @@ export const WorkerConfig = Config.all({
     Config.withDescription("Queue group the workers share"),
   ),
   maxPayload: int("CTXD_MAX_PAYLOAD", 1024 * 1024, "Largest accepted request in bytes (capped at the server's max_payload)"),
-  // 4: a turn is mostly CPU on one core; more at once only interleave their CPU work between
-  // socket reads, so under a burst requests wait unread (measured: npm run bench -- burst:
-  // 16 at once left 18 % of a 10,000-turn burst unanswered within 60 s, 4 at once none)
-  maxConcurrent: int("CTXD_MAX_CONCURRENT", 4, "Turns handled at once by one worker"),
-  commitBatch: int("CTXD_COMMIT_BATCH", SessionStore.defaults.maxBatch, "Turns committed together in one statement at most (1: each alone)"),
-  commitStatements: int("CTXD_COMMIT_STATEMENTS", SessionStore.defaults.statements, "Commit statements in flight at once; commits arriving meanwhile wait and go out together"),
+  // the flow-control knobs' defaults and what each limit is derived from them: FlowControl
+  maxConcurrent: int("CTXD_MAX_CONCURRENT", FlowControl.defaults.maxConcurrent, "Turns handled at once by one worker"),
+  commitBatch: int("CTXD_COMMIT_BATCH", FlowControl.defaults.commitBatch, "Turns committed together in one statement at most (1: each alone)"),
+  commitStatements: int("CTXD_COMMIT_STATEMENTS", FlowControl.defaults.commitStatements, "Commit statements in flight at once; commits arriving meanwhile wait and go out together"),
   maxSessions: int("CTXD_SESSION_CACHE_SESSIONS", AssemblerConfig.defaults.maxSessions, "Sessions kept in memory"),
   maxMessages: int("CTXD_SESSION_CACHE_MESSAGES", AssemblerConfig.defaults.maxMessages, "Messages kept in memory over all sessions"),
-  mailbox: int("CTXD_SESSION_MAILBOX", AssemblerConfig.defaults.mailbox, "Turns of one session that may wait behind the running one before Busy"),
+  mailbox: int("CTXD_SESSION_MAILBOX", FlowControl.defaults.mailbox, "Turns of one session that may wait behind the running one before Busy"),
   prefixCacheBytes: int(
     "CTXD_PREFIX_CACHE_BYTES",
     AssemblerConfig.defaults.prefixCacheBytes,
@@ -199,11 +196,25 @@ export const workspaceConfig = (config: WorkerConfig): WorkspaceCache.Config => 
   perTenant: config.workspacePerTenant,
 })
 
-/** How the session store groups commits (`CTXD_COMMIT_BATCH`, `CTXD_COMMIT_STATEMENTS`). */
-export const commitGrouping = (config: WorkerConfig): typeof SessionStore.defaults => ({
-  maxBatch: config.commitBatch,
-  statements: config.commitStatements,
-})
+/**
+ * The worker's flow limits (`FlowControl.derive`, where each derivation is
+ * documented) from its knobs: `CTXD_MAX_CONCURRENT`, `CTXD_COMMIT_BATCH`,
+ * `CTXD_COMMIT_STATEMENTS` and `CTXD_SESSION_MAILBOX` (in `config`),
+ * `CTXD_MAX_INFLIGHT_BYTES`, `CTXD_TENANT_BYTES_PERCENT` and
+ * `CTXD_TENANT_TURNS_PERCENT` (`Admission.config`, `Admission.shareConfig`).
+ */
+export const flowLimits = (config: WorkerConfig): Effect.Effect<FlowControl.Limits, ConfigError.ConfigError> =>
+  Effect.map(Config.all([Admission.config, Admission.shareConfig]), ([maxInflightBytes, share]) =>
+    FlowControl.derive({
+      maxConcurrent: config.maxConcurrent,
+      maxInflightBytes,
+      commitBatch: config.commitBatch,
+      commitStatements: config.commitStatements,
+      mailbox: config.mailbox,
+      tenantBytesPercent: share.bytesPercent,
+      tenantTurnsPercent: share.turnsPercent,
+    }),
+  )
 
 /** The turn-option default `CTXD_MEMORY_TOOLS` sets (`auto`: none, the option stays unset). */
 export const memoryToolsDefault = (setting: WorkerConfig["memoryTools"]): { readonly memoryTools?: boolean } =>

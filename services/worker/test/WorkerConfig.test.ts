@@ -9,8 +9,9 @@ import { ConfigProvider, Effect, Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { memoryOptions, memoryToolsDefault, priceTable, providerLayer, WorkerConfig, workspaceConfig } from "../src/WorkerConfig.ts"
+import { flowLimits, memoryOptions, memoryToolsDefault, priceTable, providerLayer, WorkerConfig, workspaceConfig } from "../src/WorkerConfig.ts"
 import { SessionStore } from "@ctxd/db"
+import { FlowControl } from "@ctxd/nats"
 
 const dir = mkdtempSync(join(tmpdir(), "ctxd-prices-"))
 const write = (name: string, content: unknown) => {
@@ -165,6 +166,47 @@ describe("WorkerConfig.providerLayer (CTXD_CONFIG_FILE's environment keys)", () 
       const error = yield* Effect.flip(readWith({ CTXD_CONFIG_FILE: bad }))
       expect(error).toBeInstanceOf(ConfigFile.InvalidConfigFile)
       expect(error.message).toContain(`${bad}:4:14: tenants.acme.share.turnsPercent: Expected a number between 1 and 100`)
+    }),
+  )
+})
+
+describe("WorkerConfig.flowLimits", () => {
+  const limitsOf = (env: Record<string, string>) =>
+    Effect.withConfigProvider(
+      Effect.flatMap(WorkerConfig, flowLimits),
+      ConfigProvider.fromMap(new Map(Object.entries(env))),
+    )
+
+  it.effect("unset: FlowControl's defaults, whose commit grouping is the session store's own default", () =>
+    Effect.gen(function* () {
+      const limits = yield* limitsOf({})
+      expect(limits).toMatchObject({ turnSlots: 4, commit: SessionStore.defaults, commitWaits: 48, requestsPerSubject: 64, mailbox: 64 })
+      expect({ maxBatch: FlowControl.defaults.commitBatch, statements: FlowControl.defaults.commitStatements }).toEqual(SessionStore.defaults)
+    }),
+  )
+
+  it.effect("every flow knob reaches the one derivation", () =>
+    Effect.gen(function* () {
+      const env = {
+        CTXD_MAX_CONCURRENT: "10",
+        CTXD_MAX_INFLIGHT_BYTES: "1000",
+        CTXD_COMMIT_BATCH: "0",
+        CTXD_COMMIT_STATEMENTS: "3",
+        CTXD_SESSION_MAILBOX: "5",
+        CTXD_TENANT_BYTES_PERCENT: "25",
+        CTXD_TENANT_TURNS_PERCENT: "50",
+      }
+      const limits = yield* limitsOf(env)
+      expect(limits).toMatchObject({
+        turnSlots: 10,
+        inflightBytes: 1000,
+        // CTXD_COMMIT_BATCH=0: batches of 1, as the group commit runs it
+        commit: { maxBatch: 1, statements: 3 },
+        commitWaits: 4,
+        requestsPerSubject: 40 + 4,
+        mailbox: 5,
+        tenantShare: { maxBytes: 250, maxTurns: 5 },
+      })
     }),
   )
 })

@@ -11,7 +11,8 @@
  * statement went out is dropped; once sent, it lands or not with the others.
  * The queue holds what the callers hold already: the turns waiting for their
  * commit (bounded by the worker's turn endpoints, which take a batch per
- * statement in flight and one more gathering behind them).
+ * statement in flight and one more gathering behind them: `FlowControl`'s
+ * commit waits, derived from the options it hands the store).
  */
 import { Effect, Exit, Runtime } from "effect"
 
@@ -39,20 +40,15 @@ export interface Observer {
   readonly waiting: (items: number) => void
 }
 
-/** `options` as the group commit runs them: each at least 1, whole. */
+/**
+ * `options` as the group commit runs them: each at least 1, whole (the
+ * worker's come normalized so already, by `FlowControl.derive`; this keeps a
+ * direct caller's options safe).
+ */
 export const normalize = (options: Options): Options => ({
   maxBatch: Math.max(1, Math.floor(options.maxBatch)),
   statements: Math.max(1, Math.floor(options.statements)),
 })
-
-/**
- * Items that wait at once under a load that keeps every statement full: a
- * batch in each statement in flight, and one more gathering behind them.
- */
-export const fullLoad = (options: Options): number => {
-  const { maxBatch, statements } = normalize(options)
-  return (statements + 1) * maxBatch
-}
 
 export interface GroupCommit<I, O, E> {
   /** Runs `item` with the others waiting now; its own outcome. */
