@@ -144,11 +144,13 @@ export const apply = (
           }
         }
         const backfill = sorted.filter((m) => recorded.get(m.version) === null)
-        for (const m of backfill) {
-          yield* tx.query("UPDATE ctxd_schema_migrations SET checksum = $2 WHERE version = $1 AND checksum IS NULL", [
-            m.version,
-            m.checksum,
-          ])
+        if (backfill.length > 0) {
+          yield* tx.query(
+            `UPDATE ctxd_schema_migrations m SET checksum = f.checksum
+             FROM unnest($1::integer[], $2::text[]) AS f (version, checksum)
+             WHERE m.version = f.version AND m.checksum IS NULL`,
+            [backfill.map((m) => m.version), backfill.map((m) => m.checksum)],
+          )
         }
         const pending = sorted.filter((m) => !recorded.has(m.version))
         for (const migration of pending) {
