@@ -72,7 +72,7 @@ describe("Migrations", () => {
       const db = yield* Database.make({ url, schema })
       const broken: ReadonlyArray<Migrations.Migration> = [
         ...Migrations.migrations,
-        { version: 1_000, name: "broken", sql: "CREATE TABLE ctxd_broken (n integer); SELECT * FROM no_such_table" },
+        Migrations.make("1000_broken.sql", "CREATE TABLE ctxd_broken (n integer); SELECT * FROM no_such_table"),
       ]
       const error = yield* Migrations.apply(broken).pipe(Effect.provideService(Database.Database, db), Effect.flip)
       expect(error._tag).toBe("DatabaseError")
