@@ -244,7 +244,7 @@ const systemKeyOf = (system: ReadonlyArray<Conversation.SystemSection>): string 
 const toolsKeys = new WeakMap<ReadonlyArray<Conversation.Tool>, Map<string, string>>()
 const toolsKeyOf = (tools: ReadonlyArray<Conversation.Tool>, compression: string, tokens: number): string => {
   let byCompression = toolsKeys.get(tools)
-  if (byCompression === undefined) toolsKeys.set(tools, (byCompression = new Map()))
+  if (byCompression === undefined) toolsKeys.set(tools, (byCompression = new Map<string, string>()))
   const id = `${compression}\u0000${tokens}`
   let key = byCompression.get(id)
   if (key === undefined) {
