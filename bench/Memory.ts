@@ -29,7 +29,7 @@ const random = (seed: number) => () => {
 }
 
 const textOf = (content: unknown): string =>
-  typeof content === "string" ? content : Array.isArray(content) ? content.map((p) => (typeof p === "object" && p !== null && "text" in p ? String(p.text) : "")).join(" ") : ""
+  typeof content === "string" ? content : Array.isArray(content) ? (content as ReadonlyArray<unknown>).map((p) => (typeof p === "object" && p !== null && "text" in p ? String(p.text) : "")).join(" ") : ""
 
 /** Sentences of 20 to 300 characters from the workloads, de-duplicated. */
 const sentences = (): ReadonlyArray<string> => {

@@ -38,7 +38,7 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["economics", Economics.run],
   ["tokens", TokenCounter.run],
   ["compaction", Compaction.run],
-  ["loop", async () => [...LoopDetector.run()]],
+  ["loop", () => Promise.resolve([...LoopDetector.run()])],
   ["store", Store.run],
   ["memory", Memory.run],
   ["storage", Storage.run],

@@ -177,8 +177,8 @@ export const expectExactlyOnce = async (
       if (n > 0) problems.push(`${session}: nothing stored`)
       continue
     }
-    if (JSON.stringify(row.seqs) !== JSON.stringify(want.map((i) => i + 1))) problems.push(`${session}: seqs ${row.seqs}`)
-    if (JSON.stringify(row.indexes) !== JSON.stringify(want)) problems.push(`${session}: turn order ${row.indexes}`)
+    if (JSON.stringify(row.seqs) !== JSON.stringify(want.map((i) => i + 1))) problems.push(`${session}: seqs ${row.seqs.join(",")}`)
+    if (JSON.stringify(row.indexes) !== JSON.stringify(want)) problems.push(`${session}: turn order ${row.indexes.join(",")}`)
     if (row.turns !== n) problems.push(`${session}: ${row.turns} turns stored, ${n} sent`)
   }
   return problems

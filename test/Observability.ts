@@ -20,7 +20,7 @@ export const freePort = () =>
   })
 
 /** Polls `f` until it returns a value (not undefined), or fails after `timeoutMs`. */
-export const eventually = async <A>(what: string, f: () => Promise<A | undefined>, timeoutMs = 20_000, everyMs = 100): Promise<A> => {
+export const eventually = async <A>(what: string, f: () => A | undefined | Promise<A | undefined>, timeoutMs = 20_000, everyMs = 100): Promise<A> => {
   const deadline = Date.now() + timeoutMs
   let last: unknown
   for (;;) {

@@ -80,7 +80,7 @@ describe("a worker with its HTTP port and an OTLP endpoint", () => {
     expect(reply.json<{ ok: boolean }>().ok).toBe(true)
 
     const stages = ["validate", "tools", "count", "loop", "compaction", "memory", "prompt", "reply"]
-    const trace = await eventually("the turn's spans", async () => {
+    const trace = await eventually("the turn's spans", () => {
       const spans = otlp.spans.filter((s) => s.traceId === traceId)
       const root = spans.find((s) => s.name === "ctxd.turn")
       if (root === undefined) return undefined

@@ -484,7 +484,7 @@ export const makeMemory = (options: MemoryOptions = {}): SessionStore => {
         const firstSeq = lastSeq + 1
         input.messages.forEach((m, i) => session.messages.push({ seq: firstSeq + i, message: clone(m.message), tokens: m.tokens, encoding: m.encoding }))
         const last = lastSeq + input.messages.length
-        const reply = input.replyUtf8 === undefined ? clone(input.reply) : JSON.parse(Buffer.from(input.replyUtf8).toString("utf8"))
+        const reply: unknown = input.replyUtf8 === undefined ? clone(input.reply) : JSON.parse(Buffer.from(input.replyUtf8).toString("utf8"))
         session.turns.set(input.turnId, { turnId: input.turnId, requestHash: input.requestHash, reply, firstSeq, lastSeq: last, createdAt: new Date() })
         sessions.set(key(input.tenant, input.session), session)
         return Effect.succeed({ firstSeq, lastSeq: last })

@@ -58,7 +58,7 @@ const stopAll = async (
   network: StartedNetwork | undefined,
 ): Promise<void> => {
   await Promise.allSettled(workers.map((w) => w.stop()))
-  await Promise.allSettled(services.map((s) => s?.stop()))
+  await Promise.allSettled(services.flatMap((s) => (s === undefined ? [] : [s.stop()])))
   await network?.stop().catch(() => undefined)
 }
 

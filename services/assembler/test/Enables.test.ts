@@ -46,9 +46,9 @@ describe("options.compaction", () => {
       local,
       count: InProcessTurns.countLocally(local),
       thresholds: { compactAtPct: 0.95, softPct: 0.2, tailKeepTokens: 1_000, tailMaxPct: 0.3, minFoldPct: 0.01 },
-      compact: async (_job, stored) => {
+      compact: (_job, stored) => {
         jobs++
-        return { id: stored.length, coversFromSeq: 1, coversToSeq: stored.at(-3)!.seq, text: "Summary.", mode: "one_shot", depth: 1 }
+        return Promise.resolve({ id: stored.length, coversFromSeq: 1, coversToSeq: stored.at(-3)!.seq, text: "Summary.", mode: "one_shot", depth: 1 })
       },
     })
     const body = "log line ".repeat(400)

@@ -293,7 +293,7 @@ describe("turn stages", () => {
         count: InProcessTurns.countLocally(local),
         thresholds: { compactAtPct: 0.95, softPct: 0.2, tailKeepTokens: 1_000, tailMaxPct: 0.3, minFoldPct: 0.01 },
         // a summary of everything but the last two messages, made at once, landing on the next turn
-        compact: async (_job, stored) => ({ id: stored.length, coversFromSeq: 1, coversToSeq: stored.at(-3)!.seq, text: "Summary: the logs were read.", mode: "one_shot", depth: 1 }),
+        compact: (_job, stored) => Promise.resolve({ id: stored.length, coversFromSeq: 1, coversToSeq: stored.at(-3)!.seq, text: "Summary: the logs were read.", mode: "one_shot", depth: 1 }),
       })
       const replies: Array<Turn.TurnReply> = []
       for (let k = 0; k < 14; k++) {
@@ -329,11 +329,11 @@ describe("turn stages", () => {
       count: InProcessTurns.countLocally(local),
       thresholds,
       // summaries cut as the compactor cuts them, under the job's format
-      compact: async (job, stored, live) => {
+      compact: (job, stored, live) => {
         jobs.push(job)
         const cut = Plan.planCut(stored, live, 36_000, thresholds, { format: job.format })
-        if (cut._tag === "NoBoundary") return undefined
-        return { id: stored.length, coversFromSeq: cut.coversFromSeq, coversToSeq: cut.coversToSeq, text: `Summary ${cut.coversFromSeq}-${cut.coversToSeq}.`, mode: "one_shot", depth: 1 }
+        if (cut._tag === "NoBoundary") return Promise.resolve(undefined)
+        return Promise.resolve({ id: stored.length, coversFromSeq: cut.coversFromSeq, coversToSeq: cut.coversToSeq, text: `Summary ${cut.coversFromSeq}-${cut.coversToSeq}.`, mode: "one_shot", depth: 1 })
       },
     })
     const body = (k: number) => `#${k}# ${"log line ".repeat(400)}`

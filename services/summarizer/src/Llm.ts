@@ -15,7 +15,7 @@ import Anthropic, {
   APIConnectionTimeoutError as AnthropicTimeoutError,
   APIError as AnthropicApiError,
 } from "@anthropic-ai/sdk"
-import { ApiError as GoogleApiError, GoogleGenAI } from "@google/genai"
+import { ApiError as GoogleApiError, FinishReason, GoogleGenAI } from "@google/genai"
 import { Context, Data, Duration, Effect, Layer, Option, Redacted, type ConfigError } from "effect"
 import { ProviderKeys } from "@ctxd/context"
 import OpenAI, {
@@ -269,7 +269,7 @@ const googleClient = (endpoint: SummarizerConfig.Endpoint, timeoutMs: number): L
             text,
             inputTokens: response.usageMetadata?.promptTokenCount ?? 0,
             outputTokens: response.usageMetadata?.candidatesTokenCount ?? 0,
-            stopReason: candidate?.finishReason === "MAX_TOKENS" ? "max_tokens" : "stop",
+            stopReason: candidate?.finishReason === FinishReason.MAX_TOKENS ? "max_tokens" : "stop",
           }
         }),
       ),

@@ -17,7 +17,7 @@ export const systemKeyOf = (system: ReadonlyArray<Conversation.SystemSection>): 
 const toolsKeys = new WeakMap<ReadonlyArray<Conversation.Tool>, Map<string, string>>()
 export const toolsKeyOf = (tools: ReadonlyArray<Conversation.Tool>, compression: string, tokens: number): string => {
   let byCompression = toolsKeys.get(tools)
-  if (byCompression === undefined) toolsKeys.set(tools, (byCompression = new Map()))
+  if (byCompression === undefined) toolsKeys.set(tools, (byCompression = new Map<string, string>()))
   const id = `${compression}\u0000${tokens}`
   let key = byCompression.get(id)
   if (key === undefined) {

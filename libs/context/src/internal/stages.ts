@@ -174,7 +174,7 @@ const compressed = new WeakMap<
 /** Stage 2: tool schema compression at the level's strength. */
 export const compressStage = (input: Input, level: Proactive.Level) => {
   let byLevel = compressed.get(input.tools)
-  if (byLevel === undefined) compressed.set(input.tools, (byLevel = new Map()))
+  if (byLevel === undefined) { byLevel = new Map(); compressed.set(input.tools, byLevel) }
   const key = `${level.toolCompression}\u0000${input.toolsTokens}`
   const known = byLevel.get(key)
   if (known !== undefined && known.counter === input.countTools) return { tools: known.tools, tokens: known.tokens }

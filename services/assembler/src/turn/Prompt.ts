@@ -116,7 +116,7 @@ const scaledCountTools = (countTools: CountTools, full: ReadonlyArray<unknown>, 
   let byList = scaledCounters.get(countTools)
   if (byList === undefined) scaledCounters.set(countTools, (byList = new WeakMap()))
   let byTokens = byList.get(full)
-  if (byTokens === undefined) byList.set(full, (byTokens = new Map()))
+  if (byTokens === undefined) byList.set(full, (byTokens = new Map<number, CountTools>()))
   let scaled = byTokens.get(fullTokens)
   if (scaled === undefined) {
     const local = countTools(full as Parameters<CountTools>[0])

@@ -35,7 +35,7 @@ import * as Carry from "./Carry.ts"
 const lastSent = new WeakMap<ReadonlyArray<Conversation.Tool>, Map<string, ReadonlyArray<Conversation.Tool>>>()
 const stable = (key: ReadonlyArray<Conversation.Tool>, variant: string, sent: ReadonlyArray<Conversation.Tool>): ReadonlyArray<Conversation.Tool> => {
   let byVariant = lastSent.get(key)
-  if (byVariant === undefined) lastSent.set(key, (byVariant = new Map()))
+  if (byVariant === undefined) lastSent.set(key, (byVariant = new Map<string, ReadonlyArray<Conversation.Tool>>()))
   const last = byVariant.get(variant)
   if (last !== undefined && last.length === sent.length && last.every((t, i) => t === sent[i])) return last
   byVariant.set(variant, sent)

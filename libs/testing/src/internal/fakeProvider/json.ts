@@ -36,7 +36,7 @@ export const sampleFromSchema = (schema: unknown, depth = 0): unknown => {
   if (schema["const"] !== undefined) return schema["const"]
   const enumValues = schema["enum"]
   if (Array.isArray(enumValues) && enumValues.length > 0) return enumValues[0]
-  const type = Array.isArray(schema["type"]) ? schema["type"][0] : schema["type"]
+  const type: unknown = Array.isArray(schema["type"]) ? schema["type"][0] : schema["type"]
   switch (type) {
     case "string":
       return ""
