@@ -4,6 +4,7 @@
  * `libs/db/src/Migrations.ts` still lists them in code) and applied as that
  * migrator did, plus a catalog dump to compare the schemas two migrators built.
  */
+import { runInNewContext } from "node:vm"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
 import { join } from "node:path"
@@ -42,7 +43,7 @@ export const fromGit = (): { readonly commit: string; readonly migrations: Reado
     const end = source.indexOf("\n]\n", start)
     const literal = source.slice(start + START.length - 1, end + 2)
     if (literal.includes("${")) return { skip: `the migrations of ${commit.slice(0, 12)} are not a plain literal` }
-    const migrations = new Function(`return ${literal}`)() as ReadonlyArray<LegacyMigration>
+    const migrations = runInNewContext(`(${literal})`) as ReadonlyArray<LegacyMigration>
     return { commit, migrations }
   }
   return { skip: "no commit in the last 50 that changed Migrations.ts lists the migrations in code" }
