@@ -39,116 +39,27 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import { Spans } from "@ctxd/observe"
-import { Context, Data, Effect, Layer, Metric, MetricBoundaries, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { Database, DatabaseError, type DatabaseUnavailable } from "./Database.ts"
 import { COMMIT_TURN, COMMIT_TURNS, type CommitRow, FIND_TURN, LIST_TURNS, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
+import { commitSplits, commitsWaiting, commitTurns } from "./internal/commitMetrics.ts"
 import * as GroupCommit from "./internal/groupCommit.ts"
 import { logFailure } from "./internal/logFailure.ts"
 import * as ReplyCodec from "./internal/replyCodec.ts"
+import {
+  type CommitTurn,
+  type Committed,
+  type Fence,
+  NotOwner,
+  SeqConflict,
+  type StoredMessage,
+  type StoredTurn,
+  type TurnEntry,
+  TurnExists,
+} from "./internal/sessionModel.ts"
 
-/** A stored message and how many tokens it was counted as, with which encoding. */
-export interface StoredMessage {
-  readonly seq: number
-  readonly message: Conversation.Message
-  readonly tokens: number
-  readonly encoding: string
-}
-
-/** A committed turn: the hash of its request and the reply that was sent. */
-export interface StoredTurn {
-  readonly turnId: string
-  readonly requestHash: string
-  /** The reply that was sent; {@link EXPIRED_REPLY} once the reply was pruned (see `expired`). */
-  readonly reply: unknown
-  /** Present (true) when the reply was pruned after the idempotency window (`LifecycleStore.pruneReplies`). */
-  readonly expired?: true
-  /** The sequence numbers of the messages it appended (`firstSeq > lastSeq` when it appended none). */
-  readonly firstSeq: number
-  readonly lastSeq: number
-}
-
-/** A committed turn as {@link SessionStore.listTurns} lists it (no reply). */
-export interface TurnEntry {
-  readonly turnId: string
-  readonly firstSeq: number
-  readonly lastSeq: number
-  readonly createdAt: Date
-}
-
-/** A message to append. */
-export interface NewMessage {
-  readonly message: Conversation.Message
-  readonly tokens: number
-  readonly encoding: string
-}
-
-/** Everything one turn writes. */
-export interface CommitTurn {
-  readonly tenant: string
-  readonly session: string
-  readonly turnId: string
-  readonly requestHash: string
-  /** The `last_seq` the caller's view of the session ends at (0 for a new session). */
-  readonly expectedLastSeq: number
-  readonly messages: ReadonlyArray<NewMessage>
-  /** The reply, stored as JSON so a retry of the turn gets it back. */
-  readonly reply: unknown
-  /**
-   * The reply's UTF-8 JSON text, when the caller encoded it already (to send
-   * it): stored as it is, not encoded again. It must be `reply`'s JSON.
-   */
-  readonly replyUtf8?: Uint8Array | undefined
-  /** The writer's shard lease; when present the commit is applied only while that lease is current. */
-  readonly fence?: Fence | undefined
-  /**
-   * The session's agent and its turns once this commit is stored: recorded
-   * for the agent's history of session lengths (`SessionLengthStore`) in the same
-   * statement, only if the commit succeeds (absent: not recorded).
-   */
-  readonly length?: Length | undefined
-  /** The user the turn acts for (`options.user`): recorded for the session on success, for deleting a user's data. */
-  readonly user?: string | undefined
-}
-
-/** A session's length as a commit records it: its agent and its turns (assistant messages stored). */
-export interface Length {
-  readonly agent: string
-  readonly turns: number
-}
-
-/** A shard lease as the writer holds it: `ctxd_shard_leases` row `shard` with this `owner` and `epoch`. */
-export interface Fence {
-  readonly shard: number
-  readonly owner: string
-  readonly epoch: bigint | number
-}
-
-/** The sequence numbers a commit appended (`firstSeq > lastSeq` when it appended none). */
-export interface Committed {
-  readonly firstSeq: number
-  readonly lastSeq: number
-}
-
-/** Another writer appended to the session since the caller loaded it: reload the new messages and retry. */
-export class SeqConflict extends Data.TaggedError("SeqConflict")<{
-  readonly message: string
-  readonly expectedLastSeq: number
-  readonly actualLastSeq: number
-}> {}
-
-/** The turn id was committed before. Same request hash: answer `stored.reply`; different: a conflict. */
-export class TurnExists extends Data.TaggedError("TurnExists")<{
-  readonly message: string
-  readonly stored: StoredTurn
-}> {}
-
-/** The writer's shard lease is no longer current (released, expired, or taken over with a newer epoch); nothing was written. */
-export class NotOwner extends Data.TaggedError("NotOwner")<{
-  readonly message: string
-  readonly shard: number
-  readonly owner: string
-  readonly epoch: string
-}> {}
+export * from "./internal/sessionModel.ts"
+export { commitSplits, commitsWaiting, commitTurns }
 
 type Failure = DatabaseUnavailable | DatabaseError
 
@@ -381,23 +292,6 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
   }),
 }) {}
 
-/** `ctxd_commit_batch_turns`: turns per commit statement that went through (1: alone). */
-export const commitTurns = Metric.histogram(
-  "ctxd_commit_batch_turns",
-  MetricBoundaries.exponential({ start: 1, factor: 2, count: 6 }),
-  "turns each commit statement carried (group commit): 1 alone, more when commits waited together; rate(sum) / rate(count) is the mean batch",
-)
-
-/** `ctxd_commits_waiting`: turns waiting for their commit now, queued or in a statement in flight. */
-export const commitsWaiting = Metric.gauge("ctxd_commits_waiting", {
-  description: "turns waiting for their commit now (queued behind the commit statements in flight, or in one): high while Postgres is slow or locked",
-})
-
-/** `ctxd_commit_split_total`: batches rolled back as a whole and run again turn by turn. */
-export const commitSplits = Metric.counter("ctxd_commit_split_total", {
-  description: "group commits that failed as a whole (one turn Postgres refused, or the statement failed) and ran again turn by turn",
-  incremental: true,
-})
 
 /**
  * How commits are grouped: concurrent commits of other sessions wait while
