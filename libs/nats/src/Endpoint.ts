@@ -51,8 +51,8 @@ import * as LargePayload from "./LargePayload.ts"
 import { NatsClient } from "./NatsClient.ts"
 import * as PayloadStore from "./PayloadStore.ts"
 import * as Permits from "./Permits.ts"
-import { encodeReply, errorReply, INTERNAL, storeErrorReply } from "./internal/replies.ts"
-import { headers as headersOf } from "./Request.ts"
+import { nextMacrotask } from "./internal/cpuYield.ts"
+import { encodeReply, errorReply, INTERNAL, isReply, storeErrorReply } from "./internal/replies.ts"
 
 /** One request as the handler sees it. */
 export interface Request {
@@ -98,44 +98,6 @@ export interface ServeOptions<R> {
   readonly handler: (request: Request) => Effect.Effect<unknown, never, R>
 }
 
-const ReplyTypeId: unique symbol = Symbol.for("@ctxd/nats/Endpoint/Reply")
-
-/** A reply with more than a JSON value: ready bytes and/or NATS headers. Make one with {@link reply}. */
-export interface Reply {
-  readonly [ReplyTypeId]: typeof ReplyTypeId
-  /**
-   * The JSON value to encode, when `bytes` is absent; with `bytes`, the value
-   * they encode (its `ok` and `turnId` go into the reference reply of a reply
-   * sent by object store).
-   */
-  readonly value?: unknown
-  /** The payload as is (e.g. another service's reply being relayed). */
-  readonly bytes?: Uint8Array | undefined
-  readonly headers?: MsgHdrs | undefined
-}
-
-/**
- * A reply carrying `bytes` as they are (not re-encoded: a relayed reply, or
- * `value` encoded already) or the JSON `value`, with `headers` (a `MsgHdrs`,
- * or a record of header names to values).
- */
-export const reply = (options: {
-  readonly value?: unknown
-  readonly bytes?: Uint8Array | undefined
-  readonly headers?: MsgHdrs | Readonly<Record<string, string>> | undefined
-}): Reply => {
-  const given = options.headers
-  const headers =
-    given === undefined || typeof (given as MsgHdrs).append === "function"
-      ? (given as MsgHdrs | undefined)
-      : headersOf(given as Readonly<Record<string, string>>)
-  return { [ReplyTypeId]: ReplyTypeId, value: options.value, bytes: options.bytes, headers }
-}
-
-/** True for a {@link Reply}. */
-export const isReply = (value: unknown): value is Reply =>
-  typeof value === "object" && value !== null && ReplyTypeId in value
-
 /** A running endpoint. */
 export interface Endpoint {
   readonly subject: string
@@ -151,43 +113,8 @@ export interface Endpoint {
   readonly draining: () => boolean
 }
 
-export { decodeRequest, errorReply } from "./internal/replies.ts"
-
-/** Resumes after the event loop's next check phase (after pending I/O callbacks, such as socket reads, ran). */
-const nextMacrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
-  const id = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(id))
-})
-
-/** When the event loop last ran its check phase (so had polled its sockets just before), as far as {@link yieldIfBusy} saw. */
-let polledAt = performance.now()
-let armed = false
-const markPolled = () => {
-  armed = false
-  polledAt = performance.now()
-}
-
-/**
- * Resumes at once while the event loop polled its sockets less than
- * `sliceMs` ago, else one event-loop turn later. For CPU work that may run
- * back to back (a turn slot freed at a commit goes to the next turn at
- * once): a run of it longer than `sliceMs` lets the socket reads in (Busy
- * answers, the server's pending bytes for this client) before it goes on,
- * while short turns under a steady load do not pay an event-loop turn each
- * (measured: one each cost ~0.13 ms of worker CPU a turn in the e2e bench,
- * and more in NATS and Postgres, whose messages then came one by one).
- * After an idle spell the first call waits one loop turn: no check phase
- * marked the polls meanwhile.
- */
-export const yieldIfBusy = (sliceMs: number): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    // the next check phase (after the next poll) tells when the loop last polled
-    if (!armed) {
-      armed = true
-      setImmediate(markPolled)
-    }
-    return performance.now() - polledAt < sliceMs ? Effect.void : nextMacrotask
-  })
+export { decodeRequest, errorReply, isReply, type Reply, reply } from "./internal/replies.ts"
+export { yieldIfBusy } from "./internal/cpuYield.ts"
 
 /**
  * Serves `subject` until the surrounding scope closes (see the module doc

@@ -3,6 +3,8 @@ import type { Errors } from "@ctxd/contracts"
 import { Either, ParseResult, Schema } from "effect"
 import * as Json from "../Json.ts"
 import type { PayloadStoreError } from "../PayloadStore.ts"
+import { headers as headersOf } from "../Request.ts"
+import type { MsgHdrs } from "@nats-io/transport-node"
 
 /**
  * Decodes a UTF-8 JSON request against `schema`: the value, or the
@@ -60,3 +62,40 @@ export const storeErrorReply = (error: PayloadStoreError, direction: "request" |
   }
 }
 
+const ReplyTypeId: unique symbol = Symbol.for("@ctxd/nats/Endpoint/Reply")
+
+/** A reply with more than a JSON value: ready bytes and/or NATS headers. Make one with {@link reply}. */
+export interface Reply {
+  readonly [ReplyTypeId]: typeof ReplyTypeId
+  /**
+   * The JSON value to encode, when `bytes` is absent; with `bytes`, the value
+   * they encode (its `ok` and `turnId` go into the reference reply of a reply
+   * sent by object store).
+   */
+  readonly value?: unknown
+  /** The payload as is (e.g. another service's reply being relayed). */
+  readonly bytes?: Uint8Array | undefined
+  readonly headers?: MsgHdrs | undefined
+}
+
+/**
+ * A reply carrying `bytes` as they are (not re-encoded: a relayed reply, or
+ * `value` encoded already) or the JSON `value`, with `headers` (a `MsgHdrs`,
+ * or a record of header names to values).
+ */
+export const reply = (options: {
+  readonly value?: unknown
+  readonly bytes?: Uint8Array | undefined
+  readonly headers?: MsgHdrs | Readonly<Record<string, string>> | undefined
+}): Reply => {
+  const given = options.headers
+  const headers =
+    given === undefined || typeof (given as MsgHdrs).append === "function"
+      ? (given as MsgHdrs | undefined)
+      : headersOf(given as Readonly<Record<string, string>>)
+  return { [ReplyTypeId]: ReplyTypeId, value: options.value, bytes: options.bytes, headers }
+}
+
+/** True for a {@link Reply}. */
+export const isReply = (value: unknown): value is Reply =>
+  typeof value === "object" && value !== null && ReplyTypeId in value
