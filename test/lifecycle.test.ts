@@ -195,24 +195,38 @@ describe("ctx.v1.session.<tenant>.<session>", () => {
     expect(next.report.messages.sent).toBeLessThanOrEqual(2)
   }, 60_000)
 
-  it("a delete in a burst of turns on the session leaves no half state, and the next turn starts fresh", async () => {
+  it("a delete in a burst of turns on the session leaves no half state, whichever wins, and the next turn starts fresh", async () => {
     await conversation("acme", "burst", 2)
-    const sends = Array.from({ length: 16 }, (_, i) =>
-      h.request(h.turnSubject("acme", "burst"), { ...turn(2), turnId: `b${i}`, messages: [{ role: "user", content: `burst ${i}` }] }, 30_000),
-    )
+    // The delete and the turns race: the product promises no order between
+    // them (any of the turns may land before or after the delete), only that
+    // each is whole. A turn answered in the old session sees its first
+    // question; one answered after the delete starts a new session and does not.
+    const ids = [...Array.from({ length: 16 }, (_, i) => `b${i}`), ...Array.from({ length: 8 }, (_, i) => `c${i}`)]
+    const text = (id: string) => `burst ${id}`
+    const send = (id: string) => h.request(h.turnSubject("acme", "burst"), { ...turn(2), turnId: id, messages: [{ role: "user", content: text(id) }] }, 30_000)
+    const sends = ids.slice(0, 16).map(send)
     const deletion = h.request(sessionSubject("acme", "burst"), { op: "delete" }, 30_000)
-    const more = Array.from({ length: 8 }, (_, i) =>
-      h.request(h.turnSubject("acme", "burst"), { ...turn(2), turnId: `c${i}`, messages: [{ role: "user", content: `after ${i}` }] }, 30_000),
-    )
+    const more = ids.slice(16).map(send)
     const [deleted, ...replies] = await Promise.all([deletion, ...sends, ...more])
+    // the session held t0 and t1 when the delete was sent
     expect(deleted).toMatchObject({ ok: true, deleted: true })
     for (const r of replies) {
       if (r.ok !== true) expect(["Busy", "Unavailable"], JSON.stringify(r)).toContain(r.error.code)
     }
-    expect(replies.filter((r) => r.ok === true).length).toBeGreaterThan(0)
-    // whatever committed after the delete is a whole session of its own
+    const answered = ids.filter((_, i) => replies[i].ok === true)
+    expect(answered.length, "every turn of the burst refused").toBeGreaterThan(0)
+    const sees = (id: string, needle: string) => JSON.stringify(replies[ids.indexOf(id)].request).includes(JSON.stringify(needle))
+    const after = answered.filter((id) => !sees(id, "question 0"))
+    // whatever is stored now is a whole session (consistent) made only of turns answered after the delete
     const state = await consistent("acme", "burst")
-    expect(state.turns).toBeLessThan(24)
+    const sid = await sessionId("acme", "burst")
+    const stored = sid === undefined ? [] : (await h.sql<{ turn_id: string }>(`SELECT turn_id FROM ctxd_turns WHERE session_id = $1::bigint`, [sid])).map((r) => r.turn_id)
+    expect(stored.sort(), "stored turns are exactly those answered after the delete").toEqual([...after].sort())
+    expect(state).toEqual({ messages: after.length, turns: after.length })
+    // a reply after the delete shows only turns that are stored: nothing from before it, nothing half-written
+    for (const id of after) {
+      for (const other of ids) if (sees(id, text(other))) expect(stored, `${id}'s reply shows ${other}`).toContain(other)
+    }
     // and once deleted again, the next turn is alone in a new session
     expect(await h.request(sessionSubject("acme", "burst"), { op: "delete" })).toMatchObject({ ok: true })
     expect(await h.request(h.turnSubject("acme", "burst"), { ...turn(0), turnId: "alone" }, 15_000)).toMatchObject({ ok: true })

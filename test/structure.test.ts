@@ -1,243 +1,43 @@
-// The module structure rules (issue 10, item 4), checked on the sources:
+// The module structure rules, checked on every TypeScript file of the
+// repository (packages' src, test and scripts, bench/, deploy/, test/):
 // (a) no import cycle among the modules of one package, and none between
 //     packages;
-// (b) a package is imported by its bare name (`@ctxd/db`), never by a subpath
-//     (`@ctxd/db/Database`): everything outside code uses goes through the
+// (b) layers, lowest first: libs/contracts; the other libs; the services;
+//     the worker; then everything that is no package's src (tests, scripts,
+//     bench/, deploy/, test/). Nothing imports from a higher layer, and
+//     nothing imports the top (bench/, deploy/, test/, a package's scripts/
+//     or bin/). Within libs and within services the order is the package
+//     dependency graph, which is exactly what each package.json declares;
+// (c) a package is imported by its bare name (`@ctxd/db`), never by a subpath
+//     (`@ctxd/db/Database`), and a relative import never leaves its package
+//     or top-level folder: everything outside code uses goes through the
 //     package's index;
-// (c) no relative import reaches into another package's `src`;
-// (d) `npm run bench` runs outside vitest: nothing it reaches imports vitest.
-// Imports are read from TypeScript's syntax tree (a parse, no type check):
-// every `import` / `export ... from` (type-only ones too), `import("x")`
-// calls and types, and `require("x")`; comments and strings that merely look
-// like imports are not imports.
-import { readdirSync, readFileSync, statSync } from "node:fs"
-import { dirname, join, relative, resolve, sep } from "node:path"
-import ts from "typescript"
+// (d) every workspace package a package imports is declared in its
+//     package.json (`dependencies` for src, devDependencies too elsewhere);
+// (e) `npm run bench` runs outside vitest: nothing it reaches imports vitest.
+// Each rule also runs on planted bad imports, so that it cannot pass by
+// checking nothing.
+import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-
-const ROOT = resolve(import.meta.dirname, "..")
-
-interface Import {
-  readonly spec: string
-  readonly line: number
-}
-
-interface Package {
-  readonly name: string
-  /** Absolute path of the package directory. */
-  readonly dir: string
-}
-
-/** Every import specifier in `text`, in source order, with its 1-based line. */
-const importsIn = (text: string): ReadonlyArray<Import> => {
-  const file = ts.createSourceFile("module.ts", text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
-  const found: Array<Import> = []
-  const add = (node: ts.Node | undefined): void => {
-    if (node !== undefined && ts.isStringLiteralLike(node)) {
-      found.push({ spec: node.text, line: file.getLineAndCharacterOfPosition(node.getStart(file)).line + 1 })
-    }
-  }
-  const visit = (node: ts.Node): void => {
-    if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) add(node.moduleSpecifier)
-    else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) add(node.moduleReference.expression)
-    else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) add(node.argument.literal)
-    else if (
-      ts.isCallExpression(node) &&
-      (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === "require"))
-    ) {
-      add(node.arguments[0])
-    }
-    ts.forEachChild(node, visit)
-  }
-  visit(file)
-  return found
-}
-
-const parsed = new Map<string, ReadonlyArray<Import>>()
-/** The imports of the file at `path` (each file is parsed once). */
-const importsOf = (path: string): ReadonlyArray<Import> => {
-  let imports = parsed.get(path)
-  if (imports === undefined) parsed.set(path, (imports = importsIn(readFileSync(path, "utf8"))))
-  return imports
-}
-
-const isSource = (name: string): boolean => /\.(?:c|m)?tsx?$/.test(name) && !name.endsWith(".d.ts")
-
-/** TypeScript files under `dir`, recursively (no node_modules, no dot directories, no bench results). */
-const sourcesUnder = (dir: string): Array<string> => {
-  const out: Array<string> = []
-  let entries: Array<string>
-  try {
-    entries = readdirSync(dir)
-  } catch {
-    return out
-  }
-  for (const name of entries.sort()) {
-    if (name === "node_modules" || name.startsWith(".") || name === "results") continue
-    const path = join(dir, name)
-    if (statSync(path).isDirectory()) out.push(...sourcesUnder(path))
-    else if (isSource(name)) out.push(path)
-  }
-  return out
-}
-
-const packages: ReadonlyArray<Package> = ["libs", "services"].flatMap((group) =>
-  readdirSync(join(ROOT, group))
-    .sort()
-    .map((name) => join(ROOT, group, name))
-    .filter((dir) => {
-      try {
-        return statSync(join(dir, "package.json")).isFile()
-      } catch {
-        return false
-      }
-    })
-    .map((dir) => ({ dir, name: (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { name: string }).name })),
-)
-
-const srcOf = (pkg: Package): string => join(pkg.dir, "src")
-const within = (path: string, dir: string): boolean => path === dir || path.startsWith(dir + sep)
-const ownerOf = (path: string): Package | undefined => packages.find((p) => within(path, p.dir))
-const rel = (path: string): string => relative(ROOT, path).split(sep).join("/")
-
-/** The file a relative specifier names (`.ts` written out, or `.js` standing for it, or a directory's index). */
-const resolveRelative = (from: string, spec: string): string | undefined => {
-  const base = resolve(dirname(from), spec)
-  const candidates = [base, base.replace(/\.js$/, ".ts"), `${base}.ts`, join(base, "index.ts")]
-  return candidates.find((c) => {
-    try {
-      return statSync(c).isFile()
-    } catch {
-      return false
-    }
-  })
-}
-
-/**
- * The cycles of a directed graph: for each strongly connected component with
- * more than one node (or a node importing itself), one cycle through it, as
- * the path `[a, b, ..., a]` starting at the component's smallest node.
- */
-const cyclesOf = (graph: ReadonlyMap<string, ReadonlyArray<string>>): Array<Array<string>> => {
-  // Tarjan's strongly connected components.
-  const index = new Map<string, number>()
-  const low = new Map<string, number>()
-  const stack: Array<string> = []
-  const onStack = new Set<string>()
-  const components: Array<Array<string>> = []
-  let next = 0
-  const visit = (v: string): void => {
-    index.set(v, next)
-    low.set(v, next++)
-    stack.push(v)
-    onStack.add(v)
-    for (const w of graph.get(v) ?? []) {
-      if (!index.has(w)) {
-        visit(w)
-        low.set(v, Math.min(low.get(v)!, low.get(w)!))
-      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!))
-    }
-    if (low.get(v) === index.get(v)) {
-      const component: Array<string> = []
-      let w: string
-      do {
-        w = stack.pop()!
-        onStack.delete(w)
-        component.push(w)
-      } while (w !== v)
-      components.push(component)
-    }
-  }
-  for (const v of [...graph.keys()].sort()) if (!index.has(v)) visit(v)
-
-  const cycles: Array<Array<string>> = []
-  for (const component of components) {
-    const members = new Set(component)
-    const start = [...component].sort()[0]!
-    if (component.length === 1 && !(graph.get(start) ?? []).includes(start)) continue
-    // Shortest way back to `start` inside the component (breadth first).
-    const parent = new Map<string, string>()
-    const queue = [start]
-    let last: string | undefined
-    while (queue.length > 0 && last === undefined) {
-      const v = queue.shift()!
-      for (const w of graph.get(v) ?? []) {
-        if (w === start) {
-          last = v
-          break
-        }
-        if (members.has(w) && !parent.has(w)) {
-          parent.set(w, v)
-          queue.push(w)
-        }
-      }
-    }
-    const path = [start]
-    for (let v = last!; v !== start; v = parent.get(v)!) path.splice(1, 0, v)
-    cycles.push([...path, start])
-  }
-  return cycles
-}
-
-/** The import graph of one package's `src`: module → the modules of the same package it imports (its own name counts as its index). */
-const moduleGraph = (pkg: Package): Map<string, Array<string>> => {
-  const src = srcOf(pkg)
-  const graph = new Map<string, Array<string>>()
-  for (const file of sourcesUnder(src)) {
-    const targets = new Set<string>()
-    for (const { spec } of importsOf(file)) {
-      const target = spec === pkg.name ? join(src, "index.ts") : spec.startsWith(".") ? resolveRelative(file, spec) : undefined
-      if (target !== undefined && within(target, src)) targets.add(rel(target))
-    }
-    graph.set(rel(file), [...targets].sort())
-  }
-  return graph
-}
-
-/** Package → the packages its `src` imports (runtime and type dependencies, not test ones). */
-const packageGraph = (): Map<string, Array<string>> => {
-  const names = new Set(packages.map((p) => p.name))
-  const graph = new Map<string, Array<string>>()
-  for (const pkg of packages) {
-    const deps = new Set<string>()
-    for (const file of sourcesUnder(srcOf(pkg))) {
-      for (const { spec } of importsOf(file)) {
-        const name = spec.split("/").slice(0, 2).join("/")
-        if (names.has(name) && name !== pkg.name) deps.add(name)
-      }
-    }
-    graph.set(pkg.name, [...deps].sort())
-  }
-  return graph
-}
-
-/** Every TypeScript file whose imports the sealing rules apply to. */
-const scannedFiles = (): Array<string> => [
-  ...packages.flatMap((p) => sourcesUnder(p.dir)),
-  ...["test", "bench", "scripts"].flatMap((d) => sourcesUnder(join(ROOT, d))),
-  ...readdirSync(ROOT)
-    .filter(isSource)
-    .map((name) => join(ROOT, name)),
-]
-
-/** The files reachable from `entry` by relative imports, with the bare packages each imports. */
-const reachable = (entry: string): Map<string, ReadonlyArray<Import>> => {
-  const seen = new Map<string, ReadonlyArray<Import>>()
-  const queue = [entry]
-  while (queue.length > 0) {
-    const file = queue.pop()!
-    if (seen.has(file)) continue
-    const imports = importsOf(file)
-    seen.set(file, imports)
-    for (const { spec } of imports) {
-      const target = spec.startsWith(".") ? resolveRelative(file, spec) : undefined
-      if (target !== undefined && isSource(target)) queue.push(target)
-    }
-  }
-  return seen
-}
-
-const formatCycle = (cycle: ReadonlyArray<string>): string => cycle.join(" → ")
+import {
+  cyclesOf,
+  declaredGraph,
+  formatCycle,
+  importsIn,
+  importsOf,
+  importViolations,
+  layerOf,
+  moduleGraph,
+  packageGraph,
+  packageLayer,
+  packages,
+  reachable,
+  rel,
+  ROOT,
+  type Rule,
+  scannedFiles,
+  TOP,
+} from "./Structure.ts"
 
 describe("import parsing and cycle finding", () => {
   it("reads type-only, multi-line, re-export, side-effect, dynamic and require imports, not comments or strings", () => {
@@ -286,12 +86,73 @@ describe("import parsing and cycle finding", () => {
   })
 })
 
+/** The rules `path` (relative to the root) breaks with the imports in `text`. */
+const broken = (path: string, text: string): Array<Rule> => importViolations(join(ROOT, path), importsIn(text)).map((v) => v.rule)
+
+describe("the import rules on planted imports", () => {
+  it("accept what the layers allow", () => {
+    expect(broken("libs/db/src/X.ts", `import { Schema } from "@ctxd/contracts"\nimport * as Y from "./Y.ts"\nimport { Effect } from "effect"`)).toEqual([])
+    expect(broken("services/assembler/src/X.ts", `import { Database } from "@ctxd/db"\nimport { TokenCounter } from "@ctxd/token-counter"`)).toEqual([])
+    expect(broken("services/token-counter/test/X.test.ts", `import { FakeProvider } from "@ctxd/testing"\nimport * as T from "../src/TokenCounter.ts"`)).toEqual([])
+    expect(broken("bench/X.ts", `import { LocalTurns } from "@ctxd/assembler"\nimport { ConfigCheck } from "@ctxd/worker"\nimport type { Row } from "./Stats.ts"`)).toEqual([])
+    expect(broken("deploy/test/x.test.ts", `import { ConfigCheck } from "@ctxd/worker"\nimport * as K from "./KubernetesSchemas.ts"`)).toEqual([])
+    expect(broken("test/x.test.ts", `import { ContextClient } from "@ctxd/client"\nimport * as Harness from "./Harness.ts"`)).toEqual([])
+  })
+
+  it("index: a subpath of a package, from anywhere", () => {
+    expect(broken("libs/db/src/X.ts", `import * as S from "@ctxd/contracts/Schemas"`)).toEqual(["index"])
+    expect(broken("bench/X.ts", `import * as L from "@ctxd/assembler/LocalTurns"`)).toEqual(["index"])
+  })
+
+  it("reach: a relative import out of its package or folder", () => {
+    expect(broken("deploy/test/k8s.test.ts", `import * as C from "../../services/worker/src/ConfigCheck.ts"`)).toEqual(["reach"])
+    expect(broken("services/token-counter/scripts/bench.ts", `import type { Row } from "../../../bench/Stats.ts"`)).toEqual(["reach"])
+    expect(broken("bench/X.ts", `import * as R from "../services/token-counter/test/Replay.ts"`)).toEqual(["reach"])
+    expect(broken("services/compactor/test/X.test.ts", `import * as R from "../../token-counter/test/Replay.ts"`)).toEqual(["reach"])
+    expect(broken("test/x.test.ts", `import * as W from "../bench/Workspace.ts"`)).toEqual(["reach"])
+  })
+
+  it("layer: an import from a higher layer", () => {
+    expect(broken("libs/contracts/src/X.ts", `import { Database } from "@ctxd/db"`)).toContain("layer")
+    expect(broken("libs/db/src/X.ts", `import { Assembler } from "@ctxd/assembler"`)).toContain("layer")
+    expect(broken("services/assembler/src/X.ts", `import { ConfigCheck } from "@ctxd/worker"`)).toContain("layer")
+    expect(broken("services/loop-detector/src/X.ts", `import * as B from "../test/Helper.ts"`)).toEqual(["layer"])
+    expect(broken("libs/testing/src/X.ts", `import * as S from "../scripts/fake-provider.ts"`)).toEqual(["top"])
+  })
+
+  it("top: nothing imports the integration tests or a package's programs", () => {
+    expect(broken("bench/X.ts", `import * as H from "@ctxd/integration"`)).toEqual(["top"])
+    expect(broken("services/worker/test/X.test.ts", `import * as D from "../scripts/demo.ts"`)).toEqual(["top"])
+    expect(broken("services/worker/test/X.test.ts", `import * as M from "../bin/ctxd.ts"`)).toEqual(["top"])
+  })
+
+  it("declared: a workspace package the importer's package.json does not list", () => {
+    // the summarizer declares @ctxd/testing as a devDependency only: its tests may import it, its src not
+    expect(broken("services/summarizer/src/X.ts", `import { FakeProvider } from "@ctxd/testing"`)).toEqual(["declared"])
+    expect(broken("services/summarizer/test/X.test.ts", `import { FakeProvider } from "@ctxd/testing"`)).toEqual([])
+    expect(broken("libs/tokens/src/X.ts", `import { Database } from "@ctxd/db"`)).toEqual(["declared"])
+    expect(broken("libs/db/src/X.ts", `import * as N from "@ctxd/nope"`)).toEqual(["declared"])
+  })
+})
+
+/** Every violation of `rule` in the repository's sources. */
+const violations = (rule: Rule): Array<string> =>
+  scannedFiles().flatMap((file) =>
+    importViolations(file, importsOf(file))
+      .filter((v) => v.rule === rule)
+      .map((v) => v.message),
+  )
+
 describe("module structure", () => {
-  it("scans every package", () => {
+  it("scans every package and every folder with code", () => {
     // Guards against a walker that silently finds nothing (and so passes).
     expect(packages.map((p) => p.name)).toEqual(expect.arrayContaining(["@ctxd/contracts", "@ctxd/context", "@ctxd/worker"]))
     expect(packages.length).toBeGreaterThanOrEqual(14)
-    expect(scannedFiles().length).toBeGreaterThan(100)
+    const files = scannedFiles().map(rel)
+    expect(files.length).toBeGreaterThan(300)
+    for (const folder of ["bench/", "bench/economics/", "deploy/test/", "deploy/ci/", "test/", "libs/contracts/src/", "libs/testing/scripts/", "services/worker/scripts/", "services/worker/bin/"]) {
+      expect(files.some((f) => f.startsWith(folder) && !f.slice(folder.length).includes("/")), folder).toBe(true)
+    }
   })
 
   it("has no import cycle among the modules of any package", () => {
@@ -304,30 +165,38 @@ describe("module structure", () => {
     expect(found, `package cycles:\n${found.join("\n")}`).toEqual([])
   })
 
-  it("imports a package only by its bare name, never a module inside it", () => {
-    const found: Array<string> = []
-    for (const file of scannedFiles()) {
-      for (const { spec, line } of importsOf(file)) {
-        const match = /^(@ctxd\/[^/]+)\/./.exec(spec)
-        if (match !== null) found.push(`${rel(file)}:${line} imports "${spec}"; import from "${match[1]}" (its index) instead`)
-      }
-    }
+  it("layers the packages as their package.json files declare: each depends only on its layer or below, without a cycle", () => {
+    const declared = declaredGraph()
+    const layers = new Map(packages.map((p) => [p.name, packageLayer(p)]))
+    expect(layers.get("@ctxd/contracts")).toBe(0)
+    expect(layers.get("@ctxd/worker")).toBe(3)
+    expect([...layers.values()].every((l) => l < TOP)).toBe(true)
+    const upward = [...declared].flatMap(([name, deps]) => deps.filter((d) => layers.get(d)! > layers.get(name)!).map((d) => `${name} (layer ${layers.get(name)}) declares ${d} (layer ${layers.get(d)})`))
+    expect(upward, upward.join("\n")).toEqual([])
+    expect(cyclesOf(declared).map(formatCycle)).toEqual([])
+  })
+
+  it("declares exactly the packages each package's src imports", () => {
+    const declared = declaredGraph()
+    const imported = packageGraph()
+    const unused = packages.flatMap((p) => declared.get(p.name)!.filter((d) => !imported.get(p.name)!.includes(d)).map((d) => `${p.name} declares ${d}, which its src never imports (a devDependency if only its tests do)`))
+    expect(unused, unused.join("\n")).toEqual([])
+    expect(violations("declared")).toEqual([])
+  })
+
+  it("imports nothing from a higher layer", () => {
+    expect(scannedFiles().filter((f) => layerOf(f) === 0).length).toBeGreaterThan(5)
+    const found = violations("layer")
     expect(found, found.join("\n")).toEqual([])
   })
 
-  it("has no relative import into another package's src", () => {
-    const found: Array<string> = []
-    for (const file of scannedFiles()) {
-      const owner = ownerOf(file)
-      for (const { spec, line } of importsOf(file)) {
-        if (!spec.startsWith(".")) continue
-        const target = resolve(dirname(file), spec)
-        const reached = packages.find((p) => within(target, srcOf(p)))
-        if (reached !== undefined && reached !== owner) {
-          found.push(`${rel(file)}:${line} imports "${spec}" (inside ${reached.name}'s src); import from "${reached.name}" instead`)
-        }
-      }
-    }
+  it("imports nothing from the top: the integration tests, bench/, deploy/, a package's scripts/ or bin/", () => {
+    const found = [...violations("top"), ...violations("reach")]
+    expect(found, found.join("\n")).toEqual([])
+  })
+
+  it("imports a package only by its bare name, never a module inside it", () => {
+    const found = violations("index")
     expect(found, found.join("\n")).toEqual([])
   })
 

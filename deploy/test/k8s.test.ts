@@ -3,13 +3,13 @@
 // on the worker's HTTP port, a grace period that covers the shutdown
 // timeout, selectors that select the worker pods, a ConfigMap of variables
 // the worker reads, and a ctxd.yaml ConfigMap the worker's offline check accepts.
+import { ConfigCheck } from "@ctxd/worker"
 import { Effect } from "effect"
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { parseAllDocuments } from "yaml"
 import { beforeAll, describe, expect, it } from "vitest"
-import * as ConfigCheck from "../../services/worker/src/ConfigCheck.ts"
 import * as KubernetesSchemas from "./KubernetesSchemas.ts"
 
 const ROOT = resolve(import.meta.dirname, "..", "..")

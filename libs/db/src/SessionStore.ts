@@ -35,7 +35,7 @@
  * {@link layer}: Postgres (integration tests use a real Postgres in a
  * throwaway schema). {@link layerMemory}: the same contract in memory, for
  * `ctxd replay` and fast unit tests (one process; shared contract tests in
- * `test/StoreContract.test.ts` run against both).
+ * `test/StoreContract.integration.test.ts` run against both).
  */
 import type { Conversation } from "@ctxd/contracts"
 import { Spans } from "@ctxd/observe"

@@ -1,7 +1,7 @@
-// Postgres TLS and passwords: `sslmode` (in the URL or PGSSLMODE) read as
-// libpq reads it, PGSSLROOTCERT, unusable TLS settings refused before any
-// connection, `require` against the local server (no TLS) failing clearly, and
-// a password in DATABASE_URL appearing in no error.
+// Postgres TLS and passwords, without a server: `sslmode` (in the URL or
+// PGSSLMODE) read as libpq reads it, PGSSLROOTCERT, unusable TLS settings
+// refused before any connection without showing the password. Against the
+// local server: DatabaseTls.integration.test.ts.
 import { Cause, Effect, Exit } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -9,14 +9,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { Database } from "../src/index.ts"
 
-const BASE = process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres"
 const PASSWORD = "pg-secret-7c1d9e2a"
-/** The test database's URL with a password (the local server trusts, so any password works). */
-const withPassword = (query = "") => {
-  const url = new URL(BASE)
-  url.password = PASSWORD
-  return `${url.toString()}${query}`
-}
 
 const dir = mkdtempSync(join(tmpdir(), "ctxd-pg-tls-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -69,37 +62,5 @@ describe("connectionUrl", () => {
       expect(text).toContain("DATABASE_URL is not usable")
       expect(text).not.toContain(PASSWORD)
     }
-  })
-})
-
-describe("against the local Postgres", () => {
-  const open = (url: string) =>
-    Effect.runPromiseExit(
-      Effect.scoped(Effect.flatMap(Database.make({ url, poolMax: 1, connectTimeoutMs: 3_000 }), (db) => db.query("SELECT 1 AS one"))),
-    )
-
-  it("connects with a password and sslmode=disable", async () => {
-    const exit = await open(withPassword("?sslmode=disable"))
-    expect(Exit.isSuccess(exit) && exit.value.rows).toEqual([{ one: 1 }])
-  })
-
-  it("sslmode=require against a server without TLS fails clearly, without the password", async () => {
-    const exit = await open(withPassword("?sslmode=require"))
-    expect(Exit.isFailure(exit)).toBe(true)
-    if (Exit.isFailure(exit)) {
-      const text = Cause.pretty(exit.cause, { renderErrorCause: true })
-      expect(text).toContain("The server does not support SSL connections")
-      expect(text).not.toContain(PASSWORD)
-      // a configuration error: a worker stops at once instead of retrying
-      expect(Cause.failureOption(exit.cause)).toMatchObject({ value: { _tag: "DatabaseError" } })
-    }
-  })
-
-  it("a refused connection does not show the password either", async () => {
-    const url = new URL(withPassword())
-    url.port = "1"
-    const exit = await open(url.toString())
-    expect(Exit.isFailure(exit)).toBe(true)
-    if (Exit.isFailure(exit)) expect(Cause.pretty(exit.cause, { renderErrorCause: true })).not.toContain(PASSWORD)
   })
 })

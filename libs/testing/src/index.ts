@@ -1,6 +1,7 @@
 export * as FakeProvider from "./FakeProvider.ts"
 export * as NatsServer from "./NatsServer.ts"
 export * as Random from "./Random.ts"
+export * as TauReplay from "./TauReplay.ts"
 export * as TestDatabase from "./TestDatabase.ts"
 export * as TestNats from "./TestNats.ts"
 export * as Workloads from "./Workloads.ts"

@@ -1,44 +1,20 @@
 /**
- * Replayed workloads for the tests and the bench: the tau-bench airline
- * sessions (`@ctxd/testing` Workloads) in the neutral conversation model,
- * turn by turn, and the fake provider's ground truth for a whole prompt.
+ * Replayed workloads for the tests: the tau-bench airline sessions in the
+ * neutral conversation model, turn by turn (`@ctxd/testing` TauReplay, shared
+ * with the bench), and the fake provider's ground truth for a whole prompt in
+ * each provider's format.
  */
-import { Models, Normalize, RenderAnthropic, RenderGemini, RenderResponses } from "@ctxd/context"
+import { Models, RenderGemini, RenderResponses } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
-import { FakeProvider, Workloads } from "@ctxd/testing"
+import { FakeProvider, TauReplay } from "@ctxd/testing"
 import { LocalCounter } from "@ctxd/tokens"
 import { Effect } from "effect"
 
-export interface Session {
-  readonly id: string
-  readonly system: ReadonlyArray<Conversation.SystemSection>
-  readonly tools: ReadonlyArray<Conversation.Tool>
-  /** The new messages of each turn. */
-  readonly turns: ReadonlyArray<ReadonlyArray<Conversation.Message>>
-}
+export type Session = TauReplay.Session
 
-export const MODEL = { provider: "anthropic", name: "claude-sonnet-4-6" } as const
+export const { MODEL, tauBench, render, groundTruth } = TauReplay
 export const OPENAI_MODEL = { provider: "openai", name: "gpt-5" } as const
 export const GEMINI_MODEL = { provider: "google", name: "gemini-2.5-flash" } as const
-
-/** The first `n` tau-bench sessions (all 200 by default), normalized. */
-export const tauBench = (n?: number): ReadonlyArray<Session> =>
-  Workloads.tauBenchSessions()
-    .slice(0, n)
-    .map((s) => ({
-      id: s.id,
-      system: Normalize.system(s.system),
-      tools: Normalize.tools("openai", s.tools),
-      turns: s.turns.map((t) => Normalize.fromOpenAI(t.messages)).filter((t) => t.length > 0),
-    }))
-
-/** The Anthropic body ctxd would send for this prompt (the real renderer). */
-export const render = (session: Session, messages: ReadonlyArray<Conversation.Message>): Record<string, unknown> =>
-  RenderAnthropic.render({ model: Models.resolve(MODEL), system: session.system, tools: session.tools, messages }).body
-
-/** The fake provider's count of that body: what `count_tokens` answers and what a response bills. */
-export const groundTruth = (session: Session, messages: ReadonlyArray<Conversation.Message>): number =>
-  FakeProvider.countRequestTokens("anthropic", render(session, messages))
 
 /** The OpenAI Responses body ctxd would send for this prompt (the real renderer). */
 export const renderResponses = (session: Session, messages: ReadonlyArray<Conversation.Message>): Record<string, unknown> =>

@@ -28,7 +28,9 @@ writeFileSync(
 )
 const slice = [...swe, chat]
 
-describe("ctxd command line", () => {
+// Each test runs the CLI as processes, one after the other: its bound is the
+// processes' own (120 s each), not the project's default for one test.
+describe("ctxd command line", { timeout: 120_000 }, () => {
   it("prints the usage and exits 2 without a command, 0 for help", async () => {
     const none = await ctxd()
     expect(none.code).toBe(2)

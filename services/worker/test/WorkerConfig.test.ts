@@ -123,11 +123,15 @@ describe("WorkerConfig: workspace bundles (CTXD_WORKSPACE_*)", () => {
 
 describe("WorkerConfig.providerLayer (CTXD_CONFIG_FILE's environment keys)", () => {
   /** `WorkerConfig` read through `providerLayer` with `env` as the process environment (restored after). */
-  const readWith = (env: Record<string, string>) =>
+  /** Reads the config with `env` set over the process's environment (`undefined`: unset, so the ambient value cannot shadow a file's key). */
+  const readWith = (env: Record<string, string | undefined>) =>
     Effect.acquireUseRelease(
       Effect.sync(() => {
         const saved = { ...process.env }
-        Object.assign(process.env, env)
+        for (const [key, value] of Object.entries(env)) {
+          if (value === undefined) delete process.env[key]
+          else process.env[key] = value
+        }
         return saved
       }),
       () => Effect.provide(WorkerConfig, providerLayer),
@@ -141,12 +145,12 @@ describe("WorkerConfig.providerLayer (CTXD_CONFIG_FILE's environment keys)", () 
   it.effect("a YAML file's keys, under the environment's; a JSON file of keys as before", () =>
     Effect.gen(function* () {
       const yaml = write("ctxd.yaml", "NATS_URL: nats://from-file:4222\nCTXD_MAX_CONCURRENT: 8\nCTXD_DEFAULT_TOOLSETS: [github, jira]\ndefaults:\n  maskKeep: 2\n")
-      const fromYaml = yield* readWith({ CTXD_CONFIG_FILE: yaml, CTXD_MAX_CONCURRENT: "7" })
+      const fromYaml = yield* readWith({ CTXD_CONFIG_FILE: yaml, CTXD_MAX_CONCURRENT: "7", NATS_URL: undefined })
       expect(fromYaml.natsUrl).toBe("nats://from-file:4222")
       expect(fromYaml.maxConcurrent).toBe(7)
       expect(fromYaml.defaultToolsets).toEqual(["github", "jira"])
       const json = write("ctxd.json", { NATS_URL: "nats://from-json:4222", CTXD_WINDOW_MESSAGES: 30 })
-      const fromJson = yield* readWith({ CTXD_CONFIG_FILE: json })
+      const fromJson = yield* readWith({ CTXD_CONFIG_FILE: json, NATS_URL: undefined, CTXD_WINDOW_MESSAGES: undefined })
       expect(fromJson).toMatchObject({ natsUrl: "nats://from-json:4222", windowMessages: 30 })
     }),
   )

@@ -9,13 +9,12 @@
  * same stored state (the state is immutable), so each sample is one turn at
  * exactly that history length.
  *
- * `node services/loop-detector/scripts/bench.ts` prints the table; {@link run}
+ * `node bench/LoopDetector.ts` prints the table; {@link run}
  * returns the rows for `npm run bench`.
  */
 import type { Conversation } from "@ctxd/contracts"
-import * as Detector from "../src/Detector.ts"
-import * as LoopState from "../src/LoopState.ts"
-import type { Row } from "../../../bench/Stats.ts"
+import { Detector, LoopState } from "@ctxd/loop-detector"
+import type { Row } from "./Stats.ts"
 
 export interface Options {
   /** History lengths to measure; default [1000, 10000]. */

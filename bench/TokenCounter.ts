@@ -11,17 +11,16 @@
  *   truth, before calibration (raw local estimates) and after (from the 21st
  *   usage report on; target p99 ≤ 3 %), for tiktoken and heuristic.
  *
- * `node services/token-counter/scripts/bench.ts` prints the table.
+ * `node bench/TokenCounter.ts` prints the table; `npm run bench -- tokens`
+ * runs it with the others.
  */
 import type { Conversation } from "@ctxd/contracts"
-import { FakeProvider } from "@ctxd/testing"
+import { Calibration, TokenCounter } from "@ctxd/token-counter"
+import { FakeProvider, TauReplay as Replay } from "@ctxd/testing"
 import { LocalCounter } from "@ctxd/tokens"
 import { Effect, Logger, LogLevel, Redacted } from "effect"
 import { fileURLToPath } from "node:url"
-import * as Calibration from "../src/Calibration.ts"
-import * as TokenCounter from "../src/TokenCounter.ts"
-import * as Replay from "../test/Replay.ts"
-import type { Row } from "../../../bench/Stats.ts"
+import type { Row } from "./Stats.ts"
 
 
 const round = (value: number, digits = 3): number => Number(value.toFixed(digits))
