@@ -23,6 +23,7 @@
 import { MetricLabels } from "@ctxd/observe"
 import { Config, Context, Effect, Layer, Metric, MetricLabel } from "effect"
 import * as FlowControl from "./FlowControl.ts"
+import type { Share } from "./FlowControl.ts"
 
 /** Why a request was refused: its tenant has its share of turns or of bytes in flight, or the worker's budget is spent. */
 export type Refusal = "turns" | "bytes" | "worker"
@@ -65,11 +66,7 @@ export interface AdmissionService {
 /** The byte budget shared by the endpoints in this context (see {@link layer}). */
 export class Admission extends Context.Tag("@ctxd/nats/Admission")<Admission, AdmissionService>() {}
 
-/** A tenant's share: bytes and turns in flight (non-positive or non-finite = no limit). */
-export interface Share {
-  readonly maxBytes?: number | undefined
-  readonly maxTurns?: number | undefined
-}
+export type { Share } from "./FlowControl.ts"
 
 const bound = (n: number | undefined) => (n !== undefined && Number.isFinite(n) && n > 0 ? n : Number.POSITIVE_INFINITY)
 

@@ -45,7 +45,12 @@
  *   before the socket reads get their turn (`Endpoint.yieldIfBusy` before a
  *   turn's work), so a run of turns never starves the reads of Busy answers.
  */
-import type { Share } from "./Admission.ts"
+
+/** A tenant's share: bytes and turns in flight (non-positive or non-finite = no limit); `Admission` enforces it. */
+export interface Share {
+  readonly maxBytes?: number | undefined
+  readonly maxTurns?: number | undefined
+}
 
 /** The knobs, as read from the environment (any value: {@link derive} normalizes). */
 export interface Config {
