@@ -8,8 +8,10 @@
  * reach a format through {@link Providers.of}.
  */
 import type { Anthropic, Conversation, Gemini, OpenAI, OpenAIResponses, Turn } from "@ctxd/contracts"
+import type * as CostModel from "../CostModel.ts"
 import type * as RenderAnthropic from "./anthropic/Render.ts"
 import type * as Common from "./Common.ts"
+import type * as UsageFields from "./UsageFields.ts"
 
 /** A history in any request format (the loop check's and the summarizer's requests carry one). */
 export type History =
@@ -48,9 +50,29 @@ export interface Rendered {
   }
 }
 
+/** How a format's prompt cache is steered from the request body. */
+export interface CacheRules {
+  /**
+   * The provider caches only at explicit breakpoints placed in the body
+   * (without any, nothing is cached); otherwise it caches prefixes itself.
+   */
+  readonly breakpoints: boolean
+  /** The cache TTLs a body can ask for per breakpoint (none: the model's default only). */
+  readonly ttls: ReadonlyArray<string>
+  /** A longer retention tier the body can ask for where the model has it (absent: none). */
+  readonly retention: string | undefined
+}
+
 /** One provider format's adapter. */
 export interface Adapter<F extends Turn.Format = Turn.Format> {
   readonly format: F
+  /** The model provider whose API speaks this format. */
+  readonly provider: Turn.Provider
+  /** The provider as price rows name it. */
+  readonly prices: CostModel.Provider
+  /** The request field that carries the history (`messages`, `input`, `contents`): errors name it. */
+  readonly historyField: "messages" | "input" | "contents"
+  readonly cacheRules: CacheRules
   /**
    * A whole decoded turn request → messages (with source indices), system
    * sections and tools. `openCalls`: the session's open calls, read by
@@ -65,6 +87,8 @@ export interface Adapter<F extends Turn.Format = Turn.Format> {
   readonly history: (history: Extract<History, { readonly format: F }>) => Array<Conversation.Message>
   /** Tool definitions of this format → neutral tools (absent: none). */
   readonly tools: (defs: ToolsByFormat[F] | undefined) => Array<Conversation.Tool>
+  /** Reads the usage report of this API's responses. */
+  readonly usage: UsageFields.UsageReader
   /** The neutral view → this format's request body, laid out for its cache. */
   readonly render: (input: RenderInput) => Rendered
 }

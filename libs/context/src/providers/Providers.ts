@@ -4,6 +4,7 @@
  * (`Providers.of(format)`) instead of switching on the name.
  */
 import type { Turn } from "@ctxd/contracts"
+import type * as CostModel from "../CostModel.ts"
 import type * as Adapter from "./Adapter.ts"
 import * as AnthropicAdapter from "./anthropic/index.ts"
 import * as GeminiAdapter from "./gemini/index.ts"
@@ -26,3 +27,15 @@ export const all: ReadonlyArray<Adapter.Adapter> = Object.values(table) as Reado
  * keys each adapter by its own format, so the pairing holds.
  */
 export const of = <F extends Turn.Format>(format: F): Adapter.Adapter<F> => table[format] as unknown as Adapter.Adapter<F>
+
+/**
+ * The adapter of a model provider's own format (Chat Completions for
+ * `openai`): the format a request takes when none is given.
+ */
+export const forProvider = (provider: Turn.Provider): Adapter.Adapter => all.find((a) => a.provider === provider) ?? all[0]!
+
+/** The adapter whose provider price rows name `provider` (`undefined`: none, e.g. `unknown`). */
+export const forPrices = (provider: CostModel.Provider): Adapter.Adapter | undefined => all.find((a) => a.prices === provider)
+
+/** True when `value` names a format with an adapter. */
+export const isFormat = (value: unknown): value is Turn.Format => typeof value === "string" && Object.hasOwn(table, value)
