@@ -1,8 +1,9 @@
 /**
  * @ctxd/context: the pure core of the context pipeline (no I/O).
  * Normalize → Pipeline (Window → SchemaCompression → Masking → Budget →
- * Units → Reasoning → RenderAnthropic / RenderOpenAI laid out by CacheLayout →
- * Proactive); around a turn: Toolsets, Knowledge, Recall, MemoryTools, Waste, Models; the cache
+ * Units → Reasoning → the format's render laid out by CacheLayout →
+ * Proactive); the provider adapters (`providers/<format>/`: normalize,
+ * render, cache rules, count body, usage reading; chosen by `Providers.of`); around a turn: Toolsets, Knowledge, Recall, MemoryTools, Waste, Models; the cache
  * economics: CostModel (prices; PriceFile: configured ones, validated),
  * CacheSim (provider cache billing), CacheBlocks (bodies → CacheSim blocks; the
  * full-history and sliding-window baselines), CachePlanner (when an edit pays) and

@@ -26,9 +26,8 @@ const ALLOWED: ReadonlyMap<string, string> = new Map([
   ["libs/testing/src/internal/fakeProvider/handlers.ts", "the fake provider's errors, in each provider's words"],
   ["libs/testing/src/internal/fakeProvider/server.ts", "the fake provider's routes, one per provider API"],
   ["libs/testing/src/Workloads.ts", "test workloads written out in each wire format (fixtures, not the request path)"],
-  // keyed by the model provider (tokenizer, SDK client), not by the request format
+  // keyed by the model provider (its tokenizer), not by the request format
   ["services/assembler/src/Gather.ts", "stored token counts are reused within one tokenizer family (Anthropic's or a tiktoken vocabulary)"],
-  ["services/summarizer/src/Llm.ts", "the model-call clients wrap one SDK each (and OpenAI-compatible servers): I/O the pure adapters cannot hold"],
   ["services/summarizer/src/Summarizer.ts", "the tokenizer of the summarizing model's provider"],
   ["services/token-counter/src/CalibrationState.ts", "calibration is kept per tokenizer family of a model provider"],
   ["services/token-counter/src/TokenCounter.ts", "which provider's exact endpoint can count a body of which format"],
