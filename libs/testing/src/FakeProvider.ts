@@ -62,9 +62,9 @@
  * server.control({ rateLimitNext: 1, retryAfterMs: 10, replies: [{ text: "hi" }] })
  * await server.close()
  */
+import { AnthropicProvider } from "@ctxd/context"
 import { Data, Effect, Either, type Scope } from "effect"
 import * as Anthropic from "./internal/fakeProvider/anthropic.ts"
-import * as AnthropicValidate from "./internal/fakeProvider/anthropicValidate.ts"
 import * as Gemini from "./internal/fakeProvider/gemini.ts"
 import * as OpenAI from "./internal/fakeProvider/openai.ts"
 import * as Responses from "./internal/fakeProvider/responses.ts"
@@ -163,7 +163,7 @@ export const validateRequest = (
 
 /** Each API's request validator, by format. */
 const validatorOf: Readonly<Record<"anthropic" | "openai" | "openai-responses", (body: unknown, betas: ReadonlyArray<string>) => string | undefined>> = {
-  anthropic: (body, betas) => AnthropicValidate.validate(body, "messages", betas),
+  anthropic: (body, betas) => AnthropicProvider.Validate.validate(body, "messages", betas),
   openai: (body) => OpenAI.validate(body)?.message,
   "openai-responses": (body) => Responses.validate(body, "responses")?.message,
 }
