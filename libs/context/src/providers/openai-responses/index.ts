@@ -10,6 +10,7 @@ import * as Usage from "./Usage.ts"
 export * as Normalize from "./Normalize.ts"
 export * as Render from "./Render.ts"
 export * as Usage from "./Usage.ts"
+export * as Validate from "./Validate.ts"
 export * as CountBody from "./CountBody.ts"
 
 /** The OpenAI Responses adapter. */
