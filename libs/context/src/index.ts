@@ -1,8 +1,9 @@
 /**
  * @ctxd/context: the pure core of the context pipeline (no I/O).
  * Normalize → Pipeline (Window → SchemaCompression → Masking → Budget →
- * Units → Reasoning → RenderAnthropic / RenderOpenAI laid out by CacheLayout →
- * Proactive); around a turn: Toolsets, Knowledge, Recall, MemoryTools, Waste, Models; the cache
+ * Units → Reasoning → the format's render laid out by CacheLayout →
+ * Proactive); the provider adapters (`providers/<format>/`: normalize,
+ * render, cache rules, count body, usage reading; chosen by `Providers.of`); around a turn: Toolsets, Knowledge, Recall, MemoryTools, Waste, Models; the cache
  * economics: CostModel (prices; PriceFile: configured ones, validated),
  * CacheSim (provider cache billing), CacheBlocks (bodies → CacheSim blocks; the
  * full-history and sliding-window baselines), CachePlanner (when an edit pays) and
@@ -27,13 +28,20 @@ export * as Pipeline from "./Pipeline.ts"
 export * as PriceFile from "./PriceFile.ts"
 export * as ProviderCompaction from "./ProviderCompaction.ts"
 export * as ProviderKeys from "./ProviderKeys.ts"
+export * as Providers from "./providers/Providers.ts"
+export * as ProviderUsage from "./providers/UsageFields.ts"
+export * as AnthropicProvider from "./providers/anthropic/index.ts"
+export * as OpenAIChatProvider from "./providers/openai-chat/index.ts"
+export * as OpenAIResponsesProvider from "./providers/openai-responses/index.ts"
+export * as GeminiProvider from "./providers/gemini/index.ts"
+export * as ProviderAdapter from "./providers/Adapter.ts"
 export * as Proactive from "./Proactive.ts"
 export * as Reasoning from "./Reasoning.ts"
 export * as Recall from "./Recall.ts"
-export * as RenderAnthropic from "./RenderAnthropic.ts"
-export * as RenderOpenAI from "./RenderOpenAI.ts"
-export * as RenderGemini from "./RenderGemini.ts"
-export * as RenderResponses from "./RenderResponses.ts"
+export * as RenderAnthropic from "./providers/anthropic/Render.ts"
+export * as RenderOpenAI from "./providers/openai-chat/Render.ts"
+export * as RenderGemini from "./providers/gemini/Render.ts"
+export * as RenderResponses from "./providers/openai-responses/Render.ts"
 export * as RenderedJson from "./RenderedJson.ts"
 export * as SchemaCompression from "./SchemaCompression.ts"
 export * as SessionLengths from "./SessionLengths.ts"

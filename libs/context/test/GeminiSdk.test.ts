@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Models from "../src/Models.ts"
 import * as Normalize from "../src/Normalize.ts"
 import * as Pipeline from "../src/Pipeline.ts"
-import * as RenderGemini from "../src/RenderGemini.ts"
+import * as RenderGemini from "../src/providers/gemini/Render.ts"
 
 type Json = Record<string, unknown>
 

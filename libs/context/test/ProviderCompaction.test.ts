@@ -8,9 +8,9 @@ import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Normalize from "../src/Normalize.ts"
 import * as ProviderCompaction from "../src/ProviderCompaction.ts"
-import * as RenderAnthropic from "../src/RenderAnthropic.ts"
-import * as RenderOpenAI from "../src/RenderOpenAI.ts"
-import * as RenderResponses from "../src/RenderResponses.ts"
+import * as RenderAnthropic from "../src/providers/anthropic/Render.ts"
+import * as RenderOpenAI from "../src/providers/openai-chat/Render.ts"
+import * as RenderResponses from "../src/providers/openai-responses/Render.ts"
 import { assistant, claude, gpt, user } from "./Helpers.ts"
 
 type Json = Record<string, unknown>

@@ -4,7 +4,7 @@ import type * as CachePlanner from "../src/CachePlanner.ts"
 import * as Models from "../src/Models.ts"
 import * as Pipeline from "../src/Pipeline.ts"
 import * as Reasoning from "../src/Reasoning.ts"
-import * as RenderAnthropic from "../src/RenderAnthropic.ts"
+import * as RenderAnthropic from "../src/providers/anthropic/Render.ts"
 import { call, claude, input, result, results, stored, text, user } from "./Helpers.ts"
 
 type Json = Record<string, unknown>

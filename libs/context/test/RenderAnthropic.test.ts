@@ -1,7 +1,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider } from "@ctxd/testing"
 import { describe, expect, it } from "vitest"
-import * as RenderAnthropic from "../src/RenderAnthropic.ts"
+import * as RenderAnthropic from "../src/providers/anthropic/Render.ts"
 import {
   anthropicPairingProblems,
   anthropicShapeProblems,

@@ -2,7 +2,7 @@ import type { Conversation } from "@ctxd/contracts"
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import * as CacheLayout from "../src/CacheLayout.ts"
-import * as RenderOpenAI from "../src/RenderOpenAI.ts"
+import * as RenderOpenAI from "../src/providers/openai-chat/Render.ts"
 import { assistant, call, calls, gpt, openaiPairingProblems, result, results, sys, text, user } from "./Helpers.ts"
 
 type Json = Record<string, unknown>

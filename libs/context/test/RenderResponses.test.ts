@@ -18,7 +18,7 @@ import * as CacheLayout from "../src/CacheLayout.ts"
 import * as Models from "../src/Models.ts"
 import * as Normalize from "../src/Normalize.ts"
 import * as Pipeline from "../src/Pipeline.ts"
-import * as RenderResponses from "../src/RenderResponses.ts"
+import * as RenderResponses from "../src/providers/openai-responses/Render.ts"
 import { calls, gpt, input, responsesPairingProblems, result, stored, user } from "./Helpers.ts"
 
 type Json = Record<string, unknown>

@@ -1,6 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import * as RenderOpenAI from "../src/RenderOpenAI.ts"
+import * as RenderOpenAI from "../src/providers/openai-chat/Render.ts"
 import * as RenderedJson from "../src/RenderedJson.ts"
 import { Models } from "../src/index.ts"
 import { assistant, calls, results, user } from "./Helpers.ts"

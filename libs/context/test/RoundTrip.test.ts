@@ -21,8 +21,8 @@ import { Schema } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import * as Normalize from "../src/Normalize.ts"
-import * as RenderAnthropic from "../src/RenderAnthropic.ts"
-import * as RenderOpenAI from "../src/RenderOpenAI.ts"
+import * as RenderAnthropic from "../src/providers/anthropic/Render.ts"
+import * as RenderOpenAI from "../src/providers/openai-chat/Render.ts"
 import { anthropicPairingProblems, claude, gpt, openaiPairingProblems, toolsCalledIn } from "./Helpers.ts"
 
 type Json = Record<string, unknown>

@@ -62,9 +62,9 @@
  * server.control({ rateLimitNext: 1, retryAfterMs: 10, replies: [{ text: "hi" }] })
  * await server.close()
  */
+import { AnthropicProvider } from "@ctxd/context"
 import { Data, Effect, Either, type Scope } from "effect"
 import * as Anthropic from "./internal/fakeProvider/anthropic.ts"
-import * as AnthropicValidate from "./internal/fakeProvider/anthropicValidate.ts"
 import * as Gemini from "./internal/fakeProvider/gemini.ts"
 import * as OpenAI from "./internal/fakeProvider/openai.ts"
 import * as Responses from "./internal/fakeProvider/responses.ts"
@@ -140,13 +140,15 @@ export const countTextTokens = (text: string): number => Tokens.count(text)
  * Gemini body in `@google/genai`'s shape (ctxd's body) or the REST shape.
  */
 export const countRequestTokens = (format: "anthropic" | "openai" | "openai-responses" | "gemini", body: Record<string, unknown>): number =>
-  format === "anthropic"
-    ? Anthropic.promptBlocks(body).reduce((n, b) => n + b.tokens, 0)
-    : format === "openai"
-      ? OpenAI.promptTokens(body).length
-      : format === "gemini"
-        ? Gemini.promptTokens(Gemini.restShape(body)).length
-        : Responses.promptTokens(body).length
+  promptTokensOf[format](body)
+
+/** Each API's ground-truth prompt tokens, by format. */
+const promptTokensOf: Readonly<Record<"anthropic" | "openai" | "openai-responses" | "gemini", (body: Record<string, unknown>) => number>> = {
+  anthropic: (body) => Anthropic.promptBlocks(body).reduce((n, b) => n + b.tokens, 0),
+  openai: (body) => OpenAI.promptTokens(body).length,
+  "openai-responses": (body) => Responses.promptTokens(body).length,
+  gemini: (body) => Gemini.promptTokens(Gemini.restShape(body)).length,
+}
 
 /**
  * The first problem the fake provider finds in a request body (its 400
@@ -157,12 +159,14 @@ export const validateRequest = (
   format: "anthropic" | "openai" | "openai-responses",
   body: unknown,
   betas: ReadonlyArray<string> = [],
-): string | undefined =>
-  format === "anthropic"
-    ? AnthropicValidate.validate(body, "messages", betas)
-    : format === "openai"
-      ? OpenAI.validate(body)?.message
-      : Responses.validate(body, "responses")?.message
+): string | undefined => validatorOf[format](body, betas)
+
+/** Each API's request validator, by format. */
+const validatorOf: Readonly<Record<"anthropic" | "openai" | "openai-responses", (body: unknown, betas: ReadonlyArray<string>) => string | undefined>> = {
+  anthropic: (body, betas) => AnthropicProvider.Validate.validate(body, "messages", betas),
+  openai: (body) => OpenAI.validate(body)?.message,
+  "openai-responses": (body) => Responses.validate(body, "responses")?.message,
+}
 
 const settingsPatch = (options: StartOptions): ControlPatch => {
   const { port: _port, host: _host, seed: _seed, ...rest } = options

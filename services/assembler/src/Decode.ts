@@ -2,7 +2,7 @@
  * Turning request bytes into a typed turn request, or a `BadRequest` that
  * says where the input is wrong. Never throws.
  */
-import { Normalize } from "@ctxd/context"
+import { Normalize, Providers } from "@ctxd/context"
 import { type Conversation, Errors, InputLimits, Issues, Turn } from "@ctxd/contracts"
 import { Json } from "@ctxd/nats"
 import { Effect, Either, type ParseResult, Schema } from "effect"
@@ -50,7 +50,7 @@ const formatOf = (value: unknown): Either.Either<Turn.Format, Errors.BadRequest>
     return Either.left(new Errors.BadRequest({ message: "the request must be a JSON object" }))
   }
   const format = (value as { format?: unknown }).format
-  if (format !== "anthropic" && format !== "openai" && format !== "openai-responses" && format !== "gemini") {
+  if (!Providers.isFormat(format)) {
     return Either.left(
       new Errors.BadRequest({
         message: `unknown format ${Issues.preview(format ?? null)}: expected "anthropic", "openai", "openai-responses" or "gemini"`,

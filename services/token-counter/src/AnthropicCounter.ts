@@ -8,7 +8,7 @@
  * block, the system block and the batch of a turn's new messages are counted
  * with one call each, and each count is cached; the stable prefix hits the
  * cache from the second turn on. Every request carries a fixed envelope (see
- * `internal/AnthropicBody.ts`) whose cost (the baseline, measured once per
+ * `AnthropicProvider.CountBody`) whose cost (the baseline, measured once per
  * model) is subtracted, so segment counts add up. All new messages of a turn
  * go in one call; its total is attributed to the messages in proportion to
  * their local estimates. The per-request framing, measured from the same
@@ -18,7 +18,7 @@
 import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError } from "@anthropic-ai/sdk"
 import { Effect, Redacted, type Scope } from "effect"
 import * as ExactCounter from "./ExactCounter.ts"
-import * as Body from "./internal/AnthropicBody.ts"
+import { AnthropicProvider } from "@ctxd/context"
 
 export { CountFailed } from "./ExactCounter.ts"
 export type { FailureReason, Options, Stats, TurnCounts, TurnInput } from "./ExactCounter.ts"
@@ -34,7 +34,7 @@ const COUNT_KEYS: ReadonlySet<string> = new Set([
 const classify = ExactCounter.classifySdkError({ APIConnectionTimeoutError, APIConnectionError, APIError })
 
 type Json = Readonly<Record<string, unknown>>
-const json = (body: Body.CountBody): Json => body as unknown as Json
+const json = (body: AnthropicProvider.CountBody.CountBody): Json => body as unknown as Json
 
 /** Builds the exact backend; its calls run in the current scope. */
 export const make = (options: ExactCounter.Options = {}): Effect.Effect<AnthropicCounter, never, Scope.Scope> =>
@@ -63,10 +63,10 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<Anthropi
     )
 
     /** The cost of an envelope alone, measured once per model. */
-    const baseline = (model: string, envelope: Body.Envelope) => calls.baseline(model, envelope, json(Body.envelopeBody(envelope)))
+    const baseline = (model: string, envelope: AnthropicProvider.CountBody.Envelope) => calls.baseline(model, envelope, json(AnthropicProvider.CountBody.envelopeBody(envelope)))
 
-    const segment = (model: string, envelope: Body.Envelope, body: Body.CountBody) =>
-      calls.segment(model, envelope, json(Body.envelopeBody(envelope)), json(body))
+    const segment = (model: string, envelope: AnthropicProvider.CountBody.Envelope, body: AnthropicProvider.CountBody.CountBody) =>
+      calls.segment(model, envelope, json(AnthropicProvider.CountBody.envelopeBody(envelope)), json(body))
 
     /** Framing of one request: plain − (stubUserAssistant − stubUser), i.e. the plain envelope minus one message. */
     const frame = (model: string) =>
@@ -76,13 +76,13 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<Anthropi
 
     const countTurn = (input: ExactCounter.TurnInput) =>
       Effect.gen(function* () {
-        const hasSystem = Body.system(input.system).length > 0
-        const batch = input.messages.length === 0 ? undefined : Body.batch(input.messages)
+        const hasSystem = AnthropicProvider.CountBody.system(input.system).length > 0
+        const batch = input.messages.length === 0 ? undefined : AnthropicProvider.CountBody.batch(input.messages)
         const [framing, systemTokens, toolsTokens, batchTokens] = yield* Effect.all(
           [
             frame(input.model),
-            hasSystem ? segment(input.model, "plain", Body.systemBody(input.system)) : Effect.succeed(0),
-            input.tools.length > 0 ? segment(input.model, "plain", Body.toolsBody(input.tools)) : Effect.succeed(0),
+            hasSystem ? segment(input.model, "plain", AnthropicProvider.CountBody.systemBody(input.system)) : Effect.succeed(0),
+            input.tools.length > 0 ? segment(input.model, "plain", AnthropicProvider.CountBody.toolsBody(input.tools)) : Effect.succeed(0),
             batch === undefined ? Effect.succeed(0) : segment(input.model, batch.envelope, batch.body),
           ],
           { concurrency: "unbounded" },
@@ -101,7 +101,7 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<Anthropi
     const countText = (model: string, text: string) =>
       text.trim() === ""
         ? Effect.succeed(0)
-        : segment(model, "plain", Body.systemBody([{ id: "text", text, cache: "none" }]))
+        : segment(model, "plain", AnthropicProvider.CountBody.systemBody([{ id: "text", text, cache: "none" }]))
 
     return { provider: "anthropic", backend: "anthropic_api", countTurn, countBody, countText, breaker: calls.breaker, stats: calls.stats }
   })

@@ -20,122 +20,35 @@
  * The state built from these (per tenant and model, with a global prior,
  * bounded labels) is in `CalibrationState`.
  */
+import { ProviderUsage, Providers } from "@ctxd/context"
 import { Either } from "effect"
 
 /** Usage of one provider response, normalized. */
-export interface Usage {
-  readonly style: "anthropic" | "openai"
-  /** Uncached input tokens (Anthropic), or prompt tokens minus cached ones (OpenAI). */
-  readonly input: number
-  readonly cacheRead: number
-  /** Cache writes (Anthropic only; 0 for OpenAI). */
-  readonly cacheWrite: number
-  /** The whole prompt as billed: what an estimate of the prompt is compared with. */
-  readonly billedPrompt: number
-  readonly output: number | undefined
-}
+export type Usage = ProviderUsage.Usage
 
 /** Why a usage report is unusable: a JSON path and a sentence. */
-export interface UsageProblem {
-  readonly path: string
-  readonly message: string
-}
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
-type Field = Either.Either<number | undefined, UsageProblem>
-
-/** A token count field: absent/null = undefined; present = a finite, non-negative integer. */
-const field = (record: Record<string, unknown>, key: string, path: string): Field => {
-  const value = record[key]
-  if (value === undefined || value === null) return Either.right(undefined)
-  if (typeof value !== "number" || !Number.isFinite(value)) {
-    return Either.left({ path: `${path}.${key}`, message: `usage.${key} must be a number of tokens, got ${JSON.stringify(value) ?? typeof value}` })
-  }
-  if (value < 0) return Either.left({ path: `${path}.${key}`, message: `usage.${key} must not be negative, got ${value}` })
-  if (!Number.isInteger(value)) return Either.left({ path: `${path}.${key}`, message: `usage.${key} must be a whole number of tokens, got ${value}` })
-  return Either.right(value)
-}
+export type UsageProblem = ProviderUsage.UsageProblem
 
 /**
- * Reads a usage object in either provider's field names (OpenAI Responses
- * usage, `input_tokens` with `input_tokens_details.cached_tokens`, reads as
- * OpenAI: its `input_tokens` include the cached ones; so does Gemini's
- * `usageMetadata`, `promptTokenCount` with `cachedContentTokenCount`, output
+ * Reads a usage object in any provider's field names, by the adapter whose
+ * names it uses (OpenAI Responses usage, `input_tokens` with
+ * `input_tokens_details.cached_tokens`, reads as OpenAI: its `input_tokens`
+ * include the cached ones; so does Gemini's `usageMetadata`,
+ * `promptTokenCount` with `cachedContentTokenCount`, output
  * `candidatesTokenCount` + `thoughtsTokenCount`). Fails with a clear
  * problem when it is not an object, has none of `input_tokens`,
  * `prompt_tokens` and `promptTokenCount`, or has a count field that is negative, fractional or not
  * a number; cached OpenAI tokens may not exceed `prompt_tokens`.
  */
-export const parseUsage = (usage: unknown, path = "usage"): Either.Either<Usage, UsageProblem> =>
-  Either.gen(function* () {
-    if (!isRecord(usage)) return yield* Either.left({ path, message: "usage must be an object with the provider's token counts" })
-    const output = (yield* field(usage, "output_tokens", path)) ?? (yield* field(usage, "completion_tokens", path))
-    const openaiDetails = (details: unknown, prompt: number, at: string) =>
-      Either.gen(function* () {
-        if (details === undefined || details === null) return 0
-        if (!isRecord(details)) return yield* Either.left({ path: at, message: `usage.${at.slice(path.length + 1)} must be an object` })
-        const cached = (yield* field(details, "cached_tokens", at)) ?? 0
-        if (cached > prompt) {
-          const total = at.endsWith("input_tokens_details") ? "input_tokens" : "prompt_tokens"
-          return yield* Either.left({ path: `${at}.cached_tokens`, message: `cached_tokens (${cached}) exceeds ${total} (${prompt})` })
-        }
-        return cached
-      })
-    if ("input_tokens" in usage && "input_tokens_details" in usage && !("cache_read_input_tokens" in usage)) {
-      // OpenAI Responses: input_tokens includes the cached ones, like prompt_tokens
-      const prompt = yield* field(usage, "input_tokens", path)
-      if (prompt === undefined) return yield* Either.left({ path: `${path}.input_tokens`, message: "usage.input_tokens is missing" })
-      const cached = yield* openaiDetails(usage["input_tokens_details"], prompt, `${path}.input_tokens_details`)
-      return { style: "openai", input: prompt - cached, cacheRead: cached, cacheWrite: 0, billedPrompt: prompt, output } as const
-    }
-    if ("input_tokens" in usage) {
-      const input = yield* field(usage, "input_tokens", path)
-      if (input === undefined) return yield* Either.left({ path: `${path}.input_tokens`, message: "usage.input_tokens is missing" })
-      const cacheRead = (yield* field(usage, "cache_read_input_tokens", path)) ?? 0
-      const cacheWrite = (yield* field(usage, "cache_creation_input_tokens", path)) ?? 0
-      return { style: "anthropic", input, cacheRead, cacheWrite, billedPrompt: input + cacheRead + cacheWrite, output } as const
-    }
-    if ("promptTokenCount" in usage && !("input_tokens" in usage) && !("prompt_tokens" in usage)) {
-      // Gemini usageMetadata: promptTokenCount includes the cached tokens, like prompt_tokens
-      const prompt = yield* field(usage, "promptTokenCount", path)
-      if (prompt === undefined) return yield* Either.left({ path: `${path}.promptTokenCount`, message: "usage.promptTokenCount is missing" })
-      const cached = (yield* field(usage, "cachedContentTokenCount", path)) ?? 0
-      if (cached > prompt) {
-        return yield* Either.left({
-          path: `${path}.cachedContentTokenCount`,
-          message: `cachedContentTokenCount (${cached}) exceeds promptTokenCount (${prompt})`,
-        })
-      }
-      const candidates = yield* field(usage, "candidatesTokenCount", path)
-      const thoughts = yield* field(usage, "thoughtsTokenCount", path)
-      const out = candidates === undefined && thoughts === undefined ? undefined : (candidates ?? 0) + (thoughts ?? 0)
-      return { style: "openai", input: prompt - cached, cacheRead: cached, cacheWrite: 0, billedPrompt: prompt, output: out } as const
-    }
-    if ("prompt_tokens" in usage) {
-      const prompt = yield* field(usage, "prompt_tokens", path)
-      if (prompt === undefined) return yield* Either.left({ path: `${path}.prompt_tokens`, message: "usage.prompt_tokens is missing" })
-      const details = usage["prompt_tokens_details"]
-      let cached = 0
-      if (details !== undefined && details !== null) {
-        if (!isRecord(details)) {
-          return yield* Either.left({ path: `${path}.prompt_tokens_details`, message: "usage.prompt_tokens_details must be an object" })
-        }
-        cached = (yield* field(details, "cached_tokens", `${path}.prompt_tokens_details`)) ?? 0
-      }
-      if (cached > prompt) {
-        return yield* Either.left({
-          path: `${path}.prompt_tokens_details.cached_tokens`,
-          message: `cached_tokens (${cached}) exceeds prompt_tokens (${prompt})`,
-        })
-      }
-      return { style: "openai", input: prompt - cached, cacheRead: cached, cacheWrite: 0, billedPrompt: prompt, output } as const
-    }
-    return yield* Either.left({
-      path,
-      message: "usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI) nor promptTokenCount (Gemini)",
-    })
-  })
+export const parseUsage = (usage: unknown, path = "usage"): Either.Either<Usage, UsageProblem> => {
+  if (!ProviderUsage.isRecord(usage)) return Either.left({ path, message: "usage must be an object with the provider's token counts" })
+  const adapter = Providers.all.find((a) => a.usage.matches(usage))
+  if (adapter !== undefined) return adapter.usage.read(usage, path)
+  // a malformed output count is reported before the missing input field, as every reader does
+  const output = ProviderUsage.output(usage, path)
+  if (Either.isLeft(output)) return Either.left(output.left)
+  return Either.left({ path, message: "usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI) nor promptTokenCount (Gemini)" })
+}
 
 /** (estimate − billed) / billed; billed must be positive. */
 export const drift = (estimate: number, billed: number): number => (estimate - billed) / billed

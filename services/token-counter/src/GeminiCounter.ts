@@ -4,7 +4,7 @@
  * cache ({@link ExactCounter.makeCalls}).
  *
  * Segment-wise, like {@link AnthropicCounter}: a turn counts only its new
- * messages (older ones carry stored counts); see `internal/GeminiBody.ts`.
+ * messages (older ones carry stored counts); see `GeminiProvider.CountBody`.
  *
  * - Contents (the envelopes, the batch of new messages, texts) go through
  *   `@google/genai`: `ai.models.countTokens({model, contents})`, with
@@ -25,7 +25,7 @@
 import { ApiError, GoogleGenAI } from "@google/genai"
 import { Effect, Redacted, type Scope } from "effect"
 import * as ExactCounter from "./ExactCounter.ts"
-import * as Body from "./internal/GeminiBody.ts"
+import { GeminiProvider } from "@ctxd/context"
 
 /** The exact backend for Gemini (the common port). */
 export type GeminiCounter = ExactCounter.ExactCounter
@@ -64,7 +64,7 @@ class RestFailed extends Error {
  * contents alone, or a `generateContentRequest` when it has a system
  * instruction or tools.
  */
-export const countBodyOf = (body: Json): Body.CountBody => {
+export const countBodyOf = (body: Json): GeminiProvider.CountBody.CountBody => {
   const config = isRecord(body["config"]) ? body["config"] : body
   const contents = Array.isArray(body["contents"]) ? body["contents"] : []
   const system = config["systemInstruction"]
@@ -127,16 +127,16 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<GeminiCo
       },
       options,
     )
-    const json = (body: Body.CountBody): Json => body as unknown as Json
-    const envelope = (e: Body.Envelope) => json(Body.envelopeBody(e))
+    const json = (body: GeminiProvider.CountBody.CountBody): Json => body as unknown as Json
+    const envelope = (e: GeminiProvider.CountBody.Envelope) => json(GeminiProvider.CountBody.envelopeBody(e))
 
     /** `count(body) − baseline(envelope)`. */
-    const segment = (model: string, e: Body.Envelope, body: Body.CountBody) => calls.segment(model, e, envelope(e), json(body))
+    const segment = (model: string, e: GeminiProvider.CountBody.Envelope, body: GeminiProvider.CountBody.CountBody) => calls.segment(model, e, envelope(e), json(body))
 
     const countTurn = (input: ExactCounter.TurnInput) => {
-      const prefix = Body.prefixBody(input.model, input.system, input.tools)
-      const tools = input.tools.length > 0 ? Body.toolsBody(input.model, input.tools) : undefined
-      const batch = input.messages.length === 0 ? undefined : Body.batch(input.model, input.messages)
+      const prefix = GeminiProvider.CountBody.prefixBody(input.model, input.system, input.tools)
+      const tools = input.tools.length > 0 ? GeminiProvider.CountBody.toolsBody(input.model, input.tools) : undefined
+      const batch = input.messages.length === 0 ? undefined : GeminiProvider.CountBody.batch(input.model, input.messages)
       return ExactCounter.prefixedTurn({
         framing: ExactCounter.framing(calls, input.model, envelope("plain"), envelope("twoDots")),
         prefix: prefix === undefined ? undefined : segment(input.model, "plainRequest", prefix),
@@ -148,7 +148,7 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<GeminiCo
 
     const countBody = (model: string, body: Json) => calls.cached(model, json(countBodyOf(body)))
 
-    const countText = (model: string, text: string) => (text.trim() === "" ? Effect.succeed(0) : segment(model, "plain", Body.textBody(text)))
+    const countText = (model: string, text: string) => (text.trim() === "" ? Effect.succeed(0) : segment(model, "plain", GeminiProvider.CountBody.textBody(text)))
 
     return { provider: "google", backend: "google_api", countTurn, countBody, countText, breaker: calls.breaker, stats: calls.stats }
   })

@@ -8,7 +8,7 @@
  * Segment-wise, like {@link AnthropicCounter}: a turn counts only its new
  * messages (older ones carry stored counts). OpenAI frames every input item
  * on its own, so counts of items add up; the exceptions are handled in
- * `internal/OpenAIBody.ts`:
+ * `OpenAIResponsesProvider.CountBody`:
  * - `instructions` and `tools` are read together (one developer message), so
  *   they are counted as one prefix segment (cached: a warm session pays
  *   nothing for it), and the tools alone split it into `toolsTokens` and
@@ -26,7 +26,7 @@
 import { Effect, Redacted, type Scope } from "effect"
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai"
 import * as ExactCounter from "./ExactCounter.ts"
-import * as Body from "./internal/OpenAIBody.ts"
+import { OpenAIResponsesProvider } from "@ctxd/context"
 
 /** The exact backend for OpenAI (the common port). */
 export type OpenAICounter = ExactCounter.ExactCounter
@@ -67,16 +67,16 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<OpenAICo
       },
       options,
     )
-    const plain = Body.envelopeBody("plain")
+    const plain = OpenAIResponsesProvider.CountBody.envelopeBody("plain")
 
     const segment = (model: string, body: Readonly<Record<string, unknown>>) => calls.segment(model, "plain", plain, body)
 
     const countTurn = (input: ExactCounter.TurnInput) => {
-      const prefix = Body.prefixBody(input.model, input.system, input.tools)
-      const tools = input.tools.length > 0 ? Body.toolsBody(input.model, input.tools) : undefined
-      const batch = input.messages.length === 0 ? undefined : Body.batch(input.model, input.messages)
+      const prefix = OpenAIResponsesProvider.CountBody.prefixBody(input.model, input.system, input.tools)
+      const tools = input.tools.length > 0 ? OpenAIResponsesProvider.CountBody.toolsBody(input.model, input.tools) : undefined
+      const batch = input.messages.length === 0 ? undefined : OpenAIResponsesProvider.CountBody.batch(input.model, input.messages)
       return ExactCounter.prefixedTurn({
-        framing: ExactCounter.framing(calls, input.model, plain, Body.envelopeBody("twoDots")),
+        framing: ExactCounter.framing(calls, input.model, plain, OpenAIResponsesProvider.CountBody.envelopeBody("twoDots")),
         prefix: prefix === undefined ? undefined : segment(input.model, prefix),
         tools: tools === undefined ? undefined : segment(input.model, tools),
         batch: batch === undefined ? undefined : { tokens: segment(input.model, batch.body), approximate: batch.approximate },
@@ -88,7 +88,7 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<OpenAICo
       calls.cached(model, Object.fromEntries(Object.entries(body).filter(([k]) => COUNT_KEYS.has(k))))
 
     const countText = (model: string, text: string) =>
-      text.trim() === "" ? Effect.succeed(0) : calls.segment(model, "emptyUser", Body.envelopeBody("emptyUser"), Body.textBody(text))
+      text.trim() === "" ? Effect.succeed(0) : calls.segment(model, "emptyUser", OpenAIResponsesProvider.CountBody.envelopeBody("emptyUser"), OpenAIResponsesProvider.CountBody.textBody(text))
 
     return { provider: "openai", backend: "openai_api", countTurn, countBody, countText, breaker: calls.breaker, stats: calls.stats }
   })

@@ -10,10 +10,7 @@ import type * as CacheLayout from "../CacheLayout.ts"
 import * as CachePlanner from "../CachePlanner.ts"
 import type * as Models from "../Models.ts"
 import type * as Proactive from "../Proactive.ts"
-import * as RenderAnthropic from "../RenderAnthropic.ts"
-import * as RenderGemini from "../RenderGemini.ts"
-import * as RenderOpenAI from "../RenderOpenAI.ts"
-import * as RenderResponses from "../RenderResponses.ts"
+import * as Providers from "../providers/Providers.ts"
 import * as SchemaCompression from "../SchemaCompression.ts"
 import * as Reasoning from "../Reasoning.ts"
 import * as Units from "../Units.ts"
@@ -239,7 +236,7 @@ export const pruneStage = (input: Input, allocation: Budget.Allocation, plan: Ma
   return { view, messages, historyTokens, masking }
 }
 
-/** Stage 6: the body in the request's format. */
+/** Stage 6: the body in the request's format, by its provider adapter. */
 export const renderStage = (
   input: Input,
   tools: ReadonlyArray<Conversation.Tool>,
@@ -248,19 +245,7 @@ export const renderStage = (
 ) => {
   const memory = input.memory?.placement === "tail" && input.memory.text !== "" ? input.memory.text : undefined
   const body = { model: input.model, system: input.system, tools, messages, memory, trailer: input.trailer?.text, toolOrder: input.toolOrder, stable }
-  if (input.format === "anthropic") {
-    const rendered = RenderAnthropic.render({ ...body, ttl: input.cachePlan?.tier === "1h" ? "1h" : "5m" })
-    return { request: rendered.body, cache: { breakpoints: rendered.breakpoints, promptCacheKey: null } }
-  }
-  if (input.format === "gemini") {
-    // implicit prefix caching: no breakpoints, no key
-    return { request: RenderGemini.render(body).body, cache: { breakpoints: 0, promptCacheKey: null } }
-  }
-  const rendered =
-    input.format === "openai-responses"
-      ? RenderResponses.render({ ...body, tenant: input.tenant, session: input.session, retention24h: input.cachePlan === undefined ? undefined : input.cachePlan.tier === "24h" })
-      : RenderOpenAI.render({ ...body, tenant: input.tenant, session: input.session })
-  return { request: rendered.body, cache: { breakpoints: 0, promptCacheKey: rendered.promptCacheKey } }
+  return Providers.of(input.format).render({ ...body, tenant: input.tenant, session: input.session, cachePlan: input.cachePlan })
 }
 
 

@@ -13,8 +13,8 @@
  * both views and the swap made only when it pays (`CachePlanner.swapSummary`);
  * held back, the previous view is the one sent and kept.
  */
-import { CachePlanner, CostModel, Knowledge, MemoryRecall, Pipeline, SessionLengths } from "@ctxd/context"
-import type { Conversation } from "@ctxd/contracts"
+import { CachePlanner, CostModel, Knowledge, MemoryRecall, Pipeline, Providers, SessionLengths } from "@ctxd/context"
+import type { Conversation, Turn } from "@ctxd/contracts"
 import * as SessionState from "../SessionState.ts"
 import * as Carry from "./Carry.ts"
 
@@ -74,9 +74,10 @@ export const MIN_PREFIX_MARGIN = 0.9
  * The tiers a request can ask for: Anthropic breakpoints say `5m` or `1h`; a Responses body asks for
  * `24h` where the model has it (`prompt_cache_retention`); elsewhere the model's default only.
  */
-const tierFor = (format: string, prices: CostModel.ModelPrices, state: Carry.Inputs["state"]): CostModel.CacheTier => {
-  if (format === "openai-responses") return prices.tiers.find((t) => t.name === "24h") ?? CostModel.tier(prices)
-  const expressible = format === "anthropic" ? prices.tiers.filter((t) => t.name === "5m" || t.name === "1h") : []
+const tierFor = (format: Turn.Format, prices: CostModel.ModelPrices, state: Carry.Inputs["state"]): CostModel.CacheTier => {
+  const rules = Providers.of(format).cacheRules
+  if (rules.retention !== undefined) return prices.tiers.find((t) => t.name === rules.retention) ?? CostModel.tier(prices)
+  const expressible = prices.tiers.filter((t) => rules.ttls.includes(t.name))
   if (expressible.length < 2) return CostModel.tier(prices)
   const prompt = state.shape?.total ?? 0
   return CachePlanner.chooseTier(expressible, prices.cacheReadMultiplier, state.gaps, prompt, state.tokens / Math.max(1, state.turns))

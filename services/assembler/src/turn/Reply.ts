@@ -5,7 +5,7 @@
  * and the session's tool waste. With `options.promptCache: false` the body
  * goes without its prompt-cache markers.
  */
-import { Waste } from "@ctxd/context"
+import { Providers, Waste } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
 import * as Carry from "./Carry.ts"
 
@@ -45,8 +45,8 @@ const cached = (prompt: { readonly request: Record<string, unknown>; readonly re
             ...prompt.report.cache,
             breakpoints: 0,
             promptCacheKey: null,
-            // without breakpoints Anthropic caches nothing; OpenAI and Gemini still cache prefixes on their own
-            ...(prompt.report.format === "anthropic" ? { expectedReadTokens: 0, expectedWriteTokens: 0 } : {}),
+            // without breakpoints a breakpoint-only cache (Anthropic) caches nothing; the others still cache prefixes on their own
+            ...(Providers.of(prompt.report.format).cacheRules.breakpoints ? { expectedReadTokens: 0, expectedWriteTokens: 0 } : {}),
           },
         },
       }

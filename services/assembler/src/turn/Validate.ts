@@ -6,7 +6,7 @@
  * rejects an empty conversation). A `system` naming a workspace bundle the
  * shell did not read (an embedding without a `WorkspaceCache`) is refused.
  */
-import { Normalize } from "@ctxd/context"
+import { Normalize, Providers } from "@ctxd/context"
 import { Turn } from "@ctxd/contracts"
 import * as Carry from "./Carry.ts"
 
@@ -15,8 +15,7 @@ export const stage: Carry.Stage = {
   run: (carry) => {
     const { state, normalized } = carry.inputs
     // the request's own field: Responses requests carry `input` items, Gemini requests `contents`
-    const format = carry.inputs.request.format
-    const field = format === "openai-responses" ? "input" : format === "gemini" ? "contents" : "messages"
+    const field = Providers.of(carry.inputs.request.format).historyField
     if (Turn.isWorkspaceRef(carry.inputs.request.system) && carry.inputs.workspace === undefined) {
       return { _tag: "Rejected", message: "workspace bundles are not available here", path: "system.workspace", pairing: false }
     }

@@ -12,8 +12,8 @@
  */
 import { InProcessTurns } from "@ctxd/assembler"
 import type { AssemblerConfig } from "@ctxd/assembler"
-import { type AgentLogs, CacheBlocks, CacheSim, CostModel, Models, Normalize, RenderAnthropic, RenderGemini, RenderOpenAI, RenderResponses } from "@ctxd/context"
-import type { Anthropic, Conversation, Gemini, OpenAI, OpenAIResponses, Turn } from "@ctxd/contracts"
+import { type AgentLogs, CacheBlocks, CacheSim, CostModel, Models, Normalize, Providers } from "@ctxd/context"
+import type { Conversation, Turn } from "@ctxd/contracts"
 import { LocalCounter } from "@ctxd/tokens"
 
 /** What a replay runs with; {@link defaults} fills the rest. */
@@ -99,9 +99,9 @@ export interface Setup {
 }
 
 const providerOf = (prices: CostModel.ModelPrices, name: string): Turn.Provider =>
-  prices.provider === "openai" ? "openai" : prices.provider === "gemini" ? "google" : prices.provider === "anthropic" ? "anthropic" : /^gemini/i.test(name) ? "google" : /^(gpt|o\d)/i.test(name) ? "openai" : "anthropic"
+  Providers.forPrices(prices.provider)?.provider ?? (/^gemini/i.test(name) ? "google" : /^(gpt|o\d)/i.test(name) ? "openai" : "anthropic")
 
-const formatOf = (provider: Turn.Provider): Turn.Format => (provider === "openai" ? "openai" : provider === "google" ? "gemini" : "anthropic")
+const formatOf = (provider: Turn.Provider): Turn.Format => Providers.forProvider(provider).format
 
 /** The model resolved, the format chosen (given, else the provider's), the prices looked up (configured rows first). */
 export const setup = (settings: Settings): Setup => {
@@ -115,14 +115,8 @@ const counter = LocalCounter.make({ backend: "tiktoken", cacheCapacity: 200_000 
 
 /** Tool calls and results that do not pair up in a rendered body (0 for a valid prompt). */
 export const orphansIn = (format: Turn.Format, body: Record<string, unknown>): number => {
-  const messages =
-    format === "anthropic"
-      ? Normalize.fromAnthropic(body["messages"] as ReadonlyArray<Anthropic.Message>)
-      : format === "openai"
-        ? Normalize.fromOpenAI(body["messages"] as ReadonlyArray<OpenAI.Message>)
-        : format === "openai-responses"
-          ? Normalize.fromResponses(body["input"] as ReadonlyArray<OpenAIResponses.Item>)
-          : Normalize.fromGemini(body["contents"] as ReadonlyArray<Gemini.Content>)
+  const field = Providers.of(format).historyField
+  const messages = Normalize.fromHistory({ format, [field]: body[field] } as unknown as Normalize.History)
   const calls = new Set<string>()
   let orphans = 0
   for (const m of messages) {
@@ -134,8 +128,7 @@ export const orphansIn = (format: Turn.Format, body: Record<string, unknown>): n
   return orphans + calls.size
 }
 
-const requestFields = (format: Turn.Format) =>
-  format === "openai-responses" ? { format, input: [] } : format === "gemini" ? { format, contents: [] } : { format, messages: [] }
+const requestFields = (format: Turn.Format) => ({ format, [Providers.of(format).historyField]: [] })
 
 /** A replayer: sessions run one after the other through one set of in-process turn stages. */
 export const make = (s: Setup) => {
@@ -148,16 +141,7 @@ export const make = (s: Setup) => {
 
   const render = (session: AgentLogs.Session, messages: ReadonlyArray<Conversation.Message>): Record<string, unknown> => {
     const input = { model: s.model, system: session.system, tools: session.tools, messages, tenant: "replay", session: session.id }
-    switch (s.format) {
-      case "anthropic":
-        return RenderAnthropic.render(input).body
-      case "openai":
-        return RenderOpenAI.render(input).body
-      case "openai-responses":
-        return RenderResponses.render(input).body
-      case "gemini":
-        return RenderGemini.render(input).body
-    }
+    return Providers.of(s.format).render(input).request
   }
 
   /** Bills one strategy's bodies turn by turn on a fresh cache. */

@@ -2,8 +2,8 @@
  * The provider endpoints once faults are past: validate, count, simulate the
  * cache, take a scripted reply (or the default), and describe the response.
  */
+import { AnthropicProvider } from "@ctxd/context"
 import * as Anthropic from "./anthropic.ts"
-import * as Validate from "./anthropicValidate.ts"
 import * as Cache from "./cache.ts"
 import * as Gemini from "./gemini.ts"
 import { isRecord, type Json } from "./json.ts"
@@ -55,7 +55,7 @@ export const anthropic = (
   requestId: string,
   betas: ReadonlyArray<string> = [],
 ): Reply => {
-  const problem = Validate.validate(body, endpoint, betas)
+  const problem = AnthropicProvider.Validate.validate(body, endpoint, betas)
   if (problem !== undefined || !isRecord(body)) return error("anthropic", 400, problem ?? "invalid request", requestId)
   const blocks = Anthropic.promptBlocks(body)
   const total = blocks.reduce((n, b) => n + b.tokens, 0)

@@ -40,11 +40,11 @@
  *   messages).
  */
 import type { Conversation } from "@ctxd/contracts"
-import * as CacheLayout from "./CacheLayout.ts"
-import * as Foreign from "./internal/Foreign.ts"
-import * as ProviderCompaction from "./ProviderCompaction.ts"
-import type * as Models from "./Models.ts"
-import * as Reasoning from "./Reasoning.ts"
+import * as CacheLayout from "../../CacheLayout.ts"
+import * as Foreign from "../../internal/Foreign.ts"
+import * as ProviderCompaction from "../../ProviderCompaction.ts"
+import type * as Models from "../../Models.ts"
+import * as Reasoning from "../../Reasoning.ts"
 
 /** What to render. */
 export interface RenderInput {

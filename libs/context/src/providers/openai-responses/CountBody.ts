@@ -27,7 +27,8 @@
  *   reasoning items of earlier turns once a new user message follows, so
  *   what is counted now is not what later turns pay for it.
  */
-import { Models, RenderResponses } from "@ctxd/context"
+import * as Models from "../../Models.ts"
+import * as RenderResponses from "./Render.ts"
 import type { Conversation } from "@ctxd/contracts"
 
 type Json = Record<string, unknown>

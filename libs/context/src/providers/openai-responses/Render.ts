@@ -35,12 +35,12 @@
  *   ({@link CostModel.lookup}) lists a `24h` cache tier.
  */
 import { type Conversation, OpenAIResponses } from "@ctxd/contracts"
-import * as CacheLayout from "./CacheLayout.ts"
-import * as CostModel from "./CostModel.ts"
-import * as Foreign from "./internal/Foreign.ts"
-import * as ProviderCompaction from "./ProviderCompaction.ts"
-import * as Reasoning from "./Reasoning.ts"
-import type * as RenderOpenAI from "./RenderOpenAI.ts"
+import * as CacheLayout from "../../CacheLayout.ts"
+import * as CostModel from "../../CostModel.ts"
+import * as Foreign from "../../internal/Foreign.ts"
+import * as ProviderCompaction from "../../ProviderCompaction.ts"
+import * as Reasoning from "../../Reasoning.ts"
+import type * as RenderOpenAI from "../openai-chat/Render.ts"
 
 export interface RenderInput extends RenderOpenAI.RenderInput {
   /**

@@ -29,7 +29,8 @@
  * once more than the merged whole (turns start with the assistant's reply,
  * so this is rare).
  */
-import { Models, RenderGemini } from "@ctxd/context"
+import * as Models from "../../Models.ts"
+import * as RenderGemini from "./Render.ts"
 import type { Conversation } from "@ctxd/contracts"
 
 type Json = Record<string, unknown>

@@ -14,7 +14,8 @@
  * envelope (a `"."` user message, a `"."` assistant message, a stub tool)
  * whose cost is measured once per model (the baselines) and subtracted.
  */
-import { Reasoning, RenderAnthropic } from "@ctxd/context"
+import * as Reasoning from "../../Reasoning.ts"
+import * as RenderAnthropic from "./Render.ts"
 import type { Conversation } from "@ctxd/contracts"
 
 type Block = Record<string, unknown>

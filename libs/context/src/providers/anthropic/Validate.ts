@@ -1,6 +1,7 @@
 /**
  * Request validation of the Anthropic Messages API, for the rules ctxd must
- * never break. Messages follow the real API's error texts (from its 400
+ * never break: the fake provider's validator for this API (pure, so it
+ * lives with the adapter). Messages follow the real API's error texts (from its 400
  * responses as reported in public issue trackers).
  *
  * Deliberately stricter than the live API in two places: roles must strictly
@@ -25,7 +26,10 @@
  * thinking. Signatures are not verified (they are opaque to ctxd, which
  * passes them through unmodified).
  */
-import { isRecord, type Json } from "./json.ts"
+
+type Json = Record<string, unknown>
+
+const isRecord = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const CREATE_KEYS = new Set([
   "model", "messages", "max_tokens", "system", "tools", "tool_choice", "stream", "metadata",

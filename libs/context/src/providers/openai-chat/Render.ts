@@ -20,10 +20,10 @@
  *   `prompt_cache_key` is stable per tenant and session.
  */
 import type { Conversation } from "@ctxd/contracts"
-import * as CacheLayout from "./CacheLayout.ts"
-import * as Foreign from "./internal/Foreign.ts"
-import type * as RenderAnthropic from "./RenderAnthropic.ts"
-import * as RenderedJson from "./RenderedJson.ts"
+import * as CacheLayout from "../../CacheLayout.ts"
+import * as Foreign from "../../internal/Foreign.ts"
+import type * as RenderAnthropic from "../anthropic/Render.ts"
+import * as RenderedJson from "../../RenderedJson.ts"
 
 /** What to render: the Anthropic renderer's input plus the session (for `prompt_cache_key`). */
 export interface RenderInput extends RenderAnthropic.RenderInput {

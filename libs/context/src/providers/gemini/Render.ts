@@ -43,9 +43,9 @@
  * the turn but the messages, so an unchanged prefix renders byte-identical.
  */
 import type { Conversation } from "@ctxd/contracts"
-import * as CacheLayout from "./CacheLayout.ts"
-import * as Foreign from "./internal/Foreign.ts"
-import type * as RenderAnthropic from "./RenderAnthropic.ts"
+import * as CacheLayout from "../../CacheLayout.ts"
+import * as Foreign from "../../internal/Foreign.ts"
+import type * as RenderAnthropic from "../anthropic/Render.ts"
 
 export type RenderInput = RenderAnthropic.RenderInput
 

@@ -1,0 +1,41 @@
+/**
+ * The registry of provider adapters: the one place a format name picks the
+ * code that knows that format. Everything outside `providers/` asks it
+ * (`Providers.of(format)`) instead of switching on the name.
+ */
+import type { Turn } from "@ctxd/contracts"
+import type * as CostModel from "../CostModel.ts"
+import type * as Adapter from "./Adapter.ts"
+import * as AnthropicAdapter from "./anthropic/index.ts"
+import * as GeminiAdapter from "./gemini/index.ts"
+import * as OpenAIChatAdapter from "./openai-chat/index.ts"
+import * as OpenAIResponsesAdapter from "./openai-responses/index.ts"
+
+const table: { readonly [F in Turn.Format]: Adapter.Adapter<F> } = {
+  anthropic: AnthropicAdapter.adapter,
+  openai: OpenAIChatAdapter.adapter,
+  "openai-responses": OpenAIResponsesAdapter.adapter,
+  gemini: GeminiAdapter.adapter,
+}
+
+/** Every adapter, in the contract's format order. */
+export const all: ReadonlyArray<Adapter.Adapter> = Object.values(table) as ReadonlyArray<Adapter.Adapter>
+
+/**
+ * The adapter of `format`. For a format known only as a union (a decoded
+ * request's `format`), its methods accept that union's inputs: the registry
+ * keys each adapter by its own format, so the pairing holds.
+ */
+export const of = <F extends Turn.Format>(format: F): Adapter.Adapter<F> => table[format] as unknown as Adapter.Adapter<F>
+
+/**
+ * The adapter of a model provider's own format (Chat Completions for
+ * `openai`): the format a request takes when none is given.
+ */
+export const forProvider = (provider: Turn.Provider): Adapter.Adapter => all.find((a) => a.provider === provider) ?? all[0]!
+
+/** The adapter whose provider price rows name `provider` (`undefined`: none, e.g. `unknown`). */
+export const forPrices = (provider: CostModel.Provider): Adapter.Adapter | undefined => all.find((a) => a.prices === provider)
+
+/** True when `value` names a format with an adapter. */
+export const isFormat = (value: unknown): value is Turn.Format => typeof value === "string" && Object.hasOwn(table, value)

@@ -1,0 +1,30 @@
+/**
+ * The OpenAI Chat Completions adapter: automatic prefix caching steered by
+ * `prompt_cache_key`; no explicit breakpoints.
+ */
+import type * as Adapter from "../Adapter.ts"
+import * as Normalize from "./Normalize.ts"
+import * as Render from "./Render.ts"
+import * as Usage from "./Usage.ts"
+
+export * as Normalize from "./Normalize.ts"
+export * as Render from "./Render.ts"
+export * as Usage from "./Usage.ts"
+export * as Validate from "./Validate.ts"
+
+/** The OpenAI Chat Completions adapter. */
+export const adapter: Adapter.Adapter<"openai"> = {
+  format: "openai",
+  provider: "openai",
+  prices: "openai",
+  historyField: "messages",
+  cacheRules: { breakpoints: false, ttls: [], retention: undefined },
+  request: (req, _openCalls, workspace) => Normalize.request(req, workspace),
+  history: (history) => Normalize.fromOpenAI(history.messages),
+  tools: Normalize.tools,
+  usage: Usage.reader,
+  render: (input) => {
+    const rendered = Render.render(input)
+    return { request: rendered.body, cache: { breakpoints: 0, promptCacheKey: rendered.promptCacheKey } }
+  },
+}

@@ -1,0 +1,106 @@
+// The provider boundary: everything specific to a provider format lives in
+// its adapter (`libs/context/src/providers/<format>/`), so no other source
+// file may branch on a format or provider name. A branch is a comparison
+// (`===`, `!==`, `==`, `!=`) with one of the names as a string literal, or a
+// `case` clause on one. Files are read from TypeScript's syntax tree (a
+// parse, no type check), so names in comments, in types (`"anthropic" |
+// "openai"`) or as plain values do not count. Test files are outside the
+// rule; so is `libs/contracts`, which defines the wire literals.
+import { readdirSync, readFileSync, statSync } from "node:fs"
+import { join, relative, resolve, sep } from "node:path"
+import ts from "typescript"
+import { describe, expect, it } from "vitest"
+
+const ROOT = resolve(import.meta.dirname, "../../..")
+const NAMES: ReadonlySet<string> = new Set(["anthropic", "openai", "openai-responses", "gemini"])
+
+/**
+ * Files still allowed to branch on a name, each with why. An entry that no
+ * longer branches fails the test too, so the list only shrinks.
+ */
+const ALLOWED: ReadonlyMap<string, string> = new Map([
+  // neutral helpers the adapters' renderers import: routing them through the registry would be an import cycle
+  ["libs/context/src/Reasoning.ts", "which opaque blocks are reasoning, read by every renderer and the thinking stage"],
+  ["libs/context/src/internal/Foreign.ts", "how one format's opaque block reads in another format, shared by the renderers"],
+  // the fake provider impersonates each API: branching on the API it serves is its job
+  ["libs/testing/src/internal/fakeProvider/handlers.ts", "the fake provider's errors, in each provider's words"],
+  ["libs/testing/src/internal/fakeProvider/server.ts", "the fake provider's routes, one per provider API"],
+  ["libs/testing/src/Workloads.ts", "test workloads written out in each wire format (fixtures, not the request path)"],
+  // keyed by the model provider (its tokenizer), not by the request format
+  ["services/assembler/src/Gather.ts", "stored token counts are reused within one tokenizer family (Anthropic's or a tiktoken vocabulary)"],
+  ["services/summarizer/src/Summarizer.ts", "the tokenizer of the summarizing model's provider"],
+  ["services/token-counter/src/CalibrationState.ts", "calibration is kept per tokenizer family of a model provider"],
+  ["services/token-counter/src/TokenCounter.ts", "which provider's exact endpoint can count a body of which format"],
+  ["services/token-counter/src/internal/LocalBody.ts", "the local estimate of a rendered body by its provider's per-message overheads"],
+  ["services/token-counter/src/CacheCheck.ts", "billed cache writes by usage style (Anthropic's separate write field)"],
+])
+
+/** The source folders checked: every package's `src` and `scripts`. */
+const roots = (): Array<string> =>
+  ["libs", "services"].flatMap((group) =>
+    readdirSync(join(ROOT, group)).flatMap((pkg) =>
+      ["src", "scripts"].map((d) => join(ROOT, group, pkg, d)).filter((d) => statSync(d, { throwIfNoEntry: false })?.isDirectory() === true),
+    ),
+  )
+
+const walk = (dir: string): Array<string> =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name)
+    if (e.isDirectory()) return e.name === "node_modules" ? [] : walk(path)
+    return e.name.endsWith(".ts") && !e.name.endsWith(".test.ts") && !e.name.endsWith(".d.ts") ? [path] : []
+  })
+
+const posix = (path: string): string => relative(ROOT, path).split(sep).join("/")
+
+const inScope = (file: string): boolean =>
+  !file.startsWith("libs/context/src/providers/") && !file.startsWith("libs/contracts/")
+
+/** Each branch on a name in `text`: `line: source` of the comparison or `case`. */
+const branchesIn = (text: string): Array<string> => {
+  const file = ts.createSourceFile("module.ts", text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
+  const found: Array<string> = []
+  const named = (node: ts.Node): boolean => ts.isStringLiteralLike(node) && NAMES.has(node.text)
+  const note = (node: ts.Node): void => {
+    const line = file.getLineAndCharacterOfPosition(node.getStart(file)).line + 1
+    found.push(`${line}: ${node.getText(file).slice(0, 100)}`)
+  }
+  const comparisons = new Set([
+    ts.SyntaxKind.EqualsEqualsEqualsToken,
+    ts.SyntaxKind.ExclamationEqualsEqualsToken,
+    ts.SyntaxKind.EqualsEqualsToken,
+    ts.SyntaxKind.ExclamationEqualsToken,
+  ])
+  const visit = (node: ts.Node): void => {
+    if (ts.isBinaryExpression(node) && comparisons.has(node.operatorToken.kind) && (named(node.left) || named(node.right))) note(node)
+    else if (ts.isCaseClause(node) && named(node.expression)) note(node.expression)
+    ts.forEachChild(node, visit)
+  }
+  visit(file)
+  return found
+}
+
+describe("provider boundary", () => {
+  const files = roots().flatMap(walk).map(posix).filter(inScope).sort()
+  const branches = new Map(files.map((f) => [f, branchesIn(readFileSync(join(ROOT, f), "utf8"))] as const).filter(([, b]) => b.length > 0))
+
+  it("finds the sources", () => {
+    expect(files.length).toBeGreaterThan(100)
+    expect(files).toContain("libs/context/src/internal/stages.ts")
+  })
+
+  it("no file outside the adapters branches on a format or provider name", () => {
+    const offending = [...branches].filter(([f]) => !ALLOWED.has(f)).map(([f, b]) => `${f}\n  ${b.join("\n  ")}`)
+    expect(offending, "branch through Providers.of(format) / the adapter instead").toEqual([])
+  })
+
+  it("every allowed file still branches (the list only shrinks)", () => {
+    expect([...ALLOWED.keys()].filter((f) => !branches.has(f))).toEqual([])
+  })
+
+  it("sees a branch when there is one", () => {
+    expect(branchesIn(`if (f === "gemini") x()\nswitch (f) { case "openai": break }\nconst t: "anthropic" | "openai" = "openai"`)).toEqual([
+      `1: f === "gemini"`,
+      `2: "openai"`,
+    ])
+  })
+})
