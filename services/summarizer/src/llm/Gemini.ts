@@ -1,5 +1,5 @@
 /** The summarizer's model calls to Gemini: the I/O half of the `gemini` adapter. */
-import { GoogleGenAI } from "@google/genai"
+import { FinishReason, GoogleGenAI } from "@google/genai"
 import { Effect } from "effect"
 import type * as SummarizerConfig from "../SummarizerConfig.ts"
 import * as Calls from "./Calls.ts"
@@ -43,7 +43,7 @@ export const client = (endpoint: SummarizerConfig.Endpoint, timeoutMs: number): 
             text,
             inputTokens: response.usageMetadata?.promptTokenCount ?? 0,
             outputTokens: response.usageMetadata?.candidatesTokenCount ?? 0,
-            stopReason: candidate?.finishReason === "MAX_TOKENS" ? "max_tokens" : "stop",
+            stopReason: candidate?.finishReason === FinishReason.MAX_TOKENS ? "max_tokens" : "stop",
           }
         }),
       ),
