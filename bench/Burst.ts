@@ -34,7 +34,9 @@ const defaults: BurstOptions = {
 /** Peak resident set (VmHWM) of a process in bytes, or undefined once it is gone. */
 const peakRss = (pid: number): number | undefined => {
   try {
-    const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmHWM:"))
+    const line = readFileSync(`/proc/${pid}/status`, "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("VmHWM:"))
     return line === undefined ? undefined : Number(line.split(/\s+/)[1]) * 1024
   } catch {
     return undefined
@@ -185,12 +187,31 @@ export const run = async (options: BurstOptions = defaults): Promise<Row[]> => {
           { bench, metric: "replies ok", value: counts.ok, unit: "turns" },
           { bench, metric: "replies Busy", value: counts.busy, unit: "turns" },
           { bench, metric: "replies other error", value: counts.other, unit: "turns" },
-          { bench, metric: `replies missing within ${options.timeoutMs / 1000} s`, value: counts.missing, unit: "turns", target: "= 0", met: counts.missing === 0 },
-          { bench, metric: "Busy reply latency p50 / max", value: round(quantile(busyMs, 0.5), 1), unit: `ms / ${round(busyMs.length === 0 ? Number.NaN : Math.max(...busyMs), 0)} ms` },
+          {
+            bench,
+            metric: `replies missing within ${options.timeoutMs / 1000} s`,
+            value: counts.missing,
+            unit: "turns",
+            target: "= 0",
+            met: counts.missing === 0,
+          },
+          {
+            bench,
+            metric: "Busy reply latency p50 / max",
+            value: round(quantile(busyMs, 0.5), 1),
+            unit: `ms / ${round(busyMs.length === 0 ? Number.NaN : Math.max(...busyMs), 0)} ms`,
+          },
           { bench, metric: "peak worker RSS", value: round(mib, 0), unit: "MiB", target: "≤ 1536", met: mib <= 1536 },
           { bench, metric: "peak request bytes in flight (health)", value: round(bytesInFlight / (1024 * 1024), 1), unit: "MiB" },
           { bench, metric: "ok replies after the client timeout (sent late)", value: counts.late, unit: "turns" },
-          { bench, metric: "turns stored without their ok reply sent", value: unanswered, unit: "turns", target: "= 0", met: unanswered === 0 },
+          {
+            bench,
+            metric: "turns stored without their ok reply sent",
+            value: unanswered,
+            unit: "turns",
+            target: "= 0",
+            met: unanswered === 0,
+          },
         ]
       }),
     ),

@@ -102,7 +102,13 @@ const withSummarizer = (t: Totals): number => effective(t) + t.summarizerIn + 5 
 const plainText = (m: Conversation.Message): string =>
   m.parts
     .map((p) =>
-      p.type === "text" ? p.text : p.type === "tool_call" ? `${p.name}${p.arguments ?? JSON.stringify(p.input)}` : p.type === "tool_result" ? p.content.map((c) => (c.type === "text" ? c.text : "")).join("") : "",
+      p.type === "text"
+        ? p.text
+        : p.type === "tool_call"
+          ? `${p.name}${p.arguments ?? JSON.stringify(p.input)}`
+          : p.type === "tool_result"
+            ? p.content.map((c) => (c.type === "text" ? c.text : "")).join("")
+            : "",
     )
     .join("")
 
@@ -134,7 +140,19 @@ const replay = async (
   const options = Pipeline.resolveOptions({ windowMessages: 1_000_000, windowStep: 20 })
   const firstRequest = workload.turns[0]!.flatMap((m) => (m.role === "user" ? m.parts : [])).find((p) => p.type === "text")
   const taskMarker = firstRequest?.type === "text" ? firstRequest.text.slice(0, 200) : ""
-  const totals: Totals = { turns: 0, input: 0, read: 0, write: 0, compactions: 0, blocking: 0, summarizerIn: 0, summarizerOut: 0, maxUtilization: 0, taskLost: 0, rejected: 0 }
+  const totals: Totals = {
+    turns: 0,
+    input: 0,
+    read: 0,
+    write: 0,
+    compactions: 0,
+    blocking: 0,
+    summarizerIn: 0,
+    summarizerOut: 0,
+    maxUtilization: 0,
+    taskLost: 0,
+    rejected: 0,
+  }
   const history: Array<Pipeline.StoredMessage> = []
 
   /** The compactor's part: plan the cut after the live summary and summarize it (blocking jobs fold whatever they can). */
@@ -153,7 +171,14 @@ const replay = async (
     totals.compactions++
     totals.summarizerIn += s.tokensIn
     totals.summarizerOut += s.tokensOut
-    return { id: totals.compactions, coversFromSeq: cut.coversFromSeq, coversToSeq: cut.coversToSeq, text: s.text, mode: s.mode, depth: s.depth }
+    return {
+      id: totals.compactions,
+      coversFromSeq: cut.coversFromSeq,
+      coversToSeq: cut.coversToSeq,
+      text: s.text,
+      mode: s.mode,
+      depth: s.depth,
+    }
   }
   const local = {
     encoding: ENCODING,
@@ -165,7 +190,12 @@ const replay = async (
   // ctxd with compaction is the worker's turn stages in-process; the others are plain pipeline baselines
   const worker =
     strategy === "compaction"
-      ? InProcessTurns.make({ local, count: (input) => ({ ...InProcessTurns.countLocally(local)(input), calibration: factor }), thresholds: Plan.defaults, compact })
+      ? InProcessTurns.make({
+          local,
+          count: (input) => ({ ...InProcessTurns.countLocally(local)(input), calibration: factor }),
+          thresholds: Plan.defaults,
+          compact,
+        })
       : undefined
 
   let k = 0
@@ -173,8 +203,17 @@ const replay = async (
     for (const message of messages) history.push({ seq: history.length + 1, message, tokens: count(message) })
     let out: { readonly request: Record<string, unknown>; readonly report: Turn.Report }
     if (worker !== undefined) {
-      const normalized = { system: workload.system, tools: workload.tools, messages: messages.map((message, i) => ({ message, sourceIndex: i })) }
-      out = await worker.turn("bench", `${workload.name}-${strategy}`, { turnId: `t${k++}`, format: "anthropic", model: MODEL, messages: [], options: COMPACTION_ONLY }, normalized)
+      const normalized = {
+        system: workload.system,
+        tools: workload.tools,
+        messages: messages.map((message, i) => ({ message, sourceIndex: i })),
+      }
+      out = await worker.turn(
+        "bench",
+        `${workload.name}-${strategy}`,
+        { turnId: `t${k++}`, format: "anthropic", model: MODEL, messages: [], options: COMPACTION_ONLY },
+        normalized,
+      )
       if (out.report.compaction?.trigger === "blocking") totals.blocking++
     } else {
       const view = strategy === "sliding 40" ? history.slice(Units.nextBoundary(history, Math.max(0, history.length - 40))) : history
@@ -240,8 +279,22 @@ export const run = async (): Promise<Row[]> => {
           { bench, metric: `${strategy}: effective cost`, value: Math.round(cost), unit: "tok-eq" },
           { bench, metric: `${strategy}: effective cost`, value: round(cost * DOLLARS_PER_TOKEN, 2), unit: "$" },
           { bench, metric: `${strategy}: turns without the first request`, value: t.taskLost, unit: "turns" },
-          { bench, metric: `${strategy}: bodies rejected (over the window)`, value: t.rejected, unit: "", target: "0", met: t.rejected === 0 },
-          { bench, metric: `${strategy}: peak utilization`, value: round(t.maxUtilization, 3), unit: "", target: "≤ 1", met: t.maxUtilization <= 1 },
+          {
+            bench,
+            metric: `${strategy}: bodies rejected (over the window)`,
+            value: t.rejected,
+            unit: "",
+            target: "0",
+            met: t.rejected === 0,
+          },
+          {
+            bench,
+            metric: `${strategy}: peak utilization`,
+            value: round(t.maxUtilization, 3),
+            unit: "",
+            target: "≤ 1",
+            met: t.maxUtilization <= 1,
+          },
         )
       }
       const c = results.get("compaction")!
@@ -258,7 +311,10 @@ export const run = async (): Promise<Row[]> => {
         {
           bench,
           metric: "compaction vs sliding 40: effective cost saved",
-          value: round((100 * (effective(results.get("sliding 40")!) - withSummarizer(c))) / Math.max(1, effective(results.get("sliding 40")!)), 1),
+          value: round(
+            (100 * (effective(results.get("sliding 40")!) - withSummarizer(c))) / Math.max(1, effective(results.get("sliding 40")!)),
+            1,
+          ),
           unit: "%",
         },
       )

@@ -81,9 +81,24 @@ export const run = (iterations = 3_000): Promise<Row[]> => {
   }
   const us = (values: ReadonlyArray<number>) => round(1000 * quantile(values, 0.5), 1)
   return Promise.resolve([
-    { bench: "decode (e2e request)", metric: "per turn p50, before issue 18 (check, decode, hash, normalize, count all)", value: us(times.before), unit: "µs" },
-    { bench: "decode (e2e request)", metric: "per turn p50, system and tools from the prefix cache by their hash", value: us(times.hashed), unit: "µs" },
-    { bench: "decode (e2e request)", metric: "per turn p50, system and tools found in the text as the session sent them last", value: us(times.now), unit: "µs" },
+    {
+      bench: "decode (e2e request)",
+      metric: "per turn p50, before issue 18 (check, decode, hash, normalize, count all)",
+      value: us(times.before),
+      unit: "µs",
+    },
+    {
+      bench: "decode (e2e request)",
+      metric: "per turn p50, system and tools from the prefix cache by their hash",
+      value: us(times.hashed),
+      unit: "µs",
+    },
+    {
+      bench: "decode (e2e request)",
+      metric: "per turn p50, system and tools found in the text as the session sent them last",
+      value: us(times.now),
+      unit: "µs",
+    },
     { bench: "decode (e2e request)", metric: "per turn p50, system and tools by ref", value: us(times.ref), unit: "µs" },
     { bench: "decode (e2e request)", metric: "request bytes in full / by ref", value: body(1).length, unit: `B / ${byRef(1).length} B` },
   ])

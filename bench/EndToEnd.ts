@@ -166,7 +166,15 @@ const startEcho = (env: Record<string, string>) =>
     child.once("exit", (code) => reject(new Error(`echo baseline exited (${code}):\n${output}`)))
   })
 
-const defaults = { sessions: 50, turnsPerSession: 20, closedTurnsPerSession: 20, rounds: 5, warmup: 1, workers: 1, pacedRate: 100 } satisfies EndToEndOptions
+const defaults = {
+  sessions: 50,
+  turnsPerSession: 20,
+  closedTurnsPerSession: 20,
+  rounds: 5,
+  warmup: 1,
+  workers: 1,
+  pacedRate: 100,
+} satisfies EndToEndOptions
 
 /** The bench once per format of `--format` (default: OpenAI Chat Completions). */
 export const runFormats = async (options: EndToEndOptions = defaults): Promise<Row[]> => {
@@ -181,7 +189,8 @@ export const runFormats = async (options: EndToEndOptions = defaults): Promise<R
   // `--warmup <n>`: unmeasured closed-loop rounds of each load first
   const warmup = Number(argument("warmup") ?? options.warmup ?? defaults.warmup)
   if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup must be an integer of at least 0")
-  for (const format of formats(["openai"])) rows.push(...(await run({ ...options, closedTurnsPerSession: turns, rounds, warmup, format, refs })))
+  for (const format of formats(["openai"]))
+    rows.push(...(await run({ ...options, closedTurnsPerSession: turns, rounds, warmup, format, refs })))
   return rows
 }
 
@@ -196,7 +205,10 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
   // each load's subject root
   const subjects = { ctxd: root, echo: `${root}_echo`, echoPg: `${root}_pg` } as const
   const profileDir = process.argv.includes("--profile") ? mkdtempSync(join(tmpdir(), "ctxd-e2e-prof-")) : undefined
-  const nodeOptions = [process.env.BENCH_WORKER_NODE_OPTIONS ?? "", profileDir === undefined ? "" : `--cpu-prof --cpu-prof-dir=${profileDir}`]
+  const nodeOptions = [
+    process.env.BENCH_WORKER_NODE_OPTIONS ?? "",
+    profileDir === undefined ? "" : `--cpu-prof --cpu-prof-dir=${profileDir}`,
+  ]
     .filter((o) => o !== "")
     .join(" ")
   const windows: Array<readonly [number, number]> = []
@@ -207,7 +219,15 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         const workers = yield* Effect.promise(() =>
           Promise.all(
             Array.from({ length: options.workers }, () =>
-              WorkerProcess.start({ DATABASE_URL: db.url, CTXD_DB_SCHEMA: db.schema, CTXD_SUBJECT_ROOT: root, ...(nodeOptions === "" ? {} : { NODE_OPTIONS: nodeOptions }) }, process.env.BENCH_WORKER_ROOT ? { root: process.env.BENCH_WORKER_ROOT } : {}),
+              WorkerProcess.start(
+                {
+                  DATABASE_URL: db.url,
+                  CTXD_DB_SCHEMA: db.schema,
+                  CTXD_SUBJECT_ROOT: root,
+                  ...(nodeOptions === "" ? {} : { NODE_OPTIONS: nodeOptions }),
+                },
+                process.env.BENCH_WORKER_ROOT ? { root: process.env.BENCH_WORKER_ROOT } : {},
+              ),
             ),
           ),
         )
@@ -235,13 +255,33 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
           const messages =
             turn === 0
               ? [{ role: "user", content: sample[0]!.content }]
-              : [sample[(2 * turn - 1) % sample.length], { role: "user", content: `turn ${turn}: ${String(sample[(2 * turn) % sample.length]!.content)}` }]
+              : [
+                  sample[(2 * turn - 1) % sample.length],
+                  { role: "user", content: `turn ${turn}: ${String(sample[(2 * turn) % sample.length]!.content)}` },
+                ]
           // the turn in `format` (the session's tools and this turn's plain messages)
           const [fields] = Workloads.inFormat(
-            { id: session, format: "openai", system: tau!.system, tools: tau!.tools, turns: [{ messages: messages.map((m) => (m!.role === "assistant" ? { role: "assistant", content: String(m!.content ?? "ok") } : m) as OpenAI.Message) }] },
+            {
+              id: session,
+              format: "openai",
+              system: tau!.system,
+              tools: tau!.tools,
+              turns: [
+                {
+                  messages: messages.map(
+                    (m) => (m!.role === "assistant" ? { role: "assistant", content: String(m!.content ?? "ok") } : m) as OpenAI.Message,
+                  ),
+                },
+              ],
+            },
             format,
           ).turns
-          const body: Record<string, unknown> = { turnId: `t${turn}`, model: Workloads.defaultModel(format), system: tau!.system, ...fields }
+          const body: Record<string, unknown> = {
+            turnId: `t${turn}`,
+            model: Workloads.defaultModel(format),
+            system: tau!.system,
+            ...fields,
+          }
           // --refs: the session's system and tools named by the hashes its last reply gave (as ContextClient sends them)
           const named = options.refs === true ? refsOf.get(session) : undefined
           if (named?.system !== undefined && body["system"] !== undefined) body["system"] = { ref: named.system }
@@ -290,9 +330,11 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         const perRound = Math.max(1, Math.floor((options.closedTurnsPerSession ?? options.turnsPerSession) / ROUNDS))
         const closedLoop = async (subjectRoot: string, first: number) => {
           const started = performance.now()
-          await Promise.all(ids.map(async (id) => {
-            for (let k = 0; k < perRound; k++) await send(id, first + k, subjectRoot)
-          }))
+          await Promise.all(
+            ids.map(async (id) => {
+              for (let k = 0; k < perRound; k++) await send(id, first + k, subjectRoot)
+            }),
+          )
           return (ids.length * perRound) / ((performance.now() - started) / 1000)
         }
         const rates = { ctxd: [] as number[], echo: [] as number[], echoPg: [] as number[] }
@@ -302,7 +344,16 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
          * echo + Postgres service), its main thread, Postgres, the NATS server, this process (the load
          * generator), and the whole machine (busy, and in all: busy + idle over every CPU).
          */
-        type Costs = { service: number; main: number; postgres: number; nats: number; generator: number; busy: number; total: number; wall: number }
+        type Costs = {
+          service: number
+          main: number
+          postgres: number
+          nats: number
+          generator: number
+          busy: number
+          total: number
+          wall: number
+        }
         const costsNow = (service: number | undefined, mainThread: boolean): Costs | undefined => {
           const machineNow = machineCpuSeconds()
           const named = cpuSecondsOf(new Set(["postgres", "nats-server"]))
@@ -337,7 +388,8 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
           yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(replyDir, { recursive: true, force: true })))
           const replyFile = join(replyDir, "reply.json")
           if (typical !== undefined) writeFileSync(replyFile, typical)
-          const answer: Record<string, string> = typical === undefined ? { BENCH_REPLY_BYTES: String(replyBytes) } : { BENCH_REPLY_FILE: replyFile }
+          const answer: Record<string, string> =
+            typical === undefined ? { BENCH_REPLY_BYTES: String(replyBytes) } : { BENCH_REPLY_FILE: replyFile }
           const echo = yield* Effect.promise(() => startEcho({ BENCH_ROOT: subjects.echo, ...answer }))
           const echoPg = yield* Effect.promise(() =>
             startEcho({ BENCH_ROOT: subjects.echoPg, ...answer, BENCH_PG: "1", DATABASE_URL: db.url, BENCH_SCHEMA: db.schema }),
@@ -356,7 +408,8 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
           const before = costsNow(service, load === "ctxd")
           const result = await run()
           const after = costsNow(service, load === "ctxd")
-          if (before !== undefined && after !== undefined) for (const key of Object.keys(after) as Array<keyof Costs>) costs[load][key] += after[key] - before[key]
+          if (before !== undefined && after !== undefined)
+            for (const key of Object.keys(after) as Array<keyof Costs>) costs[load][key] += after[key] - before[key]
           return result
         }
         const loops = {
@@ -371,7 +424,11 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         }
         // each round runs the three loads in another order (what runs after ctxd's writes —
         // a checkpoint, autovacuum — falls on each load alike)
-        const ORDER = [["ctxd", "echo", "echoPg"], ["echoPg", "ctxd", "echo"], ["echo", "echoPg", "ctxd"]] as const
+        const ORDER = [
+          ["ctxd", "echo", "echoPg"],
+          ["echoPg", "ctxd", "echo"],
+          ["echo", "echoPg", "ctxd"],
+        ] as const
         // warm-up rounds, unmeasured: the worker's hot code gets optimized (V8 tiers a function up
         // over thousands of calls; a worker in production runs for days) before the rounds count
         // (at least one: the one above, whose ctxd loop already ran)
@@ -398,13 +455,47 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
         const cpuPerTurnMs = options.workers === 1 ? (1000 * costs.ctxd.service) / turnsPerLoad : Number.NaN
         const busyShare = (c: Costs) => round((100 * c.busy) / Math.max(1e-9, c.total), 0)
         return [
-          { bench: label, metric: `turn latency p50 at ${options.pacedRate}/s`, value: round(p50), unit: "ms", target: "≤ 5", met: p50 <= 5 },
+          {
+            bench: label,
+            metric: `turn latency p50 at ${options.pacedRate}/s`,
+            value: round(p50),
+            unit: "ms",
+            target: "≤ 5",
+            met: p50 <= 5,
+          },
           { bench: label, metric: `turn latency p99 at ${options.pacedRate}/s`, value: round(quantile(latencies, 0.99)), unit: "ms" },
-          { bench: label, metric: `throughput (closed loop, median of ${ROUNDS} rounds)`, value: round(throughput, 0), unit: "turns/s", target: "≥ 1000", met: throughput >= 1000 },
-          { bench: label, metric: "request / reply bytes (mean of ctxd's closed loops)", value: round(requestBytes / Math.max(1, requestCount), 0), unit: `B / ${meanReply()} B` },
-          { bench: label, metric: "echo baseline throughput (one of ctxd's closed-loop replies)", value: round(quantile(rates.echo, 0.5), 0), unit: `turns/s (${baselineReplyBytes} B)` },
-          { bench: label, metric: "echo + Postgres insert baseline throughput", value: round(quantile(rates.echoPg, 0.5), 0), unit: "turns/s" },
-          { bench: label, metric: "ctxd throughput / echo (median of the rounds' ratios)", value: round(quantile(ofEcho, 0.5), 2), unit: spread(ofEcho) },
+          {
+            bench: label,
+            metric: `throughput (closed loop, median of ${ROUNDS} rounds)`,
+            value: round(throughput, 0),
+            unit: "turns/s",
+            target: "≥ 1000",
+            met: throughput >= 1000,
+          },
+          {
+            bench: label,
+            metric: "request / reply bytes (mean of ctxd's closed loops)",
+            value: round(requestBytes / Math.max(1, requestCount), 0),
+            unit: `B / ${meanReply()} B`,
+          },
+          {
+            bench: label,
+            metric: "echo baseline throughput (one of ctxd's closed-loop replies)",
+            value: round(quantile(rates.echo, 0.5), 0),
+            unit: `turns/s (${baselineReplyBytes} B)`,
+          },
+          {
+            bench: label,
+            metric: "echo + Postgres insert baseline throughput",
+            value: round(quantile(rates.echoPg, 0.5), 0),
+            unit: "turns/s",
+          },
+          {
+            bench: label,
+            metric: "ctxd throughput / echo (median of the rounds' ratios)",
+            value: round(quantile(ofEcho, 0.5), 2),
+            unit: spread(ofEcho),
+          },
           {
             bench: label,
             metric: "ctxd throughput / echo + Postgres insert (median of the rounds' ratios)",
@@ -416,7 +507,14 @@ export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> =
           ...(Number.isNaN(cpuPerTurnMs)
             ? []
             : [
-                { bench: label, metric: "worker CPU per turn (closed loop)", value: round(cpuPerTurnMs, 2), unit: "ms", target: "≤ 0.9", met: cpuPerTurnMs <= 0.9 },
+                {
+                  bench: label,
+                  metric: "worker CPU per turn (closed loop)",
+                  value: round(cpuPerTurnMs, 2),
+                  unit: "ms",
+                  target: "≤ 0.9",
+                  met: cpuPerTurnMs <= 0.9,
+                },
                 // the JS thread; the rest is V8's GC and compiler threads (and libuv's pool). Its busy share of
                 // the loops' time: well below 100 % the worker is not what bounds the loop by itself (it waits
                 // for I/O, or for a CPU the other processes hold)

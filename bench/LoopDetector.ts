@@ -31,12 +31,12 @@ export interface Measurement {
   readonly meanMicros: number
 }
 
-
 const TOOLS = ["read_file", "search", "run_tests", "get_reservation", "list_dir", "edit_file"]
 
 const filler = (seed: number): string => {
   let text = ""
-  for (let line = 0; text.length < 1_500; line++) text += `${seed}:${line} ${((seed * 7919 + line * 104729) % 1_000_003).toString(36)} lorem ipsum dolor sit amet\n`
+  for (let line = 0; text.length < 1_500; line++)
+    text += `${seed}:${line} ${((seed * 7919 + line * 104729) % 1_000_003).toString(36)} lorem ipsum dolor sit amet\n`
   return text
 }
 
@@ -50,9 +50,19 @@ export const session = (from: number, count: number): ReadonlyArray<Conversation
     return i % 2 === 0
       ? {
           role: "assistant",
-          parts: [{ type: "tool_call", id: `call_${call}`, name: TOOLS[call % TOOLS.length]!, input: { path: `src/f${call % 97}.ts`, line: call } }],
+          parts: [
+            {
+              type: "tool_call",
+              id: `call_${call}`,
+              name: TOOLS[call % TOOLS.length]!,
+              input: { path: `src/f${call % 97}.ts`, line: call },
+            },
+          ],
         }
-      : { role: "tool", parts: [{ type: "tool_result", callId: `call_${call}`, content: [{ type: "text", text: filler(call) }], isError: false }] }
+      : {
+          role: "tool",
+          parts: [{ type: "tool_result", callId: `call_${call}`, content: [{ type: "text", text: filler(call) }], isError: false }],
+        }
   })
 
 const stats = (samples: Array<number>) => {
@@ -117,12 +127,15 @@ export const print = (measurements: ReadonlyArray<Measurement>): void => {
   console.log("| ------: | ----------- | -------: | -------: | -------: |")
   for (const m of measurements) {
     const cell = (x: number) => x.toFixed(2).padStart(8)
-    console.log(`| ${String(m.history).padStart(7)} | ${m.mode.padEnd(11)} | ${cell(m.p50Micros)} | ${cell(m.p99Micros)} | ${cell(m.meanMicros)} |`)
+    console.log(
+      `| ${String(m.history).padStart(7)} | ${m.mode.padEnd(11)} | ${cell(m.p50Micros)} | ${cell(m.p99Micros)} | ${cell(m.meanMicros)} |`,
+    )
   }
   for (const n of new Set(measurements.map((m) => m.history))) {
     const inc = measurements.find((m) => m.history === n && m.mode === "incremental")
     const scan = measurements.find((m) => m.history === n && m.mode === "rescan")
-    if (inc && scan) console.log(`at ${n} messages the incremental path is ${(scan.p50Micros / inc.p50Micros).toFixed(0)}× cheaper than a rescan`)
+    if (inc && scan)
+      console.log(`at ${n} messages the incremental path is ${(scan.p50Micros / inc.p50Micros).toFixed(0)}× cheaper than a rescan`)
   }
 }
 

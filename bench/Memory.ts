@@ -29,7 +29,11 @@ const random = (seed: number) => () => {
 }
 
 const textOf = (content: unknown): string =>
-  typeof content === "string" ? content : Array.isArray(content) ? (content as ReadonlyArray<unknown>).map((p) => (typeof p === "object" && p !== null && "text" in p ? String(p.text) : "")).join(" ") : ""
+  typeof content === "string"
+    ? content
+    : Array.isArray(content)
+      ? (content as ReadonlyArray<unknown>).map((p) => (typeof p === "object" && p !== null && "text" in p ? String(p.text) : "")).join(" ")
+      : ""
 
 /** Sentences of 20 to 300 characters from the workloads, de-duplicated. */
 const sentences = (): ReadonlyArray<string> => {
@@ -101,7 +105,8 @@ const load = (db: Database.DatabaseService, pool: ReadonlyArray<string>, docs: n
            SELECT DISTINCT 'bench', 'default', w FROM ctxd_memory, regexp_split_to_table(lower(body), '[^[:alnum:]]+') AS w
            WHERE length(w) BETWEEN 3 AND 40 ON CONFLICT DO NOTHING`,
         )
-        if (rows[0] !== undefined) yield* tx.query(`CREATE INDEX ctxd_memory_words_trgm ON ctxd_memory_words USING gin (word ${rows[0].nspname}.gin_trgm_ops)`)
+        if (rows[0] !== undefined)
+          yield* tx.query(`CREATE INDEX ctxd_memory_words_trgm ON ctxd_memory_words USING gin (word ${rows[0].nspname}.gin_trgm_ops)`)
       }),
     )
     yield* db.query("ANALYZE ctxd_memory")
@@ -146,12 +151,27 @@ export const run = async (): Promise<Row[]> => {
             )
             const label = `memory search, ${docs.toLocaleString("en-US")} documents, one tenant`
             return [
-              { bench: label, metric: `load (multi-row inserts, ${pool.length} workload sentences) + index build`, value: round(loadSeconds, 1), unit: "s" },
+              {
+                bench: label,
+                metric: `load (multi-row inserts, ${pool.length} workload sentences) + index build`,
+                value: round(loadSeconds, 1),
+                unit: "s",
+              },
               { bench: label, metric: "table + indexes size", value: round(Number(size[0]!.bytes) / 1024 / 1024, 1), unit: "MiB" },
-              { bench: label, metric: `prose query (tau-bench user message) p50, ${prose.length} queries`, value: round(quantile(text.latencies, 0.5), 2), unit: "ms" },
+              {
+                bench: label,
+                metric: `prose query (tau-bench user message) p50, ${prose.length} queries`,
+                value: round(quantile(text.latencies, 0.5), 2),
+                unit: "ms",
+              },
               { bench: label, metric: "prose query p95", value: round(quantile(text.latencies, 0.95), 2), unit: "ms" },
               { bench: label, metric: "prose query hits (mean, limit 10)", value: round(text.hits, 1), unit: "hits" },
-              { bench: label, metric: `keyword with a typo (pg_trgm nearest words) p50, ${typo.length} queries`, value: round(quantile(fuzzy.latencies, 0.5), 2), unit: "ms" },
+              {
+                bench: label,
+                metric: `keyword with a typo (pg_trgm nearest words) p50, ${typo.length} queries`,
+                value: round(quantile(fuzzy.latencies, 0.5), 2),
+                unit: "ms",
+              },
               { bench: label, metric: "keyword with a typo p95", value: round(quantile(fuzzy.latencies, 0.95), 2), unit: "ms" },
               { bench: label, metric: "keyword with a typo hits (mean, limit 10)", value: round(fuzzy.hits, 1), unit: "hits" },
             ] satisfies Array<Row>

@@ -188,9 +188,30 @@ const replay = async (
 
 /** SWE-agent commands that become their own tool; any other action is `bash`. */
 const COMMANDS: ReadonlySet<string> = new Set([
-  "open", "goto", "scroll_down", "scroll_up", "create", "edit", "insert", "search_dir", "search_file", "find_file",
-  "submit", "decompile", "disassemble", "debug_start", "debug_add_breakpoint", "debug_continue", "debug_step",
-  "debug_exec", "debug_stop", "connect_start", "connect_sendline", "connect_exec", "connect_stop", "exit_forfeit",
+  "open",
+  "goto",
+  "scroll_down",
+  "scroll_up",
+  "create",
+  "edit",
+  "insert",
+  "search_dir",
+  "search_file",
+  "find_file",
+  "submit",
+  "decompile",
+  "disassemble",
+  "debug_start",
+  "debug_add_breakpoint",
+  "debug_continue",
+  "debug_step",
+  "debug_exec",
+  "debug_stop",
+  "connect_start",
+  "connect_sendline",
+  "connect_exec",
+  "connect_stop",
+  "exit_forfeit",
 ])
 
 const commandOf = (action: string): string => {
@@ -204,7 +225,9 @@ const str = (u: unknown): string => (typeof u === "string" ? u : u === undefined
 /** The trajectories as one session: system of the first, then each task, actions as calls, observations as results. */
 export const sweSession = (): { system: string; messages: Array<Conversation.Message>; tools: Array<Conversation.Tool> } => {
   const dir = join(Workloads.dataDir(), "swe-agent")
-  const files = readdirSync(dir).filter((f) => f.endsWith(".traj")).sort()
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith(".traj"))
+    .sort()
   let system = ""
   const messages: Array<Conversation.Message> = []
   const names = new Set<string>()
@@ -239,24 +262,25 @@ export const sweSession = (): { system: string; messages: Array<Conversation.Mes
         return
       }
       if (open !== undefined) {
-        messages.push({ role: "tool", parts: [{ type: "tool_result", callId: open, content: [{ type: "text", text: content }], isError: false }] })
+        messages.push({
+          role: "tool",
+          parts: [{ type: "tool_result", callId: open, content: [{ type: "text", text: content }], isError: false }],
+        })
         open = undefined
       } else {
         messages.push({ role: "user", parts: [{ type: "text", text: content }] })
       }
     })
   })
-  const tools = [...names].sort().map(
-    (name): Conversation.Tool => ({
-      name,
-      description: name === "bash" ? "Run a shell command in the task's container." : `SWE-agent command \`${name}\`.`,
-      inputSchema: {
-        type: "object",
-        properties: { command: { type: "string", description: "The full command line, with its arguments" } },
-        required: ["command"],
-      },
-    }),
-  )
+  const tools = [...names].sort().map((name): Conversation.Tool => ({
+    name,
+    description: name === "bash" ? "Run a shell command in the task's container." : `SWE-agent command \`${name}\`.`,
+    inputSchema: {
+      type: "object",
+      properties: { command: { type: "string", description: "The full command line, with its arguments" } },
+      required: ["command"],
+    },
+  }))
   return { system, messages, tools }
 }
 
@@ -291,13 +315,34 @@ const costRows = (bench: string, tallies: Record<"full" | "sliding" | "ctxd", Ta
   const vsSliding = 1 - c.cost / s.cost
   rows.push(
     targets
-      ? { bench, metric: "ctxd: history tokens vs full (sum over turns)", value: round(100 * fewer, 1), unit: "% fewer", target: "≥ 45", met: fewer >= 0.45 }
+      ? {
+          bench,
+          metric: "ctxd: history tokens vs full (sum over turns)",
+          value: round(100 * fewer, 1),
+          unit: "% fewer",
+          target: "≥ 45",
+          met: fewer >= 0.45,
+        }
       : { bench, metric: "ctxd: history tokens vs full (sum over turns)", value: round(100 * fewer, 1), unit: "% fewer" },
     targets
-      ? { bench, metric: "ctxd: effective cost vs full history", value: round(100 * vsFull, 1), unit: "% lower", target: "> 0", met: vsFull > 0 }
+      ? {
+          bench,
+          metric: "ctxd: effective cost vs full history",
+          value: round(100 * vsFull, 1),
+          unit: "% lower",
+          target: "> 0",
+          met: vsFull > 0,
+        }
       : { bench, metric: "ctxd: effective cost vs full history", value: round(100 * vsFull, 1), unit: "% lower" },
     targets
-      ? { bench, metric: "ctxd: effective cost vs sliding window", value: round(100 * vsSliding, 1), unit: "% lower", target: "> 0", met: vsSliding > 0 }
+      ? {
+          bench,
+          metric: "ctxd: effective cost vs sliding window",
+          value: round(100 * vsSliding, 1),
+          unit: "% lower",
+          target: "> 0",
+          met: vsSliding > 0,
+        }
       : { bench, metric: "ctxd: effective cost vs sliding window", value: round(100 * vsSliding, 1), unit: "% lower" },
   )
   return rows
@@ -355,7 +400,13 @@ const runTau = async (): Promise<Array<Row>> => {
   const strategies = {
     full: { name: "full", options: full, tools: all, toolOrder: "name" as const },
     sliding: { name: "sliding", options: sliding, tools: all, toolOrder: "name" as const },
-    ctxd: { name: "ctxd", options: full, tools: all, toolOrder: "given" as const, worker: { defaultToolsets: github.config.defaultToolsets } },
+    ctxd: {
+      name: "ctxd",
+      options: full,
+      tools: all,
+      toolOrder: "given" as const,
+      worker: { defaultToolsets: github.config.defaultToolsets },
+    },
   }
   const tallies = { full: tally(), sliding: tally(), ctxd: tally() }
   for (const session of sessions) {
@@ -364,10 +415,7 @@ const runTau = async (): Promise<Array<Row>> => {
     for (const key of Object.keys(tallies) as Array<keyof typeof tallies>) await replay(turns, system, strategies[key], tallies[key])
   }
   const bench = `optimizations (b) tau-bench + GitHub catalog, ${sessions.length} sessions`
-  return [
-    ...costRows(bench, tallies, false),
-    { bench, metric: "ctxd: tools sent / all", value: selected.length, unit: `of ${all.length}` },
-  ]
+  return [...costRows(bench, tallies, false), { bench, metric: "ctxd: tools sent / all", value: selected.length, unit: `of ${all.length}` }]
 }
 
 // ------------------------------------------------------------ compression, default context
@@ -384,17 +432,28 @@ const compressionRows = (): Array<Row> => {
     for (const level of SchemaCompression.levels) {
       const n = countTools(SchemaCompression.compressAll(tools, level))
       const bench = `schema compression, ${name}`
-      rows.push({ bench, metric: `${level}: tokens`, value: n, unit: "tok" }, { bench, metric: `${level}: saved`, value: round(100 * (1 - n / none), 1), unit: "%" })
+      rows.push(
+        { bench, metric: `${level}: tokens`, value: n, unit: "tok" },
+        { bench, metric: `${level}: saved`, value: round(100 * (1 - n / none), 1), unit: "%" },
+      )
     }
   }
   const github = githubTools()
   const everything = countTools(github.tools)
   const bench = "on-demand toolsets, GitHub catalog default context (default toolsets read-only + load_toolset)"
   for (const level of SchemaCompression.levels) {
-    const share = countTools(SchemaCompression.compressAll(Toolsets.selectTools(github.tools, Toolsets.empty, github.config), level)) / everything
+    const share =
+      countTools(SchemaCompression.compressAll(Toolsets.selectTools(github.tools, Toolsets.empty, github.config), level)) / everything
     rows.push(
       level === "truncate"
-        ? { bench, metric: `${level} (the default): share of all-tools tokens`, value: round(100 * share, 1), unit: "%", target: "≤ 20", met: share <= 0.2 }
+        ? {
+            bench,
+            metric: `${level} (the default): share of all-tools tokens`,
+            value: round(100 * share, 1),
+            unit: "%",
+            target: "≤ 20",
+            met: share <= 0.2,
+          }
         : { bench, metric: `${level}: share of all-tools tokens`, value: round(100 * share, 1), unit: "%" },
     )
   }

@@ -24,7 +24,20 @@ interface CpuProfile {
 }
 
 /** The groups, in the order they are reported. */
-export const GROUPS = ["effect runtime", "GC", "socket", "JSON", "tokenizer", "hashing", "compression", "postgres client", "nats client", "pipeline", "ctxd other", "other"] as const
+export const GROUPS = [
+  "effect runtime",
+  "GC",
+  "socket",
+  "JSON",
+  "tokenizer",
+  "hashing",
+  "compression",
+  "postgres client",
+  "nats client",
+  "pipeline",
+  "ctxd other",
+  "other",
+] as const
 export type Group = (typeof GROUPS)[number]
 
 const SOCKET = new Set(["writeBuffer", "writev", "writeUtf8String", "writeLatin1String", "onStreamRead", "read"])
@@ -38,7 +51,13 @@ export const groupOf = (functionName: string, url: string): Group | "idle" => {
   if (url.includes("node_modules/js-tiktoken/") || url.includes("libs/tokens/src/internal/bpe")) return "tokenizer"
   if (url.includes("node:internal/crypto") || url.includes("node:crypto")) return "hashing"
   if (url.includes("node:zlib") || url.includes("replyCodec")) return "compression"
-  if (url.includes("libs/nats/src/Json.ts") || url.includes("node:internal/encoding") || functionName === "parse" || functionName === "stringify") return "JSON"
+  if (
+    url.includes("libs/nats/src/Json.ts") ||
+    url.includes("node:internal/encoding") ||
+    functionName === "parse" ||
+    functionName === "stringify"
+  )
+    return "JSON"
   if (/node_modules\/(pg|pg-protocol|pg-pool|pg-types)\//.test(url)) return "postgres client"
   if (url.includes("node_modules/@nats-io/")) return "nats client"
   if (url.includes("libs/context/src/") || url.includes("services/assembler/src/turn/")) return "pipeline"

@@ -80,11 +80,20 @@ export const run = async (opts: ScaleOutOptions = options()): Promise<Row[]> => 
         const store = yield* SessionStore.SessionStore.pipe(Effect.provide(SessionStore.layer), provide)
         const log = (text: string) => Effect.sync(() => console.log(`  scaleout: ${text}`))
         // this machine is shared: its load says how much of it the numbers below had
-        const rows: Row[] = [{ bench: label, metric: "machine load average (1 min) at start", value: round(loadavg()[0]!, 1), unit: `(${cpus().length} CPUs)` }]
+        const rows: Row[] = [
+          {
+            bench: label,
+            metric: "machine load average (1 min) at start",
+            value: round(loadavg()[0]!, 1),
+            unit: `(${cpus().length} CPUs)`,
+          },
+        ]
 
         // --- generate -------------------------------------------------------
         const started = performance.now()
-        yield* db.query("CREATE TABLE bench_corpus (i integer PRIMARY KEY, role text NOT NULL, content jsonb NOT NULL, tokens integer NOT NULL)")
+        yield* db.query(
+          "CREATE TABLE bench_corpus (i integer PRIMARY KEY, role text NOT NULL, content jsonb NOT NULL, tokens integer NOT NULL)",
+        )
         yield* db.query(
           `INSERT INTO bench_corpus SELECT (n - 1)::integer, e ->> 'role', e, greatest(1, length(e::text) / 4)
            FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x (e, n)`,
@@ -170,7 +179,12 @@ export const run = async (opts: ScaleOutOptions = options()): Promise<Row[]> => 
         )
         const totalMessages = sessions * opts.sessionLength + LONG + 20
         rows.push(
-          { bench: label, metric: "generated (messages, INSERT ... SELECT)", value: round(totalMessages / messageSeconds, 0), unit: "messages/s" },
+          {
+            bench: label,
+            metric: "generated (messages, INSERT ... SELECT)",
+            value: round(totalMessages / messageSeconds, 0),
+            unit: "messages/s",
+          },
           { bench: label, metric: "stored bytes per message", value: round(sizes[0]!.messages / totalMessages, 0), unit: "B" },
           { bench: label, metric: "compressed reply (reply_z) per turn", value: round(sizes[0]!.raw, 0), unit: "B" },
           { bench: label, metric: "stored bytes per turn", value: round(sizes[0]!.turns / sizes[0]!.n_turns, 0), unit: "B" },
@@ -180,7 +194,10 @@ export const run = async (opts: ScaleOutOptions = options()): Promise<Row[]> => 
         // --- cold load of the 10,000-message session --------------------------
         const cold = yield* Database.make({ url, schema, poolMax: 1 })
         yield* cold.query("SELECT 1")
-        const coldStore = yield* SessionStore.SessionStore.pipe(Effect.provide(SessionStore.layer), Effect.provideService(Database.Database, cold))
+        const coldStore = yield* SessionStore.SessionStore.pipe(
+          Effect.provide(SessionStore.layer),
+          Effect.provideService(Database.Database, cold),
+        )
         const t0 = performance.now()
         const loaded = yield* coldStore.loadMessages("bench", "long", 0)
         const coldMs = performance.now() - t0
@@ -249,7 +266,12 @@ export const run = async (opts: ScaleOutOptions = options()): Promise<Row[]> => 
             }),
           ),
         )
-        rows.push({ bench: label, metric: "sustained commits (closed loop, 32 sessions)", value: round(commits / ((performance.now() - closedStart) / 1000), 0), unit: "commits/s" })
+        rows.push({
+          bench: label,
+          metric: "sustained commits (closed loop, 32 sessions)",
+          value: round(commits / ((performance.now() - closedStart) / 1000), 0),
+          unit: "commits/s",
+        })
 
         // --- pruning by row deletes, commits meanwhile --------------------------
         const todayStart = new Date()
@@ -296,7 +318,12 @@ export const run = async (opts: ScaleOutOptions = options()): Promise<Row[]> => 
         const duringDrop = yield* Effect.promise(() => paced(Math.max(3, opts.phaseSeconds / 2)))
         yield* Effect.promise(() => dropper)
         rows.push(
-          { bench: label, metric: `drop the expired partition (${Number(left[0]!.n).toLocaleString("en")} turns)`, value: round(dropMs, 1), unit: "ms" },
+          {
+            bench: label,
+            metric: `drop the expired partition (${Number(left[0]!.n).toLocaleString("en")} turns)`,
+            value: round(dropMs, 1),
+            unit: "ms",
+          },
           { bench: label, metric: "expiry by partition drop", value: round(Number(left[0]!.n) / (dropMs / 1000), 0), unit: "rows/s" },
           { bench: label, metric: `commit p50 around the drop (${opts.pacedRate}/s)`, value: round(quantile(duringDrop, 0.5)), unit: "ms" },
           { bench: label, metric: `commit max around the drop (${opts.pacedRate}/s)`, value: round(quantile(duringDrop, 1)), unit: "ms" },

@@ -92,8 +92,11 @@ const withCluster = async <A>(
     if (failed !== undefined) throw failed.reason
     // every shard owned by its assigned worker before the clock starts
     for (let waited = 0; waited < 20_000; waited += 100) {
-      const rows = (await pool.query<{ n: string }>("SELECT count(DISTINCT owner) AS n FROM ctxd_shard_leases WHERE expires_at > now()")).rows
-      const free = (await pool.query<{ n: string }>("SELECT count(*) AS n FROM ctxd_shard_leases WHERE owner IS NULL OR expires_at <= now()")).rows
+      const rows = (await pool.query<{ n: string }>("SELECT count(DISTINCT owner) AS n FROM ctxd_shard_leases WHERE expires_at > now()"))
+        .rows
+      const free = (
+        await pool.query<{ n: string }>("SELECT count(*) AS n FROM ctxd_shard_leases WHERE owner IS NULL OR expires_at <= now()")
+      ).rows
       if (Number(rows[0]!.n) === workers && Number(free[0]!.n) === 0) break
       await sleep(100)
     }

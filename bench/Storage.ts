@@ -22,7 +22,9 @@ export const run = async (): Promise<Row[]> => {
     Effect.scoped(
       Effect.gen(function* () {
         const schema = yield* TestDatabase.make
-        const worker = yield* Effect.promise(() => WorkerProcess.start({ DATABASE_URL: schema.url, CTXD_DB_SCHEMA: schema.schema, CTXD_SUBJECT_ROOT: root }))
+        const worker = yield* Effect.promise(() =>
+          WorkerProcess.start({ DATABASE_URL: schema.url, CTXD_DB_SCHEMA: schema.schema, CTXD_SUBJECT_ROOT: root }),
+        )
         yield* Effect.addFinalizer(() => Effect.promise(() => worker.stop().then(() => TestNats.dropStreams(root))))
         const nc = yield* Effect.promise(() => connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" }))
         yield* Effect.addFinalizer(() => Effect.promise(() => nc.drain()))
@@ -35,7 +37,9 @@ export const run = async (): Promise<Row[]> => {
             const s = sessions[i]!
             for (let k = 0; k < s.turns.length; k++) {
               const body = { turnId: `t${k}`, model: s.model, system: s.system, ...s.turns[k]! }
-              const reply = (await nc.request(`${root}.v1.turn.bench.s${i}`, encoder.encode(JSON.stringify(body)), { timeout: 30_000 })).json<{ ok: boolean; error?: unknown }>()
+              const reply = (
+                await nc.request(`${root}.v1.turn.bench.s${i}`, encoder.encode(JSON.stringify(body)), { timeout: 30_000 })
+              ).json<{ ok: boolean; error?: unknown }>()
               if (!reply.ok) throw new Error(`session ${s.id} turn ${k}: ${JSON.stringify(reply.error)}`)
               turns++
             }

@@ -143,7 +143,12 @@ export const run = async (options: StoreOptions = { sessions: 50, turnsPerSessio
           const machine = ((after.busy - ticks.busy) * 10_000) / done
           result.push({ bench: label, metric: "CPU per commit, whole machine", value: round(machine, 0), unit: "µs" })
         }
-        result.push({ bench: label, metric: "ctxd_turns size per turn", value: round(Number(rows[0]!.bytes) / Number(rows[0]!.turns) / 1024, 1), unit: "KiB" })
+        result.push({
+          bench: label,
+          metric: "ctxd_turns size per turn",
+          value: round(Number(rows[0]!.bytes) / Number(rows[0]!.turns) / 1024, 1),
+          unit: "KiB",
+        })
         return result
       }),
     ),

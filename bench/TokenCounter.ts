@@ -22,7 +22,6 @@ import { Effect, Logger, LogLevel, Redacted } from "effect"
 import { fileURLToPath } from "node:url"
 import type { Row } from "./Stats.ts"
 
-
 const round = (value: number, digits = 3): number => Number(value.toFixed(digits))
 
 const texts = (sessions: ReadonlyArray<Replay.Session>): Array<string> => {
@@ -46,7 +45,12 @@ const localThroughput = (backend: LocalCounter.Backend, corpus: ReadonlyArray<st
   let tokens = 0
   for (const text of corpus) tokens += counter.countText(text, backend === "heuristic" ? "heuristic" : "cl100k_base")
   const seconds = (performance.now() - started) / 1000
-  return { bench: "token-counter throughput", metric: `${backend} (${corpus.length} distinct texts, cold cache)`, value: round(tokens / seconds, 0), unit: "tokens/s" }
+  return {
+    bench: "token-counter throughput",
+    metric: `${backend} (${corpus.length} distinct texts, cold cache)`,
+    value: round(tokens / seconds, 0),
+    unit: "tokens/s",
+  }
 }
 
 const exactThroughput = (server: FakeProvider.FakeProviderServer, sessions: ReadonlyArray<Replay.Session>) =>
@@ -93,7 +97,14 @@ const replayCalls = (server: FakeProvider.FakeProviderServer, sessions: Readonly
       { bench: label, metric: "count calls per turn (mean)", value: round(mean), unit: "calls" },
       { bench: label, metric: "count calls per warm turn (max)", value: maxWarm, unit: "calls", target: "≤ 1", met: maxWarm <= 1 },
       { bench: label, metric: "segment cache hit ratio", value: round(hitRatio), unit: "ratio" },
-      { bench: label, metric: "turns counted exactly", value: round(exactTurns / perTurn.length), unit: "ratio", target: "1", met: exactTurns === perTurn.length },
+      {
+        bench: label,
+        metric: "turns counted exactly",
+        value: round(exactTurns / perTurn.length),
+        unit: "ratio",
+        target: "1",
+        met: exactTurns === perTurn.length,
+      },
     ] satisfies Array<Row>
   })
 
@@ -136,7 +147,14 @@ const replayDrift = (backend: "tiktoken" | "heuristic", sessions: ReadonlyArray<
       { bench: label, metric: "|drift| p50 after calibration (report > 20)", value: p(calibrated, 0.5), unit: "%" },
       // the issue's target is for the default local backend; the heuristic's rows are for comparison
       backend === "tiktoken"
-        ? { bench: label, metric: "|drift| p99 after calibration (report > 20)", value: after99, unit: "%", target: "≤ 3", met: after99 <= 3 }
+        ? {
+            bench: label,
+            metric: "|drift| p99 after calibration (report > 20)",
+            value: after99,
+            unit: "%",
+            target: "≤ 3",
+            met: after99 <= 3,
+          }
         : { bench: label, metric: "|drift| p99 after calibration (report > 20)", value: after99, unit: "%" },
     ] satisfies Array<Row>
   })

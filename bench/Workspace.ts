@@ -17,7 +17,11 @@ export const run = async (reads = 2_000): Promise<Row[]> => {
   const root = mkdtempSync(join(tmpdir(), "ctxd-bench-workspace-"))
   try {
     mkdirSync(join(root, "airline"))
-    const files = { "IDENTITY.md": "# Identity\nYou are the airline's booking agent.", "SOUL.md": "# Soul\nBe exact; never guess.", "AGENTS.md": policy }
+    const files = {
+      "IDENTITY.md": "# Identity\nYou are the airline's booking agent.",
+      "SOUL.md": "# Soul\nBe exact; never guess.",
+      "AGENTS.md": policy,
+    }
     for (const [name, text] of Object.entries(files)) writeFileSync(join(root, "airline", name), text)
     const inline = Object.entries(files).map(([id, text]) => ({ id, text }))
     const ref = { workspace: "airline" }

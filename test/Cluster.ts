@@ -75,7 +75,10 @@ export const start = async (env: Record<string, string> = {}): Promise<Cluster> 
     nc,
     workers,
     start: async (id, extra = {}, workerRoot) => {
-      const worker = await WorkerProcess.start({ ...baseEnv, CTXD_WORKER_ID: id, ...extra }, workerRoot === undefined ? {} : { root: workerRoot })
+      const worker = await WorkerProcess.start(
+        { ...baseEnv, CTXD_WORKER_ID: id, ...extra },
+        workerRoot === undefined ? {} : { root: workerRoot },
+      )
       workers.set(id, worker)
       return worker
     },

@@ -28,7 +28,12 @@ const large = (i: number) => {
     words.push(word)
     bytes += word.length + 1
   }
-  const body = { turnId: "t1", format: "openai", model: { provider: "openai", name: "gpt-4o" }, messages: [{ role: "user", content: words.join(" ") }] }
+  const body = {
+    turnId: "t1",
+    format: "openai",
+    model: { provider: "openai", name: "gpt-4o" },
+    messages: [{ role: "user", content: words.join(" ") }],
+  }
   return new TextEncoder().encode(JSON.stringify(body))
 }
 const bodies = Array.from({ length: 16 }, (_, i) => large(i))

@@ -20,7 +20,12 @@ export const freePort = () =>
   })
 
 /** Polls `f` until it returns a value (not undefined), or fails after `timeoutMs`. */
-export const eventually = async <A>(what: string, f: () => A | undefined | Promise<A | undefined>, timeoutMs = 20_000, everyMs = 100): Promise<A> => {
+export const eventually = async <A>(
+  what: string,
+  f: () => A | undefined | Promise<A | undefined>,
+  timeoutMs = 20_000,
+  everyMs = 100,
+): Promise<A> => {
   const deadline = Date.now() + timeoutMs
   let last: unknown
   for (;;) {
@@ -62,9 +67,13 @@ export const otlpReceiver = async () => {
       if (req.method === "POST" && req.url === "/v1/traces") {
         contentTypes.add(String(req.headers["content-type"]))
         const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
-          resourceSpans: ReadonlyArray<{ resource: Record<string, unknown>; scopeSpans: ReadonlyArray<{ spans: ReadonlyArray<Omit<OtlpSpan, "resource">> }> }>
+          resourceSpans: ReadonlyArray<{
+            resource: Record<string, unknown>
+            scopeSpans: ReadonlyArray<{ spans: ReadonlyArray<Omit<OtlpSpan, "resource">> }>
+          }>
         }
-        for (const rs of body.resourceSpans) for (const ss of rs.scopeSpans) for (const span of ss.spans) spans.push({ ...span, resource: rs.resource })
+        for (const rs of body.resourceSpans)
+          for (const ss of rs.scopeSpans) for (const span of ss.spans) spans.push({ ...span, resource: rs.resource })
       }
       res.writeHead(200, { "content-type": "application/json" })
       res.end("{}")

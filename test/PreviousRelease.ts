@@ -49,7 +49,9 @@ export const extract = (below?: number): PreviousRelease | { readonly skip: stri
   let commits: ReadonlyArray<string>
   try {
     if (git("rev-parse", "--is-shallow-repository").trim() === "true") return { skip: "shallow clone: no earlier release to run" }
-    commits = git("log", "--first-parent", "--format=%H", "-n", "200", "HEAD", "--", ...PATHS).split("\n").filter(Boolean)
+    commits = git("log", "--first-parent", "--format=%H", "-n", "200", "HEAD", "--", ...PATHS)
+      .split("\n")
+      .filter(Boolean)
   } catch (error) {
     return { skip: `no git history here (${String(error).split("\n")[0]})` }
   }

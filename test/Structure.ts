@@ -90,7 +90,13 @@ const readPackage = (dir: string, group: Package["group"]): Package | undefined 
   }
   const json = JSON.parse(text) as { name: string; dependencies?: Record<string, string>; devDependencies?: Record<string, string> }
   const dependencies = Object.keys(json.dependencies ?? {})
-  return { name: json.name, dir, group, dependencies: new Set(dependencies), allDependencies: new Set([...dependencies, ...Object.keys(json.devDependencies ?? {})]) }
+  return {
+    name: json.name,
+    dir,
+    group,
+    dependencies: new Set(dependencies),
+    allDependencies: new Set([...dependencies, ...Object.keys(json.devDependencies ?? {})]),
+  }
 }
 
 /** The workspace packages under libs/ and services/ (the ones with a `src`). */
@@ -245,7 +251,6 @@ export const reachable = (entry: string): Map<string, ReadonlyArray<Import>> => 
 
 export const formatCycle = (cycle: ReadonlyArray<string>): string => cycle.join(" → ")
 
-
 /** The layer of everything that is not a package's `src`: nothing imports it. */
 export const TOP = 4
 
@@ -308,7 +313,11 @@ export const importViolations = (path: string, imports: ReadonlyArray<Import>): 
     if (spec.startsWith(".")) {
       const target = resolve(dirname(path), spec)
       if (unitOf(target) !== unit) {
-        add("reach", line, `imports "${spec}" (${rel(target)}), outside ${nameOfUnit(unit)}; import a package by its name, and nothing from bench/, deploy/ or test/`)
+        add(
+          "reach",
+          line,
+          `imports "${spec}" (${rel(target)}), outside ${nameOfUnit(unit)}; import a package by its name, and nothing from bench/, deploy/ or test/`,
+        )
       } else if (isProgram(target)) {
         add("top", line, `imports "${spec}", a program under scripts/ or bin/; move what it shares into the package's src or a lib`)
       } else if (layerOf(target) > layer) {
@@ -327,11 +336,16 @@ export const importViolations = (path: string, imports: ReadonlyArray<Import>): 
     }
     if (target === owner) continue
     if (target.group === "test") add("top", line, `imports ${name}: nothing imports the integration tests`)
-    else if (packageLayer(target) > layer) add("layer", line, `imports ${name} (${describeLayer(packageLayer(target))}) from ${describeLayer(layer)}`)
+    else if (packageLayer(target) > layer)
+      add("layer", line, `imports ${name} (${describeLayer(packageLayer(target))}) from ${describeLayer(layer)}`)
     if (owner !== undefined) {
       const fromSrc = within(path, srcOf(owner))
       if (!(fromSrc ? owner.dependencies : owner.allDependencies).has(name)) {
-        add("declared", line, `imports ${name}, not among ${rel(owner.dir)}/package.json's ${fromSrc ? "dependencies" : "dependencies or devDependencies"}`)
+        add(
+          "declared",
+          line,
+          `imports ${name}, not among ${rel(owner.dir)}/package.json's ${fromSrc ? "dependencies" : "dependencies or devDependencies"}`,
+        )
       }
     }
   }

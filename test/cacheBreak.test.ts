@@ -77,7 +77,11 @@ describe("cache breaks from usage reports", () => {
     expect(expected).toBeGreaterThan(100) // a warm fourth turn of a tau-bench session: at least system and tools are cached
     const before = await breaks("unexpected")
     const low = await usage("live", "t3", anthropicUsage(total, 0, total))
-    expect(low).toMatchObject({ ok: true, counted: true, cache: { expectedReadTokens: expected, billedReadTokens: 0, break: "unexpected" } })
+    expect(low).toMatchObject({
+      ok: true,
+      counted: true,
+      cache: { expectedReadTokens: expected, billedReadTokens: 0, break: "unexpected" },
+    })
     expect(await breaks("unexpected")).toBe(before + 1)
 
     const next = await h.request(h.turnSubject("acme", "live"), turn(4))
@@ -96,10 +100,47 @@ describe("cache breaks from usage reports", () => {
     const read = Math.floor(total * 0.8)
     // only the fields every worker writes, then the expectation (none for c4)
     const plain = { breakpoints: real.report.cache.breakpoints, promptCacheKey: real.report.cache.promptCacheKey }
-    const withCache = (turnId: string, cache: Record<string, unknown>) => ({ ...real, turnId, report: { ...real.report, cache: { ...plain, ...cache } } })
-    await commitTurn("stored", "c1", withCache("c1", { prefixTokens: total, ttlSeconds: 300, changedAtTokens: read, reason: "append", expectedReadTokens: read, expectedWriteTokens: total - read }))
-    await commitTurn("stored", "c2", withCache("c2", { prefixTokens: total, ttlSeconds: 300, changedAtTokens: read, reason: "append", expectedReadTokens: read, expectedWriteTokens: total - read }))
-    await commitTurn("stored", "c3", withCache("c3", { prefixTokens: total, ttlSeconds: 300, changedAtTokens: 100, reason: "window", expectedReadTokens: 0, expectedWriteTokens: total }))
+    const withCache = (turnId: string, cache: Record<string, unknown>) => ({
+      ...real,
+      turnId,
+      report: { ...real.report, cache: { ...plain, ...cache } },
+    })
+    await commitTurn(
+      "stored",
+      "c1",
+      withCache("c1", {
+        prefixTokens: total,
+        ttlSeconds: 300,
+        changedAtTokens: read,
+        reason: "append",
+        expectedReadTokens: read,
+        expectedWriteTokens: total - read,
+      }),
+    )
+    await commitTurn(
+      "stored",
+      "c2",
+      withCache("c2", {
+        prefixTokens: total,
+        ttlSeconds: 300,
+        changedAtTokens: read,
+        reason: "append",
+        expectedReadTokens: read,
+        expectedWriteTokens: total - read,
+      }),
+    )
+    await commitTurn(
+      "stored",
+      "c3",
+      withCache("c3", {
+        prefixTokens: total,
+        ttlSeconds: 300,
+        changedAtTokens: 100,
+        reason: "window",
+        expectedReadTokens: 0,
+        expectedWriteTokens: total,
+      }),
+    )
     await commitTurn("stored", "c4", withCache("c4", {}))
 
     const before = { unexpected: await breaks("unexpected"), window: await breaks("window") }
@@ -108,7 +149,13 @@ describe("cache breaks from usage reports", () => {
     expect(low).toMatchObject({
       ok: true,
       counted: true,
-      cache: { expectedReadTokens: read, expectedWriteTokens: total - read, billedReadTokens: Math.floor(read / 10), break: "unexpected", reason: "append" },
+      cache: {
+        expectedReadTokens: read,
+        expectedWriteTokens: total - read,
+        billedReadTokens: Math.floor(read / 10),
+        break: "unexpected",
+        reason: "append",
+      },
     })
     expect(low.cache.minReadTokens).toBe(Math.ceil(0.9 * read - 64))
     expect(await breaks("unexpected")).toBe(before.unexpected + 1)
@@ -119,8 +166,16 @@ describe("cache breaks from usage reports", () => {
 
     // OpenAI field names, the expected read billed (rounded down to OpenAI's 128-token steps)
     const cached = Math.floor(read / 128) * 128
-    const matching = await usage("stored", "c2", { prompt_tokens: total, prompt_tokens_details: { cached_tokens: cached }, completion_tokens: 20 })
-    expect(matching).toMatchObject({ ok: true, counted: true, cache: { billedReadTokens: cached, billedWriteTokens: total - cached, break: "none" } })
+    const matching = await usage("stored", "c2", {
+      prompt_tokens: total,
+      prompt_tokens_details: { cached_tokens: cached },
+      completion_tokens: 20,
+    })
+    expect(matching).toMatchObject({
+      ok: true,
+      counted: true,
+      cache: { billedReadTokens: cached, billedWriteTokens: total - cached, break: "none" },
+    })
 
     // ctxd's own break (a window cut): no read expected, counted under its reason
     const cut = await usage("stored", "c3", anthropicUsage(total, 0, total))

@@ -59,7 +59,16 @@ const turn = async (tenant: string, options?: Record<string, unknown>) => {
     turnId: `t${n++}`,
     format: "openai",
     model: { provider: "openai", name: "gpt-4o" },
-    tools: [{ type: "function", function: { name: "f", description: "Does f.", parameters: { type: "object", properties: { x: { type: "string", description: "the x" } } } } }],
+    tools: [
+      {
+        type: "function",
+        function: {
+          name: "f",
+          description: "Does f.",
+          parameters: { type: "object", properties: { x: { type: "string", description: "the x" } } },
+        },
+      },
+    ],
     messages: [{ role: "user", content: "hi" }],
     ...(options === undefined ? {} : { options }),
   })
@@ -67,7 +76,8 @@ const turn = async (tenant: string, options?: Record<string, unknown>) => {
   return reply
 }
 const health = async () => (await h.request(`${h.root}.v1.health`, {})).config as { hash: string; reloads: number; rejected: number }
-const readyz = async () => ((await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { config: unknown }).config as { hash: string; reloads: number }
+const readyz = async () =>
+  ((await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { config: unknown }).config as { hash: string; reloads: number }
 /** Polls the health reply until `done` (the reload is asynchronous: a file event, then the debounce). */
 const until = async (done: (c: Awaited<ReturnType<typeof health>>) => boolean) => {
   for (let i = 0; i < 200; i++) {

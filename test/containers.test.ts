@@ -86,10 +86,22 @@ describe.skipIf(skip !== undefined)("a host worker and a worker container agains
 
   it("answers turns, the two workers sharing the shards", async () => {
     await expect
-      .poll(async () => (await fleet()).filter((w) => (w.shards ?? 0) > 0).map((w) => w.worker).sort(), { timeout: 60_000, interval: 500 })
+      .poll(
+        async () =>
+          (await fleet())
+            .filter((w) => (w.shards ?? 0) > 0)
+            .map((w) => w.worker)
+            .sort(),
+        { timeout: 60_000, interval: 500 },
+      )
       .toEqual(["container-worker", "host-worker"])
     for (let i = 0; i < SESSIONS; i++) {
-      const reply = await client.turn("acme", `c${i}`, { turnId: `c${i}-1`, format: "openai", model, messages: [{ role: "user", content: `hi ${i}` }] })
+      const reply = await client.turn("acme", `c${i}`, {
+        turnId: `c${i}-1`,
+        format: "openai",
+        model,
+        messages: [{ role: "user", content: `hi ${i}` }],
+      })
       expect(reply.ok).toBe(true)
     }
   })

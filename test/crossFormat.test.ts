@@ -59,14 +59,14 @@ describe("a session that changes format every turn", () => {
       model: { provider: "openai", name: "gpt-4.1" },
       tools: [{ type: "function", name: "get_user", description: "Get a user", parameters: schema }],
       input: [
-        { type: "function_call", call_id: "call_1", name: "get_user", arguments: "{\"id\":\"u1\"}" },
-        { type: "function_call_output", call_id: "call_1", output: "{\"name\":\"Ada\"}" },
+        { type: "function_call", call_id: "call_1", name: "get_user", arguments: '{"id":"u1"}' },
+        { type: "function_call_output", call_id: "call_1", output: '{"name":"Ada"}' },
       ],
     })
     expect(second["input"]).toEqual([
       { type: "message", role: "user", content: "Change my flight, I am user u1." },
-      { type: "function_call", call_id: "call_1", name: "get_user", arguments: "{\"id\":\"u1\"}" },
-      { type: "function_call_output", call_id: "call_1", output: "{\"name\":\"Ada\"}" },
+      { type: "function_call", call_id: "call_1", name: "get_user", arguments: '{"id":"u1"}' },
+      { type: "function_call_output", call_id: "call_1", output: '{"name":"Ada"}' },
     ])
     expect((await openai.responses.create(second as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)).status).toBe("completed")
 
@@ -75,7 +75,14 @@ describe("a session that changes format every turn", () => {
       turnId: "t3",
       format: "gemini",
       model: { provider: "google", name: "gemini-2.5-flash" },
-      tools: [{ functionDeclarations: [{ name: "get_user", description: "Get a user", parametersJsonSchema: schema }, { name: "get_flight", description: "Get a flight", parametersJsonSchema: schema }] }],
+      tools: [
+        {
+          functionDeclarations: [
+            { name: "get_user", description: "Get a user", parametersJsonSchema: schema },
+            { name: "get_flight", description: "Get a flight", parametersJsonSchema: schema },
+          ],
+        },
+      ],
       contents: [
         { role: "model", parts: [{ text: "Ada, which flight?" }] },
         { role: "user", parts: [{ text: "Flight f7." }] },
@@ -96,13 +103,19 @@ describe("a session that changes format every turn", () => {
         { type: "function", function: { name: "get_flight", description: "Get a flight", parameters: schema } },
       ],
       messages: [
-        { role: "assistant", content: null, tool_calls: [{ id: "call_2", type: "function", function: { name: "get_flight", arguments: "{\"id\":\"f7\"}" } }] },
-        { role: "tool", tool_call_id: "call_2", content: "{\"flight\":\"f7\",\"seats\":3}" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "call_2", type: "function", function: { name: "get_flight", arguments: '{"id":"f7"}' } }],
+        },
+        { role: "tool", tool_call_id: "call_2", content: '{"flight":"f7","seats":3}' },
       ],
     })
     const messages = fourth["messages"] as Array<Record<string, unknown>>
     expect(messages.map((m) => m["role"])).toEqual(["system", "user", "assistant", "tool", "assistant", "user", "assistant", "tool"])
-    expect((await openai.chat.completions.create(fourth as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming)).object).toBe("chat.completion")
+    expect((await openai.chat.completions.create(fourth as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming)).object).toBe(
+      "chat.completion",
+    )
 
     // 5. Anthropic again: a signed thinking block with a new call, and the result; every earlier call paired
     const fifth = await turn({

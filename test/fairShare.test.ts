@@ -76,54 +76,58 @@ const options = { timeout: 180_000, retry: 1 }
 // 1.7–2.1× (a turn is CPU on one core: a share of turn slots is not a share of the CPU), so the
 // test bounds starvation at 3× (without the share, B waits behind A's whole flood: far above)
 // and the README reports the measured ratio.
-it("tenant A's flood leaves tenant B never Busy and not starved (within 3× of its unloaded latency); A gets Busy over its share", options, async () => {
-  await bTurns(`warm${Date.now()}`, WARM_UP)
-  const unloaded = median(await bTurns(`idle${Date.now()}`, B_TURNS))
+it(
+  "tenant A's flood leaves tenant B never Busy and not starved (within 3× of its unloaded latency); A gets Busy over its share",
+  options,
+  async () => {
+    await bTurns(`warm${Date.now()}`, WARM_UP)
+    const unloaded = median(await bTurns(`idle${Date.now()}`, B_TURNS))
 
-  const flood = new Worker(new URL("./FairShareFlood.ts", import.meta.url), {
-    workerData: {
-      servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
-      prefix: `${h.root}.v1.turn.tenant-a.`,
-      concurrency: A_CONCURRENCY,
-      textBytes: A_TEXT_BYTES,
-    },
-  })
-  try {
-    await new Promise((resolve, reject) => {
-      flood.once("message", resolve)
-      flood.once("error", reject)
+    const flood = new Worker(new URL("./FairShareFlood.ts", import.meta.url), {
+      workerData: {
+        servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
+        prefix: `${h.root}.v1.turn.tenant-a.`,
+        concurrency: A_CONCURRENCY,
+        textBytes: A_TEXT_BYTES,
+      },
     })
-    // the flood is on (A already had many of its turns refused) and its senders back off as clients do
-    const deadline = Date.now() + 20_000
-    while ((await ask<Counts>(flood, "stats")).busy < A_CONCURRENCY && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50))
+    try {
+      await new Promise((resolve, reject) => {
+        flood.once("message", resolve)
+        flood.once("error", reject)
+      })
+      // the flood is on (A already had many of its turns refused) and its senders back off as clients do
+      const deadline = Date.now() + 20_000
+      while ((await ask<Counts>(flood, "stats")).busy < A_CONCURRENCY && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50))
+      }
+      await new Promise((r) => setTimeout(r, 3_000))
+      const before = await ask<Counts>(flood, "stats")
+      const loaded = median(await bTurns(`loaded${Date.now()}`, B_TURNS))
+      const during = await ask<Counts>(flood, "stats")
+      const a = await ask<Counts>(flood, "stop")
+
+      const busy = during.busy - before.busy
+      const ok = during.ok - before.ok
+      console.info(
+        `fair share: B median ${unloaded.toFixed(1)} ms idle, ${loaded.toFixed(1)} ms under A's flood (${(loaded / unloaded).toFixed(2)}×); ` +
+          `A during B's turns: ${ok} ok, ${busy} Busy`,
+      )
+      expect(loaded).toBeLessThanOrEqual(3 * unloaded)
+      // A was over its share, and still served within it
+      expect(busy).toBeGreaterThan(0)
+      expect(ok).toBeGreaterThan(0)
+      expect(a.other).toBe(0)
+      expect(a.messages.every((m) => m.startsWith("tenant tenant-a holds its share of this worker's turns in flight"))).toBe(true)
+    } finally {
+      await flood.terminate()
     }
-    await new Promise((r) => setTimeout(r, 3_000))
-    const before = await ask<Counts>(flood, "stats")
-    const loaded = median(await bTurns(`loaded${Date.now()}`, B_TURNS))
-    const during = await ask<Counts>(flood, "stats")
-    const a = await ask<Counts>(flood, "stop")
 
-    const busy = during.busy - before.busy
-    const ok = during.ok - before.ok
-    console.info(
-      `fair share: B median ${unloaded.toFixed(1)} ms idle, ${loaded.toFixed(1)} ms under A's flood (${(loaded / unloaded).toFixed(2)}×); ` +
-        `A during B's turns: ${ok} ok, ${busy} Busy`,
+    // the refusals are counted by tenant; B has none
+    const json = await h.request(`${h.root}.v1.metrics`, {}, 5_000)
+    const series = (json.metrics as ReadonlyArray<{ name: string; tags: Record<string, string> }>).filter(
+      (m) => m.name === "ctxd_tenant_busy_total",
     )
-    expect(loaded).toBeLessThanOrEqual(3 * unloaded)
-    // A was over its share, and still served within it
-    expect(busy).toBeGreaterThan(0)
-    expect(ok).toBeGreaterThan(0)
-    expect(a.other).toBe(0)
-    expect(a.messages.every((m) => m.startsWith("tenant tenant-a holds its share of this worker's turns in flight"))).toBe(true)
-  } finally {
-    await flood.terminate()
-  }
-
-  // the refusals are counted by tenant; B has none
-  const json = await h.request(`${h.root}.v1.metrics`, {}, 5_000)
-  const series = (json.metrics as ReadonlyArray<{ name: string; tags: Record<string, string> }>).filter(
-    (m) => m.name === "ctxd_tenant_busy_total",
-  )
-  expect(series.map((m) => `${m.tags.tenant}/${m.tags.limit}`)).toEqual(["tenant-a/turns"])
-})
+    expect(series.map((m) => `${m.tags.tenant}/${m.tags.limit}`)).toEqual(["tenant-a/turns"])
+  },
+)

@@ -20,7 +20,11 @@ afterAll(async () => {
   await provider?.close()
 })
 
-const getUser = { name: "get_user", description: "Get a user", parametersJsonSchema: { type: "object", properties: { id: { type: "string" } } } }
+const getUser = {
+  name: "get_user",
+  description: "Get a user",
+  parametersJsonSchema: { type: "object", properties: { id: { type: "string" } } },
+}
 
 const geminiTurn = (turnId: string, contents: unknown[], model = "gemini-3-pro-preview") => ({
   turnId,
@@ -80,9 +84,15 @@ describe("gemini turns over NATS", () => {
     if (billed.cache !== undefined) expect(billed.cache.billedReadTokens).toBe(3)
 
     // the next step's call arrives in one request, its response in the next one (no ids): paired by name
-    const third = await h.request(subject, geminiTurn("g3", [{ role: "model", parts: [{ functionCall: { name: "get_user", args: { id: "u2" } }, thoughtSignature: "c2ln" }] }]))
+    const third = await h.request(
+      subject,
+      geminiTurn("g3", [{ role: "model", parts: [{ functionCall: { name: "get_user", args: { id: "u2" } }, thoughtSignature: "c2ln" }] }]),
+    )
     expect(third.ok).toBe(true)
-    const fourth = await h.request(subject, geminiTurn("g4", [{ role: "user", parts: [{ functionResponse: { name: "get_user", response: { error: "not found" } } }] }]))
+    const fourth = await h.request(
+      subject,
+      geminiTurn("g4", [{ role: "user", parts: [{ functionResponse: { name: "get_user", response: { error: "not found" } } }] }]),
+    )
     expect(fourth.ok).toBe(true)
     const contents = fourth.request.contents as Array<{ role: string; parts: Array<Record<string, unknown>> }>
     expect(contents.at(-1)).toEqual({ role: "user", parts: [{ functionResponse: { name: "get_user", response: { error: "not found" } } }] })
@@ -90,7 +100,13 @@ describe("gemini turns over NATS", () => {
     expect((await ai.models.generateContent(fourth.request as Body)).candidates).toHaveLength(1)
 
     // a response nobody asked for: a BadRequest naming contents[i]
-    const orphan = await h.request(subject, geminiTurn("g5", [{ role: "user", parts: [{ text: "and?" }] }, { role: "user", parts: [{ functionResponse: { name: "book", response: {} } }] }]))
+    const orphan = await h.request(
+      subject,
+      geminiTurn("g5", [
+        { role: "user", parts: [{ text: "and?" }] },
+        { role: "user", parts: [{ functionResponse: { name: "book", response: {} } }] },
+      ]),
+    )
     expect(orphan).toMatchObject({ ok: false, error: { code: "BadRequest" } })
     expect(orphan.error.message).toContain("book")
     expect(orphan.error.path).toBe("contents[1]")
@@ -131,18 +147,29 @@ describe("loop check and summarize in gemini contents", () => {
     expect(calm.verdict.looping).toBe(false)
   })
 
-  it("ctx.v1.summarize takes {format: \"gemini\", contents} and summarizes through the Gemini client", async () => {
+  it('ctx.v1.summarize takes {format: "gemini", contents} and summarizes through the Gemini client', async () => {
     provider.control({ replies: [{ provider: "google", text: "- the user wants a flight to Paris" }] })
     const contents = [
       { role: "user", parts: [{ text: "I want a flight to Paris." }] },
       { role: "model", parts: [{ functionCall: { name: "search", args: { to: "CDG" } } }] },
       { role: "user", parts: [{ functionResponse: { name: "search", response: { output: "AF 123" } } }] },
     ]
-    const reply = await h.request(`${h.root}.v1.summarize`, { format: "gemini", model: { provider: "google", name: "gemini-2.5-flash" }, contents, mode: "one_shot" }, 30_000)
+    const reply = await h.request(
+      `${h.root}.v1.summarize`,
+      { format: "gemini", model: { provider: "google", name: "gemini-2.5-flash" }, contents, mode: "one_shot" },
+      30_000,
+    )
     expect(reply).toMatchObject({ ok: true, provider: "google", model: "gemini-2.5-flash", text: "- the user wants a flight to Paris" })
-    const sent = provider.requests().filter((r) => r.endpoint === "gemini_generate").at(-1)
+    const sent = provider
+      .requests()
+      .filter((r) => r.endpoint === "gemini_generate")
+      .at(-1)
     expect(JSON.stringify(sent?.body)).toContain("AF 123")
-    const malformed = await h.request(`${h.root}.v1.summarize`, { format: "gemini", model: { provider: "google", name: "gemini-2.5-flash" }, contents: [] })
+    const malformed = await h.request(`${h.root}.v1.summarize`, {
+      format: "gemini",
+      model: { provider: "google", name: "gemini-2.5-flash" },
+      contents: [],
+    })
     expect(malformed).toMatchObject({ ok: false, error: { code: "BadRequest" } })
     expect(malformed.error.path).toContain("contents")
   })

@@ -33,7 +33,11 @@ const logLines = (needle: string) =>
 
 describe("turn replies stay under the bus's limit", () => {
   it("an invalid 600 KB content gets a short BadRequest (it used to be a > 1 MiB reply, lost)", async () => {
-    const reply = await h.request(h.turnSubject("hostile", "big"), anthropicTurn("t1", [{ role: "user", content: { text: "x".repeat(600_000) } }]), 5_000)
+    const reply = await h.request(
+      h.turnSubject("hostile", "big"),
+      anthropicTurn("t1", [{ role: "user", content: { text: "x".repeat(600_000) } }]),
+      5_000,
+    )
     expect(reply).toMatchObject({ ok: false, error: { code: "BadRequest", path: "messages[0].content" } })
     expect(JSON.stringify(reply).length).toBeLessThan(4_000)
   })
@@ -42,7 +46,10 @@ describe("turn replies stay under the bus's limit", () => {
 describe("bad input is BadRequest", () => {
   it("10,000-deep nesting in a tool_use input or an unknown block names the depth limit", async () => {
     const deep = "[".repeat(10_000) + "]".repeat(10_000)
-    for (const [i, block] of [`{"type":"tool_use","id":"c1","name":"f","input":{"x":${deep}}}`, `{"type":"mystery","data":${deep}}`].entries()) {
+    for (const [i, block] of [
+      `{"type":"tool_use","id":"c1","name":"f","input":{"x":${deep}}}`,
+      `{"type":"mystery","data":${deep}}`,
+    ].entries()) {
       const bytes = encoder.encode(`${head}"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[${block}]}]}`)
       const reply = await h.request(h.turnSubject("hostile", `deep${i}`), bytes, 5_000)
       expect(reply).toMatchObject({ ok: false, error: { code: "BadRequest" } })
@@ -63,10 +70,16 @@ describe("every endpoint decodes with the same bounds", () => {
   it("deep nesting, lone surrogates and large invalid values are short BadRequests on loop.check, tokens.count and usage", async () => {
     const deep = "[".repeat(10_000) + "]".repeat(10_000)
     const cases: Array<[string, string]> = [
-      [`${h.root}.v1.loop.check`, `{"format":"openai","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}],"extra":${deep}}]}`],
+      [
+        `${h.root}.v1.loop.check`,
+        `{"format":"openai","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}],"extra":${deep}}]}`,
+      ],
       [`${h.root}.v1.tokens.count`, `{"model":{"provider":"openai","name":"gpt-4o"},"body":{"messages":${deep}}}`],
       [`${h.root}.v1.loop.check`, `{"format":"openai","messages":[{"role":"user","content":"a\\ud800"}]}`],
-      [`${h.root}.v1.tokens.count`, JSON.stringify({ model: { provider: "openai", name: "gpt-4o" }, segments: [{ text: "y".repeat(600_000) }] })],
+      [
+        `${h.root}.v1.tokens.count`,
+        JSON.stringify({ model: { provider: "openai", name: "gpt-4o" }, segments: [{ text: "y".repeat(600_000) }] }),
+      ],
       [`${h.root}.v1.usage.hostile.none`, JSON.stringify({ turnId: "t", usage: { prompt_tokens: "z".repeat(600_000) } })],
     ]
     for (const [subject, body] of cases) {
@@ -81,7 +94,11 @@ describe("prompts stay out of logs", () => {
   it("a rejected 500 KB system is logged by code, path and size, never by content", async () => {
     const marker = `PROMPT-MARKER-${Math.random().toString(36).slice(2)}`
     const system = { text: `${marker} ${"s".repeat(500_000)} ${marker}` }
-    const reply = await h.request(h.turnSubject("hostile", "logs"), anthropicTurn("t-logs", [{ role: "user", content: "hi" }], { system }), 5_000)
+    const reply = await h.request(
+      h.turnSubject("hostile", "logs"),
+      anthropicTurn("t-logs", [{ role: "user", content: "hi" }], { system }),
+      5_000,
+    )
     expect(reply).toMatchObject({ ok: false, error: { code: "BadRequest", path: "system" } })
     await h.worker.waitFor("turn rejected", 5_000)
     await new Promise((resolve) => setTimeout(resolve, 200)) // let the log line flush
@@ -109,7 +126,11 @@ describe("knowledge endpoint", () => {
     const seen: string[] = []
     let cursor: string | undefined
     for (let page = 0; page < 20; page++) {
-      const reply = await h.request(subject(), { op: "list", agent: "big", limit: 1000, ...(cursor === undefined ? {} : { cursor }) }, 5_000)
+      const reply = await h.request(
+        subject(),
+        { op: "list", agent: "big", limit: 1000, ...(cursor === undefined ? {} : { cursor }) },
+        5_000,
+      )
       expect(reply.ok).toBe(true)
       seen.push(...reply.docs.map((d: { id: string }) => d.id))
       cursor = reply.nextCursor
@@ -158,7 +179,9 @@ describe("usage reports", () => {
     const tokens = (await metrics()).tokens
     expect(tokens.drift[`openai/${model}`].count).toBe(1)
     expect(tokens.factors[`openai/${model}#tiktoken`].reports).toBe(1)
-    expect(await h.sql("select turn_id from ctxd_usage_reports where tenant = 'hostile' and session = 'usage'")).toEqual([{ turn_id: "u1" }])
+    expect(await h.sql("select turn_id from ctxd_usage_reports where tenant = 'hostile' and session = 'usage'")).toEqual([
+      { turn_id: "u1" },
+    ])
   })
 
   it("caller-chosen model names are normalized and capped in the metrics reply", async () => {

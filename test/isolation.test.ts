@@ -137,7 +137,9 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
   it("acme runs its own turns, knowledge, memory, learn requests, summaries, counts, usage and loop checks", async () => {
     const reply = (await acme.request("ctx.v1.turn.acme.s1", json(turn("t1")), { timeout: 15_000 })).json<{ ok: boolean; turnId: string }>()
     expect(reply).toMatchObject({ ok: true, turnId: "t1" })
-    const added = await acme.request("ctx.v1.knowledge.acme", json({ op: "add", doc: { id: "d1", title: "Acme", text: "acme only" } }), { timeout: 10_000 })
+    const added = await acme.request("ctx.v1.knowledge.acme", json({ op: "add", doc: { id: "d1", title: "Acme", text: "acme only" } }), {
+      timeout: 10_000,
+    })
     expect(added.json()).toMatchObject({ ok: true, docs: [{ id: "d1", title: "Acme" }] })
     const remembered = await acme.request("ctx.v1.memory.acme", json({ op: "remember", text: "acme prefers tabs" }), { timeout: 10_000 })
     expect(remembered.json()).toMatchObject({ ok: true, created: true })
@@ -155,13 +157,18 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     const usage = await acme.request("ctx.v1.usage.acme.s1", json({ turnId: "t1", usage: { prompt_tokens: 20 } }), { timeout: 10_000 })
     expect(usage.json()).toMatchObject({ ok: true, turnId: "t1" })
     // reaches the learn endpoint (a malformed request is answered by it, no provider call)
-    expect((await acme.request("ctx.v1.learn.acme.s1", json({}), { timeout: 10_000 })).json()).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+    expect((await acme.request("ctx.v1.learn.acme.s1", json({}), { timeout: 10_000 })).json()).toMatchObject({
+      ok: false,
+      error: { code: "BadRequest" },
+    })
     const exported = await acme.request("ctx.v1.session.acme.s1", json({ op: "export" }), { timeout: 10_000 })
     expect(exported.json()).toMatchObject({ ok: true })
     expect(exported.json<{ lines: string }>().lines).toContain('"kind":"message"')
     const deletedUser = await acme.request("ctx.v1.user.acme", json({ op: "deleteUser", user: "nobody" }), { timeout: 10_000 })
     expect(deletedUser.json()).toMatchObject({ ok: true, removed: { sessions: 0 } })
-    const loop = await acme.request("ctx.v1.loop.check", json({ format: "openai", messages: [{ role: "user", content: "hi" }] }), { timeout: 10_000 })
+    const loop = await acme.request("ctx.v1.loop.check", json({ format: "openai", messages: [{ role: "user", content: "hi" }] }), {
+      timeout: 10_000,
+    })
     expect(loop.json()).toMatchObject({ ok: true, verdict: { looping: false } })
   }, 60_000)
 
@@ -209,14 +216,27 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     const memories = await globex.request("ctx.v1.memory.globex", json({ op: "list" }), { timeout: 10_000 })
     expect(memories.json()).toEqual({ ok: true, documents: [] })
     // acme's connection survives the refusals
-    expect((await acme.request("ctx.v1.turn.acme.s1", json(turn("t2")), { timeout: 15_000 })).json()).toMatchObject({ ok: true, turnId: "t2" })
+    expect((await acme.request("ctx.v1.turn.acme.s1", json(turn("t2")), { timeout: 15_000 })).json()).toMatchObject({
+      ok: true,
+      turnId: "t2",
+    })
     // and globex cannot read acme's knowledge either
     expect(await refusal(globex, "ctx.v1.knowledge.acme", { op: "list" })).toBeInstanceOf(PermissionViolationError)
     expect(await refusal(globex, "ctx.v1.memory.acme", { op: "search", query: "tabs" })).toBeInstanceOf(PermissionViolationError)
   }, 60_000)
 
   it("acme cannot listen to turns, worker-direct subjects, health, JetStream or anyone else's replies", async () => {
-    for (const subject of ["ctx.v1.turn.>", "ctx.v1.turn.globex.*", "ctx.v1.worker.>", "ctx.>", ">", "_INBOX.>", "_INBOX_globex.>", "$JS.>", "ctx.v1.compactjob.>"]) {
+    for (const subject of [
+      "ctx.v1.turn.>",
+      "ctx.v1.turn.globex.*",
+      "ctx.v1.worker.>",
+      "ctx.>",
+      ">",
+      "_INBOX.>",
+      "_INBOX_globex.>",
+      "$JS.>",
+      "ctx.v1.compactjob.>",
+    ]) {
       const closed = await subscribeRefusal(acme, subject)
       expect(closed, subject).toBeInstanceOf(PermissionViolationError)
       expect(closed, subject).toMatchObject({ operation: "subscription", subject })
@@ -235,14 +255,18 @@ describe.skipIf(!existsSync(NATS_SERVER))("tenant isolation (deploy/nats/secure.
     await spy.flush()
     expect(seen.filter((s) => s.startsWith("ctx.v1.session.globex") || s === "ctx.v1.user.globex")).toEqual([])
     // globex's session is whole: its own export shows its turn, and its own delete works
-    const exported = (await globex.request("ctx.v1.session.globex.s2", json({ op: "export" }), { timeout: 10_000 })).json<{ lines: string }>()
+    const exported = (await globex.request("ctx.v1.session.globex.s2", json({ op: "export" }), { timeout: 10_000 })).json<{
+      lines: string
+    }>()
     expect(exported.lines).toContain("hello g2")
     const deleted = await globex.request("ctx.v1.session.globex.s2", json({ op: "delete" }), { timeout: 10_000 })
     expect(deleted.json()).toMatchObject({ ok: true, deleted: true, removed: { sessions: 1, turns: 1 } })
   }, 60_000)
 
   it("a ContextClient logged in as acme sends its turns on the shared subject once the direct one is refused", async () => {
-    const client = await Effect.runPromise(ContextClient.make({ timeoutMs: 15_000 }).pipe(Effect.provideService(NatsClient.NatsClient, { connection: acme })))
+    const client = await Effect.runPromise(
+      ContextClient.make({ timeoutMs: 15_000 }).pipe(Effect.provideService(NatsClient.NatsClient, { connection: acme })),
+    )
     for (const turnId of ["c1", "c2", "c3"]) {
       const reply = await Effect.runPromise(client.turn("acme", "s-client", turn(turnId) as ContextClient.TurnInput))
       expect(reply.turnId).toBe(turnId)

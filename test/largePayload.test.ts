@@ -88,14 +88,23 @@ describe("bodies above the NATS max_payload", () => {
     try {
       // two turns of 700 KB each: every request fits the max_payload, the second reply does not
       const turn = (turnId: string, messages: unknown[]) => JSON.stringify({ turnId, format: "openai", model, options, messages })
-      const first = await nc.request(h.turnSubject("acme", "raw"), turn("raw-0", [{ role: "user", content: text(700_000) }]), { timeout: 30_000 })
+      const first = await nc.request(h.turnSubject("acme", "raw"), turn("raw-0", [{ role: "user", content: text(700_000) }]), {
+        timeout: 30_000,
+      })
       expect(first.headers?.get("ctxd-payload") ?? "").toBe("")
       expect(first.json<{ ok: boolean }>().ok).toBe(true)
-      const messages = [{ role: "assistant", content: "noted" }, { role: "user", content: text(700_000) }]
+      const messages = [
+        { role: "assistant", content: "noted" },
+        { role: "user", content: text(700_000) },
+      ]
       const msg = await nc.request(h.turnSubject("acme", "raw"), turn("raw-1", messages), { timeout: 30_000 })
       // 1. the header and the small JSON say where the body is
       expect(msg.headers?.get("ctxd-payload")).toBe("objectstore")
-      const small = msg.json<{ ok: boolean; turnId: string; payload: { objectStore: { bucket: string; name: string; size: number; sha256: string } } }>()
+      const small = msg.json<{
+        ok: boolean
+        turnId: string
+        payload: { objectStore: { bucket: string; name: string; size: number; sha256: string } }
+      }>()
       expect(small.ok).toBe(true)
       expect(small.turnId).toBe("raw-1")
       const { bucket, name, size: bytes, sha256 } = small.payload.objectStore
@@ -104,7 +113,11 @@ describe("bodies above the NATS max_payload", () => {
       const api = `$JS.API.DIRECT.GET.OBJ_${bucket}`
       const encoded = Buffer.from(name).toString("base64").replaceAll("+", "-").replaceAll("/", "_")
       const metaSubject = `$O.${bucket}.M.${encoded}`
-      const meta = (await nc.request(api, JSON.stringify({ last_by_subj: metaSubject }))).json<{ nuid: string; size: number; chunks: number }>()
+      const meta = (await nc.request(api, JSON.stringify({ last_by_subj: metaSubject }))).json<{
+        nuid: string
+        size: number
+        chunks: number
+      }>()
       expect(meta.size).toBe(bytes)
       // 3. its chunks, in order, on $O.<bucket>.C.<nuid>
       const parts: Uint8Array[] = []

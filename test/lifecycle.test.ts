@@ -73,7 +73,9 @@ const consistent = async (tenant: string, session: string) => {
   const id = await sessionId(tenant, session)
   if (id === undefined) return { messages: 0, turns: 0 }
   const [s] = await h.sql<{ last_seq: number }>(`SELECT last_seq FROM ctxd_sessions WHERE id = $1::bigint`, [id])
-  const seqs = (await h.sql<{ seq: number }>(`SELECT seq FROM ctxd_messages WHERE session_id = $1::bigint ORDER BY seq`, [id])).map((r) => r.seq)
+  const seqs = (await h.sql<{ seq: number }>(`SELECT seq FROM ctxd_messages WHERE session_id = $1::bigint ORDER BY seq`, [id])).map(
+    (r) => r.seq,
+  )
   expect(seqs).toEqual(Array.from({ length: s!.last_seq }, (_, i) => i + 1))
   const turns = await h.sql<{ turn_id: string; first_seq: number; last_seq: number; n: string }>(
     `SELECT t.turn_id, t.first_seq, t.last_seq,
@@ -159,7 +161,11 @@ describe("retention per tenant", () => {
     expect(await sessionId("ret", "new")).toBeDefined()
     expect(await sessionId("noret", "old")).toBeDefined()
     // the worker still had the session in memory: its next turn finds it gone and starts anew
-    const next = await h.request(h.turnSubject("ret", "old"), { ...turn(3), messages: [{ role: "user", content: "back again" }], turnId: "again" }, 15_000)
+    const next = await h.request(
+      h.turnSubject("ret", "old"),
+      { ...turn(3), messages: [{ role: "user", content: "back again" }], turnId: "again" },
+      15_000,
+    )
     expect(next).toMatchObject({ ok: true })
     expect(await consistent("ret", "old")).toEqual({ messages: 1, turns: 1 })
   }, 60_000)
@@ -172,7 +178,9 @@ describe("ctx.v1.session.<tenant>.<session>", () => {
     await conversation("acme", "d2", 2)
     const id = (await sessionId("acme", "d1"))!
     const before = await leftovers("acme", "d1", id)
-    expect(Object.keys(before.found)).toEqual(expect.arrayContaining(["ctxd_messages", "ctxd_turns", "ctxd_sessions", "ctxd_session_users", "ctxd_usage_reports"]))
+    expect(Object.keys(before.found)).toEqual(
+      expect.arrayContaining(["ctxd_messages", "ctxd_turns", "ctxd_sessions", "ctxd_session_users", "ctxd_usage_reports"]),
+    )
     const deleted = await h.request(sessionSubject("acme", "d1"), { op: "delete" })
     expect(deleted).toEqual({
       ok: true,
@@ -203,7 +211,8 @@ describe("ctx.v1.session.<tenant>.<session>", () => {
     // question; one answered after the delete starts a new session and does not.
     const ids = [...Array.from({ length: 16 }, (_, i) => `b${i}`), ...Array.from({ length: 8 }, (_, i) => `c${i}`)]
     const text = (id: string) => `burst ${id}`
-    const send = (id: string) => h.request(h.turnSubject("acme", "burst"), { ...turn(2), turnId: id, messages: [{ role: "user", content: text(id) }] }, 30_000)
+    const send = (id: string) =>
+      h.request(h.turnSubject("acme", "burst"), { ...turn(2), turnId: id, messages: [{ role: "user", content: text(id) }] }, 30_000)
     const sends = ids.slice(0, 16).map(send)
     const deletion = h.request(sessionSubject("acme", "burst"), { op: "delete" }, 30_000)
     const more = ids.slice(16).map(send)
@@ -220,7 +229,10 @@ describe("ctx.v1.session.<tenant>.<session>", () => {
     // whatever is stored now is a whole session (consistent) made only of turns answered after the delete
     const state = await consistent("acme", "burst")
     const sid = await sessionId("acme", "burst")
-    const stored = sid === undefined ? [] : (await h.sql<{ turn_id: string }>(`SELECT turn_id FROM ctxd_turns WHERE session_id = $1::bigint`, [sid])).map((r) => r.turn_id)
+    const stored =
+      sid === undefined
+        ? []
+        : (await h.sql<{ turn_id: string }>(`SELECT turn_id FROM ctxd_turns WHERE session_id = $1::bigint`, [sid])).map((r) => r.turn_id)
     expect(stored.sort(), "stored turns are exactly those answered after the delete").toEqual([...after].sort())
     expect(state).toEqual({ messages: after.length, turns: after.length })
     // a reply after the delete shows only turns that are stored: nothing from before it, nothing half-written
@@ -238,13 +250,21 @@ describe("ctx.v1.session.<tenant>.<session>", () => {
     const whole = await h.request(sessionSubject("acme", "e1"), { op: "export", limit: 5000 })
     expect(whole.ok).toBe(true)
     expect(whole.nextCursor).toBeUndefined()
-    const lines = (whole.lines as string).trimEnd().split("\n").map((l) => JSON.parse(l))
+    const lines = (whole.lines as string)
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l))
     expect(lines[0]).toMatchObject({ kind: "session", tenant: "acme", session: "e1", lastSeq: 23, users: ["erin"] })
     const messages = lines.filter((l) => l.kind === "message")
     expect(messages.map((m) => m.seq)).toEqual(Array.from({ length: 23 }, (_, i) => i + 1))
     expect(messages[0].message).toMatchObject({ role: "user" })
     expect(JSON.stringify(messages[0].message)).toContain("question 0")
-    expect(lines.filter((l) => l.kind === "turn").map((t) => t.turnId).sort()).toEqual(Array.from({ length: 12 }, (_, k) => `t${k}`).sort())
+    expect(
+      lines
+        .filter((l) => l.kind === "turn")
+        .map((t) => t.turnId)
+        .sort(),
+    ).toEqual(Array.from({ length: 12 }, (_, k) => `t${k}`).sort())
     let text = ""
     let cursor: string | undefined
     let pages = 0
@@ -278,7 +298,10 @@ describe("ctx.v1.session.<tenant>.<session>", () => {
     expect(first.request).toEqual(replies[0].request)
     expect(await h.request(sessionSubject("acme", "insp"), { op: "inspect", turnId: "nope" })).toEqual({ ok: true, turns: newest.turns })
     expect(await h.request(sessionSubject("acme", "never"), { op: "inspect" })).toEqual({ ok: true, turns: [] })
-    expect(await h.request(sessionSubject("acme", "insp"), { op: "inspect", limit: 0 })).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+    expect(await h.request(sessionSubject("acme", "insp"), { op: "inspect", limit: 0 })).toMatchObject({
+      ok: false,
+      error: { code: "BadRequest" },
+    })
   })
 
   it("answers a request it does not know with BadRequest", async () => {
@@ -300,7 +323,11 @@ describe("ctx.v1.user.<tenant>", () => {
     // memories: alice's (two agents), the agent's shared one, and globex's alice
     const remember = (tenant: string, body: Record<string, unknown>) =>
       h.request(`${h.root}.v1.memory.${tenant}`, { op: "remember", ...body })
-    for (const body of [{ user: "alice", text: "alice likes aisle seats" }, { agent: "travel", user: "alice", text: "alice flies Fridays" }, { text: "shared policy note" }]) {
+    for (const body of [
+      { user: "alice", text: "alice likes aisle seats" },
+      { agent: "travel", user: "alice", text: "alice flies Fridays" },
+      { text: "shared policy note" },
+    ]) {
       expect(await remember("acme", body)).toMatchObject({ ok: true })
     }
     expect(await remember("globex", { user: "alice", text: "globex alice" })).toMatchObject({ ok: true })
@@ -349,7 +376,9 @@ describe("two workers", () => {
     const second = await h.startWorker({ CTXD_WORKER_ID: "lifecycle-w2" })
     // both workers own shards (the assignment settles within a few lease rounds)
     await eventually(async () => {
-      const owners = await h.sql<{ owner: string; n: string }>(`SELECT owner, count(*) AS n FROM ctxd_shard_leases WHERE expires_at > now() GROUP BY owner`)
+      const owners = await h.sql<{ owner: string; n: string }>(
+        `SELECT owner, count(*) AS n FROM ctxd_shard_leases WHERE expires_at > now() GROUP BY owner`,
+      )
       return owners.length === 2 && owners.every((o) => Number(o.n) > 64) && owners.reduce((a, o) => a + Number(o.n), 0) === 256
     })
     const client = await ContextClient.connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222", root: h.root, direct: false })
@@ -364,10 +393,16 @@ describe("two workers", () => {
       expect(new Set(owners).size).toBe(2)
       // raw requests on the shared subject: the queue group hands each to either worker
       for (const s of sessions) {
-        expect(await h.request(sessionSubject("acme", s), { op: "delete" }, 15_000)).toMatchObject({ ok: true, deleted: true, removed: { sessions: 1, messages: 3 } })
+        expect(await h.request(sessionSubject("acme", s), { op: "delete" }, 15_000)).toMatchObject({
+          ok: true,
+          deleted: true,
+          removed: { sessions: 1, messages: 3 },
+        })
       }
       const logged = (output: string, s: string) =>
-        output.split("\n").some((line) => line.includes("session deleted on request") && line.includes(`"session":"${s}"`) && line.includes('"owner":true'))
+        output
+          .split("\n")
+          .some((line) => line.includes("session deleted on request") && line.includes(`"session":"${s}"`) && line.includes('"owner":true'))
       for (const [i, s] of sessions.entries()) {
         const worker = owners[i] === "lifecycle-w2" ? second : h.worker
         expect(logged(worker.output(), s), `${s} deleted by its owner ${owners[i]}`).toBe(true)

@@ -20,7 +20,11 @@ const base = (turnId: string, messages: unknown[], options?: unknown) => ({
   ...(options === undefined ? {} : { options }),
 })
 const sameCall = (i: number) => [
-  { role: "assistant", content: null, tool_calls: [{ id: `c${i}`, type: "function", function: { name: "search", arguments: '{"q":"flights"}' } }] },
+  {
+    role: "assistant",
+    content: null,
+    tool_calls: [{ id: `c${i}`, type: "function", function: { name: "search", arguments: '{"q":"flights"}' } }],
+  },
   { role: "tool", tool_call_id: `c${i}`, content: "no results" },
 ]
 

@@ -24,7 +24,11 @@ const turn = (turnId: string, messages: unknown[], judge: boolean) => ({
   options: { loop: { judge: { enabled: judge } } },
 })
 const sameCall = (i: number) => [
-  { role: "assistant", content: null, tool_calls: [{ id: `c${i}`, type: "function", function: { name: "search", arguments: '{"q":"x"}' } }] },
+  {
+    role: "assistant",
+    content: null,
+    tool_calls: [{ id: `c${i}`, type: "function", function: { name: "search", arguments: '{"q":"x"}' } }],
+  },
   { role: "tool", tool_call_id: `c${i}`, content: "no results" },
 ]
 const judgeCalls = () => fake.requests().filter((r) => r.endpoint === "chat_completions").length
@@ -38,7 +42,12 @@ it("asks the judge at the borderline and flags the loop when it sees no progress
   fake.control({ replies: [{ provider: "openai", text: '{"progress": false, "reason": "the same empty search again"}' }] })
   const second = await h.request(s, turn("t2", sameCall(2), true))
   expect(judgeCalls()).toBe(1)
-  expect(second.report.loop.judge).toMatchObject({ answered: true, progress: false, reason: "the same empty search again", model: "gpt-4o" })
+  expect(second.report.loop.judge).toMatchObject({
+    answered: true,
+    progress: false,
+    reason: "the same empty search again",
+    model: "gpt-4o",
+  })
   expect(second.report.loop.judge.tokensIn).toBeGreaterThan(0)
   expect(second.report.loop).toMatchObject({ nudged: true, escalate: true, verdict: { looping: true } })
 })

@@ -22,7 +22,13 @@ const memory = (tenant: string, body: unknown) => h.request(`${h.root}.v1.memory
 
 describe("ctx.v1.memory.<tenant>", () => {
   it("remembers, searches by relevance, reads, edits with history, lists in pages and forgets", async () => {
-    const db = await memory("acme", { op: "remember", agent: "coder", text: "The team deploys with Argo CD to the staging cluster every Tuesday", tags: ["deploy"], source: "s1" })
+    const db = await memory("acme", {
+      op: "remember",
+      agent: "coder",
+      text: "The team deploys with Argo CD to the staging cluster every Tuesday",
+      tags: ["deploy"],
+      source: "s1",
+    })
     expect(db).toMatchObject({ ok: true, version: 1, created: true })
     await memory("acme", { op: "remember", agent: "coder", text: "The user prefers short answers without emojis" })
     await memory("acme", { op: "remember", agent: "coder", user: "alice", text: "Alice's laptop runs Fedora and deploys by hand" })
@@ -44,13 +50,22 @@ describe("ctx.v1.memory.<tenant>", () => {
     // another agent of the same tenant sees nothing
     expect((await memory("acme", { op: "search", query: "deploy staging" })).results).toEqual([])
 
-    const edited = await memory("acme", { op: "remember", agent: "coder", id: db.id, text: "The team deploys with Flux to staging every Wednesday" })
+    const edited = await memory("acme", {
+      op: "remember",
+      agent: "coder",
+      id: db.id,
+      text: "The team deploys with Flux to staging every Wednesday",
+    })
     expect(edited).toEqual({ ok: true, id: db.id, version: 2, created: false })
     const read = await memory("acme", { op: "read", agent: "coder", id: db.id })
     expect(read.document).toMatchObject({ id: db.id, text: "The team deploys with Flux to staging every Wednesday", version: 2 })
     const history = await memory("acme", { op: "history", agent: "coder", id: db.id })
     expect(history.versions.map((v: Memory.Version) => v.version)).toEqual([2, 1])
-    expect(history.versions[1]).toMatchObject({ text: "The team deploys with Argo CD to the staging cluster every Tuesday", tags: ["deploy"], source: "s1" })
+    expect(history.versions[1]).toMatchObject({
+      text: "The team deploys with Argo CD to the staging cluster every Tuesday",
+      tags: ["deploy"],
+      source: "s1",
+    })
 
     const first = await memory("acme", { op: "list", agent: "coder", limit: 1 })
     expect(first.documents).toHaveLength(1)
@@ -83,7 +98,10 @@ describe("ctx.v1.memory.<tenant>", () => {
       expect(reply, JSON.stringify(body).slice(0, 80)).toMatchObject({ ok: false, error: { code: "BadRequest" } })
       expect(reply.error.path, JSON.stringify(body).slice(0, 80)).toContain(path)
     }
-    expect(await memory("bad", { op: "remember", text: "a\u0000b" })).toMatchObject({ ok: false, error: { code: "BadRequest", path: "text" } })
+    expect(await memory("bad", { op: "remember", text: "a\u0000b" })).toMatchObject({
+      ok: false,
+      error: { code: "BadRequest", path: "text" },
+    })
     const lone = await memory("bad", new TextEncoder().encode('{"op":"remember","text":"a\\udc00b"}'))
     expect(lone).toMatchObject({ ok: false, error: { code: "BadRequest", path: "text" } })
     expect(await memory("bad", { op: "vacuum" })).toMatchObject({ ok: false, error: { code: "BadRequest" } })

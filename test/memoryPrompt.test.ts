@@ -70,26 +70,48 @@ it("memories reach the agent's turn after the last breakpoint within the budget;
   const anthropic = Workloads.toAnthropic(tau)
   for (const [k, turn] of anthropic.turns.slice(0, 3).entries()) {
     const reply = await h.request(h.turnSubject("acme", "done-1"), {
-      turnId: `t${k}`, format: "anthropic", model: CLAUDE, system: anthropic.system, tools: anthropic.tools, messages: turn.messages, options: { agent: "travel" },
+      turnId: `t${k}`,
+      format: "anthropic",
+      model: CLAUDE,
+      system: anthropic.system,
+      tools: anthropic.tools,
+      messages: turn.messages,
+      options: { agent: "travel" },
     })
     expect(reply.ok, JSON.stringify(reply.error)).toBe(true)
   }
   const lessons = ["Look up the reservation before changing anything.", "Basic economy cannot be modified: offer a cancellation instead."]
   fake.control({ replies: [{ text: lessons.map((l) => `- ${l}`).join("\n") }] })
-  const learned = await h.request(`${h.root}.v1.learn.acme.done-1`, { model: { provider: "openai", name: "gpt-4o" }, agent: "travel" }, 30_000)
+  const learned = await h.request(
+    `${h.root}.v1.learn.acme.done-1`,
+    { model: { provider: "openai", name: "gpt-4o" }, agent: "travel" },
+    30_000,
+  )
   expect(learned.ok, JSON.stringify(learned.error)).toBe(true)
   expect(learned.learnings.map((l: Json) => l.text)).toEqual(lessons)
   expect(learned.messages).toBeGreaterThan(3)
   // the same lessons again are not stored twice
   fake.control({ replies: [{ text: `- ${lessons[0]}` }] })
-  const again = await h.request(`${h.root}.v1.learn.acme.done-1`, { model: { provider: "openai", name: "gpt-4o" }, agent: "travel" }, 30_000)
+  const again = await h.request(
+    `${h.root}.v1.learn.acme.done-1`,
+    { model: { provider: "openai", name: "gpt-4o" }, agent: "travel" },
+    30_000,
+  )
   expect(again).toMatchObject({ ok: true, learnings: [], duplicates: 1 })
-  expect(await h.request(`${h.root}.v1.learn.acme.never-was`, { model: { provider: "openai", name: "gpt-4o" } })).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+  expect(await h.request(`${h.root}.v1.learn.acme.never-was`, { model: { provider: "openai", name: "gpt-4o" } })).toMatchObject({
+    ok: false,
+    error: { code: "BadRequest" },
+  })
 
   // a new session of the agent
   const system = [{ id: "policy", text: anthropic.system, cache: "1h" }]
   const first = await h.request(h.turnSubject("acme", "s-new"), {
-    turnId: "t0", format: "anthropic", model: CLAUDE, system, tools: anthropic.tools, options: { agent: "travel" },
+    turnId: "t0",
+    format: "anthropic",
+    model: CLAUDE,
+    system,
+    tools: anthropic.tools,
+    options: { agent: "travel" },
     messages: [{ role: "user", content: "Hi, can you move me to an aisle seat on my long flight to Paris?" }],
   })
   expect(first.ok, JSON.stringify(first.error)).toBe(true)
@@ -116,7 +138,12 @@ it("memories reach the agent's turn after the last breakpoint within the budget;
 
   // the next turn: other memories for another question, the same learnings bytes, the prefix read
   const second = await h.request(h.turnSubject("acme", "s-new"), {
-    turnId: "t1", format: "anthropic", model: CLAUDE, system, tools: anthropic.tools, options: { agent: "travel" },
+    turnId: "t1",
+    format: "anthropic",
+    model: CLAUDE,
+    system,
+    tools: anthropic.tools,
+    options: { agent: "travel" },
     messages: [
       { role: "assistant", content: "Sure, which reservation?" },
       { role: "user", content: "Also, do I pay for checked baggage as a gold member?" },
@@ -130,7 +157,12 @@ it("memories reach the agent's turn after the last breakpoint within the budget;
 
   // an agent without any memory: no retrieval, nothing reported
   const other = await h.request(h.turnSubject("acme", "s-other"), {
-    turnId: "t0", format: "anthropic", model: CLAUDE, system, options: { agent: "nobody" }, messages: [{ role: "user", content: "aisle seat please" }],
+    turnId: "t0",
+    format: "anthropic",
+    model: CLAUDE,
+    system,
+    options: { agent: "nobody" },
+    messages: [{ role: "user", content: "aisle seat please" }],
   })
   expect(other.ok).toBe(true)
   expect(other.report.memory).toBeUndefined()

@@ -82,7 +82,9 @@ describe.each([
 
     const second = await h.request(s, f.turn("t2", [f.call("m1", "memory_search", { query: "seat preference window" })]))
     expect(second.ok).toBe(true)
-    expect(second.report.virtualCalls).toEqual([{ tool: "memory_search", callId: "m1", args: { query: "seat preference window" }, ok: true }])
+    expect(second.report.virtualCalls).toEqual([
+      { tool: "memory_search", callId: "m1", args: { query: "seat preference window" }, ok: true },
+    ])
     const answer = f.result(second.request, "m1")
     expect(answer).toContain("economy and sits by the window")
     expect(answer).not.toContain("finance@example.com")
@@ -110,11 +112,25 @@ describe.each([
 
 describe("memory tools are offered only when", () => {
   it("not turned off, and the agent has memories (or the turn asks for them)", async () => {
-    const off = await h.request(h.turnSubject("acme", "memory-off"), openai.turn("t1", [{ role: "user", content: "hi" }], { memoryTools: false }))
+    const off = await h.request(
+      h.turnSubject("acme", "memory-off"),
+      openai.turn("t1", [{ role: "user", content: "hi" }], { memoryTools: false }),
+    )
     expect(openai.toolNames(off.request).filter((n) => n.startsWith("memory_"))).toEqual([])
-    const none = await h.request(h.turnSubject("acme", "memory-none"), openai.turn("t1", [{ role: "user", content: "hi" }], { agent: "empty" }))
+    const none = await h.request(
+      h.turnSubject("acme", "memory-none"),
+      openai.turn("t1", [{ role: "user", content: "hi" }], { agent: "empty" }),
+    )
     expect(openai.toolNames(none.request).filter((n) => n.startsWith("memory_"))).toEqual([])
-    const asked = await h.request(h.turnSubject("acme", "memory-asked"), openai.turn("t1", [{ role: "user", content: "hi" }], { agent: "empty", memoryTools: true }))
-    expect(openai.toolNames(asked.request).filter((n) => n.startsWith("memory_")).sort()).toEqual(MEMORY_READ_TOOLS)
+    const asked = await h.request(
+      h.turnSubject("acme", "memory-asked"),
+      openai.turn("t1", [{ role: "user", content: "hi" }], { agent: "empty", memoryTools: true }),
+    )
+    expect(
+      openai
+        .toolNames(asked.request)
+        .filter((n) => n.startsWith("memory_"))
+        .sort(),
+    ).toEqual(MEMORY_READ_TOOLS)
   }, 60_000)
 })

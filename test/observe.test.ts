@@ -60,7 +60,12 @@ describe("a worker with its HTTP port and an OTLP endpoint", () => {
       const r = await get("/readyz")
       return r.status === 200 ? JSON.parse(r.text) : undefined
     })
-    expect(ready).toMatchObject({ ok: true, ready: true, draining: false, checks: { nats: { ok: true }, postgres: { ok: true }, cluster: { ok: true } } })
+    expect(ready).toMatchObject({
+      ok: true,
+      ready: true,
+      draining: false,
+      checks: { nats: { ok: true }, postgres: { ok: true }, cluster: { ok: true } },
+    })
     expect((await get("/nope")).status).toBe(404)
   })
 
@@ -85,8 +90,7 @@ describe("a worker with its HTTP port and an OTLP endpoint", () => {
       const root = spans.find((s) => s.name === "ctxd.turn")
       if (root === undefined) return undefined
       const children = spans.filter((s) => s.parentSpanId === root.spanId)
-      return stages.every((stage) => children.some((c) => c.name === `ctxd.stage.${stage}`)) &&
-        spans.some((s) => s.name === "db.query")
+      return stages.every((stage) => children.some((c) => c.name === `ctxd.stage.${stage}`)) && spans.some((s) => s.name === "db.query")
         ? { spans, root, children }
         : undefined
     })
@@ -125,7 +129,11 @@ describe("a worker with its HTTP port and an OTLP endpoint", () => {
     expect(JSON.stringify(request)).toContain(needles[0])
     expect(JSON.stringify(request)).toContain(needles[1])
     const values = spans.flatMap((s) => (s.attributes ?? []).map((a) => String(Object.values(a.value)[0])))
-    for (const needle of needles) expect(values.some((v) => v.includes(needle)), needle).toBe(false)
+    for (const needle of needles)
+      expect(
+        values.some((v) => v.includes(needle)),
+        needle,
+      ).toBe(false)
   })
 
   it("exposes the required metrics from one registry, with sane values and bounded tenant labels", async () => {
@@ -147,12 +155,16 @@ describe("a worker with its HTTP port and an OTLP endpoint", () => {
     for (let i = 0; i < tenants.length; i += 6) {
       await Promise.all(
         tenants.slice(i, i + 6).map(async (tenant) => {
-          const r = await h.request(h.turnSubject(tenant, "s"), {
-            turnId: "t0",
-            format: "openai",
-            model: { provider: "openai", name: "gpt-4o" },
-            messages: [{ role: "user", content: `hello from ${tenant}` }],
-          }, 15_000)
+          const r = await h.request(
+            h.turnSubject(tenant, "s"),
+            {
+              turnId: "t0",
+              format: "openai",
+              model: { provider: "openai", name: "gpt-4o" },
+              messages: [{ role: "user", content: `hello from ${tenant}` }],
+            },
+            15_000,
+          )
           expect(r.ok, JSON.stringify(r.error)).toBe(true)
           const u = await h.request(`${h.root}.v1.usage.${tenant}.s`, { turnId: "t0", usage: { prompt_tokens: 20, completion_tokens: 5 } })
           expect(u.ok, JSON.stringify(u)).toBe(true)
@@ -245,7 +257,13 @@ describe("a worker with its HTTP port and an OTLP endpoint", () => {
     // the NATS metrics endpoint reads the same registry
     const json = await h.request(`${h.root}.v1.metrics`, {}, 5_000)
     const names = new Set((json.metrics as ReadonlyArray<{ name: string }>).map((x) => x.name))
-    for (const name of ["ctxd_turns_total", "ctxd_tokens_saved_total", "llm_cache_hit_ratio", "llm_prompt_tokens_drift", "ctxd_shards_owned"]) {
+    for (const name of [
+      "ctxd_turns_total",
+      "ctxd_tokens_saved_total",
+      "llm_cache_hit_ratio",
+      "llm_prompt_tokens_drift",
+      "ctxd_shards_owned",
+    ]) {
       expect(names.has(name), name).toBe(true)
     }
     const saved = (json.metrics as ReadonlyArray<{ name: string; tags: Record<string, string> }>).find(
@@ -263,10 +281,14 @@ describe("a worker with its HTTP port and an OTLP endpoint", () => {
     expect(lost).toMatchObject({ ready: false, checks: { nats: { ok: false }, postgres: { ok: true } } })
     expect((await get("/healthz")).status).toBe(200)
     await proxy.restore()
-    const back = await eventually("ready again", async () => {
-      const r = await get("/readyz")
-      return r.status === 200 ? JSON.parse(r.text) : undefined
-    }, 30_000)
+    const back = await eventually(
+      "ready again",
+      async () => {
+        const r = await get("/readyz")
+        return r.status === 200 ? JSON.parse(r.text) : undefined
+      },
+      30_000,
+    )
     expect(back.checks.nats).toEqual({ ok: true })
   })
 
@@ -278,10 +300,15 @@ describe("a worker with its HTTP port and an OTLP endpoint", () => {
       { ...turn(0), messages: [{ role: "user", content: `a slow one ${randomBytes(8).toString("hex")}` }] },
       20_000,
     )
-    await eventually("a turn in flight", async () => {
-      const m = parseExposition((await get("/metrics")).text)
-      return m.value("ctxd_turns_in_flight") >= 1 ? true : undefined
-    }, 10_000, 20)
+    await eventually(
+      "a turn in flight",
+      async () => {
+        const m = parseExposition((await get("/metrics")).text)
+        return m.value("ctxd_turns_in_flight") >= 1 ? true : undefined
+      },
+      10_000,
+      20,
+    )
     const exit = h.worker.stop("SIGTERM")
     const seen: number[] = []
     let draining: unknown

@@ -42,7 +42,11 @@ describe("on-demand toolsets", () => {
     const second = await h.request(
       s,
       turn("t2", [
-        { role: "assistant", content: null, tool_calls: [{ id: "v1", type: "function", function: { name: "load_toolset", arguments: '{"toolset":"actions"}' } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "v1", type: "function", function: { name: "load_toolset", arguments: '{"toolset":"actions"}' } }],
+        },
       ]),
     )
     expect(second.ok).toBe(true)
@@ -58,7 +62,11 @@ describe("on-demand toolsets", () => {
     const third = await h.request(
       s,
       turn("t3", [
-        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: actionsRead.function.name, arguments: "{}" } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c1", type: "function", function: { name: actionsRead.function.name, arguments: "{}" } }],
+        },
         { role: "tool", tool_call_id: "c1", content: '{"workflow_runs": []}' },
       ]),
     )
@@ -74,7 +82,11 @@ describe("on-demand toolsets", () => {
     const reply = await h.request(
       s,
       turn("t2", [
-        { role: "assistant", content: null, tool_calls: [{ id: "v1", type: "function", function: { name: "load_toolset", arguments: '{"toolset":"nope"}' } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "v1", type: "function", function: { name: "load_toolset", arguments: '{"toolset":"nope"}' } }],
+        },
       ]),
     )
     expect(reply.report.virtualCalls[0].ok).toBe(false)
@@ -91,10 +103,18 @@ describe("compression and masking in the report", () => {
     for (let i = 1; i <= 8; i++) {
       reply = await h.request(
         s,
-        turn(`t${i}`, [
-          { role: "assistant", content: null, tool_calls: [{ id: `c${i}`, type: "function", function: { name: "get_me", arguments: "{}" } }] },
-          { role: "tool", tool_call_id: `c${i}`, content: big(i) },
-        ], { toolCompression: "truncate", maskBatchTokens: 500 }),
+        turn(
+          `t${i}`,
+          [
+            {
+              role: "assistant",
+              content: null,
+              tool_calls: [{ id: `c${i}`, type: "function", function: { name: "get_me", arguments: "{}" } }],
+            },
+            { role: "tool", tool_call_id: `c${i}`, content: big(i) },
+          ],
+          { toolCompression: "truncate", maskBatchTokens: 500 },
+        ),
       )
       expect(reply.ok).toBe(true)
     }
@@ -102,7 +122,9 @@ describe("compression and masking in the report", () => {
     expect(reply.report.tools.saved).toBeGreaterThan(0)
     expect(reply.report.masking.masked).toBeGreaterThanOrEqual(4)
     expect(reply.report.masking.tokensSaved).toBeGreaterThan(1000)
-    const masked = reply.request.messages.filter((m: { role: string; content: string }) => m.role === "tool" && m.content.startsWith("[get_me: "))
+    const masked = reply.request.messages.filter(
+      (m: { role: string; content: string }) => m.role === "tool" && m.content.startsWith("[get_me: "),
+    )
     expect(masked.length).toBe(reply.report.masking.masked)
     // The last results stay whole; the originals stay in Postgres.
     expect(reply.request.messages.at(-1).content).toContain("step output")
@@ -121,7 +143,13 @@ describe("restorable masking", () => {
       format: "anthropic",
       model: { provider: "anthropic", name: "claude-sonnet-4-5" },
       system: "You are a CI assistant.",
-      tools: [{ name: "get_run", description: "Get a workflow run's log", input_schema: { type: "object", properties: { id: { type: "integer" } } } }],
+      tools: [
+        {
+          name: "get_run",
+          description: "Get a workflow run's log",
+          input_schema: { type: "object", properties: { id: { type: "integer" } } },
+        },
+      ],
       messages,
       // a 1 s cache TTL: offering recall changes the tool list, so it waits for a cold cache
       options: { maskKeep: 1, maskBatchTokens: 500, cacheTtlSeconds: 1 },
@@ -165,7 +193,10 @@ describe("restorable masking", () => {
     )
     expect(Number(stored[0]!.n)).toBe(1)
 
-    const unknown = await h.request(s, request("t5", [{ role: "assistant", content: [{ type: "tool_use", id: "r2", name: "recall", input: { step: 9999 } }] }]))
+    const unknown = await h.request(
+      s,
+      request("t5", [{ role: "assistant", content: [{ type: "tool_use", id: "r2", name: "recall", input: { step: 9999 } }] }]),
+    )
     expect(unknown.report.virtualCalls).toEqual([{ tool: "recall", callId: "r2", args: { step: 9999 }, ok: false }])
     expect(names(unknown.request)).toEqual(names(recalled.request))
   })
@@ -174,10 +205,17 @@ describe("restorable masking", () => {
 describe("on-demand knowledge", () => {
   it("registers documents, indexes them in the prompt and answers load_knowledge", async () => {
     const k = `${h.root}.v1.knowledge.acme`
-    const added = await h.request(k, { op: "add", agent: "support", doc: { id: "refunds", title: "Refund policy for cancelled flights", text: "Refunds go back to the original payment within 7 days." } })
+    const added = await h.request(k, {
+      op: "add",
+      agent: "support",
+      doc: { id: "refunds", title: "Refund policy for cancelled flights", text: "Refunds go back to the original payment within 7 days." },
+    })
     expect(added).toMatchObject({ ok: true, docs: [{ id: "refunds", title: "Refund policy for cancelled flights" }] })
     expect(await h.request(k, { op: "list", agent: "support" })).toMatchObject({ ok: true, docs: [{ id: "refunds" }] })
-    expect(await h.request(k, { op: "add", doc: { id: "bad id!", title: "x", text: "y" } })).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+    expect(await h.request(k, { op: "add", doc: { id: "bad id!", title: "x", text: "y" } })).toMatchObject({
+      ok: false,
+      error: { code: "BadRequest" },
+    })
 
     const s = h.turnSubject("acme", "knowledge")
     const options = { agent: "support" }
@@ -186,9 +224,17 @@ describe("on-demand knowledge", () => {
     expect(toolNames(first.request)).toContain("load_knowledge")
     const second = await h.request(
       s,
-      turn("t2", [
-        { role: "assistant", content: null, tool_calls: [{ id: "k1", type: "function", function: { name: "load_knowledge", arguments: '{"id":"refunds"}' } }] },
-      ], options),
+      turn(
+        "t2",
+        [
+          {
+            role: "assistant",
+            content: null,
+            tool_calls: [{ id: "k1", type: "function", function: { name: "load_knowledge", arguments: '{"id":"refunds"}' } }],
+          },
+        ],
+        options,
+      ),
     )
     expect(second.report.virtualCalls).toEqual([{ tool: "load_knowledge", callId: "k1", args: { id: "refunds" }, ok: true }])
     expect(second.request.messages.at(-1).content).toContain("within 7 days")
@@ -204,7 +250,9 @@ describe("metrics", () => {
     const reply = await h.request(`${h.root}.v1.metrics`, {})
     expect(reply.ok).toBe(true)
     const find = (name: string, tags: Record<string, string> = {}) =>
-      reply.metrics.find((m: { name: string; tags: Record<string, string> }) => m.name === name && Object.entries(tags).every(([k, v]) => m.tags[k] === v))
+      reply.metrics.find(
+        (m: { name: string; tags: Record<string, string> }) => m.name === name && Object.entries(tags).every(([k, v]) => m.tags[k] === v),
+      )
     expect(find("ctxd_turns_total", { backend: "tiktoken", exact: "false" }).value).toBeGreaterThan(5)
     expect(find("ctxd_tokens_saved_total", { kind: "masking" }).value).toBeGreaterThan(1000)
     expect(find("ctxd_tokens_saved_total", { kind: "compression" }).value).toBeGreaterThan(0)

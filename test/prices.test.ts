@@ -34,7 +34,13 @@ const secondTurnCache = async (name: string, session: string) => {
   const subject = h.turnSubject("acme", session)
   const first = await h.request(subject, turn(name, "t1", [{ role: "user", content: "hi" }]))
   expect(first.ok).toBe(true)
-  const second = await h.request(subject, turn(name, "t2", [{ role: "assistant", content: "Hello." }, { role: "user", content: "again" }]))
+  const second = await h.request(
+    subject,
+    turn(name, "t2", [
+      { role: "assistant", content: "Hello." },
+      { role: "user", content: "again" },
+    ]),
+  )
   expect(second.ok).toBe(true)
   return second.report.cache
 }
@@ -49,7 +55,15 @@ it("a configured row changes what the planner expects of the cache; other models
 
 it("refuses to start with an invalid prices file, naming the file, the row and the field", async () => {
   const bad = join(dir, "bad.json")
-  writeFileSync(bad, JSON.stringify({ models: [{ match: "claude", inputPerMtok: 1 }, { match: "gpt-4o", cacheReadMultiplier: 0 }] }))
+  writeFileSync(
+    bad,
+    JSON.stringify({
+      models: [
+        { match: "claude", inputPerMtok: 1 },
+        { match: "gpt-4o", cacheReadMultiplier: 0 },
+      ],
+    }),
+  )
   const started = WorkerProcess.start({ CTXD_SUBJECT_ROOT: "t_never", CTXD_PRICES_FILE: bad }, { readyTimeoutMs: 15_000 })
   await expect(started.then((w) => w.stop())).rejects.toThrow(
     /CTXD_PRICES_FILE \S+bad\.json is not valid: models\[1\] \(match \\"gpt-4o\\"\), field cacheReadMultiplier: Expected a positive number, actual 0/,

@@ -35,21 +35,37 @@ describe("provider compaction over NATS", () => {
         format: "anthropic",
         model: { provider: "anthropic", name: "claude-sonnet-4-5" },
         system: "You are a careful coding agent.",
-        tools: [{ name: "read_file", description: "Read a file", input_schema: { type: "object", properties: { path: { type: "string" } } } }],
+        tools: [
+          { name: "read_file", description: "Read a file", input_schema: { type: "object", properties: { path: { type: "string" } } } },
+        ],
         messages,
       })
     const first = await turn("a1", [{ role: "user", content: "Refactor the parser (task T-17)." }])
     expect(first.ok).toBe(true)
     const second = await turn("a2", [
       { role: "assistant", content: [{ type: "tool_use", id: "tu_1", name: "read_file", input: { path: "parser.ts" } }] },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "tu_1", content: "export const parse = () => {} // old-parser-body" }] },
+      {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: "tu_1", content: "export const parse = () => {} // old-parser-body" }],
+      },
     ])
     expect(JSON.stringify(second.request)).toContain("old-parser-body")
     expect(second.report.providerCompaction).toBeUndefined()
 
-    const block = { type: "compaction", content: "Task T-17: parser read; next: split the lexer.", encrypted_content: "meta-1", signature: "sig-1" }
+    const block = {
+      type: "compaction",
+      content: "Task T-17: parser read; next: split the lexer.",
+      encrypted_content: "meta-1",
+      signature: "sig-1",
+    }
     const third = await turn("a3", [
-      { role: "assistant", content: [{ ...block, cache_control: { type: "ephemeral" } }, { type: "text", text: "I will split the lexer next." }] },
+      {
+        role: "assistant",
+        content: [
+          { ...block, cache_control: { type: "ephemeral" } },
+          { type: "text", text: "I will split the lexer next." },
+        ],
+      },
       { role: "user", content: "Go ahead." },
     ])
     expect(third.ok).toBe(true)
@@ -70,7 +86,10 @@ describe("provider compaction over NATS", () => {
     expect(later).not.toContain("old-parser-body")
     expect(later).toContain("Now the tests.")
     expect((fourth.request.messages as Array<{ content: Array<unknown> }>)[0]!.content[0]).toEqual(block)
-    const reply = await anthropic.beta.messages.create({ ...fourth.request, betas: [BETA] } as unknown as Anthropic.Beta.Messages.MessageCreateParamsNonStreaming)
+    const reply = await anthropic.beta.messages.create({
+      ...fourth.request,
+      betas: [BETA],
+    } as unknown as Anthropic.Beta.Messages.MessageCreateParamsNonStreaming)
     expect(reply.type).toBe("message")
     expect(reply.usage.input_tokens + (reply.usage.cache_read_input_tokens ?? 0) + (reply.usage.cache_creation_input_tokens ?? 0)).toBe(
       FakeProvider.countRequestTokens("anthropic", fourth.request),

@@ -50,14 +50,18 @@ beforeEach(() => provider.reset())
 const keysSeen = () => provider.requests().map((r) => r.keyHint)
 
 const summarize = (tenant: string) =>
-  h.request(`${h.root}.v1.summarize.${tenant}`, {
-    format: "anthropic",
-    model: { provider: "anthropic", name: "claude-sonnet-4-5" },
-    messages: [
-      { role: "user", content: "Book a flight from SFO to JFK on Friday." },
-      { role: "assistant", content: "Booked UA 415, seat 12C." },
-    ],
-  }, 20_000)
+  h.request(
+    `${h.root}.v1.summarize.${tenant}`,
+    {
+      format: "anthropic",
+      model: { provider: "anthropic", name: "claude-sonnet-4-5" },
+      messages: [
+        { role: "user", content: "Book a flight from SFO to JFK on Friday." },
+        { role: "assistant", content: "Booked UA 415, seat 12C." },
+      ],
+    },
+    20_000,
+  )
 
 const count = (tenant: string) =>
   h.request(`${h.root}.v1.tokens.count.${tenant}`, {
@@ -129,7 +133,13 @@ describe("exact counts", () => {
       format: "anthropic",
       model: { provider: "anthropic", name: "claude-sonnet-4-5" },
       options: { tokenBackend: "anthropic_api" },
-      tools: [{ name: "f", description: "Does f.", input_schema: { type: "object", properties: { x: { type: "string", description: "the x" } } } }],
+      tools: [
+        {
+          name: "f",
+          description: "Does f.",
+          input_schema: { type: "object", properties: { x: { type: "string", description: "the x" } } },
+        },
+      ],
       messages: [{ role: "user", content: "What is on my calendar today?" }],
     }
     const reply = await h.request(h.turnSubject("globex", "s1"), turn)

@@ -20,8 +20,14 @@ afterAll(async () => {
 
 const system = "You are a support agent for an airline. Be precise. ".repeat(30)
 const tools = [
-  { type: "function", function: { name: "get_user", description: "Reads a user.", parameters: { type: "object", properties: { id: { type: "string" } } } } },
-  { type: "function", function: { name: "book", description: "Books a flight.", parameters: { type: "object", properties: { flight: { type: "string" } } } } },
+  {
+    type: "function",
+    function: { name: "get_user", description: "Reads a user.", parameters: { type: "object", properties: { id: { type: "string" } } } },
+  },
+  {
+    type: "function",
+    function: { name: "book", description: "Books a flight.", parameters: { type: "object", properties: { flight: { type: "string" } } } },
+  },
 ]
 const base = { format: "openai" as const, model: { provider: "openai" as const, name: "gpt-4o-mini" } }
 const sha = (value: unknown) => createHash("sha256").update(JSON.stringify(value)).digest("hex")
@@ -37,14 +43,22 @@ describe("prefix refs", () => {
       turnId: "t2",
       system: { ref: first.refs.system },
       tools: { ref: first.refs.tools },
-      messages: [{ role: "assistant", content: "hi" }, { role: "user", content: "book me" }],
+      messages: [
+        { role: "assistant", content: "hi" },
+        { role: "user", content: "book me" },
+      ],
     })
     expect(byRef.ok).toBe(true)
     expect(byRef.refs).toEqual(first.refs)
     expect(byRef.request.messages[0]).toEqual(first.request.messages[0])
     expect(byRef.request.tools).toEqual(first.request.tools)
     // another session never sent them
-    const other = await h.request(h.turnSubject("acme", "refs-2"), { ...base, turnId: "t1", tools: { ref: first.refs.tools }, messages: [{ role: "user", content: "x" }] })
+    const other = await h.request(h.turnSubject("acme", "refs-2"), {
+      ...base,
+      turnId: "t1",
+      tools: { ref: first.refs.tools },
+      messages: [{ role: "user", content: "x" }],
+    })
     expect(other).toMatchObject({ ok: false, error: { code: "BadRequest", path: "tools.ref" } })
     expect(other.error.hint).toMatch(/resend/)
     const stored = await h.sql<{ n: string }>("select count(*) as n from ctxd_sessions where session = 'refs-2'")
@@ -66,7 +80,9 @@ describe("prefix refs", () => {
     const body = { ...base, turnId: "t1", system, tools, messages: [{ role: "user", content: "hello" }] }
     const first = await h.request(subject, body)
     // what a worker before issue 18 stored: the SHA-256 of the whole decoded request
-    const legacy = createHash("sha256").update(JSON.stringify(Schema.decodeUnknownSync(Turn.TurnRequest, { onExcessProperty: "ignore" })(body))).digest("hex")
+    const legacy = createHash("sha256")
+      .update(JSON.stringify(Schema.decodeUnknownSync(Turn.TurnRequest, { onExcessProperty: "ignore" })(body)))
+      .digest("hex")
     const [row] = await h.sql<{ request_hash: string }>(
       "select t.request_hash from ctxd_turns t join ctxd_sessions s on s.id = t.session_id where s.session = 'refs-4' and t.turn_id = 't1'",
     )
@@ -77,7 +93,10 @@ describe("prefix refs", () => {
     )
     expect(await h.request(subject, body)).toEqual(first)
     expect(await h.request(subject, { ...body, system: { ref: first.refs.system } })).toEqual(first)
-    expect(await h.request(subject, { ...body, messages: [{ role: "user", content: "other" }] })).toMatchObject({ ok: false, error: { code: "Conflict" } })
+    expect(await h.request(subject, { ...body, messages: [{ role: "user", content: "other" }] })).toMatchObject({
+      ok: false,
+      error: { code: "Conflict" },
+    })
   })
 
   it("ContextClient sends refs once told, and after a worker restart resends in full by itself", async () => {
@@ -86,9 +105,13 @@ describe("prefix refs", () => {
     const sub = h.nc.subscribe(h.turnSubject("acme", "refs-5"), { callback: (_err, msg) => void seen.push(msg.json()) })
     const client = await ContextClient.connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222", root: h.root, direct: false })
     try {
-      const turn = (k: number, messages: ReadonlyArray<unknown>) => client.turn("acme", "refs-5", { ...base, turnId: `t${k}`, system, tools, messages } as never)
+      const turn = (k: number, messages: ReadonlyArray<unknown>) =>
+        client.turn("acme", "refs-5", { ...base, turnId: `t${k}`, system, tools, messages } as never)
       await turn(1, [{ role: "user", content: "hello" }])
-      await turn(2, [{ role: "assistant", content: "hi" }, { role: "user", content: "again" }])
+      await turn(2, [
+        { role: "assistant", content: "hi" },
+        { role: "user", content: "again" },
+      ])
       await h.nc.flush()
       expect(seen.map((r) => [r["turnId"], typeof r["system"], Array.isArray(r["tools"])])).toEqual([
         ["t1", "string", true],
@@ -99,7 +122,10 @@ describe("prefix refs", () => {
       await h.worker.stop()
       await h.startWorker()
       seen.length = 0
-      const reply = await turn(3, [{ role: "assistant", content: "ok" }, { role: "user", content: "third" }])
+      const reply = await turn(3, [
+        { role: "assistant", content: "ok" },
+        { role: "user", content: "third" },
+      ])
       expect(reply.ok).toBe(true)
       await h.nc.flush()
       const sent = seen.filter((r) => r["turnId"] === "t3")
@@ -109,7 +135,10 @@ describe("prefix refs", () => {
       expect(sent.filter((r) => typeof r["system"] === "string")).toHaveLength(1)
       // and by ref again from then on
       seen.length = 0
-      await turn(4, [{ role: "assistant", content: "ok" }, { role: "user", content: "fourth" }])
+      await turn(4, [
+        { role: "assistant", content: "ok" },
+        { role: "user", content: "fourth" },
+      ])
       await h.nc.flush()
       expect(seen.filter((r) => r["turnId"] === "t4").every((r) => typeof r["system"] === "object")).toBe(true)
     } finally {
@@ -122,10 +151,23 @@ describe("prefix refs", () => {
   it("ContextClient with refs off always sends the parts in full", async () => {
     const seen: Array<Record<string, unknown>> = []
     const sub = h.nc.subscribe(h.turnSubject("acme", "refs-6"), { callback: (_err, msg) => void seen.push(msg.json()) })
-    const client = await ContextClient.connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222", root: h.root, direct: false, refs: false })
+    const client = await ContextClient.connect({
+      servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
+      root: h.root,
+      direct: false,
+      refs: false,
+    })
     try {
       await client.turn("acme", "refs-6", { ...base, turnId: "t1", system, messages: [{ role: "user", content: "a" }] })
-      await client.turn("acme", "refs-6", { ...base, turnId: "t2", system, messages: [{ role: "assistant", content: "b" }, { role: "user", content: "c" }] })
+      await client.turn("acme", "refs-6", {
+        ...base,
+        turnId: "t2",
+        system,
+        messages: [
+          { role: "assistant", content: "b" },
+          { role: "user", content: "c" },
+        ],
+      })
       await h.nc.flush()
       expect(seen.map((r) => typeof r["system"])).toEqual(["string", "string"])
     } finally {

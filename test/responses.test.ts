@@ -26,7 +26,13 @@ const responsesTurn = (turnId: string, input: unknown[], model = "gpt-4.1") => (
   system: "You are a helpful airline agent.",
   instructions: "Answer briefly.",
   tools: [
-    { type: "function", name: "get_user", description: "Get a user", parameters: { type: "object", properties: { id: { type: "string" } } }, strict: false },
+    {
+      type: "function",
+      name: "get_user",
+      description: "Get a user",
+      parameters: { type: "object", properties: { id: { type: "string" } } },
+      strict: false,
+    },
     { type: "web_search" },
   ],
   input,
@@ -46,7 +52,13 @@ describe("openai-responses turns over NATS", () => {
       prompt_cache_retention: "24h",
     })
     expect(first.request.tools).toEqual([
-      { type: "function", name: "get_user", description: "Get a user", parameters: { type: "object", properties: { id: { type: "string" } } }, strict: false },
+      {
+        type: "function",
+        name: "get_user",
+        description: "Get a user",
+        parameters: { type: "object", properties: { id: { type: "string" } } },
+        strict: false,
+      },
       { type: "web_search" },
     ])
     expect(first.request.prompt_cache_key).toBe(first.report.cache.promptCacheKey)
@@ -54,7 +66,12 @@ describe("openai-responses turns over NATS", () => {
     // the cache planner plans with the 24h tier the body asks for
     expect(first.report.cache.ttlSeconds).toBe(86_400)
 
-    const reasoning = { type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: "look the user up" }], encrypted_content: "gAAAAAB-opaque" }
+    const reasoning = {
+      type: "reasoning",
+      id: "rs_1",
+      summary: [{ type: "summary_text", text: "look the user up" }],
+      encrypted_content: "gAAAAAB-opaque",
+    }
     const second = await h.request(
       subject,
       responsesTurn("r2", [
@@ -74,7 +91,10 @@ describe("openai-responses turns over NATS", () => {
     expect(response.status).toBe("completed")
     expect(response.usage?.input_tokens).toBeGreaterThan(0)
     // the Responses usage (input_tokens with input_tokens_details) reads as OpenAI usage: cached tokens are reads
-    const billed = await h.request(`${h.root}.v1.usage.acme.resp-1`, { turnId: "r2", usage: { ...response.usage, input_tokens_details: { cached_tokens: 3 } } })
+    const billed = await h.request(`${h.root}.v1.usage.acme.resp-1`, {
+      turnId: "r2",
+      usage: { ...response.usage, input_tokens_details: { cached_tokens: 3 } },
+    })
     expect(billed).toMatchObject({ ok: true, turnId: "r2", counted: true })
     expect(billed.billed).toBe(response.usage?.input_tokens)
     if (billed.cache !== undefined) expect(billed.cache.billedReadTokens).toBe(3)

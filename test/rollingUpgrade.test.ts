@@ -108,22 +108,25 @@ describe.skipIf(release === undefined)("rolling upgrade between migration levels
     })
   })
 
-  describe.skipIf(release === undefined || release.level < PARTITIONED)("an existing deployment of the previous release (partitioned), upgraded while both serve", () => {
-    const cluster = started()
+  describe.skipIf(release === undefined || release.level < PARTITIONED)(
+    "an existing deployment of the previous release (partitioned), upgraded while both serve",
+    () => {
+      const cluster = started()
 
-    it("no turn fails or is stored twice across the join", { timeout: 90_000 }, async () => {
-      const c = cluster()
-      const sessions = Array.from({ length: SESSIONS }, (_, i) => `p${i}`)
-      await joined(c, release!.root, sessions)
-      expect((await withDb(c, Partitions.status)).partitioned).toBe(true)
-      await drive(c, sessions, 2, 4)
+      it("no turn fails or is stored twice across the join", { timeout: 90_000 }, async () => {
+        const c = cluster()
+        const sessions = Array.from({ length: SESSIONS }, (_, i) => `p${i}`)
+        await joined(c, release!.root, sessions)
+        expect((await withDb(c, Partitions.status)).partitioned).toBe(true)
+        await drive(c, sessions, 2, 4)
 
-      const served = await turnsServed(c)
-      expect(served.get("new")).toBeGreaterThan(0)
-      expect(served.get("old")).toBeGreaterThan(0)
-      await Cluster.expectExactlyOnce(c, TENANT, sessions, () => 6)
-    })
-  })
+        const served = await turnsServed(c)
+        expect(served.get("new")).toBeGreaterThan(0)
+        expect(served.get("old")).toBeGreaterThan(0)
+        await Cluster.expectExactlyOnce(c, TENANT, sessions, () => 6)
+      })
+    },
+  )
 })
 
 describe.skipIf(plainRelease === undefined)("rolling upgrade from a release before partitions", () => {

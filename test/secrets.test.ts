@@ -32,7 +32,8 @@ const hostileProvider = async (): Promise<{ url: string; calls: () => number; cl
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     calls++
     req.resume()
-    const echoed = `x-api-key=${String(req.headers["x-api-key"])} authorization=${String(req.headers.authorization)} ` +
+    const echoed =
+      `x-api-key=${String(req.headers["x-api-key"])} authorization=${String(req.headers.authorization)} ` +
       `x-goog-api-key=${String(req.headers["x-goog-api-key"])}`
     const path = req.url ?? ""
     const body = path.startsWith("/v1beta")
@@ -65,10 +66,9 @@ describe.skipIf(!NatsServer.available())("NATS with TLS and a password; secrets 
     const db = await Effect.runPromise(Scope.extend(TestDatabase.make, scope))
     const dir = mkdtempSync(join(tmpdir(), "ctxd-pki-"))
     pki = NatsServer.makePki(dir)
-    nats = await NatsServer.start(
-      `${NatsServer.tlsBlock(pki)}\nauthorization { user: ctxd, password: ${JSON.stringify(SECRETS.nats)} }`,
-      { dir },
-    )
+    nats = await NatsServer.start(`${NatsServer.tlsBlock(pki)}\nauthorization { user: ctxd, password: ${JSON.stringify(SECRETS.nats)} }`, {
+      dir,
+    })
     natsUrl = `tls://127.0.0.1:${nats.port}`
     provider = await hostileProvider()
     const dbUrl = new URL(db.url)
@@ -138,7 +138,13 @@ describe.skipIf(!NatsServer.available())("NATS with TLS and a password; secrets 
       const health = await fromEnv.health()
       expect(health.ok).toBe(true)
       seen.push(JSON.stringify(health))
-      const again = await fromEnv.turn("acme", "tls-1", { ...base, messages: [{ role: "assistant", content: "hi" }, { role: "user", content: "again" }] })
+      const again = await fromEnv.turn("acme", "tls-1", {
+        ...base,
+        messages: [
+          { role: "assistant", content: "hi" },
+          { role: "user", content: "again" },
+        ],
+      })
       expect(again.ok).toBe(true)
     } finally {
       await fromEnv.close()
@@ -177,7 +183,11 @@ describe.skipIf(!NatsServer.available())("NATS with TLS and a password; secrets 
     const judged = (turnId: string, messages: unknown[]) =>
       client.turn("acme", "judged", { ...base, turnId, messages, options: { loop: { judge: { enabled: true } } } } as never)
     const sameCall = (i: number) => [
-      { role: "assistant", content: null, tool_calls: [{ id: `c${i}`, type: "function", function: { name: "search", arguments: '{"q":"x"}' } }] },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: `c${i}`, type: "function", function: { name: "search", arguments: '{"q":"x"}' } }],
+      },
       { role: "tool", tool_call_id: `c${i}`, content: "no results" },
     ]
     seen.push(JSON.stringify(await judged("j0", [{ role: "user", content: "find x" }])))
@@ -216,7 +226,10 @@ describe.skipIf(!NatsServer.available())("NATS with TLS and a password; secrets 
     const lines = [...seen, worker.output()].join("\n").split("\n")
     expect(worker.output()).toContain("exact count unavailable") // the debug lines were written
     for (const [name, value] of Object.entries(SECRETS)) {
-      expect(lines.filter((line) => line.includes(value)), `${name} leaked`).toEqual([])
+      expect(
+        lines.filter((line) => line.includes(value)),
+        `${name} leaked`,
+      ).toEqual([])
     }
   }, 60_000)
 

@@ -21,15 +21,28 @@ afterAll(async () => {
   await h?.close()
 })
 
-const call = (id: string) => ({ role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }] })
+const call = (id: string) => ({
+  role: "assistant",
+  content: null,
+  tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }],
+})
 
 /** One large result with a long reply after it, then short exchanges (as in the assembler's turn tests). */
 const script: ReadonlyArray<ReadonlyArray<Record<string, unknown>>> = [
   [{ role: "user", content: "go" }, call("c0")],
-  [{ role: "tool", tool_call_id: "c0", content: "x".repeat(8_000) }, { role: "assistant", content: "y".repeat(4_000) }],
+  [
+    { role: "tool", tool_call_id: "c0", content: "x".repeat(8_000) },
+    { role: "assistant", content: "y".repeat(4_000) },
+  ],
   [{ role: "user", content: "next" }, call("c1")],
-  [{ role: "tool", tool_call_id: "c1", content: "ok" }, { role: "assistant", content: "ok" }],
-  ...Array.from({ length: 10 }, () => [{ role: "user", content: "more" }, { role: "assistant", content: "ok" }]),
+  [
+    { role: "tool", tool_call_id: "c1", content: "ok" },
+    { role: "assistant", content: "ok" },
+  ],
+  ...Array.from({ length: 10 }, () => [
+    { role: "user", content: "more" },
+    { role: "assistant", content: "ok" },
+  ]),
 ]
 
 /** Plays the script as `agent` in `session` (turns back to back: the cache stays warm); each turn's `report.cache`. */
@@ -85,7 +98,16 @@ it("a long session's length is recorded once per bucket of the histogram, an age
       turnId: `t${k}`,
       format: "openai",
       model: { provider: "openai", name: "gpt-5" },
-      messages: k === 0 ? [{ role: "user", content: "go" }, { role: "assistant", content: "ok" }] : [{ role: "user", content: `more ${k}` }, { role: "assistant", content: "ok" }],
+      messages:
+        k === 0
+          ? [
+              { role: "user", content: "go" },
+              { role: "assistant", content: "ok" },
+            ]
+          : [
+              { role: "user", content: `more ${k}` },
+              { role: "assistant", content: "ok" },
+            ],
       options: { agent },
     })
     expect(reply.ok, JSON.stringify(reply.error)).toBe(true)

@@ -15,34 +15,38 @@ const NATS_SERVER = NatsServer.BINARY
 
 const freePort = NatsServer.freePort
 
-it.skipIf(!existsSync(NATS_SERVER))("waits for NATS to come up at start", async () => {
-  const scope = Effect.runSync(Scope.make())
-  const db = await Effect.runPromise(Scope.extend(TestDatabase.make, scope))
-  const port = await freePort()
-  const root = `t_${randomBytes(5).toString("hex")}`
-  const storeDir = mkdtempSync(join(tmpdir(), "ctxd-nats-"))
-  let nats: ChildProcess | undefined
-  let worker: WorkerProcess.WorkerProcess | undefined
-  try {
-    worker = await WorkerProcess.start(
-      { NATS_URL: `nats://127.0.0.1:${port}`, DATABASE_URL: db.url, CTXD_DB_SCHEMA: db.schema, CTXD_SUBJECT_ROOT: root },
-      { ready: false },
-    )
-    // NATS comes up only once the worker has found it missing (however long the worker takes to boot)
-    await worker.waitFor("NATS is not reachable yet; starting again", 60_000)
-    nats = spawn(NATS_SERVER, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], { stdio: "ignore" })
-    await worker.waitFor("worker ready", 60_000)
-    const nc = await connect({ servers: `nats://127.0.0.1:${port}` })
-    const health = (await nc.request(`${root}.v1.health`, "", { timeout: 5_000 })).json<{ ok: boolean }>()
-    expect(health.ok).toBe(true)
-    await nc.close()
-  } finally {
-    await worker?.stop()
-    nats?.kill("SIGTERM")
-    rmSync(storeDir, { recursive: true, force: true })
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-  }
-}, 90_000)
+it.skipIf(!existsSync(NATS_SERVER))(
+  "waits for NATS to come up at start",
+  async () => {
+    const scope = Effect.runSync(Scope.make())
+    const db = await Effect.runPromise(Scope.extend(TestDatabase.make, scope))
+    const port = await freePort()
+    const root = `t_${randomBytes(5).toString("hex")}`
+    const storeDir = mkdtempSync(join(tmpdir(), "ctxd-nats-"))
+    let nats: ChildProcess | undefined
+    let worker: WorkerProcess.WorkerProcess | undefined
+    try {
+      worker = await WorkerProcess.start(
+        { NATS_URL: `nats://127.0.0.1:${port}`, DATABASE_URL: db.url, CTXD_DB_SCHEMA: db.schema, CTXD_SUBJECT_ROOT: root },
+        { ready: false },
+      )
+      // NATS comes up only once the worker has found it missing (however long the worker takes to boot)
+      await worker.waitFor("NATS is not reachable yet; starting again", 60_000)
+      nats = spawn(NATS_SERVER, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], { stdio: "ignore" })
+      await worker.waitFor("worker ready", 60_000)
+      const nc = await connect({ servers: `nats://127.0.0.1:${port}` })
+      const health = (await nc.request(`${root}.v1.health`, "", { timeout: 5_000 })).json<{ ok: boolean }>()
+      expect(health.ok).toBe(true)
+      await nc.close()
+    } finally {
+      await worker?.stop()
+      nats?.kill("SIGTERM")
+      rmSync(storeDir, { recursive: true, force: true })
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+  },
+  90_000,
+)
 
 it("sets its V8 flags at start, unless node's command line names them", async () => {
   const scope = Effect.runSync(Scope.make())

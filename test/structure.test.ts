@@ -78,11 +78,15 @@ describe("import parsing and cycle finding", () => {
       ["Canonical.ts", []],
       ["Self.ts", ["Self.ts"]],
     ])
-    expect(cyclesOf(graph).map(formatCycle).sort()).toEqual([
-      "Detector.ts → LoopState.ts → Nudge.ts → Detector.ts",
-      "Self.ts → Self.ts",
-    ])
-    expect(cyclesOf(new Map([["A", ["B"]], ["B", []]]))).toEqual([])
+    expect(cyclesOf(graph).map(formatCycle).sort()).toEqual(["Detector.ts → LoopState.ts → Nudge.ts → Detector.ts", "Self.ts → Self.ts"])
+    expect(
+      cyclesOf(
+        new Map([
+          ["A", ["B"]],
+          ["B", []],
+        ]),
+      ),
+    ).toEqual([])
   })
 })
 
@@ -91,11 +95,27 @@ const broken = (path: string, text: string): Array<Rule> => importViolations(joi
 
 describe("the import rules on planted imports", () => {
   it("accept what the layers allow", () => {
-    expect(broken("libs/db/src/X.ts", `import { Schema } from "@ctxd/contracts"\nimport * as Y from "./Y.ts"\nimport { Effect } from "effect"`)).toEqual([])
-    expect(broken("services/assembler/src/X.ts", `import { Database } from "@ctxd/db"\nimport { TokenCounter } from "@ctxd/token-counter"`)).toEqual([])
-    expect(broken("services/token-counter/test/X.test.ts", `import { FakeProvider } from "@ctxd/testing"\nimport * as T from "../src/TokenCounter.ts"`)).toEqual([])
-    expect(broken("bench/X.ts", `import { LocalTurns } from "@ctxd/assembler"\nimport { ConfigCheck } from "@ctxd/worker"\nimport type { Row } from "./Stats.ts"`)).toEqual([])
-    expect(broken("deploy/test/x.test.ts", `import { ConfigCheck } from "@ctxd/worker"\nimport * as K from "./KubernetesSchemas.ts"`)).toEqual([])
+    expect(
+      broken("libs/db/src/X.ts", `import { Schema } from "@ctxd/contracts"\nimport * as Y from "./Y.ts"\nimport { Effect } from "effect"`),
+    ).toEqual([])
+    expect(
+      broken("services/assembler/src/X.ts", `import { Database } from "@ctxd/db"\nimport { TokenCounter } from "@ctxd/token-counter"`),
+    ).toEqual([])
+    expect(
+      broken(
+        "services/token-counter/test/X.test.ts",
+        `import { FakeProvider } from "@ctxd/testing"\nimport * as T from "../src/TokenCounter.ts"`,
+      ),
+    ).toEqual([])
+    expect(
+      broken(
+        "bench/X.ts",
+        `import { LocalTurns } from "@ctxd/assembler"\nimport { ConfigCheck } from "@ctxd/worker"\nimport type { Row } from "./Stats.ts"`,
+      ),
+    ).toEqual([])
+    expect(
+      broken("deploy/test/x.test.ts", `import { ConfigCheck } from "@ctxd/worker"\nimport * as K from "./KubernetesSchemas.ts"`),
+    ).toEqual([])
     expect(broken("test/x.test.ts", `import { ContextClient } from "@ctxd/client"\nimport * as Harness from "./Harness.ts"`)).toEqual([])
   })
 
@@ -150,8 +170,21 @@ describe("module structure", () => {
     expect(packages.length).toBeGreaterThanOrEqual(14)
     const files = scannedFiles().map(rel)
     expect(files.length).toBeGreaterThan(300)
-    for (const folder of ["bench/", "bench/economics/", "deploy/test/", "deploy/ci/", "test/", "libs/contracts/src/", "libs/testing/scripts/", "services/worker/scripts/", "services/worker/bin/"]) {
-      expect(files.some((f) => f.startsWith(folder) && !f.slice(folder.length).includes("/")), folder).toBe(true)
+    for (const folder of [
+      "bench/",
+      "bench/economics/",
+      "deploy/test/",
+      "deploy/ci/",
+      "test/",
+      "libs/contracts/src/",
+      "libs/testing/scripts/",
+      "services/worker/scripts/",
+      "services/worker/bin/",
+    ]) {
+      expect(
+        files.some((f) => f.startsWith(folder) && !f.slice(folder.length).includes("/")),
+        folder,
+      ).toBe(true)
     }
   })
 
@@ -171,7 +204,11 @@ describe("module structure", () => {
     expect(layers.get("@ctxd/contracts")).toBe(0)
     expect(layers.get("@ctxd/worker")).toBe(3)
     expect([...layers.values()].every((l) => l < TOP)).toBe(true)
-    const upward = [...declared].flatMap(([name, deps]) => deps.filter((d) => layers.get(d)! > layers.get(name)!).map((d) => `${name} (layer ${layers.get(name)}) declares ${d} (layer ${layers.get(d)})`))
+    const upward = [...declared].flatMap(([name, deps]) =>
+      deps
+        .filter((d) => layers.get(d)! > layers.get(name)!)
+        .map((d) => `${name} (layer ${layers.get(name)}) declares ${d} (layer ${layers.get(d)})`),
+    )
     expect(upward, upward.join("\n")).toEqual([])
     expect(cyclesOf(declared).map(formatCycle)).toEqual([])
   })
@@ -179,7 +216,12 @@ describe("module structure", () => {
   it("declares exactly the packages each package's src imports", () => {
     const declared = declaredGraph()
     const imported = packageGraph()
-    const unused = packages.flatMap((p) => declared.get(p.name)!.filter((d) => !imported.get(p.name)!.includes(d)).map((d) => `${p.name} declares ${d}, which its src never imports (a devDependency if only its tests do)`))
+    const unused = packages.flatMap((p) =>
+      declared
+        .get(p.name)!
+        .filter((d) => !imported.get(p.name)!.includes(d))
+        .map((d) => `${p.name} declares ${d}, which its src never imports (a devDependency if only its tests do)`),
+    )
     expect(unused, unused.join("\n")).toEqual([])
     expect(violations("declared")).toEqual([])
   })

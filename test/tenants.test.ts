@@ -30,7 +30,16 @@ const turn = (options?: unknown) => ({
   turnId: "t1",
   format: "openai",
   model: { provider: "openai", name: "gpt-4o" },
-  tools: [{ type: "function", function: { name: "f", description: "Does f.", parameters: { type: "object", properties: { x: { type: "string", description: "the x" } } } } }],
+  tools: [
+    {
+      type: "function",
+      function: {
+        name: "f",
+        description: "Does f.",
+        parameters: { type: "object", properties: { x: { type: "string", description: "the x" } } },
+      },
+    },
+  ],
   messages: [{ role: "user", content: "hi" }],
   ...(options === undefined ? {} : { options }),
 })
@@ -47,8 +56,7 @@ it("applies the tenant's defaults, and a request's own options win", async () =>
 })
 
 it("holds a tenant with its own share to it, and the others to the default", async () => {
-  const burst = (tenant: string) =>
-    Promise.all(Array.from({ length: 24 }, (_, i) => h.request(h.turnSubject(tenant, `burst${i}`), turn())))
+  const burst = (tenant: string) => Promise.all(Array.from({ length: 24 }, (_, i) => h.request(h.turnSubject(tenant, `burst${i}`), turn())))
   const narrow = await burst("narrow")
   const busy = narrow.filter((r) => r.ok === false)
   expect(busy.length).toBeGreaterThan(0)
@@ -57,7 +65,10 @@ it("holds a tenant with its own share to it, and the others to the default", asy
     expect(r.error.message).toMatch(/tenant narrow holds its share of this worker's turns in flight \(1 of 1\)/)
   }
   const wide = await burst("wide")
-  expect(wide.every((r) => r.ok === true), JSON.stringify(wide.find((r) => r.ok !== true))).toBe(true)
+  expect(
+    wide.every((r) => r.ok === true),
+    JSON.stringify(wide.find((r) => r.ok !== true)),
+  ).toBe(true)
 })
 
 it("refuses to start with an invalid tenants file, saying why in its own scrubbed JSON log", async () => {

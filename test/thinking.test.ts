@@ -32,16 +32,28 @@ const turn = (turnId: string, messages: unknown[], options: Json = {}) => ({
   options,
 })
 
-const thought = (k: number) => ({ type: "thinking", thinking: `Look up user u${k} before answering.`, signature: `EqQBCkYIBxgCKkA-sig-${k}` })
+const thought = (k: number) => ({
+  type: "thinking",
+  thinking: `Look up user u${k} before answering.`,
+  signature: `EqQBCkYIBxgCKkA-sig-${k}`,
+})
 const use = (k: number) => ({ type: "tool_use", id: `toolu_${k}`, name: "get_user", input: { id: `u${k}` } })
-const answer = (k: number) => ({ role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${k}`, content: `{"name":"user ${k}"}` }] })
+const answer = (k: number) => ({
+  role: "user",
+  content: [{ type: "tool_result", tool_use_id: `toolu_${k}`, content: `{"name":"user ${k}"}` }],
+})
 const thoughtsIn = (body: Json): Array<string> =>
   (body["messages"] as Array<Json>).flatMap((m) =>
-    (Array.isArray(m["content"]) ? (m["content"] as Array<Json>) : []).filter((b) => b["type"] === "thinking" || b["type"] === "redacted_thinking").map((b) => String(b["signature"] ?? b["data"])),
+    (Array.isArray(m["content"]) ? (m["content"] as Array<Json>) : [])
+      .filter((b) => b["type"] === "thinking" || b["type"] === "redacted_thinking")
+      .map((b) => String(b["signature"] ?? b["data"])),
   )
 
 const send = (body: Json) =>
-  client.messages.create({ ...(body as unknown as Anthropic.MessageCreateParamsNonStreaming), thinking: { type: "enabled", budget_tokens: 1024 } })
+  client.messages.create({
+    ...(body as unknown as Anthropic.MessageCreateParamsNonStreaming),
+    thinking: { type: "enabled", budget_tokens: 1024 },
+  })
 
 describe("anthropic turns with extended thinking over NATS", () => {
   it("a tool-use continuation keeps its thinking first and is accepted; older turns' thinking is left out", async () => {
@@ -76,7 +88,10 @@ describe("anthropic turns with extended thinking over NATS", () => {
     expect((await send(next.request)).type).toBe("message")
 
     // keepThinkingTurns: 2 (a per-request option) sends turn 1's thinking again: the stored history is whole
-    const two = await h.request(subject, turn("t4", [{ role: "assistant", content: [thought(3), use(3)] }, answer(3)], { keepThinkingTurns: 2 }))
+    const two = await h.request(
+      subject,
+      turn("t4", [{ role: "assistant", content: [thought(3), use(3)] }, answer(3)], { keepThinkingTurns: 2 }),
+    )
     expect(two.ok).toBe(true)
     expect(thoughtsIn(two.request)).toEqual([thought(1).signature, thought(11).signature, thought(2).signature, thought(3).signature])
     expect((await send(two.request)).type).toBe("message")

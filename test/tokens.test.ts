@@ -56,7 +56,14 @@ describe("exact counting with a provider", () => {
         endpoint: "responses_input_tokens",
         backend: "openai_api",
         withoutTools: ({ tools: _tools, ...body }: Record<string, unknown>) => body,
-        turn: (k: number) => ({ turnId: `r${k}`, format: "openai-responses", model: { provider: "openai", name: "gpt-5" }, system: responses.system, tools: responses.tools, input: responses.turns[k]!.input }),
+        turn: (k: number) => ({
+          turnId: `r${k}`,
+          format: "openai-responses",
+          model: { provider: "openai", name: "gpt-5" },
+          system: responses.system,
+          tools: responses.tools,
+          input: responses.turns[k]!.input,
+        }),
       },
       {
         format: "gemini" as const,
@@ -66,7 +73,14 @@ describe("exact counting with a provider", () => {
           const { tools: _tools, ...rest } = config as Record<string, unknown>
           return { ...body, config: rest }
         },
-        turn: (k: number) => ({ turnId: `g${k}`, format: "gemini", model: { provider: "google", name: "gemini-2.5-flash" }, system: gemini.systemInstruction, tools: gemini.tools, contents: gemini.turns[k]!.contents }),
+        turn: (k: number) => ({
+          turnId: `g${k}`,
+          format: "gemini",
+          model: { provider: "google", name: "gemini-2.5-flash" },
+          system: gemini.systemInstruction,
+          tools: gemini.tools,
+          contents: gemini.turns[k]!.contents,
+        }),
       },
     ]
     for (const c of cases) {
@@ -76,7 +90,9 @@ describe("exact counting with a provider", () => {
       expect(first.report.counter).toMatchObject({ backend: c.backend, exact: true, calibration: 1 })
       // system + history are the provider's count of the prompt without its tools (the tools' share in the
       // report is the pipeline's: a local count once schema compression has rewritten them)
-      expect(first.report.tokens.system + first.report.tokens.history).toBe(FakeProvider.countRequestTokens(c.format, c.withoutTools(first.request)))
+      expect(first.report.tokens.system + first.report.tokens.history).toBe(
+        FakeProvider.countRequestTokens(c.format, c.withoutTools(first.request)),
+      )
       // the compressed tools are counted locally on the provider's scale (its count of the full list over
       // the local one): the whole prompt's estimate is within 1 % of what the provider counts (about 2 % unscaled)
       const whole = FakeProvider.countRequestTokens(c.format, first.request)
@@ -109,7 +125,11 @@ describe("exact counting with a provider", () => {
     // OpenAI is configured: its own count (`backend` keeps the old name, `countedBy` says whose)
     expect(reply).toMatchObject({ ok: true, backend: "anthropic_api", countedBy: "openai_api", exact: true })
     expect(reply.segments).toHaveLength(2)
-    const local = await h.request(`${h.root}.v1.tokens.count`, { model: { provider: "openai", name: "gpt-4o" }, backend: "tiktoken", segments: ["hello world"] })
+    const local = await h.request(`${h.root}.v1.tokens.count`, {
+      model: { provider: "openai", name: "gpt-4o" },
+      backend: "tiktoken",
+      segments: ["hello world"],
+    })
     expect(local).toMatchObject({ ok: true, backend: "tiktoken", countedBy: "tiktoken", exact: false })
   })
 })

@@ -17,7 +17,10 @@ const openaiTurn = (turnId: string, messages: unknown[], extra: Record<string, u
   model: { provider: "openai", name: "gpt-4o" },
   system: "You are a helpful airline agent.",
   tools: [
-    { type: "function", function: { name: "get_user", description: "Get a user", parameters: { type: "object", properties: { id: { type: "string" } } } } },
+    {
+      type: "function",
+      function: { name: "get_user", description: "Get a user", parameters: { type: "object", properties: { id: { type: "string" } } } },
+    },
     { type: "function", function: { name: "book", description: "Book", parameters: { type: "object", properties: {} } } },
   ],
   messages,
@@ -66,7 +69,11 @@ describe("turn requests over NATS", () => {
     const second = await h.request(
       h.turnSubject("acme", "s1"),
       openaiTurn("t2", [
-        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "get_user", arguments: '{"id":"u1"}' } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c1", type: "function", function: { name: "get_user", arguments: '{"id":"u1"}' } }],
+        },
         { role: "tool", tool_call_id: "c1", content: '{"name":"Mia"}' },
       ]),
     )
@@ -140,7 +147,10 @@ describe("turn requests over NATS", () => {
 
 describe("bad input never crashes the worker and never writes", () => {
   const expectServing = async () => {
-    const ok = await h.request(h.turnSubject("acme", `alive-${Math.random().toString(36).slice(2)}`), openaiTurn("z", [{ role: "user", content: "still there?" }]))
+    const ok = await h.request(
+      h.turnSubject("acme", `alive-${Math.random().toString(36).slice(2)}`),
+      openaiTurn("z", [{ role: "user", content: "still there?" }]),
+    )
     expect(ok.ok).toBe(true)
   }
 
@@ -221,7 +231,11 @@ describe("health", () => {
 describe("loop check", () => {
   it("flags a history that repeats the same call and result, with a nudge", async () => {
     const call = (i: number) => [
-      { role: "assistant", content: null, tool_calls: [{ id: `c${i}`, type: "function", function: { name: "search", arguments: '{"q": "flights"}' } }] },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: `c${i}`, type: "function", function: { name: "search", arguments: '{"q": "flights"}' } }],
+      },
       { role: "tool", tool_call_id: `c${i}`, content: "no results" },
     ]
     const messages = [{ role: "user", content: "find me a flight" }, ...call(1), ...call(2), ...call(3)]

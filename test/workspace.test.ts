@@ -47,7 +47,12 @@ const request = (format: string, system: unknown, turnId = "t1") => {
     case "openai-responses":
       return { ...base, format, model: { provider: "openai", name: "gpt-4.1" }, input: [{ role: "user", content: user }] }
     default:
-      return { ...base, format, model: { provider: "google", name: "gemini-2.5-flash" }, contents: [{ role: "user", parts: [{ text: user }] }] }
+      return {
+        ...base,
+        format,
+        model: { provider: "google", name: "gemini-2.5-flash" },
+        contents: [{ role: "user", parts: [{ text: user }] }],
+      }
   }
 }
 
@@ -60,7 +65,9 @@ const positions = (body: unknown, texts: ReadonlyArray<string>) => {
 type MetricRow = { name: string; tags: Record<string, string>; value?: number }
 const metric = async (name: string, tags: Record<string, string> = {}) => {
   const json = await h.request(`${h.root}.v1.metrics`, {}, 5_000)
-  const rows = (json.metrics as ReadonlyArray<MetricRow>).filter((m) => m.name === name && Object.entries(tags).every(([k, v]) => m.tags[k] === v))
+  const rows = (json.metrics as ReadonlyArray<MetricRow>).filter(
+    (m) => m.name === name && Object.entries(tags).every(([k, v]) => m.tags[k] === v),
+  )
   return rows.reduce((n, m) => n + (m.value ?? 0), 0)
 }
 
@@ -70,8 +77,14 @@ describe("workspace bundles", () => {
       const reply = await h.request(h.turnSubject("acme", `ws-${format}`), request(format, { workspace: "acme-bot", extras: ["TOOLS"] }))
       expect(reply.error, format).toBeUndefined()
       const at = positions(reply.request, [...ordered, files["TOOLS.md"]])
-      expect(at.every((p) => p >= 0), `${format}: every file in the body`).toBe(true)
-      expect([...at].sort((a, b) => a - b), `${format}: in order`).toEqual(at)
+      expect(
+        at.every((p) => p >= 0),
+        `${format}: every file in the body`,
+      ).toBe(true)
+      expect(
+        [...at].sort((a, b) => a - b),
+        `${format}: in order`,
+      ).toEqual(at)
       expect(positions(reply.request, ["Where is my order?"])[0], format).toBeGreaterThan(0)
       expect(JSON.stringify(reply.request), format).not.toContain("NOT MARKDOWN")
       expect(reply.report.tokens.system, format).toBeGreaterThan(20)
@@ -97,7 +110,10 @@ describe("workspace bundles", () => {
     expect(await metric("ctxd_workspace_cache_invalidations_total", { reason: "change" })).toBeGreaterThan(dropped)
     const second = await h.request(subject, {
       ...request("anthropic", { workspace: "acme-bot" }, "t2"),
-      messages: [{ role: "assistant", content: "Let me check." }, { role: "user", content: "Thanks." }],
+      messages: [
+        { role: "assistant", content: "Let me check." },
+        { role: "user", content: "Thanks." },
+      ],
     })
     expect(second.error).toBeUndefined()
     expect(second.request.system.map((b: { text: string }) => b.text)).toEqual([ordered[0], "# Soul\nBe cheerful.", ordered[2], ordered[3]])
@@ -107,7 +123,11 @@ describe("workspace bundles", () => {
     const missing = await h.request(h.turnSubject("acme", "ws-missing"), request("openai", { workspace: "nobody" }))
     expect(missing.error).toMatchObject({ code: "BadRequest", path: "system.workspace" })
     expect(missing.error.message).toContain("no workspace nobody")
-    for (const system of [{ workspace: "../etc" }, { workspace: "acme-bot", extras: ["../../passwd"] }, { workspace: "acme-bot", extras: ["a/b.md"] }]) {
+    for (const system of [
+      { workspace: "../etc" },
+      { workspace: "acme-bot", extras: ["../../passwd"] },
+      { workspace: "acme-bot", extras: ["a/b.md"] },
+    ]) {
       const bad = await h.request(h.turnSubject("acme", "ws-traversal"), request("openai", system))
       expect(bad.error?.code, JSON.stringify(system)).toBe("BadRequest")
     }

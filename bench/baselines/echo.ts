@@ -31,7 +31,8 @@ const encoder = new TextEncoder()
 
 const answer = async (subject: string, data: Uint8Array): Promise<Uint8Array> => {
   const request = JSON.parse(new TextDecoder().decode(data)) as { turnId?: string }
-  const reply = fixed ?? encoder.encode(JSON.stringify({ ok: true, turnId: request.turnId, body: filler.slice(0, Math.max(0, replyBytes - 60)) }))
+  const reply =
+    fixed ?? encoder.encode(JSON.stringify({ ok: true, turnId: request.turnId, body: filler.slice(0, Math.max(0, replyBytes - 60)) }))
   if (pool !== undefined) {
     const client = await pool.connect()
     try {

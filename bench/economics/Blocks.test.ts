@@ -17,7 +17,13 @@ const system: Array<Conversation.SystemSection> = [
 ]
 const messages: Array<Conversation.Message> = [
   { role: "user", parts: [{ type: "text", text: "hello" }] },
-  { role: "assistant", parts: [{ type: "text", text: "on it" }, { type: "tool_call", id: "c1", name: "a", input: {} }] },
+  {
+    role: "assistant",
+    parts: [
+      { type: "text", text: "on it" },
+      { type: "tool_call", id: "c1", name: "a", input: {} },
+    ],
+  },
   { role: "tool", parts: [{ type: "tool_result", callId: "c1", content: [{ type: "text", text: "done" }], isError: false }] },
 ]
 

@@ -46,11 +46,25 @@ export const bodies = async (input: Input): Promise<Array<Record<string, unknown
     countSystem: count.system,
   }
   const memory = input.memory
-  const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), ...(memory === undefined ? {} : { memory: (_tenant, query) => memory(query) }) })
+  const turns = InProcessTurns.make({
+    local,
+    count: InProcessTurns.countLocally(local),
+    ...(memory === undefined ? {} : { memory: (_tenant, query) => memory(query) }),
+  })
   const out: Array<Record<string, unknown>> = []
   for (const [k, messages] of session.turns.entries()) {
-    const request = { turnId: `t${k}`, format, model: { provider: model.provider, name: model.name, contextWindow: 1_000_000 }, messages: [], ...(input.options === undefined ? {} : { options: input.options }) } as const
-    const normalized = { system: session.system, tools: session.tools, messages: messages.map((message, i) => ({ message, sourceIndex: i })) }
+    const request = {
+      turnId: `t${k}`,
+      format,
+      model: { provider: model.provider, name: model.name, contextWindow: 1_000_000 },
+      messages: [],
+      ...(input.options === undefined ? {} : { options: input.options }),
+    } as const
+    const normalized = {
+      system: session.system,
+      tools: session.tools,
+      messages: messages.map((message, i) => ({ message, sourceIndex: i })),
+    }
     const reply = await turns.turn("bench", session.id, request, normalized, input.times[k]! * 1000)
     input.onReply?.(reply)
     out.push(reply.request)

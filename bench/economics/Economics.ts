@@ -87,7 +87,13 @@ const outputs = (s: Setup, turns: ReadonlyArray<ReadonlyArray<Conversation.Messa
     return reply?.role === "assistant" ? s.count.message(reply) : 0
   })
 
-const bill = (s: Setup, blocks: ReadonlyArray<ReadonlyArray<CacheSim.Block>>, times: ReadonlyArray<number>, out: ReadonlyArray<number>, emptyViews: number): Outcome => {
+const bill = (
+  s: Setup,
+  blocks: ReadonlyArray<ReadonlyArray<CacheSim.Block>>,
+  times: ReadonlyArray<number>,
+  out: ReadonlyArray<number>,
+  emptyViews: number,
+): Outcome => {
   const usages = CacheSim.simulate(
     s.prices,
     blocks.map((b, k) => ({ at: times[k]!, blocks: b, output: out[k] })),
@@ -152,7 +158,12 @@ const sum = (results: ReadonlyArray<SessionResult>, mode: Mode, name: string): O
   results.reduce<Outcome>(
     (acc, r) => {
       const o = r.outcomes[mode][name]!
-      return { usage: CostModel.add(acc.usage, o.usage), input: acc.input + o.input, usd: acc.usd + o.usd, emptyViews: acc.emptyViews + o.emptyViews }
+      return {
+        usage: CostModel.add(acc.usage, o.usage),
+        input: acc.input + o.input,
+        usd: acc.usd + o.usd,
+        emptyViews: acc.emptyViews + o.emptyViews,
+      }
     },
     { usage: CostModel.zero, input: 0, usd: 0, emptyViews: 0 },
   )
@@ -165,10 +176,16 @@ const strategyRows = (bench: string, mode: Mode, totals: Record<string, Outcome>
     const inputTokens = o.usage.cacheRead + CostModel.written(o.usage) + o.usage.uncached
     const rows: Array<Row> = [
       { bench, metric: `${mode}: ${name}: effective input cost`, value: round(o.input, 0), unit: "tok-eq" },
-      { bench, metric: `${mode}: ${name}: cache read / write share of input`, value: pct(o.usage.cacheRead, inputTokens), unit: `% / ${pct(CostModel.written(o.usage), inputTokens)} %` },
+      {
+        bench,
+        metric: `${mode}: ${name}: cache read / write share of input`,
+        value: pct(o.usage.cacheRead, inputTokens),
+        unit: `% / ${pct(CostModel.written(o.usage), inputTokens)} %`,
+      },
       { bench, metric: `${mode}: ${name}: total with output`, value: round(o.usd, 2), unit: "USD" },
     ]
-    if (o.emptyViews > 0) rows.push({ bench, metric: `${mode}: ${name}: turns sent without any conversation`, value: o.emptyViews, unit: "turns" })
+    if (o.emptyViews > 0)
+      rows.push({ bench, metric: `${mode}: ${name}: turns sent without any conversation`, value: o.emptyViews, unit: "turns" })
     return rows
   })
 
@@ -199,7 +216,12 @@ export const run = async (): Promise<Row[]> => {
   rows.push(
     { bench: prices, metric: "input / output", value: s.prices.inputPerMtok, unit: `/ ${s.prices.outputPerMtok} USD per Mtok` },
     { bench: prices, metric: "cache read multiplier", value: s.prices.cacheReadMultiplier, unit: "×" },
-    ...s.prices.tiers.map((t): Row => ({ bench: prices, metric: `cache write multiplier, ${t.name} (TTL ${t.ttlSeconds} s)`, value: t.writeMultiplier, unit: "×" })),
+    ...s.prices.tiers.map((t): Row => ({
+      bench: prices,
+      metric: `cache write multiplier, ${t.name} (TTL ${t.ttlSeconds} s)`,
+      value: t.writeMultiplier,
+      unit: "×",
+    })),
     { bench: prices, metric: "minimum cacheable prefix", value: s.prices.minCacheableTokens, unit: "tok" },
   )
 
@@ -212,8 +234,22 @@ export const run = async (): Promise<Row[]> => {
     const vsBest = o[CTXD]!.input / o[best]!.input
     rows.push(
       ...strategyRows(benchA, mode, o),
-      { bench: benchA, metric: `${mode}: ctxd / full history`, value: round(vsFull), unit: "×", target: "≤ 0.30 (and ≤ 1.01)", met: vsFull <= 0.3 },
-      { bench: benchA, metric: `${mode}: ctxd / best peer (${best})`, value: round(vsBest), unit: "×", target: "≤ 0.5", met: vsBest <= 0.5 },
+      {
+        bench: benchA,
+        metric: `${mode}: ctxd / full history`,
+        value: round(vsFull),
+        unit: "×",
+        target: "≤ 0.30 (and ≤ 1.01)",
+        met: vsFull <= 0.3,
+      },
+      {
+        bench: benchA,
+        metric: `${mode}: ctxd / best peer (${best})`,
+        value: round(vsBest),
+        unit: "×",
+        target: "≤ 0.5",
+        met: vsBest <= 0.5,
+      },
     )
   }
   rows.push(
@@ -231,10 +267,34 @@ export const run = async (): Promise<Row[]> => {
     const over = ratios.filter((x) => x > 1.01).length
     rows.push(
       ...strategyRows(benchB, mode, totals),
-      { bench: benchB, metric: `${mode}: ctxd / full history (sum)`, value: round(totals[CTXD]!.input / totals["full history"]!.input), unit: "×" },
-      { bench: benchB, metric: `${mode}: ctxd / full history, worst session`, value: round(Math.max(...ratios)), unit: "×", target: "≤ 1.01", met: over === 0 },
-      { bench: benchB, metric: `${mode}: sessions where ctxd costs more than full × 1.01`, value: over, unit: `of ${tau.length}`, target: "0", met: over === 0 },
-      { bench: benchB, metric: `${mode}: ctxd / best peer (${best}, sum)`, value: round(totals[CTXD]!.input / totals[best]!.input), unit: "×" },
+      {
+        bench: benchB,
+        metric: `${mode}: ctxd / full history (sum)`,
+        value: round(totals[CTXD]!.input / totals["full history"]!.input),
+        unit: "×",
+      },
+      {
+        bench: benchB,
+        metric: `${mode}: ctxd / full history, worst session`,
+        value: round(Math.max(...ratios)),
+        unit: "×",
+        target: "≤ 1.01",
+        met: over === 0,
+      },
+      {
+        bench: benchB,
+        metric: `${mode}: sessions where ctxd costs more than full × 1.01`,
+        value: over,
+        unit: `of ${tau.length}`,
+        target: "0",
+        met: over === 0,
+      },
+      {
+        bench: benchB,
+        metric: `${mode}: ctxd / best peer (${best}, sum)`,
+        value: round(totals[CTXD]!.input / totals[best]!.input),
+        unit: "×",
+      },
     )
   }
   rows.push({ bench: benchB, metric: "human pauses (gaps)", value: tau.reduce((n, r) => n + r.humanPauses, 0), unit: "turns" })

@@ -47,11 +47,7 @@ export const isHuman = (messages: ReadonlyArray<Conversation.Message>): boolean 
   messages.some((m) => m.role === "user" && m.parts.some((p) => p.type === "text" && p.text.trim() !== ""))
 
 /** The time of each turn's model call, in seconds from the first (which is at 0). */
-export const timestamps = (
-  id: string,
-  turns: ReadonlyArray<ReadonlyArray<Conversation.Message>>,
-  options: Options,
-): Array<number> => {
+export const timestamps = (id: string, turns: ReadonlyArray<ReadonlyArray<Conversation.Message>>, options: Options): Array<number> => {
   const random = prng((options.seed ^ fnv1a(id)) >>> 0)
   const [stepMin, stepMax] = options.stepSeconds ?? [2, 20]
   const [pauseMin, pauseMax] = options.pauseSeconds ?? [180, 2_400]

@@ -28,7 +28,11 @@ export interface Context {
   readonly sessions: ReadonlyArray<Ctxd.Session>
   readonly times: (session: Ctxd.Session, pauses: boolean) => ReadonlyArray<number>
   readonly outputs: (session: Ctxd.Session) => ReadonlyArray<number>
-  readonly bill: (bodies: ReadonlyArray<Record<string, unknown>>, times: ReadonlyArray<number>, outputs: ReadonlyArray<number>) => { readonly usage: CostModel.Usage; readonly input: number }
+  readonly bill: (
+    bodies: ReadonlyArray<Record<string, unknown>>,
+    times: ReadonlyArray<number>,
+    outputs: ReadonlyArray<number>,
+  ) => { readonly usage: CostModel.Usage; readonly input: number }
 }
 
 const AGENT = "bench"
@@ -39,7 +43,13 @@ const corpus = (): MemoryStore.MemoryStoreService => {
   const store = MemoryStore.makeMemory()
   const texts = Workloads.tauBenchSessions()
     .slice(100, 200)
-    .flatMap((s) => s.turns.flatMap((t) => t.messages.flatMap((m) => (m.role === "user" && typeof m.content === "string" && m.content.trim() !== "" ? [m.content.slice(0, 2_000)] : []))))
+    .flatMap((s) =>
+      s.turns.flatMap((t) =>
+        t.messages.flatMap((m) =>
+          m.role === "user" && typeof m.content === "string" && m.content.trim() !== "" ? [m.content.slice(0, 2_000)] : [],
+        ),
+      ),
+    )
   Effect.runSync(Effect.forEach(texts, (text) => store.remember({ tenant: "bench", agent: AGENT }, { text })))
   return store
 }
@@ -49,19 +59,28 @@ const placements = ["none", "tail", "system"] as const
 export const rows = async (context: Context, label: string): Promise<Array<Row>> => {
   const store = corpus()
   const memory = (query: InProcessTurns.MemoryQuery): InProcessTurns.MemoryAnswer => {
-    const hits = query.text === undefined ? [] : Effect.runSync(Effect.orDie(store.search({ tenant: "bench", agent: AGENT }, query.text, { limit: query.limit, kind: "memory" })))
+    const hits =
+      query.text === undefined
+        ? []
+        : Effect.runSync(Effect.orDie(store.search({ tenant: "bench", agent: AGENT }, query.text, { limit: query.limit, kind: "memory" })))
     return { hits: hits.map((h) => ({ id: h.id, text: h.text, score: h.score, updatedAt: Date.parse(h.updatedAt) })), learnings: [] }
   }
   const bench = `economics (c) memory placement: tau-bench sessions 0–${SESSIONS - 1}, ~1,000 memories, ${label}`
   const out: Array<Row> = []
-  for (const [mode, pauses] of [["no gaps", false], ["gaps", true]] as const) {
+  for (const [mode, pauses] of [
+    ["no gaps", false],
+    ["gaps", true],
+  ] as const) {
     const totals: Record<string, { input: number; read: number; written: number; uncached: number; memory: number; turns: number }> = {}
     for (const placement of placements) {
       const total = { input: 0, read: 0, written: 0, uncached: 0, memory: 0, turns: 0 }
       for (const session of context.sessions.slice(0, SESSIONS)) {
         const times = context.times(session, pauses)
         // the memory tools stay off: only where retrieved memory sits differs
-        const options: Turn.Options = placement === "none" ? { agent: AGENT, memory: false, memoryTools: false } : { agent: AGENT, memoryTools: false, memoryPlacement: placement }
+        const options: Turn.Options =
+          placement === "none"
+            ? { agent: AGENT, memory: false, memoryTools: false }
+            : { agent: AGENT, memoryTools: false, memoryPlacement: placement }
         const bodies = await Ctxd.bodies({
           ...context.setup,
           session,
@@ -82,17 +101,40 @@ export const rows = async (context: Context, label: string): Promise<Array<Row>>
       totals[placement] = total
       const tokens = total.read + total.written + total.uncached
       out.push(
-        { bench, metric: `${mode}: memory ${placement}: input tokens (read / written / uncached)`, value: tokens, unit: `tok (${total.read} / ${total.written} / ${total.uncached})` },
+        {
+          bench,
+          metric: `${mode}: memory ${placement}: input tokens (read / written / uncached)`,
+          value: tokens,
+          unit: `tok (${total.read} / ${total.written} / ${total.uncached})`,
+        },
         { bench, metric: `${mode}: memory ${placement}: effective input cost`, value: round(total.input, 0), unit: "tok-eq" },
       )
-      if (placement !== "none") out.push({ bench, metric: `${mode}: memory ${placement}: memory tokens sent (mean per turn)`, value: round(total.memory / Math.max(1, total.turns), 0), unit: "tok" })
+      if (placement !== "none")
+        out.push({
+          bench,
+          metric: `${mode}: memory ${placement}: memory tokens sent (mean per turn)`,
+          value: round(total.memory / Math.max(1, total.turns), 0),
+          unit: "tok",
+        })
     }
     const tail = totals["tail"]!
     const system = totals["system"]!
     const none = totals["none"]!
     out.push(
-      { bench, metric: `${mode}: memory in the prefix / after the last breakpoint, effective input cost`, value: round(system.input / tail.input), unit: "×", target: "> 1", met: system.input > tail.input },
-      { bench, metric: `${mode}: what memory adds, after the last breakpoint / in the prefix`, value: round((tail.input - none.input) / Math.max(1, system.input - none.input)), unit: "×" },
+      {
+        bench,
+        metric: `${mode}: memory in the prefix / after the last breakpoint, effective input cost`,
+        value: round(system.input / tail.input),
+        unit: "×",
+        target: "> 1",
+        met: system.input > tail.input,
+      },
+      {
+        bench,
+        metric: `${mode}: what memory adds, after the last breakpoint / in the prefix`,
+        value: round((tail.input - none.input) / Math.max(1, system.input - none.input)),
+        unit: "×",
+      },
     )
   }
   return out

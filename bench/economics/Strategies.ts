@@ -91,9 +91,7 @@ export const clearToolUses =
     const out = history.map((m) => {
       if (m.role !== "tool" || !m.parts.some((p) => p.type === "tool_result" && cleared.has(p.callId))) return m
       const parts = m.parts.map((p) =>
-        p.type === "tool_result" && cleared.has(p.callId)
-          ? { ...p, content: [{ type: "text" as const, text: placeholder }] }
-          : p,
+        p.type === "tool_result" && cleared.has(p.callId) ? { ...p, content: [{ type: "text" as const, text: placeholder }] } : p,
       )
       const edited: Conversation.Message = { ...m, parts }
       freed += context.tokensOf(m) - (config.placeholderTokens ?? 3)

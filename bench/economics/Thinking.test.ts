@@ -26,14 +26,22 @@ const withThinking = (turns: ReadonlyArray<ReadonlyArray<Conversation.Message>>)
       if (m.role !== "assistant") return m
       const n = k++
       const text = `Thought ${n}: weigh the policy against the request before acting. `.repeat(10 + ((n * 37) % 90))
-      return { ...m, parts: [{ type: "opaque", format: "anthropic", block: { type: "thinking", thinking: text, signature: `sig${n}` } }, ...m.parts] }
+      return {
+        ...m,
+        parts: [{ type: "opaque", format: "anthropic", block: { type: "thinking", thinking: text, signature: `sig${n}` } }, ...m.parts],
+      }
     }),
   )
 }
 
 type Policy = "keep all" | "drop at once" | "ctxd"
 
-const replay = (turns: ReadonlyArray<ReadonlyArray<Conversation.Message>>, system: ReadonlyArray<Conversation.SystemSection>, tools: ReadonlyArray<Conversation.Tool>, policy: Policy): number => {
+const replay = (
+  turns: ReadonlyArray<ReadonlyArray<Conversation.Message>>,
+  system: ReadonlyArray<Conversation.SystemSection>,
+  tools: ReadonlyArray<Conversation.Tool>,
+  policy: Policy,
+): number => {
   const history: Array<Pipeline.StoredMessage> = []
   const options = Pipeline.resolveOptions({ ...Pipeline.defaults, ...(policy === "keep all" ? { keepThinkingTurns: 1_000 } : {}) })
   let previous: CachePlanner.Candidate | undefined

@@ -39,8 +39,7 @@ const started = Date.now()
 const log = (text: string): void => console.log(`[stack-test +${((Date.now() - started) / 1000).toFixed(1)}s] ${text}`)
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-const docker = async (...args: Array<string>): Promise<string> =>
-  (await execFileAsync(DOCKER, args, { timeout: 120_000 })).stdout.trim()
+const docker = async (...args: Array<string>): Promise<string> => (await execFileAsync(DOCKER, args, { timeout: 120_000 })).stdout.trim()
 
 /** The running worker containers of the stack. */
 const workerContainers = async (): Promise<Array<string>> =>
@@ -157,7 +156,8 @@ const sendTurn = async (nc: NatsConnection, session: string, turn: number, retry
     try {
       const message = await nc.request(`${ROOT}.v1.turn.${TENANT}.${session}`, JSON.stringify(request), { timeout: 10_000 })
       const reply = message.json<{ ok: boolean; request?: Answer["request"]; error?: { code: string; message: string } }>()
-      if (reply.ok && reply.request !== undefined) return { request: reply.request, worker: message.headers?.get("ctxd-worker") ?? "", attempts: attempt }
+      if (reply.ok && reply.request !== undefined)
+        return { request: reply.request, worker: message.headers?.get("ctxd-worker") ?? "", attempts: attempt }
       const code = reply.error?.code ?? "?"
       if (!RETRYABLE.has(code)) throw new Error(`turn ${request.turnId}: ${code}: ${reply.error?.message}`)
       last = code
@@ -228,8 +228,11 @@ check("a killed worker container: the other answers its sessions", async (nc) =>
   await docker("kill", containers[victim]!)
   const answers = await roundOfTurns(nc)
   const strays = answers.filter((a) => !a.worker.startsWith(`${survivorHost}-`))
-  if (strays.length > 0) throw new Error(`${strays.length} turn(s) answered by ${strays.map((a) => a.worker).join(", ")}, not by ${survivorHost}`)
-  log(`  all ${SESSIONS} sessions answered by ${survivorHost} (most retries for one turn: ${Math.max(...answers.map((a) => a.attempts)) - 1})`)
+  if (strays.length > 0)
+    throw new Error(`${strays.length} turn(s) answered by ${strays.map((a) => a.worker).join(", ")}, not by ${survivorHost}`)
+  log(
+    `  all ${SESSIONS} sessions answered by ${survivorHost} (most retries for one turn: ${Math.max(...answers.map((a) => a.attempts)) - 1})`,
+  )
   await docker("start", containers[victim]!)
   await waitForFleet(nc, "the killed worker back in the fleet", { count: 2, hostnames })
 })
@@ -288,10 +291,13 @@ check("a rolling restart loses no turn", async (nc) => {
     stop = true
     await traffic
   }
-  if (failures.length > 0) throw new Error(`${failures.length} turn(s) failed during the rolling restart: ${failures.slice(0, 3).join("; ")}`)
+  if (failures.length > 0)
+    throw new Error(`${failures.length} turn(s) failed during the rolling restart: ${failures.slice(0, 3).join("; ")}`)
   // one more turn each: the whole history is there, each message once
   await roundOfTurns(nc)
-  log(`  ${sent} turns during the restarts, every session's history whole (${[...turnsOf.values()].reduce((a, b) => a + b, 0)} turns in all)`)
+  log(
+    `  ${sent} turns during the restarts, every session's history whole (${[...turnsOf.values()].reduce((a, b) => a + b, 0)} turns in all)`,
+  )
 })
 
 // --- run -----------------------------------------------------------------

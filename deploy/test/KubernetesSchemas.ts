@@ -114,7 +114,10 @@ export const make = (kinds: ReadonlyArray<string>): Validator => {
       const check = compiled.get(`${object.apiVersion} ${object.kind}`)
       if (check === undefined) return [`no schema loaded for ${object.apiVersion} ${object.kind}`]
       if (check(object)) return []
-      return (check.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message ?? e.keyword}${e.params && "additionalProperty" in e.params ? `: ${String(e.params.additionalProperty)}` : ""}`)
+      return (check.errors ?? []).map(
+        (e) =>
+          `${e.instancePath || "/"} ${e.message ?? e.keyword}${e.params && "additionalProperty" in e.params ? `: ${String(e.params.additionalProperty)}` : ""}`,
+      )
     },
   }
 }

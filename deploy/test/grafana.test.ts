@@ -68,7 +68,11 @@ describe("Grafana dashboard (deploy/grafana/ctxd.json)", () => {
         if (FAMILIES[family] === "counter") expect(expr, `${panel}: ${metric}`).toMatch(new RegExp(`(rate|increase)\\(${metric}\\b`))
       }
       // balanced parentheses and braces
-      for (const [open, close] of [["(", ")"], ["{", "}"], ["[", "]"]] as const) {
+      for (const [open, close] of [
+        ["(", ")"],
+        ["{", "}"],
+        ["[", "]"],
+      ] as const) {
         expect(expr.split(open).length, `${panel}: ${expr}`).toBe(expr.split(close).length)
       }
     }

@@ -17,7 +17,10 @@ const K8S = join(ROOT, "deploy", "k8s")
 
 interface Manifest {
   readonly file: string
-  readonly object: { readonly apiVersion: string; readonly kind: string; readonly metadata: { readonly name: string } } & Record<string, unknown>
+  readonly object: { readonly apiVersion: string; readonly kind: string; readonly metadata: { readonly name: string } } & Record<
+    string,
+    unknown
+  >
 }
 
 const manifests: ReadonlyArray<Manifest> = readdirSync(K8S)
@@ -34,7 +37,11 @@ const KINDS = ["apps/v1 Deployment", "v1 Service", "v1 ConfigMap", "policy/v1 Po
 const api = manifests.filter((m) => m.object.kind !== "Kustomization")
 /** The one object of `kind` (the ConfigMaps: `ctxd-config`, the environment; `ctxd-config-file` is the config file's). */
 const one = <A>(kind: string, name?: string): A => {
-  const found = api.filter((m) => m.object.kind === kind && (name !== undefined ? m.object.metadata.name === name : kind !== "ConfigMap" || m.object.metadata.name === "ctxd-config"))
+  const found = api.filter(
+    (m) =>
+      m.object.kind === kind &&
+      (name !== undefined ? m.object.metadata.name === name : kind !== "ConfigMap" || m.object.metadata.name === "ctxd-config"),
+  )
   expect(found, kind).toHaveLength(1)
   return found[0]!.object as A
 }
@@ -74,9 +81,12 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
     expect(api.map((m) => `${m.object.apiVersion} ${m.object.kind}`).sort()).toEqual([...KINDS, "v1 ConfigMap"].sort())
   })
 
-  it.each(api.map((m) => [`${m.file}: ${m.object.kind} ${m.object.metadata.name}`, m] as const))("%s is valid against the API schema", (_, m) => {
-    expect(validator.validate(m.object)).toEqual([])
-  })
+  it.each(api.map((m) => [`${m.file}: ${m.object.kind} ${m.object.metadata.name}`, m] as const))(
+    "%s is valid against the API schema",
+    (_, m) => {
+      expect(validator.validate(m.object)).toEqual([])
+    },
+  )
 
   it("the validator rejects what the API server would (it is not vacuous)", () => {
     const deployment = one<Deployment>("Deployment")
@@ -98,7 +108,9 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
     // a bad quantity
     expect(
       broken((d) => {
-        const c = (d as unknown as Deployment).spec.template.spec.containers[0] as unknown as { resources: { limits: Record<string, string> } }
+        const c = (d as unknown as Deployment).spec.template.spec.containers[0] as unknown as {
+          resources: { limits: Record<string, string> }
+        }
         c.resources.limits.memory = "1 gigabyte"
       }),
     ).not.toEqual([])
@@ -132,15 +144,24 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
     const podLabels = deployment.spec.template.metadata.labels
     const selects = (selector: Record<string, string>) => Object.entries(selector).every(([k, v]) => podLabels[k] === v)
     expect(selects(deployment.spec.selector.matchLabels)).toBe(true)
-    const pdb = one<{ spec: { selector: { matchLabels: Record<string, string> }; maxUnavailable?: number; minAvailable?: number } }>("PodDisruptionBudget")
+    const pdb = one<{ spec: { selector: { matchLabels: Record<string, string> }; maxUnavailable?: number; minAvailable?: number } }>(
+      "PodDisruptionBudget",
+    )
     expect(selects(pdb.spec.selector.matchLabels)).toBe(true)
     // a drain never takes every worker, and the rollout never goes below the replicas
     expect(pdb.spec.maxUnavailable ?? deployment.spec.replicas - (pdb.spec.minAvailable ?? 0)).toBeLessThan(deployment.spec.replicas)
     expect(deployment.spec.strategy.rollingUpdate.maxUnavailable).toBe(0)
-    const service = one<{ metadata: { annotations: Record<string, string> }; spec: { selector: Record<string, string>; ports: ReadonlyArray<{ port: number }> } }>("Service")
+    const service = one<{
+      metadata: { annotations: Record<string, string> }
+      spec: { selector: Record<string, string>; ports: ReadonlyArray<{ port: number }> }
+    }>("Service")
     expect(selects(service.spec.selector)).toBe(true)
     expect(service.spec.ports.map((p) => p.port)).toContain(9464)
-    expect(service.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/port": "9464", "prometheus.io/path": "/metrics" })
+    expect(service.metadata.annotations).toMatchObject({
+      "prometheus.io/scrape": "true",
+      "prometheus.io/port": "9464",
+      "prometheus.io/path": "/metrics",
+    })
   })
 
   it("configures the worker from the ConfigMap with variables it reads", () => {
@@ -175,14 +196,21 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
 
   it("takes provider keys and the NATS login from optional Secrets, so a plain deployment needs neither", () => {
     const spec = one<Deployment>("Deployment").spec.template.spec as unknown as {
-      containers: ReadonlyArray<{ envFrom: ReadonlyArray<{ secretRef?: { name: string; optional?: boolean } }>; volumeMounts: ReadonlyArray<{ name: string; mountPath: string; readOnly?: boolean }> }>
+      containers: ReadonlyArray<{
+        envFrom: ReadonlyArray<{ secretRef?: { name: string; optional?: boolean } }>
+        volumeMounts: ReadonlyArray<{ name: string; mountPath: string; readOnly?: boolean }>
+      }>
       volumes: ReadonlyArray<{ name: string; secret?: { secretName: string; optional?: boolean } }>
     }
     const container = spec.containers[0]!
     expect(container.envFrom.find((e) => e.secretRef !== undefined)?.secretRef).toEqual({ name: "ctxd-providers", optional: true })
     const volume = spec.volumes.find((v) => v.secret !== undefined)!
     expect(volume.secret).toEqual({ secretName: "ctxd-nats", optional: true })
-    expect(container.volumeMounts.find((m) => m.name === volume.name)).toEqual({ name: volume.name, mountPath: "/etc/ctxd/nats", readOnly: true })
+    expect(container.volumeMounts.find((m) => m.name === volume.name)).toEqual({
+      name: volume.name,
+      mountPath: "/etc/ctxd/nats",
+      readOnly: true,
+    })
     // the ConfigMap's secure block names files under that mount
     const text = readFileSync(join(ROOT, "deploy", "k8s", "configmap.yaml"), "utf8")
     expect(text).toMatch(/#\s+NATS_CREDS: "\/etc\/ctxd\/nats\/ctxd\.creds"/)

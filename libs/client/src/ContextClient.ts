@@ -104,11 +104,7 @@ const SUBJECT_PREFIX = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/
 export interface ContextClientService {
   readonly subjects: Subjects.Subjects
   /** Sends one turn and returns the provider-ready request and its report. */
-  readonly turn: (
-    tenant: string,
-    session: string,
-    request: TurnInput,
-  ) => Effect.Effect<Turn.TurnReply, ClientError.ClientError>
+  readonly turn: (tenant: string, session: string, request: TurnInput) => Effect.Effect<Turn.TurnReply, ClientError.ClientError>
   /** Asks one worker for its health (one attempt, no retries). */
   readonly health: () => Effect.Effect<Health.HealthReply, ClientError.ClientError>
   /**
@@ -185,7 +181,7 @@ const readReply = <A>(
     return Either.mapLeft(onOk(value), (e) => ClientError.malformedReply(ParseResult.TreeFormatter.formatErrorSync(e)))
   }
   const failed = decodeErrorReply(value)
-  if (Either.isLeft(failed)) return Either.left(ClientError.malformedReply("expected {\"ok\": true|false, ...}"))
+  if (Either.isLeft(failed)) return Either.left(ClientError.malformedReply('expected {"ok": true|false, ...}'))
   const body = decodeErrorBody(failed.right.error)
   if (Either.isLeft(body)) return Either.left(ClientError.malformedReply("error reply without code and message"))
   const { code, message, path, hint } = body.right
@@ -294,9 +290,7 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
         const schedule = Schedule.exponential(Duration.millis(50), 2).pipe(
           Schedule.union(Schedule.spaced(Duration.seconds(1))),
           Schedule.jittered,
-          Schedule.modifyDelayEffect((_, delay) =>
-            Effect.map(remaining, (left) => Duration.min(delay, Duration.millis(left))),
-          ),
+          Schedule.modifyDelayEffect((_, delay) => Effect.map(remaining, (left) => Duration.min(delay, Duration.millis(left)))),
         )
         return self.pipe(
           Effect.tapError((error) =>
@@ -309,11 +303,7 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
         )
       })
 
-    const turn = (
-      tenant: string,
-      session: string,
-      input: TurnInput,
-    ): Effect.Effect<Turn.TurnReply, ClientError.ClientError> =>
+    const turn = (tenant: string, session: string, input: TurnInput): Effect.Effect<Turn.TurnReply, ClientError.ClientError> =>
       Effect.gen(function* () {
         if (!Subjects.isValidToken(tenant)) {
           return yield* ClientError.badRequest(`bad tenant ${JSON.stringify(tenant)}`, {
@@ -330,11 +320,13 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
         // by ref where the worker named the parts; in full again, once, when it does not hold them
         const out = withRefs(route, input)
         return yield* send(tenant, session, route, turnId, out.body).pipe(
-          Effect.catchIf((error) => out.refs && isUnknownRef(error), (error) =>
-            Effect.logDebug(`turn ${turnId}: ${error.message}; resending in full`).pipe(
-              Effect.zipRight(Effect.sync(() => known.delete(route))),
-              Effect.zipRight(send(tenant, session, route, turnId, input)),
-            ),
+          Effect.catchIf(
+            (error) => out.refs && isUnknownRef(error),
+            (error) =>
+              Effect.logDebug(`turn ${turnId}: ${error.message}; resending in full`).pipe(
+                Effect.zipRight(Effect.sync(() => known.delete(route))),
+                Effect.zipRight(send(tenant, session, route, turnId, input)),
+              ),
           ),
         )
       }).pipe(Effect.annotateLogs({ tenant, session }))
@@ -356,28 +348,29 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
             retryable: false,
           })
         }
-        const once = (out: LargePayload.Outgoing) => Effect.suspend(() => {
-          const prefix = direct ? routes.get(route) : undefined
-          const subject = prefix === undefined ? subjects.turn(tenant, session) : `${prefix}.turn.${tenant}.${session}`
-          return Request.request(subject, out.payload, { timeoutMs, headers: out.headers }).pipe(
-            Effect.mapError(ClientError.fromRequestError),
-            Effect.flatMap((msg) =>
-              Effect.flatMap(body(msg), (data) =>
-                Effect.map(readReply(data, decodeTurnReply), (reply) => {
-                  if (direct) remember(route, msg.headers?.get(Subjects.DIRECT_HEADER))
-                  return reply
+        const once = (out: LargePayload.Outgoing) =>
+          Effect.suspend(() => {
+            const prefix = direct ? routes.get(route) : undefined
+            const subject = prefix === undefined ? subjects.turn(tenant, session) : `${prefix}.turn.${tenant}.${session}`
+            return Request.request(subject, out.payload, { timeoutMs, headers: out.headers }).pipe(
+              Effect.mapError(ClientError.fromRequestError),
+              Effect.flatMap((msg) =>
+                Effect.flatMap(body(msg), (data) =>
+                  Effect.map(readReply(data, decodeTurnReply), (reply) => {
+                    if (direct) remember(route, msg.headers?.get(Subjects.DIRECT_HEADER))
+                    return reply
+                  }),
+                ),
+              ),
+              Effect.tapError((error) =>
+                Effect.sync(() => {
+                  // the owner moved or is gone: back to the shared subject
+                  if (prefix !== undefined && error.retryable) routes.delete(route)
                 }),
               ),
-            ),
-            Effect.tapError((error) =>
-              Effect.sync(() => {
-                // the owner moved or is gone: back to the shared subject
-                if (prefix !== undefined && error.retryable) routes.delete(route)
-              }),
-            ),
-            Effect.provide(context),
-          )
-        })
+              Effect.provide(context),
+            )
+          })
         /** One attempt; on a direct subject this user may not publish to, direct routing off and the shared subject at once. */
         const attemptTurn = (out: LargePayload.Outgoing) =>
           once(out).pipe(
@@ -430,7 +423,15 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
       })
 
     const deleteSession = (tenant: string, session: string) =>
-      sessionOp([["tenant", tenant], ["session", session]], () => subjects.session(tenant, session), { op: "delete" }, decodeDeleteReply)
+      sessionOp(
+        [
+          ["tenant", tenant],
+          ["session", session],
+        ],
+        () => subjects.session(tenant, session),
+        { op: "delete" },
+        decodeDeleteReply,
+      )
 
     const exportSession = (
       tenant: string,
@@ -438,14 +439,29 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
       page: { readonly cursor?: string | undefined; readonly limit?: number | undefined } = {},
     ) =>
       sessionOp(
-        [["tenant", tenant], ["session", session]],
+        [
+          ["tenant", tenant],
+          ["session", session],
+        ],
         () => subjects.session(tenant, session),
-        { op: "export", ...(page.cursor === undefined ? {} : { cursor: page.cursor }), ...(page.limit === undefined ? {} : { limit: page.limit }) },
+        {
+          op: "export",
+          ...(page.cursor === undefined ? {} : { cursor: page.cursor }),
+          ...(page.limit === undefined ? {} : { limit: page.limit }),
+        },
         decodeExportReply,
       )
 
     const deleteUser = (tenant: string, user: string) =>
-      sessionOp([["tenant", tenant], ["user", user]], () => subjects.user(tenant), { op: "deleteUser", user }, decodeUserDeleteReply)
+      sessionOp(
+        [
+          ["tenant", tenant],
+          ["user", user],
+        ],
+        () => subjects.user(tenant),
+        { op: "deleteUser", user },
+        decodeUserDeleteReply,
+      )
 
     return { subjects, turn, health, deleteSession, exportSession, deleteUser }
   })
@@ -465,16 +481,15 @@ export const config: Config.Config<ContextClientOptions> = Config.all({
   root: Config.string("CTXD_SUBJECT_ROOT").pipe(Config.withDefault(Subjects.DEFAULT_ROOT)),
   timeoutMs: Config.integer("CTXD_CLIENT_TIMEOUT_MS").pipe(Config.withDefault(10_000)),
   retryForMs: Config.integer("CTXD_CLIENT_RETRY_FOR_MS").pipe(Config.withDefault(10_000)),
-  maxPayload: Config.option(Config.integer("CTXD_MAX_PAYLOAD")).pipe(
-    Config.map((o) => (o._tag === "Some" ? o.value : undefined)),
-  ),
+  maxPayload: Config.option(Config.integer("CTXD_MAX_PAYLOAD")).pipe(Config.map((o) => (o._tag === "Some" ? o.value : undefined))),
   maxRequestBytes: Config.integer("CTXD_MAX_REQUEST_BYTES").pipe(Config.withDefault(PayloadStore.DEFAULT_MAX_REQUEST_BYTES)),
   refs: Config.boolean("CTXD_CLIENT_REFS").pipe(Config.withDefault(true)),
 })
 
 /** {@link layer} configured from the environment (see {@link config}). */
-export const layerConfig: Layer.Layer<ContextClient, ConfigError.ConfigError, NatsClient.NatsClient> =
-  Layer.unwrapEffect(Effect.map(config, layer))
+export const layerConfig: Layer.Layer<ContextClient, ConfigError.ConfigError, NatsClient.NatsClient> = Layer.unwrapEffect(
+  Effect.map(config, layer),
+)
 
 /** The Promise-based client returned by {@link connect}. */
 export interface PromiseClient {
@@ -524,9 +539,7 @@ export const connect = async (options: ConnectOptions): Promise<PromiseClient> =
   const auth = options.auth === "env" ? await Effect.runPromise(NatsAuth.config) : options.auth
   const runtime = ManagedRuntime.make(
     layer(options).pipe(
-      Layer.provideMerge(
-        NatsClient.layer({ servers, name: options.name ?? "ctxd-client", inboxPrefix: options.inboxPrefix, auth }),
-      ),
+      Layer.provideMerge(NatsClient.layer({ servers, name: options.name ?? "ctxd-client", inboxPrefix: options.inboxPrefix, auth })),
       Layer.provideMerge(Logger.minimumLogLevel(LogLevel.Warning)),
     ),
   )

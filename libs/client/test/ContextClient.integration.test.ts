@@ -247,7 +247,12 @@ describe("ContextClient", () => {
         const facade = yield* Effect.promise(() => ContextClient.connect({ servers: NATS_URL, root }))
         const reply = yield* Effect.promise(() => facade.turn("acme", "s-1", request))
         expect(reply.ok).toBe(true)
-        const error = yield* Effect.promise(() => facade.turn("acme", "s-1", request).then(() => undefined, (e: unknown) => e))
+        const error = yield* Effect.promise(() =>
+          facade.turn("acme", "s-1", request).then(
+            () => undefined,
+            (e: unknown) => e,
+          ),
+        )
         expect(error).toBeInstanceOf(ClientError.ClientError)
         expect((error as ClientError.ClientError).code).toBe("Conflict")
         yield* Effect.promise(() => facade.close())
@@ -257,7 +262,10 @@ describe("ContextClient", () => {
     it.effect("the Promise facade rejects with NatsUnavailable when NATS is unreachable", () =>
       Effect.gen(function* () {
         const error = yield* Effect.promise(() =>
-          ContextClient.connect({ servers: "nats://127.0.0.1:1" }).then(() => undefined, (e: unknown) => e),
+          ContextClient.connect({ servers: "nats://127.0.0.1:1" }).then(
+            () => undefined,
+            (e: unknown) => e,
+          ),
         )
         expect(error).toBeInstanceOf(NatsClient.NatsUnavailable)
       }),

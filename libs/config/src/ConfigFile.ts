@@ -155,7 +155,12 @@ const parseWith = <A, I>(
     return Either.left(
       invalid(
         file,
-        doc.errors.map((e) => ({ path: [], line: e.linePos?.[0].line, column: e.linePos?.[0].col, message: `YAML: ${e.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "")}` })),
+        doc.errors.map((e) => ({
+          path: [],
+          line: e.linePos?.[0].line,
+          column: e.linePos?.[0].col,
+          message: `YAML: ${e.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "")}`,
+        })),
       ),
     )
   }
@@ -170,7 +175,13 @@ const parseWith = <A, I>(
     const at = locate(doc.contents, lines, issue.path)
     return { ...issue, line: at?.line, column: at?.col }
   })
-  if (all.length > 0 || Either.isLeft(decoded)) return Either.left(invalid(file, all.toSorted((a, b) => (a.line ?? 0) - (b.line ?? 0))))
+  if (all.length > 0 || Either.isLeft(decoded))
+    return Either.left(
+      invalid(
+        file,
+        all.toSorted((a, b) => (a.line ?? 0) - (b.line ?? 0)),
+      ),
+    )
   return Either.right(decoded.right)
 }
 
@@ -180,7 +191,10 @@ const badIds = (section: "tenants" | "agents" | undefined, value: unknown): Read
     ? []
     : Object.keys(value)
         .filter((id) => !Subjects.isValidToken(id))
-        .map((id) => ({ path: section === undefined ? [id] : [section, id], message: `not a ${section === "agents" ? "agent" : "tenant"} id ([A-Za-z0-9_-]{1,128})` }))
+        .map((id) => ({
+          path: section === undefined ? [id] : [section, id],
+          message: `not a ${section === "agents" ? "agent" : "tenant"} id ([A-Za-z0-9_-]{1,128})`,
+        }))
 
 /** Decodes a configuration file's text (YAML or JSON). */
 export const decode = (text: string, file: string): Either.Either<Contents, InvalidConfigFile> => {
@@ -196,7 +210,8 @@ export const decode = (text: string, file: string): Either.Either<Contents, Inva
           continue
         }
         const text = knobValue(v)
-        if (text === undefined) issues.push({ path: [key], message: "an environment key's value is a string, a number, a boolean or a list of them" })
+        if (text === undefined)
+          issues.push({ path: [key], message: "an environment key's value is a string, a number, a boolean or a list of them" })
         else found[key] = text
       }
       knobs = found

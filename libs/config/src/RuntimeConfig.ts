@@ -65,7 +65,10 @@ const emptySnapshot: Snapshot = { defaults: {}, tenants: {}, agents: {}, hash: "
 const readText = (file: string): Effect.Effect<string, ConfigFile.InvalidConfigFile> =>
   Effect.tryPromise({
     try: () => readFile(file, "utf8"),
-    catch: (e) => ConfigFile.invalid(file, [{ path: [], line: undefined, column: undefined, message: `cannot be read (${(e as NodeJS.ErrnoException).code ?? "error"})` }]),
+    catch: (e) =>
+      ConfigFile.invalid(file, [
+        { path: [], line: undefined, column: undefined, message: `cannot be read (${(e as NodeJS.ErrnoException).code ?? "error"})` },
+      ]),
   })
 
 /** The hash a worker reports for these files' contents (`config:check` shows the same). */
@@ -73,22 +76,26 @@ export const hashOf = (contents: ConfigFile.Contents, tenants?: ConfigFile.Tenan
   ConfigFile.hash([contents, tenants ?? null])
 
 /** The error's message headed by the environment name of the file. */
-const named = (name: string) => (error: ConfigFile.InvalidConfigFile): ConfigFile.InvalidConfigFile =>
-  new ConfigFile.InvalidConfigFile({ ...error, message: `${name} ${error.file} is not valid:\n${error.message}` })
+const named =
+  (name: string) =>
+  (error: ConfigFile.InvalidConfigFile): ConfigFile.InvalidConfigFile =>
+    new ConfigFile.InvalidConfigFile({ ...error, message: `${name} ${error.file} is not valid:\n${error.message}` })
 
 /** Reads and decodes the files (none: the empty snapshot, hash `none`). */
 export const load = (files: Files): Effect.Effect<Loaded, ConfigFile.InvalidConfigFile> =>
   Effect.gen(function* () {
-    const main = files.configFile === undefined || files.configFile === ""
-      ? ConfigFile.empty
-      : yield* Effect.flatMap(readText(files.configFile), (text) => ConfigFile.decode(text, files.configFile!)).pipe(
-          Effect.mapError(named("CTXD_CONFIG_FILE")),
-        )
-    const tenants = files.tenantsFile === undefined || files.tenantsFile === ""
-      ? undefined
-      : yield* Effect.flatMap(readText(files.tenantsFile), (text) => ConfigFile.decodeTenants(text, files.tenantsFile!)).pipe(
-          Effect.mapError(named("CTXD_TENANTS_FILE")),
-        )
+    const main =
+      files.configFile === undefined || files.configFile === ""
+        ? ConfigFile.empty
+        : yield* Effect.flatMap(readText(files.configFile), (text) => ConfigFile.decode(text, files.configFile!)).pipe(
+            Effect.mapError(named("CTXD_CONFIG_FILE")),
+          )
+    const tenants =
+      files.tenantsFile === undefined || files.tenantsFile === ""
+        ? undefined
+        : yield* Effect.flatMap(readText(files.tenantsFile), (text) => ConfigFile.decodeTenants(text, files.tenantsFile!)).pipe(
+            Effect.mapError(named("CTXD_TENANTS_FILE")),
+          )
     if (main === ConfigFile.empty && tenants === undefined) return { snapshot: emptySnapshot, knobs: {} }
     const sections: Sections = { defaults: main.defaults, tenants: { ...main.tenants, ...tenants }, agents: main.agents }
     return { snapshot: { ...sections, hash: hashOf(main, tenants) }, knobs: main.knobs }
@@ -162,7 +169,8 @@ export const make = (files: Files, options: WatchOptions = {}) =>
       yield* Metric.increment(Metric.tagged(reloadsTotal, "result", "applied"))
       yield* Effect.logInfo(`config ${good.snapshot.hash} applied (reload ${reloads}); turns use it from now on`)
       if (restart.length > 0) yield* Effect.logWarning(`config: ${restart.join(", ")} changed; read at start, needs a restart`)
-      if (shadowed.length > 0) yield* Effect.logWarning(`config: ${shadowed.join(", ")} changed; the environment sets them, the file's values do not apply`)
+      if (shadowed.length > 0)
+        yield* Effect.logWarning(`config: ${shadowed.join(", ")} changed; the environment sets them, the file's values do not apply`)
     })
     if (names.length > 0) {
       const queue = yield* Queue.sliding<void>(16)
@@ -205,4 +213,5 @@ export const memory = (sections: Partial<Sections> = {}): MemoryRuntimeConfig =>
   }
 }
 
-export const layerMemory = (sections: Partial<Sections> = {}): Layer.Layer<RuntimeConfig> => Layer.sync(RuntimeConfig, () => memory(sections))
+export const layerMemory = (sections: Partial<Sections> = {}): Layer.Layer<RuntimeConfig> =>
+  Layer.sync(RuntimeConfig, () => memory(sections))

@@ -85,14 +85,19 @@ CTXD_X: { a: 1 }
   })
 
   it("locates errors in JSON as well, and YAML syntax errors", () => {
-    expect(issues(`{\n  "defaults": {\n    "maskKeep": "x"\n  }\n}`)).toEqual([{ path: "defaults.maskKeep", line: 3, message: "Expected number" }])
+    expect(issues(`{\n  "defaults": {\n    "maskKeep": "x"\n  }\n}`)).toEqual([
+      { path: "defaults.maskKeep", line: 3, message: "Expected number" },
+    ])
     expect(issues("defaults: [\n")).toEqual([{ path: "", line: 2, message: expect.stringMatching(/^YAML: /) }])
     expect(issues("a: 1\na: 2\n")[0]).toMatchObject({ line: 2, message: expect.stringMatching(/unique/) })
     expect(issues("- a\n")).toEqual([{ path: "", line: 1, message: "the file must be a map of keys" }])
   })
 
   it("never puts a value of the file in a message (it may hold secrets)", () => {
-    const decoded = ConfigFile.decode("NATS_PASSWORD: hunter2-secret\ntenants:\n  acme:\n    providers: { anthropic: { apiKeyEnv: sk-ant-hunter2 } }\n", "f.yaml")
+    const decoded = ConfigFile.decode(
+      "NATS_PASSWORD: hunter2-secret\ntenants:\n  acme:\n    providers: { anthropic: { apiKeyEnv: sk-ant-hunter2 } }\n",
+      "f.yaml",
+    )
     expect(Either.isLeft(decoded)).toBe(true)
     if (Either.isRight(decoded)) return
     expect(decoded.left.message).toContain("f.yaml:4:")
@@ -103,7 +108,10 @@ CTXD_X: { a: 1 }
 
 describe("ConfigFile.decodeTenants (CTXD_TENANTS_FILE)", () => {
   it("reads an options-only file and a full tenant section, and rejects bad ids with their line", () => {
-    const decoded = ConfigFile.decodeTenants(JSON.stringify({ strict: { toolCompression: "aggressive" }, acme: { share: { bytesPercent: 20 } } }), "t.json")
+    const decoded = ConfigFile.decodeTenants(
+      JSON.stringify({ strict: { toolCompression: "aggressive" }, acme: { share: { bytesPercent: 20 } } }),
+      "t.json",
+    )
     expect(decoded).toEqual(Either.right({ strict: { toolCompression: "aggressive" }, acme: { share: { bytesPercent: 20 } } }))
     const bad = ConfigFile.decodeTenants('{\n  "ok": {},\n  "bad tenant!": {}\n}', "t.json")
     expect(Either.isLeft(bad) && bad.left.message).toBe("t.json:3:3: bad tenant!: not a tenant id ([A-Za-z0-9_-]{1,128})")

@@ -15,7 +15,10 @@ const fresh = (name: string, text: string) => {
 
 /** Log lines written while `effect` runs. */
 const logged = (lines: Array<string>) =>
-  Logger.replace(Logger.defaultLogger, Logger.make(({ logLevel, message }) => lines.push(`${logLevel.label} ${String(message)}`)))
+  Logger.replace(
+    Logger.defaultLogger,
+    Logger.make(({ logLevel, message }) => lines.push(`${logLevel.label} ${String(message)}`)),
+  )
 
 /** Waits (polling, bounded) until `done` holds. */
 const until = (done: () => boolean) =>
@@ -34,7 +37,9 @@ describe("RuntimeConfig", () => {
       expect(snapshot.tenants).toEqual({ acme: { maskKeep: 9 }, beta: { maskKeep: 2 } })
       expect(snapshot.hash).toMatch(/^[0-9a-f]{12}$/)
       const missing = yield* Effect.either(RuntimeConfig.load({ configFile: join(dir, "nope.yaml") }))
-      expect(Either.isLeft(missing) && missing.left.message).toMatch(/^CTXD_CONFIG_FILE .*nope\.yaml is not valid:\n.*cannot be read \(ENOENT\)/)
+      expect(Either.isLeft(missing) && missing.left.message).toMatch(
+        /^CTXD_CONFIG_FILE .*nope\.yaml is not valid:\n.*cannot be read \(ENOENT\)/,
+      )
     }),
   )
 
@@ -68,11 +73,20 @@ describe("RuntimeConfig", () => {
       renameSync(next, file)
       yield* until(() => config.reloads() === 2)
       expect(config.current().defaults).toEqual({ maskKeep: 3 })
-      expect(lines.some((l) => l.startsWith("WARN") && l.includes("config: CTXD_MAX_CONCURRENT changed; read at start, needs a restart"))).toBe(true)
+      expect(
+        lines.some((l) => l.startsWith("WARN") && l.includes("config: CTXD_MAX_CONCURRENT changed; read at start, needs a restart")),
+      ).toBe(true)
       // a key the environment sets: the file's value never applies, restart or not
       expect(lines.some((l) => l.startsWith("WARN") && l.includes("config: NATS_URL changed; the environment sets them"))).toBe(true)
       expect(config.rejected()).toBe(1)
-    }).pipe(Effect.provide(RuntimeConfig.layer({ configFile: file }, { debounceMs: 20, setByEnvironment: (key) => key === "NATS_URL" }).pipe(Layer.provide(logged(lines)))), Effect.provide(logged(lines)))
+    }).pipe(
+      Effect.provide(
+        RuntimeConfig.layer({ configFile: file }, { debounceMs: 20, setByEnvironment: (key) => key === "NATS_URL" }).pipe(
+          Layer.provide(logged(lines)),
+        ),
+      ),
+      Effect.provide(logged(lines)),
+    )
   })
 
   it.live("CTXD_CONFIG_DEBOUNCE_MS: a file written in two steps within the debounce is read once, whole", () => {
@@ -108,7 +122,9 @@ describe("RuntimeConfig", () => {
     Effect.gen(function* () {
       const file = fresh("bad.yaml", "defaults:\n  windowMessages: 0\n")
       const error = yield* Effect.flip(Effect.scoped(RuntimeConfig.make({ configFile: file })))
-      expect(error.message).toBe(`CTXD_CONFIG_FILE ${file} is not valid:\n${file}:2:3: defaults.windowMessages: Expected a number greater than or equal to 1`)
+      expect(error.message).toBe(
+        `CTXD_CONFIG_FILE ${file} is not valid:\n${file}:2:3: defaults.windowMessages: Expected a number greater than or equal to 1`,
+      )
     }),
   )
 

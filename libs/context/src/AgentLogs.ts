@@ -48,7 +48,9 @@ const isRecord = (u: unknown): u is Raw => typeof u === "object" && u !== null &
 const str = (u: unknown): string => (typeof u === "string" ? u : u === undefined || u === null ? "" : JSON.stringify(u))
 
 /** Splits a conversation (without its leading system message) into turns (see the module comment). */
-export const splitTurns = <M extends { readonly role: string }>(messages: ReadonlyArray<M>): Array<{ readonly messages: ReadonlyArray<M> }> => {
+export const splitTurns = <M extends { readonly role: string }>(
+  messages: ReadonlyArray<M>,
+): Array<{ readonly messages: ReadonlyArray<M> }> => {
   const turns: Array<{ readonly messages: ReadonlyArray<M> }> = []
   let start = 0
   messages.forEach((message, i) => {
@@ -78,7 +80,9 @@ const assistant = (raw: Raw): OpenAI.AssistantMessage => {
 /** Splits off the first system message; the rest are the conversation. */
 const withSystem = (messages: ReadonlyArray<OpenAI.Message>): { system: string; rest: ReadonlyArray<OpenAI.Message> } => {
   const first = messages[0]
-  return first !== undefined && first.role === "system" ? { system: str(first.content), rest: messages.slice(1) } : { system: "", rest: messages }
+  return first !== undefined && first.role === "system"
+    ? { system: str(first.content), rest: messages.slice(1) }
+    : { system: "", rest: messages }
 }
 
 /**
@@ -96,18 +100,27 @@ export const chatMessages = (raw: ReadonlyArray<unknown>): Array<OpenAI.Message>
       case "tool": {
         const ids = Array.isArray(m.tool_call_ids) ? m.tool_call_ids.filter((id) => typeof id === "string" && id !== "") : []
         if (ids.length > 0) return ids.map((id): OpenAI.Message => ({ role: "tool", tool_call_id: id as string, content: str(m.content) }))
-        return typeof m.tool_call_id === "string" ? [{ role: "tool", tool_call_id: m.tool_call_id, content: str(m.content) }] : [{ role: "user", content: str(m.content) }]
+        return typeof m.tool_call_id === "string"
+          ? [{ role: "tool", tool_call_id: m.tool_call_id, content: str(m.content) }]
+          : [{ role: "user", content: str(m.content) }]
       }
       case "system":
       case "developer":
         return [{ role: "system", content: str(m.content) }]
       default:
-        return [{ role: "user", content: typeof m.content === "string" || Array.isArray(m.content) ? (m.content as OpenAI.UserMessage["content"]) : str(m.content) }]
+        return [
+          {
+            role: "user",
+            content:
+              typeof m.content === "string" || Array.isArray(m.content) ? (m.content as OpenAI.UserMessage["content"]) : str(m.content),
+          },
+        ]
     }
   })
 
 /** JSON Schema type of a sample argument value. */
-const jsonType = (value: unknown): string => (value === null ? "null" : Array.isArray(value) ? "array" : typeof value === "number" ? "number" : typeof value)
+const jsonType = (value: unknown): string =>
+  value === null ? "null" : Array.isArray(value) ? "array" : typeof value === "number" ? "number" : typeof value
 
 /**
  * Tool definitions synthesized from the recorded calls (logs that record
@@ -142,18 +155,32 @@ export const synthesizeTools = (messages: ReadonlyArray<OpenAI.Message>, label =
 }
 
 /** A chat conversation (system first, if any) as a session; tools synthesized from its calls when none are given. */
-export const chatSession = (id: string, messages: ReadonlyArray<OpenAI.Message>, tools?: ReadonlyArray<OpenAI.Tool>, label?: string): ChatSession => {
+export const chatSession = (
+  id: string,
+  messages: ReadonlyArray<OpenAI.Message>,
+  tools?: ReadonlyArray<OpenAI.Tool>,
+  label?: string,
+): ChatSession => {
   const { system, rest } = withSystem(messages)
   return { id, system, tools: tools ?? synthesizeTools(rest, label), turns: splitTurns(rest) }
 }
 
 /** A SWE-agent trajectory (`{history}`) as a session. */
 export const sweAgent = (id: string, trajectory: unknown): ChatSession =>
-  chatSession(id, chatMessages(isRecord(trajectory) && Array.isArray(trajectory.history) ? trajectory.history : []), undefined, "SWE-agent command")
+  chatSession(
+    id,
+    chatMessages(isRecord(trajectory) && Array.isArray(trajectory.history) ? trajectory.history : []),
+    undefined,
+    "SWE-agent command",
+  )
 
 /** tau-bench results (`[{task_id, trial, traj}]`) with their tools; ids `<prefix>-<task_id>-<trial>`. */
 export const tauBench = (entries: ReadonlyArray<unknown>, tools: ReadonlyArray<OpenAI.Tool>, prefix = "tau"): Array<ChatSession> =>
-  entries.filter(isRecord).map((entry) => chatSession(`${prefix}-${str(entry.task_id)}-${str(entry.trial)}`, chatMessages(Array.isArray(entry.traj) ? entry.traj : []), tools))
+  entries
+    .filter(isRecord)
+    .map((entry) =>
+      chatSession(`${prefix}-${str(entry.task_id)}-${str(entry.trial)}`, chatMessages(Array.isArray(entry.traj) ? entry.traj : []), tools),
+    )
 
 /** A chat session in neutral form. */
 export const fromChat = (session: ChatSession, source: Source): Session => ({
@@ -165,10 +192,16 @@ export const fromChat = (session: ChatSession, source: Source): Session => ({
 })
 
 const isAnthropicMessages = (messages: ReadonlyArray<unknown>): boolean =>
-  messages.some((m) => isRecord(m) && Array.isArray(m.content) && m.content.some((b) => isRecord(b) && (b.type === "tool_use" || b.type === "tool_result" || b.type === "thinking")))
+  messages.some(
+    (m) =>
+      isRecord(m) &&
+      Array.isArray(m.content) &&
+      m.content.some((b) => isRecord(b) && (b.type === "tool_use" || b.type === "tool_result" || b.type === "thinking")),
+  )
 
 const isResponsesItems = (items: ReadonlyArray<unknown>): boolean =>
-  items.some((i) => isRecord(i) && typeof i.type === "string" && i.type !== "message") || items.every((i) => isRecord(i) && i.type === "message")
+  items.some((i) => isRecord(i) && typeof i.type === "string" && i.type !== "message") ||
+  items.every((i) => isRecord(i) && i.type === "message")
 
 const anthropicSystem = (system: unknown): Array<Conversation.SystemSection> =>
   typeof system === "string"
@@ -181,7 +214,13 @@ const anthropicSession = (id: string, raw: Raw | ReadonlyArray<unknown>): Sessio
   const messages = (Array.isArray(raw) ? raw : (raw as Raw).messages) as ReadonlyArray<Anthropic.Message>
   const tools = Array.isArray(raw) ? [] : ((raw as Raw).tools as ReadonlyArray<Anthropic.Tool> | undefined)
   const neutral = Normalize.fromAnthropic(messages)
-  return { id, source: "anthropic", system: Array.isArray(raw) ? [] : anthropicSystem((raw as Raw).system), tools: Normalize.tools("anthropic", tools ?? []), turns: splitTurns(neutral).map((t) => t.messages) }
+  return {
+    id,
+    source: "anthropic",
+    system: Array.isArray(raw) ? [] : anthropicSystem((raw as Raw).system),
+    tools: Normalize.tools("anthropic", tools ?? []),
+    turns: splitTurns(neutral).map((t) => t.messages),
+  }
 }
 
 const responsesSession = (id: string, raw: Raw | ReadonlyArray<unknown>): Session => {
@@ -193,7 +232,13 @@ const responsesSession = (id: string, raw: Raw | ReadonlyArray<unknown>): Sessio
   const first = neutral[0]
   const leading = first?.role === "system" ? first.parts.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("\n") : ""
   const system = [typeof instructions === "string" ? instructions : "", leading].filter((s) => s !== "").join("\n\n")
-  return { id, source: "openai-responses", system: Normalize.system(system), tools: Normalize.tools("openai-responses", tools), turns: splitTurns(leading === "" ? neutral : neutral.slice(1)).map((t) => t.messages) }
+  return {
+    id,
+    source: "openai-responses",
+    system: Normalize.system(system),
+    tools: Normalize.tools("openai-responses", tools),
+    turns: splitTurns(leading === "" ? neutral : neutral.slice(1)).map((t) => t.messages),
+  }
 }
 
 const chatConversation = (id: string, raw: Raw | ReadonlyArray<unknown>): Session => {
@@ -215,12 +260,14 @@ const conversation = (id: string, value: unknown): Session | undefined => {
   if (Array.isArray(value.input)) return responsesSession(id, value)
   if (!Array.isArray(value.messages)) return undefined
   const tools = Array.isArray(value.tools) ? value.tools : []
-  const anthropic = value.system !== undefined || isAnthropicMessages(value.messages) || tools.some((t) => isRecord(t) && t.input_schema !== undefined)
+  const anthropic =
+    value.system !== undefined || isAnthropicMessages(value.messages) || tools.some((t) => isRecord(t) && t.input_schema !== undefined)
   return anthropic ? anthropicSession(id, value) : chatConversation(id, value)
 }
 
 /** What {@link parse} found: sessions, or why the text is not a recognised log. */
-export type Parsed = { readonly _tag: "Sessions"; readonly sessions: ReadonlyArray<Session> } | { readonly _tag: "Unrecognised"; readonly reason: string }
+export type Parsed =
+  { readonly _tag: "Sessions"; readonly sessions: ReadonlyArray<Session> } | { readonly _tag: "Unrecognised"; readonly reason: string }
 
 const unrecognised = (reason: string): Parsed => ({ _tag: "Unrecognised", reason })
 
@@ -229,7 +276,11 @@ const unrecognised = (reason: string): Parsed => ({ _tag: "Unrecognised", reason
  * extension (session ids derive from it); `jsonl`: one conversation per
  * line; `tauTools`: the tools of tau-bench results (default none).
  */
-export const parse = (name: string, text: string, options: { readonly jsonl?: boolean; readonly tauTools?: ReadonlyArray<OpenAI.Tool> } = {}): Parsed => {
+export const parse = (
+  name: string,
+  text: string,
+  options: { readonly jsonl?: boolean; readonly tauTools?: ReadonlyArray<OpenAI.Tool> } = {},
+): Parsed => {
   if (options.jsonl === true) {
     const sessions: Array<Session> = []
     const lines = text.split("\n")
@@ -258,12 +309,18 @@ export const parse = (name: string, text: string, options: { readonly jsonl?: bo
     return { _tag: "Sessions", sessions: tauBench(value, options.tauTools ?? [], name).map((s) => fromChat(s, "tau-bench")) }
   }
   // an array of conversations
-  if (Array.isArray(value) && value.length > 0 && value.every((c) => Array.isArray(c) || (isRecord(c) && (Array.isArray(c.messages) || Array.isArray(c.input))))) {
+  if (
+    Array.isArray(value) &&
+    value.length > 0 &&
+    value.every((c) => Array.isArray(c) || (isRecord(c) && (Array.isArray(c.messages) || Array.isArray(c.input))))
+  ) {
     const sessions = value.map((c, i) => conversation(`${name}-${i + 1}`, c))
     if (sessions.every((s) => s !== undefined)) return { _tag: "Sessions", sessions }
   }
   const one = conversation(name, value)
   return one === undefined
-    ? unrecognised("not a recognised log (SWE-agent .traj, tau-bench results, OpenAI Chat messages, Anthropic Messages, OpenAI Responses items)")
+    ? unrecognised(
+        "not a recognised log (SWE-agent .traj, tau-bench results, OpenAI Chat messages, Anthropic Messages, OpenAI Responses items)",
+      )
     : { _tag: "Sessions", sessions: [one] }
 }

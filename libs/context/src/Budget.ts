@@ -88,11 +88,7 @@ const roundToGrid = (
 }
 
 /** The ascending `sorted` indices below `limit` merged with a few `extra` ones (deduplicated, ascending). */
-const protectedBefore = (
-  sorted: ReadonlyArray<number>,
-  extra: ReadonlyArray<number | undefined>,
-  limit: number,
-): Array<number> => {
+const protectedBefore = (sorted: ReadonlyArray<number>, extra: ReadonlyArray<number | undefined>, limit: number): Array<number> => {
   const add = [...new Set(extra)].filter((i): i is number => i !== undefined && i < limit).sort((a, b) => a - b)
   const out: Array<number> = []
   let k = 0

@@ -27,10 +27,7 @@ export const MAX_BREAKPOINTS = 4
 export type ToolOrder = "name" | "given"
 
 /** The tools in the order they are rendered. */
-export const orderTools = (
-  tools: ReadonlyArray<Conversation.Tool>,
-  order: ToolOrder | undefined,
-): ReadonlyArray<Conversation.Tool> =>
+export const orderTools = (tools: ReadonlyArray<Conversation.Tool>, order: ToolOrder | undefined): ReadonlyArray<Conversation.Tool> =>
   order === "given" ? tools : [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 
 /** Where the system breakpoints go: indices into the (non-blank) sections, -1 for none. */
@@ -72,8 +69,7 @@ export type Ttl = "1h" | "5m"
 export const toolsTtl = (marks: SystemMarks): Ttl => (marks.hour === -1 ? "5m" : "1h")
 
 /** An Anthropic `cache_control` value for `ttl` (a fresh object per mark: no two bodies share one). */
-export const cacheControl = (ttl: Ttl): Record<string, unknown> =>
-  ttl === "1h" ? { type: "ephemeral", ttl: "1h" } : { type: "ephemeral" }
+export const cacheControl = (ttl: Ttl): Record<string, unknown> => (ttl === "1h" ? { type: "ephemeral", ttl: "1h" } : { type: "ephemeral" })
 
 // the keys of the sessions rendered last (a turn renders its session's key once per planner candidate)
 const recentKeys = new Map<string, string>()

@@ -95,8 +95,10 @@ export const MAX_GAPS = 8
 export const MIN_GAPS = 3
 
 /** `gaps` (seconds between a session's turns, oldest first) with `seconds` added, at most {@link MAX_GAPS}. */
-export const recordGap = (gaps: ReadonlyArray<number>, seconds: number): ReadonlyArray<number> =>
-  [...gaps.slice(-(MAX_GAPS - 1)), Math.max(0, seconds)]
+export const recordGap = (gaps: ReadonlyArray<number>, seconds: number): ReadonlyArray<number> => [
+  ...gaps.slice(-(MAX_GAPS - 1)),
+  Math.max(0, seconds),
+]
 
 /**
  * The cache tier (TTL) of least expected cost per turn for a session whose
@@ -252,10 +254,7 @@ export const choose = <C extends Candidate>(
     ? fits.length > 0
       ? fits
       : candidates
-    : [
-        held,
-        ...fits.slice(1).filter((c) => pays(plan, premiumOf(c), saving(c), accrued(c))),
-      ]
+    : [held, ...fits.slice(1).filter((c) => pays(plan, premiumOf(c), saving(c), accrued(c)))]
   let best = pool[0]!
   let bestCost = costOf(plan, best).cost
   for (const c of pool.slice(1)) {
@@ -268,7 +267,8 @@ export const choose = <C extends Candidate>(
   const advanced = candidates.at(-1)!
   const deferred: Array<Edit> = []
   if (best.windowStart < advanced.windowStart) deferred.push("window")
-  if (best.maskBoundary !== undefined && advanced.maskBoundary !== undefined && best.maskBoundary < advanced.maskBoundary) deferred.push("mask")
+  if (best.maskBoundary !== undefined && advanced.maskBoundary !== undefined && best.maskBoundary < advanced.maskBoundary)
+    deferred.push("mask")
   return {
     chosen: best,
     rent: optional ? rentAfter(rent, candidates, deferred, saving) : noRent,
@@ -292,7 +292,10 @@ export const describe = (plan: Plan, c: Candidate, deferred: ReadonlyArray<Edit>
 
 /** The planner's part of `report.cache`. */
 export type CacheReport = Required<
-  Pick<Turn.Report["cache"], "prefixTokens" | "changedAtTokens" | "reason" | "ttlSeconds" | "expectedReadTokens" | "expectedWriteTokens" | "deferred">
+  Pick<
+    Turn.Report["cache"],
+    "prefixTokens" | "changedAtTokens" | "reason" | "ttlSeconds" | "expectedReadTokens" | "expectedWriteTokens" | "deferred"
+  >
 >
 
 /**
@@ -303,7 +306,12 @@ export type CacheReport = Required<
  * holding is over the budget, or when it costs nothing extra this turn.
  * Returns the rent to carry (what holding it has cost so far).
  */
-export const climb = (plan: Plan, held: Candidate, climbed: Candidate, rent: number): { readonly climb: boolean; readonly rent: number } => {
+export const climb = (
+  plan: Plan,
+  held: Candidate,
+  climbed: Candidate,
+  rent: number,
+): { readonly climb: boolean; readonly rent: number } => {
   if (plan.cold || plan.previous === undefined || plan.viewChanged === true || held.overBudget) return { climb: true, rent: 0 }
   const saving = plan.read * (held.total - climbed.total)
   const made = pays(plan, nowCost(plan, climbed) - nowCost(plan, held), saving, rent)
@@ -357,5 +365,9 @@ export interface Built {
 export const swapSummary = (plan: Plan, held: Built, swapped: Built): boolean => {
   const now = (b: Built) => (b.total < plan.minCacheable ? b.total : plan.read * b.expectedReadTokens + plan.write * b.expectedWriteTokens)
   // no rent: waiting batches nothing here
-  return plan.cold || (held.overBudget && !swapped.overBudget) || pays(plan, now(swapped) - now(held), plan.read * (held.total - swapped.total), Number.POSITIVE_INFINITY)
+  return (
+    plan.cold ||
+    (held.overBudget && !swapped.overBudget) ||
+    pays(plan, now(swapped) - now(held), plan.read * (held.total - swapped.total), Number.POSITIVE_INFINITY)
+  )
 }

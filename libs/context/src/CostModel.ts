@@ -240,8 +240,7 @@ export const inputUnits = (prices: ModelPrices, usage: Usage): number => {
  * Output cost of one request in base-input-token units (output price / input
  * price per token; not finite when the input price is 0).
  */
-export const outputUnits = (prices: ModelPrices, usage: Usage): number =>
-  (usage.output * prices.outputPerMtok) / prices.inputPerMtok
+export const outputUnits = (prices: ModelPrices, usage: Usage): number => (usage.output * prices.outputPerMtok) / prices.inputPerMtok
 
 /** Effective cost of one request in USD: input (reads, writes by TTL, uncached) plus output. */
 export const cost = (prices: ModelPrices, usage: Usage): number =>

@@ -62,9 +62,7 @@ const byId = (docs: ReadonlyArray<Doc>): Array<Doc> => [...docs].sort((a, b) => 
  * characters. Empty string for no documents.
  */
 export const index = (docs: ReadonlyArray<Doc>): string =>
-  docs.length === 0
-    ? ""
-    : [`Knowledge base (call ${LOAD_KNOWLEDGE} with an id to read a document):`, ...byId(docs).map(line)].join("\n")
+  docs.length === 0 ? "" : [`Knowledge base (call ${LOAD_KNOWLEDGE} with an id to read a document):`, ...byId(docs).map(line)].join("\n")
 
 /**
  * The index as a system section (`id` {@link SECTION_ID}, cache `5m`), or

@@ -142,7 +142,12 @@ export const render = (header: string, texts: ReadonlyArray<string>): string =>
  */
 export const select = (
   ranked: ReadonlyArray<Candidate>,
-  options: { readonly budget: number; readonly count: number; readonly countText: (text: string) => number; readonly header?: string | undefined },
+  options: {
+    readonly budget: number
+    readonly count: number
+    readonly countText: (text: string) => number
+    readonly header?: string | undefined
+  },
 ): Selection => {
   const header = options.header ?? MEMORY_HEADER
   const empty: Selection = { entries: [], text: "", tokens: 0 }
@@ -159,7 +164,10 @@ export const select = (
   }
   for (;;) {
     if (entries.length === 0) return empty
-    const text = render(header, entries.map((e) => e.text))
+    const text = render(
+      header,
+      entries.map((e) => e.text),
+    )
     const tokens = options.countText(text)
     if (tokens <= options.budget) return { entries, text, tokens }
     entries.pop()
@@ -173,7 +181,12 @@ export const select = (
  */
 export const learnings = (
   candidates: ReadonlyArray<Candidate>,
-  options: { readonly now: number; readonly budget: number; readonly countText: (text: string) => number; readonly max?: number | undefined },
+  options: {
+    readonly now: number
+    readonly budget: number
+    readonly countText: (text: string) => number
+    readonly max?: number | undefined
+  },
 ): Selection =>
   select(rank(candidates, options.now), {
     budget: options.budget,

@@ -40,7 +40,11 @@ export const LIST = "memory_list"
 export const HISTORY = "memory_history"
 export const REMEMBER = "memory_remember"
 
-const virtual = (tool: Omit<Conversation.Tool, "extra" | "toolset">): Conversation.Tool => ({ ...tool, toolset: TOOLSET, extra: { ctxd: "virtual" } })
+const virtual = (tool: Omit<Conversation.Tool, "extra" | "toolset">): Conversation.Tool => ({
+  ...tool,
+  toolset: TOOLSET,
+  extra: { ctxd: "virtual" },
+})
 
 /** The five tools (the same objects every time), sorted by name. */
 export const tools: ReadonlyArray<Conversation.Tool> = [
@@ -70,7 +74,8 @@ export const tools: ReadonlyArray<Conversation.Tool> = [
   }),
   virtual({
     name: REMEMBER,
-    description: "Store a fact, preference or lesson to remember in later sessions; with the id of a memory, replace its text (the old text stays in its history).",
+    description:
+      "Store a fact, preference or lesson to remember in later sessions; with the id of a memory, replace its text (the old text stays in its history).",
     inputSchema: {
       type: "object",
       properties: {
@@ -119,10 +124,36 @@ export interface Call {
 
 /** What the store said (the shape of `@ctxd/db` `MemoryStore`'s results), or why the call failed. */
 export type Result =
-  | { readonly op: "search"; readonly hits: ReadonlyArray<{ readonly id: string; readonly text: string; readonly tags: ReadonlyArray<string>; readonly updatedAt: string }> }
-  | { readonly op: "read"; readonly document?: { readonly id: string; readonly text: string; readonly tags: ReadonlyArray<string>; readonly updatedAt: string; readonly version: number } | undefined }
-  | { readonly op: "list"; readonly documents: ReadonlyArray<{ readonly id: string; readonly text: string; readonly updatedAt: string }>; readonly nextCursor?: string | undefined }
-  | { readonly op: "history"; readonly versions?: ReadonlyArray<{ readonly version: number; readonly text: string; readonly at: string }> | undefined }
+  | {
+      readonly op: "search"
+      readonly hits: ReadonlyArray<{
+        readonly id: string
+        readonly text: string
+        readonly tags: ReadonlyArray<string>
+        readonly updatedAt: string
+      }>
+    }
+  | {
+      readonly op: "read"
+      readonly document?:
+        | {
+            readonly id: string
+            readonly text: string
+            readonly tags: ReadonlyArray<string>
+            readonly updatedAt: string
+            readonly version: number
+          }
+        | undefined
+    }
+  | {
+      readonly op: "list"
+      readonly documents: ReadonlyArray<{ readonly id: string; readonly text: string; readonly updatedAt: string }>
+      readonly nextCursor?: string | undefined
+    }
+  | {
+      readonly op: "history"
+      readonly versions?: ReadonlyArray<{ readonly version: number; readonly text: string; readonly at: string }> | undefined
+    }
   | { readonly op: "remember"; readonly id: string; readonly version: number; readonly created: boolean }
   | { readonly op: "error"; readonly message: string }
 
@@ -144,12 +175,16 @@ export const parse = (tool: string, args: unknown): Operation | string => {
   switch (tool) {
     case SEARCH: {
       const query = typeof a["query"] === "string" ? a["query"].trim() : ""
-      return query === "" ? `missing argument "query" (words to look for)` : { op: "search", query: query.slice(0, 1_000), limit: limitOf(a["limit"], defaults.searchLimit, defaults.maxSearchLimit) }
+      return query === ""
+        ? `missing argument "query" (words to look for)`
+        : { op: "search", query: query.slice(0, 1_000), limit: limitOf(a["limit"], defaults.searchLimit, defaults.maxSearchLimit) }
     }
     case READ:
     case HISTORY: {
       const found = id()
-      return found === undefined ? `missing or malformed argument "id" (a memory id)` : { op: tool === READ ? "read" : "history", id: found }
+      return found === undefined
+        ? `missing or malformed argument "id" (a memory id)`
+        : { op: tool === READ ? "read" : "history", id: found }
     }
     case LIST: {
       const cursor = typeof a["cursor"] === "string" && /^\d{1,18}$/.test(a["cursor"]) ? a["cursor"] : undefined
@@ -158,7 +193,9 @@ export const parse = (tool: string, args: unknown): Operation | string => {
     case REMEMBER: {
       const text = typeof a["text"] === "string" ? a["text"].trim() : ""
       if (text === "") return `missing argument "text" (what to remember)`
-      const tags = Array.isArray(a["tags"]) ? a["tags"].filter((t): t is string => typeof t === "string" && t.trim() !== "").slice(0, 16) : undefined
+      const tags = Array.isArray(a["tags"])
+        ? a["tags"].filter((t): t is string => typeof t === "string" && t.trim() !== "").slice(0, 16)
+        : undefined
       if (a["id"] !== undefined && id() === undefined) return `malformed argument "id" (a memory id)`
       return { op: "remember", text, tags, id: id() }
     }
@@ -256,7 +293,10 @@ export const called = (incoming: ReadonlyArray<Conversation.Message>): boolean =
   incoming.some((m) => m.role === "assistant" && m.parts.some((p) => p.type === "tool_call" && isMemoryTool(p.name)))
 
 /** {@link pending} of messages without memory calls. */
-export const none: { readonly calls: ReadonlyArray<Call>; readonly answers: ReadonlyMap<string, Answer> } = { calls: [], answers: new Map() }
+export const none: { readonly calls: ReadonlyArray<Call>; readonly answers: ReadonlyMap<string, Answer> } = {
+  calls: [],
+  answers: new Map(),
+}
 
 /**
  * The memory calls in a turn's incoming messages for the shell to run, in

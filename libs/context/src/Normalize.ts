@@ -133,11 +133,7 @@ export const findPairingError = (
  * `answeredCallIds` (a reused id is open again); a result adds its id to
  * `answeredCallIds`.
  */
-export const recordPairing = (
-  knownCallIds: Set<string>,
-  answeredCallIds: Set<string>,
-  message: Conversation.Message,
-): void => {
+export const recordPairing = (knownCallIds: Set<string>, answeredCallIds: Set<string>, message: Conversation.Message): void => {
   for (const part of message.parts) {
     if (part.type === "tool_call") {
       knownCallIds.add(part.id)

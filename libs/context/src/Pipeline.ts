@@ -271,7 +271,12 @@ export const run = (raw: Input): Output => {
   const settled = climb === undefined || climb.climb ? cache : CachePlanner.describe(plan, held!.shape, cache.deferred)
   return {
     ...out,
-    shape: { ...out.shape, rent: { ...rent, rung: climb?.rent ?? 0 }, ttlSeconds: plan.ttlSeconds, compression: input.options.toolCompression ?? "none" },
+    shape: {
+      ...out.shape,
+      rent: { ...rent, rung: climb?.rent ?? 0 },
+      ttlSeconds: plan.ttlSeconds,
+      compression: input.options.toolCompression ?? "none",
+    },
     report: { ...out.report, cache: { ...out.report.cache, ...settled } },
   }
 }
@@ -304,11 +309,15 @@ const compressionFor = (input: Input, plan: CachePlanner.Plan): { readonly input
   const previous = plan.previous
   const nothingCached = previous === undefined || plan.cold || plan.viewChanged === true || previous.total < plan.minCacheable
   // while the cache is warm the previous turn's choice stands: one run (not the configured one first, then whole)
-  if (!nothingCached) return previous.compression === "none" ? { input: whole, advanced: runAt(whole, undefined) } : { input, advanced: runAt(input, undefined) }
+  if (!nothingCached)
+    return previous.compression === "none"
+      ? { input: whole, advanced: runAt(whole, undefined) }
+      : { input, advanced: runAt(input, undefined) }
   const advanced = runAt(input, undefined)
   if (advanced.shape.total >= plan.minCacheable) return { input, advanced }
   const alt = runAt(whole, undefined)
-  const better = alt.shape.total >= plan.minCacheable && CachePlanner.costOf(plan, alt.shape).cost < CachePlanner.costOf(plan, advanced.shape).cost
+  const better =
+    alt.shape.total >= plan.minCacheable && CachePlanner.costOf(plan, alt.shape).cost < CachePlanner.costOf(plan, advanced.shape).cost
   return better ? { input: whole, advanced: alt } : { input, advanced }
 }
 

@@ -36,7 +36,9 @@ const oneOf = <const L extends ReadonlyArray<string>>(...literals: L) =>
   })
 const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
 /** Says what was expected in words (the default names the whole schema type). */
-const expected = (what: string) => ({ message: (issue: ParseResult.ParseIssue) => `Expected ${what}, actual ${Issues.preview(issue.actual)}` })
+const expected = (what: string) => ({
+  message: (issue: ParseResult.ParseIssue) => `Expected ${what}, actual ${Issues.preview(issue.actual)}`,
+})
 
 /** A `CostModel.CacheTier` as a price file spells it. */
 export const Tier = Schema.Struct({

@@ -65,8 +65,7 @@ export const isCompaction = (part: Conversation.Part, format?: Turn.Format): boo
 }
 
 /** True when `message` holds a provider compaction of `format` (any format when undefined). */
-export const holds = (message: Conversation.Message, format?: Turn.Format): boolean =>
-  message.parts.some((p) => isCompaction(p, format))
+export const holds = (message: Conversation.Message, format?: Turn.Format): boolean => message.parts.some((p) => isCompaction(p, format))
 
 /**
  * The index of the boundary in `history`: the latest message holding a

@@ -86,7 +86,8 @@ const object = (value: Json, write: (key: string, v: unknown) => string | undefi
 
 /** A request body's text: its array values written by {@link array}, the rest by `JSON.stringify`. */
 const writeBody = (_key: string, v: unknown): string | undefined => (Array.isArray(v) ? array(v) : JSON.stringify(v))
-const writeReply = (key: string, v: unknown): string | undefined => (key === "request" && isPlain(v) ? object(v, writeBody) : JSON.stringify(v))
+const writeReply = (key: string, v: unknown): string | undefined =>
+  key === "request" && isPlain(v) ? object(v, writeBody) : JSON.stringify(v)
 
 /**
  * `JSON.stringify(reply)`, the same text: the reply's `request` body written

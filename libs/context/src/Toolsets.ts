@@ -62,8 +62,7 @@ export const inUse = (tools: ReadonlyArray<Conversation.Tool>): boolean => tools
 
 const byName = (a: Conversation.Tool, b: Conversation.Tool): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
 
-const members = (tools: ReadonlyArray<Conversation.Tool>, id: string): Array<Conversation.Tool> =>
-  tools.filter((t) => t.toolset === id)
+const members = (tools: ReadonlyArray<Conversation.Tool>, id: string): Array<Conversation.Tool> => tools.filter((t) => t.toolset === id)
 
 /** The toolsets of `tools`, sorted by id, with one-line descriptions (configured, else the first tool names). */
 export const available = (tools: ReadonlyArray<Conversation.Tool>, config: Config): Array<Info> => {
@@ -144,8 +143,7 @@ export const selectTools = (
     return out.sort(byName)
   }
   if (!inUse(tools)) return take([...virtual, ...tools])
-  const pick = (loads: ReadonlyArray<Loaded>) =>
-    tools.filter((t) => loads.some((l) => t.toolset === l.toolset && (l.write || !isWrite(t))))
+  const pick = (loads: ReadonlyArray<Loaded>) => tools.filter((t) => loads.some((l) => t.toolset === l.toolset && (l.write || !isWrite(t))))
   const out = take([
     ...virtual,
     loadToolsetTool(tools, config),
@@ -193,7 +191,11 @@ export const load = (args: unknown, state: State, context: Context): { text: str
   const has = (t: Conversation.Tool): boolean => loads.some((l) => l.write || !isWrite(t))
   const wanted = members(tools, id).filter((t) => write || !isWrite(t))
   const fresh = wanted.filter((t) => !has(t))
-  const names = (ts: ReadonlyArray<Conversation.Tool>) => ts.map((t) => t.name).sort().join(", ")
+  const names = (ts: ReadonlyArray<Conversation.Tool>) =>
+    ts
+      .map((t) => t.name)
+      .sort()
+      .join(", ")
   const mode = write ? "with write tools" : "read-only"
   if (wanted.length === 0) {
     const total = members(tools, id).length
@@ -268,11 +270,7 @@ export interface Answered {
  * pairing holds. Calls the incoming messages already answer are skipped.
  * Run it after the pairing check and before storing the messages.
  */
-export const answerVirtualCalls = (
-  incoming: ReadonlyArray<Conversation.Message>,
-  state: State,
-  context: Context,
-): Answered => {
+export const answerVirtualCalls = (incoming: ReadonlyArray<Conversation.Message>, state: State, context: Context): Answered => {
   const messages: Array<Conversation.Message> = []
   const calls: Array<VirtualCall> = []
   let current = state

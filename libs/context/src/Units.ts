@@ -35,8 +35,7 @@ export const headOf = (history: ReadonlyArray<Entry>, i: number): number => {
 }
 
 /** True when a unit starts at `i` (and at `0` and `history.length`). */
-export const isBoundary = (history: ReadonlyArray<Entry>, i: number): boolean =>
-  i <= 0 || i >= history.length || headOf(history, i) === -1
+export const isBoundary = (history: ReadonlyArray<Entry>, i: number): boolean => i <= 0 || i >= history.length || headOf(history, i) === -1
 
 /** The smallest unit boundary ≥ `i` (at most `history.length`). */
 export const nextBoundary = (history: ReadonlyArray<Entry>, i: number): number => {
@@ -82,10 +81,7 @@ export interface Pruned {
   readonly dropped: Array<number>
 }
 
-const withoutParts = (
-  message: Conversation.Message,
-  keep: (p: Conversation.Part) => boolean,
-): Conversation.Message | undefined => {
+const withoutParts = (message: Conversation.Message, keep: (p: Conversation.Part) => boolean): Conversation.Message | undefined => {
   const parts = message.parts.filter(keep)
   return parts.length === 0 ? undefined : { ...message, parts }
 }

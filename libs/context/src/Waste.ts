@@ -96,7 +96,11 @@ export const record = (
   const same = previous !== undefined && previous.sent === sent && sent.every((tool, i) => tokensOf(tool) === previous.tokens[i])
   const next: State = same
     ? { folded: state.folded, run: { ...previous, turns: previous.turns + 1 }, calls: calls ?? state.calls }
-    : { folded: fold(state.folded, previous), run: sent.length === 0 ? undefined : runOf(sent, sent.map(tokensOf)), calls: calls ?? state.calls }
+    : {
+        folded: fold(state.folded, previous),
+        run: sent.length === 0 ? undefined : runOf(sent, sent.map(tokensOf)),
+        calls: calls ?? state.calls,
+      }
   const known = neverCalledOf.get(state)
   // the names sent are the same (the run goes on, or nothing new was sent) and no call came
   if (known !== undefined && calls === undefined && (same || sent.length === 0)) neverCalledOf.set(next, known)

@@ -175,9 +175,7 @@ export const compute = (history: ReadonlyArray<Units.Entry>, options: WindowOpti
   // The cut moved to `rel` when the history reached `rel + windowMessages` non-system messages.
   const latestThen = rel === 0 ? undefined : lastBelow(marks.requests, absolute(rel + options.windowMessages, pinned))
   const held =
-    latestThen !== undefined && latestThen < start && latestThen !== request && latestThen !== marks.anchor
-      ? latestThen
-      : undefined
+    latestThen !== undefined && latestThen < start && latestThen !== request && latestThen !== marks.anchor ? latestThen : undefined
   return {
     start,
     gridCut,

@@ -14,7 +14,11 @@ describe("AgentLogs.parse", () => {
     const chat = [
       { role: "system", content: "be brief" },
       { role: "user", content: "list files" },
-      { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "ls", arguments: '{"path":"."}' } }] },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "c1", type: "function", function: { name: "ls", arguments: '{"path":"."}' } }],
+      },
       { role: "tool", tool_call_id: "c1", content: "a b" },
       { role: "assistant", content: "a and b" },
       { role: "user", content: "thanks" },
@@ -59,10 +63,16 @@ describe("AgentLogs.parse", () => {
   })
 
   it("reads JSONL one conversation per line, and says why a text is not a log", () => {
-    const line = JSON.stringify([{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }])
+    const line = JSON.stringify([
+      { role: "user", content: "hi" },
+      { role: "assistant", content: "hello" },
+    ])
     expect(sessions(AgentLogs.parse("log", `${line}\n\n${line}\n`, { jsonl: true })).map((s) => s.id)).toEqual(["log-1", "log-3"])
     expect(AgentLogs.parse("log", "{not json")).toMatchObject({ _tag: "Unrecognised" })
     expect(AgentLogs.parse("log", JSON.stringify({ airline: [] }))).toMatchObject({ _tag: "Unrecognised" })
-    expect(AgentLogs.parse("log", `${line}\n{"x":1}`, { jsonl: true })).toMatchObject({ _tag: "Unrecognised", reason: expect.stringContaining("line 2") })
+    expect(AgentLogs.parse("log", `${line}\n{"x":1}`, { jsonl: true })).toMatchObject({
+      _tag: "Unrecognised",
+      reason: expect.stringContaining("line 2"),
+    })
   })
 })

@@ -5,7 +5,17 @@ import * as CachePlanner from "../src/CachePlanner.ts"
 import * as CostModel from "../src/CostModel.ts"
 import * as Pipeline from "../src/Pipeline.ts"
 import { assembleInput } from "./Generators.ts"
-import { anthropicPairingProblems, anthropicShapeProblems, assistant, calls, input, openaiPairingProblems, results, stored, user } from "./Helpers.ts"
+import {
+  anthropicPairingProblems,
+  anthropicShapeProblems,
+  assistant,
+  calls,
+  input,
+  openaiPairingProblems,
+  results,
+  stored,
+  user,
+} from "./Helpers.ts"
 
 const shape = (over: Partial<CachePlanner.Candidate> = {}): CachePlanner.Candidate => ({
   windowStart: 0,
@@ -69,7 +79,13 @@ describe("CachePlanner.choose", () => {
     expect(premium).toBeCloseTo(140, 6)
     const first = CachePlanner.choose(plan({ expectedTurns: 50 }), [held, advanced])
     expect(first.chosen).toBe(held)
-    expect(first.cache).toMatchObject({ reason: "append", changedAtTokens: 2_200, expectedReadTokens: 2_200, expectedWriteTokens: 50, deferred: ["mask"] })
+    expect(first.cache).toMatchObject({
+      reason: "append",
+      changedAtTokens: 2_200,
+      expectedReadTokens: 2_200,
+      expectedWriteTokens: 50,
+      deferred: ["mask"],
+    })
     expect(first.rent.mask).toBeCloseTo(saving, 6)
     // the rent grows by the saving each turn held; one short of the premium still holds
     const almost = CachePlanner.choose(plan({ expectedTurns: 50, previous: withRent(premium - 1) }), [held, advanced])
@@ -77,7 +93,13 @@ describe("CachePlanner.choose", () => {
     expect(almost.rent.mask).toBeCloseTo(premium - 1 + saving, 6)
     const earned = CachePlanner.choose(plan({ expectedTurns: 50, previous: withRent(premium) }), [held, advanced])
     expect(earned.chosen).toBe(advanced)
-    expect(earned.cache).toMatchObject({ reason: "mask", changedAtTokens: 1_100, expectedReadTokens: 1_100, expectedWriteTokens: 250, deferred: [] })
+    expect(earned.cache).toMatchObject({
+      reason: "mask",
+      changedAtTokens: 1_100,
+      expectedReadTokens: 1_100,
+      expectedWriteTokens: 250,
+      deferred: [],
+    })
     expect(earned.rent).toEqual({ window: 0, mask: 0 })
   })
 
@@ -89,8 +111,17 @@ describe("CachePlanner.choose", () => {
 
   it("makes an edit at once when it costs nothing extra this turn", () => {
     // a 19,000-token message masked near the end: re-writing 1,000 tokens is cheaper than reading it
-    const big = shape({ sent: [...shape().sent, { index: 3, masked: false, tokens: 19_000 }, { index: 4, masked: false, tokens: 50 }], total: 21_250 })
-    const cut = shape({ ...big, maskBoundary: 4, sent: [...big.sent.slice(0, 3), { index: 3, masked: true, tokens: 950 }, big.sent[4]!], total: 3_200, advances: ["mask"] })
+    const big = shape({
+      sent: [...shape().sent, { index: 3, masked: false, tokens: 19_000 }, { index: 4, masked: false, tokens: 50 }],
+      total: 21_250,
+    })
+    const cut = shape({
+      ...big,
+      maskBoundary: 4,
+      sent: [...big.sent.slice(0, 3), { index: 3, masked: true, tokens: 950 }, big.sent[4]!],
+      total: 3_200,
+      advances: ["mask"],
+    })
     const previous = shape({ sent: big.sent.slice(0, 4), total: 21_200 })
     expect(CachePlanner.choose(plan({ previous, expectedTurns: 1 }), [big, cut]).chosen).toBe(cut)
   })
@@ -125,7 +156,11 @@ describe("CachePlanner.choose", () => {
     expect(holding.cache.deferred).toEqual(["window", "mask"])
     expect(holding.rent.mask).toBeCloseTo(3 + 90, 6)
     expect(holding.rent.window).toBeCloseTo(7 + 100, 6)
-    const masked = CachePlanner.choose(plan({ expectedTurns: 50, previous: shape({ rent: { window: 0, mask: 1e6 } }) }), [held, maskOnly, both])
+    const masked = CachePlanner.choose(plan({ expectedTurns: 50, previous: shape({ rent: { window: 0, mask: 1e6 } }) }), [
+      held,
+      maskOnly,
+      both,
+    ])
     expect(masked.chosen).toBe(maskOnly)
     expect(masked.rent).toEqual({ window: 100, mask: 0 })
   })
@@ -142,13 +177,16 @@ describe("CachePlanner.swapSummary", () => {
   it("swaps at once when the cache is cold, when holding is over the budget, or when it costs nothing extra", () => {
     expect(CachePlanner.swapSummary(plan({ expectedTurns: 0, cold: true }), held, swapped)).toBe(true)
     expect(CachePlanner.swapSummary(plan({ expectedTurns: 0 }), { ...held, overBudget: true }, swapped)).toBe(true)
-    expect(CachePlanner.swapSummary(plan({ expectedTurns: 0 }), { ...held, expectedReadTokens: 0, expectedWriteTokens: 10_000 }, swapped)).toBe(true)
+    expect(
+      CachePlanner.swapSummary(plan({ expectedTurns: 0 }), { ...held, expectedReadTokens: 0, expectedWriteTokens: 10_000 }, swapped),
+    ).toBe(true)
   })
 })
 
 describe("CachePlanner.chooseTier", () => {
   const tiers = CostModel.lookup("claude-sonnet-4-5").tiers
-  const choose = (gaps: ReadonlyArray<number>, prompt = 50_000, added = 500) => CachePlanner.chooseTier(tiers, 0.1, gaps, prompt, added).name
+  const choose = (gaps: ReadonlyArray<number>, prompt = 50_000, added = 500) =>
+    CachePlanner.chooseTier(tiers, 0.1, gaps, prompt, added).name
 
   it("keeps the default 5 minutes until it has seen a few gaps, and while the agent works without pauses", () => {
     expect(choose([])).toBe("5m")
@@ -191,7 +229,10 @@ describe("the pipeline with the planner", () => {
     const before = Pipeline.run(input(history.slice(0, 23), { options, cachePlan: plan({ previous: undefined }) }))
     const next = (over: Partial<CachePlanner.Plan>, rent = 0) =>
       Pipeline.run(
-        input(history, { options, cachePlan: { ...plan({ previous: { ...before.shape!, rent: { window: 0, mask: rent } }, minCacheable: 0 }), ...over } }),
+        input(history, {
+          options,
+          cachePlan: { ...plan({ previous: { ...before.shape!, rent: { window: 0, mask: rent } }, minCacheable: 0 }), ...over },
+        }),
       )
     const unearned = next({ expectedTurns: 500 })
     expect(unearned.report.cache).toMatchObject({ reason: "append", deferred: ["mask"] })
@@ -221,7 +262,12 @@ describe("the pipeline with the planner", () => {
     const tool = {
       name: "search",
       description: "Search the catalog. ".repeat(40),
-      inputSchema: { type: "object", properties: Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`p${i}`, { type: "string", description: "word ".repeat(25) }])) },
+      inputSchema: {
+        type: "object",
+        properties: Object.fromEntries(
+          Array.from({ length: 12 }, (_, i) => [`p${i}`, { type: "string", description: "word ".repeat(25) }]),
+        ),
+      },
     }
     const count = (tools: ReadonlyArray<unknown>) => Math.ceil(JSON.stringify(tools).length / 4)
     const history = stored([user("find it")], () => 20)

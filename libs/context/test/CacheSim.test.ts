@@ -68,7 +68,10 @@ describe("CacheSim, explicit (Anthropic)", () => {
     ]
     const usages = CacheSim.simulate(sonnet, [
       { at: 0, blocks: first },
-      { at: 1_800, blocks: [...first, { hash: "m2", tokens: 500, breakpoint: "5m" }].map((b, i) => (i === 2 ? { hash: b.hash, tokens: b.tokens } : b)) },
+      {
+        at: 1_800,
+        blocks: [...first, { hash: "m2", tokens: 500, breakpoint: "5m" }].map((b, i) => (i === 2 ? { hash: b.hash, tokens: b.tokens } : b)),
+      },
     ])
     expect(usages[0]).toEqual({ cacheRead: 0, cacheWrite: { "1h": 2_000, "5m": 2_000 }, uncached: 0, output: 0 })
     expect(usages[1]).toEqual({ cacheRead: 2_000, cacheWrite: { "5m": 2_500 }, uncached: 0, output: 0 })
@@ -79,8 +82,18 @@ describe("CacheSim, explicit (Anthropic)", () => {
     const start = names(5)
     const near = [...start, ...names(20, "n")] // the old breakpoint (block 4) is 20 blocks back
     const far = [...start, ...names(21, "n")] // 21 blocks back
-    expect(CacheSim.simulate(sonnet, [{ at: 0, blocks: blocks(start, 300) }, { at: 5, blocks: blocks(near, 300) }])[1]!.cacheRead).toBe(1_500)
-    expect(CacheSim.simulate(sonnet, [{ at: 0, blocks: blocks(start, 300) }, { at: 5, blocks: blocks(far, 300) }])[1]!.cacheRead).toBe(0)
+    expect(
+      CacheSim.simulate(sonnet, [
+        { at: 0, blocks: blocks(start, 300) },
+        { at: 5, blocks: blocks(near, 300) },
+      ])[1]!.cacheRead,
+    ).toBe(1_500)
+    expect(
+      CacheSim.simulate(sonnet, [
+        { at: 0, blocks: blocks(start, 300) },
+        { at: 5, blocks: blocks(far, 300) },
+      ])[1]!.cacheRead,
+    ).toBe(0)
   })
 
   it("caches nothing below the minimum prefix; tokens after the last breakpoint are uncached", () => {
@@ -108,8 +121,21 @@ describe("CacheSim, automatic (OpenAI)", () => {
   it("reads the longest seen prefix in 128-token steps beyond the first 1,024", () => {
     const usages = CacheSim.simulate(gpt, [
       { at: 0, blocks: [{ hash: "a", tokens: 1_500 }] },
-      { at: 5, blocks: [{ hash: "a", tokens: 1_500 }, { hash: "b", tokens: 700 }] },
-      { at: 10, blocks: [{ hash: "a", tokens: 1_500 }, { hash: "b", tokens: 700 }, { hash: "c", tokens: 10 }] },
+      {
+        at: 5,
+        blocks: [
+          { hash: "a", tokens: 1_500 },
+          { hash: "b", tokens: 700 },
+        ],
+      },
+      {
+        at: 10,
+        blocks: [
+          { hash: "a", tokens: 1_500 },
+          { hash: "b", tokens: 700 },
+          { hash: "c", tokens: 10 },
+        ],
+      },
     ])
     // 1,500 matched → 1,024 + 3 × 128 = 1,408; 2,200 matched → 1,024 + 9 × 128 = 2,176.
     expect(usages).toEqual([
@@ -137,22 +163,45 @@ describe("CacheSim, automatic (OpenAI)", () => {
       ])[1]!.cacheRead,
     ).toBe(0)
     const usages = CacheSim.simulate(gpt, [
-      { at: 0, blocks: [{ hash: "a", tokens: 2_048 }, { hash: "b", tokens: 2_048 }, { hash: "c", tokens: 2_048 }] },
-      { at: 5, blocks: [{ hash: "a", tokens: 2_048 }, { hash: "x", tokens: 2_048 }, { hash: "c", tokens: 2_048 }] },
+      {
+        at: 0,
+        blocks: [
+          { hash: "a", tokens: 2_048 },
+          { hash: "b", tokens: 2_048 },
+          { hash: "c", tokens: 2_048 },
+        ],
+      },
+      {
+        at: 5,
+        blocks: [
+          { hash: "a", tokens: 2_048 },
+          { hash: "x", tokens: 2_048 },
+          { hash: "c", tokens: 2_048 },
+        ],
+      },
     ])
     expect(usages[1]).toEqual({ cacheRead: 2_048, cacheWrite: {}, uncached: 4_096, output: 0 })
   })
 
   it("expires after the TTL of inactivity and after one hour at most in memory", () => {
     const a = [{ hash: "a", tokens: 2_048 }]
-    const reads = (times: ReadonlyArray<number>) => CacheSim.simulate(gpt, times.map((at) => ({ at, blocks: a }))).map((u) => u.cacheRead)
+    const reads = (times: ReadonlyArray<number>) =>
+      CacheSim.simulate(
+        gpt,
+        times.map((at) => ({ at, blocks: a })),
+      ).map((u) => u.cacheRead)
     expect(reads([0, 299, 600])).toEqual([0, 2_048, 0])
     // Used every 4 minutes: still evicted one hour after it was written.
     expect(reads([0, 240, 480, 720, 960, 1_200, 1_440, 1_680, 1_920, 2_160, 2_400, 2_640, 2_880, 3_120, 3_360, 3_600])).toEqual([
-      0, ...Array<number>(14).fill(2_048), 0,
+      0,
+      ...Array<number>(14).fill(2_048),
+      0,
     ])
     // The 24 h retention survives a 2-hour pause.
-    const extended = CacheSim.simulate({ ...CostModel.lookup("gpt-5.1"), retention: "24h" }, [0, 7_200].map((at) => ({ at, blocks: a })))
+    const extended = CacheSim.simulate(
+      { ...CostModel.lookup("gpt-5.1"), retention: "24h" },
+      [0, 7_200].map((at) => ({ at, blocks: a })),
+    )
     expect(extended[1]!.cacheRead).toBe(2_048)
   })
 })

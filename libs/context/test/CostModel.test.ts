@@ -5,7 +5,12 @@ describe("CostModel.lookup", () => {
   const row = (name: string) => CostModel.lookup(name)
 
   it("finds Anthropic families with their minimum prefix", () => {
-    expect(row("claude-sonnet-4-5-20250929")).toMatchObject({ family: "claude-sonnet-4", inputPerMtok: 3, outputPerMtok: 15, minCacheableTokens: 1024 })
+    expect(row("claude-sonnet-4-5-20250929")).toMatchObject({
+      family: "claude-sonnet-4",
+      inputPerMtok: 3,
+      outputPerMtok: 15,
+      minCacheableTokens: 1024,
+    })
     expect(row("claude-3-5-sonnet-20241022").family).toBe("claude-sonnet-4")
     expect(row("claude-sonnet-4-6").minCacheableTokens).toBe(2048)
     expect(row("claude-opus-4-1-20250805")).toMatchObject({ inputPerMtok: 15, outputPerMtok: 75, minCacheableTokens: 1024 })

@@ -17,7 +17,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Models from "../src/Models.ts"
 import * as Normalize from "../src/Normalize.ts"
 import * as Pipeline from "../src/Pipeline.ts"
-import { anthropicPairingProblems, anthropicShapeProblems, geminiPairingProblems, openaiPairingProblems, responsesPairingProblems } from "./Helpers.ts"
+import {
+  anthropicPairingProblems,
+  anthropicShapeProblems,
+  geminiPairingProblems,
+  openaiPairingProblems,
+  responsesPairingProblems,
+} from "./Helpers.ts"
 
 type Json = Record<string, unknown>
 
@@ -88,7 +94,12 @@ const replay = async (session: Workloads.ReplaySession, format: Turn.Format, opt
   let sent = 0
   for (const [k, fields] of formatted.turns.slice(0, maxTurns).entries()) {
     // a Gemini function response without id may answer a call of an earlier turn
-    const open = () => Normalize.openCalls(history.map((h) => h.message), known, answered)
+    const open = () =>
+      Normalize.openCalls(
+        history.map((h) => h.message),
+        known,
+        answered,
+      )
     const request = Normalize.request(decodeRequest({ turnId: `t${k}`, model: formatted.model, system: formatted.system, ...fields }), open)
     expect(Normalize.findPairingError(known, answered, request.messages)).toBeUndefined()
     for (const { message } of request.messages) {

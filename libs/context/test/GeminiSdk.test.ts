@@ -45,7 +45,12 @@ const replay = async (index: number, modelName: string, ids: boolean) => {
   let generated = 0
   let calls = 0
   for (const [t, turn] of session.turns.entries()) {
-    const open = () => Normalize.openCalls(history.map((h) => h.message), known, answered)
+    const open = () =>
+      Normalize.openCalls(
+        history.map((h) => h.message),
+        known,
+        answered,
+      )
     const incoming = Normalize.fromGeminiIndexed(decodeContents(turn.contents), { seed: `turn-${t}`, open })
     expect(Normalize.findPairingError(known, answered, incoming, "contents")).toBeUndefined()
     for (const { message } of incoming) {
@@ -127,10 +132,30 @@ describe("gemini bodies through the official SDK", () => {
     const cases: Array<[string, string, Array<Json>, string]> = [
       ["a bad role", "gemini-2.5-flash", [{ role: "assistant", parts: [{ text: "x" }] }], "valid role"],
       ["empty parts", "gemini-2.5-flash", [user, { role: "model", parts: [] }], "must not be empty"],
-      ["fewer responses than calls", "gemini-2.5-flash", [user, { role: "model", parts: [call("f"), call("g")] }, { role: "user", parts: [response("f")] }], "number of function response parts"],
-      ["a response without its call turn", "gemini-2.5-flash", [user, { role: "user", parts: [response("f")] }], "immediately after a function call turn"],
-      ["a response for another function", "gemini-2.5-flash", [user, { role: "model", parts: [call("f")] }, { role: "user", parts: [response("g")] }], "'g'"],
-      ["an unsigned call in the current turn (Gemini 3)", "gemini-3-pro-preview", [user, { role: "model", parts: [call("f")] }, { role: "user", parts: [response("f")] }], "thought_signature"],
+      [
+        "fewer responses than calls",
+        "gemini-2.5-flash",
+        [user, { role: "model", parts: [call("f"), call("g")] }, { role: "user", parts: [response("f")] }],
+        "number of function response parts",
+      ],
+      [
+        "a response without its call turn",
+        "gemini-2.5-flash",
+        [user, { role: "user", parts: [response("f")] }],
+        "immediately after a function call turn",
+      ],
+      [
+        "a response for another function",
+        "gemini-2.5-flash",
+        [user, { role: "model", parts: [call("f")] }, { role: "user", parts: [response("g")] }],
+        "'g'",
+      ],
+      [
+        "an unsigned call in the current turn (Gemini 3)",
+        "gemini-3-pro-preview",
+        [user, { role: "model", parts: [call("f")] }, { role: "user", parts: [response("f")] }],
+        "thought_signature",
+      ],
     ]
     for (const [what, model, contents, mention] of cases) {
       const error = await rejection(model, contents)
@@ -140,7 +165,11 @@ describe("gemini bodies through the official SDK", () => {
     // signed: accepted
     const ok = await ai.models.generateContent({
       model: "gemini-3-pro-preview",
-      contents: [user, { role: "model", parts: [call("f", { thoughtSignature: "c2ln" })] }, { role: "user", parts: [response("f")] }] as never,
+      contents: [
+        user,
+        { role: "model", parts: [call("f", { thoughtSignature: "c2ln" })] },
+        { role: "user", parts: [response("f")] },
+      ] as never,
     })
     expect(ok.text?.length).toBeGreaterThan(0)
     // an unknown top-level field (the SDK drops unknown config keys, so over plain HTTP)
@@ -150,6 +179,8 @@ describe("gemini bodies through the official SDK", () => {
       body: JSON.stringify({ contents: [user], cache_control: {} }),
     })
     expect(raw.status).toBe(400)
-    expect(await raw.json()).toMatchObject({ error: { code: 400, status: "INVALID_ARGUMENT", message: expect.stringContaining("cache_control") } })
+    expect(await raw.json()).toMatchObject({
+      error: { code: 400, status: "INVALID_ARGUMENT", message: expect.stringContaining("cache_control") },
+    })
   })
 })

@@ -31,9 +31,14 @@ let thoughts = 0
 /** A reasoning part of kind `t` (signatures and ids unique per process, so a test can follow each). */
 export const reasoningPart = (t: Exclude<Thought, "none">): Conversation.OpaquePart => {
   const k = thoughts++
-  if (t === "thinking") return { type: "opaque", format: "anthropic", block: { type: "thinking", thinking: `thought ${k}`, signature: `sig${k}` } }
+  if (t === "thinking")
+    return { type: "opaque", format: "anthropic", block: { type: "thinking", thinking: `thought ${k}`, signature: `sig${k}` } }
   if (t === "redacted") return { type: "opaque", format: "anthropic", block: { type: "redacted_thinking", data: `sig${k}` } }
-  return { type: "opaque", format: "openai-responses", block: { type: "reasoning", id: `sig${k}`, summary: [], encrypted_content: `enc${k}` } }
+  return {
+    type: "opaque",
+    format: "openai-responses",
+    block: { type: "reasoning", id: `sig${k}`, summary: [], encrypted_content: `enc${k}` },
+  }
 }
 const reasoningOf = (t: Thought): Array<Conversation.Part> => (t === "none" ? [] : [reasoningPart(t)])
 
@@ -62,10 +67,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       kind: fc.constant("calls" as const),
       thought,
       text: content,
-      answers: fc.array(
-        fc.record({ answered: mostly, error: fc.boolean(), text: content }),
-        { minLength: 1, maxLength: 4 },
-      ),
+      answers: fc.array(fc.record({ answered: mostly, error: fc.boolean(), text: content }), { minLength: 1, maxLength: 4 }),
       split: fc.boolean(),
       imageResult: fc.boolean(),
       reuse: fc.boolean(),
@@ -155,10 +157,10 @@ const toolDef: fc.Arbitrary<Conversation.Tool> = fc.record({
 export const assembleInput: fc.Arbitrary<Pipeline.Input> = fc
   .record({
     messages: history,
-    tokens: fc.array(
-      fc.oneof({ weight: 9, arbitrary: fc.nat({ max: 400 }) }, { weight: 1, arbitrary: fc.nat({ max: 5_000 }) }),
-      { minLength: 1, maxLength: 64 },
-    ),
+    tokens: fc.array(fc.oneof({ weight: 9, arbitrary: fc.nat({ max: 400 }) }, { weight: 1, arbitrary: fc.nat({ max: 5_000 }) }), {
+      minLength: 1,
+      maxLength: 64,
+    }),
     format: fc.constantFrom("anthropic" as const, "openai" as const),
     system: fc.array(section, { maxLength: 5 }),
     systemTokens: fc.nat({ max: 3_000 }),

@@ -42,10 +42,7 @@ export const toolsCalledIn = (messages: ReadonlyArray<Conversation.Message>): Ar
     .map((name) => ({ name, inputSchema: { type: "object" } }))
 
 /** A complete assemble input with defaults for everything but the history (tools: those the history calls). */
-export const input = (
-  history: ReadonlyArray<Pipeline.StoredMessage>,
-  over: Partial<Pipeline.Input> = {},
-): Pipeline.Input => ({
+export const input = (history: ReadonlyArray<Pipeline.StoredMessage>, over: Partial<Pipeline.Input> = {}): Pipeline.Input => ({
   tenant: "acme",
   session: "s1",
   format: "anthropic",
@@ -87,7 +84,12 @@ export const anthropicPairingProblems = (body: Json): Array<string> => {
     if (answers.length > 0) {
       if (m["role"] !== "user") problems.push(`messages[${i}]: tool_result in ${String(m["role"])} message`)
       const prev = messages[i - 1]
-      const prevUses = prev === undefined ? [] : blocks(prev).filter((b) => b["type"] === "tool_use").map((b) => b["id"])
+      const prevUses =
+        prev === undefined
+          ? []
+          : blocks(prev)
+              .filter((b) => b["type"] === "tool_use")
+              .map((b) => b["id"])
       for (const id of answers) if (!prevUses.includes(id)) problems.push(`messages[${i}]: tool_result ${id} without tool_use`)
       if (new Set(answers).size !== answers.length) problems.push(`messages[${i}]: duplicate tool_result`)
       const firstOther = bs.findIndex((b) => b["type"] !== "tool_result")
@@ -235,7 +237,8 @@ export const geminiPairingProblems = (body: Json): Array<string> => {
     }
     if (responses.length > 0) {
       const previous = i > 0 ? names(contents[i - 1]!.parts, "functionCall") : []
-      if (JSON.stringify(previous) !== JSON.stringify(responses)) problems.push(`contents[${i}]: responses ${responses.join(",")} after calls ${previous.join(",")}`)
+      if (JSON.stringify(previous) !== JSON.stringify(responses))
+        problems.push(`contents[${i}]: responses ${responses.join(",")} after calls ${previous.join(",")}`)
     }
   })
   if (/"id":"gc_/.test(JSON.stringify(contents))) problems.push("a made-up call id was sent")

@@ -22,7 +22,9 @@ const countText = (t: string): number => Math.ceil(t.length / 4)
 const options = (over: Partial<Masking.Options> = {}): Masking.Options => ({ ...Masking.defaults, ...over })
 
 const resultTexts = (messages: ReadonlyArray<Conversation.Message>): Array<string> =>
-  messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "tool_result" ? [p.content.map((c) => (c.type === "text" ? c.text : "")).join("")] : [])))
+  messages.flatMap((m) =>
+    m.parts.flatMap((p) => (p.type === "tool_result" ? [p.content.map((c) => (c.type === "text" ? c.text : "")).join("")] : [])),
+  )
 
 describe("Masking.plan", () => {
   it("masks results older than the last K as one-line references with name, status, tokens and step", () => {
@@ -35,7 +37,11 @@ describe("Masking.plan", () => {
     const masked = plan.replaced.get(2)!.message.parts[0] as Conversation.ToolResultPart
     expect(masked.content).toEqual([{ type: "text", text: "[tool0: ok, 296 tokens — recall(3)]" }])
     const error = plan.replaced.get(10)!.message.parts[0] as Conversation.ToolResultPart
-    expect(error).toMatchObject({ callId: "c4", isError: true, content: [{ type: "text", text: "[tool1: error, 296 tokens — recall(11)]" }] })
+    expect(error).toMatchObject({
+      callId: "c4",
+      isError: true,
+      content: [{ type: "text", text: "[tool1: error, 296 tokens — recall(11)]" }],
+    })
     expect(plan.replaced.get(2)!.tokens).toBe(300 - plan.replaced.get(2)!.saved)
     expect(plan.tokensSaved).toBe([...plan.replaced.values()].reduce((n, r) => n + r.saved, 0))
   })
@@ -65,8 +71,18 @@ describe("Masking.plan", () => {
   })
 
   it("under pressure masks larger raw JSON first, only as much as needed", () => {
-    const bodies = ["x ".repeat(800), JSON.stringify({ rows: Array.from({ length: 40 }, (_, i) => ({ i })) }), "y ".repeat(900), "z", "w", "v"]
-    const history = stored(steps(6, (i) => bodies[i]!), (i) => (i === 2 ? 800 : i === 4 ? 400 : i === 6 ? 900 : 20))
+    const bodies = [
+      "x ".repeat(800),
+      JSON.stringify({ rows: Array.from({ length: 40 }, (_, i) => ({ i })) }),
+      "y ".repeat(900),
+      "z",
+      "w",
+      "v",
+    ]
+    const history = stored(
+      steps(6, (i) => bodies[i]!),
+      (i) => (i === 2 ? 800 : i === 4 ? 400 : i === 6 ? 900 : 20),
+    )
     const grid = Masking.grid(history, 100_000)
     const plain = Masking.plan(history, { from: 0, options: options({ keep: 3 }), grid, countText })
     expect(plain.masked).toBe(0)
@@ -77,7 +93,10 @@ describe("Masking.plan", () => {
   })
 
   it("de-duplicates identical results of a tool into a reference to the first", () => {
-    const history = stored(steps(6, (i) => (i === 3 ? "same output ".repeat(30) : i === 0 ? "same output ".repeat(30) : `other ${i} `.repeat(30))), 200)
+    const history = stored(
+      steps(6, (i) => (i === 3 ? "same output ".repeat(30) : i === 0 ? "same output ".repeat(30) : `other ${i} `.repeat(30))),
+      200,
+    )
     const plan = Masking.plan(history, { from: 0, options: options({ keep: 10 }), grid: Masking.grid(history, 1), countText, dedupe: true })
     expect(plan.deduplicated).toBe(1)
     expect(resultTexts([plan.replaced.get(8)!.message])).toEqual(["[tool0: same output as recall(3)]"])

@@ -100,7 +100,10 @@ describe("memory in the prompt (properties, every format)", () => {
           expect(t.total).toBe(t.system + t.tools + t.memory + t.history)
           if (!out.report.overBudget) expect(t.total).toBeLessThanOrEqual(t.budget)
           // the newest exchange: the newest message unless it is an orphan, and the latest request
-          const survivors = Units.prune(given.history, given.history.map((_, i) => i)).messages
+          const survivors = Units.prune(
+            given.history,
+            given.history.map((_, i) => i),
+          ).messages
           const newest = given.history.length - 1
           if (survivors.at(-1)?.index === newest) expect(out.report.messages.lastSentSeq).toBe(given.history[newest]!.seq)
           const latest = given.history.findLastIndex((m) => Window.isAnchor(m.message))
@@ -190,7 +193,10 @@ describe("memory in the prompt (properties, every format)", () => {
   })
 
   it("the memory reserve comes out of the history's budget", () => {
-    const history = stored(Array.from({ length: 30 }, (_, i) => user(`message ${i}`)), 100)
+    const history = stored(
+      Array.from({ length: 30 }, (_, i) => user(`message ${i}`)),
+      100,
+    )
     const options = Pipeline.resolveOptions({ budgetTokens: 2_000, freshTailMessages: 2, windowMessages: 60, windowStep: 1 })
     const without = Pipeline.run(input(history, { options }))
     const withIt = Pipeline.run({ ...input(history, { options }), memory: { text: "m", tokens: 500, placement: "tail" } })

@@ -7,10 +7,30 @@ const NOW = 1_800_000_000_000
 /** About 4 characters a token, as the heuristic counter. */
 const countText = (text: string) => Math.ceil(text.length / 4)
 
-const word = fc.constantFrom("refund", "flight", "seat", "baggage", "user", "prefers", "window", "aisle", "gold", "member", "cancel", "paris", "tokyo", "vegan", "meal", "late")
+const word = fc.constantFrom(
+  "refund",
+  "flight",
+  "seat",
+  "baggage",
+  "user",
+  "prefers",
+  "window",
+  "aisle",
+  "gold",
+  "member",
+  "cancel",
+  "paris",
+  "tokyo",
+  "vegan",
+  "meal",
+  "late",
+)
 const candidate: fc.Arbitrary<MemoryRecall.Candidate> = fc.record({
   id: fc.string({ minLength: 1, maxLength: 6 }),
-  text: fc.oneof(fc.array(word, { minLength: 0, maxLength: 40 }).map((ws) => ws.join(" ")), fc.string({ maxLength: 200 })),
+  text: fc.oneof(
+    fc.array(word, { minLength: 0, maxLength: 40 }).map((ws) => ws.join(" ")),
+    fc.string({ maxLength: 200 }),
+  ),
   score: fc.oneof(fc.double({ min: 0, max: 2, noNaN: true }), fc.constant(0)),
   updatedAt: fc.integer({ min: NOW - 400 * DAY, max: NOW }),
 })
@@ -26,12 +46,17 @@ describe("MemoryRecall.budget", () => {
     expect(MemoryRecall.budget(3_000, { tokens: 5_000 })).toBe(3_000)
     expect(MemoryRecall.budget(-50)).toBe(0)
     fc.assert(
-      fc.property(fc.integer({ min: -1_000, max: 2_000_000 }), fc.option(fc.nat({ max: 1_000_000 }), { nil: undefined }), fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }), (available, tokens, fraction) => {
-        const b = MemoryRecall.budget(available, { tokens, fraction })
-        expect(b).toBeGreaterThanOrEqual(0)
-        expect(b).toBeLessThanOrEqual(Math.max(0, available))
-        if (tokens !== undefined) expect(b).toBeLessThanOrEqual(tokens)
-      }),
+      fc.property(
+        fc.integer({ min: -1_000, max: 2_000_000 }),
+        fc.option(fc.nat({ max: 1_000_000 }), { nil: undefined }),
+        fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }),
+        (available, tokens, fraction) => {
+          const b = MemoryRecall.budget(available, { tokens, fraction })
+          expect(b).toBeGreaterThanOrEqual(0)
+          expect(b).toBeLessThanOrEqual(Math.max(0, available))
+          if (tokens !== undefined) expect(b).toBeLessThanOrEqual(tokens)
+        },
+      ),
     )
   })
 
@@ -53,7 +78,8 @@ describe("MemoryRecall.rank", () => {
           expect(r.text.trim()).not.toBe("")
         }
         for (let i = 0; i < ranked.length; i++) {
-          for (let j = 0; j < i; j++) expect(MemoryRecall.similarity(ranked[i]!.text, ranked[j]!.text)).toBeLessThan(MemoryRecall.defaults.duplicate)
+          for (let j = 0; j < i; j++)
+            expect(MemoryRecall.similarity(ranked[i]!.text, ranked[j]!.text)).toBeLessThan(MemoryRecall.defaults.duplicate)
         }
       }),
     )

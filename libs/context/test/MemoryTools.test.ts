@@ -18,12 +18,21 @@ const call = (id: string, name: string, input: unknown): Conversation.Message =>
 
 describe("MemoryTools.parse", () => {
   it("turns arguments into operations with clamped limits, or says what is wrong", () => {
-    expect(MemoryTools.parse("memory_search", { query: " seats ", limit: 500 })).toEqual({ op: "search", query: "seats", limit: MemoryTools.defaults.maxSearchLimit })
+    expect(MemoryTools.parse("memory_search", { query: " seats ", limit: 500 })).toEqual({
+      op: "search",
+      query: "seats",
+      limit: MemoryTools.defaults.maxSearchLimit,
+    })
     expect(MemoryTools.parse("memory_search", {})).toMatch(/query/)
     expect(MemoryTools.parse("memory_read", { id: "m-1" })).toEqual({ op: "read", id: "m-1" })
     expect(MemoryTools.parse("memory_history", { id: "bad id" })).toMatch(/id/)
     expect(MemoryTools.parse("memory_list", { limit: 0 })).toEqual({ op: "list", cursor: undefined, limit: 1 })
-    expect(MemoryTools.parse("memory_remember", { text: "x", tags: ["a", 3], id: "m-2" })).toEqual({ op: "remember", text: "x", tags: ["a"], id: "m-2" })
+    expect(MemoryTools.parse("memory_remember", { text: "x", tags: ["a", 3], id: "m-2" })).toEqual({
+      op: "remember",
+      text: "x",
+      tags: ["a"],
+      id: "m-2",
+    })
     expect(MemoryTools.parse("memory_remember", { text: "  " })).toMatch(/text/)
   })
 })
@@ -34,7 +43,10 @@ describe("MemoryTools.pending", () => {
     call("b", "memory_remember", { text: "aisle" }),
     call("c", "memory_read", {}),
     call("d", "memory_list", {}),
-    { role: "tool", parts: [{ type: "tool_result", callId: "d", content: [{ type: "text", text: "runtime's own" }], isError: false }] } satisfies Conversation.Message,
+    {
+      role: "tool",
+      parts: [{ type: "tool_result", callId: "d", content: [{ type: "text", text: "runtime's own" }], isError: false }],
+    } satisfies Conversation.Message,
   ]
 
   it("runs well-formed calls, answers malformed ones and memory_remember without write tools at once, leaves runtime-answered ones", () => {
@@ -52,10 +64,25 @@ describe("MemoryTools.pending", () => {
   })
 
   it("Toolsets answers the calls from the rendered answers, after the assistant message, pairing intact", () => {
-    const answers = new Map([["a", MemoryTools.render({ op: "search", hits: [{ id: "m1", text: "window seat", tags: [], updatedAt: "2026-01-02T00:00:00Z" }] }, countText)]])
-    const out = Toolsets.answerVirtualCalls([incoming[0]!], Toolsets.empty, { tools: MemoryTools.tools, config: { defaultToolsets: ["memory"] }, memory: { answers } })
+    const answers = new Map([
+      [
+        "a",
+        MemoryTools.render(
+          { op: "search", hits: [{ id: "m1", text: "window seat", tags: [], updatedAt: "2026-01-02T00:00:00Z" }] },
+          countText,
+        ),
+      ],
+    ])
+    const out = Toolsets.answerVirtualCalls([incoming[0]!], Toolsets.empty, {
+      tools: MemoryTools.tools,
+      config: { defaultToolsets: ["memory"] },
+      memory: { answers },
+    })
     expect(out.calls).toEqual([{ tool: "memory_search", callId: "a", args: { query: "seat" }, ok: true }])
-    expect(out.messages[1]).toMatchObject({ role: "tool", parts: [{ type: "tool_result", callId: "a", content: [{ type: "text", text: expect.stringContaining("window seat") }] }] })
+    expect(out.messages[1]).toMatchObject({
+      role: "tool",
+      parts: [{ type: "tool_result", callId: "a", content: [{ type: "text", text: expect.stringContaining("window seat") }] }],
+    })
   })
 
   it("the memory toolset's defaults are its read tools; loading it with write tools adds memory_remember", () => {
@@ -63,7 +90,14 @@ describe("MemoryTools.pending", () => {
     const names = (state: Toolsets.State) => Toolsets.selectTools(MemoryTools.tools, state, config).map((t) => t.name)
     expect(names(Toolsets.empty)).toEqual(["load_toolset", "memory_history", "memory_list", "memory_read", "memory_search"])
     const loaded = Toolsets.load({ toolset: "memory", include_write_tools: true }, Toolsets.empty, { tools: MemoryTools.tools, config })
-    expect(names(loaded.state)).toEqual(["load_toolset", "memory_history", "memory_list", "memory_read", "memory_search", "memory_remember"])
+    expect(names(loaded.state)).toEqual([
+      "load_toolset",
+      "memory_history",
+      "memory_list",
+      "memory_read",
+      "memory_search",
+      "memory_remember",
+    ])
   })
 })
 

@@ -21,9 +21,7 @@ describe("Models.resolve", () => {
   })
 
   it("lets explicit fields win and computes the effective window", () => {
-    expect(
-      Models.resolve({ provider: "anthropic", name: "claude-x", contextWindow: 100_000, maxOutputTokens: 1_000 }),
-    ).toEqual({
+    expect(Models.resolve({ provider: "anthropic", name: "claude-x", contextWindow: 100_000, maxOutputTokens: 1_000 })).toEqual({
       provider: "anthropic",
       name: "claude-x",
       contextWindow: 100_000,
@@ -36,8 +34,6 @@ describe("Models.resolve", () => {
     const m = Models.resolve({ provider: "openai", name: "gpt-5", contextWindow: 8_193 })
     expect(m.maxOutputTokens).toBe(4_096)
     expect(m.effectiveWindow).toBe(4_097)
-    expect(Models.resolve({ provider: "openai", name: "x", contextWindow: 2_000, maxOutputTokens: 2_000 }).maxOutputTokens).toBe(
-      1_000,
-    )
+    expect(Models.resolve({ provider: "openai", name: "x", contextWindow: 2_000, maxOutputTokens: 2_000 }).maxOutputTokens).toBe(1_000)
   })
 })

@@ -17,7 +17,8 @@ import {
   assistant,
   calls,
   input,
-  openaiPairingProblems, responsesPairingProblems,
+  openaiPairingProblems,
+  responsesPairingProblems,
   result,
   results,
   stored,
@@ -55,7 +56,8 @@ describe("the newest exchange is always sent", () => {
       expect(body).toContain("first request")
       // The user's latest request, before the window, is kept like the anchor.
       expect(body).toContain("request 5")
-      const pairing = format === "anthropic" ? anthropicPairingProblems : format === "openai" ? openaiPairingProblems : responsesPairingProblems
+      const pairing =
+        format === "anthropic" ? anthropicPairingProblems : format === "openai" ? openaiPairingProblems : responsesPairingProblems
       expect(pairing(request)).toEqual([])
       if (format === "openai") {
         const messages = request["messages"] as Array<Json>
@@ -131,10 +133,15 @@ describe("masking and the newest exchange", () => {
       for (const id of ids) expect(body).toContain(`result of ${id}`)
       expect(report.masking?.masked).toBe(0)
       // One more turn: the model has read them; all but the last 3 may go.
-      const next = Pipeline.run(input(stored([...session(), assistant("done"), user("thanks")], (i) => (i >= 14 && i < 26 ? 200 : 10)), {
-          format,
-          options,
-        }))
+      const next = Pipeline.run(
+        input(
+          stored([...session(), assistant("done"), user("thanks")], (i) => (i >= 14 && i < 26 ? 200 : 10)),
+          {
+            format,
+            options,
+          },
+        ),
+      )
       expect(next.report.masking?.masked).toBeGreaterThan(0)
     }
   })
@@ -163,9 +170,7 @@ describe("Window.compute and the newest exchange", () => {
     const asked = [...run, user("u43")]
     expect(windowOf(asked, 10, 5)).toMatchObject({ start: 31, request: 43, held: 2 })
     const openai = (messages: ReadonlyArray<Conversation.Message>) =>
-      Pipeline.run(
-        input(stored(messages), { format: "openai", options: Pipeline.resolveOptions({ windowMessages: 10, windowStep: 5 }) }),
-      )
+      Pipeline.run(input(stored(messages), { format: "openai", options: Pipeline.resolveOptions({ windowMessages: 10, windowStep: 5 }) }))
     const before = openai(run).request["messages"] as Array<Json>
     const after = openai(asked)
     expect((after.request["messages"] as Array<Json>).slice(0, before.length)).toEqual(before)
@@ -277,8 +282,9 @@ describe("the newest exchange is always sent (properties, both formats)", () => 
           for (const t of expected) expect(body).toContain(t)
           if (latest !== undefined) expect(body).toContain(`⟨u${latest}⟩`)
           if (survivors.length > 0) expect(report.messages.lastSentSeq).toBe(history[survivors.at(-1)!.index]!.seq)
-          const pairing = format === "anthropic" ? anthropicPairingProblems : format === "openai" ? openaiPairingProblems : responsesPairingProblems
-      expect(pairing(request)).toEqual([])
+          const pairing =
+            format === "anthropic" ? anthropicPairingProblems : format === "openai" ? openaiPairingProblems : responsesPairingProblems
+          expect(pairing(request)).toEqual([])
           const t = report.tokens
           if (t.total > t.budget) expect(report.overBudget).toBe(true)
           const m = report.messages

@@ -5,9 +5,7 @@ import { calls, result, results, user } from "./Helpers.ts"
 
 describe("Normalize.fromAnthropic", () => {
   it("turns string content into one text part", () => {
-    expect(Normalize.fromAnthropic([{ role: "user", content: "hi" }])).toEqual([
-      { role: "user", parts: [{ type: "text", text: "hi" }] },
-    ])
+    expect(Normalize.fromAnthropic([{ role: "user", content: "hi" }])).toEqual([{ role: "user", parts: [{ type: "text", text: "hi" }] }])
   })
 
   it("splits a user message into a tool message (all results, in order) and a user message", () => {
@@ -93,9 +91,7 @@ describe("Normalize.fromAnthropic", () => {
       ],
     })
     expect(out[1]!.parts).toEqual([{ type: "image", source: { kind: "base64", mediaType: "image/png", data: "AAAA" } }])
-    expect(out[2]!.parts).toEqual([
-      { type: "opaque", format: "anthropic", block: { type: "thinking", thinking: "hmm", signature: "sig" } },
-    ])
+    expect(out[2]!.parts).toEqual([{ type: "opaque", format: "anthropic", block: { type: "thinking", thinking: "hmm", signature: "sig" } }])
   })
 })
 
@@ -172,12 +168,8 @@ describe("Normalize.tools and system", () => {
       ]),
     ).toEqual([{ name: "get_issue", description: "d", inputSchema: { type: "object" }, toolset: "issues", readOnly: true }])
     expect(
-      Normalize.tools("openai", [
-        { type: "function", function: { name: "f", strict: true }, annotations: { readOnlyHint: false } },
-      ]),
-    ).toEqual([
-      { name: "f", inputSchema: { type: "object", properties: {} }, readOnly: false, extra: { strict: true } },
-    ])
+      Normalize.tools("openai", [{ type: "function", function: { name: "f", strict: true }, annotations: { readOnlyHint: false } }]),
+    ).toEqual([{ name: "f", inputSchema: { type: "object", properties: {} }, readOnly: false, extra: { strict: true } }])
     expect(Normalize.tools("openai", undefined)).toEqual([])
   })
 
@@ -202,7 +194,15 @@ describe("Normalize.tools and system", () => {
       format: "anthropic",
       model: { provider: "anthropic", name: "claude-x" },
       system: "s",
-      messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "q" }, { type: "text", text: "x" }] }],
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "tool_result", tool_use_id: "q" },
+            { type: "text", text: "x" },
+          ],
+        },
+      ],
     }
     const out = Normalize.request(req)
     expect(out.system).toHaveLength(1)
@@ -227,7 +227,13 @@ describe("Normalize.findPairingError", () => {
       { role: "assistant", content: [{ type: "tool_use", id: "a", name: "t", input: {} }] },
       { role: "user", content: [{ type: "tool_result", tool_use_id: "a" }] },
       { role: "assistant", content: "ok" },
-      { role: "user", content: [{ type: "text", text: "note" }, { type: "tool_result", tool_use_id: "x" }] },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "note" },
+          { type: "tool_result", tool_use_id: "x" },
+        ],
+      },
     ])
     expect(Normalize.findPairingError(none, none, incoming)).toEqual({
       index: 4,
@@ -238,7 +244,13 @@ describe("Normalize.findPairingError", () => {
 
   it("uses the source index when a source message was split", () => {
     const incoming = Normalize.fromAnthropicIndexed([
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "k" }, { type: "text", text: "t" }] },
+      {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "k" },
+          { type: "text", text: "t" },
+        ],
+      },
       { role: "user", content: [{ type: "tool_result", tool_use_id: "z" }] },
     ])
     const error = Normalize.findPairingError(new Set(["k"]), none, incoming)

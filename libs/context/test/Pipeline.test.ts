@@ -43,7 +43,13 @@ describe("Pipeline.run", () => {
     })
     expect(report.tokens).toEqual({ system: 7, tools: 3, memory: 0, history: 520, fullHistory: 710, total: 530, budget: 191_808 })
     expect(report.utilization).toBeCloseTo(530 / 191_808)
-    expect(report.model).toEqual({ provider: "anthropic", name: "claude-sonnet-4-5", contextWindow: 200_000, maxOutputTokens: 8_192, effectiveWindow: 191_808 })
+    expect(report.model).toEqual({
+      provider: "anthropic",
+      name: "claude-sonnet-4-5",
+      contextWindow: 200_000,
+      maxOutputTokens: 8_192,
+      effectiveWindow: 191_808,
+    })
     expect(report.overBudget).toBe(false)
     expect(report.orphans).toEqual({ calls: 0, results: 0 })
     expect(report.counter).toEqual({ backend: "test", encoding: "o200k_base", exact: false, calibration: 1 })
@@ -64,7 +70,11 @@ describe("Pipeline.run", () => {
   it("lists each stage with the prompt's tokens before and after it", () => {
     const history = stored(chat(30), 100)
     const { report } = Pipeline.run(
-      input(history, { systemTokens: 7, toolsTokens: 3, options: Pipeline.resolveOptions({ budgetTokens: 1_500, freshTailMessages: 4, windowStep: 5 }) }),
+      input(history, {
+        systemTokens: 7,
+        toolsTokens: 3,
+        options: Pipeline.resolveOptions({ budgetTokens: 1_500, freshTailMessages: 4, windowStep: 5 }),
+      }),
     )
     expect(report.stages?.map((s) => s.stage)).toEqual(Pipeline.STAGES.filter((s) => s !== "proactive"))
     const byName = Object.fromEntries((report.stages ?? []).map((s) => [s.stage, s]))
@@ -110,9 +120,7 @@ describe("Pipeline.run", () => {
   })
 
   it("flags overBudget when the protected tail does not fit", () => {
-    const { report } = Pipeline.run(
-      input(stored(chat(30), 100), { options: Pipeline.resolveOptions({ budgetTokens: 1_000 }) }),
-    )
+    const { report } = Pipeline.run(input(stored(chat(30), 100), { options: Pipeline.resolveOptions({ budgetTokens: 1_000 }) }))
     expect(report.overBudget).toBe(true)
     expect(report.messages.sent).toBe(17)
     expect(report.tokens.total).toBeGreaterThan(1_000)

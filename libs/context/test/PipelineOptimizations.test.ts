@@ -26,7 +26,15 @@ describe("renderers keep a given tool order", () => {
     expect(anthropicShapeProblems(body, breakpoints)).toEqual([])
   })
   it("OpenAI: given order", () => {
-    const { body } = RenderOpenAI.render({ tenant: "a", session: "s", model: gpt, system: [], tools, messages: [user("q")], toolOrder: "given" })
+    const { body } = RenderOpenAI.render({
+      tenant: "a",
+      session: "s",
+      model: gpt,
+      system: [],
+      tools,
+      messages: [user("q")],
+      toolOrder: "given",
+    })
     expect((body["tools"] as Array<Json>).map((t) => (t["function"] as Json)["name"])).toEqual(["zeta", "alpha", "mid"])
   })
 })
@@ -37,7 +45,7 @@ describe("the pipeline with the optimization options", () => {
   it("keeps the old behaviour and report when the options are absent", () => {
     const out = Pipeline.run(input(history, { tools: [tool("b"), tool("a")], toolsTokens: 40 }))
     for (const key of ["tools", "masking", "proactive", "virtualCalls", "waste"]) expect(out.report).not.toHaveProperty(key)
-    expect(((out.request["tools"] as Array<Json>)[0]!)["name"]).toBe("a")
+    expect((out.request["tools"] as Array<Json>)[0]!["name"]).toBe("a")
     expect(Pipeline.resolveOptions(undefined)).not.toHaveProperty("maskKeep")
   })
 
@@ -45,7 +53,12 @@ describe("the pipeline with the optimization options", () => {
     const tools = [tool("b"), tool("a")]
     const count = (ts: ReadonlyArray<Conversation.Tool>) => JSON.stringify(ts).length
     const out = Pipeline.run(
-      input(history, { tools, toolsTokens: count(tools), countTools: count, options: Pipeline.resolveOptions({ toolCompression: "truncate" }) }),
+      input(history, {
+        tools,
+        toolsTokens: count(tools),
+        countTools: count,
+        options: Pipeline.resolveOptions({ toolCompression: "truncate" }),
+      }),
     )
     const sent = SchemaCompression.compressAll(tools, "truncate")
     expect(out.report.tools).toEqual({ sent: 2, compression: "truncate", tokens: count(sent), saved: count(tools) - count(sent) })
@@ -65,7 +78,9 @@ describe("the pipeline with the optimization options", () => {
     const grown = stored([user("hello"), ...answered.messages])
     for (const format of ["anthropic", "openai"] as const) {
       const names = (tools: ReadonlyArray<Conversation.Tool>) => {
-        const out = Pipeline.run(input(grown, { format, tools, toolOrder: "given", options: Pipeline.resolveOptions({ toolCompression: "minify" }) }))
+        const out = Pipeline.run(
+          input(grown, { format, tools, toolOrder: "given", options: Pipeline.resolveOptions({ toolCompression: "minify" }) }),
+        )
         if (format === "anthropic") expect(anthropicPairingProblems(out.request)).toEqual([])
         else expect(openaiPairingProblems(out.request)).toEqual([])
         return (out.request["tools"] as Array<Json>).map((t) => String(t["name"] ?? (t["function"] as Json)["name"]))

@@ -66,7 +66,12 @@ describe("PriceFile.decode: good files", () => {
 
 describe("PriceFile.decode: bad files name the row and the field", () => {
   it("a bad value: row index, match and field in the message and in the problem", () => {
-    const error = bad({ models: [{ match: "gpt-4o", inputPerMtok: 1 }, { match: "claude-sonnet", cacheReadMultiplier: 0 }] })
+    const error = bad({
+      models: [
+        { match: "gpt-4o", inputPerMtok: 1 },
+        { match: "claude-sonnet", cacheReadMultiplier: 0 },
+      ],
+    })
     expect(error._tag).toBe("InvalidPriceFile")
     expect(error.problems).toEqual([{ row: 1, field: "cacheReadMultiplier", message: "Expected a positive number, actual 0" }])
     expect(error.message).toBe('models[1] (match "claude-sonnet"), field cacheReadMultiplier: Expected a positive number, actual 0')
@@ -112,13 +117,19 @@ describe("PriceFile.decode: bad files name the row and the field", () => {
       { row: 0, field: "tiers", message: "Expected an array of at least 1 item(s), actual []" },
     ])
     const twice = { name: "5m", ttlSeconds: 300, writeMultiplier: 1.25 }
-    expect(bad({ models: [{ match: "a", tiers: [twice, twice] }] }).problems).toEqual([{ row: 0, field: "tiers", message: "tier names must be unique" }])
+    expect(bad({ models: [{ match: "a", tiers: [twice, twice] }] }).problems).toEqual([
+      { row: 0, field: "tiers", message: "tier names must be unique" },
+    ])
   })
 
   it("a misspelt or missing field, a non-row, a * inside the match", () => {
     const error = bad({ models: [{ match: "a", inputPerMTok: 2 }, { inputPerMtok: 2 }, 7, { match: "claude-*-4" }] })
     expect(error.problems).toEqual([
-      { row: 0, field: "inputPerMTok", message: expect.stringMatching(/^is unexpected, expected: "match" \| "provider" \| .*"inputPerMtok"/) },
+      {
+        row: 0,
+        field: "inputPerMTok",
+        message: expect.stringMatching(/^is unexpected, expected: "match" \| "provider" \| .*"inputPerMtok"/),
+      },
       { row: 1, field: "match", message: "is missing" },
       { row: 2, field: undefined, message: 'Expected a row object {"match", ...price fields}, actual 7' },
       { row: 3, field: "match", message: "only a trailing * is allowed (the match is a name prefix)" },
@@ -129,8 +140,15 @@ describe("PriceFile.decode: bad files name the row and the field", () => {
   })
 
   it("a row an earlier row hides is an error, not a silent no-op", () => {
-    const error = bad({ models: [{ match: "claude-sonnet*", inputPerMtok: 2 }, { match: "Claude-Sonnet-4-5", inputPerMtok: 1 }] })
-    expect(error.problems).toEqual([{ row: 1, field: "match", message: expect.stringContaining('never used: models[0] (match "claude-sonnet*") comes first') }])
+    const error = bad({
+      models: [
+        { match: "claude-sonnet*", inputPerMtok: 2 },
+        { match: "Claude-Sonnet-4-5", inputPerMtok: 1 },
+      ],
+    })
+    expect(error.problems).toEqual([
+      { row: 1, field: "match", message: expect.stringContaining('never used: models[0] (match "claude-sonnet*") comes first') },
+    ])
   })
 
   it("the file's shape: an object with models and nothing else; JSON syntax", () => {

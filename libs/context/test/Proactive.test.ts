@@ -71,7 +71,10 @@ describe("proactive compression in the pipeline", () => {
     const out: Array<Conversation.Message> = [user("task")]
     for (let i = 0; i < 12; i++) {
       out.push({ role: "assistant", parts: [text(`step ${i}`), call(`c${i}`, "search")] })
-      out.push({ role: "tool", parts: [{ type: "tool_result", callId: `c${i}`, content: [text(`{"rows":[${i}]}`.padEnd(800, " "))], isError: false }] })
+      out.push({
+        role: "tool",
+        parts: [{ type: "tool_result", callId: `c${i}`, content: [text(`{"rows":[${i}]}`.padEnd(800, " "))], isError: false }],
+      })
     }
     return stored(out, (i) => (i % 2 === 0 && i > 0 ? 400 : 10))
   })()
@@ -82,7 +85,11 @@ describe("proactive compression in the pipeline", () => {
       toolsTokens: estimate([bigTool]),
       countTools: estimate,
       countText: (t) => Math.ceil(t.length / 4),
-      options: Pipeline.resolveOptions({ budgetTokens, maskKeep: 3, ...(threshold === undefined ? {} : { proactiveThreshold: threshold }) }),
+      options: Pipeline.resolveOptions({
+        budgetTokens,
+        maskKeep: 3,
+        ...(threshold === undefined ? {} : { proactiveThreshold: threshold }),
+      }),
       ...over,
     })
   const run = (budgetTokens: number, threshold?: number) => Pipeline.run(inputAt(budgetTokens, threshold))

@@ -5,7 +5,13 @@ import * as Pipeline from "../src/Pipeline.ts"
 import * as Units from "../src/Units.ts"
 import * as Window from "../src/Window.ts"
 import { assembleInput, marker } from "./Generators.ts"
-import { anthropicPairingProblems, anthropicShapeProblems, geminiPairingProblems, openaiPairingProblems, responsesPairingProblems } from "./Helpers.ts"
+import {
+  anthropicPairingProblems,
+  anthropicShapeProblems,
+  geminiPairingProblems,
+  openaiPairingProblems,
+  responsesPairingProblems,
+} from "./Helpers.ts"
 
 const RUNS = 400
 
@@ -49,7 +55,9 @@ describe("assemble (properties over random histories)", () => {
         }
         // Gemini: every pinned system message's text stays in the contents
         for (const m of input.history.filter((h) => h.message.role === "system")) {
-          for (const p of m.message.parts) if (p.type === "text" && p.text !== "") expect(JSON.stringify(gemini.request["contents"])).toContain(JSON.stringify(p.text).slice(1, -1))
+          for (const p of m.message.parts)
+            if (p.type === "text" && p.text !== "")
+              expect(JSON.stringify(gemini.request["contents"])).toContain(JSON.stringify(p.text).slice(1, -1))
         }
         const pinnedItems = (responses.request["input"] as Array<Json>).filter(
           (m) => m["type"] === "message" && (m["role"] === "system" || m["role"] === "developer"),
@@ -166,7 +174,13 @@ describe("reasoning (properties over random histories with thinking blocks and r
     }
     const thinking = turns.filter((t) => t.length > 0)
     const keep = input.options.keepThinkingTurns ?? 1
-    return new Set(thinking.slice(-keep).flat().filter((b) => formatOf(String(b["type"])) === format).map(idOf))
+    return new Set(
+      thinking
+        .slice(-keep)
+        .flat()
+        .filter((b) => formatOf(String(b["type"])) === format)
+        .map(idOf),
+    )
   }
 
   it("sends reasoning only in assistant position, never dangling, and only from the last N thinking turns", () => {
@@ -193,7 +207,8 @@ describe("reasoning (properties over random histories with thinking blocks and r
         }
         // reused call ids are ambiguous: only calls made once are followed
         const callCount = new Map<string, number>()
-        for (const { message } of input.history) for (const p of message.parts) if (p.type === "tool_call") callCount.set(p.id, (callCount.get(p.id) ?? 0) + 1)
+        for (const { message } of input.history)
+          for (const p of message.parts) if (p.type === "tool_call") callCount.set(p.id, (callCount.get(p.id) ?? 0) + 1)
         const sentCalls = (anthropic.request["messages"] as Array<Json>).flatMap((m) =>
           blocksOf(m).flatMap((x) => (x["type"] === "tool_use" ? [String(x["id"])] : [])),
         )
@@ -205,9 +220,14 @@ describe("reasoning (properties over random histories with thinking blocks and r
             expect(k).toBeLessThan(bs.length - 1)
             expect(keptA.has(idOf(b))).toBe(true)
             // still before a call it led to, when one of them is sent (ids renamed `_2`, ... when reused)
-            const calls = (ledTo.get(idOf(b)) ?? []).filter((c) => callCount.get(c) === 1 && sentCalls.some((id) => id === c || id.startsWith(`${c}_`)))
+            const calls = (ledTo.get(idOf(b)) ?? []).filter(
+              (c) => callCount.get(c) === 1 && sentCalls.some((id) => id === c || id.startsWith(`${c}_`)),
+            )
             if (calls.length === 0) return
-            const later = bs.slice(k + 1).filter((x) => x["type"] === "tool_use").map((x) => String(x["id"]))
+            const later = bs
+              .slice(k + 1)
+              .filter((x) => x["type"] === "tool_use")
+              .map((x) => String(x["id"]))
             expect(later.some((id) => calls.some((c) => id === c || id.startsWith(`${c}_`)))).toBe(true)
           })
         }
@@ -218,7 +238,11 @@ describe("reasoning (properties over random histories with thinking blocks and r
           let j = i + 1
           while (items[j]?.["type"] === "reasoning") j++
           const next = items[j]
-          expect(next?.["type"] === "function_call" || next?.["type"] === "custom_tool_call" || (next?.["type"] === "message" && next["role"] === "assistant")).toBe(true)
+          expect(
+            next?.["type"] === "function_call" ||
+              next?.["type"] === "custom_tool_call" ||
+              (next?.["type"] === "message" && next["role"] === "assistant"),
+          ).toBe(true)
           expect(keptR.has(idOf(item))).toBe(true)
         })
         expect(FakeProvider.validateRequest("openai-responses", responses.request)).toBeUndefined()
@@ -234,11 +258,21 @@ describe("reasoning (properties over random histories with thinking blocks and r
         // the history was written with thinking on when every call of it comes after a thinking block
         const on = input.history.every(
           ({ message: m }) =>
-            m.role !== "assistant" || !m.parts.some((p) => p.type === "tool_call") || (m.parts[0]?.type === "opaque" && m.parts[0].format === "anthropic" && THOUGHT.has(String((m.parts[0].block as Json)["type"]))),
+            m.role !== "assistant" ||
+            !m.parts.some((p) => p.type === "tool_call") ||
+            (m.parts[0]?.type === "opaque" && m.parts[0].format === "anthropic" && THOUGHT.has(String((m.parts[0].block as Json)["type"]))),
         )
         fc.pre(on)
-        const tools = Array.isArray(body["tools"]) && (body["tools"] as Array<unknown>).length > 0 ? {} : { tools: [{ name: "t", input_schema: { type: "object" } }] }
-        const problem = FakeProvider.validateRequest("anthropic", { ...body, ...tools, thinking: { type: "enabled", budget_tokens: 1024 }, max_tokens: 4096 })
+        const tools =
+          Array.isArray(body["tools"]) && (body["tools"] as Array<unknown>).length > 0
+            ? {}
+            : { tools: [{ name: "t", input_schema: { type: "object" } }] }
+        const problem = FakeProvider.validateRequest("anthropic", {
+          ...body,
+          ...tools,
+          thinking: { type: "enabled", budget_tokens: 1024 },
+          max_tokens: 4096,
+        })
         expect(problem).toBeUndefined()
       }),
       { numRuns: RUNS },

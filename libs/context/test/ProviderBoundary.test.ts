@@ -39,7 +39,9 @@ const ALLOWED: ReadonlyMap<string, string> = new Map([
 const roots = (): Array<string> =>
   ["libs", "services"].flatMap((group) =>
     readdirSync(join(ROOT, group)).flatMap((pkg) =>
-      ["src", "scripts"].map((d) => join(ROOT, group, pkg, d)).filter((d) => statSync(d, { throwIfNoEntry: false })?.isDirectory() === true),
+      ["src", "scripts"]
+        .map((d) => join(ROOT, group, pkg, d))
+        .filter((d) => statSync(d, { throwIfNoEntry: false })?.isDirectory() === true),
     ),
   )
 
@@ -52,8 +54,7 @@ const walk = (dir: string): Array<string> =>
 
 const posix = (path: string): string => relative(ROOT, path).split(sep).join("/")
 
-const inScope = (file: string): boolean =>
-  !file.startsWith("libs/context/src/providers/") && !file.startsWith("libs/contracts/")
+const inScope = (file: string): boolean => !file.startsWith("libs/context/src/providers/") && !file.startsWith("libs/contracts/")
 
 /** Each branch on a name in `text`: `line: source` of the comparison or `case`. */
 const branchesIn = (text: string): Array<string> => {

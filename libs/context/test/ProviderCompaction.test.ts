@@ -27,7 +27,10 @@ const responsesItem = { type: "compaction", id: "cmp_1", encrypted_content: "gAA
 
 const anthropicCompaction: Conversation.Message = {
   role: "assistant",
-  parts: [{ type: "opaque", format: "anthropic", block: anthropicBlock }, { type: "text", text: "Continuing." }],
+  parts: [
+    { type: "opaque", format: "anthropic", block: anthropicBlock },
+    { type: "text", text: "Continuing." },
+  ],
 }
 const responsesCompaction: Conversation.Message = {
   role: "assistant",
@@ -46,7 +49,9 @@ describe("ProviderCompaction: classification", () => {
   })
 
   it("the boundary is the latest message holding one of the format (any format without one)", () => {
-    const history = [user("a"), anthropicCompaction, user("b"), responsesCompaction, user("c"), assistant("d")].map((message) => ({ message }))
+    const history = [user("a"), anthropicCompaction, user("b"), responsesCompaction, user("c"), assistant("d")].map((message) => ({
+      message,
+    }))
     expect(ProviderCompaction.boundary(history, "anthropic")).toBe(1)
     expect(ProviderCompaction.boundary(history, "openai-responses")).toBe(3)
     expect(ProviderCompaction.boundary(history, "openai")).toBeUndefined()
@@ -57,7 +62,12 @@ describe("ProviderCompaction: classification", () => {
   it("trim keeps the boundary message from its compaction on", () => {
     const merged: Conversation.Message = {
       role: "assistant",
-      parts: [{ type: "text", text: "before" }, { type: "tool_call", id: "c1", name: "f", input: {} }, ...responsesCompaction.parts, { type: "text", text: "after" }],
+      parts: [
+        { type: "text", text: "before" },
+        { type: "tool_call", id: "c1", name: "f", input: {} },
+        ...responsesCompaction.parts,
+        { type: "text", text: "after" },
+      ],
     }
     expect(ProviderCompaction.trim(merged, "openai-responses").parts.map((p) => p.type)).toEqual(["opaque", "text"])
     expect(ProviderCompaction.trim(anthropicCompaction, "anthropic")).toBe(anthropicCompaction)
@@ -70,7 +80,10 @@ describe("ProviderCompaction: normalization keeps it verbatim", () => {
       { role: "user", content: "Refactor the parser." },
       {
         role: "assistant",
-        content: [{ ...anthropicBlock, tool_changes: [], cache_control: { type: "ephemeral" } }, { type: "text", text: "Continuing." }],
+        content: [
+          { ...anthropicBlock, tool_changes: [], cache_control: { type: "ephemeral" } },
+          { type: "text", text: "Continuing." },
+        ],
       } as unknown as Anthropic.Message,
     ]
     const [, a] = Normalize.fromAnthropic(messages)
@@ -79,7 +92,11 @@ describe("ProviderCompaction: normalization keeps it verbatim", () => {
   })
 
   it("a Responses compaction item: decoded by the contract, an opaque part of the assistant group", () => {
-    const decoded = decodeItems([{ type: "message", role: "user", content: "hi" }, responsesItem, { type: "message", role: "user", content: "next" }])
+    const decoded = decodeItems([
+      { type: "message", role: "user", content: "hi" },
+      responsesItem,
+      { type: "message", role: "user", content: "next" },
+    ])
     expect(Either.isRight(decoded)).toBe(true)
     const messages = Normalize.fromResponses(Either.getOrThrow(decoded))
     expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "user"])
@@ -113,8 +130,15 @@ describe("ProviderCompaction: rendering", () => {
     const plain = RenderAnthropic.render({ ...base, model: claude, messages: [assistant("hello"), user("hi")] }).body
     expect(((plain["messages"] as Array<Json>)[0]!["content"] as Array<Json>)[0]).toEqual({ type: "text", text: RenderAnthropic.CONTINUES })
     // the last block takes the breakpoint when the compaction is last
-    const last = RenderAnthropic.render({ ...base, model: claude, messages: [user("a"), { role: "assistant", parts: [anthropicCompaction.parts[0]!] }] }).body
-    expect(((last["messages"] as Array<Json>)[1]!["content"] as Array<Json>)[0]).toEqual({ ...anthropicBlock, cache_control: { type: "ephemeral" } })
+    const last = RenderAnthropic.render({
+      ...base,
+      model: claude,
+      messages: [user("a"), { role: "assistant", parts: [anthropicCompaction.parts[0]!] }],
+    }).body
+    expect(((last["messages"] as Array<Json>)[1]!["content"] as Array<Json>)[0]).toEqual({
+      ...anthropicBlock,
+      cache_control: { type: "ephemeral" },
+    })
   })
 
   it("Responses: the compaction part is its own item, verbatim, where it was", () => {
@@ -132,11 +156,23 @@ describe("ProviderCompaction: rendering", () => {
     const anthropicBody = RenderAnthropic.render({ ...base, model: claude, messages: [user("a"), responsesCompaction, user("b")] }).body
     expect(JSON.stringify(anthropicBody)).not.toContain("compaction")
     // the message that held only it is gone, not an "(empty)" turn: the two user messages merge
-    expect(anthropicBody["messages"]).toEqual([{ role: "user", content: [{ type: "text", text: "a" }, { type: "text", text: "b", cache_control: { type: "ephemeral" } }] }])
+    expect(anthropicBody["messages"]).toEqual([
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "a" },
+          { type: "text", text: "b", cache_control: { type: "ephemeral" } },
+        ],
+      },
+    ])
     const responsesBody = RenderResponses.render({ ...base, model: gpt, messages: [user("a"), anthropicCompaction, user("b")] }).body
     expect(JSON.stringify(responsesBody)).not.toContain("compaction")
     expect(JSON.stringify(responsesBody)).toContain("Continuing.")
-    const chatBody = RenderOpenAI.render({ ...base, model: gpt, messages: [user("a"), anthropicCompaction, responsesCompaction, user("b")] }).body
+    const chatBody = RenderOpenAI.render({
+      ...base,
+      model: gpt,
+      messages: [user("a"), anthropicCompaction, responsesCompaction, user("b")],
+    }).body
     expect(JSON.stringify(chatBody)).not.toContain("compaction")
   })
 })

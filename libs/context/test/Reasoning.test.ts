@@ -14,7 +14,11 @@ const thinking = (k: number): Conversation.OpaquePart => ({
   format: "anthropic",
   block: { type: "thinking", thinking: `thought ${k}`, signature: `sig${k}` },
 })
-const redacted = (k: number): Conversation.OpaquePart => ({ type: "opaque", format: "anthropic", block: { type: "redacted_thinking", data: `data${k}` } })
+const redacted = (k: number): Conversation.OpaquePart => ({
+  type: "opaque",
+  format: "anthropic",
+  block: { type: "redacted_thinking", data: `data${k}` },
+})
 const reasoningItem = (k: number): Conversation.OpaquePart => ({
   type: "opaque",
   format: "openai-responses",
@@ -42,7 +46,11 @@ const turn = (k: number, loop = 1, part: (n: number) => Conversation.Part = thin
 
 const blocks = (m: Json): Array<Json> => (Array.isArray(m["content"]) ? (m["content"] as Array<Json>) : [])
 const thoughtsIn = (body: Json): Array<string> =>
-  (body["messages"] as Array<Json>).flatMap((m) => blocks(m).filter((b) => b["type"] === "thinking" || b["type"] === "redacted_thinking").map((b) => String(b["signature"] ?? b["data"])))
+  (body["messages"] as Array<Json>).flatMap((m) =>
+    blocks(m)
+      .filter((b) => b["type"] === "thinking" || b["type"] === "redacted_thinking")
+      .map((b) => String(b["signature"] ?? b["data"])),
+  )
 
 describe("Reasoning.isReasoning", () => {
   it("knows Anthropic thinking and redacted_thinking and Responses reasoning items, nothing else", () => {
@@ -80,7 +88,12 @@ describe("Reasoning.frontier", () => {
   })
 
   it("counts only turns whose assistant messages carry reasoning; a tool loop is one turn however many thoughts it has", () => {
-    const plain = [user("q"), { role: "assistant" as const, parts: [call("p1")] }, results("p1"), { role: "assistant" as const, parts: [text("ok")] }]
+    const plain = [
+      user("q"),
+      { role: "assistant" as const, parts: [call("p1")] },
+      results("p1"),
+      { role: "assistant" as const, parts: [text("ok")] },
+    ]
     const history = [...turn(1, 3), ...plain, ...turn(2, 2)]
     // turn 2 (the last thinking turn) starts after turn 1 (8 messages) and the plain turn (4)
     expect(Reasoning.frontier(view(history), 1)).toBe(12)
@@ -95,7 +108,12 @@ describe("Reasoning.frontier", () => {
 
 describe("the thinking stage", () => {
   const run = (history: ReadonlyArray<Conversation.Message>, over: Partial<Pipeline.Input> = {}, keep?: number) =>
-    Pipeline.run(input(stored(history, 40), { options: Pipeline.resolveOptions(keep === undefined ? undefined : { keepThinkingTurns: keep }), ...over }))
+    Pipeline.run(
+      input(stored(history, 40), {
+        options: Pipeline.resolveOptions(keep === undefined ? undefined : { keepThinkingTurns: keep }),
+        ...over,
+      }),
+    )
 
   it("N = 1 (default): only the last thinking turn's thinking is sent, the current loop's included, and the report says what went", () => {
     const history = [...turn(1), ...turn(2), ...turn(3), user("question 4"), thinkingCall("c40"), results("c40")]
@@ -134,7 +152,11 @@ describe("the thinking stage", () => {
   })
 
   it("Gemini: older turns' thoughts and thought signatures are left out, the current loop's stay", () => {
-    const thought = (k: number): Conversation.OpaquePart => ({ type: "opaque", format: "gemini", block: { text: `plan ${k}`, thought: true, thoughtSignature: `ts${k}` } })
+    const thought = (k: number): Conversation.OpaquePart => ({
+      type: "opaque",
+      format: "gemini",
+      block: { text: `plan ${k}`, thought: true, thoughtSignature: `ts${k}` },
+    })
     const signedCall = (id: string, k: number): Conversation.ToolCallPart => ({ ...call(id), signature: `cs${k}` })
     const history: Array<Conversation.Message> = [
       user("question 1"),
@@ -145,7 +167,9 @@ describe("the thinking stage", () => {
       { role: "assistant", parts: [thought(2), signedCall("c2", 2)] },
       results("c2"),
     ]
-    const out = Pipeline.run(input(stored(history, 40), { format: "gemini", model: Models.resolve({ provider: "google", name: "gemini-2.5-flash" }) }))
+    const out = Pipeline.run(
+      input(stored(history, 40), { format: "gemini", model: Models.resolve({ provider: "google", name: "gemini-2.5-flash" }) }),
+    )
     const body = JSON.stringify(out.request)
     expect(body).not.toContain("plan 1")
     expect(body).not.toContain("cs1")
@@ -169,7 +193,13 @@ describe("the thinking stage", () => {
       // a request ends with user input or tool results (an unanswered call would be an orphan)
       if (history[n - 1]!.role === "assistant") continue
       const sent = new Set(thoughtsIn(run(history.slice(0, n)).request))
-      const all = new Set(history.slice(0, n).flatMap((m) => m.parts.filter(Reasoning.isReasoning).map((p) => String((p as Conversation.OpaquePart & { block: Json }).block["signature"]))))
+      const all = new Set(
+        history
+          .slice(0, n)
+          .flatMap((m) =>
+            m.parts.filter(Reasoning.isReasoning).map((p) => String((p as Conversation.OpaquePart & { block: Json }).block["signature"])),
+          ),
+      )
       for (const s of gone) expect(sent.has(s)).toBe(false)
       gone = new Set([...all].filter((s) => !sent.has(s)))
     }
@@ -197,11 +227,19 @@ describe("the thinking stage", () => {
       user(`question ${k}`),
       thinkingCall(`c${k}0`, big(k * 10)),
       results(`c${k}0`),
-      ...Array.from({ length: 6 }, (_, j) => [{ role: "assistant" as const, parts: [call(`c${k}${j + 1}`)] }, results(`c${k}${j + 1}`)]).flat(),
+      ...Array.from({ length: 6 }, (_, j) => [
+        { role: "assistant" as const, parts: [call(`c${k}${j + 1}`)] },
+        results(`c${k}${j + 1}`),
+      ]).flat(),
       thinkingText(k, `answer ${k}`, big(k)),
     ]
     const run = (history: ReadonlyArray<Conversation.Message>, over: Partial<Pipeline.Input> = {}) =>
-      Pipeline.run(input(stored(history, (i) => (Reasoning.hasReasoning(history[i]!) ? 2_100 : 40)), over))
+      Pipeline.run(
+        input(
+          stored(history, (i) => (Reasoning.hasReasoning(history[i]!) ? 2_100 : 40)),
+          over,
+        ),
+      )
     const before = [...long(1)]
     const after = [...before, user("question 2"), thinkingCall("c20"), results("c20")]
 
@@ -246,7 +284,9 @@ describe("the thinking stage", () => {
 
 describe("RenderAnthropic: thinking placement", () => {
   const render = (messages: ReadonlyArray<Conversation.Message>) =>
-    RenderAnthropic.render({ model: claude, system: [], tools: [{ name: "lookup", inputSchema: { type: "object" } }], messages }).body["messages"] as Array<Json>
+    RenderAnthropic.render({ model: claude, system: [], tools: [{ name: "lookup", inputSchema: { type: "object" } }], messages }).body[
+      "messages"
+    ] as Array<Json>
 
   it("drops thinking in a user message (the API takes it only from the assistant)", () => {
     const messages = render([{ role: "user", parts: [thinking(1), text("hi")] }])
@@ -271,8 +311,15 @@ describe("RenderAnthropic: thinking placement", () => {
     expect(thoughtsIn(out.request)).toEqual(["sig2"])
     expect(out.report.reasoning).toMatchObject({ sent: 1 })
     const items: Conversation.Message = { role: "assistant", parts: [reasoningItem(1), call("a"), reasoningItem(2), call("b")] }
-    const responses = Pipeline.run(input(stored([user("q"), items, { role: "tool", parts: [result("b")] }]), { format: "openai-responses" }))
-    expect((responses.request["input"] as Array<Json>).map((i) => i["type"])).toEqual(["message", "reasoning", "function_call", "function_call_output"])
+    const responses = Pipeline.run(
+      input(stored([user("q"), items, { role: "tool", parts: [result("b")] }]), { format: "openai-responses" }),
+    )
+    expect((responses.request["input"] as Array<Json>).map((i) => i["type"])).toEqual([
+      "message",
+      "reasoning",
+      "function_call",
+      "function_call_output",
+    ])
     expect((responses.request["input"] as Array<Json>)[1]!["id"]).toBe("rs_2")
   })
 

@@ -14,7 +14,10 @@ const steps = (n: number): Array<Conversation.Message> => {
   const out: Array<Conversation.Message> = [user("task")]
   for (let i = 0; i < n; i++) {
     out.push({ role: "assistant", parts: [text(`step ${i}`), call(`c${i}`, `tool${i % 3}`)] })
-    out.push({ role: "tool", parts: [{ type: "tool_result", callId: `c${i}`, content: [text(`output ${i} `.repeat(40))], isError: i === 4 }] })
+    out.push({
+      role: "tool",
+      parts: [{ type: "tool_result", callId: `c${i}`, content: [text(`output ${i} `.repeat(40))], isError: i === 4 }],
+    })
   }
   return out
 }
@@ -34,7 +37,8 @@ describe("the masked reference names its handle", () => {
     const line = Masking.placeholder("read_file", false, 812, 14)
     expect(line).toBe("[read_file: ok, 812 tokens — recall(14)]")
     expect(line).not.toContain("\n")
-    const plan = () => Masking.plan(history, { from: 0, options: { ...Masking.defaults, keep: 3 }, grid: Masking.grid(history, 1_000), countText })
+    const plan = () =>
+      Masking.plan(history, { from: 0, options: { ...Masking.defaults, keep: 3 }, grid: Masking.grid(history, 1_000), countText })
     const first = plan()
     expect(first.masked).toBeGreaterThan(0)
     // the same history masks to byte-identical references (a stable cached prefix)
@@ -62,7 +66,12 @@ describe("Recall.answer", () => {
         role: "tool",
         parts: [
           { type: "tool_result", callId: "a", content: [text("file list")], isError: false },
-          { type: "tool_result", callId: "b", content: [text("file body"), { type: "image", source: { kind: "url", url: "https://x/y.png" } }], isError: false },
+          {
+            type: "tool_result",
+            callId: "b",
+            content: [text("file body"), { type: "image", source: { kind: "url", url: "https://x/y.png" } }],
+            isError: false,
+          },
         ],
       },
     ])
@@ -134,7 +143,10 @@ describe("recall answered as a virtual call", () => {
   })
 
   it("is not answered without a recall source (the runtime answers it)", () => {
-    const out = Toolsets.answerVirtualCalls([recallCall("r1", { step: 5 })], Toolsets.empty, { tools: catalog, config: { defaultToolsets: [] } })
+    const out = Toolsets.answerVirtualCalls([recallCall("r1", { step: 5 })], Toolsets.empty, {
+      tools: catalog,
+      config: { defaultToolsets: [] },
+    })
     expect(out.calls).toEqual([])
     expect(out.messages).toHaveLength(1)
   })

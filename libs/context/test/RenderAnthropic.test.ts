@@ -148,10 +148,13 @@ describe("RenderAnthropic.render", () => {
   })
 
   it("skips blank sections and marks nothing in a system without cached sections", () => {
-    const { body, breakpoints } = render([user("q")], [
-      { id: "a", text: "A", cache: "none" },
-      { id: "b", text: "", cache: "1h" },
-    ])
+    const { body, breakpoints } = render(
+      [user("q")],
+      [
+        { id: "a", text: "A", cache: "none" },
+        { id: "b", text: "", cache: "1h" },
+      ],
+    )
     expect(body["system"]).toEqual([{ type: "text", text: "A" }])
     expect(breakpoints).toBe(1)
   })
@@ -235,7 +238,12 @@ describe("RenderAnthropic without tool definitions", () => {
     ])
     expect(FakeProvider.validateRequest("anthropic", without)).toBeUndefined()
     // with definitions: real tool blocks, also accepted
-    const withTools = RenderAnthropic.render({ model: claude, system: [], tools: [tool("get_user"), tool("get_flight")], messages: view }).body
+    const withTools = RenderAnthropic.render({
+      model: claude,
+      system: [],
+      tools: [tool("get_user"), tool("get_flight")],
+      messages: view,
+    }).body
     expect(JSON.stringify(withTools["messages"])).toContain('"type":"tool_use"')
     expect(anthropicPairingProblems(withTools)).toEqual([])
     expect(FakeProvider.validateRequest("anthropic", withTools)).toBeUndefined()

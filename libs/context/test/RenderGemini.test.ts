@@ -46,7 +46,13 @@ const NAMES = ["lookup", "book_flight", "get_user"] as const
 const exchange = (n: number) =>
   fc
     .record({
-      user: fc.oneof(word, fc.tuple(word, fc.base64String({ minLength: 4, maxLength: 12 }).filter((s) => s.length > 0))),
+      user: fc.oneof(
+        word,
+        fc.tuple(
+          word,
+          fc.base64String({ minLength: 4, maxLength: 12 }).filter((s) => s.length > 0),
+        ),
+      ),
       thought: fc.option(word, { nil: undefined }),
       text: fc.option(fc.tuple(word, fc.option(signature, { nil: undefined })), { nil: undefined }),
       calls: fc.array(
@@ -69,7 +75,10 @@ const exchange = (n: number) =>
       const out: Array<Json> = [
         {
           role: "user",
-          parts: typeof e.user === "string" ? [{ text: e.user }] : [{ text: e.user[0] }, { inlineData: { mimeType: "image/png", data: e.user[1] } }],
+          parts:
+            typeof e.user === "string"
+              ? [{ text: e.user }]
+              : [{ text: e.user[0] }, { inlineData: { mimeType: "image/png", data: e.user[1] } }],
         },
       ]
       const model: Array<Json> = []
@@ -141,13 +150,22 @@ describe("Gemini round trip (property)", () => {
     // given in any order, sent sorted
     expect(render([user("hi")], [], [...neutral].reverse()).config["tools"]).toEqual(tools)
     // Gemini built-in tools reach no other format; Responses hosted tools do not reach Gemini
-    const responsesBody = RenderResponses.render({ tenant: "t", session: "s", model: gpt, system: [], tools: neutral, messages: [user("hi")] }).body
+    const responsesBody = RenderResponses.render({
+      tenant: "t",
+      session: "s",
+      model: gpt,
+      system: [],
+      tools: neutral,
+      messages: [user("hi")],
+    }).body
     expect(JSON.stringify(responsesBody["tools"])).not.toContain("googleSearch")
     const hosted: Conversation.Tool = { name: "web_search", inputSchema: {}, extra: { hosted: { type: "web_search" } } }
     expect(JSON.stringify(render([user("hi")], [], [hosted]).config)).not.toContain("web_search")
     // a tool from another format: JSON Schema goes to parametersJsonSchema
     const other: Conversation.Tool = { name: "f", description: "d", inputSchema: { type: "object", properties: {} } }
-    expect(render([user("hi")], [], [other]).config["tools"]).toEqual([{ functionDeclarations: [{ name: "f", description: "d", parametersJsonSchema: { type: "object", properties: {} } }] }])
+    expect(render([user("hi")], [], [other]).config["tools"]).toEqual([
+      { functionDeclarations: [{ name: "f", description: "d", parametersJsonSchema: { type: "object", properties: {} } }] },
+    ])
   })
 })
 
@@ -163,11 +181,21 @@ describe("Normalize.fromGemini", () => {
           { functionCall: { name: "lookup", args: { q: 2 } } },
         ],
       },
-      { role: "user", parts: [{ functionResponse: { name: "lookup", response: { output: "one" } } }, { functionResponse: { name: "lookup", response: { error: "two failed" } } }] },
+      {
+        role: "user",
+        parts: [
+          { functionResponse: { name: "lookup", response: { output: "one" } } },
+          { functionResponse: { name: "lookup", response: { error: "two failed" } } },
+        ],
+      },
     ])
     const [u, model, tool] = Normalize.fromGemini(contents, { seed: "turn-1" })
     expect(u).toEqual(user("hi"))
-    expect(model!.parts[0]).toEqual({ type: "opaque", format: "gemini", block: { text: "plan", thought: true, thoughtSignature: "c2lnMA==" } })
+    expect(model!.parts[0]).toEqual({
+      type: "opaque",
+      format: "gemini",
+      block: { text: "plan", thought: true, thoughtSignature: "c2lnMA==" },
+    })
     const [first, second] = model!.parts.slice(1) as Array<Conversation.ToolCallPart>
     expect(first).toMatchObject({ name: "lookup", input: { q: 1 }, signature: "c2lnMQ==", generatedId: true })
     expect(first!.id).toMatch(/^gc_[0-9a-f]{16}$/)
@@ -190,7 +218,14 @@ describe("Normalize.fromGemini", () => {
     const turn1 = Normalize.fromGemini(
       decodeContents([
         { role: "user", parts: [{ text: "hi" }] },
-        { role: "model", parts: [{ functionCall: { name: "get_user", args: {} } }, { functionCall: { name: "lookup", args: { q: "a" } } }, { functionCall: { name: "lookup", args: { q: "b" } } }] },
+        {
+          role: "model",
+          parts: [
+            { functionCall: { name: "get_user", args: {} } },
+            { functionCall: { name: "lookup", args: { q: "a" } } },
+            { functionCall: { name: "lookup", args: { q: "b" } } },
+          ],
+        },
       ]),
       { seed: "t1" },
     )
@@ -214,8 +249,16 @@ describe("Normalize.fromGemini", () => {
     expect(turn2[0]!.message.parts).toEqual([result(ids[1]!, "A"), result(ids[0]!, "U"), result(ids[2]!, "B")])
     expect(Normalize.findPairingError(known, new Set(), turn2, "contents")).toBeUndefined()
     // a response nobody asked for: its name stands as the id, and the pairing check names contents[i]
-    const stray = Normalize.fromGeminiIndexed(decodeContents([{ role: "user", parts: [{ text: "x" }] }, { role: "user", parts: [{ functionResponse: { name: "nope", response: {} } }] }]), { open })
-    expect(Normalize.findPairingError(known, new Set(), stray, "contents")?.message).toBe("contents[1]: tool result for unknown tool call 'nope'")
+    const stray = Normalize.fromGeminiIndexed(
+      decodeContents([
+        { role: "user", parts: [{ text: "x" }] },
+        { role: "user", parts: [{ functionResponse: { name: "nope", response: {} } }] },
+      ]),
+      { open },
+    )
+    expect(Normalize.findPairingError(known, new Set(), stray, "contents")?.message).toBe(
+      "contents[1]: tool result for unknown tool call 'nope'",
+    )
   })
 
   it("systemInstruction (string or Content) is one more system section after `system`", () => {
@@ -224,13 +267,22 @@ describe("Normalize.fromGemini", () => {
       { id: "system", text: "first", cache: "5m" },
       { id: "systemInstruction", text: "second", cache: "5m" },
     ])
-    expect(Normalize.request({ ...base, systemInstruction: { parts: [{ text: "a" }, { text: "b" }] } }).system).toEqual([{ id: "systemInstruction", text: "a\n\nb", cache: "5m" }])
+    expect(Normalize.request({ ...base, systemInstruction: { parts: [{ text: "a" }, { text: "b" }] } }).system).toEqual([
+      { id: "systemInstruction", text: "a\n\nb", cache: "5m" },
+    ])
   })
 })
 
 describe("RenderGemini", () => {
   it("puts systemInstruction, tools and maxOutputTokens in config (the @google/genai shape); toRest gives the REST body", () => {
-    const body = render([user("hi")], [{ id: "a", text: "one", cache: "5m" }, { id: "b", text: "  ", cache: "5m" }, { id: "c", text: "two", cache: "1h" }])
+    const body = render(
+      [user("hi")],
+      [
+        { id: "a", text: "one", cache: "5m" },
+        { id: "b", text: "  ", cache: "5m" },
+        { id: "c", text: "two", cache: "1h" },
+      ],
+    )
     expect(body).toEqual({
       model: "gemini-2.5-flash",
       contents: [{ role: "user", parts: [{ text: "hi" }] }],
@@ -265,8 +317,20 @@ describe("RenderGemini", () => {
       },
     ])
     // through the pipeline with masking: old results become references, the body keeps Gemini's rules
-    const history = stored([user("go"), ...Array.from({ length: 6 }, (_, i) => [calls(`k${i}`), { role: "tool" as const, parts: [result(`k${i}`, "x".repeat(400))] }]).flat(), user("done")], 200)
-    const out = Pipeline.run(input(history, { format: "gemini", model: flash, options: Pipeline.resolveOptions({ maskKeep: 2, maskBatchTokens: 300 }) }))
+    const history = stored(
+      [
+        user("go"),
+        ...Array.from({ length: 6 }, (_, i) => [
+          calls(`k${i}`),
+          { role: "tool" as const, parts: [result(`k${i}`, "x".repeat(400))] },
+        ]).flat(),
+        user("done"),
+      ],
+      200,
+    )
+    const out = Pipeline.run(
+      input(history, { format: "gemini", model: flash, options: Pipeline.resolveOptions({ maskKeep: 2, maskBatchTokens: 300 }) }),
+    )
     expect(out.report.masking?.masked ?? 0).toBeGreaterThan(0)
     expect(geminiPairingProblems(out.request)).toEqual([])
   })
@@ -282,7 +346,13 @@ describe("RenderGemini", () => {
           { type: "opaque", format: "anthropic", block: { type: "document", source: {} } },
         ],
       },
-      { role: "assistant", parts: [{ type: "opaque", format: "anthropic", block: { type: "thinking", thinking: "hm", signature: "x" } }, { type: "text", text: "done" }] },
+      {
+        role: "assistant",
+        parts: [
+          { type: "opaque", format: "anthropic", block: { type: "thinking", thinking: "hm", signature: "x" } },
+          { type: "text", text: "done" },
+        ],
+      },
     ]
     expect(render(messages).contents).toEqual([
       {
@@ -299,14 +369,22 @@ describe("RenderGemini", () => {
   })
 
   it("a function call that arrived in a user content is kept opaque and not sent (it would break the pairing)", () => {
-    const messages = Normalize.fromGemini(decodeContents([{ role: "user", parts: [{ text: "hi" }, { functionCall: { name: "f", args: {} } }] }]))
+    const messages = Normalize.fromGemini(
+      decodeContents([{ role: "user", parts: [{ text: "hi" }, { functionCall: { name: "f", args: {} } }] }]),
+    )
     expect(messages[0]!.parts[1]).toMatchObject({ type: "opaque", format: "gemini" })
     expect(render(messages).contents).toEqual([{ role: "user", parts: [{ text: "hi" }] }])
   })
 
   it("Gemini 3: the first call of a step without a signature gets the documented placeholder; own signatures are kept", () => {
     const signed: Conversation.Message = { role: "assistant", parts: [{ ...call("s1"), signature: "b3du" }, call("s2")] }
-    const messages = [user("go"), calls("c1", "c2"), { role: "tool" as const, parts: [result("c1"), result("c2")] }, signed, { role: "tool" as const, parts: [result("s1"), result("s2")] }]
+    const messages = [
+      user("go"),
+      calls("c1", "c2"),
+      { role: "tool" as const, parts: [result("c1"), result("c2")] },
+      signed,
+      { role: "tool" as const, parts: [result("s1"), result("s2")] },
+    ]
     const parts = (i: number) => (render(messages, [], [], pro3).contents[i]!["parts"] as Array<Json>).map((p) => p["thoughtSignature"])
     expect(parts(1)).toEqual([RenderGemini.PLACEHOLDER_SIGNATURE, undefined])
     expect(parts(3)).toEqual(["b3du", undefined])

@@ -63,7 +63,12 @@ const exchange = (n: number) =>
       )
       if (e.reasoning !== undefined) {
         // store: false bodies carry reasoning by its encrypted_content (see the test below for one without)
-        const r: Json = { type: "reasoning", id: `rs_${n}`, summary: [{ type: "summary_text", text: e.reasoning[0] }], encrypted_content: e.reasoning[1] }
+        const r: Json = {
+          type: "reasoning",
+          id: `rs_${n}`,
+          summary: [{ type: "summary_text", text: e.reasoning[0] }],
+          encrypted_content: e.reasoning[1],
+        }
         items.push(r)
       }
       if (e.hosted !== undefined) {
@@ -86,7 +91,11 @@ const exchange = (n: number) =>
         ),
       )
       e.calls.forEach(([name, , out], k) =>
-        items.push({ type: name === "apply_patch" ? "custom_tool_call_output" : "function_call_output", call_id: `call_${n}_${k}`, output: out }),
+        items.push({
+          type: name === "apply_patch" ? "custom_tool_call_output" : "function_call_output",
+          call_id: `call_${n}_${k}`,
+          output: out,
+        }),
       )
       return items
     })
@@ -114,23 +123,38 @@ describe("Responses input → neutral → render", () => {
       decodeItems([
         { role: "user", content: [{ type: "input_text", text: "hi" }] },
         { type: "reasoning", id: "rs_1", summary: [], encrypted_content: "gAAA==" },
-        { type: "function_call", call_id: "c1", name: "a", arguments: "{\"x\":1}", id: "fc_1", status: "completed" },
+        { type: "function_call", call_id: "c1", name: "a", arguments: '{"x":1}', id: "fc_1", status: "completed" },
         { type: "function_call", call_id: "c2", name: "b", arguments: "not json" },
         { type: "function_call_output", call_id: "c1", output: "one" },
-        { type: "function_call_output", call_id: "c2", output: [{ type: "input_text", text: "two" }, { type: "input_file", file_id: "f" }] },
+        {
+          type: "function_call_output",
+          call_id: "c2",
+          output: [
+            { type: "input_text", text: "two" },
+            { type: "input_file", file_id: "f" },
+          ],
+        },
         { type: "message", role: "developer", content: "be brief" },
       ]),
     )
-    expect(messages.map((m) => [m.message.role, m.sourceIndex])).toEqual([["user", 0], ["assistant", 1], ["tool", 4], ["system", 6]])
+    expect(messages.map((m) => [m.message.role, m.sourceIndex])).toEqual([
+      ["user", 0],
+      ["assistant", 1],
+      ["tool", 4],
+      ["system", 6],
+    ])
     expect(messages[1]!.message.parts).toEqual([
       { type: "opaque", format: "openai-responses", block: { type: "reasoning", id: "rs_1", summary: [], encrypted_content: "gAAA==" } },
-      { type: "tool_call", id: "c1", name: "a", input: { x: 1 }, arguments: "{\"x\":1}" },
+      { type: "tool_call", id: "c1", name: "a", input: { x: 1 }, arguments: '{"x":1}' },
       { type: "tool_call", id: "c2", name: "b", input: {}, arguments: "not json" },
     ])
     expect(messages[2]!.message.parts[1]).toEqual({
       type: "tool_result",
       callId: "c2",
-      content: [{ type: "text", text: "two" }, { type: "text", text: "[openai-responses input_file block omitted]" }],
+      content: [
+        { type: "text", text: "two" },
+        { type: "text", text: "[openai-responses input_file block omitted]" },
+      ],
       isError: false,
     })
     expect(messages[3]!.message).toEqual({ role: "system", parts: [{ type: "text", text: "be brief" }], developer: true })
@@ -145,7 +169,14 @@ describe("Responses input → neutral → render", () => {
         { type: "function", name: "alpha" },
       ]),
     )
-    const { body, promptCacheKey } = render([user("hi")], [{ id: "a", text: "A", cache: "5m" }, { id: "instructions", text: "B", cache: "5m" }], tools)
+    const { body, promptCacheKey } = render(
+      [user("hi")],
+      [
+        { id: "a", text: "A", cache: "5m" },
+        { id: "instructions", text: "B", cache: "5m" },
+      ],
+      tools,
+    )
     expect(body).toEqual({
       model: "gpt-4o",
       instructions: "A\n\nB",
@@ -175,14 +206,20 @@ describe("Responses input → neutral → render", () => {
   })
 
   it("keeps a reasoning item with the call after it through the pipeline, and masks old outputs as function_call_output", () => {
-    const reasoning: Conversation.Part = { type: "opaque", format: "openai-responses", block: { type: "reasoning", summary: [], encrypted_content: "enc" } }
+    const reasoning: Conversation.Part = {
+      type: "opaque",
+      format: "openai-responses",
+      block: { type: "reasoning", summary: [], encrypted_content: "enc" },
+    }
     const history: Array<Conversation.Message> = [user("first request")]
     for (let i = 0; i < 8; i++) {
       history.push({ role: "assistant", parts: [reasoning, ...calls(`c${i}`).parts] })
       history.push({ role: "tool", parts: [result(`c${i}`, `result ${i} `.repeat(60))] })
     }
     history.push(user("next"))
-    const out = Pipeline.run(input(stored(history, 200), { format: "openai-responses", options: Pipeline.resolveOptions({ maskKeep: 2, maskBatchTokens: 300 }) }))
+    const out = Pipeline.run(
+      input(stored(history, 200), { format: "openai-responses", options: Pipeline.resolveOptions({ maskKeep: 2, maskBatchTokens: 300 }) }),
+    )
     const items = out.request["input"] as Array<Json>
     expect(responsesPairingProblems(out.request)).toEqual([])
     for (const [i, item] of items.entries()) {
@@ -196,14 +233,26 @@ describe("Responses input → neutral → render", () => {
 
   it("drops a reasoning item without encrypted_content (under store: false the API would look its id up: 404)", () => {
     const bare: Conversation.Part = { type: "opaque", format: "openai-responses", block: { type: "reasoning", id: "rs_1", summary: [] } }
-    const history: Array<Conversation.Message> = [user("go"), { role: "assistant", parts: [bare, ...calls("c1").parts] }, { role: "tool", parts: [{ type: "tool_result", callId: "c1", content: [], isError: false }] }]
+    const history: Array<Conversation.Message> = [
+      user("go"),
+      { role: "assistant", parts: [bare, ...calls("c1").parts] },
+      { role: "tool", parts: [{ type: "tool_result", callId: "c1", content: [], isError: false }] },
+    ]
     const { body } = render(history)
     expect((body["input"] as Array<Json>).map((i) => i["type"])).toEqual(["message", "function_call", "function_call_output"])
   })
 
   it("drops a reasoning item whose call was removed as an orphan (the API wants its following item)", () => {
-    const reasoning: Conversation.Part = { type: "opaque", format: "openai-responses", block: { type: "reasoning", summary: [], encrypted_content: "enc" } }
-    const history: Array<Conversation.Message> = [user("go"), { role: "assistant", parts: [reasoning, ...calls("c1").parts] }, user("again")]
+    const reasoning: Conversation.Part = {
+      type: "opaque",
+      format: "openai-responses",
+      block: { type: "reasoning", summary: [], encrypted_content: "enc" },
+    }
+    const history: Array<Conversation.Message> = [
+      user("go"),
+      { role: "assistant", parts: [reasoning, ...calls("c1").parts] },
+      user("again"),
+    ]
     const out = Pipeline.run(input(stored(history), { format: "openai-responses" }))
     expect(out.report.orphans.calls).toBe(1)
     expect(out.request["input"]).toEqual([
@@ -216,19 +265,35 @@ describe("Responses input → neutral → render", () => {
   it("renders tool results with images as parts, errors prefixed, other formats' opaque parts as notes", () => {
     const { body } = render([
       user("go"),
-      { role: "assistant", parts: [{ type: "opaque", format: "anthropic", block: { type: "thinking", thinking: "x" } }, ...calls("c1").parts] },
+      {
+        role: "assistant",
+        parts: [{ type: "opaque", format: "anthropic", block: { type: "thinking", thinking: "x" } }, ...calls("c1").parts],
+      },
       {
         role: "tool",
-        parts: [{ type: "tool_result", callId: "c1", isError: true, content: [{ type: "text", text: "bad" }, { type: "image", source: { kind: "url", url: "u" } }] }],
+        parts: [
+          {
+            type: "tool_result",
+            callId: "c1",
+            isError: true,
+            content: [
+              { type: "text", text: "bad" },
+              { type: "image", source: { kind: "url", url: "u" } },
+            ],
+          },
+        ],
       },
     ])
     expect(body["input"]).toEqual([
       { type: "message", role: "user", content: "go" },
-      { type: "function_call", call_id: "c1", name: "lookup", arguments: "{\"q\":\"c1\"}" },
+      { type: "function_call", call_id: "c1", name: "lookup", arguments: '{"q":"c1"}' },
       {
         type: "function_call_output",
         call_id: "c1",
-        output: [{ type: "input_text", text: "[error] bad" }, { type: "input_image", image_url: "u", detail: "auto" }],
+        output: [
+          { type: "input_text", text: "[error] bad" },
+          { type: "input_image", image_url: "u", detail: "auto" },
+        ],
       },
     ])
   })

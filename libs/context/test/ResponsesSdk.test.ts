@@ -63,7 +63,12 @@ describe("openai-responses bodies through the official SDK", () => {
       })
       const body = out.request
       expect(responsesPairingProblems(body)).toEqual([])
-      expect(body).toMatchObject({ model: "gpt-4.1", store: false, prompt_cache_retention: "24h", max_output_tokens: model.maxOutputTokens })
+      expect(body).toMatchObject({
+        model: "gpt-4.1",
+        store: false,
+        prompt_cache_retention: "24h",
+        max_output_tokens: model.maxOutputTokens,
+      })
       expect(body["prompt_cache_key"]).toBe(out.report.cache.promptCacheKey)
       const response = await client.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)
       expect(response.object).toBe("response")
@@ -98,15 +103,37 @@ describe("openai-responses bodies through the official SDK", () => {
     const call = { type: "function_call", call_id: "c1", name: "f", arguments: "{}" }
     const cases: Array<[string, Json, string]> = [
       ["an unknown top-level key", { model: "gpt-4o", input: [user], cache_control: {} }, "cache_control"],
-      ["an output without its call", { model: "gpt-4o", input: [user, { type: "function_call_output", call_id: "c9", output: "x" }] }, "c9"],
+      [
+        "an output without its call",
+        { model: "gpt-4o", input: [user, { type: "function_call_output", call_id: "c9", output: "x" }] },
+        "c9",
+      ],
       ["a call followed by a message before its output", { model: "gpt-4o", input: [user, call, user] }, "c1"],
       ["a bad role", { model: "gpt-4o", input: [{ type: "message", role: "tool", content: "x" }] }, "role"],
-      ["a malformed reasoning item", { model: "gpt-4o", input: [user, { type: "reasoning", summary: "x" }, call, { type: "function_call_output", call_id: "c1", output: "y" }] }, "summary"],
-      ["a reasoning item without its following item", { model: "gpt-4o", input: [user, { type: "reasoning", id: "rs_9", summary: [] }, user] },
-        "Item 'rs_9' of type 'reasoning' was provided without its required following item."],
+      [
+        "a malformed reasoning item",
+        {
+          model: "gpt-4o",
+          input: [user, { type: "reasoning", summary: "x" }, call, { type: "function_call_output", call_id: "c1", output: "y" }],
+        },
+        "summary",
+      ],
+      [
+        "a reasoning item without its following item",
+        { model: "gpt-4o", input: [user, { type: "reasoning", id: "rs_9", summary: [] }, user] },
+        "Item 'rs_9' of type 'reasoning' was provided without its required following item.",
+      ],
       ["a trailing reasoning item", { model: "gpt-4o", input: [user, { type: "reasoning", id: "rs_8", summary: [] }] }, "rs_8"],
-      ["a hosted tool's call item without its id", { model: "gpt-4o", input: [user, { type: "web_search_call", status: "completed" }] }, "input[1].id"],
-      ["a function tool in Chat Completions shape", { model: "gpt-4o", input: [user], tools: [{ type: "function", function: { name: "f" } }] }, "tools[0]"],
+      [
+        "a hosted tool's call item without its id",
+        { model: "gpt-4o", input: [user, { type: "web_search_call", status: "completed" }] },
+        "input[1].id",
+      ],
+      [
+        "a function tool in Chat Completions shape",
+        { model: "gpt-4o", input: [user], tools: [{ type: "function", function: { name: "f" } }] },
+        "tools[0]",
+      ],
     ]
     for (const [, body, mention] of cases) {
       const error = await rejection(body)
@@ -116,7 +143,11 @@ describe("openai-responses bodies through the official SDK", () => {
     // a custom tool call and its output: accepted
     const custom = await client.responses.create({
       model: "gpt-4o",
-      input: [user, { type: "custom_tool_call", call_id: "k1", name: "apply_patch", input: "*** Begin Patch" }, { type: "custom_tool_call_output", call_id: "k1", output: "ok" }],
+      input: [
+        user,
+        { type: "custom_tool_call", call_id: "k1", name: "apply_patch", input: "*** Begin Patch" },
+        { type: "custom_tool_call_output", call_id: "k1", output: "ok" },
+      ],
       tools: [{ type: "custom", name: "apply_patch", description: "patch files" }],
     } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)
     expect(custom.status).toBe("completed")
@@ -153,11 +184,18 @@ describe("openai-responses bodies through the official SDK", () => {
       counter: { backend: "estimate", encoding: "chars/4", exact: false, calibration: 1 },
     }).request
     expect(rendered["input"]).toEqual(hosted)
-    expect((await client.responses.create(rendered as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)).status).toBe("completed")
+    expect((await client.responses.create(rendered as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)).status).toBe(
+      "completed",
+    )
     // a reasoning item and its call, answered: accepted
     const ok = await client.responses.create({
       model: "gpt-4o",
-      input: [user, { type: "reasoning", id: "rs_1", summary: [], encrypted_content: "gAAA" }, call, { type: "function_call_output", call_id: "c1", output: "y" }],
+      input: [
+        user,
+        { type: "reasoning", id: "rs_1", summary: [], encrypted_content: "gAAA" },
+        call,
+        { type: "function_call_output", call_id: "c1", output: "y" },
+      ],
     } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)
     expect(ok.output_text.length).toBeGreaterThan(0)
   })

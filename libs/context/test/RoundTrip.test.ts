@@ -123,7 +123,8 @@ const conversation = (exchange: (n: number) => fc.Arbitrary<Array<Json>>) =>
 const alternating = (messages: Array<Json>): Array<Json> =>
   messages.reduce<Array<Json>>((out, m) => {
     const last = out.at(-1)
-    if (last?.["role"] === m["role"]) out[out.length - 1] = { ...last, content: [...(last!["content"] as Array<Json>), ...(m["content"] as Array<Json>)] }
+    if (last?.["role"] === m["role"])
+      out[out.length - 1] = { ...last, content: [...(last!["content"] as Array<Json>), ...(m["content"] as Array<Json>)] }
     else out.push(m)
     return out
   }, [])

@@ -198,7 +198,9 @@ describe("SchemaCompression.compress", () => {
         leaf,
         fc
           .record({
-            properties: fc.dictionary(fc.constantFrom("a", "title", "description", "default", "items", "enum"), tie("schema"), { maxKeys: 5 }),
+            properties: fc.dictionary(fc.constantFrom("a", "title", "description", "default", "items", "enum"), tie("schema"), {
+              maxKeys: 5,
+            }),
             description: fc.string(),
             wantRequired: fc.array(fc.nat({ max: 5 })),
           })

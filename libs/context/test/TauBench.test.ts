@@ -17,8 +17,7 @@ const data = join(import.meta.dirname, "../../../../shared/data")
 const sessions = JSON.parse(readFileSync(join(data, "tau-bench-airline-gpt4o.json"), "utf8")) as Array<{
   readonly traj: ReadonlyArray<unknown>
 }>
-const toolDefs = (JSON.parse(readFileSync(join(data, "tau-bench-tools.json"), "utf8")) as { airline: ReadonlyArray<unknown> })
-  .airline
+const toolDefs = (JSON.parse(readFileSync(join(data, "tau-bench-tools.json"), "utf8")) as { airline: ReadonlyArray<unknown> }).airline
 const decodeMessages = Schema.decodeUnknownSync(Schema.Array(OpenAI.Message), { onExcessProperty: "ignore" })
 const decodeTools = Schema.decodeUnknownSync(Schema.Array(OpenAI.Tool), { onExcessProperty: "ignore" })
 
@@ -86,9 +85,7 @@ const replay = (raw: ReadonlyArray<unknown>, options: Pipeline.Options): number 
 
 describe("tau-bench airline sessions", () => {
   it("include sessions that reuse a tool call id once it is answered", () => {
-    const ids = sessions[0]!.traj.flatMap((m) =>
-      ((m as { tool_calls?: ReadonlyArray<{ id: string }> }).tool_calls ?? []).map((c) => c.id),
-    )
+    const ids = sessions[0]!.traj.flatMap((m) => ((m as { tool_calls?: ReadonlyArray<{ id: string }> }).tool_calls ?? []).map((c) => c.id))
     expect(new Set(ids).size).toBeLessThan(ids.length)
   })
 

@@ -39,7 +39,12 @@ beforeAll(async () => {
 })
 afterAll(() => server.close())
 
-const input = (format: Pipeline.Input["format"], id: string, history: ReadonlyArray<Pipeline.StoredMessage>, rest: Pick<Pipeline.Input, "model" | "system" | "tools" | "options">): Pipeline.Input => ({
+const input = (
+  format: Pipeline.Input["format"],
+  id: string,
+  history: ReadonlyArray<Pipeline.StoredMessage>,
+  rest: Pick<Pipeline.Input, "model" | "system" | "tools" | "options">,
+): Pipeline.Input => ({
   tenant: "tau",
   session: id,
   format,
@@ -76,7 +81,10 @@ describe("reasoning through the official SDKs", () => {
         expect(isThinking(contentOf(messages.at(-2)!)[0]!)).toBe(true)
       }
       // only the last thinking turn keeps its thinking: no assistant message before the last genuine user message has any
-      const lastUser = messages.findLastIndex((m) => m["role"] === "user" && contentOf(m).some((b) => b["type"] === "text") && !contentOf(m).some((b) => b["type"] === "tool_result"))
+      const lastUser = messages.findLastIndex(
+        (m) =>
+          m["role"] === "user" && contentOf(m).some((b) => b["type"] === "text") && !contentOf(m).some((b) => b["type"] === "tool_result"),
+      )
       const turnStart = Math.max(0, lastUser)
       const withThinking = messages.flatMap((m, i) => (m["role"] === "assistant" && contentOf(m).some(isThinking) ? [i] : []))
       if (withThinking.some((i) => i > turnStart)) expect(withThinking.every((i) => i > turnStart)).toBe(true)

@@ -245,11 +245,17 @@ describe("Toolsets.replay", () => {
     const incoming: Array<Conversation.Message> = [
       { role: "user", parts: [{ type: "text", text: "go" }] },
       { role: "assistant", parts: [{ type: "tool_call", id: "v1", name: "load_toolset", input: { toolset: "beta" } }] },
-      { role: "assistant", parts: [{ type: "tool_call", id: "v2", name: "load_toolset", input: { toolset: "alpha", include_write_tools: true } }] },
+      {
+        role: "assistant",
+        parts: [{ type: "tool_call", id: "v2", name: "load_toolset", input: { toolset: "alpha", include_write_tools: true } }],
+      },
       { role: "assistant", parts: [{ type: "tool_call", id: "v3", name: "load_toolset", input: { toolset: "nope" } }] },
     ]
     const answered = Toolsets.answerVirtualCalls(incoming, Toolsets.empty, context)
-    expect(answered.state.loaded).toEqual([{ toolset: "beta", write: false }, { toolset: "alpha", write: true }])
+    expect(answered.state.loaded).toEqual([
+      { toolset: "beta", write: false },
+      { toolset: "alpha", write: true },
+    ])
     expect(Toolsets.replay(answered.messages, context)).toEqual(answered.state)
   })
 })

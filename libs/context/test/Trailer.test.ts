@@ -5,8 +5,7 @@ import { calls, input, results, stored, user } from "./Helpers.ts"
 type Json = Record<string, unknown>
 type Body = { messages: Array<{ role: string; content: unknown }> }
 
-const history = () =>
-  stored([user("find flights"), calls("c1"), results("c1")])
+const history = () => stored([user("find flights"), calls("c1"), results("c1")])
 
 describe("a trailer (loop nudge)", () => {
   it("Anthropic: goes after the last breakpoint, inside the last user message, counted but not stored", () => {

@@ -3,28 +3,11 @@ import * as Units from "../src/Units.ts"
 import { assistant, call, calls, result, results, sys, user } from "./Helpers.ts"
 
 // 0 user, 1 calls(a,b), 2 result a, 3 result b, 4 assistant, 5 results(c) headless, 6 user
-const history = Units.entries([
-  user("q"),
-  calls("a", "b"),
-  results("a"),
-  results("b"),
-  assistant("done"),
-  results("c"),
-  user("next"),
-])
+const history = Units.entries([user("q"), calls("a", "b"), results("a"), results("b"), assistant("done"), results("c"), user("next")])
 
 describe("Units boundaries", () => {
   it("keeps an assistant with calls and the tool messages after it together", () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 7].map((i) => Units.isBoundary(history, i))).toEqual([
-      true,
-      true,
-      false,
-      false,
-      true,
-      true,
-      true,
-      true,
-    ])
+    expect([0, 1, 2, 3, 4, 5, 6, 7].map((i) => Units.isBoundary(history, i))).toEqual([true, true, false, false, true, true, true, true])
     expect(Units.nextBoundary(history, 2)).toBe(4)
     expect(Units.nextBoundary(history, 3)).toBe(4)
     expect(Units.nextBoundary(history, 5)).toBe(5)

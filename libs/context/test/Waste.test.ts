@@ -11,11 +11,16 @@ const reference = () => {
   let tools: Record<string, Waste.ToolUse> = {}
   const none: Waste.ToolUse = { sentTurns: 0, sentTokens: 0, calls: 0 }
   return {
-    record: (sent: ReadonlyArray<Conversation.Tool>, incoming: ReadonlyArray<Conversation.Message>, tokensOf: (t: Conversation.Tool) => number) => {
+    record: (
+      sent: ReadonlyArray<Conversation.Tool>,
+      incoming: ReadonlyArray<Conversation.Message>,
+      tokensOf: (t: Conversation.Tool) => number,
+    ) => {
       const next = { ...tools }
       for (const m of incoming) {
         if (m.role !== "assistant") continue
-        for (const p of m.parts) if (p.type === "tool_call") next[p.name] = { ...(next[p.name] ?? none), calls: (next[p.name] ?? none).calls + 1 }
+        for (const p of m.parts)
+          if (p.type === "tool_call") next[p.name] = { ...(next[p.name] ?? none), calls: (next[p.name] ?? none).calls + 1 }
       }
       for (const t of sent) {
         const u = next[t.name] ?? none
@@ -30,7 +35,10 @@ const reference = () => {
         total += u.sentTokens
         if (u.calls === 0) wasted += u.sentTokens
       }
-      const never = Object.entries(tools).filter(([, u]) => u.sentTurns > 0 && u.calls === 0).map(([n]) => n).sort()
+      const never = Object.entries(tools)
+        .filter(([, u]) => u.sentTurns > 0 && u.calls === 0)
+        .map(([n]) => n)
+        .sort()
       return { sentNeverCalled: never, ratio: total === 0 ? 0 : wasted / total }
     },
     tools: () => tools,
@@ -97,7 +105,10 @@ describe("Waste", () => {
           const sent = s.again ? last : s.copy ? [...lists[s.list]!] : lists[s.list]!
           last = sent
           const tokensOf = (t: Conversation.Tool) => t.name.charCodeAt(0) * s.encoding
-          const incoming: ReadonlyArray<Conversation.Message> = [user("q"), { role: "assistant", parts: s.calls.map((n, i) => call(`c${i}`, n)) }]
+          const incoming: ReadonlyArray<Conversation.Message> = [
+            user("q"),
+            { role: "assistant", parts: s.calls.map((n, i) => call(`c${i}`, n)) },
+          ]
           model.record(sent, incoming, tokensOf)
           state = Waste.record(state, sent, incoming, tokensOf)
           const got = Waste.report(state)

@@ -53,9 +53,7 @@ const KNOWN_BLOCKS: ReadonlyArray<string> = ["text", "image", "tool_use", "tool_
 /** Any other block (`thinking`, `redacted_thinking`, `document`, a server-side `compaction`, ...): kept as it is. */
 export const OtherBlock = Schema.Struct(
   {
-    type: Schema.String.pipe(
-      Schema.filter((t) => !KNOWN_BLOCKS.includes(t), { message: () => "malformed content block" }),
-    ),
+    type: Schema.String.pipe(Schema.filter((t) => !KNOWN_BLOCKS.includes(t), { message: () => "malformed content block" })),
   },
   Loose,
 )

@@ -117,8 +117,7 @@ export const Tool = Schema.Struct({
 export type Tool = typeof Tool.Type
 
 /** The ids of the tool calls a message makes. */
-export const toolCallIds = (message: Message): ReadonlyArray<string> =>
-  message.parts.flatMap((p) => (p.type === "tool_call" ? [p.id] : []))
+export const toolCallIds = (message: Message): ReadonlyArray<string> => message.parts.flatMap((p) => (p.type === "tool_call" ? [p.id] : []))
 
 /** The call ids a message answers with tool results. */
 export const toolResultIds = (message: Message): ReadonlyArray<string> =>

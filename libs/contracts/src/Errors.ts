@@ -5,16 +5,7 @@
  */
 import { Schema } from "effect"
 
-export const ErrorCode = Schema.Literal(
-  "BadRequest",
-  "Conflict",
-  "TooLarge",
-  "Unavailable",
-  "NotOwner",
-  "Busy",
-  "Timeout",
-  "Internal",
-)
+export const ErrorCode = Schema.Literal("BadRequest", "Conflict", "TooLarge", "Unavailable", "NotOwner", "Busy", "Timeout", "Internal")
 export type ErrorCode = typeof ErrorCode.Type
 
 export const ErrorBody = Schema.Struct({
@@ -64,15 +55,7 @@ export class NotOwner extends Schema.TaggedError<NotOwner>()("NotOwner", fields)
 export class Busy extends Schema.TaggedError<Busy>()("Busy", fields) {}
 
 /** Every error that may be answered on the wire. */
-export type WireError =
-  | BadRequest
-  | TurnConflict
-  | PayloadTooLarge
-  | ServiceUnavailable
-  | RequestTimeout
-  | InternalError
-  | NotOwner
-  | Busy
+export type WireError = BadRequest | TurnConflict | PayloadTooLarge | ServiceUnavailable | RequestTimeout | InternalError | NotOwner | Busy
 
 const codes: Record<WireError["_tag"], ErrorCode> = {
   BadRequest: "BadRequest",

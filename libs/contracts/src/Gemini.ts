@@ -74,11 +74,14 @@ export const Part = Schema.Struct(
     functionResponse: Schema.optional(FunctionResponse),
   },
   Loose,
-).pipe(
-  Schema.filter((p) => DATA_FIELDS.filter((k) => (p as Record<string, unknown>)[k] !== undefined).length === 1, {
-    message: () => "a part must carry exactly one of text, inlineData, fileData, functionCall, functionResponse, executableCode, codeExecutionResult",
-  }),
-).annotations({ identifier: "GeminiPart" })
+)
+  .pipe(
+    Schema.filter((p) => DATA_FIELDS.filter((k) => (p as Record<string, unknown>)[k] !== undefined).length === 1, {
+      message: () =>
+        "a part must carry exactly one of text, inlineData, fileData, functionCall, functionResponse, executableCode, codeExecutionResult",
+    }),
+  )
+  .annotations({ identifier: "GeminiPart" })
 export type Part = typeof Part.Type
 
 export const Role = Schema.Literal("user", "model")

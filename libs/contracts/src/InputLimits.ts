@@ -25,10 +25,7 @@ export interface Problem {
 const LONE_SURROGATE = /\p{Cs}/u
 
 const pathOf = (segments: ReadonlyArray<string | number>): string =>
-  segments.reduce<string>(
-    (acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc === "" ? key : `${acc}.${key}`),
-    "",
-  )
+  segments.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc === "" ? key : `${acc}.${key}`), "")
 
 /** A value still to check, with the way to it kept as a link to its parent (the path is built only for a problem). */
 interface Frame {

@@ -61,7 +61,7 @@ export const preview = (value: unknown, max = MAX_ECHO): string => {
       return
     }
     if (typeof v === "string") return void (out += JSON.stringify(Errors.cap(v, Math.max(20, max - out.length))))
-    out += v === undefined ? "undefined" : typeof v === "bigint" ? `${v}n` : JSON.stringify(v) ?? String(v)
+    out += v === undefined ? "undefined" : typeof v === "bigint" ? `${v}n` : (JSON.stringify(v) ?? String(v))
   }
   go(value, 0)
   return Errors.cap(out, max)
@@ -111,10 +111,7 @@ const previewIssue = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => 
 
 /** Renders a parse path the way a JSON user reads it: `messages[3].content`. */
 export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.reduce<string>(
-    (acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`),
-    "",
-  )
+  path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`), "")
 
 /** What a parse error says, bounded: a message listing the first issues and the path of the first. */
 export interface Described {
@@ -125,9 +122,7 @@ export interface Described {
 /** The first issues of `error` as `path: message; ...` (+N more), echoed values previewed, each capped. */
 export const describe = (error: ParseResult.ParseError): Described => {
   const issues = ParseResult.ArrayFormatter.formatIssueSync(previewIssue(error.issue))
-  const shown = issues
-    .slice(0, SHOWN)
-    .map((issue) => Errors.cap(`${formatPath(issue.path) || "(root)"}: ${issue.message}`, MAX_ISSUE))
+  const shown = issues.slice(0, SHOWN).map((issue) => Errors.cap(`${formatPath(issue.path) || "(root)"}: ${issue.message}`, MAX_ISSUE))
   const more = issues.length > shown.length ? ` (+${issues.length - shown.length} more)` : ""
   const first = issues[0]
   return {

@@ -70,9 +70,7 @@ export const Settings = Schema.Struct({
    * of its threshold, ask a model whether the agent is making progress; "no"
    * flags the loop now. `model` default: the session's own.
    */
-  judge: Schema.optional(
-    Schema.Struct({ enabled: Schema.Boolean, model: Schema.optional(Schema.String.pipe(Schema.minLength(1))) }),
-  ),
+  judge: Schema.optional(Schema.Struct({ enabled: Schema.Boolean, model: Schema.optional(Schema.String.pipe(Schema.minLength(1))) })),
 }).annotations({ identifier: "LoopSettings" })
 export type Settings = typeof Settings.Type
 
@@ -102,7 +100,11 @@ export type Report = typeof Report.Type
 export const CheckRequest = Schema.Union(
   Schema.Struct({ format: Schema.Literal("anthropic"), messages: Schema.Array(Anthropic.Message), config: Schema.optional(Settings) }),
   Schema.Struct({ format: Schema.Literal("openai"), messages: Schema.Array(OpenAI.Message), config: Schema.optional(Settings) }),
-  Schema.Struct({ format: Schema.Literal("openai-responses"), input: Schema.Array(OpenAIResponses.Item), config: Schema.optional(Settings) }),
+  Schema.Struct({
+    format: Schema.Literal("openai-responses"),
+    input: Schema.Array(OpenAIResponses.Item),
+    config: Schema.optional(Settings),
+  }),
   Schema.Struct({ format: Schema.Literal("gemini"), contents: Schema.Array(Gemini.Content), config: Schema.optional(Settings) }),
 ).annotations({ identifier: "LoopCheckRequest", description: "ctx.v1.loop.check request" })
 export type CheckRequest = typeof CheckRequest.Type

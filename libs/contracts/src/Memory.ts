@@ -44,7 +44,9 @@ export const Remember = Schema.Struct({
   agent,
   user,
   text: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(limits.textChars)),
-  tags: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(limits.tagChars))).pipe(Schema.maxItems(limits.tags))),
+  tags: Schema.optional(
+    Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(limits.tagChars))).pipe(Schema.maxItems(limits.tags)),
+  ),
   /** Where it came from (a session, a URL...): free text. */
   source: Schema.optional(Schema.String.pipe(Schema.maxLength(limits.sourceChars))),
   /** Default `memory`. */

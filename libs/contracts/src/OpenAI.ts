@@ -21,9 +21,7 @@ const KNOWN_PARTS: ReadonlyArray<string> = ["text", "image_url"]
 /** Any other content part (`input_audio`, `file`, `refusal`, ...): kept as it is. */
 export const OtherPart = Schema.Struct(
   {
-    type: Schema.String.pipe(
-      Schema.filter((t) => !KNOWN_PARTS.includes(t), { message: () => "malformed content part" }),
-    ),
+    type: Schema.String.pipe(Schema.filter((t) => !KNOWN_PARTS.includes(t), { message: () => "malformed content part" })),
   },
   Loose,
 )

@@ -173,9 +173,7 @@ export type FunctionTool = typeof FunctionTool.Type
 /** A hosted tool (`web_search`, `file_search`, `code_interpreter`, ...): passed through untouched. */
 export const HostedTool = Schema.Struct(
   {
-    type: Schema.String.pipe(
-      Schema.filter((t) => t !== "function" && t.length > 0, { message: () => "malformed function tool" }),
-    ),
+    type: Schema.String.pipe(Schema.filter((t) => t !== "function" && t.length > 0, { message: () => "malformed function tool" })),
   },
   Loose,
 ).annotations({ identifier: "ResponsesHostedTool" })

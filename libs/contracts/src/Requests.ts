@@ -14,9 +14,7 @@ import * as Issues from "./Issues.ts"
 const decoder = new TextDecoder("utf-8", { fatal: true })
 
 const badRequest = (message: string, path?: string, hint?: string): Errors.ErrorReply =>
-  Errors.toReply(
-    new Errors.BadRequest({ message, ...(path === undefined ? {} : { path }), ...(hint === undefined ? {} : { hint }) }),
-  )
+  Errors.toReply(new Errors.BadRequest({ message, ...(path === undefined ? {} : { path }), ...(hint === undefined ? {} : { hint }) }))
 
 /** Parses UTF-8 JSON and checks {@link InputLimits}; `what` names the input in messages (e.g. `knowledge requests`). */
 export const parse = (data: Uint8Array, what: string, hint?: string): Either.Either<unknown, Errors.ErrorReply> => {
@@ -31,7 +29,9 @@ export const parse = (data: Uint8Array, what: string, hint?: string): Either.Eit
   try {
     value = JSON.parse(text)
   } catch (error) {
-    return Either.left(badRequest(Errors.cap(`malformed JSON: ${error instanceof Error ? error.message : String(error)}`, 300), undefined, hint))
+    return Either.left(
+      badRequest(Errors.cap(`malformed JSON: ${error instanceof Error ? error.message : String(error)}`, 300), undefined, hint),
+    )
   }
   const problem = InputLimits.check(value, what)
   return problem === undefined ? Either.right(value) : Either.left(badRequest(problem.message, problem.path, hint))

@@ -18,7 +18,9 @@ export const EXPORT_PAGE_BYTES = 256 * 1024
 /** Most sessions one `deleteUser` request deletes; `more: true` says to send it again. */
 export const MAX_USER_SESSIONS = 1_000
 
-const Cursor = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,4096}$/, { message: () => "cursor must be the nextCursor of a previous page" }))
+const Cursor = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9_-]{1,4096}$/, { message: () => "cursor must be the nextCursor of a previous page" }),
+)
 
 export const DeleteRequest = Schema.Struct({ op: Schema.Literal("delete") })
 export const ExportRequest = Schema.Struct({

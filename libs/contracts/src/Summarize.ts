@@ -79,7 +79,11 @@ const common = {
 export const SummarizeRequest = Schema.Union(
   Schema.Struct({ format: Schema.Literal("anthropic"), messages: Schema.Array(Anthropic.Message).pipe(Schema.minItems(1)), ...common }),
   Schema.Struct({ format: Schema.Literal("openai"), messages: Schema.Array(OpenAI.Message).pipe(Schema.minItems(1)), ...common }),
-  Schema.Struct({ format: Schema.Literal("openai-responses"), input: Schema.Array(OpenAIResponses.Item).pipe(Schema.minItems(1)), ...common }),
+  Schema.Struct({
+    format: Schema.Literal("openai-responses"),
+    input: Schema.Array(OpenAIResponses.Item).pipe(Schema.minItems(1)),
+    ...common,
+  }),
   Schema.Struct({ format: Schema.Literal("gemini"), contents: Schema.Array(Gemini.Content).pipe(Schema.minItems(1)), ...common }),
 ).annotations({ identifier: "SummarizeRequest", description: "ctx.v1.summarize request" })
 export type SummarizeRequest = typeof SummarizeRequest.Type

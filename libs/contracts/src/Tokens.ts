@@ -18,7 +18,8 @@ import { Schema } from "effect"
  */
 export const BackendChoice = Schema.Literal("auto", "anthropic_api", "openai_api", "google_api", "tiktoken", "heuristic").annotations({
   identifier: "TokenBackendChoice",
-  description: "auto = the provider's count endpoint where there is one (Anthropic, OpenAI Responses, Gemini; when configured), else tiktoken",
+  description:
+    "auto = the provider's count endpoint where there is one (Anthropic, OpenAI Responses, Gemini; when configured), else tiktoken",
 })
 export type BackendChoice = typeof BackendChoice.Type
 
@@ -32,8 +33,7 @@ export const Backend = Schema.Literal("anthropic_api", "tiktoken", "heuristic").
 export type Backend = typeof Backend.Type
 
 /** The reply's {@link Backend} for a backend name (`openai_api`, `google_api` and any later provider count → `anthropic_api`, "a provider's count"). */
-export const replyBackend = (backend: string): Backend =>
-  backend === "tiktoken" || backend === "heuristic" ? backend : "anthropic_api"
+export const replyBackend = (backend: string): Backend => (backend === "tiktoken" || backend === "heuristic" ? backend : "anthropic_api")
 
 const Tokens = Schema.Int.pipe(Schema.nonNegative())
 const OptionalTokens = Schema.optional(Schema.NullOr(Tokens))
@@ -165,9 +165,7 @@ export const CountRequest = Schema.Struct({
   /** Texts to count one by one (each as plain text, no message framing). */
   segments: Schema.optional(Schema.Array(Schema.String).pipe(Schema.maxItems(10_000))),
 })
-  .pipe(
-    Schema.filter((r) => (r.body === undefined) !== (r.segments === undefined) || "give exactly one of body or segments"),
-  )
+  .pipe(Schema.filter((r) => (r.body === undefined) !== (r.segments === undefined) || "give exactly one of body or segments"))
   .annotations({ identifier: "TokenCountRequest", description: "ctx.v1.tokens.count request" })
 export type CountRequest = typeof CountRequest.Type
 

@@ -16,7 +16,6 @@ import { Provider, ToolCompression } from "./Formats.ts"
 export * from "./Formats.ts"
 export * from "./TurnReport.ts"
 
-
 export const Model = Schema.Struct({
   provider: Provider,
   name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
@@ -45,7 +44,9 @@ export const WorkspaceScope = Schema.String.pipe(
 
 /** An extra file of a workspace, by name with or without `.md` (`TOOLS` or `TOOLS.md`): a file directly in the scope's directory. */
 export const WorkspaceExtra = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9_-]{1,128}(\.md)?$/, { message: () => "a workspace extra must match [A-Za-z0-9_-]{1,128}, optionally with .md" }),
+  Schema.pattern(/^[A-Za-z0-9_-]{1,128}(\.md)?$/, {
+    message: () => "a workspace extra must match [A-Za-z0-9_-]{1,128}, optionally with .md",
+  }),
 )
 
 /**
@@ -84,7 +85,6 @@ export type PrefixRef = typeof PrefixRef.Type
 
 const Fraction = Schema.Number.pipe(Schema.between(0, 1))
 const Count = Schema.Int.pipe(Schema.between(0, 1_000_000))
-
 
 /** Per-request overrides of the assembly knobs (defaults in the README). */
 export const Options = Schema.Struct({
@@ -233,14 +233,22 @@ export const GeminiTurnRequest = Schema.Struct({
 }).annotations({ identifier: "GeminiTurnRequest" })
 export type GeminiTurnRequest = typeof GeminiTurnRequest.Type
 
-export const TurnRequest = Schema.Union(AnthropicTurnRequest, OpenAITurnRequest, OpenAIResponsesTurnRequest, GeminiTurnRequest).annotations({
-  identifier: "TurnRequest",
-  description: "ctx.v1.turn.<tenant>.<session> request",
-})
+export const TurnRequest = Schema.Union(AnthropicTurnRequest, OpenAITurnRequest, OpenAIResponsesTurnRequest, GeminiTurnRequest).annotations(
+  {
+    identifier: "TurnRequest",
+    description: "ctx.v1.turn.<tenant>.<session> request",
+  },
+)
 export type TurnRequest = typeof TurnRequest.Type
 
 /** A request member with `system` and `tools` that may also be a {@link PrefixRef}. */
-const withRefs = <F extends typeof AnthropicTurnRequest.fields | typeof OpenAITurnRequest.fields | typeof OpenAIResponsesTurnRequest.fields | typeof GeminiTurnRequest.fields>(
+const withRefs = <
+  F extends
+    | typeof AnthropicTurnRequest.fields
+    | typeof OpenAITurnRequest.fields
+    | typeof OpenAIResponsesTurnRequest.fields
+    | typeof GeminiTurnRequest.fields,
+>(
   fields: F,
   identifier: string,
 ) =>

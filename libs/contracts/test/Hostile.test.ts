@@ -70,7 +70,9 @@ describe("InputLimits.check", () => {
       message: "a[1].k\u0000 (a key): NUL characters (\\u0000) are not supported in x",
       path: "a[1].k\u0000",
     })
-    expect(InputLimits.check({ ok: "fine", messages: [{ content: "x" }, { content: ["y", "\ud800"] }] }, "x")?.path).toBe("messages[1].content[1]")
+    expect(InputLimits.check({ ok: "fine", messages: [{ content: "x" }, { content: ["y", "\ud800"] }] }, "x")?.path).toBe(
+      "messages[1].content[1]",
+    )
     expect(InputLimits.check({ emoji: "😀 日本" }, "x")).toBeUndefined()
   })
 })

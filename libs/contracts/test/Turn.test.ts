@@ -13,8 +13,20 @@ describe("TurnRequest", () => {
       system: [{ id: "policy", text: "Be brief.", cache: "1h" }],
       tools: [{ name: "get_weather", input_schema: { type: "object" }, toolset: "weather", annotations: { readOnlyHint: true } }],
       messages: [
-        { role: "user", content: [{ type: "text", text: "hi" }, { type: "image", source: { type: "url", url: "https://x/y.png" } }] },
-        { role: "assistant", content: [{ type: "thinking", thinking: "hmm", signature: "sig" }, { type: "tool_use", id: "c1", name: "get_weather", input: { city: "Paris" } }] },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "hi" },
+            { type: "image", source: { type: "url", url: "https://x/y.png" } },
+          ],
+        },
+        {
+          role: "assistant",
+          content: [
+            { type: "thinking", thinking: "hmm", signature: "sig" },
+            { type: "tool_use", id: "c1", name: "get_weather", input: { city: "Paris" } },
+          ],
+        },
         { role: "user", content: [{ type: "tool_result", tool_use_id: "c1", content: "boom", is_error: true }] },
       ],
     })
@@ -34,7 +46,7 @@ describe("TurnRequest", () => {
           content: null,
           tool_calls: [
             { id: "a", type: "function", function: { name: "f", arguments: "{}" } },
-            { id: "b", type: "function", function: { name: "g", arguments: "{\"x\":1}" } },
+            { id: "b", type: "function", function: { name: "g", arguments: '{"x":1}' } },
           ],
         },
         { role: "tool", tool_call_id: "a", content: "1" },
@@ -67,7 +79,13 @@ describe("TurnRequest", () => {
 
 describe("TurnRequest.system: a workspace bundle, beside the old shapes", () => {
   const withSystem = (system: unknown) =>
-    decode({ turnId: "t1", format: "openai", model: { provider: "openai", name: "gpt-4o" }, system, messages: [{ role: "user", content: "hi" }] })
+    decode({
+      turnId: "t1",
+      format: "openai",
+      model: { provider: "openai", name: "gpt-4o" },
+      system,
+      messages: [{ role: "user", content: "hi" }],
+    })
 
   it("decodes a string, a list of sections and a workspace reference; the old shapes as before", () => {
     expect(Either.getOrThrow(withSystem("Be brief.")).system).toBe("Be brief.")

@@ -22,17 +22,7 @@
  * say. The password (in the URL, or `PGPASSWORD`) is held `Redacted` and
  * appears in no message.
  */
-import {
-  Config,
-  type ConfigError,
-  Context,
-  Effect,
-  Exit,
-  Layer,
-  Redacted,
-  Runtime,
-  type Scope,
-} from "effect"
+import { Config, type ConfigError, Context, Effect, Exit, Layer, Redacted, Runtime, type Scope } from "effect"
 import { Spans } from "@ctxd/observe"
 import pg from "pg"
 import { classify, DatabaseError, DatabaseUnavailable } from "./internal/dbErrors.ts"
@@ -214,9 +204,7 @@ export const tlsOf = (url: string): Effect.Effect<false | Readonly<Record<string
   })
 
 /** Opens the pool and creates the schema; the pool closes with the scope. */
-export const make = (
-  options: DatabaseOptions,
-): Effect.Effect<DatabaseService, DatabaseUnavailable | DatabaseError, Scope.Scope> =>
+export const make = (options: DatabaseOptions): Effect.Effect<DatabaseService, DatabaseUnavailable | DatabaseError, Scope.Scope> =>
   Effect.gen(function* () {
     const schema = options.schema ?? "public"
     if (!isSchemaName(schema)) {
@@ -254,11 +242,7 @@ export const make = (
         return pool
       }),
       (pool) =>
-        Effect.promise(() => pool.end()).pipe(
-          Effect.interruptible,
-          Effect.timeoutOption(options.closeTimeoutMs ?? 5_000),
-          Effect.ignore,
-        ),
+        Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(options.closeTimeoutMs ?? 5_000), Effect.ignore),
     )
 
     const onPool = queryable(pool, schema)
@@ -303,18 +287,13 @@ export const make = (
         const pid: unknown = (client as unknown as { readonly processID?: unknown }).processID
         const terminate =
           typeof pid === "number"
-            ? onPool
-                .query("SELECT pg_terminate_backend($1)", [pid])
-                .pipe(Effect.timeout(CLEANUP_TIMEOUT_MS), Effect.ignore)
+            ? onPool.query("SELECT pg_terminate_backend($1)", [pid]).pipe(Effect.timeout(CLEANUP_TIMEOUT_MS), Effect.ignore)
             : Effect.void
         return Effect.zipRight(terminate, give(true))
       }
       return queryable(client, schema)
         .query("ROLLBACK")
-        .pipe(
-          Effect.timeout(CLEANUP_TIMEOUT_MS),
-          Effect.matchEffect({ onSuccess: () => give(false), onFailure: () => give(true) }),
-        )
+        .pipe(Effect.timeout(CLEANUP_TIMEOUT_MS), Effect.matchEffect({ onSuccess: () => give(false), onFailure: () => give(true) }))
     }
 
     const transaction = <A, E, R>(f: (tx: Queryable) => Effect.Effect<A, E, R>) =>
@@ -377,5 +356,7 @@ export const config: Config.Config<DatabaseOptions> = Config.all({
 })
 
 /** The pool configured by {@link config}. */
-export const layerConfig: Layer.Layer<Database, ConfigError.ConfigError | DatabaseUnavailable | DatabaseError> =
-  Layer.scoped(Database, Effect.flatMap(config, make))
+export const layerConfig: Layer.Layer<Database, ConfigError.ConfigError | DatabaseUnavailable | DatabaseError> = Layer.scoped(
+  Database,
+  Effect.flatMap(config, make),
+)

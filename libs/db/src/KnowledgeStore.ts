@@ -76,7 +76,8 @@ export const layer: Layer.Layer<KnowledgeStore, never, Database> = KnowledgeStor
  */
 export const makeMemory = (): KnowledgeStore => {
   const agents = new Map<string, Map<string, Knowledge.Doc>>()
-  const docsOf = (tenant: string, agent: string) => [...(agents.get(`${tenant}\u0000${agent}`)?.values() ?? [])].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  const docsOf = (tenant: string, agent: string) =>
+    [...(agents.get(`${tenant}\u0000${agent}`)?.values() ?? [])].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   return KnowledgeStore.make({
     docs: (tenant, agent) => Effect.sync(() => docsOf(tenant, agent)),
     page: (tenant, agent, after, limit) =>

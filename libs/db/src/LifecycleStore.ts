@@ -136,7 +136,16 @@ const readSection = (db: Queryable, id: string, section: Exclude<Section, "sessi
         ({ rows }) =>
           rows.map((r) => ({
             key: r.seq as number,
-            line: { kind: "message", seq: r.seq, role: r.role, message: r.content, tokens: r.tokens, encoding: r.encoding, turnId: r.turn_id, createdAt: r.created_at },
+            line: {
+              kind: "message",
+              seq: r.seq,
+              role: r.role,
+              message: r.content,
+              tokens: r.tokens,
+              encoding: r.encoding,
+              turnId: r.turn_id,
+              createdAt: r.created_at,
+            },
           })),
       )
     case "turn": {
@@ -151,7 +160,15 @@ const readSection = (db: Queryable, id: string, section: Exclude<Section, "sessi
         ({ rows }) =>
           rows.map((r) => ({
             key: [r.last_seq as number, r.turn_id as string] as const,
-            line: { kind: "turn", turnId: r.turn_id, firstSeq: r.first_seq, lastSeq: r.last_seq, requestHash: r.request_hash, replyStored: r.reply_stored, createdAt: r.created_at },
+            line: {
+              kind: "turn",
+              turnId: r.turn_id,
+              firstSeq: r.first_seq,
+              lastSeq: r.last_seq,
+              requestHash: r.request_hash,
+              replyStored: r.reply_stored,
+              createdAt: r.created_at,
+            },
           })),
       )
     }
@@ -165,7 +182,17 @@ const readSection = (db: Queryable, id: string, section: Exclude<Section, "sessi
         ({ rows }) =>
           rows.map((r) => ({
             key: Number(r.id),
-            line: { kind: "summary", id: Number(r.id), coversFromSeq: r.covers_from_seq, coversToSeq: r.covers_to_seq, text: r.text, mode: r.mode, depth: r.depth, snapshot: r.snapshot, createdAt: r.created_at },
+            line: {
+              kind: "summary",
+              id: Number(r.id),
+              coversFromSeq: r.covers_from_seq,
+              coversToSeq: r.covers_to_seq,
+              text: r.text,
+              mode: r.mode,
+              depth: r.depth,
+              snapshot: r.snapshot,
+              createdAt: r.created_at,
+            },
           })),
       )
     case "compaction":
@@ -254,7 +281,11 @@ export class LifecycleStore extends Effect.Service<LifecycleStore>()("@ctxd/db/L
                    ORDER BY s.id FOR UPDATE OF s SKIP LOCKED`,
                   [rules.map((r) => r.tenant), rules.map((r) => r.days), ids],
                 ),
-                ({ rows }) => removeLocked(tx, rows.map((r) => r.id)),
+                ({ rows }) =>
+                  removeLocked(
+                    tx,
+                    rows.map((r) => r.id),
+                  ),
               ),
             )
             .pipe(logFailure("lifecycle: deleteIdle"))
@@ -272,7 +303,11 @@ export class LifecycleStore extends Effect.Service<LifecycleStore>()("@ctxd/db/L
               `SELECT id::text AS id FROM ctxd_sessions WHERE tenant = $1 AND session = $2 FOR UPDATE`,
               [tenant, session],
             )
-            if (rows.length > 0) return yield* removeLocked(tx, rows.map((r) => r.id))
+            if (rows.length > 0)
+              return yield* removeLocked(
+                tx,
+                rows.map((r) => r.id),
+              )
             // usage reports are keyed by name: one may outlive its session
             const usage = yield* tx.query(`DELETE FROM ctxd_usage_reports WHERE tenant = $1 AND session = $2`, [tenant, session])
             return { ...NONE, usageReports: usage.rowCount }
@@ -335,7 +370,15 @@ export class LifecycleStore extends Effect.Service<LifecycleStore>()("@ctxd/db/L
         }
         const next = (): ExportPage => ({ lines: out.join(""), nextCursor: encodeCursor({ s: id, k: section, a: after }) })
         if (section === "session") {
-          push({ kind: "session", tenant, session, lastSeq: head.last_seq, users: head.users, createdAt: head.created_at, updatedAt: head.updated_at })
+          push({
+            kind: "session",
+            tenant,
+            session,
+            lastSeq: head.last_seq,
+            users: head.users,
+            createdAt: head.created_at,
+            updatedAt: head.updated_at,
+          })
           section = "message"
           after = 0
         }

@@ -61,4 +61,3 @@ export const layer: Layer.Layer<MemoryStore, never, Database> = Layer.effect(Mem
 
 /** {@link make} with options, as a layer. */
 export const layerWith = (options: Options): Layer.Layer<MemoryStore, never, Database> => Layer.effect(MemoryStore, make(options))
-

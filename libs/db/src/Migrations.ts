@@ -93,8 +93,7 @@ export const load = (dir: string = directory): ReadonlyArray<Migration> => {
 export const migrations: ReadonlyArray<Migration> = load()
 
 /** The advisory lock key for migrating `schema`: the first 8 bytes of SHA-1(`ctxd/migrations/<schema>`), signed. */
-export const lockKey = (schema: string): bigint =>
-  hash("sha1", `ctxd/migrations/${schema}`, "buffer").readBigInt64BE(0)
+export const lockKey = (schema: string): bigint => hash("sha1", `ctxd/migrations/${schema}`, "buffer").readBigInt64BE(0)
 
 // Releases before the files created the table without `checksum` and still
 // insert (version, name) only: the column stays nullable so their workers keep
@@ -179,12 +178,9 @@ export const apply = (
   })
 
 /** Applies {@link migrations}. */
-export const run: Effect.Effect<
-  ReadonlyArray<number>,
-  DatabaseUnavailable | DatabaseError | MigrationChecksumMismatch,
-  Database
-> = apply(migrations)
+export const run: Effect.Effect<ReadonlyArray<number>, DatabaseUnavailable | DatabaseError | MigrationChecksumMismatch, Database> = apply(
+  migrations,
+)
 
 /** Runs {@link run} when built; provide it before anything that uses the tables. */
-export const layer: Layer.Layer<never, DatabaseUnavailable | DatabaseError | MigrationChecksumMismatch, Database> =
-  Layer.effectDiscard(run)
+export const layer: Layer.Layer<never, DatabaseUnavailable | DatabaseError | MigrationChecksumMismatch, Database> = Layer.effectDiscard(run)

@@ -82,9 +82,7 @@ export const status: Effect.Effect<Status, Failure, Database> = Effect.gen(funct
   const db = yield* Database
   const { rows } = yield* db.query<{ partitioned: boolean }>(PARTITIONED)
   if (!rows[0]?.partitioned) return { partitioned: false, turns: [] }
-  const parts = yield* db.query<{ name: string; from: Date | null; to: Date | null; rows_estimate: number; bytes: number }>(
-    TURN_PARTITIONS,
-  )
+  const parts = yield* db.query<{ name: string; from: Date | null; to: Date | null; rows_estimate: number; bytes: number }>(TURN_PARTITIONS)
   return {
     partitioned: true,
     turns: parts.rows.map((r) => ({ name: r.name, from: r.from, to: r.to, rowsEstimate: r.rows_estimate, bytes: r.bytes })),
@@ -99,21 +97,21 @@ export const status: Effect.Effect<Status, Failure, Database> = Effect.gen(funct
  * Creating a partition locks `ctxd_turns` briefly; while that lock is busy
  * (the lock timeout, {@link defaults.lockTimeoutMs}) it retries, 20 times.
  */
-export const ensureFuture = (
-  aheadDays: number = defaults.aheadDays,
-): Effect.Effect<ReadonlyArray<string>, Failure, Database> =>
+export const ensureFuture = (aheadDays: number = defaults.aheadDays): Effect.Effect<ReadonlyArray<string>, Failure, Database> =>
   Effect.gen(function* () {
     const db = yield* Database
-    return yield* db.transaction((tx) =>
-      Effect.gen(function* () {
-        yield* tx.query(`SET LOCAL lock_timeout = ${defaults.lockTimeoutMs}`)
-        yield* tx.query("SELECT pg_advisory_xact_lock($1::bigint)", [upkeepKey(db.schema)])
-        const { rows } = yield* tx.query<{ name: string }>("SELECT ctxd_turn_partitions_ensure($1::integer) AS name", [
-          Math.max(0, Math.floor(aheadDays)),
-        ])
-        return rows.map((r) => r.name)
-      }),
-    ).pipe(Effect.retry({ while: busy, schedule: Schedule.spaced("200 millis"), times: 20 }))
+    return yield* db
+      .transaction((tx) =>
+        Effect.gen(function* () {
+          yield* tx.query(`SET LOCAL lock_timeout = ${defaults.lockTimeoutMs}`)
+          yield* tx.query("SELECT pg_advisory_xact_lock($1::bigint)", [upkeepKey(db.schema)])
+          const { rows } = yield* tx.query<{ name: string }>("SELECT ctxd_turn_partitions_ensure($1::integer) AS name", [
+            Math.max(0, Math.floor(aheadDays)),
+          ])
+          return rows.map((r) => r.name)
+        }),
+      )
+      .pipe(Effect.retry({ while: busy, schedule: Schedule.spaced("200 millis"), times: 20 }))
   }).pipe(Effect.withSpan("Partitions.ensureFuture"))
 
 /** A partition {@link dropBefore} dropped. */
@@ -143,20 +141,22 @@ export const dropBefore = (before: Date): Effect.Effect<ReadonlyArray<Dropped>, 
     const expired = turns.filter((p): p is TurnPartition & { to: Date } => p.to !== null && p.to.getTime() <= before.getTime())
     const dropped: Dropped[] = []
     for (const part of expired) {
-      const done = yield* db.transaction((tx) =>
-        Effect.gen(function* () {
-          yield* tx.query(`SET LOCAL lock_timeout = ${defaults.lockTimeoutMs}`)
-          yield* tx.query("SELECT pg_advisory_xact_lock($1::bigint)", [upkeepKey(db.schema)])
-          const { rows } = yield* tx.query<{ exists: boolean }>("SELECT to_regclass($1) IS NOT NULL AS exists", [part.name])
-          if (!rows[0]?.exists) return false
-          yield* tx.query(`DROP TABLE ${quoteIdent(part.name)}`)
-          return true
-        }),
-      ).pipe(
-        Effect.catchIf(busy, (error) =>
-          Effect.as(Effect.logWarning(`partitions: ${part.name} not dropped this time (${error.message})`), false),
-        ),
-      )
+      const done = yield* db
+        .transaction((tx) =>
+          Effect.gen(function* () {
+            yield* tx.query(`SET LOCAL lock_timeout = ${defaults.lockTimeoutMs}`)
+            yield* tx.query("SELECT pg_advisory_xact_lock($1::bigint)", [upkeepKey(db.schema)])
+            const { rows } = yield* tx.query<{ exists: boolean }>("SELECT to_regclass($1) IS NOT NULL AS exists", [part.name])
+            if (!rows[0]?.exists) return false
+            yield* tx.query(`DROP TABLE ${quoteIdent(part.name)}`)
+            return true
+          }),
+        )
+        .pipe(
+          Effect.catchIf(busy, (error) =>
+            Effect.as(Effect.logWarning(`partitions: ${part.name} not dropped this time (${error.message})`), false),
+          ),
+        )
       if (done) dropped.push({ name: part.name, to: part.to, rowsEstimate: part.rowsEstimate, bytes: part.bytes })
     }
     if (dropped.length > 0) {

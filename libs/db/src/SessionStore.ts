@@ -41,7 +41,16 @@ import type { Conversation } from "@ctxd/contracts"
 import { Spans } from "@ctxd/observe"
 import { Context, Effect, Layer, Option } from "effect"
 import { Database, DatabaseError, type DatabaseUnavailable } from "./Database.ts"
-import { COMMIT_TURN, COMMIT_TURNS, type CommitRow, FIND_TURN, LIST_TURNS, LOAD_MESSAGES, type MessageRow, type TurnRow } from "./internal/commitSql.ts"
+import {
+  COMMIT_TURN,
+  COMMIT_TURNS,
+  type CommitRow,
+  FIND_TURN,
+  LIST_TURNS,
+  LOAD_MESSAGES,
+  type MessageRow,
+  type TurnRow,
+} from "./internal/commitSql.ts"
 import { commitSplits, commitsWaiting, commitTurns } from "./internal/commitMetrics.ts"
 import * as GroupCommit from "./internal/groupCommit.ts"
 import { logFailure } from "./internal/logFailure.ts"
@@ -63,8 +72,7 @@ export { commitSplits, commitsWaiting, commitTurns }
 
 type Failure = DatabaseUnavailable | DatabaseError
 
-const undecodable = (cause: unknown) =>
-  new DatabaseError({ message: `stored reply could not be decoded: ${String(cause)}`, cause })
+const undecodable = (cause: unknown) => new DatabaseError({ message: `stored reply could not be decoded: ${String(cause)}`, cause })
 
 const storedReply = (reply: unknown, replyZ: Uint8Array | null): Effect.Effect<unknown, DatabaseError> =>
   replyZ === null ? Effect.succeed(reply) : Effect.try({ try: () => ReplyCodec.decode(replyZ), catch: undecodable })
@@ -184,9 +192,7 @@ const commitParams = (input: CommitTurn): Effect.Effect<ReadonlyArray<unknown>, 
   Effect.suspend(() => {
     const reply = input.replyUtf8 ?? JSON.stringify(input.reply) ?? "null"
     if (ReplyCodec.hasNul(reply)) {
-      return Effect.fail(
-        new DatabaseError({ message: "unsupported Unicode escape sequence: \\u0000 in the reply", code: "22P05" }),
-      )
+      return Effect.fail(new DatabaseError({ message: "unsupported Unicode escape sequence: \\u0000 in the reply", code: "22P05" }))
     }
     const messages = input.messages.map((m) => ({ message: m.message, tokens: m.tokens, encoding: m.encoding }))
     const fence = input.fence
@@ -207,22 +213,15 @@ const commitParams = (input: CommitTurn): Effect.Effect<ReadonlyArray<unknown>, 
     ])
   })
 
-
 /** The session store: `findTurn`, `loadMessages`, `commitTurn`. Needs a migrated {@link Database}. */
 export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/SessionStore", {
   effect: Effect.gen(function* () {
     const db = yield* Database
 
     /** The turn `turnId` of the session, if it was committed. */
-    const findTurn = (
-      tenant: string,
-      session: string,
-      turnId: string,
-    ): Effect.Effect<Option.Option<StoredTurn>, Failure> =>
+    const findTurn = (tenant: string, session: string, turnId: string): Effect.Effect<Option.Option<StoredTurn>, Failure> =>
       db.query<TurnRow>(FIND_TURN, [tenant, session, turnId]).pipe(
-        Effect.flatMap(({ rows }) =>
-          rows[0] === undefined ? Effect.succeedNone : Effect.asSome(toTurn(rows[0])),
-        ),
+        Effect.flatMap(({ rows }) => (rows[0] === undefined ? Effect.succeedNone : Effect.asSome(toTurn(rows[0])))),
         logFailure("session store: findTurn"),
         Spans.span("SessionStore.findTurn"),
       )
@@ -232,15 +231,9 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
      * unknown session). The stored JSON is trusted as written by
      * {@link commitTurn}; it is not decoded again.
      */
-    const loadMessages = (
-      tenant: string,
-      session: string,
-      afterSeq: number,
-    ): Effect.Effect<ReadonlyArray<StoredMessage>, Failure> =>
+    const loadMessages = (tenant: string, session: string, afterSeq: number): Effect.Effect<ReadonlyArray<StoredMessage>, Failure> =>
       db.query<MessageRow<Conversation.Message>>(LOAD_MESSAGES, [tenant, session, afterSeq]).pipe(
-        Effect.map(({ rows }) =>
-          rows.map((row) => ({ seq: row.seq, message: row.content, tokens: row.tokens, encoding: row.encoding })),
-        ),
+        Effect.map(({ rows }) => rows.map((row) => ({ seq: row.seq, message: row.content, tokens: row.tokens, encoding: row.encoding }))),
         logFailure("session store: loadMessages"),
         Spans.span("SessionStore.loadMessages"),
       )
@@ -252,7 +245,10 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
       grouping,
       {
         one: (params) => Effect.map(db.query<CommitRow>(COMMIT_TURN, params), ({ rows }) => rows[0]),
-        many: (items) => Effect.map(db.query<CommitRow & { readonly idx: number }>(COMMIT_TURNS, batchParams(items)), ({ rows }) => byIndex(rows, items.length)),
+        many: (items) =>
+          Effect.map(db.query<CommitRow & { readonly idx: number }>(COMMIT_TURNS, batchParams(items)), ({ rows }) =>
+            byIndex(rows, items.length),
+          ),
       },
       runtime,
       {
@@ -270,9 +266,7 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
      * was committed before and with {@link SeqConflict} if the session's last
      * sequence number is not `expectedLastSeq`; nothing is written then.
      */
-    const commitTurn = (
-      input: CommitTurn,
-    ): Effect.Effect<Committed, NotOwner | SeqConflict | TurnExists | Failure> =>
+    const commitTurn = (input: CommitTurn): Effect.Effect<Committed, NotOwner | SeqConflict | TurnExists | Failure> =>
       commitParams(input).pipe(
         Effect.flatMap(group.submit),
         Effect.flatMap((row) => outcome(input, row)),
@@ -283,7 +277,9 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
     /** The session's newest committed turns, newest first, at most `limit` (none for an unknown session). */
     const listTurns = (tenant: string, session: string, limit: number): Effect.Effect<ReadonlyArray<TurnEntry>, Failure> =>
       db.query<{ turn_id: string; first_seq: number; last_seq: number; created_at: Date }>(LIST_TURNS, [tenant, session, limit]).pipe(
-        Effect.map(({ rows }) => rows.map((r) => ({ turnId: r.turn_id, firstSeq: r.first_seq, lastSeq: r.last_seq, createdAt: r.created_at }))),
+        Effect.map(({ rows }) =>
+          rows.map((r) => ({ turnId: r.turn_id, firstSeq: r.first_seq, lastSeq: r.last_seq, createdAt: r.created_at })),
+        ),
         logFailure("session store: listTurns"),
         Spans.span("SessionStore.listTurns"),
       )
@@ -291,7 +287,6 @@ export class SessionStore extends Effect.Service<SessionStore>()("@ctxd/db/Sessi
     return { findTurn, loadMessages, commitTurn, listTurns } as const
   }),
 }) {}
-
 
 /**
  * How commits are grouped: concurrent commits of other sessions wait while
@@ -347,9 +342,18 @@ export const makeMemory = (options: MemoryOptions = {}): SessionStore => {
     findTurn: (tenant, session, turnId) =>
       Effect.sync(() => {
         const turn = sessions.get(key(tenant, session))?.turns.get(turnId)
-        return turn === undefined ? Option.none() : Option.some({ turnId: turn.turnId, requestHash: turn.requestHash, reply: clone(turn.reply), firstSeq: turn.firstSeq, lastSeq: turn.lastSeq })
+        return turn === undefined
+          ? Option.none()
+          : Option.some({
+              turnId: turn.turnId,
+              requestHash: turn.requestHash,
+              reply: clone(turn.reply),
+              firstSeq: turn.firstSeq,
+              lastSeq: turn.lastSeq,
+            })
       }),
-    loadMessages: (tenant, session, afterSeq) => Effect.sync(() => (sessions.get(key(tenant, session))?.messages ?? []).filter((m) => m.seq > afterSeq)),
+    loadMessages: (tenant, session, afterSeq) =>
+      Effect.sync(() => (sessions.get(key(tenant, session))?.messages ?? []).filter((m) => m.seq > afterSeq)),
     listTurns: (tenant, session, limit) =>
       Effect.sync(() =>
         [...(sessions.get(key(tenant, session))?.turns.values() ?? [])]
@@ -366,7 +370,18 @@ export const makeMemory = (options: MemoryOptions = {}): SessionStore => {
         const current = sessions.get(key(input.tenant, input.session))
         const stored = current?.turns.get(input.turnId)
         if (stored !== undefined) {
-          return Effect.fail(new TurnExists({ message: `turn ${input.turnId} was already committed`, stored: { turnId: stored.turnId, requestHash: stored.requestHash, reply: clone(stored.reply), firstSeq: stored.firstSeq, lastSeq: stored.lastSeq } }))
+          return Effect.fail(
+            new TurnExists({
+              message: `turn ${input.turnId} was already committed`,
+              stored: {
+                turnId: stored.turnId,
+                requestHash: stored.requestHash,
+                reply: clone(stored.reply),
+                firstSeq: stored.firstSeq,
+                lastSeq: stored.lastSeq,
+              },
+            }),
+          )
         }
         const lastSeq = current?.messages.at(-1)?.seq ?? 0
         if (lastSeq !== input.expectedLastSeq) return outcome(input, { status: "conflict", actual_last_seq: lastSeq } as CommitRow)
@@ -376,10 +391,20 @@ export const makeMemory = (options: MemoryOptions = {}): SessionStore => {
         }
         const session: MemorySession = current ?? { messages: [], turns: new Map() }
         const firstSeq = lastSeq + 1
-        input.messages.forEach((m, i) => session.messages.push({ seq: firstSeq + i, message: clone(m.message), tokens: m.tokens, encoding: m.encoding }))
+        input.messages.forEach((m, i) =>
+          session.messages.push({ seq: firstSeq + i, message: clone(m.message), tokens: m.tokens, encoding: m.encoding }),
+        )
         const last = lastSeq + input.messages.length
-        const reply: unknown = input.replyUtf8 === undefined ? clone(input.reply) : JSON.parse(Buffer.from(input.replyUtf8).toString("utf8"))
-        session.turns.set(input.turnId, { turnId: input.turnId, requestHash: input.requestHash, reply, firstSeq, lastSeq: last, createdAt: new Date() })
+        const reply: unknown =
+          input.replyUtf8 === undefined ? clone(input.reply) : JSON.parse(Buffer.from(input.replyUtf8).toString("utf8"))
+        session.turns.set(input.turnId, {
+          turnId: input.turnId,
+          requestHash: input.requestHash,
+          reply,
+          firstSeq,
+          lastSeq: last,
+          createdAt: new Date(),
+        })
         sessions.set(key(input.tenant, input.session), session)
         return Effect.succeed({ firstSeq, lastSeq: last })
       }),

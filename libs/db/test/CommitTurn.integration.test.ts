@@ -67,14 +67,23 @@ describe("ctxd_commit_turn", () => {
       Effect.gen(function* () {
         const db = yield* Database.Database
         const session = fresh()
-        yield* db.query(`INSERT INTO ctxd_shard_leases (shard, owner, epoch, expires_at) VALUES (21, 'w1', 2, now() + interval '1 minute') ON CONFLICT DO NOTHING`)
+        yield* db.query(
+          `INSERT INTO ctxd_shard_leases (shard, owner, epoch, expires_at) VALUES (21, 'w1', 2, now() + interval '1 minute') ON CONFLICT DO NOTHING`,
+        )
         const call = (turnId: string, expected: number, fence: readonly [number, string, string] | null = null) =>
           db
             .query<{ status: string; actual_last_seq: number | null; stored_request_hash: string | null }>(
               `SELECT status, actual_last_seq, stored_request_hash
                FROM ${fn}('acme', $1, $2, 'h', $3, $4::jsonb, $5, $6, $7, $8${tail})`,
-              [session, turnId, expected, JSON.stringify([{ message: text("user", turnId), tokens: 1, encoding: "e" }]),
-                ReplyCodec.encode("{}"), ...(fence ?? [null, null, null]), ...(tail === "" ? [] : [expected + 1])],
+              [
+                session,
+                turnId,
+                expected,
+                JSON.stringify([{ message: text("user", turnId), tokens: 1, encoding: "e" }]),
+                ReplyCodec.encode("{}"),
+                ...(fence ?? [null, null, null]),
+                ...(tail === "" ? [] : [expected + 1]),
+              ],
             )
             .pipe(Effect.map(({ rows }) => rows[0]))
 
@@ -96,7 +105,12 @@ describe("ctxd_commit_turn", () => {
     )
 
     /** A commit of one user message named after the turn, for `session`, as a worker makes it. */
-    const turnInput = (session: string, turnId: string, expectedLastSeq: number, overrides: Partial<SessionStore.CommitTurn> = {}): SessionStore.CommitTurn => ({
+    const turnInput = (
+      session: string,
+      turnId: string,
+      expectedLastSeq: number,
+      overrides: Partial<SessionStore.CommitTurn> = {},
+    ): SessionStore.CommitTurn => ({
       tenant: "acme",
       session,
       turnId,
@@ -110,7 +124,10 @@ describe("ctxd_commit_turn", () => {
     /** The transaction that wrote each session's row last (one statement: one transaction). */
     const writers = (sessions: ReadonlyArray<string>) =>
       Effect.flatMap(Database.Database, (db) =>
-        db.query<{ session: string; xmin: string }>("SELECT session, xmin::text AS xmin FROM ctxd_sessions WHERE tenant = 'acme' AND session = ANY ($1::text[])", [sessions]),
+        db.query<{ session: string; xmin: string }>(
+          "SELECT session, xmin::text AS xmin FROM ctxd_sessions WHERE tenant = 'acme' AND session = ANY ($1::text[])",
+          [sessions],
+        ),
       ).pipe(Effect.map(({ rows }) => new Map(rows.map((r) => [r.session, r.xmin]))))
 
     it.effect("commits arriving while one is in flight go out together in one statement, each with its own outcome", () =>
@@ -120,7 +137,9 @@ describe("ctxd_commit_turn", () => {
         const store = yield* SessionStore.SessionStore.pipe(Effect.provide(SessionStore.layerWith({ statements: 1 })))
         const [first, ok, stored, behind, fenced, full] = Array.from({ length: 6 }, fresh)
         const before = yield* Metric.value(SessionStore.commitTurns)
-        yield* db.query(`INSERT INTO ctxd_shard_leases (shard, owner, epoch, expires_at) VALUES (33, 'w1', 2, now() + interval '1 minute') ON CONFLICT DO NOTHING`)
+        yield* db.query(
+          `INSERT INTO ctxd_shard_leases (shard, owner, epoch, expires_at) VALUES (33, 'w1', 2, now() + interval '1 minute') ON CONFLICT DO NOTHING`,
+        )
         yield* store.commitTurn(turnInput(stored!, "t1", 0, { reply: { ok: true, turnId: "t1", stored: true } }))
         yield* store.commitTurn(turnInput(behind!, "t1", 0))
         const exits = yield* Effect.all(
@@ -132,13 +151,20 @@ describe("ctxd_commit_turn", () => {
             // the session is at 1
             store.commitTurn(turnInput(behind!, "t2", 0)),
             store.commitTurn(turnInput(fenced!, "t1", 0, { fence: { shard: 33, owner: "w2", epoch: 2 } })),
-            store.commitTurn(turnInput(full!, "t1", 0, { fence: { shard: 33, owner: "w1", epoch: 2 }, length: { agent: "a", turns: 1 }, user: "u1" })),
+            store.commitTurn(
+              turnInput(full!, "t1", 0, { fence: { shard: 33, owner: "w1", epoch: 2 }, length: { agent: "a", turns: 1 }, user: "u1" }),
+            ),
           ].map(Effect.exit),
           { concurrency: "unbounded" },
         )
         expect(exits[0]).toEqual(Exit.succeed({ firstSeq: 1, lastSeq: 1 }))
         expect(exits[1]).toEqual(Exit.succeed({ firstSeq: 1, lastSeq: 1 }))
-        expect(exits[2]).toMatchObject(Exit.fail({ _tag: "TurnExists", stored: { turnId: "t1", reply: { ok: true, turnId: "t1", stored: true }, firstSeq: 1, lastSeq: 1 } }))
+        expect(exits[2]).toMatchObject(
+          Exit.fail({
+            _tag: "TurnExists",
+            stored: { turnId: "t1", reply: { ok: true, turnId: "t1", stored: true }, firstSeq: 1, lastSeq: 1 },
+          }),
+        )
         expect(exits[3]).toMatchObject(Exit.fail({ _tag: "SeqConflict", expectedLastSeq: 0, actualLastSeq: 1 }))
         expect(exits[4]).toMatchObject(Exit.fail({ _tag: "NotOwner", shard: 33, owner: "w2" }))
         expect(exits[5]).toEqual(Exit.succeed({ firstSeq: 1, lastSeq: 1 }))
@@ -170,7 +196,9 @@ describe("ctxd_commit_turn", () => {
             store.commitTurn(turnInput(first!, "t1", 0)),
             store.commitTurn(turnInput(a!, "t1", 0)),
             // jsonb holds no U+0000: Postgres rolls the whole statement back
-            store.commitTurn(turnInput(bad!, "t1", 0, { messages: [{ message: text("user", "nul \u0000 here"), tokens: 3, encoding: "o200k_base" }] })),
+            store.commitTurn(
+              turnInput(bad!, "t1", 0, { messages: [{ message: text("user", "nul \u0000 here"), tokens: 3, encoding: "o200k_base" }] }),
+            ),
             store.commitTurn(turnInput(b!, "t1", 0)),
           ].map(Effect.exit),
           { concurrency: "unbounded" },
@@ -190,7 +218,10 @@ describe("ctxd_commit_turn", () => {
       Effect.gen(function* () {
         const store = yield* SessionStore.SessionStore.pipe(Effect.provide(SessionStore.layerWith({ statements: 1, maxBatch: 1 })))
         const sessions = Array.from({ length: 4 }, fresh)
-        yield* Effect.all(sessions.map((s) => store.commitTurn(turnInput(s, "t1", 0))), { concurrency: "unbounded" })
+        yield* Effect.all(
+          sessions.map((s) => store.commitTurn(turnInput(s, "t1", 0))),
+          { concurrency: "unbounded" },
+        )
         expect(new Set((yield* writers(sessions)).values()).size).toBe(4)
       }),
     )
@@ -368,7 +399,9 @@ describe("ctxd_commit_turn", () => {
         user,
       })
       expect(yield* legacyCommit("ctxd_commit_turn_v9", input("t1", 0, 1, "u1")).pipe(provide)).toBe("ok")
-      expect(yield* Migrations.apply(Migrations.migrations).pipe(provide)).toEqual(Migrations.migrations.filter((m) => m.version > 10).map((m) => m.version))
+      expect(yield* Migrations.apply(Migrations.migrations).pipe(provide)).toEqual(
+        Migrations.migrations.filter((m) => m.version > 10).map((m) => m.version),
+      )
       const store = yield* SessionStore.SessionStore.pipe(Effect.provide(SessionStore.layer), provide)
       expect(yield* store.commitTurn(input("t2", 1, 2, "u2"))).toEqual({ firstSeq: 2, lastSeq: 2 })
       expect(yield* legacyCommit("ctxd_commit_turn_v9", input("t3", 2, 3, "u1")).pipe(provide)).toBe("ok")

@@ -21,9 +21,7 @@ describe("Database", () => {
       Effect.gen(function* () {
         const db = yield* Database.Database
         yield* db.query("CREATE TABLE tx_ok (n integer)")
-        const n = yield* db.transaction((tx) =>
-          tx.query("INSERT INTO tx_ok VALUES (1), (2)").pipe(Effect.map((r) => r.rowCount)),
-        )
+        const n = yield* db.transaction((tx) => tx.query("INSERT INTO tx_ok VALUES (1), (2)").pipe(Effect.map((r) => r.rowCount)))
         expect(n).toBe(2)
         expect((yield* db.query("SELECT * FROM tx_ok")).rowCount).toBe(2)
       }),
@@ -34,9 +32,7 @@ describe("Database", () => {
         const db = yield* Database.Database
         yield* db.query("CREATE TABLE tx_fail (n integer PRIMARY KEY)")
         const sql = yield* db
-          .transaction((tx) =>
-            tx.query("INSERT INTO tx_fail VALUES (1)").pipe(Effect.zipRight(tx.query("INSERT INTO tx_fail VALUES (1)"))),
-          )
+          .transaction((tx) => tx.query("INSERT INTO tx_fail VALUES (1)").pipe(Effect.zipRight(tx.query("INSERT INTO tx_fail VALUES (1)"))))
           .pipe(Effect.flip)
         expect(sql._tag).toBe("DatabaseError")
         expect(sql._tag === "DatabaseError" && sql.code).toBe("23505")
@@ -54,9 +50,7 @@ describe("Database", () => {
         const db = yield* Database.Database
         yield* db.query("CREATE TABLE tx_interrupt (n integer)")
         const fiber = yield* db
-          .transaction((tx) =>
-            tx.query("INSERT INTO tx_interrupt VALUES (1)").pipe(Effect.zipRight(tx.query("SELECT pg_sleep(2)"))),
-          )
+          .transaction((tx) => tx.query("INSERT INTO tx_interrupt VALUES (1)").pipe(Effect.zipRight(tx.query("SELECT pg_sleep(2)"))))
           .pipe(Effect.fork)
         // real time (it.effect runs on the TestClock): let the sleep reach the server
         yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))

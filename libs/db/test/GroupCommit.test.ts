@@ -10,7 +10,8 @@ import * as GroupCommit from "../src/internal/groupCommit.ts"
  */
 const harness = (options: GroupCommit.Options, answer?: (items: ReadonlyArray<string>) => ReadonlyArray<string>) =>
   Effect.gen(function* () {
-    const calls: Array<{ readonly kind: "one" | "many"; readonly items: ReadonlyArray<string>; readonly gate: Deferred.Deferred<void> }> = []
+    const calls: Array<{ readonly kind: "one" | "many"; readonly items: ReadonlyArray<string>; readonly gate: Deferred.Deferred<void> }> =
+      []
     const gated = (kind: "one" | "many", items: ReadonlyArray<string>) =>
       Effect.flatMap(Deferred.make<void>(), (gate) => {
         calls.push({ kind, items, gate })
@@ -62,7 +63,10 @@ describe("GroupCommit", () => {
       yield* release(0)
       expect(yield* Fiber.join(a)).toBe("ok:a")
       yield* settle
-      expect(calls.map((c) => [c.kind, c.items])).toEqual([["one", ["a"]], ["many", ["b", "c", "d"]]])
+      expect(calls.map((c) => [c.kind, c.items])).toEqual([
+        ["one", ["a"]],
+        ["many", ["b", "c", "d"]],
+      ])
       expect(waiting.now).toBe(3)
       yield* release(1)
       expect(yield* Fiber.join(rest)).toEqual(["ok:b", "ok:c", "ok:d"])
@@ -127,7 +131,9 @@ describe("GroupCommit", () => {
 
   it.effect("a batch answered with a row missing runs again item by item (no item gets another's outcome)", () =>
     Effect.gen(function* () {
-      const { group, calls, release, settle } = yield* harness({ maxBatch: 16, statements: 1 }, (items) => items.slice(1).map((i) => `ok:${i}`))
+      const { group, calls, release, settle } = yield* harness({ maxBatch: 16, statements: 1 }, (items) =>
+        items.slice(1).map((i) => `ok:${i}`),
+      )
       const first = yield* Effect.fork(group.submit("a"))
       yield* settle
       const rest = yield* Effect.fork(Effect.all(["b", "c"].map(group.submit), { concurrency: "unbounded" }))
@@ -140,7 +146,12 @@ describe("GroupCommit", () => {
       yield* release(2)
       yield* release(3)
       expect(yield* Fiber.join(rest)).toEqual(["ok:b", "ok:c"])
-      expect(calls.map((c) => [c.kind, c.items])).toEqual([["one", ["a"]], ["many", ["b", "c"]], ["one", ["b"]], ["one", ["c"]]])
+      expect(calls.map((c) => [c.kind, c.items])).toEqual([
+        ["one", ["a"]],
+        ["many", ["b", "c"]],
+        ["one", ["b"]],
+        ["one", ["c"]],
+      ])
     }),
   )
 
@@ -174,7 +185,11 @@ describe("GroupCommit", () => {
         yield* release(i)
       }
       expect(yield* Fiber.join(all)).toEqual(["ok:a", "ok:b", "ok:c"])
-      expect(calls.map((c) => [c.kind, c.items])).toEqual([["one", ["a"]], ["one", ["b"]], ["one", ["c"]]])
+      expect(calls.map((c) => [c.kind, c.items])).toEqual([
+        ["one", ["a"]],
+        ["one", ["b"]],
+        ["one", ["c"]],
+      ])
     }),
   )
 })

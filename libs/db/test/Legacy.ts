@@ -100,9 +100,7 @@ const CATALOG = {
  */
 export const dump = Effect.flatMap(Database.Database, (db) =>
   Effect.map(
-    Effect.forEach(Object.entries(CATALOG), ([what, sql]) =>
-      Effect.map(db.query(sql, [db.schema]), ({ rows }) => [what, rows] as const),
-    ),
+    Effect.forEach(Object.entries(CATALOG), ([what, sql]) => Effect.map(db.query(sql, [db.schema]), ({ rows }) => [what, rows] as const)),
     (parts) =>
       JSON.parse(
         JSON.stringify(Object.fromEntries(parts))

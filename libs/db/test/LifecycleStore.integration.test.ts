@@ -24,7 +24,11 @@ const turns = (tenant: string, session: string, n: number, extra: Partial<Sessio
         turnId: `t${i}`,
         requestHash: `h${i}`,
         expectedLastSeq: 2 * i,
-        messages: [text("user", `question ${i}`), text("assistant", `answer ${i}`)].map((message) => ({ message, tokens: 3, encoding: "o200k_base" })),
+        messages: [text("user", `question ${i}`), text("assistant", `answer ${i}`)].map((message) => ({
+          message,
+          tokens: 3,
+          encoding: "o200k_base",
+        })),
         reply: { ok: true, turnId: `t${i}`, n: i },
         length: { agent: "default", turns: i + 1 },
         ...extra,
@@ -53,9 +57,10 @@ const age = (tenant: string, session: string, hours: number) =>
 /** Summaries, a compaction audit row, a compaction lease and a usage report for the session. */
 const extras = (tenant: string, session: string) =>
   Effect.gen(function* () {
-    const [{ id }] = (yield* sql<{ id: string }>(`SELECT id::text AS id FROM ctxd_sessions WHERE tenant = $1 AND session = $2`, [tenant, session])) as [
-      { id: string },
-    ]
+    const [{ id }] = (yield* sql<{ id: string }>(`SELECT id::text AS id FROM ctxd_sessions WHERE tenant = $1 AND session = $2`, [
+      tenant,
+      session,
+    ])) as [{ id: string }]
     const [{ sid }] = (yield* sql<{ sid: string }>(
       `INSERT INTO ctxd_summaries (session_id, covers_from_seq, covers_to_seq, text, mode, depth, token)
        VALUES ($1, 1, 2, 'the summary', 'oneshot', 1, 1) RETURNING id::text AS sid`,
@@ -96,7 +101,10 @@ const leftovers = (tenant: string, session: string, id: string) =>
             : undefined
       if (where === undefined) continue
       checked++
-      const [row] = yield* sql<{ n: string }>(`SELECT count(*) AS n FROM ${table} WHERE ${where[0] as string}`, where[1] as ReadonlyArray<unknown>)
+      const [row] = yield* sql<{ n: string }>(
+        `SELECT count(*) AS n FROM ${table} WHERE ${where[0] as string}`,
+        where[1] as ReadonlyArray<unknown>,
+      )
       if (Number(row!.n) > 0) found[table] = Number(row!.n)
     }
     return { found, checked }
@@ -122,7 +130,14 @@ describe("LifecycleStore", () => {
         ]
         expect(batches).toEqual([3, 3, 1, 0])
         const pruned = Option.getOrThrow(yield* store.findTurn("acme", old, "t4"))
-        expect(pruned).toMatchObject({ turnId: "t4", requestHash: "h4", firstSeq: 9, lastSeq: 10, expired: true, reply: SessionStore.EXPIRED_REPLY })
+        expect(pruned).toMatchObject({
+          turnId: "t4",
+          requestHash: "h4",
+          firstSeq: 9,
+          lastSeq: 10,
+          expired: true,
+          reply: SessionStore.EXPIRED_REPLY,
+        })
         expect(Option.getOrThrow(yield* store.findTurn("acme", recent, "t1"))).toEqual({
           turnId: "t1",
           requestHash: "h1",
@@ -133,7 +148,15 @@ describe("LifecycleStore", () => {
         // every message is still there; the commit of the same turn id meets the expired turn
         expect((yield* store.loadMessages("acme", old, 0)).length).toBe(14)
         const retry = yield* Effect.either(
-          store.commitTurn({ tenant: "acme", session: old, turnId: "t2", requestHash: "h2", expectedLastSeq: 14, messages: [], reply: { ok: true } }),
+          store.commitTurn({
+            tenant: "acme",
+            session: old,
+            turnId: "t2",
+            requestHash: "h2",
+            expectedLastSeq: 14,
+            messages: [],
+            reply: { ok: true },
+          }),
         )
         expect(Either.getLeft(retry).pipe(Option.getOrThrow)).toMatchObject({ _tag: "TurnExists", stored: { expired: true } })
         // the window decides: a 30 h window prunes nothing more
@@ -229,10 +252,12 @@ describe("LifecycleStore", () => {
           `SELECT tenant, session FROM ctxd_sessions WHERE session = ANY($1) ORDER BY tenant, session`,
           [[idle, active, keep]],
         )
-        expect(names).toEqual([
-          { tenant: "ret-a", session: active },
-          { tenant: "ret-b", session: keep },
-        ].sort((a, b) => (a.tenant + a.session < b.tenant + b.session ? -1 : 1)))
+        expect(names).toEqual(
+          [
+            { tenant: "ret-a", session: active },
+            { tenant: "ret-b", session: keep },
+          ].sort((a, b) => (a.tenant + a.session < b.tenant + b.session ? -1 : 1)),
+        )
       }),
     )
 
@@ -296,14 +321,21 @@ describe("LifecycleStore", () => {
         yield* lifecycle.pruneReplies(24 * 3600, 100)
         const whole = yield* lifecycle.exportPage("exp", session, undefined, 10_000, 100 * 1024 * 1024)
         expect(whole.nextCursor).toBeUndefined()
-        const lines = whole.lines.trimEnd().split("\n").map((l) => JSON.parse(l) as { kind: string; [k: string]: unknown })
+        const lines = whole.lines
+          .trimEnd()
+          .split("\n")
+          .map((l) => JSON.parse(l) as { kind: string; [k: string]: unknown })
         const kinds = lines.map((l) => l.kind)
         expect(kinds.filter((k) => k === "message").length).toBe(60)
         expect(kinds.filter((k) => k === "turn").length).toBe(30)
         expect(kinds[0]).toBe("session")
         expect(lines[0]).toMatchObject({ tenant: "exp", session, lastSeq: 60, users: ["carol"] })
         expect(kinds.slice(-2)).toEqual(["summary", "compaction"])
-        expect(lines.find((l) => l.kind === "message" && l.seq === 3)).toMatchObject({ role: "user", message: text("user", "question 1"), turnId: "t1" })
+        expect(lines.find((l) => l.kind === "message" && l.seq === 3)).toMatchObject({
+          role: "user",
+          message: text("user", "question 1"),
+          turnId: "t1",
+        })
         expect(lines.find((l) => l.kind === "turn" && l.turnId === "t29")).toMatchObject({ firstSeq: 59, lastSeq: 60, replyStored: false })
         // pages by line count and by bytes, each page within its bounds
         for (const [limit, maxBytes] of [
@@ -352,46 +384,75 @@ describe("LifecycleStore", () => {
         // the longest turn id, all of it escaped in JSON: its cursor still fits the request schema
         const odd = fresh()
         const turnId = "\u0001".repeat(200)
-        yield* (yield* SessionStore.SessionStore).commitTurn({ tenant: "exp", session: odd, turnId, requestHash: "h", expectedLastSeq: 0, messages: [], reply: { ok: true } })
-        yield* (yield* SessionStore.SessionStore).commitTurn({ tenant: "exp", session: odd, turnId: "z", requestHash: "h", expectedLastSeq: 0, messages: [], reply: { ok: true } })
+        yield* (yield* SessionStore.SessionStore).commitTurn({
+          tenant: "exp",
+          session: odd,
+          turnId,
+          requestHash: "h",
+          expectedLastSeq: 0,
+          messages: [],
+          reply: { ok: true },
+        })
+        yield* (yield* SessionStore.SessionStore).commitTurn({
+          tenant: "exp",
+          session: odd,
+          turnId: "z",
+          requestHash: "h",
+          expectedLastSeq: 0,
+          messages: [],
+          reply: { ok: true },
+        })
         const page = yield* lifecycle.exportPage("exp", odd, undefined, 2, 1024 * 1024)
         expect(page.lines).toContain('"kind":"turn"')
-        expect(Schema.decodeUnknownSync(Session.ExportRequest)({ op: "export", cursor: page.nextCursor })).toMatchObject({ cursor: page.nextCursor })
+        expect(Schema.decodeUnknownSync(Session.ExportRequest)({ op: "export", cursor: page.nextCursor })).toMatchObject({
+          cursor: page.nextCursor,
+        })
       }),
     )
   })
 
-  it.scoped("migration 9 applies on a schema at version 8: the previous release's commits keep working, its replies (and pre-v3 ones) are pruned", () =>
-    Effect.gen(function* () {
-      const { url, schema } = yield* TestDatabase.make
-      const db = yield* Database.make({ url, schema })
-      const provide = Effect.provideService(Database.Database, db)
-      expect(yield* Migrations.apply(Migrations.migrations.filter((m) => m.version <= 8)).pipe(provide)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
-      const stores = Effect.provide(Layer.mergeAll(SessionStore.layer, LifecycleStore.layer))
-      const message = { message: text("user", "more"), tokens: 1, encoding: "o200k_base" }
-      const commitOn = (fn: LegacyCommit, turnId: string, expectedLastSeq: number, extra: Partial<SessionStore.CommitTurn> = {}) =>
-        legacyCommit(fn, { tenant: "acme", session: "old", turnId, requestHash: "h", expectedLastSeq, messages: [message], reply: { ok: true, turnId }, ...extra }).pipe(provide)
-      // two turns of the release of schema version 8
-      for (const [i, turnId] of ["t0", "t1"].entries()) {
-        expect(yield* commitOn("ctxd_commit_turn_v7", turnId, i, { length: { agent: "default", turns: i + 1 } })).toBe("ok")
-      }
-      expect(yield* Migrations.apply(Migrations.migrations.filter((m) => m.version <= 9)).pipe(provide)).toEqual([9])
-      // the previous release's statements (ctxd_commit_turn_v7 without a user) beside the new one
-      yield* Effect.gen(function* () {
-        const store = yield* SessionStore.SessionStore
-        expect(yield* commitOn("ctxd_commit_turn_v7", "v7", 2, { length: { agent: "default", turns: 3 } })).toBe("ok")
-        expect(yield* commitOn("ctxd_commit_turn_v9", "v8", 3, { user: "u" })).toBe("ok")
-        // a reply as the first release stored it (jsonb, no reply_z)
-        yield* db.query(
-          `INSERT INTO ctxd_turns (session_id, turn_id, request_hash, first_seq, last_seq, reply)
+  it.scoped(
+    "migration 9 applies on a schema at version 8: the previous release's commits keep working, its replies (and pre-v3 ones) are pruned",
+    () =>
+      Effect.gen(function* () {
+        const { url, schema } = yield* TestDatabase.make
+        const db = yield* Database.make({ url, schema })
+        const provide = Effect.provideService(Database.Database, db)
+        expect(yield* Migrations.apply(Migrations.migrations.filter((m) => m.version <= 8)).pipe(provide)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+        const stores = Effect.provide(Layer.mergeAll(SessionStore.layer, LifecycleStore.layer))
+        const message = { message: text("user", "more"), tokens: 1, encoding: "o200k_base" }
+        const commitOn = (fn: LegacyCommit, turnId: string, expectedLastSeq: number, extra: Partial<SessionStore.CommitTurn> = {}) =>
+          legacyCommit(fn, {
+            tenant: "acme",
+            session: "old",
+            turnId,
+            requestHash: "h",
+            expectedLastSeq,
+            messages: [message],
+            reply: { ok: true, turnId },
+            ...extra,
+          }).pipe(provide)
+        // two turns of the release of schema version 8
+        for (const [i, turnId] of ["t0", "t1"].entries()) {
+          expect(yield* commitOn("ctxd_commit_turn_v7", turnId, i, { length: { agent: "default", turns: i + 1 } })).toBe("ok")
+        }
+        expect(yield* Migrations.apply(Migrations.migrations.filter((m) => m.version <= 9)).pipe(provide)).toEqual([9])
+        // the previous release's statements (ctxd_commit_turn_v7 without a user) beside the new one
+        yield* Effect.gen(function* () {
+          const store = yield* SessionStore.SessionStore
+          expect(yield* commitOn("ctxd_commit_turn_v7", "v7", 2, { length: { agent: "default", turns: 3 } })).toBe("ok")
+          expect(yield* commitOn("ctxd_commit_turn_v9", "v8", 3, { user: "u" })).toBe("ok")
+          // a reply as the first release stored it (jsonb, no reply_z)
+          yield* db.query(
+            `INSERT INTO ctxd_turns (session_id, turn_id, request_hash, first_seq, last_seq, reply)
            SELECT id, 'v1', 'h', 7, 6, '{"ok": true, "turnId": "v1"}'::jsonb FROM ctxd_sessions WHERE session = 'old'`,
-        )
-        yield* db.query(`UPDATE ctxd_turns SET created_at = created_at - interval '2 days'`)
-        const lifecycle = yield* LifecycleStore.LifecycleStore
-        expect(yield* lifecycle.pruneReplies(24 * 3600, 100)).toBe(5)
-        expect(Option.getOrThrow(yield* store.findTurn("acme", "old", "v1"))).toMatchObject({ expired: true })
-        expect(yield* lifecycle.sessionsOfUser("acme", "u", 10)).toEqual(["old"])
-      }).pipe(stores, provide)
-    }),
+          )
+          yield* db.query(`UPDATE ctxd_turns SET created_at = created_at - interval '2 days'`)
+          const lifecycle = yield* LifecycleStore.LifecycleStore
+          expect(yield* lifecycle.pruneReplies(24 * 3600, 100)).toBe(5)
+          expect(Option.getOrThrow(yield* store.findTurn("acme", "old", "v1"))).toMatchObject({ expired: true })
+          expect(yield* lifecycle.sessionsOfUser("acme", "u", 10)).toEqual(["old"])
+        }).pipe(stores, provide)
+      }),
   )
 })

@@ -25,7 +25,8 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         expect(hits[0]!.tags).toEqual(["db"])
         expect(yield* store.search(acme, "tuesday deployments")).toHaveLength(1)
         expect(yield* store.search(acme, "unrelated zebra")).toEqual([])
-      }))
+      }),
+    )
 
     it.scoped("a typo still finds the document", () =>
       Effect.gen(function* () {
@@ -35,7 +36,8 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         yield* store.remember(s, { text: "Lunch is at noon" })
         const hits = yield* store.search(s, "kubernetse")
         expect(hits.map((h) => h.text)).toEqual(["Kubernetes clusters run in Frankfurt"])
-      }))
+      }),
+    )
 
     it.scoped("a user sees their own and the agent's shared documents, not another user's", () =>
       Effect.gen(function* () {
@@ -51,7 +53,8 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         expect(yield* store.any({ tenant: "u", user: "alice" }, "learning")).toBe(false)
         expect(yield* store.any({ tenant: "u", user: "alice" })).toBe(true)
         expect(yield* store.any({ tenant: "nobody" })).toBe(false)
-      }))
+      }),
+    )
 
     it.scoped("forgetUser removes the user's documents of every agent, not the shared ones nor another tenant's", () =>
       Effect.gen(function* () {
@@ -67,7 +70,8 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         expect(yield* store.read({ tenant: "f", user: "bob" }, bob.id)).toBeDefined()
         expect(yield* store.read({ tenant: "g", user: "alice" }, elsewhere.id)).toBeDefined()
         expect(yield* store.forgetUser("f", "alice")).toBe(0)
-      }))
+      }),
+    )
 
     it.scoped("an edit keeps the previous version in the history; forget removes document and history", () =>
       Effect.gen(function* () {
@@ -80,15 +84,23 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         const doc = yield* store.read(s, first.id)
         expect(doc).toMatchObject({ id: first.id, text: "version two", kind: "learning", version: 2, tags: [] })
         // the same edit again (a retried call) stores no new version
-        expect(yield* store.remember(s, { id: first.id, text: "version two", kind: "learning" })).toEqual({ id: first.id, version: 2, created: false })
+        expect(yield* store.remember(s, { id: first.id, text: "version two", kind: "learning" })).toEqual({
+          id: first.id,
+          version: 2,
+          created: false,
+        })
         const history = yield* store.history(s, first.id)
-        expect(history?.map((v) => [v.version, v.text])).toEqual([[2, "version two"], [1, "version one"]])
+        expect(history?.map((v) => [v.version, v.text])).toEqual([
+          [2, "version two"],
+          [1, "version one"],
+        ])
         expect(history?.[1]).toMatchObject({ tags: ["x"], source: "chat" })
         expect(yield* store.forget(s, first.id)).toBe(true)
         expect(yield* store.read(s, first.id)).toBeUndefined()
         expect(yield* store.history(s, first.id)).toBeUndefined()
         expect(yield* store.forget(s, first.id)).toBe(false)
-      }))
+      }),
+    )
 
     it.scoped("a document keeps its newest maxVersions earlier versions", () =>
       Effect.gen(function* () {
@@ -100,7 +112,8 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         expect(history).toHaveLength(MemoryStore.defaults.maxVersions + 1)
         expect(history[0]!.text).toBe(`edit ${MemoryStore.defaults.maxVersions + 3}`)
         expect(history[history.length - 1]!.text).toBe("edit 3")
-      }))
+      }),
+    )
 
     it.scoped("list pages newest first with a cursor, by kind", () =>
       Effect.gen(function* () {
@@ -116,7 +129,8 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         expect(three.documents.map((d) => d.id)).toEqual([ids[0]])
         expect(three.nextCursor).toBeUndefined()
         expect((yield* store.list(s, { kind: "learning" })).documents.map((d) => d.id)).toEqual([ids[2]])
-      }))
+      }),
+    )
 
     it.scoped("oversized or malformed input is refused with its path and writes nothing", () =>
       Effect.gen(function* () {
@@ -130,7 +144,8 @@ const contract = (name: string, make: () => Effect.Effect<MemoryStore.MemoryStor
         expect((yield* refused({ text: "nul \u0000 here" })).path).toBe("text")
         expect((yield* refused({ text: "ok", id: "no spaces" })).path).toBe("id")
         expect(yield* store.any(s)).toBe(false)
-      }))
+      }),
+    )
   })
 
 contract("MemoryStore (in memory)", () => Effect.sync(() => MemoryStore.makeMemory()))
@@ -150,9 +165,9 @@ describe("MemoryStore.makeMemory bounds", () => {
       yield* store.remember(s, { text: "gamma" })
       expect(yield* store.read(s, b.id)).toBeUndefined()
       expect(yield* store.read(s, a.id)).toBeDefined()
-    }))
+    }),
+  )
 })
-
 
 describe("MemoryStore (Postgres) without fuzzy matching", () => {
   it.scoped("fuzzy: false finds no typo, the same words still", () =>
@@ -162,5 +177,6 @@ describe("MemoryStore (Postgres) without fuzzy matching", () => {
       yield* store.remember(s, { text: "Kubernetes clusters run in Frankfurt" })
       expect(yield* store.search(s, "kubernetse")).toEqual([])
       expect(yield* store.search(s, "kubernetes")).toHaveLength(1)
-    }))
+    }),
+  )
 })

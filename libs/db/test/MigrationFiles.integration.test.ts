@@ -34,7 +34,9 @@ if ("skip" in legacy) console.log(`upgrade from the migrations in code skipped: 
 
 describe("migration files", () => {
   it("one plain SQL file per version, in order, named by its first line, checksummed over its bytes", () => {
-    const files = readdirSync(Migrations.directory).filter((f) => f.endsWith(".sql")).sort()
+    const files = readdirSync(Migrations.directory)
+      .filter((f) => f.endsWith(".sql"))
+      .sort()
     expect(Migrations.migrations.map((m) => m.file)).toEqual(files)
     files.forEach((file, i) => {
       expect(file).toMatch(new RegExp(`^${String(i + 1).padStart(4, "0")}_[a-z0-9_]+\\.sql$`))
@@ -58,7 +60,11 @@ describe("migration files", () => {
       expect(() => Migrations.load(dir)).toThrow(/0002_B\.sql is not NNNN_lowercase_name\.sql/)
       rmSync(join(dir, "0002_B.sql"))
       writeFileSync(join(dir, "0002_b.sql"), "SELECT 1;\n")
-      expect(Migrations.load(dir).map((m) => [m.version, m.name])).toEqual([[1, "a"], [2, "0002_b"], [3, "c"]])
+      expect(Migrations.load(dir).map((m) => [m.version, m.name])).toEqual([
+        [1, "a"],
+        [2, "0002_b"],
+        [3, "c"],
+      ])
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
@@ -92,7 +98,9 @@ describe("migration files", () => {
       const provide = Effect.provideService(Database.Database, db)
       yield* Migrations.apply(Migrations.migrations.slice(0, 5)).pipe(provide)
       const edited = Migrations.migrations.map((m) =>
-        m.version === 4 ? Migrations.make(m.file, m.sql.replace("CREATE INDEX ctxd_summaries_live", "CREATE INDEX ctxd_summaries_edited")) : m,
+        m.version === 4
+          ? Migrations.make(m.file, m.sql.replace("CREATE INDEX ctxd_summaries_live", "CREATE INDEX ctxd_summaries_edited"))
+          : m,
       )
       const error = yield* Migrations.apply(edited).pipe(provide, Effect.flip)
       expect(error).toMatchObject({
@@ -107,7 +115,11 @@ describe("migration files", () => {
       expect((yield* recorded.pipe(provide)).map((r) => r.version)).toEqual([1, 2, 3, 4, 5])
       // a checksum changed in the table is refused the same way
       yield* db.query("UPDATE ctxd_schema_migrations SET checksum = 'beef' WHERE version = 2")
-      expect(yield* Migrations.run.pipe(provide, Effect.flip)).toMatchObject({ _tag: "MigrationChecksumMismatch", version: 2, recorded: "beef" })
+      expect(yield* Migrations.run.pipe(provide, Effect.flip)).toMatchObject({
+        _tag: "MigrationChecksumMismatch",
+        version: 2,
+        recorded: "beef",
+      })
     }),
   )
 })
@@ -124,49 +136,51 @@ describe.skipIf("skip" in legacy)("a database of the releases before the files",
   })
 
   // the previous release's last migration, and one before it (its migrator stopped there)
-  it.scoped.each([0, 1])("at the previous release's last migration but %i: the new migrator applies the rest and records every checksum; data intact", (short) =>
-    Effect.gen(function* () {
-      const db = yield* fresh
-      const provide = Effect.provideService(Database.Database, db)
-      const previous = list.slice(0, list.length - short)
-      yield* Legacy.apply(previous).pipe(provide)
-      const input = (turnId: string, expectedLastSeq: number): SessionStore.CommitTurn => ({
-        tenant: "acme",
-        session: "upgraded",
-        turnId,
-        requestHash: `hash-${turnId}`,
-        expectedLastSeq,
-        messages: [{ message: text("user", turnId), tokens: 1, encoding: "o200k_base" }],
-        reply: { ok: true, turnId },
-        length: { agent: "default", turns: expectedLastSeq + 1 },
-      })
-      expect(yield* legacyCommit("ctxd_commit_turn_v9", input("t1", 0)).pipe(provide)).toBe("ok")
-      expect(yield* legacyCommit("ctxd_commit_turn_v9", input("t2", 1)).pipe(provide)).toBe("ok")
-      yield* db.query("INSERT INTO ctxd_knowledge (tenant, agent, id, title, body) VALUES ('acme', 'a', 'k1', 'title', 'body')")
-      const snapshot = db.query(
-        `SELECT json_build_object(
+  it.scoped.each([0, 1])(
+    "at the previous release's last migration but %i: the new migrator applies the rest and records every checksum; data intact",
+    (short) =>
+      Effect.gen(function* () {
+        const db = yield* fresh
+        const provide = Effect.provideService(Database.Database, db)
+        const previous = list.slice(0, list.length - short)
+        yield* Legacy.apply(previous).pipe(provide)
+        const input = (turnId: string, expectedLastSeq: number): SessionStore.CommitTurn => ({
+          tenant: "acme",
+          session: "upgraded",
+          turnId,
+          requestHash: `hash-${turnId}`,
+          expectedLastSeq,
+          messages: [{ message: text("user", turnId), tokens: 1, encoding: "o200k_base" }],
+          reply: { ok: true, turnId },
+          length: { agent: "default", turns: expectedLastSeq + 1 },
+        })
+        expect(yield* legacyCommit("ctxd_commit_turn_v9", input("t1", 0)).pipe(provide)).toBe("ok")
+        expect(yield* legacyCommit("ctxd_commit_turn_v9", input("t2", 1)).pipe(provide)).toBe("ok")
+        yield* db.query("INSERT INTO ctxd_knowledge (tenant, agent, id, title, body) VALUES ('acme', 'a', 'k1', 'title', 'body')")
+        const snapshot = db.query(
+          `SELECT json_build_object(
            'sessions', (SELECT json_agg(s ORDER BY s.id) FROM ctxd_sessions s),
            'messages', (SELECT json_agg(m ORDER BY m.session_id, m.seq) FROM ctxd_messages m),
            'turns', (SELECT json_agg(t ORDER BY t.turn_id) FROM ctxd_turns t),
            'lengths', (SELECT json_agg(l) FROM ctxd_session_lengths l),
            'knowledge', (SELECT json_agg(k) FROM ctxd_knowledge k)) AS data`,
-      )
-      const before = (yield* snapshot).rows
+        )
+        const before = (yield* snapshot).rows
 
-      expect(yield* Migrations.run.pipe(provide)).toEqual(Migrations.migrations.slice(previous.length).map((m) => m.version))
-      expect((yield* snapshot).rows).toEqual(before)
-      // the earlier ones backfilled: their statements are the files' (test above)
-      expect(yield* recorded.pipe(provide)).toEqual(expected(newest))
+        expect(yield* Migrations.run.pipe(provide)).toEqual(Migrations.migrations.slice(previous.length).map((m) => m.version))
+        expect((yield* snapshot).rows).toEqual(before)
+        // the earlier ones backfilled: their statements are the files' (test above)
+        expect(yield* recorded.pipe(provide)).toEqual(expected(newest))
 
-      // this release's commits continue the session the previous one wrote
-      const store = yield* SessionStore.SessionStore.pipe(Effect.provide(SessionStore.layer), provide)
-      expect(yield* store.commitTurn(input("t3", 2))).toEqual({ firstSeq: 3, lastSeq: 3 })
-      expect((yield* store.loadMessages("acme", "upgraded", 0)).map((m) => m.seq)).toEqual([1, 2, 3])
-      expect(Option.getOrThrow(yield* store.findTurn("acme", "upgraded", "t1")).reply).toEqual({ ok: true, turnId: "t1" })
+        // this release's commits continue the session the previous one wrote
+        const store = yield* SessionStore.SessionStore.pipe(Effect.provide(SessionStore.layer), provide)
+        expect(yield* store.commitTurn(input("t3", 2))).toEqual({ firstSeq: 3, lastSeq: 3 })
+        expect((yield* store.loadMessages("acme", "upgraded", 0)).map((m) => m.seq)).toEqual([1, 2, 3])
+        expect(Option.getOrThrow(yield* store.findTurn("acme", "upgraded", "t1")).reply).toEqual({ ok: true, turnId: "t1" })
 
-      // a worker of the previous release still migrates beside it: the checksum column does not get in its way
-      yield* Legacy.apply(previous).pipe(provide)
-    }),
+        // a worker of the previous release still migrates beside it: the checksum column does not get in its way
+        yield* Legacy.apply(previous).pipe(provide)
+      }),
   )
 
   it.scoped("the schema they built is the schema the files build", () =>

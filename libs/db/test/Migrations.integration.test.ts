@@ -77,9 +77,7 @@ describe("Migrations", () => {
       const error = yield* Migrations.apply(broken).pipe(Effect.provideService(Database.Database, db), Effect.flip)
       expect(error._tag).toBe("DatabaseError")
       expect(yield* tables(db)).toEqual([])
-      expect(yield* Migrations.run.pipe(Effect.provideService(Database.Database, db))).toEqual(
-        Migrations.migrations.map((m) => m.version),
-      )
+      expect(yield* Migrations.run.pipe(Effect.provideService(Database.Database, db))).toEqual(Migrations.migrations.map((m) => m.version))
     }),
   )
 })

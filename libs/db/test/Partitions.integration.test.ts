@@ -9,13 +9,8 @@ const setup = (upTo = Infinity) =>
   Effect.gen(function* () {
     const { url, schema } = yield* TestDatabase.make
     const db = yield* Database.make({ url, schema, statementTimeoutMs: 0 })
-    yield* Migrations.apply(Migrations.migrations.filter((m) => m.version <= upTo)).pipe(
-      Effect.provideService(Database.Database, db),
-    )
-    const store = yield* SessionStore.SessionStore.pipe(
-      Effect.provide(SessionStore.layer),
-      Effect.provideService(Database.Database, db),
-    )
+    yield* Migrations.apply(Migrations.migrations.filter((m) => m.version <= upTo)).pipe(Effect.provideService(Database.Database, db))
+    const store = yield* SessionStore.SessionStore.pipe(Effect.provide(SessionStore.layer), Effect.provideService(Database.Database, db))
     const input = (session: string, turn: number, expectedLastSeq: number): SessionStore.CommitTurn => ({
       tenant: "acme",
       session,
@@ -130,53 +125,59 @@ describe("Partitions", () => {
     }),
   )
 
-  it.scopedLive("a populated schema keeps its plain tables at migration 10 and converts online while commits go on", () =>
-    Effect.gen(function* () {
-      const { store, commit, commitBefore, count, run } = yield* setup(7)
-      for (let s = 0; s < 10; s++) expect(yield* commitBefore(`pre${s}`, 1, 0)).toBe("ok")
-      yield* run(Migrations.run)
-      expect((yield* run(Partitions.status)).partitioned).toBe(false)
-      // upkeep is a no-op on the plain layout
-      expect(yield* run(Partitions.ensureFuture())).toEqual([])
-      expect(yield* run(Partitions.dropBefore(utcDay(10)))).toEqual([])
+  it.scopedLive(
+    "a populated schema keeps its plain tables at migration 10 and converts online while commits go on",
+    () =>
+      Effect.gen(function* () {
+        const { store, commit, commitBefore, count, run } = yield* setup(7)
+        for (let s = 0; s < 10; s++) expect(yield* commitBefore(`pre${s}`, 1, 0)).toBe("ok")
+        yield* run(Migrations.run)
+        expect((yield* run(Partitions.status)).partitioned).toBe(false)
+        // upkeep is a no-op on the plain layout
+        expect(yield* run(Partitions.ensureFuture())).toEqual([])
+        expect(yield* run(Partitions.dropBefore(utcDay(10)))).toEqual([])
 
-      // a writer keeps committing on old and new sessions during the conversion
-      const writer = yield* Effect.fork(
-        Effect.gen(function* () {
-          let turns = 0
-          for (let k = 2; k <= 40; k++) {
-            yield* commit(`pre${k % 10}`, k, 2 * Math.floor((k - 2) / 10 + 1))
-            yield* commit(`during${k}`, 1, 0)
-            turns += 2
-          }
-          return turns
-        }),
-      )
-      const converted = yield* run(Partitions.convert({ sessionIdReserve: 1_000 }))
-      const written = yield* Fiber.join(writer)
-      expect(converted.converted).toBe(true)
-      expect((yield* run(Partitions.status)).partitioned).toBe(true)
-      // nothing lost: every turn and message written before, during and after
-      expect(yield* count("SELECT count(*) AS n FROM ctxd_turns")).toBe(10 + written)
-      expect(yield* count("SELECT count(*) AS n FROM ctxd_messages")).toBe(2 * (10 + written))
-      expect((yield* store.loadMessages("acme", "pre3", 0)).length).toBe(10)
+        // a writer keeps committing on old and new sessions during the conversion
+        const writer = yield* Effect.fork(
+          Effect.gen(function* () {
+            let turns = 0
+            for (let k = 2; k <= 40; k++) {
+              yield* commit(`pre${k % 10}`, k, 2 * Math.floor((k - 2) / 10 + 1))
+              yield* commit(`during${k}`, 1, 0)
+              turns += 2
+            }
+            return turns
+          }),
+        )
+        const converted = yield* run(Partitions.convert({ sessionIdReserve: 1_000 }))
+        const written = yield* Fiber.join(writer)
+        expect(converted.converted).toBe(true)
+        expect((yield* run(Partitions.status)).partitioned).toBe(true)
+        // nothing lost: every turn and message written before, during and after
+        expect(yield* count("SELECT count(*) AS n FROM ctxd_turns")).toBe(10 + written)
+        expect(yield* count("SELECT count(*) AS n FROM ctxd_messages")).toBe(2 * (10 + written))
+        expect((yield* store.loadMessages("acme", "pre3", 0)).length).toBe(10)
 
-      // sessions created after the swap live in the hash partitions; old sessions keep theirs in _v1
-      const hashed = yield* count("SELECT count(*) AS n FROM ctxd_messages_h")
-      yield* commit("after", 1, 0)
-      expect(yield* count("SELECT count(*) AS n FROM ctxd_messages_h")).toBe(hashed + 2)
-      expect(yield* count("SELECT count(*) AS n FROM ctxd_messages_v1 m JOIN ctxd_sessions s ON s.id = m.session_id WHERE s.session LIKE 'pre%'")).toBe(
-        yield* count("SELECT count(*) AS n FROM ctxd_messages m JOIN ctxd_sessions s ON s.id = m.session_id WHERE s.session LIKE 'pre%'"),
-      )
-      expect((yield* store.loadMessages("acme", "after", 0)).length).toBe(2)
-      expect(yield* commit("pre0", 99, 10)).toEqual({ firstSeq: 11, lastSeq: 12 })
-      // the old table covers the turns up to the cut; upkeep resumes from there
-      expect(converted.cutAt!.getTime()).toBe(utcDay(2).getTime())
-      const days = (yield* run(Partitions.status)).turns.filter((p) => p.name.startsWith("ctxd_turns_p"))
-      expect(days[0]!.from!.getTime()).toBe(utcDay(2).getTime())
-      // a second run has nothing to do
-      expect((yield* run(Partitions.convert())).converted).toBe(false)
-    }),
+        // sessions created after the swap live in the hash partitions; old sessions keep theirs in _v1
+        const hashed = yield* count("SELECT count(*) AS n FROM ctxd_messages_h")
+        yield* commit("after", 1, 0)
+        expect(yield* count("SELECT count(*) AS n FROM ctxd_messages_h")).toBe(hashed + 2)
+        expect(
+          yield* count(
+            "SELECT count(*) AS n FROM ctxd_messages_v1 m JOIN ctxd_sessions s ON s.id = m.session_id WHERE s.session LIKE 'pre%'",
+          ),
+        ).toBe(
+          yield* count("SELECT count(*) AS n FROM ctxd_messages m JOIN ctxd_sessions s ON s.id = m.session_id WHERE s.session LIKE 'pre%'"),
+        )
+        expect((yield* store.loadMessages("acme", "after", 0)).length).toBe(2)
+        expect(yield* commit("pre0", 99, 10)).toEqual({ firstSeq: 11, lastSeq: 12 })
+        // the old table covers the turns up to the cut; upkeep resumes from there
+        expect(converted.cutAt!.getTime()).toBe(utcDay(2).getTime())
+        const days = (yield* run(Partitions.status)).turns.filter((p) => p.name.startsWith("ctxd_turns_p"))
+        expect(days[0]!.from!.getTime()).toBe(utcDay(2).getTime())
+        // a second run has nothing to do
+        expect((yield* run(Partitions.convert())).converted).toBe(false)
+      }),
     // live clock: the swap retries (200 ms apart) while its locks are busy; CREATE INDEX CONCURRENTLY
     // waits for every older transaction of the database, other test files' too
     60_000,

@@ -6,7 +6,11 @@ describe("ReplyCodec", () => {
   const roundTrip = (json: string | Uint8Array) => ReplyCodec.decode(ReplyCodec.encode(json))
 
   it("reads back a reply of any size, whether it fits zlib's output buffer or not", () => {
-    const reply = { ok: true, turnId: "t1", request: { messages: Array.from({ length: 200 }, (_, i) => ({ role: "user", content: `message ${i} ` + "é✓".repeat(i % 7) })) } }
+    const reply = {
+      ok: true,
+      turnId: "t1",
+      request: { messages: Array.from({ length: 200 }, (_, i) => ({ role: "user", content: `message ${i} ` + "é✓".repeat(i % 7) })) },
+    }
     const json = JSON.stringify(reply)
     expect(roundTrip(json)).toEqual(reply)
     expect(roundTrip(new TextEncoder().encode(json))).toEqual(reply)

@@ -14,7 +14,14 @@ import { type LegacyCommit, legacyCommit, text } from "./Helpers.ts"
 let counter = 0
 const fresh = () => `len${++counter}`
 
-const commit = (tenant: string, session: string, turnId: string, expectedLastSeq: number, length?: SessionStore.Length, messages = [text("user", "hi")]) =>
+const commit = (
+  tenant: string,
+  session: string,
+  turnId: string,
+  expectedLastSeq: number,
+  length?: SessionStore.Length,
+  messages = [text("user", "hi")],
+) =>
   Effect.flatMap(SessionStore.SessionStore, (store) =>
     store.commitTurn({
       tenant,
@@ -85,7 +92,12 @@ describe("SessionLengthStore (Postgres)", () => {
       Effect.gen(function* () {
         const lengths = yield* SessionLengthStore.SessionLengthStore
         const tenant = `t${fresh()}`
-        for (const [agent, turns] of [["coder", 3], ["coder", 3], ["coder", 10], ["reviewer", 7]] as const) {
+        for (const [agent, turns] of [
+          ["coder", 3],
+          ["coder", 3],
+          ["coder", 10],
+          ["reviewer", 7],
+        ] as const) {
           yield* commit(tenant, fresh(), "t1", 0, { agent, turns })
         }
         yield* commit("other", fresh(), "t1", 0, { agent: "coder", turns: 99 })

@@ -184,7 +184,9 @@ describe("SessionStore", () => {
         const badReply = yield* commit(session, "t1", 0, [text("user", "ok")], { reply: { text: "\u0000" } }).pipe(Effect.flip)
         expect(badReply._tag).toBe("DatabaseError")
         // the same when the reply comes encoded already
-        const badUtf8 = yield* commit(session, "t1", 0, [text("user", "ok")], { replyUtf8: new TextEncoder().encode(JSON.stringify({ text: "\u0000" })) }).pipe(Effect.flip)
+        const badUtf8 = yield* commit(session, "t1", 0, [text("user", "ok")], {
+          replyUtf8: new TextEncoder().encode(JSON.stringify({ text: "\u0000" })),
+        }).pipe(Effect.flip)
         expect(badUtf8).toMatchObject({ _tag: "DatabaseError", code: "22P05" })
         expect(yield* rowCounts).toEqual(before)
         // and the session is still usable from seq 0

@@ -7,7 +7,10 @@ import { Effect, Layer, Option } from "effect"
 import { KnowledgeStore, Migrations, SessionStore, UsageStore } from "../src/index.ts"
 import { commit, text } from "./Helpers.ts"
 
-const postgres = Layer.mergeAll(SessionStore.layer, KnowledgeStore.layer, UsageStore.layer).pipe(Layer.provide(Migrations.layer), Layer.provide(TestDatabase.layer))
+const postgres = Layer.mergeAll(SessionStore.layer, KnowledgeStore.layer, UsageStore.layer).pipe(
+  Layer.provide(Migrations.layer),
+  Layer.provide(TestDatabase.layer),
+)
 const memory = Layer.mergeAll(SessionStore.layerMemory(), KnowledgeStore.layerMemory, UsageStore.layerMemory)
 
 let n = 0
@@ -34,7 +37,13 @@ for (const [name, stores] of [
           ])
           expect((yield* store.loadMessages("acme", session, 2)).map((m) => m.seq)).toEqual([3])
           const t2 = yield* store.findTurn("acme", session, "t2")
-          expect(Option.getOrThrow(t2)).toEqual({ turnId: "t2", requestHash: "hash-t2", reply: { ok: true, turnId: "t2" }, firstSeq: 3, lastSeq: 3 })
+          expect(Option.getOrThrow(t2)).toEqual({
+            turnId: "t2",
+            requestHash: "hash-t2",
+            reply: { ok: true, turnId: "t2" },
+            firstSeq: 3,
+            lastSeq: 3,
+          })
           expect((yield* store.listTurns("acme", session, 2)).map((t) => [t.turnId, t.firstSeq, t.lastSeq])).toEqual([
             ["t3", 4, 3],
             ["t2", 3, 3],
@@ -52,7 +61,8 @@ for (const [name, stores] of [
           yield* commit(session, "t1", 0, [text("user", "hi")])
           const again = yield* Effect.flip(commit(session, "t1", 1, [text("user", "again")]))
           expect(again._tag).toBe("TurnExists")
-          if (again._tag === "TurnExists") expect(again.stored).toMatchObject({ turnId: "t1", requestHash: "hash-t1", firstSeq: 1, lastSeq: 1 })
+          if (again._tag === "TurnExists")
+            expect(again.stored).toMatchObject({ turnId: "t1", requestHash: "hash-t1", firstSeq: 1, lastSeq: 1 })
           const stale = yield* Effect.flip(commit(session, "t2", 0, [text("user", "late")]))
           expect(stale).toMatchObject({ _tag: "SeqConflict", expectedLastSeq: 0, actualLastSeq: 1 })
           const nul = yield* Effect.flip(commit(session, "t3", 1, [text("user", "x")], { reply: { text: "a\u0000b" } }))
@@ -73,7 +83,13 @@ for (const [name, stores] of [
             ["b", "Tb2", "body b2"],
             ["c", "Tc", "body c"],
           ])
-          expect(yield* kb.page("acme", agent, undefined, 2)).toEqual({ docs: [{ id: "a", title: "Ta" }, { id: "b", title: "Tb2" }], more: true })
+          expect(yield* kb.page("acme", agent, undefined, 2)).toEqual({
+            docs: [
+              { id: "a", title: "Ta" },
+              { id: "b", title: "Tb2" },
+            ],
+            more: true,
+          })
           expect(yield* kb.page("acme", agent, "b", 2)).toEqual({ docs: [{ id: "c", title: "Tc" }], more: false })
           expect(yield* kb.remove("acme", agent, "a")).toBe(true)
           expect(yield* kb.remove("acme", agent, "a")).toBe(false)

@@ -164,15 +164,20 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
      * the object store and sends the reference reply (`value` gives it its `ok`
      * and `turnId`); when that is impossible, a coded error reply.
      */
-    const deliver = (msg: Msg, bytes: Uint8Array, headers: MsgHdrs | undefined, value: unknown, sendOnce: (b: Uint8Array, h?: MsgHdrs) => Effect.Effect<void>) => {
+    const deliver = (
+      msg: Msg,
+      bytes: Uint8Array,
+      headers: MsgHdrs | undefined,
+      value: unknown,
+      sendOnce: (b: Uint8Array, h?: MsgHdrs) => Effect.Effect<void>,
+    ) => {
       if (LargePayload.fits(connection, bytes, headers)) return sendOnce(bytes, headers)
       const failed = (error: PayloadStore.PayloadStoreError) =>
         Effect.logError(`reply of ${bytes.length} bytes to ${msg.subject} could not go by object store: ${error.message}`).pipe(
           Effect.zipRight(sendOnce(Json.encode(storeErrorReply(error, "reply")), headers)),
         )
       return Option.match(payloads, {
-        onNone: () =>
-          failed(new PayloadStore.PayloadStoreError({ reason: "Unavailable", message: "no object store is configured" })),
+        onNone: () => failed(new PayloadStore.PayloadStoreError({ reason: "Unavailable", message: "no object store is configured" })),
         onSome: (store) =>
           store.put(bytes, "rep").pipe(
             Effect.flatMap((ref) =>
@@ -211,9 +216,7 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
               onSome: (store) => store.get(ref, maxRequestBytes),
             })
       const handle = (data: Uint8Array) =>
-        Effect.exit(
-          TraceContext.continueFrom(msg.headers)(options.handler({ subject: msg.subject, data, headers: msg.headers })),
-        ).pipe(
+        Effect.exit(TraceContext.continueFrom(msg.headers)(options.handler({ subject: msg.subject, data, headers: msg.headers }))).pipe(
           Effect.flatMap((exit) => {
             if (Exit.isSuccess(exit)) {
               const value = exit.value
@@ -318,7 +321,10 @@ export const serve = <R>(options: ServeOptions<R>): Effect.Effect<Endpoint, neve
           refusal === "turns"
             ? `turns in flight (${held.turns} of ${may.turns})`
             : `request bytes in flight (${held.bytes} of ${may.bytes} bytes)`
-        return rejectNow(msg, errorReply("Busy", `tenant ${tenant} holds its share of this worker's ${what}`, { hint: "retry with backoff" }))
+        return rejectNow(
+          msg,
+          errorReply("Busy", `tenant ${tenant} holds its share of this worker's ${what}`, { hint: "retry with backoff" }),
+        )
       }
       if (refusal === "worker") {
         return rejectNow(

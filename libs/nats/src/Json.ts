@@ -55,9 +55,7 @@ export const parse = (text: string): Either.Either<unknown, MalformedJson> => {
   try {
     return Either.right(JSON.parse(text) as unknown)
   } catch (error) {
-    return Either.left(
-      new MalformedJson({ message: `malformed JSON: ${error instanceof Error ? error.message : String(error)}` }),
-    )
+    return Either.left(new MalformedJson({ message: `malformed JSON: ${error instanceof Error ? error.message : String(error)}` }))
   }
 }
 

@@ -15,14 +15,7 @@ import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from "@nats
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import * as Json from "./Json.ts"
 import { NatsClient } from "./NatsClient.ts"
-import {
-  type ObjectRef,
-  PAYLOAD_HEADER,
-  PAYLOAD_OBJECT_STORE,
-  PayloadRef,
-  PayloadStore,
-  PayloadStoreError,
-} from "./PayloadStore.ts"
+import { type ObjectRef, PAYLOAD_HEADER, PAYLOAD_OBJECT_STORE, PayloadRef, PayloadStore, PayloadStoreError } from "./PayloadStore.ts"
 
 const encoder = new TextEncoder()
 
@@ -37,16 +30,14 @@ export const headerBytes = (headers: MsgHdrs | undefined): number => {
 }
 
 /** The server's `max_payload` for this connection (`Infinity` before the first INFO). */
-export const maxPayload = (connection: NatsConnection): number =>
-  connection.info?.max_payload ?? Number.POSITIVE_INFINITY
+export const maxPayload = (connection: NatsConnection): number => connection.info?.max_payload ?? Number.POSITIVE_INFINITY
 
 /** True when a message of `bytes` with `headers` can be published on `connection`. */
 export const fits = (connection: NatsConnection, bytes: Uint8Array, headers: MsgHdrs | undefined): boolean =>
   bytes.length + headerBytes(headers) <= maxPayload(connection)
 
 /** True when the message says its body is in the object store. */
-export const isReference = (headers: MsgHdrs | undefined): boolean =>
-  headers?.get(PAYLOAD_HEADER) === PAYLOAD_OBJECT_STORE
+export const isReference = (headers: MsgHdrs | undefined): boolean => headers?.get(PAYLOAD_HEADER) === PAYLOAD_OBJECT_STORE
 
 /** `headers` (copied) plus `ctxd-payload: objectstore`. */
 export const withReferenceHeader = (headers: MsgHdrs | undefined): MsgHdrs => {
@@ -90,10 +81,7 @@ export interface Outgoing {
  * server's `max_payload`; else stored in the {@link PayloadStore} in context
  * and replaced by a reference (`Unavailable` when there is no store).
  */
-export const outgoing = (
-  payload: Uint8Array,
-  headers: MsgHdrs | undefined,
-): Effect.Effect<Outgoing, PayloadStoreError, NatsClient> =>
+export const outgoing = (payload: Uint8Array, headers: MsgHdrs | undefined): Effect.Effect<Outgoing, PayloadStoreError, NatsClient> =>
   Effect.gen(function* () {
     const { connection } = yield* NatsClient
     if (fits(connection, payload, headers)) return { payload, headers }
@@ -127,11 +115,7 @@ export const cleanup = (sent: Outgoing): Effect.Effect<void> =>
  * the body fetched from the {@link PayloadStore} in context (verified, then
  * deleted, best effort), at most `maxBytes`.
  */
-export const resolve = (
-  data: Uint8Array,
-  headers: MsgHdrs | undefined,
-  maxBytes: number,
-): Effect.Effect<Uint8Array, PayloadStoreError> =>
+export const resolve = (data: Uint8Array, headers: MsgHdrs | undefined, maxBytes: number): Effect.Effect<Uint8Array, PayloadStoreError> =>
   Effect.gen(function* () {
     if (!isReference(headers)) return data
     const ref = parseReference(data)

@@ -128,10 +128,7 @@ const SEED = /^SU[A-Z2-7]{56}$/
  * The nats.js options for `servers` and `options`: the authenticator, and
  * `tls` when a TLS variable is set or a URL is `tls://`. Reads the files now.
  */
-export const resolve = (
-  servers: ReadonlyArray<string>,
-  options: NatsAuthOptions = {},
-): Either.Either<ConnectOptions, NatsAuthError> =>
+export const resolve = (servers: ReadonlyArray<string>, options: NatsAuthOptions = {}): Either.Either<ConnectOptions, NatsAuthError> =>
   Either.gen(function* () {
     const split = splitServers(servers)
     // a URL's user:password counts as NATS_USER/NATS_PASSWORD, a URL's lone user as NATS_TOKEN
@@ -184,8 +181,7 @@ export const resolve = (
         options.tlsCert === undefined ? "NATS_TLS_KEY is set without NATS_TLS_CERT" : "NATS_TLS_CERT is set without NATS_TLS_KEY",
       )
     }
-    const wantsTls =
-      options.tlsCa !== undefined || options.tlsCert !== undefined || split.servers.some((s) => /^tls:\/\//i.test(s))
+    const wantsTls = options.tlsCa !== undefined || options.tlsCert !== undefined || split.servers.some((s) => /^tls:\/\//i.test(s))
     let tls: NonNullable<NodeConnectionOptions["tls"]> | undefined
     if (wantsTls) {
       const ca = options.tlsCa === undefined ? undefined : (yield* readFile("NATS_TLS_CA", options.tlsCa)).toString("utf8")

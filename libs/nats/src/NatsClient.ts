@@ -97,7 +97,12 @@ const watchStatus = (nc: NatsConnection, onStatus: (status: Status) => void): Ef
   const iterator = nc.status()[Symbol.asyncIterator]()
   const loop: Effect.Effect<void> = Effect.tryPromise(() => iterator.next()).pipe(
     Effect.flatMap((next) =>
-      next.done === true ? Effect.void : Effect.zipRight(Effect.sync(() => onStatus(next.value)), Effect.zipRight(logStatus(next.value), loop)),
+      next.done === true
+        ? Effect.void
+        : Effect.zipRight(
+            Effect.sync(() => onStatus(next.value)),
+            Effect.zipRight(logStatus(next.value), loop),
+          ),
     ),
     Effect.catchAll((error) => Effect.logDebug(`nats status stream ended: ${String(error)}`)),
   )
@@ -109,10 +114,7 @@ const watchStatus = (nc: NatsConnection, onStatus: (status: Status) => void): Ef
  * the caller gave up (or was interrupted) is closed, never leaked. Messages
  * show the servers without any credentials in their URLs.
  */
-const open = (
-  options: NatsClientOptions,
-  timeoutMs: number,
-): Effect.Effect<NatsConnection, NatsUnavailable | NatsAuth.NatsAuthError> => {
+const open = (options: NatsClientOptions, timeoutMs: number): Effect.Effect<NatsConnection, NatsUnavailable | NatsAuth.NatsAuthError> => {
   const resolved = NatsAuth.resolve(options.servers, options.auth)
   if (Either.isLeft(resolved)) return Effect.fail(resolved.left)
   const servers: ReadonlyArray<string> = resolved.right.servers
@@ -151,8 +153,7 @@ const open = (
     // nats.js has its own `timeout`; this bound also covers a hung DNS lookup or TLS handshake
     Effect.timeoutFail({
       duration: Duration.millis(timeoutMs + 1_000),
-      onTimeout: () =>
-        new NatsUnavailable({ message: `cannot connect to NATS at ${shown}: timed out after ${timeoutMs} ms`, servers }),
+      onTimeout: () => new NatsUnavailable({ message: `cannot connect to NATS at ${shown}: timed out after ${timeoutMs} ms`, servers }),
     }),
   )
 }
@@ -179,9 +180,7 @@ const release = (nc: NatsConnection, drainTimeoutMs: number): Effect.Effect<void
   })
 
 /** Opens a scoped connection (see {@link layer}). */
-export const make = (
-  options: NatsClientOptions,
-): Effect.Effect<NatsClientService, NatsUnavailable | NatsAuth.NatsAuthError, Scope.Scope> =>
+export const make = (options: NatsClientOptions): Effect.Effect<NatsClientService, NatsUnavailable | NatsAuth.NatsAuthError, Scope.Scope> =>
   Effect.gen(function* () {
     const connectTimeoutMs = options.connectTimeoutMs ?? 5_000
     const drainTimeoutMs = options.drainTimeoutMs ?? 10_000
@@ -219,10 +218,7 @@ export const config = Config.all({
         .filter((u) => u.length > 0),
     ),
   ),
-  name: Config.string("NATS_NAME").pipe(
-    Config.withDefault("ctxd"),
-    Config.withDescription("Connection name shown by the NATS server"),
-  ),
+  name: Config.string("NATS_NAME").pipe(Config.withDefault("ctxd"), Config.withDescription("Connection name shown by the NATS server")),
   auth: NatsAuth.config,
 })
 
@@ -231,5 +227,6 @@ export const config = Config.all({
  * `nats://127.0.0.1:4222`, comma separated for several servers),
  * `NATS_NAME` (default `ctxd`) and the auth/TLS variables of `NatsAuth.config`.
  */
-export const layerConfig: Layer.Layer<NatsClient, NatsUnavailable | NatsAuth.NatsAuthError | ConfigError.ConfigError> =
-  Layer.unwrapEffect(Effect.map(config, (c) => layer(c)))
+export const layerConfig: Layer.Layer<NatsClient, NatsUnavailable | NatsAuth.NatsAuthError | ConfigError.ConfigError> = Layer.unwrapEffect(
+  Effect.map(config, (c) => layer(c)),
+)

@@ -94,8 +94,7 @@ export const DEFAULT_MAX_BUCKET_BYTES = 1024 * 1024 * 1024
 export const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
 // chunks just below the server's max_payload (at most 1 MiB): each chunk is one
 // acknowledged publish, so fewer chunks than the library's 128 KiB is much faster
-const chunkBytes = (maxPayload: number | undefined) =>
-  Math.max(64 * 1024, Math.min(1024 * 1024, (maxPayload ?? 0) - 16 * 1024))
+const chunkBytes = (maxPayload: number | undefined) => Math.max(64 * 1024, Math.min(1024 * 1024, (maxPayload ?? 0) - 16 * 1024))
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
@@ -158,9 +157,9 @@ export const make = (options: PayloadStoreOptions): Effect.Effect<PayloadStoreSe
       Effect.suspend(() => {
         const name = `${prefix}-${randomUUID()}`
         const digest = sha256(bytes)
-        return withStore(`put ${name}`, (s) => s.putBlob({ name, options: { max_chunk_size: chunkBytes(connection.info?.max_payload) } }, bytes)).pipe(
-          Effect.as<ObjectRef>({ bucket, name, size: bytes.length, sha256: digest }),
-        )
+        return withStore(`put ${name}`, (s) =>
+          s.putBlob({ name, options: { max_chunk_size: chunkBytes(connection.info?.max_payload) } }, bytes),
+        ).pipe(Effect.as<ObjectRef>({ bucket, name, size: bytes.length, sha256: digest }))
       })
 
     const get = (ref: ObjectRef, maxBytes: number) =>
@@ -176,10 +175,16 @@ export const make = (options: PayloadStoreOptions): Effect.Effect<PayloadStoreSe
         }
         const info = yield* withStore(`info ${ref.name}`, (s) => s.info(ref.name))
         if (info === null || info.deleted) {
-          return yield* new PayloadStoreError({ reason: "Missing", message: `object ${ref.name} not found in bucket ${bucket} (expired or deleted)` })
+          return yield* new PayloadStoreError({
+            reason: "Missing",
+            message: `object ${ref.name} not found in bucket ${bucket} (expired or deleted)`,
+          })
         }
         if (info.size !== ref.size) {
-          return yield* new PayloadStoreError({ reason: "Corrupt", message: `object ${ref.name} is ${info.size} bytes, the reference says ${ref.size}` })
+          return yield* new PayloadStoreError({
+            reason: "Corrupt",
+            message: `object ${ref.name} is ${info.size} bytes, the reference says ${ref.size}`,
+          })
         }
         const bytes = yield* withStore(`get ${ref.name}`, (s) => s.getBlob(ref.name))
         if (bytes === null) {
@@ -201,14 +206,12 @@ export const make = (options: PayloadStoreOptions): Effect.Effect<PayloadStoreSe
     if (options.mode === "create") {
       yield* Effect.tryPromise({ try: () => open(), catch: (error) => new Error(message(error)) }).pipe(
         Effect.timeout(timeout),
-        Effect.tap(() =>
-          Effect.logInfo(`object store bucket ${bucket} ready (TTL ${ttlMs} ms) for bodies above the NATS max_payload`),
-        ),
+        Effect.tap(() => Effect.logInfo(`object store bucket ${bucket} ready (TTL ${ttlMs} ms) for bodies above the NATS max_payload`)),
         Effect.catchAll((error) =>
           Effect.logError(
             `JetStream object store bucket ${bucket} is unavailable (${message(error)}): ` +
               "replies larger than the NATS max_payload will be answered TooLarge, larger requests refused " +
-            "(the bucket is tried again on the next such body)",
+              "(the bucket is tried again on the next such body)",
           ),
         ),
       )

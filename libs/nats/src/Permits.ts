@@ -61,7 +61,10 @@ export const unsafeMake = (permits: number): Permits => {
       return exit
     })
 
-  const acquire = <A, E, R>(self: Effect.Effect<A, E, R>, hold: <B, X, Y>(held: Effect.Effect<B, X, Y>) => Effect.Effect<B, X, Y>): Effect.Effect<A, E, R> =>
+  const acquire = <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    hold: <B, X, Y>(held: Effect.Effect<B, X, Y>) => Effect.Effect<B, X, Y>,
+  ): Effect.Effect<A, E, R> =>
     Effect.uninterruptibleMask((restore) =>
       Effect.suspend(() => {
         if (taken < size) {

@@ -90,8 +90,7 @@ export const mapError = (subject: string, timeoutMs: number, error: unknown): Re
     error instanceof ClosedConnectionError ||
     error instanceof DrainingConnectionError ||
     // pending requests are rejected with this when the connection closes under them
-    (error instanceof RequestError &&
-      (error.cause instanceof ClosedConnectionError || error.message === "connection closed"))
+    (error instanceof RequestError && (error.cause instanceof ClosedConnectionError || error.message === "connection closed"))
   ) {
     return new ConnectionClosed({ subject, message: `NATS connection closed (request on ${subject})` })
   }
@@ -108,11 +107,7 @@ export const mapError = (subject: string, timeoutMs: number, error: unknown): Re
  * The reply is returned as it came (a reference reply is not resolved: see
  * `LargePayload.resolve`).
  */
-export const request = (
-  subject: string,
-  payload: Uint8Array,
-  options: RequestOptions,
-): Effect.Effect<Msg, RequestErrors, NatsClient> =>
+export const request = (subject: string, payload: Uint8Array, options: RequestOptions): Effect.Effect<Msg, RequestErrors, NatsClient> =>
   Effect.flatMap(Effect.zip(NatsClient, TraceContext.headersOf), ([{ connection }, trace]) =>
     Effect.acquireUseRelease(
       LargePayload.outgoing(payload, withTrace(options.headers, trace)).pipe(

@@ -147,7 +147,10 @@ const call = (subject: string, value: unknown, timeoutMs = 5_000) =>
 
 describe("Endpoint with tenantOf: bytes held against the tenant's share", () => {
   const budget = Admission.make(100_000, { maxBytes: 1_000 })
-  const layers = Layer.merge(NatsClient.layer({ servers: [NATS_URL], name: "ctxd-admission-test" }), Layer.succeed(Admission.Admission, budget))
+  const layers = Layer.merge(
+    NatsClient.layer({ servers: [NATS_URL], name: "ctxd-admission-test" }),
+    Layer.succeed(Admission.Admission, budget),
+  )
   layer(layers, { excludeTestServices: true })((it) => {
     const tenantOf = (subject: string) => subject.split(".").at(-1)
 

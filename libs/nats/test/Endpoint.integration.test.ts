@@ -7,9 +7,7 @@ const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 const uniqueRoot = () => `t_${randomUUID().replaceAll("-", "").slice(0, 16)}`
 
 const call = (subject: string, value: unknown, timeoutMs = 5_000) =>
-  Request.request(subject, Json.encode(value), { timeoutMs }).pipe(
-    Effect.map((msg) => Either.getOrThrow(Json.decode(msg.data))),
-  )
+  Request.request(subject, Json.encode(value), { timeoutMs }).pipe(Effect.map((msg) => Either.getOrThrow(Json.decode(msg.data))))
 
 const echo = (request: Endpoint.Request) =>
   Effect.succeed(
@@ -65,9 +63,14 @@ describe("Endpoint", () => {
           subject,
           logAnnotations: (s) => (s.endsWith(".none") ? undefined : { tenant: s.split(".").at(-1) }),
           handler: () =>
-            Effect.map(FiberRef.get(FiberRef.currentLogAnnotations), (annotations) => ({ ok: true, annotations: Object.fromEntries(HashMap.toEntries(annotations)) })),
+            Effect.map(FiberRef.get(FiberRef.currentLogAnnotations), (annotations) => ({
+              ok: true,
+              annotations: Object.fromEntries(HashMap.toEntries(annotations)),
+            })),
         })
-        const [acme, beta, none] = yield* Effect.all([call(`${root}.a.acme`, {}), call(`${root}.a.beta`, {}), call(`${root}.a.none`, {})], { concurrency: "unbounded" })
+        const [acme, beta, none] = yield* Effect.all([call(`${root}.a.acme`, {}), call(`${root}.a.beta`, {}), call(`${root}.a.none`, {})], {
+          concurrency: "unbounded",
+        })
         expect(acme).toEqual({ ok: true, annotations: { endpoint: subject, tenant: "acme" } })
         expect(beta).toEqual({ ok: true, annotations: { endpoint: subject, tenant: "beta" } })
         expect(none).toEqual({ ok: true, annotations: { endpoint: subject } })
@@ -106,9 +109,7 @@ describe("Endpoint", () => {
         const { connection } = yield* NatsClient.NatsClient
         const raw = yield* Effect.promise(() => connection.request(`${root}.echo`, "{not json", { timeout: 5_000 }))
         expect(Either.getOrThrow(Json.decode(raw.data))).toMatchObject({ ok: false, error: { code: "BadRequest" } })
-        const bytes = yield* Effect.promise(() =>
-          connection.request(`${root}.echo`, new Uint8Array([0xff, 0xfe]), { timeout: 5_000 }),
-        )
+        const bytes = yield* Effect.promise(() => connection.request(`${root}.echo`, new Uint8Array([0xff, 0xfe]), { timeout: 5_000 }))
         expect(Either.getOrThrow(Json.decode(bytes.data))).toMatchObject({ ok: false, error: { code: "BadRequest" } })
         for (const name of ["die", "bigint", "interrupt"]) {
           expect(yield* call(`${root}.${name}`, {})).toEqual({ ok: false, error: { code: "Internal", message: "internal error" } })
@@ -198,10 +199,7 @@ describe("Endpoint", () => {
         const endpoint = yield* Endpoint.serve({
           subject,
           handler: () =>
-            Deferred.succeed(started, undefined).pipe(
-              Effect.zipRight(Effect.sleep("400 millis")),
-              Effect.as({ ok: true, finished: true }),
-            ),
+            Deferred.succeed(started, undefined).pipe(Effect.zipRight(Effect.sleep("400 millis")), Effect.as({ ok: true, finished: true })),
         }).pipe(Scope.extend(scope))
         const inFlight = yield* Effect.fork(call(subject, {}))
         yield* Deferred.await(started)

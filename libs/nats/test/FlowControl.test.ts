@@ -48,7 +48,10 @@ describe("FlowControl.derive", () => {
 
   it("commit grouping: whole and at least 1, as the group commit runs it (CTXD_COMMIT_BATCH=0 is batches of 1)", () => {
     expect(FlowControl.derive({ commitBatch: 0 })).toMatchObject({ commit: { maxBatch: 1, statements: 2 }, commitWaits: 3 })
-    expect(FlowControl.derive({ commitBatch: 1, commitStatements: 1 })).toMatchObject({ commit: { maxBatch: 1, statements: 1 }, commitWaits: 2 })
+    expect(FlowControl.derive({ commitBatch: 1, commitStatements: 1 })).toMatchObject({
+      commit: { maxBatch: 1, statements: 1 },
+      commitWaits: 2,
+    })
     expect(FlowControl.derive({ commitBatch: 0, commitStatements: -3 }).commitWaits).toBe(2)
     expect(FlowControl.derive({ commitBatch: 8.7, commitStatements: 3 }).commitWaits).toBe(32)
   })
@@ -70,16 +73,26 @@ describe("FlowControl.derive", () => {
   })
 
   it("fair share: percent of the bytes rounded down, of the turn slots rounded up (at least 1); 100 % is no limit", () => {
-    expect(FlowControl.derive({ tenantBytesPercent: 50, tenantTurnsPercent: 50 }).tenantShare).toEqual({ maxBytes: 8 * 1024 * 1024, maxTurns: 2 })
-    expect(FlowControl.derive({ maxInflightBytes: 1_000, maxConcurrent: 3, tenantBytesPercent: 25, tenantTurnsPercent: 50 }).tenantShare).toEqual({
+    expect(FlowControl.derive({ tenantBytesPercent: 50, tenantTurnsPercent: 50 }).tenantShare).toEqual({
+      maxBytes: 8 * 1024 * 1024,
+      maxTurns: 2,
+    })
+    expect(
+      FlowControl.derive({ maxInflightBytes: 1_000, maxConcurrent: 3, tenantBytesPercent: 25, tenantTurnsPercent: 50 }).tenantShare,
+    ).toEqual({
       maxBytes: 250,
       maxTurns: 2,
     })
-    expect(FlowControl.derive({ maxInflightBytes: 10, maxConcurrent: 1, tenantBytesPercent: 1, tenantTurnsPercent: 1 }).tenantShare).toEqual({
+    expect(
+      FlowControl.derive({ maxInflightBytes: 10, maxConcurrent: 1, tenantBytesPercent: 1, tenantTurnsPercent: 1 }).tenantShare,
+    ).toEqual({
       maxBytes: 1,
       maxTurns: 1,
     })
-    expect(FlowControl.derive({ tenantBytesPercent: 100, tenantTurnsPercent: 100 }).tenantShare).toEqual({ maxBytes: undefined, maxTurns: undefined })
+    expect(FlowControl.derive({ tenantBytesPercent: 100, tenantTurnsPercent: 100 }).tenantShare).toEqual({
+      maxBytes: undefined,
+      maxTurns: undefined,
+    })
     // a tenant's own percents, each over the default
     const limits = FlowControl.derive({ maxInflightBytes: 1_000, tenantBytesPercent: 50, tenantTurnsPercent: 50 })
     expect(limits.shareOf({ turnsPercent: 25 })).toEqual({ maxBytes: 500, maxTurns: 1 })

@@ -5,9 +5,12 @@ import * as Json from "../src/Json.ts"
 describe("Json", () => {
   it("utf8 writes any text's UTF-8 bytes, ASCII or not (lone surrogates as U+FFFD, as the encoder does)", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: "binary" }), fc.string({ unit: "grapheme-ascii" }), fc.string({ unit: "binary-ascii" })), (text) => {
-        expect(Json.utf8(text).equals(Buffer.from(new TextEncoder().encode(text)))).toBe(true)
-      }),
+      fc.property(
+        fc.oneof(fc.string({ unit: "binary" }), fc.string({ unit: "grapheme-ascii" }), fc.string({ unit: "binary-ascii" })),
+        (text) => {
+          expect(Json.utf8(text).equals(Buffer.from(new TextEncoder().encode(text)))).toBe(true)
+        },
+      ),
     )
     // one character past ASCII in a long ASCII text: encoded, not copied
     expect(Json.utf8(`${"a".repeat(1000)}é`).toString("utf8")).toBe(`${"a".repeat(1000)}é`)

@@ -133,8 +133,7 @@ describe("bodies above max_payload go by object store", () => {
         let calls = 0
         yield* Endpoint.serve({ subject, handler: () => Effect.sync(() => ++calls) })
         const headers = LargePayload.withReferenceHeader(undefined)
-        const ref = (size: number) =>
-          Json.encode({ payload: { objectStore: { bucket, name: "req-nope", size, sha256: "0".repeat(64) } } })
+        const ref = (size: number) => Json.encode({ payload: { objectStore: { bucket, name: "req-nope", size, sha256: "0".repeat(64) } } })
         const huge = yield* Request.request(subject, ref(65 * 1024 * 1024), { timeoutMs: 5_000, headers })
         expect(decode(huge.data)).toMatchObject({ ok: false, error: { code: "TooLarge" } })
         const missing = yield* Request.request(subject, ref(10), { timeoutMs: 5_000, headers })

@@ -17,7 +17,14 @@ describe("Permits", () => {
       const order: number[] = []
       const gates = Array.from({ length: 6 }, () => Deferred.unsafeMake<void>(FiberId.none))
       const fibers = yield* Effect.forEach(gates, (gate, i) =>
-        Effect.fork(permits.withPermit(Effect.zipRight(Effect.sync(() => order.push(i)), Deferred.await(gate)))),
+        Effect.fork(
+          permits.withPermit(
+            Effect.zipRight(
+              Effect.sync(() => order.push(i)),
+              Deferred.await(gate),
+            ),
+          ),
+        ),
       )
       yield* settle
       expect(order).toEqual([0, 1])

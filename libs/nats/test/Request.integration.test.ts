@@ -67,7 +67,9 @@ describe("Request", () => {
         })
         const [span, reply] = yield* Effect.zip(
           Effect.currentSpan,
-          Request.request(subject, Json.encode({}), { timeoutMs: 2_000 }).pipe(Effect.map((msg) => msg.json<{ traceparent: string; parent?: { traceId: string; spanId: string } }>())),
+          Request.request(subject, Json.encode({}), { timeoutMs: 2_000 }).pipe(
+            Effect.map((msg) => msg.json<{ traceparent: string; parent?: { traceId: string; spanId: string } }>()),
+          ),
         ).pipe(Spans.span("caller"))
         // the request is a client span of its own, child of the caller's
         expect(reply.traceparent).toMatch(new RegExp(`^00-${span.traceId}-[0-9a-f]{16}-01$`))
@@ -75,7 +77,9 @@ describe("Request", () => {
         expect(reply.parent?.spanId).toBe(reply.traceparent.split("-")[2])
         expect(reply.parent?.spanId).not.toBe(span.spanId)
         // outside a trace: no header, no parent
-        const plain = yield* Request.request(subject, Json.encode({}), { timeoutMs: 2_000 }).pipe(Effect.map((msg) => msg.json<{ traceparent: string; parent?: unknown }>()))
+        const plain = yield* Request.request(subject, Json.encode({}), { timeoutMs: 2_000 }).pipe(
+          Effect.map((msg) => msg.json<{ traceparent: string; parent?: unknown }>()),
+        )
         expect(plain).toEqual({ traceparent: "" })
       }).pipe(Effect.withTracer(Spans.nativeRecorder)),
     )

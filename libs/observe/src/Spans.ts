@@ -59,7 +59,9 @@ export const child =
     Effect.tracerWith((tracer) =>
       tracer === builtIn
         ? self
-        : Effect.flatMap(current, (parent) => (Option.isNone(parent) ? self : Effect.withSpan(self, name, { ...options, captureStackTrace: false }))),
+        : Effect.flatMap(current, (parent) =>
+            Option.isNone(parent) ? self : Effect.withSpan(self, name, { ...options, captureStackTrace: false }),
+          ),
     )
 
 /**
@@ -68,7 +70,9 @@ export const child =
  * is a span to annotate. One runtime step.
  */
 export const annotate = (
-  attributes: Readonly<Record<string, string | number | boolean | undefined>> | (() => Readonly<Record<string, string | number | boolean | undefined>>),
+  attributes:
+    | Readonly<Record<string, string | number | boolean | undefined>>
+    | (() => Readonly<Record<string, string | number | boolean | undefined>>),
 ): Effect.Effect<void> =>
   Effect.withFiberRuntime((fiber) => {
     const span = Context.getOption(fiber.currentContext, Tracer.ParentSpan)

@@ -101,12 +101,16 @@ export const headersOf: Effect.Effect<Readonly<Record<string, string>>> = Effect
     const traceparent = format({ traceId: span.traceId, spanId: span.spanId, traceFlags: span.sampled ? 1 : 0 })
     const state: Effect.Effect<string | undefined> =
       span._tag === "ExternalSpan"
-        ? Effect.succeed(Option.getOrUndefined(Option.map(Context.getOption(span.context, OtelTracer.OtelTraceState), (s) => s.serialize())))
+        ? Effect.succeed(
+            Option.getOrUndefined(Option.map(Context.getOption(span.context, OtelTracer.OtelTraceState), (s) => s.serialize())),
+          )
         : Effect.map(Effect.option(OtelTracer.currentOtelSpan), (otel) =>
             Option.isSome(otel) ? otel.value.spanContext().traceState?.serialize() : undefined,
           )
     return Effect.map(state, (tracestate) =>
-      tracestate === undefined || tracestate === "" ? { [TRACEPARENT]: traceparent } : { [TRACEPARENT]: traceparent, [TRACESTATE]: tracestate },
+      tracestate === undefined || tracestate === ""
+        ? { [TRACEPARENT]: traceparent }
+        : { [TRACEPARENT]: traceparent, [TRACESTATE]: tracestate },
     )
   },
 )

@@ -4,7 +4,13 @@ import { MetricLabels } from "../src/index.ts"
 describe("MetricLabels", () => {
   it("admits the first `max` distinct values, then answers other", () => {
     const labels = MetricLabels.make(2)
-    expect([labels.label("a"), labels.label("b"), labels.label("c"), labels.label("a"), labels.label("b")]).toEqual(["a", "b", "other", "a", "b"])
+    expect([labels.label("a"), labels.label("b"), labels.label("c"), labels.label("a"), labels.label("b")]).toEqual([
+      "a",
+      "b",
+      "other",
+      "a",
+      "b",
+    ])
     expect(labels.size()).toBe(2)
   })
 

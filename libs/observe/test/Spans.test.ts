@@ -5,7 +5,9 @@ import { Effect, Option, Tracer } from "effect"
 import { describe, expect, it } from "vitest"
 import { Spans } from "../src/index.ts"
 
-const currentName = Effect.map(Spans.current, (span) => Option.getOrUndefined(Option.map(span, (s) => (s._tag === "Span" ? s.name : "external"))))
+const currentName = Effect.map(Spans.current, (span) =>
+  Option.getOrUndefined(Option.map(span, (s) => (s._tag === "Span" ? s.name : "external"))),
+)
 
 describe("Spans", () => {
   it("recording is false under Effect's built-in tracer, true under another", () => {

@@ -47,10 +47,7 @@ describe("TraceContext.parse", () => {
 describe("TraceContext.continueFrom / headersOf (spans recorded)", () => {
   it.effect("runs the effect as a child of the caller's span", () =>
     Effect.gen(function* () {
-      const span = yield* Effect.currentSpan.pipe(
-        Spans.span("child"),
-        TraceContext.continueFrom(headers({ traceparent: header })),
-      )
+      const span = yield* Effect.currentSpan.pipe(Spans.span("child"), TraceContext.continueFrom(headers({ traceparent: header })))
       expect(span.traceId).toBe(TRACE)
       expect(Option.map(span.parent, (p) => p.spanId)).toEqual(Option.some(SPAN))
     }).pipe(Effect.withTracer(Spans.nativeRecorder)),

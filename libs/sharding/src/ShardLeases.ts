@@ -92,8 +92,7 @@ export const make: Effect.Effect<
 
   const announce = (change: ShardChange) => PubSub.publish(hub, change)
 
-  const valid = (held: Held | undefined, now: bigint): held is Held =>
-    held !== undefined && !stopping && now < held.validUntil
+  const valid = (held: Held | undefined, now: bigint): held is Held => held !== undefined && !stopping && now < held.validUntil
 
   const drop = (shard: number) =>
     Effect.suspend(() => {
@@ -104,9 +103,7 @@ export const make: Effect.Effect<
     })
 
   const logChanges = (acquired: number, lost: number) =>
-    acquired + lost === 0
-      ? Effect.void
-      : Effect.logInfo(`shards: +${acquired} -${lost}, owning ${owned.size}`)
+    acquired + lost === 0 ? Effect.void : Effect.logInfo(`shards: +${acquired} -${lost}, owning ${owned.size}`)
 
   /** Forgets the shards whose local validity has ended. */
   const sweep = Effect.gen(function* () {
@@ -121,7 +118,13 @@ export const make: Effect.Effect<
   const assignmentOf = (workers: ReadonlyArray<Worker>) => {
     const key = workers.map((w) => w.id).join("\n")
     if (key !== assigned.key || assigned.owners.length === 0) {
-      assigned = { key, owners: Assignment.assign(workers.map((w) => w.id), config.shards) }
+      assigned = {
+        key,
+        owners: Assignment.assign(
+          workers.map((w) => w.id),
+          config.shards,
+        ),
+      }
     }
     return assigned.owners
   }
@@ -141,12 +144,7 @@ export const make: Effect.Effect<
 
     const held = mine.map((shard) => String(owned.get(shard)?.epoch ?? -1))
     const sentAt = yield* Clock.currentTimeNanos
-    const claimed = yield* db.query<{ shard: number; epoch: string }>(Sql.CLAIM, [
-      me,
-      config.leaseTtlMs,
-      mine,
-      held,
-    ])
+    const claimed = yield* db.query<{ shard: number; epoch: string }>(Sql.CLAIM, [me, config.leaseTtlMs, mine, held])
     const validUntil = sentAt + validity
     renewedAt = sentAt
     const got = new Map(claimed.rows.map((row) => [row.shard, Number(row.epoch)]))
@@ -174,7 +172,9 @@ export const make: Effect.Effect<
     view = { ...view, holders: new Map(holders.rows.filter((r) => r.live).map((r) => [r.shard, r.owner])) }
   })
 
-  const refresh = lock.withPermits(1)(round).pipe(Effect.annotateLogs({ worker: me }))
+  const refresh = lock
+    .withPermits(1)(round)
+    .pipe(Effect.annotateLogs({ worker: me }))
 
   let hinted = -1n << 62n
   const hints = yield* Effect.makeSemaphore(1)
@@ -262,10 +262,7 @@ export const make: Effect.Effect<
     Effect.gen(function* () {
       const queue = yield* PubSub.subscribe(hub)
       const current = yield* ownedShards
-      return Stream.concat(
-        Stream.fromIterable(current.map((o): ShardChange => ({ _tag: "Acquired", ...o }))),
-        Stream.fromQueue(queue),
-      )
+      return Stream.concat(Stream.fromIterable(current.map((o): ShardChange => ({ _tag: "Acquired", ...o }))), Stream.fromQueue(queue))
     }),
   )
 

@@ -56,7 +56,10 @@ export class ShardingConfig extends Context.Tag("@ctxd/sharding/ShardingConfig")
 
 /** A fresh worker id: `<hostname>-<pid>-<6 random hex>` in `[A-Za-z0-9_-]`, at most 128 characters. */
 export const defaultWorkerId = (): string => {
-  const host = hostname().replace(/[^A-Za-z0-9_-]+/g, "_").slice(0, 100) || "worker"
+  const host =
+    hostname()
+      .replace(/[^A-Za-z0-9_-]+/g, "_")
+      .slice(0, 100) || "worker"
   return `${host}-${process.pid}-${randomBytes(3).toString("hex")}`
 }
 
@@ -76,9 +79,7 @@ export const make = (options: ShardingOptions = {}): Effect.Effect<Config, Inval
       return invalid(`refresh interval must be from 1 ms to a third of the lease TTL (${leaseTtlMs} ms), got ${refreshIntervalMs}`)
     }
     if (safetyMarginMs < 0 || 2 * refreshIntervalMs + safetyMarginMs >= leaseTtlMs) {
-      return invalid(
-        `need 2 × refresh interval + safety margin < lease TTL: 2 × ${refreshIntervalMs} + ${safetyMarginMs} >= ${leaseTtlMs}`,
-      )
+      return invalid(`need 2 × refresh interval + safety margin < lease TTL: 2 × ${refreshIntervalMs} + ${safetyMarginMs} >= ${leaseTtlMs}`)
     }
     return Effect.succeed({
       workerId,
@@ -101,9 +102,7 @@ export const layer = (options: ShardingOptions = {}): Layer.Layer<ShardingConfig
  * third of the TTL) and `CTXD_LEASE_MARGIN_MS` (default a fifth of the TTL).
  */
 export const config: Config.Config<ShardingOptions> = Config.all({
-  workerId: Config.option(
-    Config.string("CTXD_WORKER_ID").pipe(Config.withDescription("This worker's id, unique per process start")),
-  ),
+  workerId: Config.option(Config.string("CTXD_WORKER_ID").pipe(Config.withDescription("This worker's id, unique per process start"))),
   address: Config.option(
     Config.string("CTXD_WORKER_ADDRESS").pipe(Config.withDescription("How other workers reach this one (its NATS subject)")),
   ),

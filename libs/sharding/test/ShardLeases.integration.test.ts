@@ -74,17 +74,17 @@ describe("ShardLeases", () => {
       const { start } = yield* cluster
       const a = yield* start({ workerId: "a", address: "ctx.worker.a" })
       const b = yield* start({ workerId: "b", address: "ctx.worker.b" })
-      const took = yield* eventually(
-        Effect.zipRight(disjoint([a, b]), settled([a, b])),
-        2 * TTL_MS,
-        "a and b split the shards",
-      )
+      const took = yield* eventually(Effect.zipRight(disjoint([a, b]), settled([a, b])), 2 * TTL_MS, "a and b split the shards")
       expect(took).toBeLessThan(2 * TTL_MS)
       const [ofA, ofB] = [yield* shardsOf(a), yield* shardsOf(b)]
       expect(ofA.length + ofB.length).toBe(S)
       for (const n of [ofA.length, ofB.length]) expect(Math.abs(n - S / 2)).toBeLessThanOrEqual(S / 8)
       // both route the same way
-      const route = (w: TestWorker, shard: number) => Effect.map(w.leases.owner(shard), Option.map((o) => o.address))
+      const route = (w: TestWorker, shard: number) =>
+        Effect.map(
+          w.leases.owner(shard),
+          Option.map((o) => o.address),
+        )
       expect(yield* route(b, ofA[0]!)).toEqual(Option.some("ctx.worker.a"))
       expect(yield* route(a, ofB[0]!)).toEqual(Option.some("ctx.worker.b"))
       expect(yield* b.leases.isOwner(ofA[0]!)).toBe(false)
@@ -138,7 +138,10 @@ describe("ShardLeases", () => {
 
       yield* b.cut
       const took = yield* eventually(
-        Effect.zipRight(disjoint([a, b]), Effect.map(shardsOf(a), (s) => s.length === S)),
+        Effect.zipRight(
+          disjoint([a, b]),
+          Effect.map(shardsOf(a), (s) => s.length === S),
+        ),
         TTL_MS + 4 * REFRESH_MS,
         "a owns every shard",
       )

@@ -67,7 +67,10 @@ const stop = (signal: string) => {
   console.log(`fake provider: ${signal}, shutting down`)
   const force = setTimeout(() => process.exit(1), 5_000)
   force.unref()
-  server.close().then(() => process.exit(0), () => process.exit(1))
+  server.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  )
 }
 process.on("SIGINT", () => stop("SIGINT"))
 process.on("SIGTERM", () => stop("SIGTERM"))

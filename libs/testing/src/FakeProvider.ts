@@ -73,14 +73,7 @@ import { type ControlPatch, parsePatch, type Settings } from "./internal/fakePro
 import * as State from "./internal/fakeProvider/state.ts"
 import * as Tokens from "./internal/fakeProvider/tokens.ts"
 
-export type {
-  ControlPatch,
-  Endpoint,
-  ScriptedError,
-  ScriptedReply,
-  ScriptedToolCall,
-  Settings,
-} from "./internal/fakeProvider/settings.ts"
+export type { ControlPatch, Endpoint, ScriptedError, ScriptedReply, ScriptedToolCall, Settings } from "./internal/fakeProvider/settings.ts"
 export type { LoggedRequest } from "./internal/fakeProvider/state.ts"
 export { DEFAULT_SETTINGS } from "./internal/fakeProvider/settings.ts"
 
@@ -143,12 +136,13 @@ export const countRequestTokens = (format: "anthropic" | "openai" | "openai-resp
   promptTokensOf[format](body)
 
 /** Each API's ground-truth prompt tokens, by format. */
-const promptTokensOf: Readonly<Record<"anthropic" | "openai" | "openai-responses" | "gemini", (body: Record<string, unknown>) => number>> = {
-  anthropic: (body) => Anthropic.promptBlocks(body).reduce((n, b) => n + b.tokens, 0),
-  openai: (body) => OpenAI.promptTokens(body).length,
-  "openai-responses": (body) => Responses.promptTokens(body).length,
-  gemini: (body) => Gemini.promptTokens(Gemini.restShape(body)).length,
-}
+const promptTokensOf: Readonly<Record<"anthropic" | "openai" | "openai-responses" | "gemini", (body: Record<string, unknown>) => number>> =
+  {
+    anthropic: (body) => Anthropic.promptBlocks(body).reduce((n, b) => n + b.tokens, 0),
+    openai: (body) => OpenAI.promptTokens(body).length,
+    "openai-responses": (body) => Responses.promptTokens(body).length,
+    gemini: (body) => Gemini.promptTokens(Gemini.restShape(body)).length,
+  }
 
 /**
  * The first problem the fake provider finds in a request body (its 400
@@ -162,7 +156,9 @@ export const validateRequest = (
 ): string | undefined => validatorOf[format](body, betas)
 
 /** Each API's request validator, by format. */
-const validatorOf: Readonly<Record<"anthropic" | "openai" | "openai-responses", (body: unknown, betas: ReadonlyArray<string>) => string | undefined>> = {
+const validatorOf: Readonly<
+  Record<"anthropic" | "openai" | "openai-responses", (body: unknown, betas: ReadonlyArray<string>) => string | undefined>
+> = {
   anthropic: (body, betas) => AnthropicProvider.Validate.validate(body, "messages", betas),
   openai: (body) => OpenAI.validate(body)?.message,
   "openai-responses": (body) => Responses.validate(body, "responses")?.message,

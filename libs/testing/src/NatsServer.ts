@@ -57,10 +57,7 @@ const listening = (port: number): Promise<boolean> =>
  * port, and, unless `jetstream: false`, JetStream in the server's
  * directory); resolves once it accepts connections.
  */
-export const start = async (
-  config: string,
-  options: { readonly dir?: string; readonly jetstream?: boolean } = {},
-): Promise<NatsServer> => {
+export const start = async (config: string, options: { readonly dir?: string; readonly jetstream?: boolean } = {}): Promise<NatsServer> => {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "ctxd-nats-"))
   const port = await freePort()
   const file = join(dir, "nats.conf")
@@ -110,8 +107,21 @@ export const makePki = (dir: string): Pki => {
     writeFileSync(join(dir, `${name}.ext`), ext)
     openssl(dir, ["req", ...ec, "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", `/CN=ctxd test ${name}`])
     openssl(dir, [
-      "x509", "-req", "-in", `${name}.csr`, "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-      "-out", `${name}.pem`, "-days", "1", "-extfile", `${name}.ext`,
+      "x509",
+      "-req",
+      "-in",
+      `${name}.csr`,
+      "-CA",
+      "ca.pem",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-out",
+      `${name}.pem`,
+      "-days",
+      "1",
+      "-extfile",
+      `${name}.ext`,
     ])
   }
   leaf("server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")

@@ -56,9 +56,7 @@ export const start = async (
   }
   child.stdout.on("data", onData)
   child.stderr.on("data", onData)
-  const exited = new Promise<number | string>((resolve) =>
-    child.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
-  )
+  const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")))
 
   const waitFor = (needle: string, timeoutMs = 15_000) =>
     new Promise<void>((resolve, reject) => {

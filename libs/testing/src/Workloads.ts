@@ -98,7 +98,9 @@ export const tauBenchSessions = (): ReadonlyArray<ReplaySession> => {
   const dir = dataDir()
   if (tauCache?.dir === dir) return tauCache.sessions
   const tools = (readJson("tau-bench-tools.json") as { airline: Array<OpenAI.Tool> }).airline
-  const sessions = AgentLogs.tauBench(readJson("tau-bench-airline-gpt4o.json") as Array<unknown>, tools, "tau-airline").map((s): ReplaySession => ({ ...s, format: "openai" }))
+  const sessions = AgentLogs.tauBench(readJson("tau-bench-airline-gpt4o.json") as Array<unknown>, tools, "tau-airline").map(
+    (s): ReplaySession => ({ ...s, format: "openai" }),
+  )
   tauCache = { dir, sessions }
   return sessions
 }
@@ -120,7 +122,10 @@ export const sweAgentSessions = (): ReadonlyArray<ReplaySession> => {
   const files = readdirSync(join(dir, "swe-agent"))
     .filter((f) => f.endsWith(".traj"))
     .sort()
-  const sessions = files.map((file): ReplaySession => ({ ...AgentLogs.sweAgent(basename(file, ".traj"), readJson("swe-agent", file)), format: "openai" }))
+  const sessions = files.map((file): ReplaySession => ({
+    ...AgentLogs.sweAgent(basename(file, ".traj"), readJson("swe-agent", file)),
+    format: "openai",
+  }))
   sweCache = { dir, sessions }
   return sessions
 }
@@ -134,18 +139,16 @@ export const githubCatalog = (): GithubCatalog => {
   const raw = readJson("github-mcp-tools.json") as { toolsets: Array<Raw>; tools: Array<Raw> }
   return {
     toolsets: raw.toolsets.map((t) => ({ id: str(t.id), description: str(t.description), default: t.default === true })),
-    tools: raw.tools.map(
-      (t): OpenAI.Tool => ({
-        type: "function",
-        function: {
-          name: str(t.name),
-          description: str(t.description),
-          parameters: isRecord(t.inputSchema) ? t.inputSchema : { type: "object", properties: {} },
-        },
-        toolset: str(t.toolset),
-        annotations: isRecord(t.annotations) ? t.annotations : {},
-      }),
-    ),
+    tools: raw.tools.map((t): OpenAI.Tool => ({
+      type: "function",
+      function: {
+        name: str(t.name),
+        description: str(t.description),
+        parameters: isRecord(t.inputSchema) ? t.inputSchema : { type: "object", properties: {} },
+      },
+      toolset: str(t.toolset),
+      annotations: isRecord(t.annotations) ? t.annotations : {},
+    })),
   }
 }
 
@@ -176,16 +179,24 @@ const responsesItems = (messages: ReadonlyArray<OpenAI.Message>): Array<OpenAIRe
       case "developer":
         return [{ type: "message", role: m.role, content: responsesText(m.content) }]
       case "user":
-        return [{
-          type: "message",
-          role: "user",
-          content: typeof m.content === "string"
-            ? m.content
-            : m.content.map((p): OpenAIResponses.ContentPart =>
-                p.type === "image_url"
-                  ? { type: "input_image", image_url: (p as OpenAI.ImagePart).image_url.url, detail: (p as OpenAI.ImagePart).image_url.detail ?? "auto" }
-                  : { type: "input_text", text: p.type === "text" ? (p as OpenAI.TextPart).text : JSON.stringify(p) }),
-        }]
+        return [
+          {
+            type: "message",
+            role: "user",
+            content:
+              typeof m.content === "string"
+                ? m.content
+                : m.content.map((p): OpenAIResponses.ContentPart =>
+                    p.type === "image_url"
+                      ? {
+                          type: "input_image",
+                          image_url: (p as OpenAI.ImagePart).image_url.url,
+                          detail: (p as OpenAI.ImagePart).image_url.detail ?? "auto",
+                        }
+                      : { type: "input_text", text: p.type === "text" ? (p as OpenAI.TextPart).text : JSON.stringify(p) },
+                  ),
+          },
+        ]
       case "assistant": {
         const text = responsesText(m.content)
         const items: Array<OpenAIResponses.Item> = text === "" ? [] : [{ type: "message", role: "assistant", content: text }]
@@ -315,7 +326,11 @@ export const toGemini = (session: ReplaySession, options: { readonly ids?: boole
 }
 
 /** The format-specific part of a turn request: `format`, `tools` and the turn's messages (or items). */
-export type FormatFields = Turn.TurnRequest extends infer R ? (R extends Turn.TurnRequest ? Omit<R, "turnId" | "model" | "system" | "options"> : never) : never
+export type FormatFields = Turn.TurnRequest extends infer R
+  ? R extends Turn.TurnRequest
+    ? Omit<R, "turnId" | "model" | "system" | "options">
+    : never
+  : never
 
 /** A replayed session in one request format: a default model of that provider and each turn's format fields. */
 export interface FormattedSession {
@@ -375,7 +390,11 @@ export const withThinking = (session: AnthropicReplaySession): AnthropicReplaySe
         const thought: Anthropic.ContentBlock =
           k % 3 === 2
             ? { type: "redacted_thinking", data: `EmwKAhgB${k}` }
-            : { type: "thinking", thinking: `Step ${k}: check the policy, then decide which tool answers the request.`, signature: `sig-${session.id}-${k}` }
+            : {
+                type: "thinking",
+                thinking: `Step ${k}: check the policy, then decide which tool answers the request.`,
+                signature: `sig-${session.id}-${k}`,
+              }
         const content = typeof m.content === "string" ? [{ type: "text" as const, text: m.content }] : m.content
         return { role: "assistant", content: [thought, ...content] }
       }),

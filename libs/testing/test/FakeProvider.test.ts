@@ -10,7 +10,10 @@ const GPT = "gpt-4o-mini"
 
 /** ~40 tokens per paragraph; `n` paragraphs of distinct text. */
 const prose = (n: number, tag = "p"): string =>
-  Array.from({ length: n }, (_, i) => `Paragraph ${tag}-${i}: the context engine keeps history in Postgres and answers with a budgeted prompt.`).join("\n")
+  Array.from(
+    { length: n },
+    (_, i) => `Paragraph ${tag}-${i}: the context engine keeps history in Postgres and answers with a budgeted prompt.`,
+  ).join("\n")
 
 const rejection = async (promise: Promise<unknown>): Promise<unknown> => {
   try {
@@ -56,19 +59,31 @@ describe("FakeProvider / Anthropic", () => {
     const body = {
       model: MODEL,
       system: "You are terse.",
-      tools: [{ name: "search", description: "Search the docs", input_schema: { type: "object" as const, properties: { q: { type: "string" } } } }],
+      tools: [
+        {
+          name: "search",
+          description: "Search the docs",
+          input_schema: { type: "object" as const, properties: { q: { type: "string" } } },
+        },
+      ],
       messages: [{ role: "user" as const, content: "hello world" }],
     }
     const { input_tokens } = await anthropic.messages.countTokens(body)
     expect(input_tokens).toBe(FakeProvider.countRequestTokens("anthropic", body))
     const o = FakeProvider.overheads
-    const toolText = JSON.stringify({ description: "Search the docs", input_schema: { properties: { q: { type: "string" } }, type: "object" }, name: "search" })
+    const toolText = JSON.stringify({
+      description: "Search the docs",
+      input_schema: { properties: { q: { type: "string" } }, type: "object" },
+      name: "search",
+    })
     expect(input_tokens).toBeGreaterThan(o.perRequest + o.perMessage + o.perTool + FakeProvider.countTextTokens("hello world"))
     expect(input_tokens).toBeGreaterThanOrEqual(FakeProvider.countTextTokens(toolText))
   })
 
   it("streams events the SDK's stream helper accumulates", async () => {
-    server.control({ replies: [{ text: "Streaming works fine, chunk by chunk." }, { toolCalls: [{ name: "search", input: { q: "fake provider" } }] }] })
+    server.control({
+      replies: [{ text: "Streaming works fine, chunk by chunk." }, { toolCalls: [{ name: "search", input: { q: "fake provider" } }] }],
+    })
     const stream = anthropic.messages.stream({ model: MODEL, max_tokens: 64, messages: [{ role: "user", content: "stream please" }] })
     const deltas: Array<string> = []
     stream.on("text", (t) => deltas.push(t))
@@ -78,7 +93,12 @@ describe("FakeProvider / Anthropic", () => {
     expect(final.usage.output_tokens).toBe(FakeProvider.countTextTokens("Streaming works fine, chunk by chunk."))
 
     const tools = [{ name: "search", input_schema: { type: "object" as const } }]
-    const toolStream = anthropic.messages.stream({ model: MODEL, max_tokens: 64, tools, messages: [{ role: "user", content: "look it up" }] })
+    const toolStream = anthropic.messages.stream({
+      model: MODEL,
+      max_tokens: 64,
+      tools,
+      messages: [{ role: "user", content: "look it up" }],
+    })
     const toolMessage = await toolStream.finalMessage()
     expect(toolMessage.stop_reason).toBe("tool_use")
     expect(toolMessage.content[0]).toMatchObject({ type: "tool_use", name: "search", input: { q: "fake provider" } })
@@ -98,7 +118,14 @@ describe("FakeProvider / Anthropic", () => {
       tools,
       messages: [
         user,
-        { role: "assistant", content: first.content.map((b) => (b.type === "tool_use" ? { type: "tool_use" as const, id: b.id, name: b.name, input: b.input } : { type: "text" as const, text: "checking" })) },
+        {
+          role: "assistant",
+          content: first.content.map((b) =>
+            b.type === "tool_use"
+              ? { type: "tool_use" as const, id: b.id, name: b.name, input: b.input }
+              : { type: "text" as const, text: "checking" },
+          ),
+        },
         { role: "user", content: [{ type: "tool_result", tool_use_id: call?.type === "tool_use" ? call.id : "", content: "18°C, clear" }] },
       ],
     })
@@ -106,52 +133,123 @@ describe("FakeProvider / Anthropic", () => {
   })
 
   it("answers a forced tool_choice with a schema-shaped input when nothing is scripted", async () => {
-    const tools = [{ name: "snapshot", input_schema: { type: "object" as const, properties: { findings: { type: "array" }, task: { type: "string" } }, required: ["findings", "task"] } }]
-    const message = await anthropic.messages.create({ model: MODEL, max_tokens: 64, tools, tool_choice: { type: "tool", name: "snapshot" }, messages: [{ role: "user", content: "summarize" }] })
+    const tools = [
+      {
+        name: "snapshot",
+        input_schema: {
+          type: "object" as const,
+          properties: { findings: { type: "array" }, task: { type: "string" } },
+          required: ["findings", "task"],
+        },
+      },
+    ]
+    const message = await anthropic.messages.create({
+      model: MODEL,
+      max_tokens: 64,
+      tools,
+      tool_choice: { type: "tool", name: "snapshot" },
+      messages: [{ role: "user", content: "summarize" }],
+    })
     expect(message.content).toEqual([expect.objectContaining({ type: "tool_use", name: "snapshot", input: { findings: [], task: "" } })])
   })
 
   const T = [{ name: "t", input_schema: { type: "object" } }]
   const invalid: Array<[string, Record<string, unknown>, string]> = [
-    ["orphan tool_result", { tools: T, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "x" }] }] }, "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_1"],
-    ["unanswered tool_use", {
-      tools: T,
-      messages: [
-        { role: "user", content: "go" },
-        { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "t", input: {} }] },
-        { role: "user", content: "never mind" },
-      ],
-    }, "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1"],
-    ["text before the tool_result", {
-      tools: T,
-      messages: [
-        { role: "user", content: "go" },
-        { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "t", input: {} }] },
-        { role: "user", content: [{ type: "text", text: "here" }, { type: "tool_result", tool_use_id: "toolu_1", content: "ok" }] },
-      ],
-    }, "`tool_use` ids were found without `tool_result` blocks immediately after"],
-    ["first message from the assistant", { messages: [{ role: "assistant", content: "hi" }, { role: "user", content: "yo" }] }, 'first message must use the "user" role'],
-    ["two user turns in a row", { messages: [{ role: "user", content: "a" }, { role: "user", content: "b" }] }, "roles must alternate"],
-    ["an empty text block", { messages: [{ role: "user", content: [{ type: "text", text: "" }] }] }, "text content blocks must be non-empty"],
-    ["five cache breakpoints", {
-      system: Array.from({ length: 5 }, (_, i) => ({ type: "text", text: `s${i}`, cache_control: { type: "ephemeral" } })),
-      messages: [{ role: "user", content: "a" }],
-    }, "A maximum of 4 blocks with cache_control may be provided. Found 5."],
-    ["a 1h breakpoint after a 5m one", {
-      system: [{ type: "text", text: "s", cache_control: { type: "ephemeral" } }],
-      messages: [{ role: "user", content: [{ type: "text", text: "a", cache_control: { type: "ephemeral", ttl: "1h" } }] }],
-    }, "messages.0.content.0.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block"],
-    ["a ctxd extension left on a tool", {
-      tools: [{ name: "t", input_schema: { type: "object" }, toolset: "git" }],
-      messages: [{ role: "user", content: "a" }],
-    }, "tools.0.custom.toolset: Extra inputs are not permitted"],
-    ["tool blocks without tools", {
-      messages: [
-        { role: "user", content: "go" },
-        { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "t", input: {} }] },
-        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "ok" }] },
-      ],
-    }, "must define tools"],
+    [
+      "orphan tool_result",
+      { tools: T, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "x" }] }] },
+      "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_1",
+    ],
+    [
+      "unanswered tool_use",
+      {
+        tools: T,
+        messages: [
+          { role: "user", content: "go" },
+          { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "t", input: {} }] },
+          { role: "user", content: "never mind" },
+        ],
+      },
+      "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1",
+    ],
+    [
+      "text before the tool_result",
+      {
+        tools: T,
+        messages: [
+          { role: "user", content: "go" },
+          { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "t", input: {} }] },
+          {
+            role: "user",
+            content: [
+              { type: "text", text: "here" },
+              { type: "tool_result", tool_use_id: "toolu_1", content: "ok" },
+            ],
+          },
+        ],
+      },
+      "`tool_use` ids were found without `tool_result` blocks immediately after",
+    ],
+    [
+      "first message from the assistant",
+      {
+        messages: [
+          { role: "assistant", content: "hi" },
+          { role: "user", content: "yo" },
+        ],
+      },
+      'first message must use the "user" role',
+    ],
+    [
+      "two user turns in a row",
+      {
+        messages: [
+          { role: "user", content: "a" },
+          { role: "user", content: "b" },
+        ],
+      },
+      "roles must alternate",
+    ],
+    [
+      "an empty text block",
+      { messages: [{ role: "user", content: [{ type: "text", text: "" }] }] },
+      "text content blocks must be non-empty",
+    ],
+    [
+      "five cache breakpoints",
+      {
+        system: Array.from({ length: 5 }, (_, i) => ({ type: "text", text: `s${i}`, cache_control: { type: "ephemeral" } })),
+        messages: [{ role: "user", content: "a" }],
+      },
+      "A maximum of 4 blocks with cache_control may be provided. Found 5.",
+    ],
+    [
+      "a 1h breakpoint after a 5m one",
+      {
+        system: [{ type: "text", text: "s", cache_control: { type: "ephemeral" } }],
+        messages: [{ role: "user", content: [{ type: "text", text: "a", cache_control: { type: "ephemeral", ttl: "1h" } }] }],
+      },
+      "messages.0.content.0.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block",
+    ],
+    [
+      "a ctxd extension left on a tool",
+      {
+        tools: [{ name: "t", input_schema: { type: "object" }, toolset: "git" }],
+        messages: [{ role: "user", content: "a" }],
+      },
+      "tools.0.custom.toolset: Extra inputs are not permitted",
+    ],
+    [
+      "tool blocks without tools",
+      {
+        messages: [
+          { role: "user", content: "go" },
+          { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "t", input: {} }] },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "ok" }] },
+        ],
+      },
+      "must define tools",
+    ],
   ]
 
   // thinking: where the blocks may stand and what they carry
@@ -163,35 +261,66 @@ describe("FakeProvider / Anthropic", () => {
   ]
   const enabled = { max_tokens: 4096, thinking: { type: "enabled", budget_tokens: 1024 } }
   invalid.push(
-    ["a thinking block in a user message", { messages: [{ role: "user", content: [signed, { type: "text", text: "hi" }] }] },
-      "messages.0.content.0: thinking blocks can only be in assistant messages"],
-    ["a thinking block without its signature", { tools: T, messages: loop({ type: "thinking", thinking: "hmm" }) },
-      "messages.1.content.0.thinking.signature: Field required"],
-    ["a redacted_thinking block without its data", { tools: T, messages: loop({ type: "redacted_thinking" }) },
-      "messages.1.content.0.redacted_thinking.data: Field required"],
-    ["a tool-use continuation without thinking while thinking is enabled", { ...enabled, tools: T, messages: loop(undefined) },
-      "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks)."],
-    ["a tool-use continuation whose thinking is not first", {
-      ...enabled,
-      tools: T,
-      messages: [
-        { role: "user", content: "go" },
-        { role: "assistant", content: [{ type: "text", text: "Checking." }, signed, { type: "tool_use", id: "toolu_1", name: "t", input: {} }] },
-        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "ok" }] },
-      ],
-    }, "but found `text`. When `thinking` is enabled"],
-    ["thinking in a final assistant message while thinking is disabled", {
-      messages: [{ role: "user", content: "go" }, { role: "assistant", content: [signed] }],
-    }, "messages.1.content.0: When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`."],
-    ["a thinking budget not below max_tokens", { max_tokens: 1024, thinking: { type: "enabled", budget_tokens: 1024 }, messages: [{ role: "user", content: "a" }] },
-      "`max_tokens` must be greater than `thinking.budget_tokens`"],
+    [
+      "a thinking block in a user message",
+      { messages: [{ role: "user", content: [signed, { type: "text", text: "hi" }] }] },
+      "messages.0.content.0: thinking blocks can only be in assistant messages",
+    ],
+    [
+      "a thinking block without its signature",
+      { tools: T, messages: loop({ type: "thinking", thinking: "hmm" }) },
+      "messages.1.content.0.thinking.signature: Field required",
+    ],
+    [
+      "a redacted_thinking block without its data",
+      { tools: T, messages: loop({ type: "redacted_thinking" }) },
+      "messages.1.content.0.redacted_thinking.data: Field required",
+    ],
+    [
+      "a tool-use continuation without thinking while thinking is enabled",
+      { ...enabled, tools: T, messages: loop(undefined) },
+      "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks).",
+    ],
+    [
+      "a tool-use continuation whose thinking is not first",
+      {
+        ...enabled,
+        tools: T,
+        messages: [
+          { role: "user", content: "go" },
+          {
+            role: "assistant",
+            content: [{ type: "text", text: "Checking." }, signed, { type: "tool_use", id: "toolu_1", name: "t", input: {} }],
+          },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "ok" }] },
+        ],
+      },
+      "but found `text`. When `thinking` is enabled",
+    ],
+    [
+      "thinking in a final assistant message while thinking is disabled",
+      {
+        messages: [
+          { role: "user", content: "go" },
+          { role: "assistant", content: [signed] },
+        ],
+      },
+      "messages.1.content.0: When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`.",
+    ],
+    [
+      "a thinking budget not below max_tokens",
+      { max_tokens: 1024, thinking: { type: "enabled", budget_tokens: 1024 }, messages: [{ role: "user", content: "a" }] },
+      "`max_tokens` must be greater than `thinking.budget_tokens`",
+    ],
   )
 
   it("accepts thinking where the API does: first in a continuation's final assistant message, signed or redacted, older turns with or without theirs", async () => {
     const create = (body: Record<string, unknown>) =>
       anthropic.messages.create({ model: MODEL, ...enabled, ...body } as unknown as Anthropic.MessageCreateParamsNonStreaming)
     await expect(create({ tools: T, messages: loop(signed) })).resolves.toMatchObject({ type: "message" })
-    await expect(create({ tools: T, messages: loop({ type: "redacted_thinking", data: "EmwKAhgB" }) })).resolves.toMatchObject({ type: "message" })
+    await expect(create({ tools: T, messages: loop({ type: "redacted_thinking", data: "EmwKAhgB" }) })).resolves.toMatchObject({
+      type: "message",
+    })
     // an older turn without its thinking, the current loop with it; a new user turn needs none
     const older = [
       { role: "user", content: "first" },
@@ -203,7 +332,12 @@ describe("FakeProvider / Anthropic", () => {
     await expect(create({ tools: T, messages: [...older, { role: "user", content: "next" }] })).resolves.toMatchObject({ type: "message" })
     // without thinking enabled, thinking blocks of earlier assistant messages are accepted (and ignored)
     await expect(
-      anthropic.messages.create({ model: MODEL, max_tokens: 16, tools: T, messages: loop(signed) } as unknown as Anthropic.MessageCreateParamsNonStreaming),
+      anthropic.messages.create({
+        model: MODEL,
+        max_tokens: 16,
+        tools: T,
+        messages: loop(signed),
+      } as unknown as Anthropic.MessageCreateParamsNonStreaming),
     ).resolves.toMatchObject({ type: "message" })
   })
 
@@ -221,16 +355,22 @@ describe("FakeProvider / Anthropic", () => {
 
   it("requires max_tokens on messages but refuses it on count_tokens", async () => {
     const messages = [{ role: "user" as const, content: "hi" }]
-    const missing = await rejection(anthropic.messages.create({ model: MODEL, messages } as unknown as Anthropic.MessageCreateParamsNonStreaming))
+    const missing = await rejection(
+      anthropic.messages.create({ model: MODEL, messages } as unknown as Anthropic.MessageCreateParamsNonStreaming),
+    )
     expect((missing as Error).message).toContain("max_tokens: Field required")
-    const extra = await rejection(anthropic.messages.countTokens({ model: MODEL, messages, max_tokens: 5 } as unknown as Anthropic.MessageCountTokensParams))
+    const extra = await rejection(
+      anthropic.messages.countTokens({ model: MODEL, messages, max_tokens: 5 } as unknown as Anthropic.MessageCountTokensParams),
+    )
     expect(extra).toBeInstanceOf(Anthropic.BadRequestError)
     expect((extra as Error).message).toContain("max_tokens: Extra inputs are not permitted")
   })
 
   it("rejects a prompt larger than the context window", async () => {
     server.control({ contextWindow: 50 })
-    const error = await rejection(anthropic.messages.create({ model: MODEL, max_tokens: 5, messages: [{ role: "user", content: prose(3) }] }))
+    const error = await rejection(
+      anthropic.messages.create({ model: MODEL, max_tokens: 5, messages: [{ role: "user", content: prose(3) }] }),
+    )
     expect(error).toBeInstanceOf(Anthropic.BadRequestError)
     expect((error as Error).message).toMatch(/prompt is too long: \d+ tokens > 50 maximum/)
   })
@@ -238,22 +378,48 @@ describe("FakeProvider / Anthropic", () => {
 
 describe("FakeProvider / OpenAI", () => {
   it("answers chat.completions.create with usage including cached_tokens", async () => {
-    const completion = await openai.chat.completions.create({ model: GPT, messages: [{ role: "system", content: "be brief" }, { role: "user", content: "ping" }] })
+    const completion = await openai.chat.completions.create({
+      model: GPT,
+      messages: [
+        { role: "system", content: "be brief" },
+        { role: "user", content: "ping" },
+      ],
+    })
     expect(completion.object).toBe("chat.completion")
     expect(completion.choices[0]?.finish_reason).toBe("stop")
     expect(completion.choices[0]?.message.content).toContain("ping")
     const usage = completion.usage!
-    expect(usage.prompt_tokens).toBe(FakeProvider.countRequestTokens("openai", { model: GPT, messages: [{ role: "system", content: "be brief" }, { role: "user", content: "ping" }] }))
+    expect(usage.prompt_tokens).toBe(
+      FakeProvider.countRequestTokens("openai", {
+        model: GPT,
+        messages: [
+          { role: "system", content: "be brief" },
+          { role: "user", content: "ping" },
+        ],
+      }),
+    )
     expect(usage.prompt_tokens_details?.cached_tokens).toBe(0)
     expect(usage.total_tokens).toBe(usage.prompt_tokens + usage.completion_tokens)
   })
 
   it("returns scripted tool calls and streams with include_usage", async () => {
-    server.control({ replies: [{ provider: "openai", toolCalls: [{ id: "call_1", name: "get_weather", input: { city: "Oslo" } }] }, { provider: "openai", text: "It is sunny in Oslo today." }] })
-    const tools = [{ type: "function" as const, function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } } }]
+    server.control({
+      replies: [
+        { provider: "openai", toolCalls: [{ id: "call_1", name: "get_weather", input: { city: "Oslo" } }] },
+        { provider: "openai", text: "It is sunny in Oslo today." },
+      ],
+    })
+    const tools = [
+      {
+        type: "function" as const,
+        function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } },
+      },
+    ]
     const first = await openai.chat.completions.create({ model: GPT, tools, messages: [{ role: "user", content: "weather?" }] })
     expect(first.choices[0]?.finish_reason).toBe("tool_calls")
-    expect(first.choices[0]?.message.tool_calls).toEqual([{ id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } }])
+    expect(first.choices[0]?.message.tool_calls).toEqual([
+      { id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } },
+    ])
 
     const stream = await openai.chat.completions.create({
       model: GPT,
@@ -262,7 +428,11 @@ describe("FakeProvider / OpenAI", () => {
       stream_options: { include_usage: true },
       messages: [
         { role: "user", content: "weather?" },
-        { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } }],
+        },
         { role: "tool", tool_call_id: "call_1", content: "sunny" },
       ],
     })
@@ -277,19 +447,45 @@ describe("FakeProvider / OpenAI", () => {
   })
 
   const invalid: ReadonlyArray<[string, ReadonlyArray<Record<string, unknown>>, string]> = [
-    ["an orphan tool message", [{ role: "user", content: "a" }, { role: "tool", tool_call_id: "call_9", content: "x" }], "messages with role 'tool' must be a response to a preceeding message with 'tool_calls'"],
-    ["an unanswered tool call", [
-      { role: "user", content: "a" },
-      { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "t", arguments: "{}" } }, { id: "call_2", type: "function", function: { name: "t", arguments: "{}" } }] },
-      { role: "tool", tool_call_id: "call_1", content: "x" },
-      { role: "user", content: "b" },
-    ], "The following tool_call_ids did not have response messages: call_2"],
-    ["a tool result for an unknown call", [
-      { role: "user", content: "a" },
-      { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "t", arguments: "{}" } }] },
-      { role: "tool", tool_call_id: "call_7", content: "x" },
-    ], "'tool_call_id' of 'call_7' not found"],
-    ["Anthropic cache_control in a content part", [{ role: "user", content: [{ type: "text", text: "a", cache_control: { type: "ephemeral" } }] }], "Unknown parameter: 'messages[0].content[0].cache_control'."],
+    [
+      "an orphan tool message",
+      [
+        { role: "user", content: "a" },
+        { role: "tool", tool_call_id: "call_9", content: "x" },
+      ],
+      "messages with role 'tool' must be a response to a preceeding message with 'tool_calls'",
+    ],
+    [
+      "an unanswered tool call",
+      [
+        { role: "user", content: "a" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [
+            { id: "call_1", type: "function", function: { name: "t", arguments: "{}" } },
+            { id: "call_2", type: "function", function: { name: "t", arguments: "{}" } },
+          ],
+        },
+        { role: "tool", tool_call_id: "call_1", content: "x" },
+        { role: "user", content: "b" },
+      ],
+      "The following tool_call_ids did not have response messages: call_2",
+    ],
+    [
+      "a tool result for an unknown call",
+      [
+        { role: "user", content: "a" },
+        { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "t", arguments: "{}" } }] },
+        { role: "tool", tool_call_id: "call_7", content: "x" },
+      ],
+      "'tool_call_id' of 'call_7' not found",
+    ],
+    [
+      "Anthropic cache_control in a content part",
+      [{ role: "user", content: [{ type: "text", text: "a", cache_control: { type: "ephemeral" } }] }],
+      "Unknown parameter: 'messages[0].content[0].cache_control'.",
+    ],
   ]
 
   for (const [name, messages, message] of invalid) {
@@ -323,22 +519,34 @@ describe("FakeProvider / faults", () => {
     server.control({ rateLimitNext: 1, retryAfterMs: 20 })
     const oa = new OpenAI({ baseURL: server.openaiBaseURL, apiKey: "test", maxRetries: 1 })
     await oa.chat.completions.create({ model: GPT, messages: [{ role: "user", content: "hi" }] })
-    expect(server.requests().filter((r) => r.endpoint === "chat_completions").map((r) => r.status)).toEqual([429, 200])
+    expect(
+      server
+        .requests()
+        .filter((r) => r.endpoint === "chat_completions")
+        .map((r) => r.status),
+    ).toEqual([429, 200])
   })
 
   it("injects 5xx at the configured error rate, deterministically per seed", async () => {
     server.control({ errorRate: 1 })
-    expect(await rejection(anthropic.messages.create({ model: MODEL, max_tokens: 8, messages: [{ role: "user", content: "x" }] }))).toBeInstanceOf(
-      Anthropic.InternalServerError,
+    expect(
+      await rejection(anthropic.messages.create({ model: MODEL, max_tokens: 8, messages: [{ role: "user", content: "x" }] })),
+    ).toBeInstanceOf(Anthropic.InternalServerError)
+    expect(await rejection(openai.chat.completions.create({ model: GPT, messages: [{ role: "user", content: "x" }] }))).toBeInstanceOf(
+      OpenAI.InternalServerError,
     )
-    expect(await rejection(openai.chat.completions.create({ model: GPT, messages: [{ role: "user", content: "x" }] }))).toBeInstanceOf(OpenAI.InternalServerError)
 
     const run = async () => {
       server.reset()
       server.control({ errorRate: 0.5 })
       const outcomes: Array<boolean> = []
       for (let i = 0; i < 20; i++) {
-        outcomes.push(await anthropic.messages.countTokens({ model: MODEL, messages: [{ role: "user", content: "x" }] }).then(() => true, () => false))
+        outcomes.push(
+          await anthropic.messages.countTokens({ model: MODEL, messages: [{ role: "user", content: "x" }] }).then(
+            () => true,
+            () => false,
+          ),
+        )
       }
       return outcomes
     }
@@ -353,7 +561,10 @@ describe("FakeProvider / faults", () => {
     const retrying = new Anthropic({ baseURL: server.url, apiKey: "test", maxRetries: 2 })
     await anthropic.messages.countTokens({ model: MODEL, messages: [{ role: "user", content: "not faulted" }] })
     const started = Date.now()
-    const message = await retrying.messages.create({ model: MODEL, max_tokens: 8, messages: [{ role: "user", content: "hi" }] }, { maxRetries: 2 })
+    const message = await retrying.messages.create(
+      { model: MODEL, max_tokens: 8, messages: [{ role: "user", content: "hi" }] },
+      { maxRetries: 2 },
+    )
     expect(message.type).toBe("message")
     expect(Date.now() - started).toBeLessThan(5_000)
     expect(server.requests().map((r) => r.status)).toEqual([200, 529, 529, 200])
@@ -362,10 +573,14 @@ describe("FakeProvider / faults", () => {
   it("hangs until the client's timeout gives up, promptly", async () => {
     server.control({ hang: true })
     const started = Date.now()
-    const error = await rejection(anthropic.messages.create({ model: MODEL, max_tokens: 8, messages: [{ role: "user", content: "hi" }] }, { timeout: 200 }))
+    const error = await rejection(
+      anthropic.messages.create({ model: MODEL, max_tokens: 8, messages: [{ role: "user", content: "hi" }] }, { timeout: 200 }),
+    )
     expect(error).toBeInstanceOf(Anthropic.APIConnectionTimeoutError)
     expect(Date.now() - started).toBeLessThan(2_000)
-    const oaError = await rejection(openai.chat.completions.create({ model: GPT, messages: [{ role: "user", content: "hi" }] }, { timeout: 200 }))
+    const oaError = await rejection(
+      openai.chat.completions.create({ model: GPT, messages: [{ role: "user", content: "hi" }] }, { timeout: 200 }),
+    )
     expect(oaError).toBeInstanceOf(OpenAI.APIConnectionTimeoutError)
     expect(server.requests().map((r) => r.status)).toEqual([null, null])
 
@@ -392,10 +607,14 @@ describe("FakeProvider / faults", () => {
 })
 
 describe("FakeProvider / prompt cache", () => {
-  const system = (ttl?: "1h") => [{ type: "text" as const, text: prose(60, "sys"), cache_control: { type: "ephemeral" as const, ...(ttl ? { ttl } : {}) } }]
+  const system = (ttl?: "1h") => [
+    { type: "text" as const, text: prose(60, "sys"), cache_control: { type: "ephemeral" as const, ...(ttl ? { ttl } : {}) } },
+  ]
 
   it("reads a repeated Anthropic prefix from the cache and grows the read as the conversation does", async () => {
-    const turn1 = [{ role: "user" as const, content: [{ type: "text" as const, text: prose(30, "t1"), cache_control: { type: "ephemeral" as const } }] }]
+    const turn1 = [
+      { role: "user" as const, content: [{ type: "text" as const, text: prose(30, "t1"), cache_control: { type: "ephemeral" as const } }] },
+    ]
     const a = await anthropic.messages.create({ model: MODEL, max_tokens: 8, system: system("1h"), messages: turn1 })
     expect(a.usage.cache_read_input_tokens).toBe(0)
     expect(a.usage.cache_creation?.ephemeral_1h_input_tokens).toBeGreaterThan(1_024)
@@ -429,21 +648,38 @@ describe("FakeProvider / prompt cache", () => {
     const many = (n: number, mark: boolean) =>
       Array.from({ length: n }, (_, i) => ({
         role: (i % 2 === 0 ? "user" : "assistant") as "user" | "assistant",
-        content: [{ type: "text" as const, text: `turn ${i}: ${prose(2, `m${i}`)}`, ...(mark && i === n - 1 ? { cache_control: { type: "ephemeral" as const } } : {}) }],
+        content: [
+          {
+            type: "text" as const,
+            text: `turn ${i}: ${prose(2, `m${i}`)}`,
+            ...(mark && i === n - 1 ? { cache_control: { type: "ephemeral" as const } } : {}),
+          },
+        ],
       }))
     const near = await anthropic.messages.create({ model: MODEL, max_tokens: 8, system: system(), messages: many(25, true) })
     expect(near.usage.cache_read_input_tokens).toBe(0)
-    const far = await anthropic.messages.create({ model: MODEL, max_tokens: 8, system: [{ type: "text", text: prose(60, "sys") }], messages: many(51, true) })
+    const far = await anthropic.messages.create({
+      model: MODEL,
+      max_tokens: 8,
+      system: [{ type: "text", text: prose(60, "sys") }],
+      messages: many(51, true),
+    })
     expect(far.usage.cache_read_input_tokens).toBe(0)
     const close = await anthropic.messages.create({ model: MODEL, max_tokens: 8, system: system(), messages: many(41, true) })
     expect(close.usage.cache_read_input_tokens).toBe(near.usage.cache_creation_input_tokens)
   })
 
   it("caches an OpenAI prefix of at least 1024 tokens in 128-token steps", async () => {
-    const base = [{ role: "system" as const, content: prose(60, "oa") }, { role: "user" as const, content: "first question" }]
+    const base = [
+      { role: "system" as const, content: prose(60, "oa") },
+      { role: "user" as const, content: "first question" },
+    ]
     const a = await openai.chat.completions.create({ model: GPT, messages: base })
     expect(a.usage?.prompt_tokens_details?.cached_tokens).toBe(0)
-    const b = await openai.chat.completions.create({ model: GPT, messages: [...base, { role: "assistant", content: "answer" }, { role: "user", content: "second" }] })
+    const b = await openai.chat.completions.create({
+      model: GPT,
+      messages: [...base, { role: "assistant", content: "answer" }, { role: "user", content: "second" }],
+    })
     const cached = b.usage?.prompt_tokens_details?.cached_tokens ?? 0
     expect(cached).toBeGreaterThanOrEqual(1_024)
     expect((cached - 1_024) % 128).toBe(0)
@@ -475,13 +711,18 @@ describe("FakeProvider / control and request log", () => {
     const viaHttp = (await (await fetch(`${server.url}/_requests`)).json()) as Array<{ path: string }>
     expect(viaHttp.map((r) => r.path)).toEqual(log.map((r) => r.path))
 
-    const patched = await fetch(`${server.url}/_control`, { method: "POST", body: JSON.stringify({ failNext: 1, replies: [{ text: "scripted" }] }) })
+    const patched = await fetch(`${server.url}/_control`, {
+      method: "POST",
+      body: JSON.stringify({ failNext: 1, replies: [{ text: "scripted" }] }),
+    })
     expect(await patched.json()).toMatchObject({ settings: { failNext: 1 }, pendingReplies: 1 })
     const bad = await fetch(`${server.url}/_control`, { method: "POST", body: JSON.stringify({ errorRate: 3 }) })
     expect(bad.status).toBe(400)
     expect(() => server.control({ latencyMs: -1 })).toThrow(/invalid control patch/)
 
-    expect(await rejection(openai.chat.completions.create({ model: GPT, messages: [{ role: "user", content: "x" }] }))).toBeInstanceOf(OpenAI.InternalServerError)
+    expect(await rejection(openai.chat.completions.create({ model: GPT, messages: [{ role: "user", content: "x" }] }))).toBeInstanceOf(
+      OpenAI.InternalServerError,
+    )
     const ok = await openai.chat.completions.create({ model: GPT, messages: [{ role: "user", content: "x" }] })
     expect(ok.choices[0]?.message.content).toBe("scripted")
 
@@ -500,7 +741,9 @@ describe("FakeProvider / scoped", () => {
       const scopedServer = yield* FakeProvider.scoped({ replies: [{ text: "from scope" }] })
       url = scopedServer.url
       const client = new Anthropic({ baseURL: scopedServer.url, apiKey: "test", maxRetries: 0 })
-      const message = yield* Effect.promise(() => client.messages.create({ model: MODEL, max_tokens: 8, messages: [{ role: "user", content: "hi" }] }))
+      const message = yield* Effect.promise(() =>
+        client.messages.create({ model: MODEL, max_tokens: 8, messages: [{ role: "user", content: "hi" }] }),
+      )
       expect(message.content).toEqual([{ type: "text", text: "from scope", citations: null }])
     }),
   )

@@ -17,8 +17,7 @@ export type Encoding = "o200k_base" | "cl100k_base" | "heuristic"
 export const encodings: ReadonlyArray<Encoding> = ["o200k_base", "cl100k_base", "heuristic"]
 
 /** True for a string naming one of the {@link Encoding}s. */
-export const isEncoding = (value: string): value is Encoding =>
-  value === "o200k_base" || value === "cl100k_base" || value === "heuristic"
+export const isEncoding = (value: string): value is Encoding => value === "o200k_base" || value === "cl100k_base" || value === "heuristic"
 
 // A family name followed by the end, a dash, a dot or a colon: "gpt-4o-mini",
 // "gpt-5.1", "o3-pro", but not "o10" or "gpt-4-turbo".

@@ -141,8 +141,7 @@ export const make = (options: Options): LocalCounterService => {
     return n
   }
 
-  const countImage = (part: Conversation.ImagePart): number =>
-    part.detail === "low" ? overhead.imageLow : overhead.image
+  const countImage = (part: Conversation.ImagePart): number => (part.detail === "low" ? overhead.imageLow : overhead.image)
 
   const countPart = (part: Conversation.Part, encoding: Encoding): number => {
     switch (part.type) {
@@ -153,11 +152,7 @@ export const make = (options: Options): LocalCounterService => {
       case "opaque":
         return countText(json(part.block), encoding)
       case "tool_call":
-        return (
-          overhead.toolCall +
-          countText(part.name, encoding) +
-          countText(part.arguments ?? json(part.input ?? {}), encoding)
-        )
+        return overhead.toolCall + countText(part.name, encoding) + countText(part.arguments ?? json(part.input ?? {}), encoding)
       case "tool_result": {
         let n = overhead.toolResult
         for (const content of part.content) {
@@ -184,7 +179,12 @@ export const make = (options: Options): LocalCounterService => {
   }
 
   /** A value's count in `encoding`, remembered by the value's identity (sections and tools are immutable values too). */
-  const remembered = <K extends object>(memo: WeakMap<K, Partial<Record<Encoding, number>>>, key: K, encoding: Encoding, count: () => number): number => {
+  const remembered = <K extends object>(
+    memo: WeakMap<K, Partial<Record<Encoding, number>>>,
+    key: K,
+    encoding: Encoding,
+    count: () => number,
+  ): number => {
     const known = memo.get(key)
     const n = known?.[encoding]
     if (n !== undefined) {
@@ -240,7 +240,10 @@ export const layerHeuristic: Layer.Layer<LocalCounter> = Layer.sync(LocalCounter
  * default `tiktoken`) and `CTXD_TOKEN_CACHE_SIZE` (segments, default 1,024).
  */
 export const config: Config.Config<{ readonly backend: Backend; readonly cacheCapacity: number }> = Config.all({
-  backend: Config.literal("tiktoken", "heuristic")("CTXD_TOKENIZER").pipe(
+  backend: Config.literal(
+    "tiktoken",
+    "heuristic",
+  )("CTXD_TOKENIZER").pipe(
     Config.withDescription("Local tokenizer backend: tiktoken (BPE) or heuristic (4 characters per token)"),
     Config.withDefault("tiktoken" as const),
   ),

@@ -127,10 +127,7 @@ describe("LocalCounter (tiktoken)", () => {
     ]
     const n = counter.countTools(tools(), "o200k_base")
     const single = (tool: Conversation.Tool) =>
-      counter.countText(
-        JSON.stringify({ name: tool.name, description: tool.description, input_schema: tool.inputSchema }),
-        "o200k_base",
-      )
+      counter.countText(JSON.stringify({ name: tool.name, description: tool.description, input_schema: tool.inputSchema }), "o200k_base")
     expect(n).toBe(overhead.tools + 2 * overhead.tool + single(tools()[0]!) + single(tools()[1]!))
     const { misses } = counter.stats()
     expect(counter.countTools(tools(), "o200k_base")).toBe(n)

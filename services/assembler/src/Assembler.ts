@@ -58,7 +58,13 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const ports = Engine.traced(yield* WorkerPorts.make)
 
     /** One attempt at the turn on the session's state (after a conflict: on that attempt's state, refreshed). */
-    const attempt = (ids: Ids, decoded: Decode.Decoded, slot: Permits.Slot, cached: SessionState.SessionState | undefined, previous: Conflict | undefined) =>
+    const attempt = (
+      ids: Ids,
+      decoded: Decode.Decoded,
+      slot: Permits.Slot,
+      cached: SessionState.SessionState | undefined,
+      previous: Conflict | undefined,
+    ) =>
       Effect.gen(function* () {
         const { tenant, session } = ids
         const { request, hash } = decoded
@@ -69,7 +75,19 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         // the session is behind what this state holds: deleted (and maybe started anew) since: start from the store
         const base = previous === undefined ? cached : previous.actualLastSeq < previous.state.lastSeq ? undefined : previous.state
         const gathered = yield* gather
-          .gather({ tenant, session, model: request.model, agent, user, memoryTools, memory: memory.enabled, system: request.system, workspaceCache, cached: base, refresh: previous !== undefined })
+          .gather({
+            tenant,
+            session,
+            model: request.model,
+            agent,
+            user,
+            memoryTools,
+            memory: memory.enabled,
+            system: request.system,
+            workspaceCache,
+            cached: base,
+            refresh: previous !== undefined,
+          })
           .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": base !== undefined } }))
         const { state, workspace } = gathered
         const carry = Turns.begin({
@@ -86,15 +104,22 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         const outcome = yield* Effect.flatMap(Spans.recording, (traced) => Engine.run(carry, ports, traced ? Engine.stageSpans : {}))
         if (outcome._tag === "Rejected") {
           // a retried turn whose messages are stored already trips the pairing check: answer it from the store
-          const stored = outcome.pairing ? yield* store.findTurn(tenant, session, request.turnId).pipe(Effect.mapError(Commit.storeError)) : Option.none()
-          if (Option.isSome(stored)) return [{ reply: yield* Commit.replay(request.turnId, hash, stored.value), fresh: false } as Answered, state] as const
-          return yield* Effect.fail(new Errors.BadRequest({ message: outcome.message, ...(outcome.path === undefined ? {} : { path: outcome.path }) }))
+          const stored = outcome.pairing
+            ? yield* store.findTurn(tenant, session, request.turnId).pipe(Effect.mapError(Commit.storeError))
+            : Option.none()
+          if (Option.isSome(stored))
+            return [{ reply: yield* Commit.replay(request.turnId, hash, stored.value), fresh: false } as Answered, state] as const
+          return yield* Effect.fail(
+            new Errors.BadRequest({ message: outcome.message, ...(outcome.path === undefined ? {} : { path: outcome.path }) }),
+          )
         }
         const input = Commit.inputOf(ids, decoded, state, outcome)
         // the turn's CPU work is done: its turn slot goes to the next turn while this one waits for
         // Postgres (and commits waiting together go out in one statement: SessionStore's group commit)
         yield* slot.release
-        const committed = yield* Commit.commit(store, leases, input).pipe(Spans.span("ctxd.commit", { attributes: { "ctxd.messages.new": input.rows.length } }))
+        const committed = yield* Commit.commit(store, leases, input).pipe(
+          Spans.span("ctxd.commit", { attributes: { "ctxd.messages.new": input.rows.length } }),
+        )
         if (committed._tag === "Conflict") return { ...committed, state } satisfies Conflict
         // its messages are stored but maybe not in this state: drop it
         if (committed._tag === "Replayed") return [{ reply: committed.reply, fresh: false } as Answered, undefined] as const
@@ -112,7 +137,12 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
      * `slot`: the turn slot the caller holds for it, released here once only
      * the commit remains (default: none).
      */
-    const turn = (tenant: string, session: string, data: Uint8Array, slot: Permits.Slot = Permits.noSlot): Effect.Effect<Answer, Errors.WireError> =>
+    const turn = (
+      tenant: string,
+      session: string,
+      data: Uint8Array,
+      slot: Permits.Slot = Permits.noSlot,
+    ): Effect.Effect<Answer, Errors.WireError> =>
       TurnMetrics.observed(
         tenant,
         session,

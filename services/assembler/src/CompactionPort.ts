@@ -61,9 +61,7 @@ export const layer = (options: {
             background,
             WorkQueue.enqueue(queue, job).pipe(
               Effect.provideService(NatsClient.NatsClient, nats),
-              Effect.tap(({ duplicate }) =>
-                duplicate ? Effect.void : Effect.logInfo(`compaction scheduled (${job.trigger})`),
-              ),
+              Effect.tap(({ duplicate }) => (duplicate ? Effect.void : Effect.logInfo(`compaction scheduled (${job.trigger})`))),
               Effect.catchAllCause((cause) => Effect.logWarning("could not schedule a compaction", cause)),
               Effect.asVoid,
               Effect.annotateLogs({ tenant: job.tenant, session: job.session }),
@@ -88,4 +86,3 @@ export const layer = (options: {
       }
     }),
   )
-

@@ -172,10 +172,7 @@ const parseSpliced = (
   const json = Json.parse(cut)
   const value = Either.isRight(json) ? json.right : undefined
   const top = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
-  const placed =
-    top !== undefined &&
-    top["format"] === format &&
-    KINDS.every((kind) => found[kind] === undefined || top[kind] === MARKER)
+  const placed = top !== undefined && top["format"] === format && KINDS.every((kind) => found[kind] === undefined || top[kind] === MARKER)
   return placed ? { json, found } : { json: Json.decode(data), found: {} }
 }
 
@@ -214,7 +211,8 @@ export const turn = (
       // found in the text as this session sent it last: checked and decoded when it was cached
       parts[kind] = found[kind]
     } else if (ref !== undefined) {
-      const entry = Prefixes.REF.test(ref) && prefixes.known(ids.tenant, ids.session, kind, ref) ? prefixes.get(format.right, kind, ref) : undefined
+      const entry =
+        Prefixes.REF.test(ref) && prefixes.known(ids.tenant, ids.session, kind, ref) ? prefixes.get(format.right, kind, ref) : undefined
       if (entry === undefined) {
         return Either.left(
           new Errors.BadRequest({
@@ -295,7 +293,9 @@ export const normalized = (
   const base = Normalize.request(stripped as Turn.TurnRequest, openCalls, workspace)
   let system = base.system
   if (parts.system !== undefined) {
-    const sections = (parts.system.normalized ??= Normalize.system(parts.system.decoded as Turn.System)) as ReadonlyArray<Conversation.SystemSection>
+    const sections = (parts.system.normalized ??= Normalize.system(
+      parts.system.decoded as Turn.System,
+    )) as ReadonlyArray<Conversation.SystemSection>
     // after them, the sections of the format's own field (`instructions`, `systemInstruction`)
     system = base.system.length === 0 ? sections : [...sections, ...base.system]
   }

@@ -140,10 +140,16 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       const reads = [
         reuse && !input.refresh ? Effect.succeed([]) : history(input.tenant, input.session, state, input.model),
         knowledgeOf(input.tenant, input.agent),
-        SessionState.needsSummary(state) ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s })) : Effect.succeed(undefined),
+        SessionState.needsSummary(state)
+          ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s }))
+          : Effect.succeed(undefined),
         lengthHistory.get(input.tenant, input.agent),
-        input.memoryTools === undefined || input.memory === undefined ? memoryAnyOf({ tenant: input.tenant, agent: input.agent, user: input.user }) : Effect.succeed(undefined),
-        Turn.isWorkspaceRef(input.system) ? workspaces.read(input.system, input.tenant, input.workspaceCache ?? true) : Effect.succeed(undefined),
+        input.memoryTools === undefined || input.memory === undefined
+          ? memoryAnyOf({ tenant: input.tenant, agent: input.agent, user: input.user })
+          : Effect.succeed(undefined),
+        Turn.isWorkspaceRef(input.system)
+          ? workspaces.read(input.system, input.tenant, input.workspaceCache ?? true)
+          : Effect.succeed(undefined),
       ] as const
       const apply = ([rows, knowledge, summary, lengths, memoryAny, workspace]: ReadsOf<typeof reads>): Gathered => {
         SessionState.advance(state, { _tag: "Loaded", rows })
@@ -152,7 +158,9 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       }
       // all answered from memory (each read its own exit: the usual turn of a cached session): no runtime steps
       if (reads.every((read) => Exit.isExit(read) && Exit.isSuccess(read))) {
-        return Effect.sync(() => apply(reads.map((read) => (read as Exit.Success<unknown, never>).value) as unknown as ReadsOf<typeof reads>))
+        return Effect.sync(() =>
+          apply(reads.map((read) => (read as Exit.Success<unknown, never>).value) as unknown as ReadsOf<typeof reads>),
+        )
       }
       // a fiber per read only when two or more have to wait
       const waiting = reads.filter((read) => !Exit.isExit(read)).length
@@ -210,19 +218,26 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
         score: h.score ?? 0,
         updatedAt: Date.parse(h.updatedAt) || 0,
       })
-      const hits = query.text === undefined ? Effect.succeed([]) : memoryStore.search(scope, query.text, { limit: query.limit, kind: "memory" })
+      const hits =
+        query.text === undefined ? Effect.succeed([]) : memoryStore.search(scope, query.text, { limit: query.limit, kind: "memory" })
       const learnings =
         query.learnings === undefined
           ? Effect.succeed([])
           : Effect.gen(function* () {
-              const found = query.learnings === "" ? [] : yield* memoryStore.search(scope, query.learnings!, { limit: query.limit, kind: "learning" })
+              const found =
+                query.learnings === "" ? [] : yield* memoryStore.search(scope, query.learnings!, { limit: query.limit, kind: "learning" })
               if (found.length >= MemoryRecall.defaults.maxLearnings) return found.map(toCandidate)
               const newest = yield* memoryStore.list(scope, { kind: "learning", limit: query.limit })
-              return [...found.map(toCandidate), ...newest.documents.filter((d) => !found.some((f) => f.id === d.id)).map((d) => toCandidate({ ...d, score: 0 }))]
+              return [
+                ...found.map(toCandidate),
+                ...newest.documents.filter((d) => !found.some((f) => f.id === d.id)).map((d) => toCandidate({ ...d, score: 0 })),
+              ]
             })
       return Effect.all([Effect.map(hits, (h) => h.map(toCandidate)), learnings], { concurrency: "unbounded" }).pipe(
         Effect.map(([hits, learnings]) => ({ hits, learnings })),
-        Effect.catchAll((e) => Effect.as(Effect.logWarning("memory search failed; this turn goes without memory", e._tag), { hits: [], learnings: [] })),
+        Effect.catchAll((e) =>
+          Effect.as(Effect.logWarning("memory search failed; this turn goes without memory", e._tag), { hits: [], learnings: [] }),
+        ),
       )
     }
 

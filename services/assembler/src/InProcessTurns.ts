@@ -35,7 +35,11 @@ export interface Ports {
   readonly thresholds?: Plan.Thresholds | undefined
   /** Folds the head of `history` (after the `live` summary) into a new summary; absent: compaction off. */
   readonly compact?:
-    | ((job: WorkQueue.Job, history: ReadonlyArray<Pipeline.StoredMessage>, live: View.Summary | undefined) => Promise<View.Summary | undefined>)
+    | ((
+        job: WorkQueue.Job,
+        history: ReadonlyArray<Pipeline.StoredMessage>,
+        live: View.Summary | undefined,
+      ) => Promise<View.Summary | undefined>)
     | undefined
   /** The agent's knowledge documents (default none). */
   readonly knowledge?: ReadonlyArray<Knowledge.Doc> | undefined
@@ -81,7 +85,14 @@ export interface InProcessTurns {
 
 /** Turns in memory under `config` (over `AssemblerConfig.defaults`), I/O answered by `ports`. */
 export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {}): InProcessTurns => {
-  const resolved: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, sections: AssemblerConfig.noSections, defaultToolsets: [], ...config }
+  const resolved: AssemblerConfig.Config = {
+    ...AssemblerConfig.defaults,
+    defaults: {},
+    loop: {},
+    sections: AssemblerConfig.noSections,
+    defaultToolsets: [],
+    ...config,
+  }
   const sessions = new Map<string, SessionState.SessionState>()
   /** Summaries made by background compactions, read by the session's next turn. */
   const landed = new Map<string, View.Summary>()

@@ -102,7 +102,8 @@ export const make = (
     /** Whether a read of the entry is due now (none running, and the histogram stale). */
     const due = (entry: Entry, now: number) => entry.reading === undefined && now >= entry.staleAt
     /** Whether the entry answers now: a histogram known, no read running, or the running one waited for long enough (waitMs). */
-    const answersNow = (entry: Entry, now: number) => entry.histogram !== undefined || entry.reading === undefined || entry.readingSince + waitMs - now <= 0
+    const answersNow = (entry: Entry, now: number) =>
+      entry.histogram !== undefined || entry.reading === undefined || entry.readingSince + waitMs - now <= 0
 
     const claim = (tenant: string, agent: string, now: number): Effect.Effect<SessionLengths.Histogram | undefined> =>
       // look up and claim the read in one synchronous step: no other fiber can start a second one
@@ -123,7 +124,9 @@ export const make = (
         // nothing known yet: wait for the read until it has taken waitMs (turns that come meanwhile share that wait)
         const answer = answersNow(entry, now)
           ? Effect.succeed(entry.histogram)
-          : Deferred.await(entry.reading!).pipe(Effect.timeoutTo({ duration: entry.readingSince + waitMs - now, onTimeout: () => undefined, onSuccess: (h) => h }))
+          : Deferred.await(entry.reading!).pipe(
+              Effect.timeoutTo({ duration: entry.readingSince + waitMs - now, onTimeout: () => undefined, onSuccess: (h) => h }),
+            )
         return Effect.zipRight(started, answer)
       })
 

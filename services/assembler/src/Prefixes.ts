@@ -91,8 +91,7 @@ export const entryOf = (kind: Kind, hashed: { readonly hash: string; readonly te
 }
 
 /** Whether a request's `system` is a part cached here (a workspace reference is not: it is small, and read from disk). */
-export const cacheableSystem = (value: unknown): boolean =>
-  typeof value === "string" ? value !== "" : Array.isArray(value)
+export const cacheableSystem = (value: unknown): boolean => (typeof value === "string" ? value !== "" : Array.isArray(value))
 
 /** Whether a request's `tools` is a part cached here. */
 export const cacheableTools = (value: unknown): boolean => Array.isArray(value)

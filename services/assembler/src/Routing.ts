@@ -100,17 +100,20 @@ export const make = (options: {
     // a burst of heavy turns, the socket would go unread until the server cut the worker off as a
     // slow consumer
     const local = (tenant: string, session: string, data: Uint8Array): Routed =>
-      Effect.matchCauseEffect(turns.withSlot((slot) => Effect.zipRight(Endpoint.yieldIfBusy(limits.sliceMs), assembler.turn(tenant, session, data, slot))), {
-        onSuccess: ({ reply, utf8 }) => {
-          handled++
-          return Effect.succeed(Endpoint.reply({ value: reply, bytes: utf8, headers: tags }))
+      Effect.matchCauseEffect(
+        turns.withSlot((slot) => Effect.zipRight(Endpoint.yieldIfBusy(limits.sliceMs), assembler.turn(tenant, session, data, slot))),
+        {
+          onSuccess: ({ reply, utf8 }) => {
+            handled++
+            return Effect.succeed(Endpoint.reply({ value: reply, bytes: utf8, headers: tags }))
+          },
+          onFailure: (cause) => {
+            handled++
+            const failure = Cause.failureOption(cause)
+            return Option.isSome(failure) ? rejected(failure.value, data.byteLength) : Effect.failCause(cause as Cause.Cause<never>)
+          },
         },
-        onFailure: (cause) => {
-          handled++
-          const failure = Cause.failureOption(cause)
-          return Option.isSome(failure) ? rejected(failure.value, data.byteLength) : Effect.failCause(cause as Cause.Cause<never>)
-        },
-      })
+      )
 
     /**
      * Sends the request to `owner` and relays its reply. When the owner is not
@@ -143,9 +146,7 @@ export const make = (options: {
           }
           // gone from NATS: if it is dead, its shards move now rather than after the TTL
           return Effect.flatMap(leases.unreachable(owner.id), (changed) =>
-            changed && again
-              ? route(shard, ids, data, false)
-              : notOwner(shard, `its owner ${owner.id} is not reachable`),
+            changed && again ? route(shard, ids, data, false) : notOwner(shard, `its owner ${owner.id} is not reachable`),
           )
         }),
       )

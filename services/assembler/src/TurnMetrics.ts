@@ -22,7 +22,8 @@ import { MetricLabels, Spans } from "@ctxd/observe"
 import { Cause, Effect, Exit, Metric, MetricBoundaries, MetricLabel, Option } from "effect"
 
 const turns = Metric.counter("ctxd_turns_total", {
-  description: "turns handled as the shard's owner, by outcome (ok, replayed, or the error code), with the counter backend and exactness of ok turns (none otherwise)",
+  description:
+    "turns handled as the shard's owner, by outcome (ok, replayed, or the error code), with the counter backend and exactness of ok turns (none otherwise)",
   incremental: true,
 })
 const turnDuration = Metric.histogram(
@@ -32,7 +33,8 @@ const turnDuration = Metric.histogram(
 )
 const tokensSent = Metric.counter("ctxd_tokens_sent_total", { description: "estimated prompt tokens sent", incremental: true })
 const tokensSaved = Metric.counter("ctxd_tokens_saved_total", {
-  description: "tokens not sent, by mechanism: window (window/budget cuts), masking, compression (tool schemas), thinking (older turns' reasoning)",
+  description:
+    "tokens not sent, by mechanism: window (window/budget cuts), masking, compression (tool schemas), thinking (older turns' reasoning)",
   incremental: true,
 })
 const promptEstimated = Metric.histogram(
@@ -41,7 +43,10 @@ const promptEstimated = Metric.histogram(
   "estimated prompt tokens per answered turn (report tokens.total), by model",
 )
 const loopFlags = Metric.counter("ctxd_loop_flags_total", { description: "turns flagged as looping, by pattern", incremental: true })
-const virtualCalls = Metric.counter("ctxd_virtual_calls_total", { description: "load_toolset / load_knowledge / recall answered", incremental: true })
+const virtualCalls = Metric.counter("ctxd_virtual_calls_total", {
+  description: "load_toolset / load_knowledge / recall answered",
+  incremental: true,
+})
 const wasteRatio = Metric.histogram(
   "ctxd_tool_waste_ratio",
   MetricBoundaries.linear({ start: 0, width: 0.1, count: 11 }),
@@ -89,7 +94,8 @@ const NO_LABELS: ReadonlyArray<never> = []
 const update = <T, In, Out>(metric: Metric.Metric<T, In, Out>, value: In, set: ReadonlyArray<MetricLabel.MetricLabel> = NO_LABELS) =>
   metric.unsafeUpdate(value, set)
 
-const saved = (mechanism: string, tokens: number) => update(tokensSaved, Math.max(0, tokens), labels("mechanism", mechanism, "kind", mechanism))
+const saved = (mechanism: string, tokens: number) =>
+  update(tokensSaved, Math.max(0, tokens), labels("mechanism", mechanism, "kind", mechanism))
 
 /** Records one answered turn's report (a turn committed now, not a replay). */
 export const record = (report: Turn.Report): void => {

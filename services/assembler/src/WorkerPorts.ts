@@ -45,7 +45,12 @@ const memoryCall = (
     case "remember":
       // a new memory's id follows from the call, so a turn run again (a commit conflict, a retried turn) stores it once
       return Effect.map(
-        store.remember(scope, { text: o.text, tags: o.tags, id: o.id ?? callMemoryId(scope.tenant, session, call.callId), source: `session ${session}` }),
+        store.remember(scope, {
+          text: o.text,
+          tags: o.tags,
+          id: o.id ?? callMemoryId(scope.tenant, session, call.callId),
+          source: `session ${session}`,
+        }),
         (done) => ({ op: "remember", ...done }),
       )
   }
@@ -67,12 +72,11 @@ export const make = Effect.gen(function* () {
       Effect.forEach(calls, (call) => {
         if (Option.isNone(memories)) return Effect.succeed([call.callId, NO_MEMORY] as const)
         return memoryCall(memories.value, { tenant, agent: options.agent, user: options.user }, session, call).pipe(
-          Effect.catchAll(
-            (e): Effect.Effect<MemoryTools.Result> =>
-              Effect.succeed({
-                op: "error",
-                message: e._tag === "MemoryInvalid" ? `${e.path}: ${e.message}` : "the memory store is unavailable right now",
-              }),
+          Effect.catchAll((e): Effect.Effect<MemoryTools.Result> =>
+            Effect.succeed({
+              op: "error",
+              message: e._tag === "MemoryInvalid" ? `${e.path}: ${e.message}` : "the memory store is unavailable right now",
+            }),
           ),
           Effect.map((result) => [call.callId, result] as const),
         )

@@ -83,7 +83,11 @@ export type ReadError = Errors.BadRequest | Errors.PayloadTooLarge | Errors.Inte
 export interface WorkspaceCacheService {
   /** The bundle's system sections for a turn of `tenant`, from the cache or read. */
   /** The bundle's sections; `cached: false` reads the files whatever the cache holds and stores nothing (`options.workspaceCache`). */
-  readonly read: (ref: Turn.WorkspaceRef, tenant: string, cached?: boolean) => Effect.Effect<ReadonlyArray<Conversation.SystemSection>, ReadError>
+  readonly read: (
+    ref: Turn.WorkspaceRef,
+    tenant: string,
+    cached?: boolean,
+  ) => Effect.Effect<ReadonlyArray<Conversation.SystemSection>, ReadError>
   readonly stats: Effect.Effect<Stats>
 }
 
@@ -92,7 +96,10 @@ export class WorkspaceCache extends Context.Tag("@ctxd/assembler/WorkspaceCache"
 /** The metrics (exported for tests). */
 export const metrics = {
   hits: Metric.counter("ctxd_workspace_cache_hits_total", { description: "workspace bundles served from the cache", incremental: true }),
-  misses: Metric.counter("ctxd_workspace_cache_misses_total", { description: "workspace bundles read from the filesystem", incremental: true }),
+  misses: Metric.counter("ctxd_workspace_cache_misses_total", {
+    description: "workspace bundles read from the filesystem",
+    incremental: true,
+  }),
   invalidations: Metric.counter("ctxd_workspace_cache_invalidations_total", {
     description: "workspace bundle entries dropped, by reason: change (a *.md under the root changed), max_age, evicted (bounds)",
     incremental: true,
@@ -222,7 +229,12 @@ const debounce = (queue: Queue.Queue<string | null>, debounceMs: number, cache: 
 /** `root` as an absolute path, or a failure naming it when it is not a directory (the worker checks before it connects anywhere). */
 export const checkRoot = (root: string): Effect.Effect<string, Error> =>
   Effect.flatMap(
-    Effect.promise(() => stat(resolve(root)).then((s) => s.isDirectory(), () => false)),
+    Effect.promise(() =>
+      stat(resolve(root)).then(
+        (s) => s.isDirectory(),
+        () => false,
+      ),
+    ),
     (isDir) => (isDir ? Effect.succeed(resolve(root)) : Effect.fail(new Error(`CTXD_WORKSPACE_ROOT ${resolve(root)} is not a directory`))),
   )
 
@@ -239,7 +251,9 @@ export const make = (config: Partial<Config> & Pick<Config, "root">): Effect.Eff
       return { read: () => Effect.fail(off), stats: Effect.succeed({ entries: 0, bytes: 0, events: 0 }) }
     }
     const root = yield* checkRoot(settings.root)
-    const cache = makeCache(root, settings, (dir, scope, names) => WorkspaceFiles.read(join(root, dir), scope, names, settings.maxFileBytes))
+    const cache = makeCache(root, settings, (dir, scope, names) =>
+      WorkspaceFiles.read(join(root, dir), scope, names, settings.maxFileBytes),
+    )
     const queue = yield* Queue.sliding<string | null>(1_024)
     yield* debounce(queue, settings.debounceMs, cache)
     const runtime = yield* Effect.runtime<never>()
@@ -281,7 +295,13 @@ export const layerMemory = (
         const text = Object.hasOwn(dir, name) ? dir[name]! : ""
         const bytes = Buffer.byteLength(text)
         if (bytes > settings.maxFileBytes) {
-          return Effect.fail(new Errors.PayloadTooLarge({ message: `workspace ${scope}: ${name} is over the per-file limit`, limit: settings.maxFileBytes, size: bytes }))
+          return Effect.fail(
+            new Errors.PayloadTooLarge({
+              message: `workspace ${scope}: ${name} is over the per-file limit`,
+              limit: settings.maxFileBytes,
+              size: bytes,
+            }),
+          )
         }
         return Effect.succeed(text.trim() === "" ? [] : [{ name, text, bytes }])
       }).pipe(Effect.map((found) => found.flat()))

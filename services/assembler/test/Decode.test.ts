@@ -10,8 +10,13 @@ const encoder = new TextEncoder()
 // both paths: the whole request checked and decoded, and the worker's (Decode.turn, with the prefix cache)
 const decode = (text: string) => {
   const whole = Effect.runSync(Effect.either(Decode.parseJson(encoder.encode(text)).pipe(Effect.flatMap(Decode.turnRequest))))
-  const cached = Either.map(Decode.turn(encoder.encode(text), Prefixes.make({ bytes: 1 << 20, sessionRefs: 8 }), { tenant: "t", session: "s" }), (d) => d.request)
-  expect(Either.isLeft(cached) ? { left: cached.left.path } : "decoded").toEqual(Either.isLeft(whole) ? { left: whole.left.path } : "decoded")
+  const cached = Either.map(
+    Decode.turn(encoder.encode(text), Prefixes.make({ bytes: 1 << 20, sessionRefs: 8 }), { tenant: "t", session: "s" }),
+    (d) => d.request,
+  )
+  expect(Either.isLeft(cached) ? { left: cached.left.path } : "decoded").toEqual(
+    Either.isLeft(whole) ? { left: whole.left.path } : "decoded",
+  )
   return whole
 }
 
@@ -28,10 +33,7 @@ describe("Decode", () => {
 
   it("10,000-deep nesting in a tool_use input or an unknown block is BadRequest naming the limit", () => {
     const deep = "[".repeat(10_000) + "]".repeat(10_000)
-    for (const block of [
-      `{"type":"tool_use","id":"c1","name":"f","input":{"x":${deep}}}`,
-      `{"type":"mystery","data":${deep}}`,
-    ]) {
+    for (const block of [`{"type":"tool_use","id":"c1","name":"f","input":{"x":${deep}}}`, `{"type":"mystery","data":${deep}}`]) {
       const text = `{"turnId":"t1","format":"anthropic","model":{"provider":"anthropic","name":"claude-sonnet-4-5"},"messages":[{"role":"assistant","content":[${block}]}]}`
       const result = decode(text)
       if (Either.isRight(result)) throw new Error("expected BadRequest")

@@ -4,7 +4,9 @@ import { describe, expect, it } from "vitest"
 import * as InProcessTurns from "../src/InProcessTurns.ts"
 import { local } from "./Helpers.ts"
 
-const tools = [{ name: "read_file", description: "Reads a file.", input_schema: { type: "object", properties: { path: { type: "string" } } } }]
+const tools = [
+  { name: "read_file", description: "Reads a file.", input_schema: { type: "object", properties: { path: { type: "string" } } } },
+]
 
 describe("options.promptCache", () => {
   const turn = async (format: "anthropic" | "openai", options: Record<string, unknown>) => {
@@ -48,13 +50,26 @@ describe("options.compaction", () => {
       thresholds: { compactAtPct: 0.95, softPct: 0.2, tailKeepTokens: 1_000, tailMaxPct: 0.3, minFoldPct: 0.01 },
       compact: (_job, stored) => {
         jobs++
-        return Promise.resolve({ id: stored.length, coversFromSeq: 1, coversToSeq: stored.at(-3)!.seq, text: "Summary.", mode: "one_shot", depth: 1 })
+        return Promise.resolve({
+          id: stored.length,
+          coversFromSeq: 1,
+          coversToSeq: stored.at(-3)!.seq,
+          text: "Summary.",
+          mode: "one_shot",
+          depth: 1,
+        })
       },
     })
     const body = "log line ".repeat(400)
     const replies: Array<Turn.TurnReply> = []
     for (let k = 0; k < 14; k++) {
-      const messages = k === 0 ? [{ role: "user", content: body }] : [{ role: "assistant", content: `noted ${k}` }, { role: "user", content: body }]
+      const messages =
+        k === 0
+          ? [{ role: "user", content: body }]
+          : [
+              { role: "assistant", content: `noted ${k}` },
+              { role: "user", content: body },
+            ]
       const model = { provider: "anthropic", name: "claude-sonnet-4-5", contextWindow: 40_000, maxOutputTokens: 4_000 }
       const req = { turnId: `t${k}`, format: "anthropic", model, system: "Be brief.", messages, options }
       replies.push(await turns.turn("acme", "c", req as unknown as Turn.TurnRequest, undefined, k * 2_000))

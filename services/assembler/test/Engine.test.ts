@@ -9,23 +9,48 @@ import * as Engine from "../src/turn/Engine.ts"
 import * as TurnStages from "../src/turn/Turn.ts"
 import { local } from "./Helpers.ts"
 
-const config: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, sections: AssemblerConfig.noSections, defaultToolsets: [] }
+const config: AssemblerConfig.Config = {
+  ...AssemblerConfig.defaults,
+  defaults: {},
+  loop: {},
+  sections: AssemblerConfig.noSections,
+  defaultToolsets: [],
+}
 const model = { provider: "openai", name: "gpt-4o" } as const
 
 const request = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>, options?: Record<string, unknown>): Turn.TurnRequest =>
-  ({ turnId, format: "openai", model, system: "Be brief.", messages, ...(options === undefined ? {} : { options }) }) as unknown as Turn.TurnRequest
+  ({
+    turnId,
+    format: "openai",
+    model,
+    system: "Be brief.",
+    messages,
+    ...(options === undefined ? {} : { options }),
+  }) as unknown as Turn.TurnRequest
 
 const begin = (req: Turn.TurnRequest) =>
-  TurnStages.begin({ config, tenant: "acme", session: "s1", request: req, state: SessionState.empty("o200k_base"), knowledge: [], local, thresholds: undefined, now: 0 })
+  TurnStages.begin({
+    config,
+    tenant: "acme",
+    session: "s1",
+    request: req,
+    state: SessionState.empty("o200k_base"),
+    knowledge: [],
+    local,
+    thresholds: undefined,
+    now: 0,
+  })
 
 /** Ports that record what was asked of them; the memory tools answer every call. */
 const recording = () => {
   const asked: Array<string> = []
   const ports: Engine.Ports = {
     count: (input) => Effect.sync(() => (asked.push("count"), InProcessTurns.countLocally(local)(input))),
-    judge: () => Effect.sync(() => (asked.push("judge"), { answered: false, progress: null, reason: "test", model: "", tokensIn: 0, tokensOut: 0 })),
+    judge: () =>
+      Effect.sync(() => (asked.push("judge"), { answered: false, progress: null, reason: "test", model: "", tokensIn: 0, tokensOut: 0 })),
     compactNow: () => Effect.sync(() => void asked.push("compactNow")),
-    memory: (calls) => Effect.sync(() => (asked.push("memory"), new Map(calls.map((c) => [c.callId, { op: "error" as const, message: "test store" }])))),
+    memory: (calls) =>
+      Effect.sync(() => (asked.push("memory"), new Map(calls.map((c) => [c.callId, { op: "error" as const, message: "test store" }])))),
     retrieve: () => Effect.sync(() => (asked.push("retrieve"), { hits: [], learnings: [] })),
   }
   return { asked, ports }
@@ -51,7 +76,13 @@ describe("Engine", () => {
     const req = request("t1", [{ role: "user", content: "hi" }])
     const plain = await Effect.runPromise(Engine.run(begin(req), recording().ports))
     const wrapped: Array<string> = []
-    const hooks: Engine.Hooks = { stage: (name, run) => Effect.zipLeft(run, Effect.sync(() => wrapped.push(name))) }
+    const hooks: Engine.Hooks = {
+      stage: (name, run) =>
+        Effect.zipLeft(
+          run,
+          Effect.sync(() => wrapped.push(name)),
+        ),
+    }
     const hooked = await Effect.runPromise(Engine.run(begin(req), recording().ports, hooks))
     expect(wrapped).toEqual(TurnStages.names())
     expect(JSON.stringify(hooked)).toBe(JSON.stringify(plain))
@@ -60,7 +91,13 @@ describe("Engine", () => {
   it("a rejected request ends the run at the stage that rejects it, asking nothing", async () => {
     const { asked, ports } = recording()
     const wrapped: Array<string> = []
-    const hooks: Engine.Hooks = { stage: (name, run) => Effect.zipLeft(run, Effect.sync(() => wrapped.push(name))) }
+    const hooks: Engine.Hooks = {
+      stage: (name, run) =>
+        Effect.zipLeft(
+          run,
+          Effect.sync(() => wrapped.push(name)),
+        ),
+    }
     const outcome = await Effect.runPromise(Engine.run(begin(request("t1", [])), ports, hooks))
     expect(outcome._tag).toBe("Rejected")
     expect(asked).toEqual([])
@@ -70,10 +107,18 @@ describe("Engine", () => {
   it("memory tool calls go to the memory port, and the model sees its answer", async () => {
     const { asked, ports } = recording()
     const carry = begin(
-      request("t1", [
-        { role: "user", content: "remember this" },
-        { role: "assistant", content: null, tool_calls: [{ id: "m1", type: "function", function: { name: "memory_search", arguments: '{"query":"x"}' } }] },
-      ], { memoryTools: true }),
+      request(
+        "t1",
+        [
+          { role: "user", content: "remember this" },
+          {
+            role: "assistant",
+            content: null,
+            tool_calls: [{ id: "m1", type: "function", function: { name: "memory_search", arguments: '{"query":"x"}' } }],
+          },
+        ],
+        { memoryTools: true },
+      ),
     )
     const outcome = await Effect.runPromise(Engine.run(carry, ports))
     expect(asked).toContain("memory")

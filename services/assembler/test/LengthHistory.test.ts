@@ -13,9 +13,10 @@ import * as LengthHistory from "../src/LengthHistory.ts"
 /** A store whose reads are counted and answered by `answer` (default: 25 sessions of 40 turns). */
 const fakeStore = () => {
   const reads: Array<string> = []
-  let answer: Effect.Effect<ReadonlyArray<SessionLengthStore.LengthCount>, Database.DatabaseError | Database.DatabaseUnavailable> = Effect.succeed([
-    { turns: 40, sessions: 25 },
-  ])
+  let answer: Effect.Effect<
+    ReadonlyArray<SessionLengthStore.LengthCount>,
+    Database.DatabaseError | Database.DatabaseUnavailable
+  > = Effect.succeed([{ turns: 40, sessions: 25 }])
   const store: SessionLengthStore.SessionLengthStoreService = {
     counts: (tenant, agent) => Effect.suspend(() => (reads.push(`${tenant}/${agent}`), answer)),
     record: () => Effect.void,
@@ -48,7 +49,10 @@ describe("LengthHistory", () => {
       const store = fakeStore()
       const cache = yield* history(store)
       // nothing known yet: the first turns wait (briefly) for the one read
-      const first = yield* Effect.all(Array.from({ length: 8 }, () => cache.get("acme", "coder")), { concurrency: "unbounded" })
+      const first = yield* Effect.all(
+        Array.from({ length: 8 }, () => cache.get("acme", "coder")),
+        { concurrency: "unbounded" },
+      )
       expect(first).toEqual(Array.from({ length: 8 }, () => forty))
       yield* TestClock.adjust("299 seconds")
       expect(yield* cache.get("acme", "coder")).toEqual(forty)

@@ -16,9 +16,19 @@ const memories: ReadonlyArray<MemoryRecall.Candidate> = [
   { id: "seat", text: "The user prefers aisle seats on long flights.", score: 0.9, updatedAt: NOW - 86_400_000 },
   { id: "seat-copy", text: "the user prefers aisle seats, on long flights", score: 0.8, updatedAt: NOW - 2 * 86_400_000 },
   { id: "gold", text: "The user is a gold member.", score: 0.5, updatedAt: NOW },
-  ...Array.from({ length: 30 }, (_, i) => ({ id: `filler-${i}`, text: `Unrelated note ${i}: ${"lorem ipsum ".repeat(40)}`, score: 0.1, updatedAt: NOW - i * 86_400_000 })),
+  ...Array.from({ length: 30 }, (_, i) => ({
+    id: `filler-${i}`,
+    text: `Unrelated note ${i}: ${"lorem ipsum ".repeat(40)}`,
+    score: 0.1,
+    updatedAt: NOW - i * 86_400_000,
+  })),
 ]
-const lessons: ReadonlyArray<MemoryRecall.Candidate> = Array.from({ length: 7 }, (_, i) => ({ id: `lesson-${i}`, text: `Lesson ${i}: check the reservation id before changing seats (${i}).`, score: 1 - i / 10, updatedAt: NOW }))
+const lessons: ReadonlyArray<MemoryRecall.Candidate> = Array.from({ length: 7 }, (_, i) => ({
+  id: `lesson-${i}`,
+  text: `Lesson ${i}: check the reservation id before changing seats (${i}).`,
+  score: 1 - i / 10,
+  updatedAt: NOW,
+}))
 
 /** A store answering every query with `memories` (best first, cut to the limit) and `lessons`; records the queries. */
 const store = () => {
@@ -30,7 +40,12 @@ const store = () => {
   return { queries, memory }
 }
 
-const request = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>, options: Turn.Options = {}, format: Turn.Format = "anthropic"): Turn.TurnRequest =>
+const request = (
+  turnId: string,
+  messages: ReadonlyArray<Record<string, unknown>>,
+  options: Turn.Options = {},
+  format: Turn.Format = "anthropic",
+): Turn.TurnRequest =>
   ({
     turnId,
     format,
@@ -70,7 +85,16 @@ describe("memory stage", () => {
     const s = store()
     const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), memory: s.memory })
     const first = await turns.turn("acme", "s1", request("t1", [{ role: "user", content: "Change my seat" }]), undefined, NOW)
-    const second = await turns.turn("acme", "s1", request("t2", [{ role: "assistant", content: "Which flight?" }, { role: "user", content: "The Paris one" }]), undefined, NOW + 10_000)
+    const second = await turns.turn(
+      "acme",
+      "s1",
+      request("t2", [
+        { role: "assistant", content: "Which flight?" },
+        { role: "user", content: "The Paris one" },
+      ]),
+      undefined,
+      NOW + 10_000,
+    )
     const system = (body: Json) => (body["system"] as Array<Json>).find((b) => String(b["text"]).startsWith(MemoryRecall.LEARNINGS_HEADER))
     expect(system(first.request)).toBeDefined()
     expect(system(second.request)).toEqual(system(first.request))
@@ -110,7 +134,9 @@ describe("memory stage", () => {
     expect(small.report.memory!.tokens).toBeLessThanOrEqual(40)
     expect(small.report.memory!.injected.length).toBeLessThan(base.report.memory!.injected.length)
     const fraction = await run({ memoryFraction: 0.001, budgetTokens: 100_000 })
-    expect(fraction.report.memory!.budget).toBe(Math.floor(0.001 * (100_000 - fraction.report.tokens.system - fraction.report.tokens.tools + fraction.report.learnings!.tokens)))
+    expect(fraction.report.memory!.budget).toBe(
+      Math.floor(0.001 * (100_000 - fraction.report.tokens.system - fraction.report.tokens.tools + fraction.report.learnings!.tokens)),
+    )
     const noLessons = await run({ learningsFraction: 0 })
     expect(noLessons.report.learnings).toBeUndefined()
     expect(JSON.stringify(noLessons.request)).not.toContain(MemoryRecall.LEARNINGS_HEADER)

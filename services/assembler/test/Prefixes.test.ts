@@ -17,8 +17,14 @@ const system = [
   { id: "policy", text: "Refunds need a reason." },
 ]
 const tools = [
-  { type: "function", function: { name: "get_user", description: "Reads a user.", parameters: { type: "object", properties: { id: { type: "string" } } } } },
-  { type: "function", function: { name: "book", description: "Books a flight.", parameters: { type: "object", properties: { flight: { type: "string" } } } } },
+  {
+    type: "function",
+    function: { name: "get_user", description: "Reads a user.", parameters: { type: "object", properties: { id: { type: "string" } } } },
+  },
+  {
+    type: "function",
+    function: { name: "book", description: "Books a flight.", parameters: { type: "object", properties: { flight: { type: "string" } } } },
+  },
 ]
 const request = (fields: Record<string, unknown> = {}) => ({
   turnId: "t1",
@@ -81,7 +87,9 @@ describe("Prefixes", () => {
   it("a tool list nested 10,000 deep is refused by the input checks, twice (never cached)", () => {
     const prefixes = fresh()
     const deep = "[".repeat(10_000) + "]".repeat(10_000)
-    const text = JSON.stringify(request({ tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { x: "DEEP" } } } }] })).replace('"DEEP"', deep)
+    const text = JSON.stringify(
+      request({ tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { x: "DEEP" } } } }] }),
+    ).replace('"DEEP"', deep)
     for (let i = 0; i < 2; i++) {
       const result = Decode.turn(encoder.encode(text), prefixes, ids)
       expect(Either.isLeft(result) && result.left.message).toContain("deeper than 128")
@@ -104,7 +112,10 @@ describe("Prefixes", () => {
     expect(byRef.hash.current).toBe(full.hash.current)
     expect(byRef.hash.current.startsWith(Decode.HASH_VERSION)).toBe(true)
     // another session, another tenant: unknown
-    for (const who of [{ ...ids, session: "s2" }, { ...ids, tenant: "other" }]) {
+    for (const who of [
+      { ...ids, session: "s2" },
+      { ...ids, tenant: "other" },
+    ]) {
       const other = decode(prefixes, request({ tools: { ref: refs.tools } }), who)
       expect(Either.isLeft(other) && other.left).toMatchObject({ _tag: "BadRequest", path: "tools.ref" })
       expect(Either.isLeft(other) && other.left.hint).toMatch(/resend/)
@@ -139,7 +150,9 @@ describe("Prefixes", () => {
     expect(Commit.sameRequest(oldHash(request({ messages: [{ role: "user", content: "other" }] })), decoded.hash)).toBe(false)
     // a v2 hash is never compared as a legacy one
     let legacyComputed = false
-    expect(Commit.sameRequest(`${Decode.HASH_VERSION}0`, { current: decoded.hash.current, legacy: () => ((legacyComputed = true), "") })).toBe(false)
+    expect(
+      Commit.sameRequest(`${Decode.HASH_VERSION}0`, { current: decoded.hash.current, legacy: () => ((legacyComputed = true), "") }),
+    ).toBe(false)
     expect(legacyComputed).toBe(false)
   })
 
@@ -224,7 +237,17 @@ describe("Prefixes", () => {
     it("nested or under a duplicate key, the request is read as JSON.parse reads it", () => {
       const other = [tools[1]]
       // an unknown field holding the same tools before the real (other) ones
-      const nested = both(JSON.stringify({ turnId: "t2", format: "openai", model: request().model, x: tools, tools: other, system, messages: request().messages }))
+      const nested = both(
+        JSON.stringify({
+          turnId: "t2",
+          format: "openai",
+          model: request().model,
+          x: tools,
+          tools: other,
+          system,
+          messages: request().messages,
+        }),
+      )
       same(nested.found, nested.plain)
       expect(ok(nested.found).request.tools).toEqual(other)
       // "tools" twice: the last one counts, as for JSON.parse
@@ -232,7 +255,10 @@ describe("Prefixes", () => {
       const twice = both(text)
       same(twice.found, twice.plain)
       expect(ok(twice.found).request.tools).toEqual(other)
-      const first = JSON.stringify(request({ turnId: "t2", tools: other })).replace('"messages":', `"tools":${JSON.stringify(tools)},"messages":`)
+      const first = JSON.stringify(request({ turnId: "t2", tools: other })).replace(
+        '"messages":',
+        `"tools":${JSON.stringify(tools)},"messages":`,
+      )
       const last = both(first)
       same(last.found, last.plain)
       expect(ok(last.found).request.tools).toEqual(tools)
@@ -286,11 +312,16 @@ describe("Prefixes", () => {
     it("the part's text inside a string of an earlier message (after an escaped quote) is left alone", () => {
       const text = "k".repeat(300)
       // "content":"x\"kkk…" holds the part's text "kkk…" (opening quote escaped) before the real system
-      const body = { turnId: "t2", format: "openai", model: request().model, messages: [{ role: "user", content: `x"${text}` }], system: text }
+      const body = {
+        turnId: "t2",
+        format: "openai",
+        model: request().model,
+        messages: [{ role: "user", content: `x"${text}` }],
+        system: text,
+      }
       const { found, plain } = both(JSON.stringify(body), request({ system: text }))
       same(found, plain)
       expect((ok(found).request as { messages?: unknown }).messages).toEqual(body.messages)
     })
   })
 })
-

@@ -53,9 +53,7 @@ describe("SessionActor", () => {
     Effect.gen(function* () {
       const cache = yield* SessionActor.make({ ...limits, mailbox: 2 })
       const gate = yield* Deferred.make<void>()
-      const hold = cache.withSession(SessionActor.key("acme", "s1"), (state) =>
-        Effect.as(Deferred.await(gate), ["held", state] as const),
-      )
+      const hold = cache.withSession(SessionActor.key("acme", "s1"), (state) => Effect.as(Deferred.await(gate), ["held", state] as const))
       const quick = (session: string) =>
         cache.withSession(SessionActor.key("acme", session), (state) => Effect.succeed(["ok", state] as const))
       const first = yield* Effect.fork(hold)

@@ -32,8 +32,21 @@ describe("tool compression across turns", () => {
     const replies: Array<Turn.TurnReply> = []
     let afterFirst = 0
     for (let k = 0; k < 4; k++) {
-      const messages = k === 0 ? [{ role: "user", content: "hello" }] : [{ role: "assistant", content: `ok ${k}` }, { role: "user", content: `next ${k}` }]
-      const request = { turnId: `t${k}`, format: "anthropic", model, system: "Be brief.", messages, options: { toolCompression: "truncate" } }
+      const messages =
+        k === 0
+          ? [{ role: "user", content: "hello" }]
+          : [
+              { role: "assistant", content: `ok ${k}` },
+              { role: "user", content: `next ${k}` },
+            ]
+      const request = {
+        turnId: `t${k}`,
+        format: "anthropic",
+        model,
+        system: "Be brief.",
+        messages,
+        options: { toolCompression: "truncate" },
+      }
       // the session's system and tools as the worker's decode keeps them: the same objects every turn
       const normalized: Normalize.NormalizedRequest = {
         system: [{ id: "system", text: "Be brief.", cache: "5m" }],

@@ -11,7 +11,13 @@ import * as SessionState from "../src/SessionState.ts"
 import type * as Carry from "../src/turn/Carry.ts"
 import * as TurnStages from "../src/turn/Turn.ts"
 
-const config: AssemblerConfig.Config = { ...AssemblerConfig.defaults, defaults: {}, loop: {}, sections: AssemblerConfig.noSections, defaultToolsets: [] }
+const config: AssemblerConfig.Config = {
+  ...AssemblerConfig.defaults,
+  defaults: {},
+  loop: {},
+  sections: AssemblerConfig.noSections,
+  defaultToolsets: [],
+}
 const model = { provider: "openai", name: "gpt-4o" } as const
 
 const request = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>): Turn.TurnRequest =>
@@ -22,7 +28,17 @@ let clock = 0
 /** Runs a turn's stages on `state` (10 s after the previous one), answering the count; returns the outcome and the needs asked for. */
 const runStages = (state: SessionState.SessionState, req: Turn.TurnRequest) => {
   const needs: Array<Carry.Need["_tag"]> = []
-  let carry = TurnStages.begin({ config, tenant: "acme", session: "s1", request: req, state, knowledge: [], local, thresholds: undefined, now: (clock += 10_000) })
+  let carry = TurnStages.begin({
+    config,
+    tenant: "acme",
+    session: "s1",
+    request: req,
+    state,
+    knowledge: [],
+    local,
+    thresholds: undefined,
+    now: (clock += 10_000),
+  })
   let outcome = TurnStages.run(carry)
   while (outcome._tag === "Need") {
     needs.push(outcome.need._tag)
@@ -33,7 +49,11 @@ const runStages = (state: SessionState.SessionState, req: Turn.TurnRequest) => {
   return { outcome, needs }
 }
 
-const call = (id: string) => ({ role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }] })
+const call = (id: string) => ({
+  role: "assistant",
+  content: null,
+  tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }],
+})
 const result = (id: string) => ({ role: "tool", tool_call_id: id, content: "a b c" })
 
 describe("turn stages", () => {
@@ -42,8 +62,25 @@ describe("turn stages", () => {
     expect(needs).toEqual(["Count"])
     expect(outcome._tag).toBe("Done")
     if (outcome._tag !== "Done") return
-    expect(Object.keys(outcome.carry).filter((k) => k !== "inputs" && k !== "answers")).toEqual(["tools", "count", "loop", "compaction", "memory", "prompt", "reply"])
-    expect(outcome.reply.report.stages?.map((s) => s.stage)).toEqual(["window", "compress", "mask", "budget", "prune", "thinking", "render", "proactive"])
+    expect(Object.keys(outcome.carry).filter((k) => k !== "inputs" && k !== "answers")).toEqual([
+      "tools",
+      "count",
+      "loop",
+      "compaction",
+      "memory",
+      "prompt",
+      "reply",
+    ])
+    expect(outcome.reply.report.stages?.map((s) => s.stage)).toEqual([
+      "window",
+      "compress",
+      "mask",
+      "budget",
+      "prune",
+      "thinking",
+      "render",
+      "proactive",
+    ])
     expect(outcome.reply.report.loop?.policy).toBe("nudge")
   })
 
@@ -54,7 +91,18 @@ describe("turn stages", () => {
     ]
     const sentBy = (req: Turn.TurnRequest, normalizedTools: ReadonlyArray<Conversation.Tool>) => {
       const normalized = { ...Normalize.request(req), tools: normalizedTools }
-      const carry = TurnStages.begin({ config, tenant: "acme", session: "s1", request: req, state: SessionState.empty("o200k_base"), knowledge: [], local, thresholds: undefined, now: 0, normalized })
+      const carry = TurnStages.begin({
+        config,
+        tenant: "acme",
+        session: "s1",
+        request: req,
+        state: SessionState.empty("o200k_base"),
+        knowledge: [],
+        local,
+        thresholds: undefined,
+        now: 0,
+        normalized,
+      })
       const outcome = TurnStages.run(carry)
       return (outcome._tag === "Done" ? outcome.carry : outcome._tag === "Need" ? outcome.carry : carry).tools!.sent
     }
@@ -71,8 +119,14 @@ describe("turn stages", () => {
   })
 
   it("rejects an empty first turn, and a result for an unknown call as a pairing error", () => {
-    expect(runStages(SessionState.empty("o200k_base"), request("t1", [])).outcome).toMatchObject({ _tag: "Rejected", path: "messages", pairing: false })
-    expect(runStages(SessionState.empty("o200k_base"), request("t1", [{ role: "user", content: "x" }, result("nope")])).outcome).toMatchObject({
+    expect(runStages(SessionState.empty("o200k_base"), request("t1", [])).outcome).toMatchObject({
+      _tag: "Rejected",
+      path: "messages",
+      pairing: false,
+    })
+    expect(
+      runStages(SessionState.empty("o200k_base"), request("t1", [{ role: "user", content: "x" }, result("nope")])).outcome,
+    ).toMatchObject({
       _tag: "Rejected",
       path: "messages[1]",
       pairing: true,
@@ -130,7 +184,11 @@ describe("turn stages", () => {
     // (a change of the tool list) is free at once; on a warm cache it waits (tested below)
     const options = { maskKeep: 1, maskBatchTokens: 100, cacheTtlSeconds: 5 }
     const masking = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>): Turn.TurnRequest =>
-      ({ ...request(turnId, messages), tools: [{ type: "function", function: { name: "ls", parameters: { type: "object" } } }], options }) as Turn.TurnRequest
+      ({
+        ...request(turnId, messages),
+        tools: [{ type: "function", function: { name: "ls", parameters: { type: "object" } } }],
+        options,
+      }) as Turn.TurnRequest
     const big = (i: number) => ({ role: "tool", tool_call_id: `c${i}`, content: `listing ${i} `.repeat(30) })
     const recallOf = (id: string, step: number) => ({
       role: "assistant",
@@ -220,7 +278,10 @@ describe("turn stages", () => {
     it("leaves a runtime tool named recall to the runtime", async () => {
       const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
       const own = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>) =>
-        ({ ...masking(turnId, messages), tools: [{ type: "function", function: { name: "recall", parameters: { type: "object" } } }] }) as Turn.TurnRequest
+        ({
+          ...masking(turnId, messages),
+          tools: [{ type: "function", function: { name: "recall", parameters: { type: "object" } } }],
+        }) as Turn.TurnRequest
       await turns.turn("acme", "r3", own("t0", [{ role: "user", content: "go" }]))
       const reply = await turns.turn("acme", "r3", own("t1", [recallOf("x1", 1)]))
       expect(reply.report.virtualCalls).toEqual([])
@@ -234,15 +295,26 @@ describe("turn stages", () => {
     const turnsOf = (options: Record<string, unknown>) => {
       const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
       const send = (k: number, messages: ReadonlyArray<Record<string, unknown>>, at: number) =>
-        turns.turn("acme", "s1", { ...request(`t${k}`, messages), options: { maskKeep: 1, maskBatchTokens: 200, ...options } } as Turn.TurnRequest, undefined, at)
+        turns.turn(
+          "acme",
+          "s1",
+          { ...request(`t${k}`, messages), options: { maskKeep: 1, maskBatchTokens: 200, ...options } } as Turn.TurnRequest,
+          undefined,
+          at,
+        )
       return send
     }
-    const call = (id: string) => ({ role: "assistant", content: big, tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }] })
+    const call = (id: string) => ({
+      role: "assistant",
+      content: big,
+      tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }],
+    })
     const play = async (options: Record<string, unknown>, gapMs: number) => {
       const send = turnsOf(options)
       await send(0, [{ role: "user", content: "go" }, call("c0")], 0)
       let last
-      for (let k = 1; k < 6; k++) last = await send(k, [{ role: "tool", tool_call_id: `c${k - 1}`, content: big }, call(`c${k}`)], k * gapMs)
+      for (let k = 1; k < 6; k++)
+        last = await send(k, [{ role: "tool", tool_call_id: `c${k - 1}`, content: big }, call(`c${k}`)], k * gapMs)
       return last!.report.cache
     }
     expect((await play({ expectedTurns: 0 }, 1_000)).deferred).toEqual(["mask"])
@@ -261,8 +333,18 @@ describe("turn stages", () => {
         const messages =
           k === 0
             ? [{ role: "user", content: "hello" }]
-            : [{ role: "assistant", content: `answer ${k}` }, { role: "user", content: `question ${k}` }]
-        const req = { turnId: `t${k}`, format: "anthropic", model: { provider: "anthropic", name: "claude-sonnet-4-5" }, system, messages, options }
+            : [
+                { role: "assistant", content: `answer ${k}` },
+                { role: "user", content: `question ${k}` },
+              ]
+        const req = {
+          turnId: `t${k}`,
+          format: "anthropic",
+          model: { provider: "anthropic", name: "claude-sonnet-4-5" },
+          system,
+          messages,
+          options,
+        }
         replies.push(await turns.turn("acme", "ttl", req as unknown as Turn.TurnRequest, undefined, k * gapMs))
       }
       return replies
@@ -293,11 +375,25 @@ describe("turn stages", () => {
         count: InProcessTurns.countLocally(local),
         thresholds: { compactAtPct: 0.95, softPct: 0.2, tailKeepTokens: 1_000, tailMaxPct: 0.3, minFoldPct: 0.01 },
         // a summary of everything but the last two messages, made at once, landing on the next turn
-        compact: (_job, stored) => Promise.resolve({ id: stored.length, coversFromSeq: 1, coversToSeq: stored.at(-3)!.seq, text: "Summary: the logs were read.", mode: "one_shot", depth: 1 }),
+        compact: (_job, stored) =>
+          Promise.resolve({
+            id: stored.length,
+            coversFromSeq: 1,
+            coversToSeq: stored.at(-3)!.seq,
+            text: "Summary: the logs were read.",
+            mode: "one_shot",
+            depth: 1,
+          }),
       })
       const replies: Array<Turn.TurnReply> = []
       for (let k = 0; k < 14; k++) {
-        const messages = k === 0 ? [{ role: "user", content: body }] : [{ role: "assistant", content: `noted ${k}` }, { role: "user", content: body }]
+        const messages =
+          k === 0
+            ? [{ role: "user", content: body }]
+            : [
+                { role: "assistant", content: `noted ${k}` },
+                { role: "user", content: body },
+              ]
         const model = { provider: "anthropic", name: "claude-sonnet-4-5", contextWindow: 40_000, maxOutputTokens: 4_000 }
         const req = { turnId: `t${k}`, format: "anthropic", model, system: "Be brief.", messages, options }
         replies.push(await turns.turn("acme", "swap", req as unknown as Turn.TurnRequest, undefined, k * gapMs))
@@ -333,7 +429,14 @@ describe("turn stages", () => {
         jobs.push(job)
         const cut = Plan.planCut(stored, live, 36_000, thresholds, { format: job.format })
         if (cut._tag === "NoBoundary") return Promise.resolve(undefined)
-        return Promise.resolve({ id: stored.length, coversFromSeq: cut.coversFromSeq, coversToSeq: cut.coversToSeq, text: `Summary ${cut.coversFromSeq}-${cut.coversToSeq}.`, mode: "one_shot", depth: 1 })
+        return Promise.resolve({
+          id: stored.length,
+          coversFromSeq: cut.coversFromSeq,
+          coversToSeq: cut.coversToSeq,
+          text: `Summary ${cut.coversFromSeq}-${cut.coversToSeq}.`,
+          mode: "one_shot",
+          depth: 1,
+        })
       },
     })
     const body = (k: number) => `#${k}# ${"log line ".repeat(400)}`
@@ -342,7 +445,13 @@ describe("turn stages", () => {
     const replies: Array<Turn.TurnReply> = []
     for (let k = 0; k < 24; k++) {
       const reply = k === BOUNDARY_TURN ? [block, { type: "text", text: `noted ${k}` }] : `noted ${k}`
-      const messages = k === 0 ? [{ role: "user", content: body(k) }] : [{ role: "assistant", content: reply }, { role: "user", content: body(k) }]
+      const messages =
+        k === 0
+          ? [{ role: "user", content: body(k) }]
+          : [
+              { role: "assistant", content: reply },
+              { role: "user", content: body(k) },
+            ]
       const model = { provider: "anthropic", name: "claude-sonnet-4-5", contextWindow: 40_000, maxOutputTokens: 4_000 }
       const req = { turnId: `t${k}`, format: "anthropic", model, system: "Be brief.", messages, options: { expectedTurns: 10 } }
       replies.push(await turns.turn("acme", "provider", req as unknown as Turn.TurnRequest, undefined, k * 2_000))
@@ -351,7 +460,12 @@ describe("turn stages", () => {
     // before it, a ctxd summary from the start was live
     expect(replies.slice(0, BOUNDARY_TURN).some((r) => r.report.compaction?.summary?.coversFromSeq === 1)).toBe(true)
     const at = replies[BOUNDARY_TURN]!
-    expect(at.report.providerCompaction).toEqual({ format: "anthropic", seq: boundarySeq, notSent: boundarySeq - 1, summarySuperseded: true })
+    expect(at.report.providerCompaction).toEqual({
+      format: "anthropic",
+      seq: boundarySeq,
+      notSent: boundarySeq - 1,
+      summarySuperseded: true,
+    })
     expect(at.report.compaction?.summary).toBeNull()
     for (const r of replies.slice(BOUNDARY_TURN)) {
       const sent = r.request["messages"] as Array<{ role: string; content: Array<Record<string, unknown>> }>
@@ -378,7 +492,13 @@ describe("turn stages", () => {
       for (const [k, gap] of gapsMs.entries()) {
         if (k === changeAt) docs.push({ id: "baggage", title: "Baggage allowance", text: "Two bags." })
         at += gap
-        const messages = k === 0 ? [{ role: "user", content: "hello" }] : [{ role: "assistant", content: `answer ${k}` }, { role: "user", content: `question ${k}` }]
+        const messages =
+          k === 0
+            ? [{ role: "user", content: "hello" }]
+            : [
+                { role: "assistant", content: `answer ${k}` },
+                { role: "user", content: `question ${k}` },
+              ]
         const req = { turnId: `t${k}`, format: "anthropic", model: { provider: "anthropic", name: "claude-sonnet-4-5" }, system, messages }
         const reply = await turns.turn("acme", "kb", req as unknown as Turn.TurnRequest, undefined, at)
         sent.push(`${JSON.stringify(reply.request).includes("Baggage allowance") ? "new" : "old"} ${reply.report.cache.reason}`)
@@ -387,25 +507,47 @@ describe("turn stages", () => {
     }
     // 2 s apart, then 10 minutes (cold under 5 minutes): held while warm, sent with the cold re-write
     expect(await play([0, 2_000, 2_000, 2_000, 2_000, 2_000, 600_000, 2_000], "Be brief.", 4)).toEqual([
-      "old first_turn", "old append", "old append", "old append", "old append", "old append", "new ttl_expired", "new append",
+      "old first_turn",
+      "old append",
+      "old append",
+      "old append",
+      "old append",
+      "old append",
+      "new ttl_expired",
+      "new append",
     ])
     // 30 minutes apart with a large prompt: the 1-hour cache (from the fifth turn) keeps it warm, so
     // an index changed at the sixth waits its hour
     const large = "Policy. ".repeat(25_000)
-    const hourly = await play(Array.from({ length: 9 }, (_, k) => (k === 0 ? 0 : 1_800_000)), large, 5)
+    const hourly = await play(
+      Array.from({ length: 9 }, (_, k) => (k === 0 ? 0 : 1_800_000)),
+      large,
+      5,
+    )
     expect(hourly.slice(4)).toEqual(["old ttl_expired", "old append", "old append", "new system", "new append"])
   })
 
   describe("the configured price table (AssemblerConfig.prices) drives the cache planner", () => {
     // the scenario above: large results between long calls, turns 1 s apart, a long session expected
     const big = "x".repeat(4_000)
-    const call = (id: string) => ({ role: "assistant", content: big, tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }] })
+    const call = (id: string) => ({
+      role: "assistant",
+      content: big,
+      tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }],
+    })
     const play = async (prices?: CostModel.PriceTable) => {
       const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) }, prices === undefined ? {} : { prices })
       const send = (k: number, messages: ReadonlyArray<Record<string, unknown>>) =>
-        turns.turn("acme", "s1", { ...request(`t${k}`, messages), options: { maskKeep: 1, maskBatchTokens: 200, expectedTurns: 10_000 } } as Turn.TurnRequest, undefined, k * 1_000)
+        turns.turn(
+          "acme",
+          "s1",
+          { ...request(`t${k}`, messages), options: { maskKeep: 1, maskBatchTokens: 200, expectedTurns: 10_000 } } as Turn.TurnRequest,
+          undefined,
+          k * 1_000,
+        )
       const caches = [(await send(0, [{ role: "user", content: "go" }, call("c0")])).report.cache]
-      for (let k = 1; k < 6; k++) caches.push((await send(k, [{ role: "tool", tool_call_id: `c${k - 1}`, content: big }, call(`c${k}`)])).report.cache)
+      for (let k = 1; k < 6; k++)
+        caches.push((await send(k, [{ role: "tool", tool_call_id: `c${k - 1}`, content: big }, call(`c${k}`)])).report.cache)
       return caches
     }
 
@@ -429,7 +571,12 @@ describe("turn stages", () => {
     it("a configured 24h tier reaches the Responses body (prompt_cache_retention)", async () => {
       const send = async (prices?: CostModel.PriceTable) => {
         const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) }, prices === undefined ? {} : { prices })
-        const req = { turnId: "t0", format: "openai-responses", model: { provider: "openai", name: "gpt-4o" }, input: [{ type: "message", role: "user", content: "hi" }] }
+        const req = {
+          turnId: "t0",
+          format: "openai-responses",
+          model: { provider: "openai", name: "gpt-4o" },
+          input: [{ type: "message", role: "user", content: "hi" }],
+        }
         return (await turns.turn("acme", "r24", req as unknown as Turn.TurnRequest, undefined, 0)).request
       }
       // gpt-4o's built-in row has no 24h tier
@@ -450,13 +597,26 @@ describe("turn stages", () => {
     // gpt-5 (cache reads at 0.1×): one large result, then a long reply after it, then short exchanges.
     // Once the result is masked-to-be, the edit re-writes the long reply after it: it is earned
     // (rent or buy) after a few turns, and then pays back only if the session goes on long enough.
-    const call = (id: string) => ({ role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }] })
+    const call = (id: string) => ({
+      role: "assistant",
+      content: null,
+      tool_calls: [{ id, type: "function", function: { name: "ls", arguments: "{}" } }],
+    })
     const script: ReadonlyArray<ReadonlyArray<Record<string, unknown>>> = [
       [{ role: "user", content: "go" }, call("c0")],
-      [{ role: "tool", tool_call_id: "c0", content: "x".repeat(8_000) }, { role: "assistant", content: "y".repeat(4_000) }],
+      [
+        { role: "tool", tool_call_id: "c0", content: "x".repeat(8_000) },
+        { role: "assistant", content: "y".repeat(4_000) },
+      ],
       [{ role: "user", content: "next" }, call("c1")],
-      [{ role: "tool", tool_call_id: "c1", content: "ok" }, { role: "assistant", content: "ok" }],
-      ...Array.from({ length: 10 }, () => [{ role: "user", content: "more" }, { role: "assistant", content: "ok" }]),
+      [
+        { role: "tool", tool_call_id: "c1", content: "ok" },
+        { role: "assistant", content: "ok" },
+      ],
+      ...Array.from({ length: 10 }, () => [
+        { role: "user", content: "more" },
+        { role: "assistant", content: "ok" },
+      ]),
     ]
     /** 30 sessions of `turns` turns for tenant acme's agent `coder`, nothing for anyone else. */
     const coderSessions = (turns: number) => (tenant: string, agent: string) =>
@@ -466,7 +626,11 @@ describe("turn stages", () => {
       const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), lengths })
       const reports: Array<Turn.TurnReply["report"]["cache"]> = []
       for (const [k, messages] of script.entries()) {
-        const req = { ...request(`t${k}`, messages), model: { provider: "openai", name: "gpt-5" }, options: { maskKeep: 1, ...options } } as Turn.TurnRequest
+        const req = {
+          ...request(`t${k}`, messages),
+          model: { provider: "openai", name: "gpt-5" },
+          options: { maskKeep: 1, ...options },
+        } as Turn.TurnRequest
         reports.push((await turns.turn("acme", "s1", req, undefined, k * 1_000)).report.cache)
       }
       return { masked: reports.findIndex((r) => r.reason === "mask"), at: (k: number) => reports[k]!.deferred }

@@ -105,7 +105,10 @@ describe("WorkspaceCache", () => {
       yield* cache.read({ workspace: "other" }, "acme")
       const dropped = yield* invalidations("change")
       write(root, "acme-bot/SOUL.md", "Be very kind.")
-      yield* until(Effect.map(cache.stats, (s) => s.events >= 1), "the watcher's event")
+      yield* until(
+        Effect.map(cache.stats, (s) => s.events >= 1),
+        "the watcher's event",
+      )
       // within the debounce the entry stands
       yield* TestClock.adjust(499)
       expect(texts(yield* cache.read({ workspace: "acme-bot" }, "acme"))).toContain("Be kind.")
@@ -116,7 +119,10 @@ describe("WorkspaceCache", () => {
       // a Markdown file in a subdirectory counts too
       write(root, "acme-bot/notes/deep.md", "deep")
       const events = (yield* cache.stats).events
-      yield* until(Effect.map(cache.stats, (s) => s.events > events), "the watcher's event")
+      yield* until(
+        Effect.map(cache.stats, (s) => s.events > events),
+        "the watcher's event",
+      )
       yield* TestClock.adjust(500)
       expect((yield* cache.stats).entries).toBe(0)
     }),
@@ -130,7 +136,10 @@ describe("WorkspaceCache", () => {
       const misses = yield* count(WorkspaceCache.metrics.misses)
       write(root, "acme-bot/notes.txt", "not markdown")
       write(root, "acme-bot/SOUL.md.bak", "Be rude.")
-      yield* until(Effect.map(cache.stats, (s) => s.events >= 2), "the watcher's events")
+      yield* until(
+        Effect.map(cache.stats, (s) => s.events >= 2),
+        "the watcher's events",
+      )
       yield* TestClock.adjust(10_000)
       expect((yield* cache.stats).entries).toBe(1)
       expect(texts(yield* cache.read({ workspace: "acme-bot" }, "acme"))).toContain("Be kind.")
@@ -160,7 +169,10 @@ describe("WorkspaceCache", () => {
       const cache = yield* WorkspaceCache.make({ root, debounceMs: 3_600_000, maxAgeSeconds: 60 })
       yield* cache.read({ workspace: "acme-bot" }, "acme")
       write(root, "acme-bot/SOUL.md", "Be brief.")
-      yield* until(Effect.map(cache.stats, (s) => s.events >= 1), "the watcher's event")
+      yield* until(
+        Effect.map(cache.stats, (s) => s.events >= 1),
+        "the watcher's event",
+      )
       const expired = yield* invalidations("max_age")
       yield* TestClock.adjust("59 seconds")
       expect(texts(yield* cache.read({ workspace: "acme-bot" }, "acme"))).toContain("Be kind.")
@@ -172,7 +184,12 @@ describe("WorkspaceCache", () => {
 
   it.effect("bounded in entries and bytes: the least recently used go first; a bundle over the byte bound is not kept", () =>
     Effect.gen(function* () {
-      const files = { a: { "SOUL.md": "a".repeat(100) }, b: { "SOUL.md": "b".repeat(100) }, c: { "SOUL.md": "c".repeat(100) }, huge: { "SOUL.md": "h".repeat(500) } }
+      const files = {
+        a: { "SOUL.md": "a".repeat(100) },
+        b: { "SOUL.md": "b".repeat(100) },
+        c: { "SOUL.md": "c".repeat(100) },
+        huge: { "SOUL.md": "h".repeat(500) },
+      }
       const byEntries = yield* Effect.provide(WorkspaceCache.WorkspaceCache, WorkspaceCache.layerMemory(files, { maxEntries: 2 }))
       const evicted = yield* invalidations("evicted")
       yield* byEntries.read({ workspace: "a" }, "acme")
@@ -197,7 +214,11 @@ describe("WorkspaceCache", () => {
 
   it.scoped("perTenant: a tenant's scopes are under <root>/<tenant>/; another tenant's are out of reach", () =>
     Effect.gen(function* () {
-      const root = yield* tempRoot({ "acme/bot/SOUL.md": "Acme's soul.", "globex/bot/SOUL.md": "Globex's soul.", "bot/SOUL.md": "Shared soul." })
+      const root = yield* tempRoot({
+        "acme/bot/SOUL.md": "Acme's soul.",
+        "globex/bot/SOUL.md": "Globex's soul.",
+        "bot/SOUL.md": "Shared soul.",
+      })
       const shared = yield* WorkspaceCache.make({ root })
       expect(texts(yield* shared.read({ workspace: "bot" }, "acme"))).toEqual(["Shared soul."])
       const own = yield* WorkspaceCache.make({ root, perTenant: true })
@@ -225,9 +246,11 @@ describe("WorkspaceCache", () => {
     const extra = fc.tuple(name, fc.boolean()).map(([n, md]) => (md ? `${n}.md` : n))
     fc.assert(
       fc.property(
-        fc.array(extra, { maxLength: 16 }).chain((extras) =>
-          fc.tuple(fc.constant(extras), fc.shuffledSubarray(extras, { minLength: extras.length, maxLength: extras.length })),
-        ),
+        fc
+          .array(extra, { maxLength: 16 })
+          .chain((extras) =>
+            fc.tuple(fc.constant(extras), fc.shuffledSubarray(extras, { minLength: extras.length, maxLength: extras.length })),
+          ),
         ([extras, shuffled]) => {
           const files = WorkspaceCache.filesOf({ workspace: "w", extras })
           expect(WorkspaceCache.filesOf({ workspace: "w", extras: shuffled })).toEqual(files)
@@ -235,7 +258,9 @@ describe("WorkspaceCache", () => {
           const rest = files.slice(5)
           expect(rest).toEqual([...new Set(rest)].sort())
           expect(rest.every((f) => f.endsWith(".md") && !(WorkspaceCache.FIXED_FILES as ReadonlyArray<string>).includes(f))).toBe(true)
-          expect(new Set(rest)).toEqual(new Set(extras.map((e) => (e.endsWith(".md") ? e : `${e}.md`)).filter((f) => !f.match(/^(SOUL|MEMORY)\.md$/))))
+          expect(new Set(rest)).toEqual(
+            new Set(extras.map((e) => (e.endsWith(".md") ? e : `${e}.md`)).filter((f) => !f.match(/^(SOUL|MEMORY)\.md$/))),
+          )
         },
       ),
     )

@@ -16,7 +16,6 @@ import { Clock, Effect, Either } from "effect"
 import { Compactor, type CompactionError, toReply } from "./Compactor.ts"
 import * as WorkQueue from "./WorkQueue.ts"
 
-
 const failure = (e: CompactionError) =>
   Errors.capReply(
     e.reason === "unknown_session"
@@ -35,11 +34,20 @@ export const handle = (
     if (target === undefined) {
       return Endpoint.errorReply("BadRequest", `bad subject ${subject}`, { hint: "<root>.v1.compact.<tenant>.<session>" })
     }
-    const request = Requests.decode(Compact.CompactRequest, data, { what: "compact requests", hint: "send {model: {provider, name, contextWindow?, maxOutputTokens?}, mode?}" })
+    const request = Requests.decode(Compact.CompactRequest, data, {
+      what: "compact requests",
+      hint: "send {model: {provider, name, contextWindow?, maxOutputTokens?}, mode?}",
+    })
     if (Either.isLeft(request)) return request.left
     const compactor = yield* Compactor
     const result = yield* Effect.either(
-      compactor.compact({ ...target, model: request.right.model, mode: request.right.mode, trigger: "manual", format: request.right.format }),
+      compactor.compact({
+        ...target,
+        model: request.right.model,
+        mode: request.right.mode,
+        trigger: "manual",
+        format: request.right.format,
+      }),
     )
     return Either.isLeft(result) ? failure(result.left) : toReply(result.right)
   })
@@ -79,7 +87,12 @@ export const handleJob = (job: WorkQueue.Job): Effect.Effect<WorkQueue.Dispositi
         fixedTokens: job.fixedTokens,
         format: job.format,
       })
-      .pipe(Effect.catchIf((e) => e.reason === "unknown_session", () => Effect.succeed(undefined)))
+      .pipe(
+        Effect.catchIf(
+          (e) => e.reason === "unknown_session",
+          () => Effect.succeed(undefined),
+        ),
+      )
     if (result?.outcome !== "lock_held" || result.retryAt === undefined) return {}
     const now = yield* Clock.currentTimeMillis
     return { retryInMs: Math.max(250, result.retryAt.getTime() - now + 100) }

@@ -208,7 +208,10 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
               [lease.sessionId, lease.token.toString()],
             )
             if (held.rowCount === 0) {
-              return yield* new LeaseLost({ message: `lease token ${lease.token} is no longer held; summary not written`, token: lease.token })
+              return yield* new LeaseLost({
+                message: `lease token ${lease.token} is no longer held; summary not written`,
+                token: lease.token,
+              })
             }
             const live = yield* tx.query<{ covers_to_seq: number }>(
               "SELECT max(covers_to_seq) AS covers_to_seq FROM ctxd_summaries WHERE session_id = $1",
@@ -241,7 +244,9 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
     const latestSummary = (tenant: string, session: string): Effect.Effect<Option.Option<StoredSummary>, Failure> =>
       db
         .query<SummaryRow>(
-          `SELECT ${SUMMARY_COLUMNS.split(", ").map((c) => `m.${c}`).join(", ")}
+          `SELECT ${SUMMARY_COLUMNS.split(", ")
+            .map((c) => `m.${c}`)
+            .join(", ")}
            FROM ctxd_summaries m JOIN ctxd_sessions s ON s.id = m.session_id
            WHERE s.tenant = $1 AND s.session = $2 ORDER BY m.covers_to_seq DESC, m.id DESC LIMIT 1`,
           [tenant, session],
@@ -323,9 +328,7 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
           [tenant, session, n],
         )
         .pipe(
-          Effect.map(({ rows }) =>
-            rows.length === n && rows.every((r) => r.outcome === "failed") ? rows.map((r) => r.finished_at) : [],
-          ),
+          Effect.map(({ rows }) => (rows.length === n && rows.every((r) => r.outcome === "failed") ? rows.map((r) => r.finished_at) : [])),
         )
 
     return { acquire, renew, release, writeSummary, latestSummary, audit, compactions, failureStreak } as const
@@ -376,7 +379,14 @@ export const makeMemory = (options: MemoryOptions = {}): Effect.Effect<Compactio
           if (sessionId === undefined) return Effect.fail(new UnknownSession({ message: `session ${tenant}/${session} is not stored` }))
           const row = leases.get(sessionId)
           if (row !== undefined && row.expiresAt > now) {
-            return Effect.fail(new LockHeld({ message: `${row.owner} holds the compaction lease of ${tenant}/${session}`, sessionId, owner: row.owner, expiresAt: new Date(row.expiresAt) }))
+            return Effect.fail(
+              new LockHeld({
+                message: `${row.owner} holds the compaction lease of ${tenant}/${session}`,
+                sessionId,
+                owner: row.owner,
+                expiresAt: new Date(row.expiresAt),
+              }),
+            )
           }
           const next = { owner, token: (row?.token ?? 0n) + 1n, expiresAt: now + ttlMs }
           leases.set(sessionId, next)
@@ -384,7 +394,8 @@ export const makeMemory = (options: MemoryOptions = {}): Effect.Effect<Compactio
         }),
       renew: (lease, ttlMs) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          if (!held(lease, now)) return Effect.fail(new LeaseLost({ message: `lease token ${lease.token} is no longer held`, token: lease.token }))
+          if (!held(lease, now))
+            return Effect.fail(new LeaseLost({ message: `lease token ${lease.token} is no longer held`, token: lease.token }))
           leases.get(lease.sessionId)!.expiresAt = now + ttlMs
           return Effect.succeed({ ...lease, expiresAt: new Date(now + ttlMs) })
         }),
@@ -394,7 +405,10 @@ export const makeMemory = (options: MemoryOptions = {}): Effect.Effect<Compactio
         }),
       writeSummary: (lease, summary) =>
         Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<StoredSummary, LeaseLost | NotNewer> => {
-          if (!held(lease, now)) return Effect.fail(new LeaseLost({ message: `lease token ${lease.token} is no longer held; summary not written`, token: lease.token }))
+          if (!held(lease, now))
+            return Effect.fail(
+              new LeaseLost({ message: `lease token ${lease.token} is no longer held; summary not written`, token: lease.token }),
+            )
           const liveTo = live(lease.sessionId)?.coversToSeq
           if (liveTo !== undefined && liveTo >= summary.coversToSeq) {
             return Effect.fail(new NotNewer({ message: `the live summary already covers up to seq ${liveTo}`, liveToSeq: liveTo }))
@@ -451,7 +465,13 @@ export const makeMemory = (options: MemoryOptions = {}): Effect.Effect<Compactio
       failureStreak: (tenant, session, n) =>
         Effect.sync(() => {
           const id = ids.get(`${tenant}\u0000${session}`)
-          const decisive = id === undefined ? [] : [...(audits.get(id) ?? [])].reverse().filter((r) => ["ok", "tool_result_truncated", "no_boundary", "failed"].includes(r.outcome)).slice(0, n)
+          const decisive =
+            id === undefined
+              ? []
+              : [...(audits.get(id) ?? [])]
+                  .reverse()
+                  .filter((r) => ["ok", "tool_result_truncated", "no_boundary", "failed"].includes(r.outcome))
+                  .slice(0, n)
           return decisive.length === n && decisive.every((r) => r.outcome === "failed") ? decisive.map((r) => r.finishedAt) : []
         }),
     })

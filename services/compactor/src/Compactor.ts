@@ -125,14 +125,28 @@ export const make = (
         let tokensOut = 0
         const finish = (
           outcome: Compact.Outcome,
-          extra: { summary?: StoredSummary; detail?: string; retryAt?: Date; audit?: Omit<Audit, "outcome" | "trigger" | "durationMs" | "finishedAt"> } = {},
+          extra: {
+            summary?: StoredSummary
+            detail?: string
+            retryAt?: Date
+            audit?: Omit<Audit, "outcome" | "trigger" | "durationMs" | "finishedAt">
+          } = {},
         ) =>
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
             const durationMs = now - started
             if (extra.audit !== undefined) {
               yield* store
-                .audit({ ...extra.audit, outcome, trigger: input.trigger, durationMs, finishedAt: new Date(now), tokensIn, tokensOut, detail: extra.detail })
+                .audit({
+                  ...extra.audit,
+                  outcome,
+                  trigger: input.trigger,
+                  durationMs,
+                  finishedAt: new Date(now),
+                  tokensIn,
+                  tokensOut,
+                  detail: extra.detail,
+                })
                 .pipe(Effect.mapError(database))
             }
             yield* Metrics.record(outcome, durationMs, tokensIn, tokensOut)
@@ -145,7 +159,10 @@ export const make = (
           const last = streak[0]
           if (last !== undefined && started < last.getTime() + config.cooldownMs) {
             const retryAt = new Date(last.getTime() + config.cooldownMs)
-            return yield* finish("cooldown", { detail: `${streak.length} failed compactions in a row; cooling down until ${retryAt.toISOString()}`, retryAt })
+            return yield* finish("cooldown", {
+              detail: `${streak.length} failed compactions in a row; cooling down until ${retryAt.toISOString()}`,
+              retryAt,
+            })
           }
         }
 
@@ -207,7 +224,10 @@ export const make = (
               }),
             )
             if (Either.isLeft(summarized)) {
-              return yield* finish("failed", { detail: summarized.left.message, audit: { ...audit, ...range, mode: input.mode ?? summarizer.config.mode } })
+              return yield* finish("failed", {
+                detail: summarized.left.message,
+                audit: { ...audit, ...range, mode: input.mode ?? summarizer.config.mode },
+              })
             }
             const s = summarized.right
             tokensIn = s.tokensIn

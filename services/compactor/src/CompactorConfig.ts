@@ -88,10 +88,22 @@ const integer = (name: string, fallback: number, min: number, description: strin
 /** {@link Config} from the environment (table in the module doc). */
 export const config: Config.Config<Config> = Config.all({
   thresholds: Config.all({
-    compactAtPct: fraction("CTXD_COMPACT_AT_PCT", defaults.thresholds.compactAtPct, "Share of the effective window at which compaction is due"),
-    softPct: fraction("CTXD_COMPACT_SOFT_PCT", defaults.thresholds.softPct, "Share of the effective window at which background compaction starts"),
+    compactAtPct: fraction(
+      "CTXD_COMPACT_AT_PCT",
+      defaults.thresholds.compactAtPct,
+      "Share of the effective window at which compaction is due",
+    ),
+    softPct: fraction(
+      "CTXD_COMPACT_SOFT_PCT",
+      defaults.thresholds.softPct,
+      "Share of the effective window at which background compaction starts",
+    ),
     tailKeepTokens: integer("CTXD_COMPACT_TAIL_KEEP_TOKENS", defaults.thresholds.tailKeepTokens, 0, "Newest tokens kept verbatim"),
-    tailMaxPct: fraction("CTXD_COMPACT_TAIL_MAX_PCT", defaults.thresholds.tailMaxPct, "Largest share of the effective window the kept tail may take"),
+    tailMaxPct: fraction(
+      "CTXD_COMPACT_TAIL_MAX_PCT",
+      defaults.thresholds.tailMaxPct,
+      "Largest share of the effective window the kept tail may take",
+    ),
     minFoldPct: Config.number("CTXD_COMPACT_MIN_FOLD_PCT").pipe(
       Config.validate({ message: "must be in [0, 1)", validation: (n) => n >= 0 && n < 1 }),
       Config.withDescription("Smallest share of the effective window a background compaction folds"),
@@ -100,20 +112,34 @@ export const config: Config.Config<Config> = Config.all({
   }),
   leaseTtlMs: integer("CTXD_COMPACT_LEASE_TTL_MS", defaults.leaseTtlMs, 100, "Compaction lease TTL (ms)"),
   cooldownMs: integer("CTXD_COMPACT_COOLDOWN_MS", defaults.cooldownMs, 0, "Cooldown after repeated failed compactions (ms)"),
-  cooldownAfterFailures: integer("CTXD_COMPACT_COOLDOWN_FAILURES", defaults.cooldownAfterFailures, 1, "Failed compactions in a row that start a cooldown"),
+  cooldownAfterFailures: integer(
+    "CTXD_COMPACT_COOLDOWN_FAILURES",
+    defaults.cooldownAfterFailures,
+    1,
+    "Failed compactions in a row that start a cooldown",
+  ),
   owner: Config.string("CTXD_WORKER_ID").pipe(
     Config.withDescription("This process's name as a lease owner"),
     Config.withDefault(""),
     Config.map((s) => (s.trim() === "" ? defaultOwner() : s.trim())),
   ),
   queue: Config.all({
-    stream: Config.string("CTXD_COMPACT_STREAM").pipe(Config.withDescription("Work queue stream; empty = ctxd-compact-<root>"), Config.withDefault("")),
-    consumer: Config.string("CTXD_COMPACT_CONSUMER").pipe(Config.withDescription("Durable consumer shared by the compactors"), Config.withDefault(defaults.queue.consumer)),
+    stream: Config.string("CTXD_COMPACT_STREAM").pipe(
+      Config.withDescription("Work queue stream; empty = ctxd-compact-<root>"),
+      Config.withDefault(""),
+    ),
+    consumer: Config.string("CTXD_COMPACT_CONSUMER").pipe(
+      Config.withDescription("Durable consumer shared by the compactors"),
+      Config.withDefault(defaults.queue.consumer),
+    ),
     ackWaitMs: integer("CTXD_COMPACT_ACK_WAIT_MS", defaults.queue.ackWaitMs, 1_000, "Redelivery after this without an ack (ms)"),
     maxDeliver: integer("CTXD_COMPACT_MAX_DELIVER", defaults.queue.maxDeliver, 1, "Deliveries of one job at most"),
     duplicateWindowMs: integer("CTXD_COMPACT_DUPLICATE_WINDOW_MS", defaults.queue.duplicateWindowMs, 1_000, "Duplicate job window (ms)"),
     maxAgeMs: integer("CTXD_COMPACT_MAX_AGE_MS", defaults.queue.maxAgeMs, 1_000, "Jobs older than this are discarded (ms)"),
     concurrency: integer("CTXD_COMPACT_CONCURRENCY", defaults.queue.concurrency, 1, "Jobs one compactor runs at once"),
-    storage: Config.literal("file", "memory")("CTXD_COMPACT_STORAGE").pipe(Config.withDescription("Stream storage"), Config.withDefault("file" as const)),
+    storage: Config.literal(
+      "file",
+      "memory",
+    )("CTXD_COMPACT_STORAGE").pipe(Config.withDescription("Stream storage"), Config.withDefault("file" as const)),
   }),
 })

@@ -151,7 +151,13 @@ export const planCut = (
   const after = boundary === undefined ? 0 : boundary.index + 1
   const from = Math.max(after, previous === undefined ? 0 : indexAfter(history, previous.coversToSeq))
   if (from >= n) {
-    return { _tag: "NoBoundary", reason: previous === undefined && boundary !== undefined ? "no messages after the provider compaction" : "no messages after the live summary" }
+    return {
+      _tag: "NoBoundary",
+      reason:
+        previous === undefined && boundary !== undefined
+          ? "no messages after the provider compaction"
+          : "no messages after the live summary",
+    }
   }
   const keep = tailKeep(effectiveWindow, t, options.fixedTokens ?? 0)
   let tailStart = n

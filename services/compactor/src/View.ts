@@ -67,10 +67,7 @@ const anchorText = (message: Conversation.Message): string =>
     .join("\n")
 
 /** The synthetic pair for `summary`; `anchor` is the original request when the span covers it. */
-export const pair = (
-  summary: Summary,
-  anchor: Conversation.Message | undefined,
-): readonly [Conversation.Message, Conversation.Message] => {
+export const pair = (summary: Summary, anchor: Conversation.Message | undefined): readonly [Conversation.Message, Conversation.Message] => {
   const request = anchor === undefined ? "" : `The conversation began with this request:\n${anchorText(anchor)}\n\n`
   return [
     { role: "user", parts: [{ type: "text", text: `${header(summary)}\n\n${request}Summary:\n${summary.text}` }] },
@@ -154,12 +151,21 @@ export const applySummary = (
   const applied = summary !== undefined && appliesAfter(summary, boundary) ? summary : undefined
   const marks = { given: summary, boundary, format }
   const head: Array<Pipeline.StoredMessage> =
-    boundary === undefined ? [] : [{ ...history[boundary.index]!, message: ProviderCompaction.trim(history[boundary.index]!.message, format) }]
+    boundary === undefined
+      ? []
+      : [{ ...history[boundary.index]!, message: ProviderCompaction.trim(history[boundary.index]!.message, format) }]
   const base = boundary === undefined ? 0 : boundary.index + 1
   const boundaryKey = boundary === undefined ? "" : `|b${boundary.seq}`
   if (applied === undefined || history.length === 0) {
     if (boundary === undefined) return { messages: history, summary: undefined, ...marks, tailFrom: 0, prefixLength: 0, key: "none" }
-    return { messages: head.concat(history.slice(base)), summary: undefined, ...marks, tailFrom: base, prefixLength: 1, key: `none${boundaryKey}` }
+    return {
+      messages: head.concat(history.slice(base)),
+      summary: undefined,
+      ...marks,
+      tailFrom: base,
+      prefixLength: 1,
+      key: `none${boundaryKey}`,
+    }
   }
   const start = Math.max(base, indexAfter(history, applied.coversFromSeq - 1))
   const tailFrom = Math.max(start, indexAfter(history, applied.coversToSeq))

@@ -19,15 +19,7 @@
  */
 import { Subjects, Summarize, Turn } from "@ctxd/contracts"
 import { Json, NatsClient } from "@ctxd/nats"
-import {
-  AckPolicy,
-  DeliverPolicy,
-  jetstream,
-  jetstreamManager,
-  type JsMsg,
-  RetentionPolicy,
-  StorageType,
-} from "@nats-io/jetstream"
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JsMsg, RetentionPolicy, StorageType } from "@nats-io/jetstream"
 import { Data, Duration, Effect, Either, FiberSet, Schedule, Schema, type Scope } from "effect"
 import type * as CompactorConfig from "./CompactorConfig.ts"
 
@@ -91,7 +83,12 @@ export const ensure = (options: QueueOptions): Effect.Effect<void, QueueError, N
       max_age: nanos(q.maxAgeMs),
       duplicate_window: nanos(q.duplicateWindowMs),
     }
-    const hasStream = yield* wrap("stream info", () => jsm.streams.info(name).then(() => true, () => false))
+    const hasStream = yield* wrap("stream info", () =>
+      jsm.streams.info(name).then(
+        () => true,
+        () => false,
+      ),
+    )
     if (!hasStream) {
       // a concurrent creator wins with the same config: check again instead of failing
       yield* wrap("stream add", () => jsm.streams.add(stream)).pipe(
@@ -106,7 +103,12 @@ export const ensure = (options: QueueOptions): Effect.Effect<void, QueueError, N
       max_deliver: q.maxDeliver,
       filter_subject: options.subjects.compactJobWildcard,
     }
-    const hasConsumer = yield* wrap("consumer info", () => jsm.consumers.info(name, q.consumer).then(() => true, () => false))
+    const hasConsumer = yield* wrap("consumer info", () =>
+      jsm.consumers.info(name, q.consumer).then(
+        () => true,
+        () => false,
+      ),
+    )
     if (!hasConsumer) {
       yield* wrap("consumer add", () => jsm.consumers.add(name, consumer)).pipe(
         Effect.catchAll((e) => wrap("consumer info", () => jsm.consumers.info(name, q.consumer)).pipe(Effect.mapError(() => e))),
@@ -169,7 +171,9 @@ export const consume = <R>(
         }),
       ).pipe(
         Effect.catchAllCause((cause) =>
-          Effect.logWarning("compaction job failed; it will be redelivered", cause).pipe(Effect.zipRight(Effect.sync(() => msg.nak(5_000)))),
+          Effect.logWarning("compaction job failed; it will be redelivered", cause).pipe(
+            Effect.zipRight(Effect.sync(() => msg.nak(5_000))),
+          ),
         ),
         Effect.onInterrupt(() => Effect.sync(() => msg.nak())),
         Effect.annotateLogs({ tenant: job.tenant, session: job.session, job: jobId(job) }),
@@ -178,15 +182,15 @@ export const consume = <R>(
 
     const pullOne = Effect.gen(function* () {
       yield* permits.take(1)
-      const msg = yield* wrap("pull", () => consumer.next({ expires: 1_000 })).pipe(
-        Effect.tapError(() => permits.release(1)),
-      )
+      const msg = yield* wrap("pull", () => consumer.next({ expires: 1_000 })).pipe(Effect.tapError(() => permits.release(1)))
       if (msg === null) return yield* permits.release(1)
       yield* FiberSet.run(fibers, process(msg).pipe(Effect.ensuring(permits.release(1))))
     })
 
     yield* pullOne.pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("compaction queue pull failed", cause).pipe(Effect.zipRight(Effect.sleep("1 second")))),
+      Effect.catchAllCause((cause) =>
+        Effect.logWarning("compaction queue pull failed", cause).pipe(Effect.zipRight(Effect.sleep("1 second"))),
+      ),
       Effect.forever,
       Effect.annotateLogs({ queue: streamName(options) }),
       Effect.forkScoped,

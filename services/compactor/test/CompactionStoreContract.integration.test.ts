@@ -6,7 +6,10 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { CompactionStore } from "../src/index.ts"
 
-const postgres = Layer.mergeAll(SessionStore.layer, CompactionStore.layer).pipe(Layer.provide(Migrations.layer), Layer.provide(TestDatabase.layer))
+const postgres = Layer.mergeAll(SessionStore.layer, CompactionStore.layer).pipe(
+  Layer.provide(Migrations.layer),
+  Layer.provide(TestDatabase.layer),
+)
 const sessions = SessionStore.makeMemory()
 const known = new Set<string>()
 const memory = Layer.mergeAll(
@@ -19,12 +22,26 @@ let n = 0
 const stored = Effect.gen(function* () {
   const session = `compaction-contract-${++n}`
   const store = yield* SessionStore.SessionStore
-  yield* store.commitTurn({ tenant: "acme", session, turnId: "t1", requestHash: "h", expectedLastSeq: 0, messages: [{ message: { role: "user", parts: [{ type: "text", text: "hi" }] }, tokens: 1, encoding: "o200k_base" }], reply: {} })
+  yield* store.commitTurn({
+    tenant: "acme",
+    session,
+    turnId: "t1",
+    requestHash: "h",
+    expectedLastSeq: 0,
+    messages: [{ message: { role: "user", parts: [{ type: "text", text: "hi" }] }, tokens: 1, encoding: "o200k_base" }],
+    reply: {},
+  })
   known.add(`acme/${session}`)
   return session
 })
 
-const summary = (coversToSeq: number) => ({ coversFromSeq: 1, coversToSeq, text: `up to ${coversToSeq}`, mode: "one_shot" as const, depth: 1 })
+const summary = (coversToSeq: number) => ({
+  coversFromSeq: 1,
+  coversToSeq,
+  text: `up to ${coversToSeq}`,
+  mode: "one_shot" as const,
+  depth: 1,
+})
 
 for (const [name, stores] of [
   ["postgres", postgres],
@@ -62,8 +79,22 @@ for (const [name, stores] of [
           const session = yield* stored
           const lease = yield* store.acquire("acme", session, "a", 60_000)
           const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s))
-          yield* store.audit({ sessionId: lease.sessionId, outcome: "ok", trigger: "soft", durationMs: 12.4, finishedAt: at(1), token: lease.token })
-          yield* store.audit({ sessionId: lease.sessionId, outcome: "failed", trigger: "soft", durationMs: 3, finishedAt: at(2), detail: "timeout" })
+          yield* store.audit({
+            sessionId: lease.sessionId,
+            outcome: "ok",
+            trigger: "soft",
+            durationMs: 12.4,
+            finishedAt: at(1),
+            token: lease.token,
+          })
+          yield* store.audit({
+            sessionId: lease.sessionId,
+            outcome: "failed",
+            trigger: "soft",
+            durationMs: 3,
+            finishedAt: at(2),
+            detail: "timeout",
+          })
           yield* store.audit({ sessionId: lease.sessionId, outcome: "lock_held", trigger: "soft", durationMs: 1, finishedAt: at(3) })
           yield* store.audit({ sessionId: lease.sessionId, outcome: "failed", trigger: "hard", durationMs: 3, finishedAt: at(4) })
           const rows = yield* store.compactions("acme", session)

@@ -39,9 +39,7 @@ export const summarizerConfig = (
 /** The summarizer (and its local counter) over the fake provider. */
 export const summarizer = (server: FakeProvider.FakeProviderServer, overrides: Partial<SummarizerConfig.Config> = {}) => {
   const s = summarizerConfig(server, overrides)
-  return Summarizer.layer(s).pipe(
-    Layer.provideMerge(Layer.merge(Llm.layer(s), Layer.succeed(LocalCounter.LocalCounter, counter))),
-  )
+  return Summarizer.layer(s).pipe(Layer.provideMerge(Layer.merge(Llm.layer(s), Layer.succeed(LocalCounter.LocalCounter, counter))))
 }
 
 /**

@@ -89,26 +89,37 @@ describe("Plan.planCut", () => {
       fc.integer({ min: 1, max: 4 }).map((k) => k),
     )
     fc.assert(
-      fc.property(fc.array(unit, { minLength: 1, maxLength: 60 }), fc.array(fc.integer({ min: 1, max: 900 }), { minLength: 200, maxLength: 200 }), fc.integer({ min: 100, max: 5_000 }), (units, sizes, keep) => {
-        const messages: Array<Conversation.Message> = [text("user", "task")]
-        units.forEach((u, k) => {
-          if (u === "text") messages.push(text(k % 2 === 0 ? "assistant" : "user", `m${k}`))
-          else {
-            const ids = Array.from({ length: u }, (_, j) => `u${k}-${j}`)
-            messages.push(call(ids), ...ids.map(result))
+      fc.property(
+        fc.array(unit, { minLength: 1, maxLength: 60 }),
+        fc.array(fc.integer({ min: 1, max: 900 }), { minLength: 200, maxLength: 200 }),
+        fc.integer({ min: 100, max: 5_000 }),
+        (units, sizes, keep) => {
+          const messages: Array<Conversation.Message> = [text("user", "task")]
+          units.forEach((u, k) => {
+            if (u === "text") messages.push(text(k % 2 === 0 ? "assistant" : "user", `m${k}`))
+            else {
+              const ids = Array.from({ length: u }, (_, j) => `u${k}-${j}`)
+              messages.push(call(ids), ...ids.map(result))
+            }
+          })
+          const history = stored(messages, (i) => sizes[i % sizes.length]!)
+          const cut = Plan.planCut(history, undefined, 1_000_000, { ...Plan.defaults, tailKeepTokens: keep })
+          if (cut._tag === "NoBoundary") return
+          expect(Units.isBoundary(history, cut.toIndex)).toBe(true)
+          expect(cut.toIndex).toBeGreaterThan(0)
+          expect(cut.toIndex).toBeLessThan(history.length)
+          const callsBefore = new Set(
+            history
+              .slice(0, cut.toIndex)
+              .flatMap((m) =>
+                Units.hasToolCalls(m.message) ? m.message.parts.flatMap((p) => (p.type === "tool_call" ? [p.id] : [])) : [],
+              ),
+          )
+          for (const m of history.slice(cut.toIndex)) {
+            for (const p of m.message.parts) if (p.type === "tool_result") expect(callsBefore.has(p.callId)).toBe(false)
           }
-        })
-        const history = stored(messages, (i) => sizes[i % sizes.length]!)
-        const cut = Plan.planCut(history, undefined, 1_000_000, { ...Plan.defaults, tailKeepTokens: keep })
-        if (cut._tag === "NoBoundary") return
-        expect(Units.isBoundary(history, cut.toIndex)).toBe(true)
-        expect(cut.toIndex).toBeGreaterThan(0)
-        expect(cut.toIndex).toBeLessThan(history.length)
-        const callsBefore = new Set(history.slice(0, cut.toIndex).flatMap((m) => Units.hasToolCalls(m.message) ? m.message.parts.flatMap((p) => (p.type === "tool_call" ? [p.id] : [])) : []))
-        for (const m of history.slice(cut.toIndex)) {
-          for (const p of m.message.parts) if (p.type === "tool_result") expect(callsBefore.has(p.callId)).toBe(false)
-        }
-      }),
+        },
+      ),
       { numRuns: 300 },
     )
   })

@@ -47,7 +47,13 @@ const session = (n: number, from = 0): Array<Conversation.Message> =>
 const count = (m: Conversation.Message) => JSON.stringify(m).length
 
 describe("View: a provider compaction is a boundary", () => {
-  const history = stored([text("user", "Fix the parser."), ...session(5), compaction("anthropic", "A", [{ type: "text", text: "pre" }]), text("user", "go on"), ...session(3, 5)])
+  const history = stored([
+    text("user", "Fix the parser."),
+    ...session(5),
+    compaction("anthropic", "A", [{ type: "text", text: "pre" }]),
+    text("user", "go on"),
+    ...session(3, 5),
+  ])
   const at = 16 // index of the compaction message
 
   it("the view starts at the boundary message, trimmed to its compaction part onwards", () => {
@@ -99,7 +105,13 @@ describe("Plan.planCut never folds across a provider compaction", () => {
   const t: Plan.Thresholds = { ...Plan.defaults, tailKeepTokens: 1_000 }
 
   it("the span starts after the boundary and does not roll a summary made before it", () => {
-    const messages = [text("user", "Fix the parser."), ...session(10), compaction("openai-responses", "A"), text("user", "go on"), ...session(20, 10)]
+    const messages = [
+      text("user", "Fix the parser."),
+      ...session(10),
+      compaction("openai-responses", "A"),
+      text("user", "go on"),
+      ...session(20, 10),
+    ]
     const history = stored(messages)
     const b = 31
     const before: View.Summary = { id: 1, coversFromSeq: 1, coversToSeq: 20, text: "old", mode: "rolling", depth: 1 }
@@ -119,15 +131,26 @@ describe("Plan.planCut never folds across a provider compaction", () => {
 
   it("property: the cut's span always starts after the latest boundary", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 30 }), fc.integer({ min: 0, max: 30 }), fc.integer({ min: 200, max: 3_000 }), (head, tail, keep) => {
-        const history = stored([text("user", "task"), ...session(head), compaction("anthropic", "X"), text("user", "more"), ...session(tail, head)])
-        const b = 1 + head * 3
-        const cut = Plan.planCut(history, undefined, 1_000_000, { ...Plan.defaults, tailKeepTokens: keep }, { format: "anthropic" })
-        if (cut._tag === "Cut") {
-          expect(cut.fromIndex).toBeGreaterThan(b)
-          expect(cut.coversFromSeq).toBeGreaterThan(history[b]!.seq)
-        }
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 30 }),
+        fc.integer({ min: 0, max: 30 }),
+        fc.integer({ min: 200, max: 3_000 }),
+        (head, tail, keep) => {
+          const history = stored([
+            text("user", "task"),
+            ...session(head),
+            compaction("anthropic", "X"),
+            text("user", "more"),
+            ...session(tail, head),
+          ])
+          const b = 1 + head * 3
+          const cut = Plan.planCut(history, undefined, 1_000_000, { ...Plan.defaults, tailKeepTokens: keep }, { format: "anthropic" })
+          if (cut._tag === "Cut") {
+            expect(cut.fromIndex).toBeGreaterThan(b)
+            expect(cut.coversFromSeq).toBeGreaterThan(history[b]!.seq)
+          }
+        },
+      ),
       { numRuns: 200 },
     )
   })
@@ -146,15 +169,26 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 )
 
 /** Messages from steps; every text carries the marker of its history index. */
-const build = (steps: ReadonlyArray<Step>, boundaryAt: number, format: Format, extra: "none" | "older" | "foreign"): Array<Conversation.Message> => {
+const build = (
+  steps: ReadonlyArray<Step>,
+  boundaryAt: number,
+  format: Format,
+  extra: "none" | "older" | "foreign",
+): Array<Conversation.Message> => {
   const out: Array<Conversation.Message> = []
   let id = 0
   steps.forEach((s, k) => {
     if (k === boundaryAt) {
       out.push(compaction(format, `B${out.length}`, [{ type: "text", text: `⟨pre${out.length}⟩` }]))
-      out[out.length - 1] = { ...out.at(-1)!, parts: out.at(-1)!.parts.map((p) => (p.type === "text" && !p.text.startsWith("⟨pre") ? { ...p, text: `${marker(out.length - 1)} ${p.text}` } : p)) }
+      out[out.length - 1] = {
+        ...out.at(-1)!,
+        parts: out
+          .at(-1)!
+          .parts.map((p) => (p.type === "text" && !p.text.startsWith("⟨pre") ? { ...p, text: `${marker(out.length - 1)} ${p.text}` } : p)),
+      }
     }
-    if (k === Math.floor(boundaryAt / 2) && extra !== "none") out.push(compaction(extra === "older" ? format : format === "anthropic" ? "openai-responses" : "anthropic", `O${out.length}`))
+    if (k === Math.floor(boundaryAt / 2) && extra !== "none")
+      out.push(compaction(extra === "older" ? format : format === "anthropic" ? "openai-responses" : "anthropic", `O${out.length}`))
     const m = marker(out.length)
     switch (s.kind) {
       case "user":
@@ -166,8 +200,23 @@ const build = (steps: ReadonlyArray<Step>, boundaryAt: number, format: Format, e
         break
       case "calls": {
         const ids = Array.from({ length: s.n }, () => `call${id++}`)
-        out.push({ role: "assistant", parts: [{ type: "text", text: m }, ...ids.map((i): Conversation.ToolCallPart => ({ type: "tool_call", id: i, name: "t0", input: { i } }))] })
-        if (s.answered) out.push({ role: "tool", parts: ids.map((i) => ({ type: "tool_result" as const, callId: i, content: [{ type: "text" as const, text: `${marker(out.length)} r${i}` }], isError: false })) })
+        out.push({
+          role: "assistant",
+          parts: [
+            { type: "text", text: m },
+            ...ids.map((i): Conversation.ToolCallPart => ({ type: "tool_call", id: i, name: "t0", input: { i } })),
+          ],
+        })
+        if (s.answered)
+          out.push({
+            role: "tool",
+            parts: ids.map((i) => ({
+              type: "tool_result" as const,
+              callId: i,
+              content: [{ type: "text" as const, text: `${marker(out.length)} r${i}` }],
+              isError: false,
+            })),
+          })
       }
     }
   })
@@ -191,7 +240,9 @@ const run = (history: ReadonlyArray<Pipeline.StoredMessage>, format: Format, opt
     tenant: "acme",
     session: "s1",
     format,
-    model: Models.resolve(format === "anthropic" ? { provider: "anthropic", name: "claude-sonnet-4-5" } : { provider: "openai", name: "gpt-4.1" }),
+    model: Models.resolve(
+      format === "anthropic" ? { provider: "anthropic", name: "claude-sonnet-4-5" } : { provider: "openai", name: "gpt-4.1" },
+    ),
     system: [{ id: "system", text: "You are helpful.", cache: "5m" }],
     systemTokens: 5,
     tools: [{ name: "t0", inputSchema: { type: "object", properties: {} } }],
@@ -210,13 +261,18 @@ describe("the pipeline over a view with a provider boundary (properties)", () =>
         const view = View.applySummary(history, undefined, count, s.format)
         const b = view.boundary!.index
         expect(history[b]!.message.parts.some((p) => p.type === "opaque" && p.format === s.format)).toBe(true)
-        const options = Pipeline.resolveOptions({ windowMessages: s.windowMessages, windowStep: s.windowStep, ...(s.maskKeep === undefined ? {} : { maskKeep: s.maskKeep }) })
+        const options = Pipeline.resolveOptions({
+          windowMessages: s.windowMessages,
+          windowStep: s.windowStep,
+          ...(s.maskKeep === undefined ? {} : { maskKeep: s.maskKeep }),
+        })
         const out = run(view.messages, s.format, options)
         const body = JSON.stringify(out.request)
         for (let i = 0; i < b; i++) expect(body).not.toContain(marker(i))
         expect(body).not.toContain("⟨pre")
         // the boundary's compaction goes out first among the messages, verbatim
-        const block = (history[b]!.message.parts.find((p) => p.type === "opaque" && p.format === s.format) as Conversation.OpaquePart).block as Json
+        const block = (history[b]!.message.parts.find((p) => p.type === "opaque" && p.format === s.format) as Conversation.OpaquePart)
+          .block as Json
         if (s.format === "anthropic") {
           const first = (out.request["messages"] as Array<Json>)[0]!
           expect(first["role"]).toBe("assistant")
@@ -228,7 +284,10 @@ describe("the pipeline over a view with a provider boundary (properties)", () =>
           expect(input.slice(0, firstCompaction).every((i) => i["role"] === "system" || i["role"] === "developer")).toBe(true)
         }
         // the newest exchange: the latest request after the boundary and the last message
-        const latest = history.map((h, i) => ({ h, i })).filter(({ h, i }) => i > b && h.message.role === "user").at(-1)
+        const latest = history
+          .map((h, i) => ({ h, i }))
+          .filter(({ h, i }) => i > b && h.message.role === "user")
+          .at(-1)
         if (latest !== undefined) expect(body).toContain(marker(latest.i))
         const last = history.length - 1
         if (last > b && history[last]!.message.role !== "tool") expect(body).toContain(marker(last))
@@ -264,7 +323,14 @@ const reject = async (p: Promise<unknown>): Promise<string> => {
 }
 
 describe("ctxd's bodies with a provider compaction through the official SDKs", () => {
-  const messages = [text("user", "Fix the parser."), ...session(4), compaction("anthropic", "A"), text("user", "go on"), ...session(2, 4), text("user", "and the tests?")]
+  const messages = [
+    text("user", "Fix the parser."),
+    ...session(4),
+    compaction("anthropic", "A"),
+    text("user", "go on"),
+    ...session(2, 4),
+    text("user", "and the tests?"),
+  ]
 
   it("Anthropic (beta compact-2026-01-12): accepted, billed from the compaction on; refused without the beta", async () => {
     const history = stored(messages)
@@ -279,7 +345,10 @@ describe("ctxd's bodies with a provider compaction through the official SDKs", (
     const full = { ...body, messages: [{ role: "user", content: "Fix the parser. ".repeat(50) }, ...(body["messages"] as Array<Json>)] }
     expect(FakeProvider.countRequestTokens("anthropic", full)).toBe(FakeProvider.countRequestTokens("anthropic", body))
     const { max_tokens: _max, ...countable } = full as Json
-    const counted = await anthropic.beta.messages.countTokens({ ...countable, betas: [BETA] } as unknown as Anthropic.Beta.Messages.MessageCountTokensParams)
+    const counted = await anthropic.beta.messages.countTokens({
+      ...countable,
+      betas: [BETA],
+    } as unknown as Anthropic.Beta.Messages.MessageCountTokensParams)
     expect(counted.input_tokens).toBe(billed)
     // with the compaction edit of context_management
     const managed = await anthropic.beta.messages.create({
@@ -290,14 +359,24 @@ describe("ctxd's bodies with a provider compaction through the official SDKs", (
     // without the beta the block (and the edit) are refused
     expect(await reject(anthropic.messages.create(body as unknown as Anthropic.MessageCreateParamsNonStreaming))).toContain(BETA)
     // malformed blocks are refused
-    const withBlock = (block: Json) => ({ ...params, messages: [{ role: "assistant", content: [block] }, { role: "user", content: "hi" }] })
+    const withBlock = (block: Json) => ({
+      ...params,
+      messages: [
+        { role: "assistant", content: [block] },
+        { role: "user", content: "hi" },
+      ],
+    })
     expect(await reject(anthropic.beta.messages.create(withBlock({ type: "compaction", content: "" }) as never))).toContain("non-empty")
     expect(await reject(anthropic.beta.messages.create(withBlock({ type: "compaction", content: 3 }) as never))).toContain("content")
-    expect(await reject(anthropic.beta.messages.create(withBlock({ type: "compaction", content: "s", extra: 1 }) as never))).toContain("extra")
+    expect(await reject(anthropic.beta.messages.create(withBlock({ type: "compaction", content: "s", extra: 1 }) as never))).toContain(
+      "extra",
+    )
     const inUser = { ...params, messages: [{ role: "user", content: [{ type: "compaction", content: "s" }] }] }
     expect(await reject(anthropic.beta.messages.create(inUser as never))).toContain("assistant messages")
     // a failed compaction (content null) is a no-op the API accepts
-    expect((await anthropic.beta.messages.create(withBlock({ type: "compaction", content: null, encrypted_content: null }) as never)).type).toBe("message")
+    expect(
+      (await anthropic.beta.messages.create(withBlock({ type: "compaction", content: null, encrypted_content: null }) as never)).type,
+    ).toBe("message")
   })
 
   it("OpenAI Responses: a compaction item accepted by responses.create, billed from it on; malformed ones refused", async () => {
@@ -319,7 +398,16 @@ describe("ctxd's bodies with a provider compaction through the official SDKs", (
     expect(managed.status).toBe("completed")
     const withItem = (item: Json) => ({ model: "gpt-4.1", input: [{ type: "message", role: "user", content: "hi" }, item] })
     expect(await reject(openai.responses.create(withItem({ type: "compaction" }) as never))).toContain("encrypted_content")
-    expect(await reject(openai.responses.create(withItem({ type: "compaction", encrypted_content: "x", summary: [] }) as never))).toContain("summary")
-    expect(await reject(openai.responses.create({ ...withItem({ type: "compaction", encrypted_content: "x" }), context_management: [{ type: "truncate" }] } as never))).toContain("context_management")
+    expect(await reject(openai.responses.create(withItem({ type: "compaction", encrypted_content: "x", summary: [] }) as never))).toContain(
+      "summary",
+    )
+    expect(
+      await reject(
+        openai.responses.create({
+          ...withItem({ type: "compaction", encrypted_content: "x" }),
+          context_management: [{ type: "truncate" }],
+        } as never),
+      ),
+    ).toContain("context_management")
   })
 })

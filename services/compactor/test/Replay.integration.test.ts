@@ -118,7 +118,14 @@ describe("500-turn replay with compaction", () => {
             const s = yield* summarizer.summarize({ items, sessionModel: MODEL, previous: live?.text })
             stats.compactions++
             stats.summarizerTokens += s.tokensIn + s.tokensOut
-            return { id: stats.compactions, coversFromSeq: cut.coversFromSeq, coversToSeq: cut.coversToSeq, text: s.text, mode: s.mode, depth: s.depth }
+            return {
+              id: stats.compactions,
+              coversFromSeq: cut.coversFromSeq,
+              coversToSeq: cut.coversToSeq,
+              text: s.text,
+              mode: s.mode,
+              depth: s.depth,
+            }
           })
 
         for (const [t, messages] of turns().entries()) {
@@ -164,8 +171,14 @@ describe("500-turn replay with compaction", () => {
             // the provider's own validation: pairing, roles, and its count of the prompt against the window
             const sent = yield* Effect.promise(() =>
               format === "anthropic"
-                ? anthropic.messages.create(request as never).then(() => "ok", (e: unknown) => String(e))
-                : openai.chat.completions.create(request as never).then(() => "ok", (e: unknown) => String(e)),
+                ? anthropic.messages.create(request as never).then(
+                    () => "ok",
+                    (e: unknown) => String(e),
+                  )
+                : openai.chat.completions.create(request as never).then(
+                    () => "ok",
+                    (e: unknown) => String(e),
+                  ),
             )
             expect(sent, `turn ${t} ${format}`).toBe("ok")
           }

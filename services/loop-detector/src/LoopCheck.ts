@@ -20,7 +20,10 @@ export const check = (request: Loop.CheckRequest): Loop.CheckReply => {
 
 /** Answers one raw request: the verdict, or a `BadRequest` envelope. */
 export const handle = (data: Uint8Array): Loop.CheckReply | Errors.ErrorReply => {
-  const request = Requests.decode(Loop.CheckRequest, data, { what: "loop checks", hint: "send {format, messages, config?} (input for openai-responses, contents for gemini)" })
+  const request = Requests.decode(Loop.CheckRequest, data, {
+    what: "loop checks",
+    hint: "send {format, messages, config?} (input for openai-responses, contents for gemini)",
+  })
   return Either.isLeft(request) ? request.left : check(request.right)
 }
 

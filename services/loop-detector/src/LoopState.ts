@@ -109,11 +109,7 @@ export const initial = (): State => ({
  * `state.next` (a gap) is folded as given, with its own indices.
  * The input state is not modified.
  */
-export const observe = (
-  state: State,
-  messages: ReadonlyArray<Conversation.Message>,
-  startIndex: number = state.next,
-): State => {
+export const observe = (state: State, messages: ReadonlyArray<Conversation.Message>, startIndex: number = state.next): State => {
   const skip = Math.max(0, state.next - startIndex)
   if (skip >= messages.length) return state
   const work: Work = {

@@ -45,9 +45,7 @@ export const nudgeMessage = (verdict: Loop.Verdict): Conversation.Message | unde
 
 /** What the policy asks for: nothing, a flag in the report, or a flag plus the nudge message. */
 export type Action =
-  | { readonly kind: "none" }
-  | { readonly kind: "escalate" }
-  | { readonly kind: "nudge"; readonly message: Conversation.Message }
+  { readonly kind: "none" } | { readonly kind: "escalate" } | { readonly kind: "nudge"; readonly message: Conversation.Message }
 
 /**
  * The action for a verdict under a policy (default `nudge`): `off` or no loop

@@ -62,9 +62,7 @@ describe("repeated_call", () => {
 
   it("is reset by user input, not by assistant text or system messages", () => {
     expect(patterns([...lookup(), ...lookup(), user("check again please"), ...lookup()])).toEqual([])
-    expect(patterns([...lookup(), ...lookup(), say("Let me retry."), system("note"), ...lookup()])).toEqual([
-      "repeated_call",
-    ])
+    expect(patterns([...lookup(), ...lookup(), say("Let me retry."), system("note"), ...lookup()])).toEqual(["repeated_call"])
   })
 
   it("counts only answered calls and reports the loop only while it lasts", () => {
@@ -190,8 +188,7 @@ describe("monologue", () => {
 })
 
 describe("context_overflow", () => {
-  const overflow = (n: number) =>
-    exchange("fetch_logs", { n }, "Error code: 400 - This model's maximum context length is 128000 tokens.")
+  const overflow = (n: number) => exchange("fetch_logs", { n }, "Error code: 400 - This model's maximum context length is 128000 tokens.")
 
   it("fires at the second overflow error within 20 messages, not at the first", () => {
     expect(patterns([...start(), ...overflow(1)])).toEqual([])

@@ -10,7 +10,10 @@ import * as LoopState from "../src/LoopState.ts"
  * results, mostly the same ones), so that every pattern occurs in generated data.
  */
 type Step =
-  | { readonly kind: "call"; readonly tools: ReadonlyArray<{ name: number; arg: number; result: number; error: boolean; answered: boolean }> }
+  | {
+      readonly kind: "call"
+      readonly tools: ReadonlyArray<{ name: number; arg: number; result: number; error: boolean; answered: boolean }>
+    }
   | { readonly kind: "say" | "user" | "system" | "overflow" | "orphan" }
 
 /** 0 four times out of five, else 1. */
@@ -48,12 +51,10 @@ const toMessages = (steps: ReadonlyArray<Step>): ReadonlyArray<Conversation.Mess
         }
         const results = calls
           .filter((c) => c.answered)
-          .map(
-            (c): Conversation.Message => ({
-              role: "tool",
-              parts: [{ type: "tool_result", callId: c.id, content: [{ type: "text", text: `r${c.result}` }], isError: c.error }],
-            }),
-          )
+          .map((c): Conversation.Message => ({
+            role: "tool",
+            parts: [{ type: "tool_result", callId: c.id, content: [{ type: "text", text: `r${c.result}` }], isError: c.error }],
+          }))
         return [message, ...results]
       }
       case "say":

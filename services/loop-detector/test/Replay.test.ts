@@ -105,9 +105,7 @@ describe("replay of the real sessions in shared/data", () => {
     // answer), then fixes it on the next try and solves the task.
     const strict = LoopConfig.make({ repeatedCall: { threshold: 2 } })
     const pydicom = swe.filter((s) => s.id.includes("pydicom"))
-    expect(replay(pydicom, strict)).toEqual([
-      { session: pydicom[0]!.id, pattern: "repeated_call", at: 18, repeats: 2 },
-    ])
+    expect(replay(pydicom, strict)).toEqual([{ session: pydicom[0]!.id, pattern: "repeated_call", at: 18, repeats: 2 }])
     expect(replay(pydicom)).toEqual([])
   })
 })

@@ -46,10 +46,8 @@ export const exchange = (
 }
 
 /** `n` copies of the same exchange (fresh call ids each time). */
-export const repeat = (
-  n: number,
-  make: () => ReadonlyArray<Conversation.Message>,
-): ReadonlyArray<Conversation.Message> => Array.from({ length: n }, make).flat()
+export const repeat = (n: number, make: () => ReadonlyArray<Conversation.Message>): ReadonlyArray<Conversation.Message> =>
+  Array.from({ length: n }, make).flat()
 
 /** A typical start: system prompt and the user's request. */
 export const start = (): ReadonlyArray<Conversation.Message> => [system("You are helpful."), user("Please help.")]

@@ -99,9 +99,7 @@ export const sweAgent = (): ReadonlyArray<Session> =>
           const calls = m.tool_calls ?? []
           pendingShell = calls.length === 0 && m.action !== undefined && m.action !== "" ? `shell-${i}` : undefined
           const shell: Array<Conversation.Part> =
-            pendingShell === undefined
-              ? []
-              : [{ type: "tool_call", id: pendingShell, name: "shell", input: { command: m.action } }]
+            pendingShell === undefined ? [] : [{ type: "tool_call", id: pendingShell, name: "shell", input: { command: m.action } }]
           messages.push({ role: "assistant", parts: [...text(m.content), ...calls.map(toolCall), ...shell] })
         } else if ((m.role === "user" || m.role === "tool") && pendingShell !== undefined) {
           messages.push(toolResult(pendingShell, m.content))

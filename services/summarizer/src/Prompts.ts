@@ -40,7 +40,10 @@ export const chunkPrompt = (transcript: string, part: number, parts: number, ran
   `<conversation part="${part} of ${parts}" messages="${range}">\n${transcript}\n</conversation>`
 
 /** The user prompt combining the summaries of the parts of a span. */
-export const combinePrompt = (parts: ReadonlyArray<{ readonly range: string; readonly text: string }>, previous: string | undefined): string =>
+export const combinePrompt = (
+  parts: ReadonlyArray<{ readonly range: string; readonly text: string }>,
+  previous: string | undefined,
+): string =>
   `${previousBlock(previous)}The new messages were summarized in ${parts.length} consecutive parts:\n\n${parts
     .map((p, i) => `<part index="${i + 1}" messages="${p.range}">\n${p.text.trim()}\n</part>`)
     .join("\n\n")}`

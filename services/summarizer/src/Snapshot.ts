@@ -59,9 +59,14 @@ export const render = (snapshot: Summarize.Snapshot): string => {
     ...section("Active hypotheses", snapshot.activeHypotheses),
     ...section(
       "Entities",
-      snapshot.entities.map((e) => `${e.name}${e.type === undefined ? "" : ` (${e.type})`}${e.description === undefined ? "" : `: ${e.description}`}`),
+      snapshot.entities.map(
+        (e) => `${e.name}${e.type === undefined ? "" : ` (${e.type})`}${e.description === undefined ? "" : `: ${e.description}`}`,
+      ),
     ),
-    ...section("Relations", snapshot.relations.map((r) => `${r.from} —${r.relation}→ ${r.to}`)),
+    ...section(
+      "Relations",
+      snapshot.relations.map((r) => `${r.from} —${r.relation}→ ${r.to}`),
+    ),
     ...section("User preferences", snapshot.userPreferences),
     ...section("Open questions", snapshot.openQuestions),
   ]

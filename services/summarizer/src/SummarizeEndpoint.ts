@@ -20,8 +20,7 @@ import { Summarizer } from "./Summarizer.ts"
 export const subject = (root: string = Subjects.DEFAULT_ROOT): string => Subjects.make(root).summarize
 
 /** `<root>.v1.summarize.<tenant>` */
-export const tenantSubject = (tenant: string, root: string = Subjects.DEFAULT_ROOT): string =>
-  Subjects.make(root).summarizeFor(tenant)
+export const tenantSubject = (tenant: string, root: string = Subjects.DEFAULT_ROOT): string => Subjects.make(root).summarizeFor(tenant)
 
 /** How to serve; every field has a default. */
 export interface SummarizeEndpointOptions {
@@ -37,7 +36,6 @@ export interface SummarizeEndpointOptions {
   readonly legacy?: boolean | undefined
 }
 
-
 /** The reply to one raw request (exported for tests and in-process callers). */
 export const handle = (
   data: Uint8Array,
@@ -45,7 +43,10 @@ export const handle = (
   tenant?: string | undefined,
 ): Effect.Effect<Summarize.SummarizeReply | ReturnType<typeof Endpoint.errorReply>, never, Summarizer> =>
   Effect.gen(function* () {
-    const request = Requests.decode(Summarize.SummarizeRequest, data, { what: "summarize requests", hint: "send {format, model: {provider, name}, messages: [...] (input: [...] for openai-responses, contents: [...] for gemini), mode?, previousSummary?, maxBullets?}" })
+    const request = Requests.decode(Summarize.SummarizeRequest, data, {
+      what: "summarize requests",
+      hint: "send {format, model: {provider, name}, messages: [...] (input: [...] for openai-responses, contents: [...] for gemini), mode?, previousSummary?, maxBullets?}",
+    })
     if (Either.isLeft(request)) return request.left
     const r = request.right
     const messages = Normalize.fromHistory(r)
@@ -69,10 +70,10 @@ export const handle = (
               hint: "the operator must name a provider key for this tenant (its section's `providers`) or allow it the worker's key (CTXD_WORKER_KEY_TENANTS)",
             })
           : e.reason === "provider"
-          ? Endpoint.errorReply("Unavailable", e.message, { hint: "the summarizer's provider failed after retries; retry later" })
-          : e.reason === "too_large"
-            ? Endpoint.errorReply("TooLarge", e.message, { hint: "send a shorter span or raise CTXD_SUMMARIZER_MAX_DEPTH" })
-            : Endpoint.errorReply("BadRequest", e.message),
+            ? Endpoint.errorReply("Unavailable", e.message, { hint: "the summarizer's provider failed after retries; retry later" })
+            : e.reason === "too_large"
+              ? Endpoint.errorReply("TooLarge", e.message, { hint: "send a shorter span or raise CTXD_SUMMARIZER_MAX_DEPTH" })
+              : Endpoint.errorReply("BadRequest", e.message),
       )
     }
     const s = result.right

@@ -214,7 +214,10 @@ export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerS
             const size = count(system) + count(prompt)
             if (size > budget) {
               return Effect.fail(
-                new SummarizeFailed({ reason: "too_large", message: `a summarizer call of ${size} tokens exceeds its budget of ${budget}` }),
+                new SummarizeFailed({
+                  reason: "too_large",
+                  message: `a summarizer call of ${size} tokens exceeds its budget of ${budget}`,
+                }),
               )
             }
             return client.complete({ model: goal.name, system, prompt, maxTokens: goal.maxOutputTokens, json }).pipe(
@@ -229,7 +232,8 @@ export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerS
               ),
               Effect.map((c) => c.text),
               Effect.mapError(
-                (cause) => new SummarizeFailed({ reason: "provider", message: `${cause.provider} ${cause.reason}: ${cause.message}`, cause }),
+                (cause) =>
+                  new SummarizeFailed({ reason: "provider", message: `${cause.provider} ${cause.reason}: ${cause.message}`, cause }),
               ),
             )
           })
@@ -251,17 +255,27 @@ export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerS
         let depth = 1
         let answer: string
         if (total + finalOverhead <= budget) {
-          answer = yield* call(finalSystem, Prompts.spanPrompt(blocks.map((b) => b.text).join("\n\n"), previous, range(blocks)), mode === "structured")
+          answer = yield* call(
+            finalSystem,
+            Prompts.spanPrompt(blocks.map((b) => b.text).join("\n\n"), previous, range(blocks)),
+            mode === "structured",
+          )
         } else {
           if (config.maxDepth < 2) {
-            return yield* new SummarizeFailed({ reason: "too_large", message: `the span (${total} tokens) does not fit one call of ${budget}` })
+            return yield* new SummarizeFailed({
+              reason: "too_large",
+              message: `the span (${total} tokens) does not fit one call of ${budget}`,
+            })
           }
           const chunks = chunk(input.items, blocks, chunkBudget)
           let parts = yield* Effect.forEach(chunks, (c, i) =>
-            Effect.map(call(Prompts.chunkSystem, Prompts.chunkPrompt(c.map((b) => b.text).join("\n\n"), i + 1, chunks.length, range(c))), (text) => ({
-              range: range(c),
-              text,
-            })),
+            Effect.map(
+              call(Prompts.chunkSystem, Prompts.chunkPrompt(c.map((b) => b.text).join("\n\n"), i + 1, chunks.length, range(c))),
+              (text) => ({
+                range: range(c),
+                text,
+              }),
+            ),
           )
           depth = 2
           const partCost = (p: { range: string; text: string }) => count(p.text) + 16
@@ -330,7 +344,13 @@ export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerS
       }).pipe(Effect.withSpan("Summarizer.summarize", { attributes: { messages: input.items.length } }))
 
     const learn = (input: LearnInput): Effect.Effect<LearnResult, SummarizeFailed> =>
-      summarize({ items: input.items, sessionModel: input.sessionModel, mode: "one_shot", instructions: Prompts.learnSystem(input.max), tenant: input.tenant }).pipe(
+      summarize({
+        items: input.items,
+        sessionModel: input.sessionModel,
+        mode: "one_shot",
+        instructions: Prompts.learnSystem(input.max),
+        tenant: input.tenant,
+      }).pipe(
         Effect.map((r) => ({
           lessons: Prompts.lessons(r.text, input.max),
           model: r.model,

@@ -80,10 +80,13 @@ export const defaults: Config = {
 }
 
 const text = (name: string, description: string) =>
-  Config.string(name).pipe(Config.withDescription(description), Config.withDefault(""), Config.map((s) => s.trim()))
+  Config.string(name).pipe(
+    Config.withDescription(description),
+    Config.withDefault(""),
+    Config.map((s) => s.trim()),
+  )
 
-const optionalUrl = (name: string, description: string) =>
-  Config.map(text(name, description), (s) => (s === "" ? undefined : s))
+const optionalUrl = (name: string, description: string) => Config.map(text(name, description), (s) => (s === "" ? undefined : s))
 
 const optionalKey = (name: string, description: string) =>
   Config.option(Config.redacted(name).pipe(Config.withDescription(description))).pipe(
@@ -107,7 +110,13 @@ const fraction = (name: string, fallback: number, description: string) =>
 /** {@link Config} from the environment (table in the module doc). */
 export const config: Config.Config<Config> = Config.all({
   model: text("CTXD_SUMMARIZER_MODEL", "Summarizer model; empty = the session's own model"),
-  provider: Config.literal("", "anthropic", "openai", "openai_compatible", "google")("CTXD_SUMMARIZER_PROVIDER").pipe(
+  provider: Config.literal(
+    "",
+    "anthropic",
+    "openai",
+    "openai_compatible",
+    "google",
+  )("CTXD_SUMMARIZER_PROVIDER").pipe(
     Config.withDescription("Provider client of CTXD_SUMMARIZER_MODEL; empty = inferred"),
     Config.withDefault("" as const),
   ),
@@ -127,7 +136,11 @@ export const config: Config.Config<Config> = Config.all({
     baseURL: optionalUrl("CTXD_SUMMARIZER_BASE_URL", "Base URL of an OpenAI-compatible server for a self-hosted summarizer"),
     apiKey: optionalKey("CTXD_SUMMARIZER_API_KEY", "API key of the OpenAI-compatible server"),
   }),
-  mode: Config.literal("one_shot", "rolling", "structured")("CTXD_SUMMARIZER_MODE").pipe(
+  mode: Config.literal(
+    "one_shot",
+    "rolling",
+    "structured",
+  )("CTXD_SUMMARIZER_MODE").pipe(
     Config.withDescription("Summary mode: one_shot, rolling (N bullets) or structured (JSON snapshot)"),
     Config.withDefault("rolling" as const),
   ),

@@ -29,13 +29,28 @@ const body = (server: FakeProvider.FakeProviderServer) =>
     const messages = session.turns.slice(0, 4).flatMap((t) => t.messages)
 
     const reply = yield* call(subject, { format: "openai", model: Fixture.GPT, messages, mode: "rolling", maxBullets: 3 })
-    expect(reply).toMatchObject({ ok: true, mode: "rolling", depth: 1, provider: "openai", model: "gpt-4o", fallback: null, snapshot: null })
+    expect(reply).toMatchObject({
+      ok: true,
+      mode: "rolling",
+      depth: 1,
+      provider: "openai",
+      model: "gpt-4o",
+      fallback: null,
+      snapshot: null,
+    })
     expect(Schema.is(Summarize.SummarizeReply)(reply)).toBe(true)
 
-    const anthropic = Workloads.toAnthropic(session).turns.slice(0, 4).flatMap((t) => t.messages)
+    const anthropic = Workloads.toAnthropic(session)
+      .turns.slice(0, 4)
+      .flatMap((t) => t.messages)
     server.control({ replies: [{ text: JSON.stringify({ currentTask: { description: "help", state: "started" } }) }] })
     const structured = yield* call(subject, { format: "anthropic", model: Fixture.CLAUDE, messages: anthropic, mode: "structured" })
-    expect(structured).toMatchObject({ ok: true, mode: "structured", provider: "anthropic", snapshot: { currentTask: { description: "help" } } })
+    expect(structured).toMatchObject({
+      ok: true,
+      mode: "structured",
+      provider: "anthropic",
+      snapshot: { currentTask: { description: "help" } },
+    })
 
     for (const bad of [{}, { format: "openai", model: Fixture.GPT, messages: [] }, { format: "x", model: Fixture.GPT, messages }]) {
       expect(yield* call(subject, bad)).toMatchObject({ ok: false, error: { code: "BadRequest" } })
@@ -43,14 +58,22 @@ const body = (server: FakeProvider.FakeProviderServer) =>
     // the tenant-scoped subject answers the same way; with legacy: false the tenant-less one is not served
     const tenantSubject = SummarizeEndpoint.tenantSubject("acme", root)
     expect(tenantSubject).toBe(`${root}.v1.summarize.acme`)
-    expect(yield* call(tenantSubject, { format: "openai", model: Fixture.GPT, messages, mode: "rolling" })).toMatchObject({ ok: true, mode: "rolling" })
+    expect(yield* call(tenantSubject, { format: "openai", model: Fixture.GPT, messages, mode: "rolling" })).toMatchObject({
+      ok: true,
+      mode: "rolling",
+    })
     expect(yield* call(tenantSubject, {})).toMatchObject({ ok: false, error: { code: "BadRequest" } })
     const scoped = TestNats.uniqueRoot()
     yield* SummarizeEndpoint.serve({ root: scoped, legacy: false })
-    expect(yield* call(SummarizeEndpoint.tenantSubject("acme", scoped), { format: "openai", model: Fixture.GPT, messages })).toMatchObject({ ok: true })
+    expect(yield* call(SummarizeEndpoint.tenantSubject("acme", scoped), { format: "openai", model: Fixture.GPT, messages })).toMatchObject({
+      ok: true,
+    })
     const legacy = yield* Effect.either(Request.request(SummarizeEndpoint.subject(scoped), Json.encode({}), { timeoutMs: 5_000 }))
     expect(Either.isLeft(legacy) && legacy.left._tag).toBe("NoResponders")
 
     server.control({ failNext: 5 })
-    expect(yield* call(subject, { format: "openai", model: Fixture.GPT, messages })).toMatchObject({ ok: false, error: { code: "Unavailable" } })
+    expect(yield* call(subject, { format: "openai", model: Fixture.GPT, messages })).toMatchObject({
+      ok: false,
+      error: { code: "Unavailable" },
+    })
   })

@@ -11,7 +11,10 @@ export const GPT = { provider: "openai", name: "gpt-4o" } as const
 export const GEMINI = { provider: "google", name: "gemini-2.5-flash" } as const
 
 /** Config whose endpoints are the fake provider's (fast retries). */
-export const config = (server: FakeProvider.FakeProviderServer, overrides: Partial<SummarizerConfig.Config> = {}): SummarizerConfig.Config => ({
+export const config = (
+  server: FakeProvider.FakeProviderServer,
+  overrides: Partial<SummarizerConfig.Config> = {},
+): SummarizerConfig.Config => ({
   ...SummarizerConfig.defaults,
   anthropic: { baseURL: server.url, apiKey: Redacted.make("test") },
   openai: { baseURL: server.openaiBaseURL, apiKey: Redacted.make("test") },
@@ -24,9 +27,7 @@ export const config = (server: FakeProvider.FakeProviderServer, overrides: Parti
 /** A summarizer over the fake provider. */
 export const make = (server: FakeProvider.FakeProviderServer, overrides: Partial<SummarizerConfig.Config> = {}) => {
   const s = config(server, overrides)
-  return Summarizer.make(s).pipe(
-    Effect.provide(Layer.merge(Llm.layer(s), LocalCounter.layerTiktoken())),
-  )
+  return Summarizer.make(s).pipe(Effect.provide(Layer.merge(Llm.layer(s), LocalCounter.layerTiktoken())))
 }
 
 /** A summarizer layer over the fake provider. */

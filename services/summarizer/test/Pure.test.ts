@@ -22,8 +22,23 @@ describe("Transcript", () => {
   it("labels messages, names results after their calls and counts truncated results", () => {
     const blocks = Transcript.render(
       [
-        { seq: 7, message: { role: "assistant", parts: [{ type: "text", text: "Let me check." }, { type: "tool_call", id: "a", name: "get_user", input: { id: 1 } }] } },
-        { seq: 8, message: { role: "tool", parts: [{ type: "tool_result", callId: "a", content: [{ type: "text", text: "x".repeat(20_000) }], isError: true }] } },
+        {
+          seq: 7,
+          message: {
+            role: "assistant",
+            parts: [
+              { type: "text", text: "Let me check." },
+              { type: "tool_call", id: "a", name: "get_user", input: { id: 1 } },
+            ],
+          },
+        },
+        {
+          seq: 8,
+          message: {
+            role: "tool",
+            parts: [{ type: "tool_result", callId: "a", content: [{ type: "text", text: "x".repeat(20_000) }], isError: true }],
+          },
+        },
       ],
       { toolResult: 100, text: 1_000 },
       count,
@@ -36,8 +51,20 @@ describe("Transcript", () => {
   it("a provider compaction: an Anthropic one by its readable summary, an encrypted one as a note", () => {
     const blocks = Transcript.render(
       [
-        { seq: 3, message: { role: "assistant", parts: [{ type: "opaque", format: "anthropic", block: { type: "compaction", content: "Parser refactored." } }] } },
-        { seq: 4, message: { role: "assistant", parts: [{ type: "opaque", format: "openai-responses", block: { type: "compaction", encrypted_content: "gAAA" } }] } },
+        {
+          seq: 3,
+          message: {
+            role: "assistant",
+            parts: [{ type: "opaque", format: "anthropic", block: { type: "compaction", content: "Parser refactored." } }],
+          },
+        },
+        {
+          seq: 4,
+          message: {
+            role: "assistant",
+            parts: [{ type: "opaque", format: "openai-responses", block: { type: "compaction", encrypted_content: "gAAA" } }],
+          },
+        },
       ],
       { toolResult: 100, text: 1_000 },
       count,

@@ -17,10 +17,15 @@ beforeAll(async () => {
 afterAll(() => server.close())
 beforeEach(() => server.reset())
 
-const calls = () => server.requests().filter((r) => r.endpoint === "messages" || r.endpoint === "chat_completions" || r.endpoint === "gemini_generate")
+const calls = () =>
+  server.requests().filter((r) => r.endpoint === "messages" || r.endpoint === "chat_completions" || r.endpoint === "gemini_generate")
 
 const snapshot = {
-  currentTask: { description: "Rebook the user's flight HAT001 to Friday", state: "waiting for the user to confirm", nextSteps: ["confirm", "book"] },
+  currentTask: {
+    description: "Rebook the user's flight HAT001 to Friday",
+    state: "waiting for the user to confirm",
+    nextSteps: ["confirm", "book"],
+  },
   keyFindings: ["user id mia_li_3668", "reservation NO6JO3 is economy"],
   activeHypotheses: ["the basic economy fare cannot be changed"],
   entities: [{ name: "NO6JO3", type: "reservation", description: "JFK → SFO, 2 passengers" }],
@@ -42,7 +47,14 @@ describe("Summarizer", () => {
         previous: "- the user wants to change a reservation",
       })
       expect(result.text).toBe(["- point 1", "- point 2", "- point 3", "- point 4", "- point 5"].join("\n"))
-      expect(result).toMatchObject({ mode: "rolling", depth: 1, calls: 1, provider: "anthropic", model: "claude-sonnet-4-6", fallback: null })
+      expect(result).toMatchObject({
+        mode: "rolling",
+        depth: 1,
+        calls: 1,
+        provider: "anthropic",
+        model: "claude-sonnet-4-6",
+        fallback: null,
+      })
       expect(result.tokensIn).toBeGreaterThan(0)
       const [request] = calls()
       const prompt = Fixture.promptOf(request!.body)
@@ -81,12 +93,23 @@ describe("Summarizer", () => {
       const summarizer = yield* Fixture.make(server, { retries: 1 })
       server.control({ replies: [{ text: "- the user changed a flight" }] })
       const result = yield* summarizer.summarize({ items: Fixture.tauItems(6), sessionModel: Fixture.GEMINI, mode: "one_shot" })
-      expect(result).toMatchObject({ mode: "one_shot", depth: 1, calls: 1, provider: "google", model: "gemini-2.5-flash", text: "- the user changed a flight" })
+      expect(result).toMatchObject({
+        mode: "one_shot",
+        depth: 1,
+        calls: 1,
+        provider: "google",
+        model: "gemini-2.5-flash",
+        text: "- the user changed a flight",
+      })
       expect(result.tokensIn).toBeGreaterThan(0)
       const [request] = calls()
       expect(request!.path).toMatch(/^\/v1(?:beta)?\/models\/gemini-2\.5-flash:generateContent$/)
       expect(request!.headers["x-goog-api-key"]).toBeDefined()
-      const body = request!.body as { contents: Array<{ role: string; parts: Array<{ text: string }> }>; systemInstruction: { parts: Array<{ text: string }> }; generationConfig: Record<string, unknown> }
+      const body = request!.body as {
+        contents: Array<{ role: string; parts: Array<{ text: string }> }>
+        systemInstruction: { parts: Array<{ text: string }> }
+        generationConfig: Record<string, unknown>
+      }
       expect(body.generationConfig).toMatchObject({ maxOutputTokens: 2_048 })
       expect(body.systemInstruction.parts[0]!.text.length).toBeGreaterThan(0)
       expect(body.contents[0]!.role).toBe("user")
@@ -96,7 +119,9 @@ describe("Summarizer", () => {
       const retried = yield* summarizer.summarize({ items: Fixture.tauItems(6), sessionModel: Fixture.GEMINI, mode: "one_shot" })
       expect(retried).toMatchObject({ calls: 2, text: "- again" })
       server.control({ replies: [{ error: { status: 400, message: "bad" } }] })
-      const failed = yield* Effect.either(summarizer.summarize({ items: Fixture.tauItems(6), sessionModel: Fixture.GEMINI, mode: "one_shot" }))
+      const failed = yield* Effect.either(
+        summarizer.summarize({ items: Fixture.tauItems(6), sessionModel: Fixture.GEMINI, mode: "one_shot" }),
+      )
       expect(failed._tag).toBe("Left")
       expect(JSON.stringify(failed)).toContain("rejected")
     }),
@@ -106,10 +131,19 @@ describe("Summarizer", () => {
     Effect.gen(function* () {
       server.control({ replies: [{ text: '{"looping": false}' }] })
       const google = Llm.make(Fixture.config(server)).client("google")
-      const answer = yield* google.complete({ model: "gemini-2.5-flash", system: "judge", prompt: "is this a loop?", maxTokens: 200, json: true })
+      const answer = yield* google.complete({
+        model: "gemini-2.5-flash",
+        system: "judge",
+        prompt: "is this a loop?",
+        maxTokens: 200,
+        json: true,
+      })
       expect(answer).toMatchObject({ text: '{"looping": false}', stopReason: "stop" })
       expect(answer.inputTokens).toBeGreaterThan(0)
-      expect(calls()[0]!.body).toMatchObject({ generationConfig: { maxOutputTokens: 200, responseMimeType: "application/json" }, systemInstruction: { parts: [{ text: "judge" }] } })
+      expect(calls()[0]!.body).toMatchObject({
+        generationConfig: { maxOutputTokens: 200, responseMimeType: "application/json" },
+        systemInstruction: { parts: [{ text: "judge" }] },
+      })
     }),
   )
 
@@ -155,7 +189,13 @@ describe("Summarizer", () => {
       const items: Array<{ seq: number; message: Conversation.Message }> = [
         { seq: 1, message: { role: "user", parts: [{ type: "text", text: "list the records" }] } },
         { seq: 2, message: { role: "assistant", parts: [{ type: "tool_call", id: "c1", name: "list_records", input: {} }] } },
-        { seq: 3, message: { role: "tool", parts: [{ type: "tool_result", callId: "c1", content: [{ type: "text", text: huge }], isError: false }] } },
+        {
+          seq: 3,
+          message: {
+            role: "tool",
+            parts: [{ type: "tool_result", callId: "c1", content: [{ type: "text", text: huge }], isError: false }],
+          },
+        },
         { seq: 4, message: { role: "assistant", parts: [{ type: "text", text: "There are 4000 records." }] } },
       ]
       const result = yield* summarizer.summarize({ items, sessionModel: Fixture.CLAUDE, mode: "one_shot" })
@@ -242,12 +282,25 @@ describe("Summarizer", () => {
 
   it("the target: the session's model unless one is configured, with its budget", () => {
     const base = Fixture.config({ url: "http://x", openaiBaseURL: "http://x/v1" } as FakeProvider.FakeProviderServer)
-    expect(Summarizer.target(base, Fixture.CLAUDE)).toMatchObject({ provider: "anthropic", name: "claude-sonnet-4-6", contextWindow: 200_000, maxOutputTokens: 2_048 })
-    expect(Summarizer.target({ ...base, model: "claude-haiku-4-5" }, Fixture.GPT)).toMatchObject({ provider: "anthropic", name: "claude-haiku-4-5" })
+    expect(Summarizer.target(base, Fixture.CLAUDE)).toMatchObject({
+      provider: "anthropic",
+      name: "claude-sonnet-4-6",
+      contextWindow: 200_000,
+      maxOutputTokens: 2_048,
+    })
+    expect(Summarizer.target({ ...base, model: "claude-haiku-4-5" }, Fixture.GPT)).toMatchObject({
+      provider: "anthropic",
+      name: "claude-haiku-4-5",
+    })
     expect(Summarizer.target({ ...base, model: "gpt-4o-mini" }, Fixture.CLAUDE)).toMatchObject({ provider: "openai" })
-    expect(Summarizer.target({ ...base, model: "gemini-2.5-flash" }, Fixture.CLAUDE)).toMatchObject({ provider: "google", contextWindow: 1_048_576 })
+    expect(Summarizer.target({ ...base, model: "gemini-2.5-flash" }, Fixture.CLAUDE)).toMatchObject({
+      provider: "google",
+      contextWindow: 1_048_576,
+    })
     expect(Summarizer.target(base, Fixture.GEMINI)).toMatchObject({ provider: "google", name: "gemini-2.5-flash" })
-    expect(Summarizer.target({ ...base, model: "qwen", compatible: { baseURL: "http://gpu:8000/v1" } }, Fixture.CLAUDE).provider).toBe("openai_compatible")
+    expect(Summarizer.target({ ...base, model: "qwen", compatible: { baseURL: "http://gpu:8000/v1" } }, Fixture.CLAUDE).provider).toBe(
+      "openai_compatible",
+    )
     const t = Summarizer.target({ ...base, contextWindow: 10_000, maxOutputTokens: 1_000 }, Fixture.GPT)
     expect(t.inputBudget).toBe(Math.floor(9_000 * 0.9) - 64)
   })

@@ -28,7 +28,15 @@ export type AnthropicCounter = ExactCounter.ExactCounter
 
 /** Top-level keys `count_tokens` accepts; the rest of a Messages body (`max_tokens`, `stream`...) is dropped. */
 const COUNT_KEYS: ReadonlySet<string> = new Set([
-  "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers", "context_management", "output_config", "output_format",
+  "messages",
+  "system",
+  "tools",
+  "tool_choice",
+  "thinking",
+  "mcp_servers",
+  "context_management",
+  "output_config",
+  "output_format",
 ])
 
 const classify = ExactCounter.classifySdkError({ APIConnectionTimeoutError, APIConnectionError, APIError })
@@ -63,7 +71,8 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<Anthropi
     )
 
     /** The cost of an envelope alone, measured once per model. */
-    const baseline = (model: string, envelope: AnthropicProvider.CountBody.Envelope) => calls.baseline(model, envelope, json(AnthropicProvider.CountBody.envelopeBody(envelope)))
+    const baseline = (model: string, envelope: AnthropicProvider.CountBody.Envelope) =>
+      calls.baseline(model, envelope, json(AnthropicProvider.CountBody.envelopeBody(envelope)))
 
     const segment = (model: string, envelope: AnthropicProvider.CountBody.Envelope, body: AnthropicProvider.CountBody.CountBody) =>
       calls.segment(model, envelope, json(AnthropicProvider.CountBody.envelopeBody(envelope)), json(body))

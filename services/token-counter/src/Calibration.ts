@@ -47,7 +47,10 @@ export const parseUsage = (usage: unknown, path = "usage"): Either.Either<Usage,
   // a malformed output count is reported before the missing input field, as every reader does
   const output = ProviderUsage.output(usage, path)
   if (Either.isLeft(output)) return Either.left(output.left)
-  return Either.left({ path, message: "usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI) nor promptTokenCount (Gemini)" })
+  return Either.left({
+    path,
+    message: "usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI) nor promptTokenCount (Gemini)",
+  })
 }
 
 /** (estimate − billed) / billed; billed must be positive. */

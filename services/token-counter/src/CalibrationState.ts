@@ -56,7 +56,13 @@ export const familyOf = (model: { readonly provider: string; readonly name: stri
   if (name.includes("claude")) return "claude"
   if (name.includes("gemini") || name.includes("gemma")) return "gemini"
   if (/^(?:ft:)?(?:gpt|chatgpt|o\d|text-embedding|davinci|babbage)/.test(name)) return "gpt"
-  return model.provider === "anthropic" ? "claude" : model.provider === "openai" ? "gpt" : model.provider === "google" ? "gemini" : undefined
+  return model.provider === "anthropic"
+    ? "claude"
+    : model.provider === "openai"
+      ? "gpt"
+      : model.provider === "google"
+        ? "gemini"
+        : undefined
 }
 
 /** Longest model label, in characters. */
@@ -114,7 +120,10 @@ export const make = (limits: Partial<Limits> = {}): State => ({
 
 /** A metric label from a caller's string: lowercase, `[a-z0-9._:/-]` (others become `_`), at most {@link MAX_LABEL} characters. */
 export const normalize = (text: string): string => {
-  const label = text.slice(0, MAX_LABEL).toLowerCase().replace(/[^a-z0-9._:/-]/g, "_")
+  const label = text
+    .slice(0, MAX_LABEL)
+    .toLowerCase()
+    .replace(/[^a-z0-9._:/-]/g, "_")
   return label === "" ? "_" : label
 }
 
@@ -248,16 +257,24 @@ export const record = (
 /** A bounded snapshot for metrics: global factors, drift per label, and how many labels and tenant factors there are. */
 export const snapshot = (state: State) => ({
   factors: Object.fromEntries(
-    [...state.global].map(([k, g]) => [k, { factor: globalValue(state, k, state.families.get(k)), reports: g.reports, tenants: g.tenants }] as const),
+    [...state.global].map(
+      ([k, g]) => [k, { factor: globalValue(state, k, state.families.get(k)), reports: g.reports, tenants: g.tenants }] as const,
+    ),
   ),
   /** Per `family#backend` with a learned model: where a new model of the family starts, and how many models it averages. */
   families: Object.fromEntries(
-    [...new Set([...state.global.keys()].flatMap((k) => {
-      const family = state.families.get(k)
-      return family === undefined ? [] : [`${family}#${backendOfKey(k)}`]
-    }))].map((key) => {
+    [
+      ...new Set(
+        [...state.global.keys()].flatMap((k) => {
+          const family = state.families.get(k)
+          return family === undefined ? [] : [`${family}#${backendOfKey(k)}`]
+        }),
+      ),
+    ].map((key) => {
       const [family, backend] = key.split("#") as [Family, string]
-      const models = [...state.global].filter(([k, g]) => g.tenants > 0 && state.families.get(k) === family && backendOfKey(k) === backend).length
+      const models = [...state.global].filter(
+        ([k, g]) => g.tenants > 0 && state.families.get(k) === family && backendOfKey(k) === backend,
+      ).length
       return [key, { factor: familyFactorOf(state, family, backend), models }] as const
     }),
   ),

@@ -126,7 +126,8 @@ export const make = (options: Options = {}): Effect.Effect<CircuitBreaker> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Ref.modify(ref, (s): readonly [string | undefined, Internal] => {
           if (ticket._tag === "probe") {
-            if (outcome === "success") return ["closed after a successful probe", { ...s, status: "closed", failures: 0, openForMs: baseMs, probing: false }]
+            if (outcome === "success")
+              return ["closed after a successful probe", { ...s, status: "closed", failures: 0, openForMs: baseMs, probing: false }]
             if (outcome === "interrupted") return [undefined, { ...s, probing: false }]
             const openForMs = Math.min(maxMs, s.openForMs * 2)
             return [

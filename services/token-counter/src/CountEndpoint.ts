@@ -20,8 +20,7 @@ import { TokenCounter } from "./TokenCounter.ts"
 export const subject = (root: string = Subjects.DEFAULT_ROOT): string => Subjects.make(root).tokensCount
 
 /** `<root>.v1.tokens.count.<tenant>` */
-export const tenantSubject = (tenant: string, root: string = Subjects.DEFAULT_ROOT): string =>
-  Subjects.make(root).tokensCountFor(tenant)
+export const tenantSubject = (tenant: string, root: string = Subjects.DEFAULT_ROOT): string => Subjects.make(root).tokensCountFor(tenant)
 
 /** How to serve; every field has a default. */
 export interface CountEndpointOptions {
@@ -37,7 +36,6 @@ export interface CountEndpointOptions {
   readonly legacy?: boolean | undefined
 }
 
-
 /**
  * The reply to one raw request (exported for tests and for in-process
  * callers), counted for `tenant` (its correction factor) when given.
@@ -47,7 +45,10 @@ export const handle = (
   tenant?: string | undefined,
 ): Effect.Effect<Tokens.CountReply | ReturnType<typeof Endpoint.errorReply>, never, TokenCounter> =>
   Effect.gen(function* () {
-    const request = Requests.decode(Tokens.CountRequest, data, { what: "count requests", hint: "send {model: {provider, name}, backend?, body} or {model, backend?, segments: [text, ...]}" })
+    const request = Requests.decode(Tokens.CountRequest, data, {
+      what: "count requests",
+      hint: "send {model: {provider, name}, backend?, body} or {model, backend?, segments: [text, ...]}",
+    })
     if (Either.isLeft(request)) return request.left
     const service = yield* TokenCounter
     const r = yield* service.countRequest(tenant === undefined ? request.right : { ...request.right, tenant })

@@ -117,11 +117,15 @@ export interface ExactCounter {
 
 /** Maps an HTTP status to a failure reason. */
 export const reasonOfStatus = (status: number): FailureReason =>
-  status === 429 ? "rate_limited"
-  : status >= 500 ? "server"
-  : status === 401 || status === 403 ? "auth"
-  : status === 400 || status === 404 || status === 413 || status === 422 ? "rejected"
-  : "unknown"
+  status === 429
+    ? "rate_limited"
+    : status >= 500
+      ? "server"
+      : status === 401 || status === 403
+        ? "auth"
+        : status === 400 || status === 404 || status === 413 || status === 422
+          ? "rejected"
+          : "unknown"
 
 const hashOf = (model: string, body: unknown): string =>
   createHash("sha256").update(model).update("\0").update(JSON.stringify(body)).digest("base64")
@@ -159,7 +163,12 @@ export interface Calls {
   /** The count of a fixed envelope, measured once per model and kept (outside the bulkhead: a cold turn must not be refused for lack of room). */
   readonly baseline: (model: string, envelope: string, body: Readonly<Record<string, unknown>>) => Effect.Effect<number, Failure>
   /** `count(body) − baseline(envelope)`, both concurrently, at least 0. */
-  readonly segment: (model: string, envelope: string, envelopeBody: Readonly<Record<string, unknown>>, body: Readonly<Record<string, unknown>>) => Effect.Effect<number, Failure>
+  readonly segment: (
+    model: string,
+    envelope: string,
+    envelopeBody: Readonly<Record<string, unknown>>,
+    body: Readonly<Record<string, unknown>>,
+  ) => Effect.Effect<number, Failure>
   readonly breaker: CircuitBreaker.CircuitBreaker
   readonly stats: () => Stats
 }
@@ -213,7 +222,10 @@ export const makeCalls = (transport: Transport, options: Options): Effect.Effect
               }),
           )
           const traced = counted.pipe(
-            Spans.child(transport.span, { kind: "client", attributes: { "gen_ai.system": transport.system, "gen_ai.request.model": model } }),
+            Spans.child(transport.span, {
+              kind: "client",
+              attributes: { "gen_ai.system": transport.system, "gen_ai.request.model": model },
+            }),
           )
           return restore(breaker.run(traced)).pipe(
             Effect.ensuring(
@@ -230,7 +242,10 @@ export const makeCalls = (transport: Transport, options: Options): Effect.Effect
         const key = hashOf(model, body)
         const hit = cache.get(key)
         if (hit !== undefined) return Effect.succeed(hit)
-        return flights.run(key, Effect.tap(call(model, body), (n) => Effect.sync(() => cache.set(key, n))))
+        return flights.run(
+          key,
+          Effect.tap(call(model, body), (n) => Effect.sync(() => cache.set(key, n))),
+        )
       })
 
     const baseline = (model: string, envelope: string, body: Readonly<Record<string, unknown>>) =>
@@ -244,7 +259,12 @@ export const makeCalls = (transport: Transport, options: Options): Effect.Effect
         )
       })
 
-    const segment = (model: string, envelope: string, envelopeBody: Readonly<Record<string, unknown>>, body: Readonly<Record<string, unknown>>) =>
+    const segment = (
+      model: string,
+      envelope: string,
+      envelopeBody: Readonly<Record<string, unknown>>,
+      body: Readonly<Record<string, unknown>>,
+    ) =>
       Effect.zipWith(baseline(model, envelope, envelopeBody), cached(model, body), (base, n) => Math.max(0, n - base), { concurrent: true })
 
     return {
@@ -311,9 +331,12 @@ export const prefixedTurn = (parts: {
   readonly batch: { readonly tokens: Effect.Effect<number, Failure>; readonly approximate: boolean } | undefined
   readonly weights: ReadonlyArray<number>
 }): Effect.Effect<TurnCounts, Failure> =>
-  Effect.all([parts.framing, parts.prefix ?? Effect.succeed(0), parts.tools ?? Effect.succeed(0), parts.batch?.tokens ?? Effect.succeed(0)], {
-    concurrency: "unbounded",
-  }).pipe(
+  Effect.all(
+    [parts.framing, parts.prefix ?? Effect.succeed(0), parts.tools ?? Effect.succeed(0), parts.batch?.tokens ?? Effect.succeed(0)],
+    {
+      concurrency: "unbounded",
+    },
+  ).pipe(
     Effect.map(([framing, prefixTokens, toolsTokens, batchTokens]) => ({
       systemTokens: Math.max(0, prefixTokens - toolsTokens) + framing,
       toolsTokens: Math.min(toolsTokens, prefixTokens),

@@ -43,7 +43,8 @@ const classify = (error: unknown): ExactCounter.CountFailed => {
     const status = (error as { readonly status: number }).status
     return new ExactCounter.CountFailed({ reason: ExactCounter.reasonOfStatus(status), message, status })
   }
-  if (error instanceof Error && (error.name === "AbortError" || error.name === "TimeoutError")) return new ExactCounter.CountFailed({ reason: "timeout", message })
+  if (error instanceof Error && (error.name === "AbortError" || error.name === "TimeoutError"))
+    return new ExactCounter.CountFailed({ reason: "timeout", message })
   // fetch's network failures (`TypeError: fetch failed`), in the SDK or ours
   if (error instanceof TypeError) return new ExactCounter.CountFailed({ reason: "connection", message })
   return new ExactCounter.CountFailed({ reason: "unknown", message })
@@ -85,7 +86,10 @@ export const countBodyOf = (body: Json): GeminiProvider.CountBody.CountBody => {
 export const make = (options: ExactCounter.Options = {}): Effect.Effect<GeminiCounter, never, Scope.Scope> =>
   Effect.gen(function* () {
     const timeoutMs = options.timeoutMs ?? 2_000
-    const apiKey = (Redacted.isRedacted(options.apiKey) ? Redacted.value(options.apiKey) : options.apiKey) ?? process.env["GEMINI_API_KEY"] ?? process.env["GOOGLE_API_KEY"]
+    const apiKey =
+      (Redacted.isRedacted(options.apiKey) ? Redacted.value(options.apiKey) : options.apiKey) ??
+      process.env["GEMINI_API_KEY"] ??
+      process.env["GOOGLE_API_KEY"]
     const baseUrl = (options.baseURL ?? process.env["GOOGLE_GEMINI_BASE_URL"] ?? DEFAULT_BASE_URL).replace(/\/+$/, "")
     const ai = new GoogleGenAI({
       // the SDK throws at construction without a key; a base URL alone (a gateway, the fake provider) needs none
@@ -117,7 +121,11 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<GeminiCo
           isRecord(body["generateContentRequest"])
             ? rest(model, body["generateContentRequest"], signal)
             : ai.models
-                .countTokens({ model, contents: body["contents"] as Parameters<typeof ai.models.countTokens>[0]["contents"], config: { abortSignal: signal } })
+                .countTokens({
+                  model,
+                  contents: body["contents"] as Parameters<typeof ai.models.countTokens>[0]["contents"],
+                  config: { abortSignal: signal },
+                })
                 .then((r) => {
                   if (typeof r.totalTokens !== "number") throw new Error("countTokens answered without totalTokens")
                   return r.totalTokens
@@ -131,7 +139,8 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<GeminiCo
     const envelope = (e: GeminiProvider.CountBody.Envelope) => json(GeminiProvider.CountBody.envelopeBody(e))
 
     /** `count(body) − baseline(envelope)`. */
-    const segment = (model: string, e: GeminiProvider.CountBody.Envelope, body: GeminiProvider.CountBody.CountBody) => calls.segment(model, e, envelope(e), json(body))
+    const segment = (model: string, e: GeminiProvider.CountBody.Envelope, body: GeminiProvider.CountBody.CountBody) =>
+      calls.segment(model, e, envelope(e), json(body))
 
     const countTurn = (input: ExactCounter.TurnInput) => {
       const prefix = GeminiProvider.CountBody.prefixBody(input.model, input.system, input.tools)
@@ -148,7 +157,8 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<GeminiCo
 
     const countBody = (model: string, body: Json) => calls.cached(model, json(countBodyOf(body)))
 
-    const countText = (model: string, text: string) => (text.trim() === "" ? Effect.succeed(0) : segment(model, "plain", GeminiProvider.CountBody.textBody(text)))
+    const countText = (model: string, text: string) =>
+      text.trim() === "" ? Effect.succeed(0) : segment(model, "plain", GeminiProvider.CountBody.textBody(text))
 
     return { provider: "google", backend: "google_api", countTurn, countBody, countText, breaker: calls.breaker, stats: calls.stats }
   })

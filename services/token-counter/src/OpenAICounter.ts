@@ -33,7 +33,16 @@ export type OpenAICounter = ExactCounter.ExactCounter
 
 /** Top-level keys `input_tokens` accepts; the rest of a Responses body (`max_output_tokens`, `store`, `prompt_cache_key`...) is dropped. */
 const COUNT_KEYS: ReadonlySet<string> = new Set([
-  "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "previous_response_id", "conversation", "reasoning", "text", "truncation",
+  "input",
+  "instructions",
+  "tools",
+  "tool_choice",
+  "parallel_tool_calls",
+  "previous_response_id",
+  "conversation",
+  "reasoning",
+  "text",
+  "truncation",
 ])
 
 const classify = ExactCounter.classifySdkError({ APIConnectionTimeoutError, APIConnectionError, APIError })
@@ -88,7 +97,14 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<OpenAICo
       calls.cached(model, Object.fromEntries(Object.entries(body).filter(([k]) => COUNT_KEYS.has(k))))
 
     const countText = (model: string, text: string) =>
-      text.trim() === "" ? Effect.succeed(0) : calls.segment(model, "emptyUser", OpenAIResponsesProvider.CountBody.envelopeBody("emptyUser"), OpenAIResponsesProvider.CountBody.textBody(text))
+      text.trim() === ""
+        ? Effect.succeed(0)
+        : calls.segment(
+            model,
+            "emptyUser",
+            OpenAIResponsesProvider.CountBody.envelopeBody("emptyUser"),
+            OpenAIResponsesProvider.CountBody.textBody(text),
+          )
 
     return { provider: "openai", backend: "openai_api", countTurn, countBody, countText, breaker: calls.breaker, stats: calls.stats }
   })

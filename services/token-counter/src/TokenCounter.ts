@@ -33,7 +33,21 @@
 import { type Conversation, Tokens, type Turn } from "@ctxd/contracts"
 import { LocalCounter } from "@ctxd/tokens"
 import { ProviderKeys } from "@ctxd/context"
-import { Cause, type ConfigError, Context, Duration, Effect, Either, ExecutionStrategy, Exit, FiberRef, HashMap, Layer, Option, Scope } from "effect"
+import {
+  Cause,
+  type ConfigError,
+  Context,
+  Duration,
+  Effect,
+  Either,
+  ExecutionStrategy,
+  Exit,
+  FiberRef,
+  HashMap,
+  Layer,
+  Option,
+  Scope,
+} from "effect"
 import * as AnthropicCounter from "./AnthropicCounter.ts"
 import type * as ExactCounter from "./ExactCounter.ts"
 import * as GeminiCounter from "./GeminiCounter.ts"
@@ -207,7 +221,11 @@ export class TokenCounter extends Context.Tag("@ctxd/token-counter/TokenCounter"
 
 /** A {@link BadUsage} for a usage report whose turn the session does not know (the caller looks the turn up). */
 export const unknownTurn = (turnId: string): BadUsage =>
-  new BadUsage({ reason: "unknown_turn", path: "turnId", message: `unknown turn ${JSON.stringify(turnId)}: no turn with this id was answered for this session` })
+  new BadUsage({
+    reason: "unknown_turn",
+    path: "turnId",
+    message: `unknown turn ${JSON.stringify(turnId)}: no turn with this id was answered for this session`,
+  })
 
 const reasonOf = (cause: Cause.Cause<unknown>): string => {
   const failure = Cause.failureOption(cause)
@@ -293,13 +311,12 @@ export const make = (
     const deadline = Duration.millis(config.timeoutMs)
     const tally = { turns: 0, exactTurns: 0, fallbacks: new Map<string, number>() }
 
-    type Route =
-      | { readonly exact: ExactCounter.ExactCounter; readonly local: "tiktoken" }
-      | LocalRoute
+    type Route = { readonly exact: ExactCounter.ExactCounter; readonly local: "tiktoken" } | LocalRoute
     type LocalRoute = { readonly exact?: undefined; readonly local: "tiktoken" | "heuristic"; readonly fallback?: string }
 
     /** A local route: silent under `auto` (no provider count was promised), else with the reason. */
-    const localFor = (wanted: BackendChoice, fallback: string): LocalRoute => (wanted === "auto" ? { local: "tiktoken" } : { local: "tiktoken", fallback })
+    const localFor = (wanted: BackendChoice, fallback: string): LocalRoute =>
+      wanted === "auto" ? { local: "tiktoken" } : { local: "tiktoken", fallback }
 
     /**
      * The local backend of a turn whose route needs no exact counter (a local
@@ -314,7 +331,8 @@ export const make = (
       if (!(model.provider in makers)) return localFor(wanted, "not_configured")
       const key = keys.choose(tenant, model.provider as ExactCounter.Provider)
       if (key._tag === "Denied") return localFor(wanted, "key_not_allowed")
-      if (key._tag === "Worker" && exacts.get(model.provider as ExactCounter.Provider) === undefined) return localFor(wanted, "not_configured")
+      if (key._tag === "Worker" && exacts.get(model.provider as ExactCounter.Provider) === undefined)
+        return localFor(wanted, "not_configured")
       return undefined
     }
 
@@ -343,10 +361,13 @@ export const make = (
 
     /** Why a turn in `format` cannot be counted by its provider's endpoint (`undefined`: it can, or the format is not known). */
     const formatProblem = (model: Model, format: Turn.Format | undefined): string | undefined =>
-      format === undefined ? undefined
-      : model.provider === "openai" && format === "openai" ? "chat_completions"
-      : model.provider === "google" && format !== "gemini" ? "unsupported_format"
-      : undefined
+      format === undefined
+        ? undefined
+        : model.provider === "openai" && format === "openai"
+          ? "chat_completions"
+          : model.provider === "google" && format !== "gemini"
+            ? "unsupported_format"
+            : undefined
 
     /** Local counting for `tenant` (its own factor, else the global one; the global one when undefined). */
     const localNow = (backend: "tiktoken" | "heuristic", model: Model, fallback: string | undefined, tenant?: string | undefined) => {
@@ -391,7 +412,12 @@ export const make = (
           })
 
     /** A turn counted locally, as a plain call. */
-    const countLocallyNow = (input: CountTurnInput, backend: "tiktoken" | "heuristic", fallback: string | undefined, tenant: string | undefined): TurnCount => {
+    const countLocallyNow = (
+      input: CountTurnInput,
+      backend: "tiktoken" | "heuristic",
+      fallback: string | undefined,
+      tenant: string | undefined,
+    ): TurnCount => {
       noteFallbackNow(fallback)
       const { counter, encoding, scale, report } = localNow(backend, input.model, fallback, tenant)
       return {
@@ -415,7 +441,9 @@ export const make = (
       }).pipe(
         // belt and braces: a defect in counting must not fail a turn
         Effect.catchAllDefect((defect) =>
-          Effect.logError("token counting failed; heuristic answer", defect).pipe(Effect.zipRight(countLocally(input, "heuristic", "error"))),
+          Effect.logError("token counting failed; heuristic answer", defect).pipe(
+            Effect.zipRight(countLocally(input, "heuristic", "error")),
+          ),
         ),
       )
 
@@ -448,7 +476,10 @@ export const make = (
           const segments = input.segments.map((s) => scale(counter.countText(s, encoding)))
           return { ...report, tokens: segments.reduce((a, b) => a + b, 0), segments } satisfies CountResult
         }
-        return { ...report, tokens: scale(LocalBody.count(counter, input.model.provider, input.body ?? {}, encoding)) } satisfies CountResult
+        return {
+          ...report,
+          tokens: scale(LocalBody.count(counter, input.model.provider, input.body ?? {}, encoding)),
+        } satisfies CountResult
       })
 
     const countRequest = (input: CountRequestInput): Effect.Effect<CountResult> =>
@@ -458,13 +489,15 @@ export const make = (
         const exact = path.exact
         if (exact === undefined) return yield* countRequestLocally(input, path.local, path.fallback)
         const segments = input.segments
-        const work: Effect.Effect<Omit<CountResult, keyof CounterReport>, unknown> =
-          segments !== undefined
-            ? Effect.map(Effect.forEach(segments, (s) => exact.countText(input.model.name, s), { concurrency: 4 }), (counts) => ({
+        const work: Effect.Effect<Omit<CountResult, keyof CounterReport>, unknown> = segments !== undefined
+          ? Effect.map(
+              Effect.forEach(segments, (s) => exact.countText(input.model.name, s), { concurrency: 4 }),
+              (counts) => ({
                 tokens: counts.reduce((a, b) => a + b, 0),
                 segments: counts,
-              }))
-            : Effect.map(exact.countBody(input.model.name, input.body ?? {}), (tokens) => ({ tokens }))
+              }),
+            )
+          : Effect.map(exact.countBody(input.model.name, input.body ?? {}), (tokens) => ({ tokens }))
         const answer = yield* work.pipe(Effect.timeout(deadline), Effect.sandbox, Effect.either)
         if (Either.isLeft(answer)) return yield* countRequestLocally(input, "tiktoken", reasonOf(answer.left))
         return { ...(yield* exactReport(exact, false)), ...answer.right }
@@ -473,13 +506,21 @@ export const make = (
     const recordUsage = (input: UsageInput): Effect.Effect<UsageResult, BadUsage> =>
       Effect.gen(function* () {
         if (typeof input.estimate !== "number" || !Number.isFinite(input.estimate) || input.estimate <= 0) {
-          return yield* new BadUsage({ reason: "bad_estimate", path: "estimate", message: `the turn's estimate must be a positive number of tokens, got ${String(input.estimate)}` })
+          return yield* new BadUsage({
+            reason: "bad_estimate",
+            path: "estimate",
+            message: `the turn's estimate must be a positive number of tokens, got ${String(input.estimate)}`,
+          })
         }
         const parsed = Calibration.parseUsage(input.usage)
         if (Either.isLeft(parsed)) return yield* new BadUsage({ reason: "malformed", path: parsed.left.path, message: parsed.left.message })
         const billed = parsed.right.billedPrompt
         if (billed <= 0) {
-          return yield* new BadUsage({ reason: "malformed", path: "usage", message: "usage bills 0 prompt tokens; there is nothing to compare the estimate with" })
+          return yield* new BadUsage({
+            reason: "malformed",
+            path: "usage",
+            message: "usage bills 0 prompt tokens; there is nothing to compare the estimate with",
+          })
         }
         const observation: CalibrationState.Observation = {
           tenant: input.tenant,
@@ -492,21 +533,34 @@ export const make = (
         const dryRun = input.count === false
         const recorded = yield* Effect.sync(() => CalibrationState.record(calibration, observation, factorOptions, dryRun))
         if (!dryRun) {
-          yield* Effect.logDebug(`usage: billed ${billed}, estimate ${input.estimate}, drift ${recorded.drift.toFixed(4)}, factor ${recorded.factor.toFixed(4)}`)
+          yield* Effect.logDebug(
+            `usage: billed ${billed}, estimate ${input.estimate}, drift ${recorded.drift.toFixed(4)}, factor ${recorded.factor.toFixed(4)}`,
+          )
         }
         return { billed, drift: recorded.drift, factor: recorded.factor }
       }).pipe(Effect.annotateLogs({ tenant: input.tenant, session: input.session, turn: input.turnId }))
 
-    const closed: CircuitBreaker.Snapshot = { status: "closed", failures: 0, openForMs: config.breaker.openForMs, retryAfterMs: 0, openings: 0, hasOpened: false }
+    const closed: CircuitBreaker.Snapshot = {
+      status: "closed",
+      failures: 0,
+      openForMs: config.breaker.openForMs,
+      retryAfterMs: 0,
+      openings: 0,
+      hasOpened: false,
+    }
     const sickness: Readonly<Record<CircuitBreaker.Status, number>> = { closed: 0, half_open: 1, open: 2 }
     const zero: ExactCounter.Stats = { calls: 0, failures: 0, cacheHits: 0, cacheMisses: 0, cacheSize: 0, shared: 0, inFlight: 0 }
 
     const metrics: Effect.Effect<Metrics> = Effect.gen(function* () {
       const learned = yield* Effect.sync(() => CalibrationState.snapshot(calibration))
       const providers: Record<string, ProviderMetrics> = {}
-      for (const [provider, counter] of exacts) providers[provider] = { backend: counter.backend, ...counter.stats(), breaker: yield* counter.breaker.snapshot }
+      for (const [provider, counter] of exacts)
+        providers[provider] = { backend: counter.backend, ...counter.stats(), breaker: yield* counter.breaker.snapshot }
       const all = Object.values(providers)
-      const worst = all.reduce<CircuitBreaker.Snapshot | undefined>((w, p) => (w === undefined || sickness[p.breaker.status] > sickness[w.status] ? p.breaker : w), undefined)
+      const worst = all.reduce<CircuitBreaker.Snapshot | undefined>(
+        (w, p) => (w === undefined || sickness[p.breaker.status] > sickness[w.status] ? p.breaker : w),
+        undefined,
+      )
       const breaker = worst === undefined ? closed : { ...worst, hasOpened: all.some((p) => p.breaker.hasOpened) }
       const stats = all.reduce<ExactCounter.Stats>(
         (sum, p) => ({
@@ -543,7 +597,8 @@ export const make = (
   })
 
 /** The service with `config` (defaults for the rest: see `TokenCounterConfig.defaults`). */
-export const layer = (config: Partial<TokenCounterConfig.Config> = {}): Layer.Layer<TokenCounter> => Layer.scoped(TokenCounter, make(config))
+export const layer = (config: Partial<TokenCounterConfig.Config> = {}): Layer.Layer<TokenCounter> =>
+  Layer.scoped(TokenCounter, make(config))
 
 /** The service configured from the environment (see `TokenCounterConfig.config`). */
 export const layerConfig: Layer.Layer<TokenCounter, ConfigError.ConfigError> = Layer.scoped(

@@ -81,19 +81,31 @@ const positive = (name: string, fallback: number, description: string) =>
     Config.withDefault(fallback),
   )
 
-const nonEmpty = (o: Option.Option<string>): string | undefined =>
-  Option.isSome(o) && o.value.trim() !== "" ? o.value.trim() : undefined
+const nonEmpty = (o: Option.Option<string>): string | undefined => (Option.isSome(o) && o.value.trim() !== "" ? o.value.trim() : undefined)
 
 /** {@link Config} from the environment (table in the module doc). */
 export const config: Config.Config<Config> = Config.all({
-  backend: Config.literal("auto", "anthropic_api", "openai_api", "google_api", "tiktoken", "heuristic")("CTXD_TOKEN_BACKEND").pipe(
-    Config.withDescription("Token counting backend: auto (exact where the provider offers it), anthropic_api, openai_api, google_api, tiktoken, heuristic"),
+  backend: Config.literal(
+    "auto",
+    "anthropic_api",
+    "openai_api",
+    "google_api",
+    "tiktoken",
+    "heuristic",
+  )("CTXD_TOKEN_BACKEND").pipe(
+    Config.withDescription(
+      "Token counting backend: auto (exact where the provider offers it), anthropic_api, openai_api, google_api, tiktoken, heuristic",
+    ),
     Config.withDefault("auto" as const),
   ),
   cacheCapacity: positive("CTXD_TOKEN_CACHE_SIZE", defaults.cacheCapacity, "Token counts cached by content hash (LRU entries)"),
   timeoutMs: positive("CTXD_TOKEN_TIMEOUT_MS", defaults.timeoutMs, "Timeout of one count call to the provider, in ms"),
   maxInFlight: positive("CTXD_TOKEN_MAX_IN_FLIGHT", defaults.maxInFlight, "Provider count calls in flight at once"),
-  failureThreshold: positive("CTXD_TOKEN_BREAKER_FAILURES", defaults.breaker.failureThreshold, "Consecutive failures that open the breaker"),
+  failureThreshold: positive(
+    "CTXD_TOKEN_BREAKER_FAILURES",
+    defaults.breaker.failureThreshold,
+    "Consecutive failures that open the breaker",
+  ),
   openForMs: positive("CTXD_TOKEN_BREAKER_OPEN_MS", defaults.breaker.openForMs, "How long the breaker stays open the first time, in ms"),
   maxOpenForMs: positive("CTXD_TOKEN_BREAKER_MAX_OPEN_MS", defaults.breaker.maxOpenForMs, "Longest open period of the breaker, in ms"),
   calibration: Config.boolean("CTXD_TOKEN_CALIBRATION").pipe(
@@ -105,7 +117,11 @@ export const config: Config.Config<Config> = Config.all({
     Config.withDescription("EWMA weight of a new usage report in the correction factor"),
     Config.withDefault(defaults.calibrationAlpha),
   ),
-  maxModels: positive("CTXD_TOKEN_MAX_MODELS", defaults.calibrationLimits.maxModels, "Distinct model labels in calibration and metrics; later models share `other`"),
+  maxModels: positive(
+    "CTXD_TOKEN_MAX_MODELS",
+    defaults.calibrationLimits.maxModels,
+    "Distinct model labels in calibration and metrics; later models share `other`",
+  ),
   maxTenantFactors: positive(
     "CTXD_TOKEN_CALIBRATION_TENANT_FACTORS",
     defaults.calibrationLimits.maxTenantFactors,

@@ -105,7 +105,8 @@ export const handle = <E, R, E2 = never, R2 = never>(
     // validate first (nothing recorded), so a malformed report never claims the turn
     const checked = yield* Option.match(found.right, {
       onNone: () => Effect.fail(unknownTurn(turnId)),
-      onSome: (turn) => Effect.map(service.recordUsage({ tenant, session, turnId, usage, ...turn, count: false }), (dry) => ({ turn, dry })),
+      onSome: (turn) =>
+        Effect.map(service.recordUsage({ tenant, session, turnId, usage, ...turn, count: false }), (dry) => ({ turn, dry })),
     }).pipe(Effect.either)
     if (Either.isLeft(checked)) {
       const wire = toWireError(checked.left)

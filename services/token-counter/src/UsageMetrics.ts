@@ -67,7 +67,9 @@ export const record = (input: {
         Metric.incrementBy(Metric.tagged(cacheCreation, "tenant", tenant), input.usage.cacheWrite),
         Metric.incrementBy(Metric.tagged(billed, "tenant", tenant), input.usage.billedPrompt),
         Metric.set(Metric.tagged(hitRatio, "tenant", tenant), sums.billed > 0 ? sums.read / sums.billed : 0),
-        Number.isFinite(input.drift) ? Metric.update(Metric.tagged(drift, "model", MetricLabels.model(input.model)), input.drift * 100) : Effect.void,
+        Number.isFinite(input.drift)
+          ? Metric.update(Metric.tagged(drift, "model", MetricLabels.model(input.model)), input.drift * 100)
+          : Effect.void,
       ],
       { discard: true },
     )

@@ -14,7 +14,10 @@ const fake = FakeProviderHooks.fakeProvider()
 
 const local = LocalCounter.make({ backend: "tiktoken" })
 const weights = (messages: ReadonlyArray<Conversation.Message>) => messages.map((m) => local.countMessage(m, "cl100k_base"))
-const countCalls = () => fake().requests().filter((r) => r.endpoint === "count_tokens").length
+const countCalls = () =>
+  fake()
+    .requests()
+    .filter((r) => r.endpoint === "count_tokens").length
 
 /**
  * The exact backend on the fake provider. The SDK's abort timer runs on real
@@ -76,7 +79,10 @@ describe("AnthropicCounter (fake provider)", () => {
       const exact = yield* counter()
       const [session] = Replay.tauBench(1)
       const body = Replay.render(session!, session!.turns.flat())
-      const counts = yield* Effect.all(Array.from({ length: 10 }, () => exact.countBody(Replay.MODEL.name, body)), { concurrency: "unbounded" })
+      const counts = yield* Effect.all(
+        Array.from({ length: 10 }, () => exact.countBody(Replay.MODEL.name, body)),
+        { concurrency: "unbounded" },
+      )
       expect(new Set(counts)).toEqual(new Set([Replay.groundTruth(session!, session!.turns.flat())]))
       expect(countCalls()).toBe(1)
       expect(exact.stats().shared).toBe(9)
@@ -84,9 +90,12 @@ describe("AnthropicCounter (fake provider)", () => {
       // and for a turn: 10 concurrent counts of the same new messages
       yield* exact.countTurn(turnInput(session!, session!.turns[0]!))
       const before = countCalls()
-      const turns = yield* Effect.all(Array.from({ length: 10 }, () => exact.countTurn(turnInput(session!, session!.turns[1]!))), {
-        concurrency: "unbounded",
-      })
+      const turns = yield* Effect.all(
+        Array.from({ length: 10 }, () => exact.countTurn(turnInput(session!, session!.turns[1]!))),
+        {
+          concurrency: "unbounded",
+        },
+      )
       expect(countCalls() - before).toBe(1)
       expect(new Set(turns.map((t) => JSON.stringify(t))).size).toBe(1)
     }),
@@ -103,11 +112,21 @@ describe("AnthropicCounter (fake provider)", () => {
         role: "assistant",
         parts: [{ type: "tool_call", id: "call_new", name: "get_weather", input: { city: "Paris" } }],
       }
-      const counts = yield* exact.countTurn({ model: Replay.MODEL.name, system: [], tools: [], messages: [orphanResult, openCall], weights: [1, 1] })
+      const counts = yield* exact.countTurn({
+        model: Replay.MODEL.name,
+        system: [],
+        tools: [],
+        messages: [orphanResult, openCall],
+        weights: [1, 1],
+      })
       expect(counts.approximate).toBe(true)
       expect(counts.messageTokens.every((n) => n > 0)).toBe(true)
       // every request the fake saw was valid
-      expect(fake().requests().every((r) => r.status === 200)).toBe(true)
+      expect(
+        fake()
+          .requests()
+          .every((r) => r.status === 200),
+      ).toBe(true)
     }),
   )
 })

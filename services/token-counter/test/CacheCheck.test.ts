@@ -8,7 +8,8 @@ const parse = (usage: unknown): Calibration.Usage => Either.getOrThrow(Calibrati
 
 const anthropic = (read: number, write: number, input = 100) =>
   parse({ input_tokens: input, cache_read_input_tokens: read, cache_creation_input_tokens: write, output_tokens: 10 })
-const openai = (prompt: number, cached: number) => parse({ prompt_tokens: prompt, prompt_tokens_details: { cached_tokens: cached }, completion_tokens: 10 })
+const openai = (prompt: number, cached: number) =>
+  parse({ prompt_tokens: prompt, prompt_tokens_details: { cached_tokens: cached }, completion_tokens: 10 })
 
 describe("CacheCheck.compare", () => {
   const expectation = { expectedReadTokens: 10_000, expectedWriteTokens: 500, reason: "append" }
@@ -36,7 +37,13 @@ describe("CacheCheck.compare", () => {
   it("reads OpenAI prompt_tokens_details.cached_tokens; writes are the uncached prompt tokens", () => {
     // OpenAI caches in steps of 128 tokens: 9,984 of 10,000 expected is a hit
     const rounded = CacheCheck.compare({ expectedReadTokens: 10_000 }, openai(10_600, 9_984), 10_600)
-    expect(rounded).toEqual({ expectedReadTokens: 10_000, billedReadTokens: 9_984, billedWriteTokens: 616, minReadTokens: 8_936, break: "none" })
+    expect(rounded).toEqual({
+      expectedReadTokens: 10_000,
+      billedReadTokens: 9_984,
+      billedWriteTokens: 616,
+      minReadTokens: 8_936,
+      break: "none",
+    })
     expect(CacheCheck.compare({ expectedReadTokens: 10_000 }, openai(10_600, 1_024), 10_600).break).toBe("unexpected")
     // no prompt_tokens_details at all: nothing was read
     expect(CacheCheck.compare({ expectedReadTokens: 10_000 }, parse({ prompt_tokens: 10_600 }), 10_600)).toMatchObject({
@@ -94,7 +101,9 @@ const lookup: UsageEndpoint.Lookup<never, never> = (_tenant, _session, turnId) =
     case "w1":
       return Effect.succeed(Option.some({ ...base, cache: { expectedReadTokens: 2_000, expectedWriteTokens: 8_500, reason: "window" } }))
     case "o1":
-      return Effect.succeed(Option.some({ ...base, model: { provider: "openai", name: "gpt-4o" }, cache: { expectedReadTokens: 10_000, reason: "append" } }))
+      return Effect.succeed(
+        Option.some({ ...base, model: { provider: "openai", name: "gpt-4o" }, cache: { expectedReadTokens: 10_000, reason: "append" } }),
+      )
     default:
       return Effect.succeed(Option.none())
   }
@@ -105,7 +114,8 @@ describe("UsageEndpoint cache field", () => {
     it.effect("flags an unexpected break once per turn, names ctxd's own, and leaves turns without an expectation as before", () =>
       Effect.gen(function* () {
         const claim = UsageEndpoint.localClaim()
-        const report = (session: string, turnId: string, usage: unknown) => UsageEndpoint.handle("acme", session, encode({ turnId, usage }), lookup, claim)
+        const report = (session: string, turnId: string, usage: unknown) =>
+          UsageEndpoint.handle("acme", session, encode({ turnId, usage }), lookup, claim)
         const before = { unexpected: yield* CacheCheck.count("unexpected"), window: yield* CacheCheck.count("window") }
 
         const low = yield* report("s", "a1", { input_tokens: 100, cache_read_input_tokens: 0, cache_creation_input_tokens: 10_500 })

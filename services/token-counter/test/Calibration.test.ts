@@ -12,23 +12,42 @@ const problem = (usage: unknown): string => {
 
 describe("Calibration.parseUsage", () => {
   it("reads Anthropic usage: billed prompt = input + cache read + cache write", () => {
-    const usage = { input_tokens: 120, cache_read_input_tokens: 4_000, cache_creation_input_tokens: 800, output_tokens: 55, service_tier: "standard" }
+    const usage = {
+      input_tokens: 120,
+      cache_read_input_tokens: 4_000,
+      cache_creation_input_tokens: 800,
+      output_tokens: 55,
+      service_tier: "standard",
+    }
     expect(Calibration.parseUsage(usage)).toEqual(
       Either.right({ style: "anthropic", input: 120, cacheRead: 4_000, cacheWrite: 800, billedPrompt: 4_920, output: 55 }),
     )
     // cache fields may be absent or null
-    expect(Either.map(Calibration.parseUsage({ input_tokens: 7, cache_read_input_tokens: null }), (u) => u.billedPrompt)).toEqual(Either.right(7))
+    expect(Either.map(Calibration.parseUsage({ input_tokens: 7, cache_read_input_tokens: null }), (u) => u.billedPrompt)).toEqual(
+      Either.right(7),
+    )
   })
 
   it("reads OpenAI usage: billed prompt = prompt_tokens (cached included)", () => {
-    const usage = { prompt_tokens: 2_000, completion_tokens: 10, total_tokens: 2_010, prompt_tokens_details: { cached_tokens: 1_536, audio_tokens: 0 } }
+    const usage = {
+      prompt_tokens: 2_000,
+      completion_tokens: 10,
+      total_tokens: 2_010,
+      prompt_tokens_details: { cached_tokens: 1_536, audio_tokens: 0 },
+    }
     expect(Calibration.parseUsage(usage)).toEqual(
       Either.right({ style: "openai", input: 464, cacheRead: 1_536, cacheWrite: 0, billedPrompt: 2_000, output: 10 }),
     )
   })
 
   it("reads OpenAI Responses usage: input_tokens include input_tokens_details.cached_tokens", () => {
-    const usage = { input_tokens: 2_000, input_tokens_details: { cached_tokens: 1_536 }, output_tokens: 10, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 2_010 }
+    const usage = {
+      input_tokens: 2_000,
+      input_tokens_details: { cached_tokens: 1_536 },
+      output_tokens: 10,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 2_010,
+    }
     expect(Calibration.parseUsage(usage)).toEqual(
       Either.right({ style: "openai", input: 464, cacheRead: 1_536, cacheWrite: 0, billedPrompt: 2_000, output: 10 }),
     )
@@ -37,7 +56,13 @@ describe("Calibration.parseUsage", () => {
   })
 
   it("reads Gemini usageMetadata: promptTokenCount includes cachedContentTokenCount; output = candidates + thoughts", () => {
-    const usage = { promptTokenCount: 2_000, cachedContentTokenCount: 1_500, candidatesTokenCount: 10, thoughtsTokenCount: 30, totalTokenCount: 2_040 }
+    const usage = {
+      promptTokenCount: 2_000,
+      cachedContentTokenCount: 1_500,
+      candidatesTokenCount: 10,
+      thoughtsTokenCount: 30,
+      totalTokenCount: 2_040,
+    }
     expect(Calibration.parseUsage(usage)).toEqual(
       Either.right({ style: "openai", input: 500, cacheRead: 1_500, cacheWrite: 0, billedPrompt: 2_000, output: 40 }),
     )
@@ -55,7 +80,9 @@ describe("Calibration.parseUsage", () => {
     expect(problem({ prompt_tokens: "12" })).toBe('usage.prompt_tokens: usage.prompt_tokens must be a number of tokens, got "12"')
     expect(problem({ input_tokens: 1.5 })).toContain("whole number")
     expect(problem({ input_tokens: Number.NaN })).toContain("must be a number")
-    expect(problem({ output_tokens: 5 })).toBe("usage: usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI) nor promptTokenCount (Gemini)")
+    expect(problem({ output_tokens: 5 })).toBe(
+      "usage: usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI) nor promptTokenCount (Gemini)",
+    )
     expect(problem({ input_tokens: null })).toBe("usage.input_tokens: usage.input_tokens is missing")
     expect(problem({ prompt_tokens: 10, prompt_tokens_details: { cached_tokens: 11 } })).toContain("exceeds prompt_tokens")
     expect(problem({ prompt_tokens: 10, prompt_tokens_details: 3 })).toContain("must be an object")
@@ -108,7 +135,13 @@ describe("Calibration factors", () => {
     expect(CalibrationState.factorOf(state, MODEL, "tiktoken")).toBeCloseTo(1_000 / 900, 9)
     expect(CalibrationState.factorOf(state, MODEL, "heuristic")).toBe(1)
     // a calibrated estimate is divided back to the raw one before learning
-    recorded = CalibrationState.record(state, { model: MODEL, estimate: 1_000, billed: 1_000, backend: "tiktoken", calibration: 1_000 / 900 })
+    recorded = CalibrationState.record(state, {
+      model: MODEL,
+      estimate: 1_000,
+      billed: 1_000,
+      backend: "tiktoken",
+      calibration: 1_000 / 900,
+    })
     expect(recorded.drift).toBeCloseTo(0, 9)
     expect(recorded.factor).toBeCloseTo(1_000 / 900, 9)
     const summary = Calibration.summarize(state.drift.get("anthropic/claude-sonnet-4-6")!)

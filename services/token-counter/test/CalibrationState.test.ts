@@ -45,7 +45,8 @@ describe("CalibrationState", () => {
   it("normalizes model labels and caps their number; later models share `other` and teach nothing", () => {
     const state = CalibrationState.make({ maxModels: 3 })
     expect(CalibrationState.normalize("GPT-4o Mini ✨".repeat(20))).toMatch(/^[a-z0-9._:/-]{1,64}$/)
-    for (let i = 0; i < 3_000; i++) CalibrationState.record(state, report("t", 1.1, { provider: "openai", name: `Model-${i}-${"x".repeat(500)}` }))
+    for (let i = 0; i < 3_000; i++)
+      CalibrationState.record(state, report("t", 1.1, { provider: "openai", name: `Model-${i}-${"x".repeat(500)}` }))
     const snapshot = CalibrationState.snapshot(state)
     expect(Object.keys(snapshot.drift).length).toBe(4)
     expect(snapshot.drift.other!.count).toBe(2_997)
@@ -81,7 +82,9 @@ describe("CalibrationState families", () => {
     const state = CalibrationState.make()
     // before any report, each family's documented start
     expect(CalibrationState.globalFactorOf(state, OPUS, "tiktoken")).toBe(1)
-    expect(CalibrationState.globalFactorOf(state, { provider: "google", name: "gemini-2.5-pro" }, "tiktoken")).toBe(CalibrationState.FAMILY_START.gemini)
+    expect(CalibrationState.globalFactorOf(state, { provider: "google", name: "gemini-2.5-pro" }, "tiktoken")).toBe(
+      CalibrationState.FAMILY_START.gemini,
+    )
     // 20 tenants learn Sonnet at 1.2
     for (let t = 0; t < 20; t++) CalibrationState.record(state, report(`t${t}`, 1.2, SONNET))
     const sonnet = CalibrationState.globalFactorOf(state, SONNET, "tiktoken")
@@ -104,7 +107,8 @@ describe("CalibrationState families", () => {
 
   it("one tenant poisoning many models of a family moves a new model's start by a bounded step", () => {
     const state = CalibrationState.make()
-    for (let m = 0; m < 50; m++) for (let i = 0; i < 20; i++) CalibrationState.record(state, report("mallory", 3, { provider: "openai", name: `gpt-x-${m}` }))
+    for (let m = 0; m < 50; m++)
+      for (let i = 0; i < 20; i++) CalibrationState.record(state, report("mallory", 3, { provider: "openai", name: `gpt-x-${m}` }))
     // each model's factor is bounded per tenant, so is their mean
     expect(CalibrationState.globalFactorOf(state, { provider: "openai", name: "gpt-5" }, "tiktoken")).toBeCloseTo(1 + 1 / 11, 9)
   })
@@ -115,7 +119,13 @@ describe("TokenCounter calibration across tenants", () => {
     Effect.gen(function* () {
       const service = yield* TokenCounter.make({ backend: "tiktoken" })
       const turn = (tenant: string) =>
-        service.countTurn({ tenant, model: { provider: "openai", name: "gpt-4o" }, system: [], tools: [], messages: [{ role: "user", parts: [{ type: "text", text: "hello" }] }] })
+        service.countTurn({
+          tenant,
+          model: { provider: "openai", name: "gpt-4o" },
+          system: [],
+          tools: [],
+          messages: [{ role: "user", parts: [{ type: "text", text: "hello" }] }],
+        })
       for (let i = 0; i < 1_000; i++) {
         yield* service.recordUsage({
           tenant: "mallory",
@@ -143,15 +153,31 @@ describe("TokenCounter calibration across tenants", () => {
       const service = yield* TokenCounter.make({ backend: "tiktoken" })
       const sonnet = { provider: "anthropic", name: "claude-sonnet-4-6" } as const
       for (let t = 0; t < 10; t++) {
-        yield* service.recordUsage({ tenant: `t${t}`, session: "s", turnId: "x", model: sonnet, usage: { input_tokens: 1_300 }, estimate: 1_000, backend: "tiktoken", calibration: 1 })
+        yield* service.recordUsage({
+          tenant: `t${t}`,
+          session: "s",
+          turnId: "x",
+          model: sonnet,
+          usage: { input_tokens: 1_300 },
+          estimate: 1_000,
+          backend: "tiktoken",
+          calibration: 1,
+        })
       }
       const messages = [{ role: "user" as const, parts: [{ type: "text" as const, text: "hello world, how are you today?" }] }]
-      const count = (name: string) => service.countTurn({ tenant: "new", model: { provider: "anthropic", name }, system: [], tools: [], messages })
+      const count = (name: string) =>
+        service.countTurn({ tenant: "new", model: { provider: "anthropic", name }, system: [], tools: [], messages })
       const learned = (yield* count("claude-sonnet-4-6")).calibration
       expect(learned).toBeCloseTo((10 + 10 * 1.3) / 20, 9)
       const opus = yield* count("claude-opus-4-7")
       expect(opus.calibration).toBeCloseTo(learned, 9)
-      const raw = yield* service.countTurn({ model: { provider: "anthropic", name: "claude-opus-4-7" }, backend: "heuristic", system: [], tools: [], messages })
+      const raw = yield* service.countTurn({
+        model: { provider: "anthropic", name: "claude-opus-4-7" },
+        backend: "heuristic",
+        system: [],
+        tools: [],
+        messages,
+      })
       expect(raw.calibration).toBe(1)
       expect(opus.messageTokens[0]).toBe(Math.round(service.local.countMessage(messages[0]!, "cl100k_base") * learned))
       expect((yield* service.metrics).families["claude#tiktoken"]).toEqual({ factor: learned, models: 1 })

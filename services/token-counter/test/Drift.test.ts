@@ -32,7 +32,13 @@ describe("drift and calibration", () => {
         const history: Array<Conversation.Message> = []
         let historyTokens = 0
         for (const messages of session.turns) {
-          const count = yield* service.countTurn({ tenant: ids.tenant, model: Replay.MODEL, system: session.system, tools: session.tools, messages })
+          const count = yield* service.countTurn({
+            tenant: ids.tenant,
+            model: Replay.MODEL,
+            system: session.system,
+            tools: session.tools,
+            messages,
+          })
           history.push(...messages)
           historyTokens += count.messageTokens.reduce((a, b) => a + b, 0)
           const estimate = count.systemTokens + count.toolsTokens + historyTokens
@@ -40,7 +46,9 @@ describe("drift and calibration", () => {
           // the rest report the same ground truth in OpenAI field names
           const usage =
             index < 10
-              ? (yield* Effect.promise(() => client.messages.create(Replay.render(session, history) as unknown as Anthropic.MessageCreateParamsNonStreaming))).usage
+              ? (yield* Effect.promise(() =>
+                  client.messages.create(Replay.render(session, history) as unknown as Anthropic.MessageCreateParamsNonStreaming),
+                )).usage
               : { prompt_tokens: Replay.groundTruth(session, history), completion_tokens: 12, prompt_tokens_details: { cached_tokens: 0 } }
           const result = yield* service.recordUsage({
             ...ids,
@@ -74,7 +82,13 @@ describe("drift and calibration", () => {
       expect(metrics.factors[`${key}#tiktoken`]!.factor).toBeGreaterThan(1)
       expect(metrics.factors[`${key}#tiktoken`]!.tenants).toBe(1)
       // a new turn carries the factor it applied: the tenant's own; without a tenant, the global one
-      const next = yield* service.countTurn({ tenant: ids.tenant, model: Replay.MODEL, system: [], tools: [], messages: Replay.tauBench(1)[0]!.turns[0]! })
+      const next = yield* service.countTurn({
+        tenant: ids.tenant,
+        model: Replay.MODEL,
+        system: [],
+        tools: [],
+        messages: Replay.tauBench(1)[0]!.turns[0]!,
+      })
       expect(next.calibration).toBeGreaterThan(metrics.factors[`${key}#tiktoken`]!.factor)
       const anonymous = yield* service.countTurn({ model: Replay.MODEL, system: [], tools: [], messages: Replay.tauBench(1)[0]!.turns[0]! })
       expect(anonymous.calibration).toBe(metrics.factors[`${key}#tiktoken`]!.factor)
@@ -91,7 +105,12 @@ describe("drift and calibration", () => {
 
       const cases: ReadonlyArray<readonly [unknown, number, string, string]> = [
         [{ input_tokens: -3 }, 1_000, "malformed", "usage.input_tokens must not be negative, got -3"],
-        [{ output_tokens: 3 }, 1_000, "malformed", "usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI) nor promptTokenCount (Gemini)"],
+        [
+          { output_tokens: 3 },
+          1_000,
+          "malformed",
+          "usage has neither input_tokens (Anthropic) nor prompt_tokens (OpenAI) nor promptTokenCount (Gemini)",
+        ],
         [{ prompt_tokens: "many" }, 1_000, "malformed", 'usage.prompt_tokens must be a number of tokens, got "many"'],
         [{ input_tokens: 0 }, 1_000, "malformed", "usage bills 0 prompt tokens; there is nothing to compare the estimate with"],
         ["usage", 1_000, "malformed", "usage must be an object with the provider's token counts"],
@@ -109,10 +128,17 @@ describe("drift and calibration", () => {
 
       // through the usage endpoint's handler: unknown turn, schema violations, bad JSON
       const lookup: UsageEndpoint.Lookup<never, never> = (_tenant, _session, turnId) =>
-        Effect.succeed(turnId === "known" ? Option.some({ model: Replay.MODEL, estimate: 1_000, backend: "tiktoken", calibration: 1 }) : Option.none())
+        Effect.succeed(
+          turnId === "known" ? Option.some({ model: Replay.MODEL, estimate: 1_000, backend: "tiktoken", calibration: 1 }) : Option.none(),
+        )
       const send = (value: unknown) =>
         Effect.provideService(
-          UsageEndpoint.handle(ids.tenant, ids.session, new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value)), lookup),
+          UsageEndpoint.handle(
+            ids.tenant,
+            ids.session,
+            new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value)),
+            lookup,
+          ),
           TokenCounter.TokenCounter,
           service,
         )
@@ -126,7 +152,10 @@ describe("drift and calibration", () => {
         },
       })
       expect(yield* send({ turnId: "known", usage: { input_tokens: -1 } })).toMatchObject({ ok: false, error: { code: "BadRequest" } })
-      expect(yield* send({ usage: { input_tokens: 5 } })).toMatchObject({ ok: false, error: { code: "BadRequest", message: expect.stringContaining("turnId") } })
+      expect(yield* send({ usage: { input_tokens: 5 } })).toMatchObject({
+        ok: false,
+        error: { code: "BadRequest", message: expect.stringContaining("turnId") },
+      })
       expect(yield* send("{nope")).toMatchObject({ ok: false, error: { code: "BadRequest" } })
       expect(yield* send({ turnId: "known", usage: { prompt_tokens: 5, prompt_tokens_details: { cached_tokens: 9 } } })).toMatchObject({
         ok: false,
@@ -138,7 +167,10 @@ describe("drift and calibration", () => {
       expect(after.drift).toEqual(before.drift)
 
       // and a good one goes through
-      const ok = yield* send({ turnId: "known", usage: { input_tokens: 100, cache_read_input_tokens: 900, cache_creation_input_tokens: 100 } })
+      const ok = yield* send({
+        turnId: "known",
+        usage: { input_tokens: 100, cache_read_input_tokens: 900, cache_creation_input_tokens: 100 },
+      })
       expect(ok).toEqual({ ok: true, turnId: "known", billed: 1_100, drift: (1_000 - 1_100) / 1_100, factor: 1.1, counted: true })
     }),
   )

@@ -18,12 +18,20 @@ const fake = FakeProviderHooks.fakeProvider()
 
 const local = LocalCounter.make({ backend: "tiktoken" })
 const weights = (messages: ReadonlyArray<Conversation.Message>) => messages.map((m) => local.countMessage(m, "cl100k_base"))
-const countCalls = () => fake().requests().filter((r) => r.endpoint === "gemini_count_tokens").length
+const countCalls = () =>
+  fake()
+    .requests()
+    .filter((r) => r.endpoint === "gemini_count_tokens").length
 
 /** The exact backend on the fake provider (the SDK's abort timer is real time: 30 s, never reached). */
-const counter = (options: ExactCounter.Options = {}) => GeminiCounter.make({ baseURL: fake().url, apiKey: "test", timeoutMs: 30_000, ...options })
+const counter = (options: ExactCounter.Options = {}) =>
+  GeminiCounter.make({ baseURL: fake().url, apiKey: "test", timeoutMs: 30_000, ...options })
 
-const turnInput = (session: Replay.Session, messages: ReadonlyArray<Conversation.Message>, model: string = Replay.GEMINI_MODEL.name): ExactCounter.TurnInput => ({
+const turnInput = (
+  session: Replay.Session,
+  messages: ReadonlyArray<Conversation.Message>,
+  model: string = Replay.GEMINI_MODEL.name,
+): ExactCounter.TurnInput => ({
   model,
   system: session.system,
   tools: session.tools,
@@ -42,29 +50,39 @@ describe("GeminiCounter (fake provider)", () => {
           (session, history) => Replay.groundTruthGemini(session, history, model),
         )
         expect(mismatches).toEqual([])
-        expect(fake().requests().filter((r) => r.status !== 200)).toEqual([])
+        expect(
+          fake()
+            .requests()
+            .filter((r) => r.status !== 200),
+        ).toEqual([])
       }),
     )
   }
 
-  it.scopedLive("a whole body's count equals the usage the fake bills for it through @google/genai; text segments count their text alone", () =>
-    Effect.gen(function* () {
-      const exact = yield* counter()
-      const [session] = Replay.tauBench(1)
-      const messages = session!.turns.flat()
-      const body = Replay.renderGemini(session!, messages)
-      const tokens = yield* exact.countBody(Replay.GEMINI_MODEL.name, body)
-      const ai = new GoogleGenAI({ apiKey: "test", httpOptions: { baseUrl: fake().url, retryOptions: { attempts: 1 } } })
-      const billed = yield* Effect.promise(() => ai.models.generateContent(body as unknown as Parameters<typeof ai.models.generateContent>[0]))
-      expect(tokens).toBe(billed.usageMetadata?.promptTokenCount)
-      expect(tokens).toBe(Replay.groundTruthGemini(session!, messages))
-      // contents alone: through the SDK, the same count as the SDK's own call
-      const contents = { contents: body["contents"] }
-      const sdk = yield* Effect.promise(() => ai.models.countTokens({ model: Replay.GEMINI_MODEL.name, contents: body["contents"] as never }))
-      expect(yield* exact.countBody(Replay.GEMINI_MODEL.name, contents)).toBe(sdk.totalTokens)
-      const text = "The quick brown fox jumps over the lazy dog."
-      expect(yield* exact.countText(Replay.GEMINI_MODEL.name, text)).toBe(FakeProvider.countTextTokens(text))
-    }),
+  it.scopedLive(
+    "a whole body's count equals the usage the fake bills for it through @google/genai; text segments count their text alone",
+    () =>
+      Effect.gen(function* () {
+        const exact = yield* counter()
+        const [session] = Replay.tauBench(1)
+        const messages = session!.turns.flat()
+        const body = Replay.renderGemini(session!, messages)
+        const tokens = yield* exact.countBody(Replay.GEMINI_MODEL.name, body)
+        const ai = new GoogleGenAI({ apiKey: "test", httpOptions: { baseUrl: fake().url, retryOptions: { attempts: 1 } } })
+        const billed = yield* Effect.promise(() =>
+          ai.models.generateContent(body as unknown as Parameters<typeof ai.models.generateContent>[0]),
+        )
+        expect(tokens).toBe(billed.usageMetadata?.promptTokenCount)
+        expect(tokens).toBe(Replay.groundTruthGemini(session!, messages))
+        // contents alone: through the SDK, the same count as the SDK's own call
+        const contents = { contents: body["contents"] }
+        const sdk = yield* Effect.promise(() =>
+          ai.models.countTokens({ model: Replay.GEMINI_MODEL.name, contents: body["contents"] as never }),
+        )
+        expect(yield* exact.countBody(Replay.GEMINI_MODEL.name, contents)).toBe(sdk.totalTokens)
+        const text = "The quick brown fox jumps over the lazy dog."
+        expect(yield* exact.countText(Replay.GEMINI_MODEL.name, text)).toBe(FakeProvider.countTextTokens(text))
+      }),
   )
 
   it.scopedLive("a warm session makes at most one count call per turn", () =>
@@ -96,10 +114,20 @@ describe("GeminiCounter (fake provider)", () => {
         parts: [{ type: "tool_call", id: "call_new", name: "get_weather", input: { city: "Paris" } }],
       }
       const next: Conversation.Message = { role: "user", parts: [{ type: "text", text: "and tomorrow?" }] }
-      const counts = yield* exact.countTurn({ model: Replay.GEMINI_MODEL.name, system: [], tools: [], messages: [orphanResult, openCall, next], weights: [1, 1, 1] })
+      const counts = yield* exact.countTurn({
+        model: Replay.GEMINI_MODEL.name,
+        system: [],
+        tools: [],
+        messages: [orphanResult, openCall, next],
+        weights: [1, 1, 1],
+      })
       expect(counts.approximate).toBe(true)
       expect(counts.messageTokens.every((n) => n > 0)).toBe(true)
-      expect(fake().requests().filter((r) => r.status !== 200)).toEqual([])
+      expect(
+        fake()
+          .requests()
+          .filter((r) => r.status !== 200),
+      ).toEqual([])
     }),
   )
 })

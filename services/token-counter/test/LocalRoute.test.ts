@@ -22,8 +22,14 @@ describe("TokenCounter local route", () => {
         const routed = yield* service.countTurn(turn({ backend }))
         expect(given).toEqual(routed)
       }
-      expect(yield* service.countTurn(turn({ tenant: "acme", backend: "anthropic_api" }))).toMatchObject({ backend: "tiktoken", fallback: "unsupported_provider" })
-      expect(yield* service.countTurn(turn({ tenant: "acme", backend: "openai_api" }))).toMatchObject({ backend: "tiktoken", fallback: "not_configured" })
+      expect(yield* service.countTurn(turn({ tenant: "acme", backend: "anthropic_api" }))).toMatchObject({
+        backend: "tiktoken",
+        fallback: "unsupported_provider",
+      })
+      expect(yield* service.countTurn(turn({ tenant: "acme", backend: "openai_api" }))).toMatchObject({
+        backend: "tiktoken",
+        fallback: "not_configured",
+      })
       expect((yield* service.countTurn(turn({ tenant: "acme" }))).fallback).toBeUndefined()
       const metrics = yield* service.metrics
       // each asked-for backend that could not answer: twice above (with and without a tenant), once more after

@@ -17,10 +17,14 @@ const fake = FakeProviderHooks.fakeProvider()
 
 const local = LocalCounter.make({ backend: "tiktoken" })
 const weights = (messages: ReadonlyArray<Conversation.Message>) => messages.map((m) => local.countMessage(m, "o200k_base"))
-const countCalls = () => fake().requests().filter((r) => r.endpoint === "responses_input_tokens").length
+const countCalls = () =>
+  fake()
+    .requests()
+    .filter((r) => r.endpoint === "responses_input_tokens").length
 
 /** The exact backend on the fake provider (the SDK's abort timer is real time: 30 s, never reached). */
-const counter = (options: ExactCounter.Options = {}) => OpenAICounter.make({ baseURL: `${fake().url}/v1`, apiKey: "test", timeoutMs: 30_000, ...options })
+const counter = (options: ExactCounter.Options = {}) =>
+  OpenAICounter.make({ baseURL: `${fake().url}/v1`, apiKey: "test", timeoutMs: 30_000, ...options })
 
 const turnInput = (session: Replay.Session, messages: ReadonlyArray<Conversation.Message>): ExactCounter.TurnInput => ({
   model: Replay.OPENAI_MODEL.name,
@@ -40,7 +44,11 @@ describe("OpenAICounter (fake provider)", () => {
         (session, history) => Replay.groundTruthResponses(session, history),
       )
       expect(mismatches).toEqual([])
-      expect(fake().requests().every((r) => r.status === 200)).toBe(true)
+      expect(
+        fake()
+          .requests()
+          .every((r) => r.status === 200),
+      ).toBe(true)
     }),
   )
 
@@ -54,7 +62,9 @@ describe("OpenAICounter (fake provider)", () => {
       const tokens = yield* exact.countBody(Replay.OPENAI_MODEL.name, body)
       // the same body sent through the official SDK: what the fake bills for it
       const client = new OpenAI({ baseURL: `${fake().url}/v1`, apiKey: "test", maxRetries: 0 })
-      const billed = yield* Effect.promise(() => client.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming))
+      const billed = yield* Effect.promise(() =>
+        client.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming),
+      )
       expect(tokens).toBe(billed.usage?.input_tokens)
       expect(tokens).toBe(Replay.groundTruthResponses(session!, messages))
       const text = "The quick brown fox jumps over the lazy dog."
@@ -91,10 +101,20 @@ describe("OpenAICounter (fake provider)", () => {
         parts: [{ type: "tool_call", id: "call_new", name: "get_weather", input: { city: "Paris" } }],
       }
       const next: Conversation.Message = { role: "user", parts: [{ type: "text", text: "and tomorrow?" }] }
-      const counts = yield* exact.countTurn({ model: Replay.OPENAI_MODEL.name, system: [], tools: [], messages: [orphanResult, openCall, next], weights: [1, 1, 1] })
+      const counts = yield* exact.countTurn({
+        model: Replay.OPENAI_MODEL.name,
+        system: [],
+        tools: [],
+        messages: [orphanResult, openCall, next],
+        weights: [1, 1, 1],
+      })
       expect(counts.approximate).toBe(true)
       expect(counts.messageTokens.every((n) => n > 0)).toBe(true)
-      expect(fake().requests().every((r) => r.status === 200)).toBe(true)
+      expect(
+        fake()
+          .requests()
+          .every((r) => r.status === 200),
+      ).toBe(true)
     }),
   )
 })

@@ -18,15 +18,31 @@ export const GEMINI_MODEL = { provider: "google", name: "gemini-2.5-flash" } as 
 
 /** The OpenAI Responses body ctxd would send for this prompt (the real renderer). */
 export const renderResponses = (session: Session, messages: ReadonlyArray<Conversation.Message>): Record<string, unknown> =>
-  RenderResponses.render({ model: Models.resolve(OPENAI_MODEL), system: session.system, tools: session.tools, messages, tenant: "t", session: session.id }).body
+  RenderResponses.render({
+    model: Models.resolve(OPENAI_MODEL),
+    system: session.system,
+    tools: session.tools,
+    messages,
+    tenant: "t",
+    session: session.id,
+  }).body
 
 /** The fake provider's count of that body: what `input_tokens` answers and what a response bills. */
 export const groundTruthResponses = (session: Session, messages: ReadonlyArray<Conversation.Message>): number =>
   FakeProvider.countRequestTokens("openai-responses", renderResponses(session, messages))
 
 /** The `@google/genai` parameters ctxd would send for this prompt (the real renderer). */
-export const renderGemini = (session: Session, messages: ReadonlyArray<Conversation.Message>, model: string = GEMINI_MODEL.name): Record<string, unknown> =>
-  RenderGemini.render({ model: Models.resolve({ provider: "google", name: model }), system: session.system, tools: session.tools, messages }).body
+export const renderGemini = (
+  session: Session,
+  messages: ReadonlyArray<Conversation.Message>,
+  model: string = GEMINI_MODEL.name,
+): Record<string, unknown> =>
+  RenderGemini.render({
+    model: Models.resolve({ provider: "google", name: model }),
+    system: session.system,
+    tools: session.tools,
+    messages,
+  }).body
 
 /** The fake provider's count of that body: what `countTokens` answers and what a response bills. */
 export const groundTruthGemini = (session: Session, messages: ReadonlyArray<Conversation.Message>, model?: string): number =>
@@ -57,7 +73,15 @@ export const segmentMismatches = <E>(
   countTurn: (
     session: Session,
     messages: ReadonlyArray<Conversation.Message>,
-  ) => Effect.Effect<{ readonly systemTokens: number; readonly toolsTokens: number; readonly messageTokens: ReadonlyArray<number>; readonly approximate: boolean }, E>,
+  ) => Effect.Effect<
+    {
+      readonly systemTokens: number
+      readonly toolsTokens: number
+      readonly messageTokens: ReadonlyArray<number>
+      readonly approximate: boolean
+    },
+    E
+  >,
   truth: (session: Session, history: ReadonlyArray<Conversation.Message>) => number,
 ): Effect.Effect<Array<string>, E> =>
   Effect.gen(function* () {
@@ -68,7 +92,8 @@ export const segmentMismatches = <E>(
       for (const [k, messages] of session.turns.entries()) {
         const counts = yield* countTurn(session, messages)
         if (counts.approximate) problems.push(`${session.id} turn ${k}: approximate`)
-        if (counts.messageTokens.length !== messages.length) problems.push(`${session.id} turn ${k}: ${counts.messageTokens.length} counts for ${messages.length} messages`)
+        if (counts.messageTokens.length !== messages.length)
+          problems.push(`${session.id} turn ${k}: ${counts.messageTokens.length} counts for ${messages.length} messages`)
         history.push(...messages)
         historyTokens += counts.messageTokens.reduce((a, b) => a + b, 0)
         const total = counts.systemTokens + counts.toolsTokens + historyTokens

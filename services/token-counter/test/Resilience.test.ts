@@ -21,7 +21,10 @@ import * as Replay from "./Replay.ts"
 
 const fake = FakeProviderHooks.fakeProvider()
 
-const countCalls = () => fake().requests().filter((r) => r.endpoint === "count_tokens").length
+const countCalls = () =>
+  fake()
+    .requests()
+    .filter((r) => r.endpoint === "count_tokens").length
 
 /** The count calls' timeout in these tests: virtual for the deadlines, and never reached by the SDK's real-time abort timer. */
 const TIMEOUT_MS = 60_000
@@ -50,19 +53,38 @@ const turn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.Count
   tools: session.tools,
   messages,
 })
-const openaiTurn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.CountTurnInput => ({ ...turn(messages), model: Replay.OPENAI_MODEL })
-const geminiTurn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.CountTurnInput => ({ ...turn(messages), model: Replay.GEMINI_MODEL, format: "gemini" })
-const openaiCalls = () => fake().requests().filter((r) => r.endpoint === "responses_input_tokens").length
+const openaiTurn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.CountTurnInput => ({
+  ...turn(messages),
+  model: Replay.OPENAI_MODEL,
+})
+const geminiTurn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.CountTurnInput => ({
+  ...turn(messages),
+  model: Replay.GEMINI_MODEL,
+  format: "gemini",
+})
+const openaiCalls = () =>
+  fake()
+    .requests()
+    .filter((r) => r.endpoint === "responses_input_tokens").length
 /** Distinct new messages for turn `i`. */
-const fresh = (i: number): ReadonlyArray<Conversation.Message> => [{ role: "user", parts: [{ type: "text", text: `question number ${i}: where is my bag?` }] }]
+const fresh = (i: number): ReadonlyArray<Conversation.Message> => [
+  { role: "user", parts: [{ type: "text", text: `question number ${i}: where is my bag?` }] },
+]
 
 /**
  * `effect`, which must finish without the test clock moving: it dies when it
  * has not after `ms` of real time (room for a loaded machine; a turn that
  * waits on the provider or on a timer never finishes while the clock stands still).
  */
-const unaided = (what: string, ms = 20_000) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.raceFirst(effect, TestServices.provideLive(Effect.sleep(ms)).pipe(Effect.zipRight(Effect.dieMessage(`${what}: not finished after ${ms} ms of real time`))))
+const unaided =
+  (what: string, ms = 20_000) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.raceFirst(
+      effect,
+      TestServices.provideLive(Effect.sleep(ms)).pipe(
+        Effect.zipRight(Effect.dieMessage(`${what}: not finished after ${ms} ms of real time`)),
+      ),
+    )
 
 /** Polls `check` (on the test clock) every 10 ms of real time until it gives a value; dies after `ms` of real time. */
 const eventually = <A>(what: string, check: Effect.Effect<A | undefined>, ms = 20_000): Effect.Effect<A> =>
@@ -100,9 +122,15 @@ describe("TokenCounter failures", () => {
       expect(metrics).toMatchObject({ exactEver: false, breaker: { status: "open", hasOpened: true }, exactTurns: 0 })
       expect(metrics.fallbacks).toEqual({ connection: opened, circuit_open: 5 - opened })
       // one connection per call: a failed call is not retried (the SDK's retries would wait and reconnect)
-      yield* eventually("the calls finished", Effect.map(service.metrics, (m) => (m.inFlight === 0 ? true : undefined)))
+      yield* eventually(
+        "the calls finished",
+        Effect.map(service.metrics, (m) => (m.inFlight === 0 ? true : undefined)),
+      )
       expect(metrics.calls).toBeGreaterThan(0)
-      expect({ connections: down.connections(), failed: (yield* service.metrics).callFailures }).toEqual({ connections: metrics.calls, failed: metrics.calls })
+      expect({ connections: down.connections(), failed: (yield* service.metrics).callFailures }).toEqual({
+        connections: metrics.calls,
+        failed: metrics.calls,
+      })
     }),
   )
 
@@ -154,10 +182,16 @@ describe("TokenCounter failures", () => {
       const before = countCalls()
 
       // 12 turns at once, each with its own new messages (one call each: the rest of the prompt is cached)
-      const burst = yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => service.countTurn(turn(fresh(100 + i)))), (t) => Effect.fork(t))
+      const burst = yield* Effect.forEach(
+        Array.from({ length: 12 }, (_, i) => service.countTurn(turn(fresh(100 + i)))),
+        (t) => Effect.fork(t),
+      )
       const done = () => Effect.map(Effect.forEach(burst, Fiber.poll), (polls) => polls.filter(Option.isSome).length)
       // the bulkhead refuses 8 at once; 4 calls reach the provider, which never answers...
-      yield* eventually("8 turns answered and 4 calls reached the provider", Effect.flatMap(done(), (n) => Effect.sync(() => (n === 8 && countCalls() - before === 4 ? true : undefined))))
+      yield* eventually(
+        "8 turns answered and 4 calls reached the provider",
+        Effect.flatMap(done(), (n) => Effect.sync(() => (n === 8 && countCalls() - before === 4 ? true : undefined))),
+      )
       // ...and their turns wait while the clock stands still...
       yield* TestServices.provideLive(Effect.sleep("200 millis"))
       expect(yield* done()).toBe(8)
@@ -172,7 +206,10 @@ describe("TokenCounter failures", () => {
       expect(countCalls() - before).toBe(4)
 
       // the hung calls time out on their own clock (at the turns' deadline), are aborted, and open the breaker
-      const metrics = yield* eventually("the hung calls ended", Effect.map(service.metrics, (m) => (m.inFlight === 0 ? m : undefined)))
+      const metrics = yield* eventually(
+        "the hung calls ended",
+        Effect.map(service.metrics, (m) => (m.inFlight === 0 ? m : undefined)),
+      )
       expect(metrics.breaker.status).toBe("open")
 
       // from now on turns do not wait at all (the clock stands still), and nothing reaches the provider
@@ -212,7 +249,10 @@ describe("TokenCounter failures", () => {
       expect(claude.fallback).toBeUndefined()
       const metrics = yield* service.metrics
       expect(metrics.providers["openai"]).toMatchObject({ backend: "openai_api", breaker: { status: "open", hasOpened: true } })
-      expect(metrics.providers["anthropic"]).toMatchObject({ backend: "anthropic_api", breaker: { status: "closed", hasOpened: false, failures: 0 } })
+      expect(metrics.providers["anthropic"]).toMatchObject({
+        backend: "anthropic_api",
+        breaker: { status: "closed", hasOpened: false, failures: 0 },
+      })
       // the summary breaker is the least healthy one
       expect(metrics).toMatchObject({ breaker: { status: "open" }, exactEver: false })
 
@@ -234,14 +274,27 @@ describe("TokenCounter failures", () => {
       for (let i = 1; i <= 3; i++) {
         const before = openaiCalls()
         const waiting = yield* Effect.fork(service.countTurn(openaiTurn(fresh(i))))
-        yield* eventually(`call ${i} reached the provider`, Effect.sync(() => (openaiCalls() > before ? true : undefined)))
+        yield* eventually(
+          `call ${i} reached the provider`,
+          Effect.sync(() => (openaiCalls() > before ? true : undefined)),
+        )
         yield* TestClock.adjust(TIMEOUT_MS)
-        expect(yield* Fiber.join(waiting).pipe(unaided(`turn ${i} after the deadline`))).toMatchObject({ backend: "tiktoken", exact: false, fallback: "timeout" })
-        yield* eventually(`call ${i} ended`, Effect.map(service.metrics, (m) => (m.providers["openai"]!.inFlight === 0 ? true : undefined)))
+        expect(yield* Fiber.join(waiting).pipe(unaided(`turn ${i} after the deadline`))).toMatchObject({
+          backend: "tiktoken",
+          exact: false,
+          fallback: "timeout",
+        })
+        yield* eventually(
+          `call ${i} ended`,
+          Effect.map(service.metrics, (m) => (m.providers["openai"]!.inFlight === 0 ? true : undefined)),
+        )
       }
       const open = yield* service.countTurn(openaiTurn(fresh(9))).pipe(unaided("circuit-open turn"))
       expect(open).toMatchObject({ backend: "tiktoken", exact: false, fallback: "circuit_open" })
-      expect(yield* service.countTurn(turn(fresh(9))).pipe(unaided("anthropic turn"))).toMatchObject({ backend: "anthropic_api", exact: true })
+      expect(yield* service.countTurn(turn(fresh(9))).pipe(unaided("anthropic turn"))).toMatchObject({
+        backend: "anthropic_api",
+        exact: true,
+      })
       expect((yield* service.metrics).providers["anthropic"]!.breaker).toMatchObject({ status: "closed", hasOpened: false })
     }),
   )
@@ -257,13 +310,22 @@ describe("TokenCounter failures", () => {
       expect(yield* service.countTurn(geminiTurn(fresh(0)))).toMatchObject({ backend: "google_api", exact: true })
       fake().control({ failNext: 3, errorStatus: 503, faultEndpoints: ["gemini_count_tokens"] })
       for (let i = 1; i <= 3; i++) {
-        expect(yield* service.countTurn(geminiTurn(fresh(i)))).toMatchObject({ backend: "tiktoken", encoding: "cl100k_base", exact: false, fallback: "server" })
+        expect(yield* service.countTurn(geminiTurn(fresh(i)))).toMatchObject({
+          backend: "tiktoken",
+          encoding: "cl100k_base",
+          exact: false,
+          fallback: "server",
+        })
       }
       expect(yield* service.countTurn(geminiTurn(fresh(4)))).toMatchObject({ backend: "tiktoken", exact: false, fallback: "circuit_open" })
       expect(yield* service.countTurn(openaiTurn(fresh(4)))).toMatchObject({ backend: "openai_api", exact: true })
       expect(yield* service.countTurn(turn(fresh(4)))).toMatchObject({ backend: "anthropic_api", exact: true })
       const { providers } = yield* service.metrics
-      expect(Object.fromEntries(Object.entries(providers).map(([p, m]) => [p, m.breaker.status]))).toEqual({ anthropic: "closed", openai: "closed", google: "open" })
+      expect(Object.fromEntries(Object.entries(providers).map(([p, m]) => [p, m.breaker.status]))).toEqual({
+        anthropic: "closed",
+        openai: "closed",
+        google: "open",
+      })
     }),
   )
 
@@ -273,7 +335,10 @@ describe("TokenCounter failures", () => {
       const service = yield* TokenCounter.make({ anthropic: { baseURL: fake().url, apiKey: Redacted.make("test") }, timeoutMs: TIMEOUT_MS })
       const cold = yield* Effect.fork(service.countTurn(turn(session.turns[0]!)))
       // the turn's deadline runs before its first call reaches the provider
-      yield* eventually("a call reached the provider", Effect.sync(() => (countCalls() > 0 ? true : undefined)))
+      yield* eventually(
+        "a call reached the provider",
+        Effect.sync(() => (countCalls() > 0 ? true : undefined)),
+      )
       yield* TestServices.provideLive(Effect.sleep("200 millis"))
       expect(Option.isNone(yield* Fiber.poll(cold)), "the turn waits while the clock stands still").toBe(true)
       yield* TestClock.adjust(TIMEOUT_MS)

@@ -19,7 +19,12 @@ describe("SingleFlight", () => {
       expect(flights.shared()).toBe(9)
       // the key is released: a later call runs again
       expect(flights.inFlight()).toBe(0)
-      expect(yield* flights.run("k", Effect.sync(() => ++runs))).toBe(2)
+      expect(
+        yield* flights.run(
+          "k",
+          Effect.sync(() => ++runs),
+        ),
+      ).toBe(2)
     }),
   )
 
@@ -57,7 +62,9 @@ describe("SingleFlight", () => {
     Effect.gen(function* () {
       const flights = yield* SingleFlight.make
       // a timeout inside the work (a hung call's) ends it when it fires: it does not wait for the work
-      const timedOut = yield* Effect.fork(flights.run("hung", Effect.never.pipe(Effect.timeoutFail({ duration: "1 second", onTimeout: () => "timeout" as const }))))
+      const timedOut = yield* Effect.fork(
+        flights.run("hung", Effect.never.pipe(Effect.timeoutFail({ duration: "1 second", onTimeout: () => "timeout" as const }))),
+      )
       yield* Effect.yieldNow().pipe(Effect.repeat({ until: () => flights.inFlight() === 1 }))
       yield* TestClock.sleeps().pipe(Effect.repeat({ until: (sleeps) => sleeps.length === 1 }))
       yield* TestClock.adjust("1 second")
@@ -69,7 +76,10 @@ describe("SingleFlight", () => {
       const closing = yield* Scope.extend(SingleFlight.make, scope)
       const started = yield* Deferred.make<void>()
       const ended = yield* Deferred.make<boolean>()
-      const hung = Deferred.succeed(started, undefined).pipe(Effect.zipRight(Effect.never), Effect.onInterrupt(() => Deferred.succeed(ended, true)))
+      const hung = Deferred.succeed(started, undefined).pipe(
+        Effect.zipRight(Effect.never),
+        Effect.onInterrupt(() => Deferred.succeed(ended, true)),
+      )
       const waiter = yield* Effect.fork(closing.run("k", hung))
       yield* Deferred.await(started)
       yield* Scope.close(scope, Exit.void)

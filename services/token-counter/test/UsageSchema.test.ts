@@ -5,8 +5,14 @@ import { Tokens as UsageSchema } from "@ctxd/contracts"
 describe("UsageSchema", () => {
   it("decodes usage reports in both providers' field names and rejects negative counts", () => {
     const decode = Schema.decodeUnknownEither(UsageSchema.UsageReport)
-    expect(Either.isRight(decode({ turnId: "t1", usage: { input_tokens: 3, cache_read_input_tokens: null, output_tokens: 5, service_tier: "standard" } }))).toBe(true)
-    expect(Either.isRight(decode({ turnId: "t1", usage: { prompt_tokens: 9, prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 } } }))).toBe(true)
+    expect(
+      Either.isRight(
+        decode({ turnId: "t1", usage: { input_tokens: 3, cache_read_input_tokens: null, output_tokens: 5, service_tier: "standard" } }),
+      ),
+    ).toBe(true)
+    expect(
+      Either.isRight(decode({ turnId: "t1", usage: { prompt_tokens: 9, prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 } } })),
+    ).toBe(true)
     expect(Either.isLeft(decode({ turnId: "t1", usage: { input_tokens: -1 } }))).toBe(true)
     expect(Either.isLeft(decode({ turnId: "", usage: {} }))).toBe(true)
   })
@@ -22,7 +28,12 @@ describe("UsageSchema", () => {
   })
 
   it("exports JSON Schema documents", () => {
-    const schemas: ReadonlyArray<Schema.Schema.Any> = [UsageSchema.UsageReport, UsageSchema.UsageReply, UsageSchema.CountRequest, UsageSchema.CountReply]
+    const schemas: ReadonlyArray<Schema.Schema.Any> = [
+      UsageSchema.UsageReport,
+      UsageSchema.UsageReply,
+      UsageSchema.CountRequest,
+      UsageSchema.CountReply,
+    ]
     for (const schema of schemas) {
       expect(JSONSchema.make(schema)).toHaveProperty("$schema")
     }

@@ -78,7 +78,9 @@ try {
 const keys = Object.keys(rows[0] ?? {})
 const widths = keys.map((k) => Math.max(k.length, ...rows.map((r) => String(r[k]).length)))
 const line = (cells: ReadonlyArray<string>) => "| " + cells.map((c, i) => c.padStart(widths[i]!)).join(" | ") + " |"
-console.log(`\n${format} format, window ${options.windowMessages} messages (step ${options.windowStep}); tokens summed over every turn of the session\n`)
+console.log(
+  `\n${format} format, window ${options.windowMessages} messages (step ${options.windowStep}); tokens summed over every turn of the session\n`,
+)
 console.log(line(keys))
 console.log("|" + widths.map((w) => "-".repeat(w + 1) + ":").join("|") + "|")
 for (const row of rows) console.log(line(keys.map((k) => String(row[k]))))

@@ -48,13 +48,16 @@ const lineOf = (text: string, key: string): number | undefined => {
 
 /** A ConfigError's text without its wrapping (`(Invalid data at KEY: "...")`). */
 const message = (error: ConfigError.ConfigError): string =>
-  String(error).replace(/^\(Invalid data at [^:]*: "([\s\S]*)"\)$/, "$1").replace(/^\(Missing data at [^:]*: "([\s\S]*)"\)$/, "$1")
+  String(error)
+    .replace(/^\(Invalid data at [^:]*: "([\s\S]*)"\)$/, "$1")
+    .replace(/^\(Missing data at [^:]*: "([\s\S]*)"\)$/, "$1")
 
 /** Checks the file at `path`. */
 export const check = (path: string): Effect.Effect<Checked> =>
   Effect.gen(function* () {
     const text = yield* Effect.either(Effect.try(() => readFileSync(path, "utf8")))
-    if (Either.isLeft(text)) return { ok: false, lines: [`${path}: cannot be read (${(text.left.error as NodeJS.ErrnoException).code ?? "error"})`] }
+    if (Either.isLeft(text))
+      return { ok: false, lines: [`${path}: cannot be read (${(text.left.error as NodeJS.ErrnoException).code ?? "error"})`] }
     const decoded = ConfigFile.decode(text.right, path)
     if (Either.isLeft(decoded)) return { ok: false, lines: decoded.left.issues.map((issue) => ConfigFile.formatIssue(path, issue)) }
     const { knobs, agents } = decoded.right
@@ -76,7 +79,8 @@ export const check = (path: string): Effect.Effect<Checked> =>
     }
     // the tenants file the file names, if any, and the hash a worker would report for both
     const loaded = yield* Effect.either(RuntimeConfig.load({ configFile: path, tenantsFile: knobs["CTXD_TENANTS_FILE"] }))
-    if (Either.isLeft(loaded)) return { ok: false, lines: loaded.left.issues.map((issue) => ConfigFile.formatIssue(loaded.left.file, issue)) }
+    if (Either.isLeft(loaded))
+      return { ok: false, lines: loaded.left.issues.map((issue) => ConfigFile.formatIssue(loaded.left.file, issue)) }
     const { snapshot } = loaded.right
     return {
       ok: true,

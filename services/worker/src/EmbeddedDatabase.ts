@@ -121,7 +121,10 @@ export const start = async (dir: string): Promise<Embedded> => {
     }
     await server.start()
   } catch (error) {
-    throw new Error(`the embedded PostgreSQL (data in ${databaseDir}) did not start: ${error instanceof Error ? error.message : String(error)}\n${logs.slice(-10).join("")}`, { cause: error })
+    throw new Error(
+      `the embedded PostgreSQL (data in ${databaseDir}) did not start: ${error instanceof Error ? error.message : String(error)}\n${logs.slice(-10).join("")}`,
+      { cause: error },
+    )
   }
   return { url: `postgresql://postgres@127.0.0.1:${port}/postgres`, dir: databaseDir, port, created, stop: () => server.stop() }
 }

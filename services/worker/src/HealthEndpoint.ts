@@ -37,23 +37,21 @@ export const serve = (options: {
           Effect.as(true),
           Effect.orElseSucceed(() => false),
           Effect.zip(options.routing ?? Effect.succeed({})),
-          Effect.map(
-            ([postgres, routing]): Health.HealthReply => ({
-              ok: true,
-              worker: options.workerId,
-              version: VERSION,
-              uptimeMs: Date.now() - options.started,
-              inFlight: options.inFlight(),
-              ...(options.inFlightBytes === undefined ? {} : { inFlightBytes: options.inFlightBytes() }),
-              ...(options.maxInFlightBytes === undefined || !Number.isFinite(options.maxInFlightBytes)
-                ? {}
-                : { maxInFlightBytes: options.maxInFlightBytes }),
-              postgres,
-              draining: options.draining?.() ?? false,
-              ...(options.config === undefined ? {} : { config: options.config() }),
-              ...routing,
-            }),
-          ),
+          Effect.map(([postgres, routing]): Health.HealthReply => ({
+            ok: true,
+            worker: options.workerId,
+            version: VERSION,
+            uptimeMs: Date.now() - options.started,
+            inFlight: options.inFlight(),
+            ...(options.inFlightBytes === undefined ? {} : { inFlightBytes: options.inFlightBytes() }),
+            ...(options.maxInFlightBytes === undefined || !Number.isFinite(options.maxInFlightBytes)
+              ? {}
+              : { maxInFlightBytes: options.maxInFlightBytes }),
+            postgres,
+            draining: options.draining?.() ?? false,
+            ...(options.config === undefined ? {} : { config: options.config() }),
+            ...routing,
+          })),
         ),
     })
   })

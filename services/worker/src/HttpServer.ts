@@ -91,9 +91,13 @@ export const make = (options: Options): Effect.Effect<HttpServer, HttpServerErro
     const answer = (path: string): Effect.Effect<Answer> => {
       switch (path) {
         case "/healthz":
-          return Effect.succeed(json(200, { ok: true, worker: options.workerId, uptimeMs: Date.now() - started, draining: status.draining() }))
+          return Effect.succeed(
+            json(200, { ok: true, worker: options.workerId, uptimeMs: Date.now() - started, draining: status.draining() }),
+          )
         case "/readyz":
-          return Effect.map(status.report, (report) => json(report.ready ? 200 : 503, { ok: report.ready, worker: options.workerId, ...report }))
+          return Effect.map(status.report, (report) =>
+            json(report.ready ? 200 : 503, { ok: report.ready, worker: options.workerId, ...report }),
+          )
         case "/metrics":
           return Effect.zipRight(status.refreshGauges, scrape.text).pipe(
             Effect.map((text): Answer => ({ status: 200, type: "text/plain; version=0.0.4; charset=utf-8", body: text })),
@@ -108,7 +112,10 @@ export const make = (options: Options): Effect.Effect<HttpServer, HttpServerErro
 
     const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
       if (req.method !== "GET" && req.method !== "HEAD") {
-        return write(req, res, { ...json(405, { ok: false, error: "method not allowed" }), headers: { allow: "GET, HEAD", connection: "close" } })
+        return write(req, res, {
+          ...json(405, { ok: false, error: "method not allowed" }),
+          headers: { allow: "GET, HEAD", connection: "close" },
+        })
       }
       const url = req.url ?? "/"
       const at = url.indexOf("?")
@@ -124,7 +131,12 @@ export const make = (options: Options): Effect.Effect<HttpServer, HttpServerErro
     }
 
     const server = createServer(
-      { requestTimeout: defaults.requestTimeoutMs, headersTimeout: defaults.requestTimeoutMs, keepAliveTimeout: defaults.keepAliveTimeoutMs, maxHeaderSize: 16 * 1024 },
+      {
+        requestTimeout: defaults.requestTimeoutMs,
+        headersTimeout: defaults.requestTimeoutMs,
+        keepAliveTimeout: defaults.keepAliveTimeoutMs,
+        maxHeaderSize: 16 * 1024,
+      },
       onRequest,
     )
     server.maxConnections = defaults.maxConnections
@@ -150,7 +162,13 @@ export const make = (options: Options): Effect.Effect<HttpServer, HttpServerErro
           server.off("error", onError)
           server.on("error", (e) => run(Effect.logWarning(`http server error: ${e.message}`)))
           const bound = server.address()
-          resume(Effect.succeed(typeof bound === "object" && bound !== null ? { host: bound.address, port: bound.port } : { host: options.host, port: options.port }))
+          resume(
+            Effect.succeed(
+              typeof bound === "object" && bound !== null
+                ? { host: bound.address, port: bound.port }
+                : { host: options.host, port: options.port },
+            ),
+          )
         })
       }),
       () =>

@@ -44,7 +44,9 @@ export const serve = (options: { readonly subjects: Subjects.Subjects; readonly 
     const assembler = yield* Assembler.Assembler
     const failed = (e: { readonly _tag: string; readonly message: string }) =>
       e._tag === "DatabaseUnavailable"
-        ? Effect.succeed(Errors.toReply(new Errors.ServiceUnavailable({ message: "the knowledge store is unavailable; retry", hint: e.message })))
+        ? Effect.succeed(
+            Errors.toReply(new Errors.ServiceUnavailable({ message: "the knowledge store is unavailable; retry", hint: e.message })),
+          )
         : Effect.logError(`knowledge store failed: ${e.message.slice(0, 300)}`).pipe(
             Effect.as(Errors.toReply(new Errors.InternalError({ message: "the knowledge store failed" }))),
           )
@@ -87,9 +89,7 @@ export const serve = (options: { readonly subjects: Subjects.Subjects; readonly 
       maxConcurrent: 8,
       handler: ({ subject, data }) => {
         const tenant = options.subjects.parseKnowledge(subject)
-        return tenant === undefined
-          ? Effect.succeed(badRequest(`bad subject ${Issues.preview(subject)}`))
-          : handle(tenant, data)
+        return tenant === undefined ? Effect.succeed(badRequest(`bad subject ${Issues.preview(subject)}`)) : handle(tenant, data)
       },
     })
   })

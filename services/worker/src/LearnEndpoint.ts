@@ -24,7 +24,8 @@ import { Effect, Either } from "effect"
 
 const HINT = "send {model: {provider, name}, agent?, maxLessons?}"
 
-const failure = (code: Errors.ErrorCode, message: string, hint?: string) => Errors.capReply(Endpoint.errorReply(code, message, hint === undefined ? {} : { hint }))
+const failure = (code: Errors.ErrorCode, message: string, hint?: string) =>
+  Errors.capReply(Endpoint.errorReply(code, message, hint === undefined ? {} : { hint }))
 
 /** The reply to one raw learn request for `tenant`/`session`. */
 export const handle = (tenant: string, session: string, data: Uint8Array) =>
@@ -90,9 +91,15 @@ export const handle = (tenant: string, session: string, data: Uint8Array) =>
   }).pipe(Effect.annotateLogs({ tenant, session }))
 
 /** Serves `<root>.v1.learn.>` until the scope closes. */
-export const serve = (options: { readonly subjects: Subjects.Subjects; readonly queue: string; readonly maxPayload?: number | undefined }) =>
+export const serve = (options: {
+  readonly subjects: Subjects.Subjects
+  readonly queue: string
+  readonly maxPayload?: number | undefined
+}) =>
   Effect.gen(function* () {
-    const context = yield* Effect.context<SessionStore.SessionStore | MemoryStore.MemoryStore | Summarizer.Summarizer | Assembler.Assembler>()
+    const context = yield* Effect.context<
+      SessionStore.SessionStore | MemoryStore.MemoryStore | Summarizer.Summarizer | Assembler.Assembler
+    >()
     return yield* Endpoint.serve({
       subject: options.subjects.learnWildcard,
       queue: options.queue,

@@ -126,8 +126,5 @@ export const layer = (options: {
     ...(secrets.length === 0 ? {} : { hooks: { streamWrite: (line: string) => scrub(line, secrets) } }),
   }
   const logger = options.destination === undefined ? pino(settings) : pino(settings, options.destination)
-  return Layer.merge(
-    Logger.replace(Logger.defaultLogger, fromPino(logger)),
-    Logger.minimumLogLevel(parseLevel(options.level)),
-  )
+  return Layer.merge(Logger.replace(Logger.defaultLogger, fromPino(logger)), Logger.minimumLogLevel(parseLevel(options.level)))
 }

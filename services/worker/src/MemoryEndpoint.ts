@@ -14,7 +14,8 @@ import { MemoryStore } from "@ctxd/db"
 import { Endpoint } from "@ctxd/nats"
 import { Effect, Either } from "effect"
 
-const HINT = "send {op: remember|search|read|list|history|forget, agent?, user?, text?, tags?, source?, kind?, query?, id?, cursor?, limit?}"
+const HINT =
+  "send {op: remember|search|read|list|history|forget, agent?, user?, text?, tags?, source?, kind?, query?, id?, cursor?, limit?}"
 
 const badRequest = (message: string, path?: string) =>
   Errors.toReply(new Errors.BadRequest({ message, ...(path === undefined ? {} : { path }), hint: HINT }))
@@ -24,7 +25,10 @@ export const decode = (data: Uint8Array): Either.Either<Memory.Request, Errors.E
   Requests.decode(Memory.Request, data, { what: "memory requests", hint: HINT })
 
 /** The longest prefix of `items` whose JSON fits `bytes` (at least one), and whether it is shorter. */
-export const fit = <A>(items: ReadonlyArray<A>, bytes: number = Memory.limits.replyBytes): { readonly items: ReadonlyArray<A>; readonly truncated: boolean } => {
+export const fit = <A>(
+  items: ReadonlyArray<A>,
+  bytes: number = Memory.limits.replyBytes,
+): { readonly items: ReadonlyArray<A>; readonly truncated: boolean } => {
   let size = 0
   for (let i = 0; i < items.length; i++) {
     size += Buffer.byteLength(JSON.stringify(items[i])) + 1
@@ -42,10 +46,12 @@ export const handle = (store: MemoryStore.MemoryStoreService, tenant: string, r:
   const scope: MemoryStore.Scope = { tenant, agent: r.agent, user: r.user }
   switch (r.op) {
     case "remember":
-      return Effect.map(
-        store.remember(scope, { text: r.text, tags: r.tags, source: r.source, kind: r.kind, id: r.id }),
-        (done) => ({ ok: true as const, id: done.id, version: done.version, created: done.created }),
-      )
+      return Effect.map(store.remember(scope, { text: r.text, tags: r.tags, source: r.source, kind: r.kind, id: r.id }), (done) => ({
+        ok: true as const,
+        id: done.id,
+        version: done.version,
+        created: done.created,
+      }))
     case "search":
       return Effect.map(store.search(scope, r.query, { limit: r.limit, kind: r.kind }), (hits) => {
         const { items, truncated } = fit(hits)
@@ -56,7 +62,12 @@ export const handle = (store: MemoryStore.MemoryStoreService, tenant: string, r:
     case "list":
       return Effect.flatMap(store.list(scope, { cursor: r.cursor, limit: r.limit, kind: r.kind }), (page) => {
         const { items, truncated } = fit(page.documents)
-        if (!truncated) return Effect.succeed({ ok: true as const, documents: items, ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) })
+        if (!truncated)
+          return Effect.succeed({
+            ok: true as const,
+            documents: items,
+            ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
+          })
         // continue after the last document sent: the store's cursor for a page ending there
         return Effect.map(store.list(scope, { cursor: r.cursor, limit: items.length, kind: r.kind }), (short) => ({
           ok: true as const,
@@ -83,7 +94,9 @@ export const serve = (options: { readonly subjects: Subjects.Subjects; readonly 
       e._tag === "MemoryInvalid"
         ? Effect.succeed(badRequest(`invalid memory request: ${e.message}`, e.path))
         : e._tag === "DatabaseUnavailable"
-          ? Effect.succeed(Errors.toReply(new Errors.ServiceUnavailable({ message: "the memory store is unavailable; retry", hint: e.message })))
+          ? Effect.succeed(
+              Errors.toReply(new Errors.ServiceUnavailable({ message: "the memory store is unavailable; retry", hint: e.message })),
+            )
           : Effect.logError(`memory store failed: ${e.message.slice(0, 300)}`).pipe(
               Effect.as(Errors.toReply(new Errors.InternalError({ message: "the memory store failed" }))),
             )

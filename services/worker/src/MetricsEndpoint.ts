@@ -38,7 +38,9 @@ const fits = (reply: unknown): boolean => Buffer.byteLength(JSON.stringify(reply
  * the per-model drift sections; if still too large, also without the metric
  * series labelled `tenant` or `model` (Prometheus `/metrics` has them all).
  */
-export const bound = <T extends { readonly tokens: object; readonly metrics?: ReadonlyArray<{ readonly tags: Readonly<Record<string, string>> }> }>(
+export const bound = <
+  T extends { readonly tokens: object; readonly metrics?: ReadonlyArray<{ readonly tags: Readonly<Record<string, string>> }> },
+>(
   reply: T,
 ): T | (T & { truncated: true }) => {
   if (fits(reply)) return reply

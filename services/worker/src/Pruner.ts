@@ -100,14 +100,16 @@ export const turnRetention = (text: string | undefined, reply: number | undefine
   if (text === undefined || text.trim() === "") return reply === undefined ? undefined : Math.max(defaults.turnRetentionSeconds!, reply)
   const seconds = parseRetention(text)
   if (seconds === undefined || seconds instanceof Error) return seconds
-  if (reply === undefined) return new Error("CTXD_TURN_RETENTION drops turns with their replies: it must be off while CTXD_REPLY_RETENTION is off")
+  if (reply === undefined)
+    return new Error("CTXD_TURN_RETENTION drops turns with their replies: it must be off while CTXD_REPLY_RETENTION is off")
   if (seconds < reply) return new Error(`CTXD_TURN_RETENTION (${seconds} s) must not be shorter than CTXD_REPLY_RETENTION (${reply} s)`)
   return seconds
 }
 
 /** `ctxd_pruned_total{what}`. */
 export const pruned = Metric.counter("ctxd_pruned_total", {
-  description: "rows the pruner removed: replies (turn replies past the idempotency window), turn_partitions (day partitions of turn records past their retention), and for sessions past their tenant's retention: sessions, messages, turns, summaries, compactions, usage_reports",
+  description:
+    "rows the pruner removed: replies (turn replies past the idempotency window), turn_partitions (day partitions of turn records past their retention), and for sessions past their tenant's retention: sessions, messages, turns, summaries, compactions, usage_reports",
   incremental: true,
 })
 

@@ -16,7 +16,9 @@ import { Effect, Metric } from "effect"
 
 const shardsOwned = Metric.gauge("ctxd_shards_owned", { description: "shards this worker owns now (a valid lease)" })
 const shardsAssigned = Metric.gauge("ctxd_shards_assigned", { description: "shards the cluster's assignment gives this worker" })
-const mailboxDepth = Metric.gauge("ctxd_mailbox_depth", { description: "turns waiting behind a running turn of their session, over all sessions" })
+const mailboxDepth = Metric.gauge("ctxd_mailbox_depth", {
+  description: "turns waiting behind a running turn of their session, over all sessions",
+})
 const turnsInFlight = Metric.gauge("ctxd_turns_in_flight", { description: "turn requests accepted and not answered yet" })
 const bytesInFlight = Metric.gauge("ctxd_in_flight_request_bytes", {
   description: "request bytes held in flight by this worker's endpoints (the CTXD_MAX_INFLIGHT_BYTES budget)",

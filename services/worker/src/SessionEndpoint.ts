@@ -40,7 +40,10 @@ type StoreFailure = { readonly _tag: string; readonly message: string }
 const storeFailure = (e: StoreFailure): Effect.Effect<Errors.WireError> =>
   e._tag === "DatabaseUnavailable"
     ? Effect.succeed(new Errors.ServiceUnavailable({ message: "the session store is unavailable; retry", hint: e.message }))
-    : Effect.as(Effect.logError(`session store failed: ${e.message.slice(0, 300)}`), new Errors.InternalError({ message: "the session store failed" }))
+    : Effect.as(
+        Effect.logError(`session store failed: ${e.message.slice(0, 300)}`),
+        new Errors.InternalError({ message: "the session store failed" }),
+      )
 
 const decodeDeleteReply = Schema.decodeUnknownEither(Schema.parseJson(Session.DeleteReply))
 
@@ -72,9 +75,9 @@ export const serve = (options: SessionEndpointOptions) =>
         const owner = yield* leases.isOwner(leases.shardOf(tenant, session))
         const removed = yield* owner ? assembler.exclusive(tenant, session, remove) : remove
         if (removed.sessions > 0 || removed.usageReports > 0) {
-          yield* Effect.logInfo(`session deleted on request: ${removed.sessions} sessions, ${removed.messages} messages, ${removed.turns} turns`).pipe(
-            Effect.annotateLogs({ tenant, session, owner, ...removed }),
-          )
+          yield* Effect.logInfo(
+            `session deleted on request: ${removed.sessions} sessions, ${removed.messages} messages, ${removed.turns} turns`,
+          ).pipe(Effect.annotateLogs({ tenant, session, owner, ...removed }))
         }
         return removed
       })
@@ -87,9 +90,13 @@ export const serve = (options: SessionEndpointOptions) =>
         if ((yield* leases.isOwner(shard)) || Option.isNone(owner) || owner.value.id === leases.self.id) {
           return yield* deleteHere(tenant, session)
         }
-        const forwarded = yield* Request.request(`${owner.value.address}.session.${tenant}.${session}`, new TextEncoder().encode('{"op":"delete"}'), {
-          timeoutMs: options.forwardTimeoutMs,
-        }).pipe(Effect.provideService(NatsClient.NatsClient, nats), Effect.either)
+        const forwarded = yield* Request.request(
+          `${owner.value.address}.session.${tenant}.${session}`,
+          new TextEncoder().encode('{"op":"delete"}'),
+          {
+            timeoutMs: options.forwardTimeoutMs,
+          },
+        ).pipe(Effect.provideService(NatsClient.NatsClient, nats), Effect.either)
         const reply = Either.isRight(forwarded) ? decodeDeleteReply(new TextDecoder().decode(forwarded.right.data)) : undefined
         if (reply !== undefined && Either.isRight(reply)) return reply.right.removed
         yield* Effect.logDebug(`session delete: the owner ${owner.value.id} did not delete; deleting here`)
@@ -97,11 +104,20 @@ export const serve = (options: SessionEndpointOptions) =>
       })
 
     /** Read-only: the latest turns, and the stored report and request body of one (bounded). */
-    const inspect = (tenant: string, session: string, r: typeof Session.InspectRequest.Type): Effect.Effect<Session.InspectReply, Errors.WireError> =>
+    const inspect = (
+      tenant: string,
+      session: string,
+      r: typeof Session.InspectRequest.Type,
+    ): Effect.Effect<Session.InspectReply, Errors.WireError> =>
       Effect.gen(function* () {
         const failed = (e: StoreFailure) => Effect.flip(storeFailure(e))
         const turns = yield* Effect.catchAll(sessions.listTurns(tenant, session, r.limit ?? Session.DEFAULT_INSPECT_TURNS), failed)
-        const listed = turns.map((t) => ({ turnId: t.turnId, firstSeq: t.firstSeq, lastSeq: t.lastSeq, createdAt: t.createdAt.toISOString() }))
+        const listed = turns.map((t) => ({
+          turnId: t.turnId,
+          firstSeq: t.firstSeq,
+          lastSeq: t.lastSeq,
+          createdAt: t.createdAt.toISOString(),
+        }))
         const turnId = r.turnId ?? turns[0]?.turnId
         if (turnId === undefined) return { ok: true as const, turns: listed }
         const found = yield* Effect.catchAll(sessions.findTurn(tenant, session, turnId), failed)
@@ -127,14 +143,18 @@ export const serve = (options: SessionEndpointOptions) =>
             }))
           : r.op === "inspect"
             ? inspect(tenant, session, r)
-          : store.exportPage(tenant, session, r.cursor, r.limit ?? Session.DEFAULT_EXPORT_LINES, Session.EXPORT_PAGE_BYTES).pipe(
-              Effect.map((page): Session.ExportReply => ({ ok: true, lines: page.lines, ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) })),
-              Effect.catchAll((e) =>
-                e instanceof LifecycleStore.BadCursor
-                  ? Effect.fail(new Errors.BadRequest({ message: e.message, path: "cursor", hint: "start again without a cursor" }))
-                  : Effect.flatMap(storeFailure(e), Effect.fail),
-              ),
-            )
+            : store.exportPage(tenant, session, r.cursor, r.limit ?? Session.DEFAULT_EXPORT_LINES, Session.EXPORT_PAGE_BYTES).pipe(
+                Effect.map((page): Session.ExportReply => ({
+                  ok: true,
+                  lines: page.lines,
+                  ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
+                })),
+                Effect.catchAll((e) =>
+                  e instanceof LifecycleStore.BadCursor
+                    ? Effect.fail(new Errors.BadRequest({ message: e.message, path: "cursor", hint: "start again without a cursor" }))
+                    : Effect.flatMap(storeFailure(e), Effect.fail),
+                ),
+              )
       return answer.pipe(
         Effect.catchAll((error) => Effect.succeed(Errors.toReply(error))),
         Effect.annotateLogs({ tenant, session, op: r.op }),
@@ -155,9 +175,9 @@ export const serve = (options: SessionEndpointOptions) =>
         }
         // and the memories stored under the user (the agents' shared ones stay)
         const memories = yield* Effect.catchAll(memory.forgetUser(tenant, user), (e) => Effect.flip(storeFailure(e)))
-        yield* Effect.logInfo(`user's data deleted on request: ${removed.sessions} sessions, ${removed.messages} messages, ${memories} memories`).pipe(
-          Effect.annotateLogs({ ...removed, memories }),
-        )
+        yield* Effect.logInfo(
+          `user's data deleted on request: ${removed.sessions} sessions, ${removed.messages} messages, ${memories} memories`,
+        ).pipe(Effect.annotateLogs({ ...removed, memories }))
         return { ok: true, removed, more: sessions.length > Session.MAX_USER_SESSIONS, memories } satisfies Session.UserDeleteReply
       }).pipe(
         Effect.catchAll((error) => Effect.succeed(Errors.toReply(error))),
@@ -171,7 +191,9 @@ export const serve = (options: SessionEndpointOptions) =>
       subject: `${address}*.*`,
       handler: ({ subject, data }) => {
         const ids = subjects.parseSession(subjects.session(...(subject.slice(address.length).split(".") as [string, string])))
-        return ids === undefined ? Effect.succeed(badRequest(`bad subject ${Issues.preview(subject)}`)) : handleSession(ids.tenant, ids.session, data, true)
+        return ids === undefined
+          ? Effect.succeed(badRequest(`bad subject ${Issues.preview(subject)}`))
+          : handleSession(ids.tenant, ids.session, data, true)
       },
     })
     yield* Endpoint.serve({
@@ -182,7 +204,9 @@ export const serve = (options: SessionEndpointOptions) =>
       handler: ({ subject, data }) => {
         const ids = subjects.parseSession(subject)
         return ids === undefined
-          ? Effect.succeed(badRequest(`bad subject ${Issues.preview(subject)}`, undefined, "tenant and session must match [A-Za-z0-9_-]{1,128}"))
+          ? Effect.succeed(
+              badRequest(`bad subject ${Issues.preview(subject)}`, undefined, "tenant and session must match [A-Za-z0-9_-]{1,128}"),
+            )
           : handleSession(ids.tenant, ids.session, data, false)
       },
     })

@@ -30,8 +30,7 @@ export const defaults = {
   shutdownTimeoutMs: 5_000,
 } as const
 
-const optional = (name: string) =>
-  Config.option(Config.string(name)).pipe(Config.map(Option.filter((value) => value.trim() !== "")))
+const optional = (name: string) => Config.option(Config.string(name)).pipe(Config.map(Option.filter((value) => value.trim() !== "")))
 
 /** The standard OpenTelemetry variables ctxd reads itself (the SDK reads the rest). */
 export const config = Config.all({
@@ -40,7 +39,9 @@ export const config = Config.all({
     Config.withDescription("service.name of traces and metrics"),
   ),
   endpoint: optional("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(Config.withDescription("OTLP/HTTP base URL; traces go to <url>/v1/traces")),
-  tracesEndpoint: optional("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").pipe(Config.withDescription("OTLP/HTTP traces URL (wins over the base URL)")),
+  tracesEndpoint: optional("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").pipe(
+    Config.withDescription("OTLP/HTTP traces URL (wins over the base URL)"),
+  ),
   disabled: Config.boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false), Config.withDescription("true: no OpenTelemetry export")),
 })
 export type Config = Config.Config.Success<typeof config>

@@ -26,7 +26,11 @@ import { setFlagsFromString } from "node:v8"
 export const defaults: ReadonlyArray<string> = ["--external-memory-accounted-in-global-limit"]
 
 /** A flag's name without its `--`/`--no-` prefix, with `_` read as `-` (V8 takes both). */
-const nameOf = (arg: string): string => arg.replace(/=.*$/, "").replace(/^--(no-)?/, "").replaceAll("_", "-")
+const nameOf = (arg: string): string =>
+  arg
+    .replace(/=.*$/, "")
+    .replace(/^--(no-)?/, "")
+    .replaceAll("_", "-")
 
 /** The flags of {@link defaults} that `execArgv` (node's own command-line options) does not name. */
 export const toSet = (execArgv: ReadonlyArray<string>): ReadonlyArray<string> => {

@@ -19,7 +19,17 @@ import { LocalCounter } from "@ctxd/tokens"
 import { RuntimeConfig } from "@ctxd/config"
 import { Subjects, type Turn } from "@ctxd/contracts"
 import { Judge, LoopCheck } from "@ctxd/loop-detector"
-import { Database, KnowledgeStore, LifecycleStore, MemoryStore, Migrations, Partitions, SessionLengthStore, SessionStore, UsageStore } from "@ctxd/db"
+import {
+  Database,
+  KnowledgeStore,
+  LifecycleStore,
+  MemoryStore,
+  Migrations,
+  Partitions,
+  SessionLengthStore,
+  SessionStore,
+  UsageStore,
+} from "@ctxd/db"
 import { Admission, NatsClient, PayloadStore } from "@ctxd/nats"
 import { ShardingConfig, ShardLeases } from "@ctxd/sharding"
 import { CountEndpoint, TokenCounter, UsageEndpoint } from "@ctxd/token-counter"
@@ -196,9 +206,7 @@ const warmUp = Layer.effectDiscard(
  */
 const leaseDatabase = Layer.scoped(
   Database.Database,
-  Effect.flatMap(Database.config, (options) =>
-    Database.make({ ...options, poolMax: 2, applicationName: "ctxd-leases" }),
-  ),
+  Effect.flatMap(Database.config, (options) => Database.make({ ...options, poolMax: 2, applicationName: "ctxd-leases" })),
 )
 
 /** Everything `serve` needs, from the environment. */

@@ -30,9 +30,13 @@ const int = (name: string, fallback: number, description: string) =>
 export const memoryOptions: Config.Config<Turn.Options> = Config.all({
   memory: Config.option(Config.boolean("CTXD_MEMORY")),
   memoryTokens: Config.option(
-    Config.integer("CTXD_MEMORY_TOKENS").pipe(Config.validate({ message: "0..1000000 tokens", validation: (n) => n >= 0 && n <= 1_000_000 })),
+    Config.integer("CTXD_MEMORY_TOKENS").pipe(
+      Config.validate({ message: "0..1000000 tokens", validation: (n) => n >= 0 && n <= 1_000_000 }),
+    ),
   ),
-  memoryFraction: Config.option(Config.number("CTXD_MEMORY_FRACTION").pipe(Config.validate({ message: "a fraction 0..1", validation: (n) => n >= 0 && n <= 1 }))),
+  memoryFraction: Config.option(
+    Config.number("CTXD_MEMORY_FRACTION").pipe(Config.validate({ message: "a fraction 0..1", validation: (n) => n >= 0 && n <= 1 })),
+  ),
   memoryPlacement: Config.option(Config.literal("tail", "system")("CTXD_MEMORY_PLACEMENT")),
   learningsFraction: Config.option(
     Config.number("CTXD_LEARNINGS_FRACTION").pipe(Config.validate({ message: "a fraction 0..1", validation: (n) => n >= 0 && n <= 1 })),
@@ -81,11 +85,23 @@ export const WorkerConfig = Config.all({
   maxPayload: int("CTXD_MAX_PAYLOAD", 1024 * 1024, "Largest accepted request in bytes (capped at the server's max_payload)"),
   // the flow-control knobs' defaults and what each limit is derived from them: FlowControl
   maxConcurrent: int("CTXD_MAX_CONCURRENT", FlowControl.defaults.maxConcurrent, "Turns handled at once by one worker"),
-  commitBatch: int("CTXD_COMMIT_BATCH", FlowControl.defaults.commitBatch, "Turns committed together in one statement at most (1: each alone)"),
-  commitStatements: int("CTXD_COMMIT_STATEMENTS", FlowControl.defaults.commitStatements, "Commit statements in flight at once; commits arriving meanwhile wait and go out together"),
+  commitBatch: int(
+    "CTXD_COMMIT_BATCH",
+    FlowControl.defaults.commitBatch,
+    "Turns committed together in one statement at most (1: each alone)",
+  ),
+  commitStatements: int(
+    "CTXD_COMMIT_STATEMENTS",
+    FlowControl.defaults.commitStatements,
+    "Commit statements in flight at once; commits arriving meanwhile wait and go out together",
+  ),
   maxSessions: int("CTXD_SESSION_CACHE_SESSIONS", AssemblerConfig.defaults.maxSessions, "Sessions kept in memory"),
   maxMessages: int("CTXD_SESSION_CACHE_MESSAGES", AssemblerConfig.defaults.maxMessages, "Messages kept in memory over all sessions"),
-  mailbox: int("CTXD_SESSION_MAILBOX", FlowControl.defaults.mailbox, "Turns of one session that may wait behind the running one before Busy"),
+  mailbox: int(
+    "CTXD_SESSION_MAILBOX",
+    FlowControl.defaults.mailbox,
+    "Turns of one session that may wait behind the running one before Busy",
+  ),
   prefixCacheBytes: int(
     "CTXD_PREFIX_CACHE_BYTES",
     AssemblerConfig.defaults.prefixCacheBytes,
@@ -96,11 +112,19 @@ export const WorkerConfig = Config.all({
   windowStep: int("CTXD_WINDOW_STEP", Pipeline.defaults.windowStep, "Default step of the window's cut"),
   freshTailMessages: int("CTXD_FRESH_TAIL_MESSAGES", Pipeline.defaults.freshTailMessages, "Default protected fresh tail"),
   memoryOptions,
-  loopPolicy: Config.literal("nudge", "escalate", "off")("CTXD_LOOP_POLICY").pipe(
+  loopPolicy: Config.literal(
+    "nudge",
+    "escalate",
+    "off",
+  )("CTXD_LOOP_POLICY").pipe(
     Config.withDefault("nudge" as const),
     Config.withDescription("What to do when an agent loops: nudge, escalate (report only) or off"),
   ),
-  memoryTools: Config.literal("auto", "on", "off")("CTXD_MEMORY_TOOLS").pipe(
+  memoryTools: Config.literal(
+    "auto",
+    "on",
+    "off",
+  )("CTXD_MEMORY_TOOLS").pipe(
     Config.withDefault("auto" as const),
     Config.withDescription("ctxd's memory tools: auto (offered when the agent/user has memories), on or off; options.memoryTools wins"),
   ),
@@ -120,9 +144,11 @@ export const WorkerConfig = Config.all({
     Config.withDefault(""),
     Config.withDescription("The tenants' sections in a file of their own (YAML or JSON): read and reloaded with the configuration file"),
   ),
-  configDebounceMs: int("CTXD_CONFIG_DEBOUNCE_MS", RuntimeConfig.defaults.debounceMs, "File events within this of each other make one reload").pipe(
-    Config.validate({ message: "0 or more milliseconds", validation: (n) => n >= 0 }),
-  ),
+  configDebounceMs: int(
+    "CTXD_CONFIG_DEBOUNCE_MS",
+    RuntimeConfig.defaults.debounceMs,
+    "File events within this of each other make one reload",
+  ).pipe(Config.validate({ message: "0 or more milliseconds", validation: (n) => n >= 0 })),
   logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info"), Config.withDescription("pino level")),
   shutdownTimeoutMs: int("CTXD_SHUTDOWN_TIMEOUT_MS", 10_000, "How long in-flight turns may take to finish at shutdown"),
   httpPort: int("CTXD_HTTP_PORT", HttpServer.defaults.port, "Port of /metrics (Prometheus), /healthz and /readyz; 0 = no HTTP server").pipe(
@@ -145,7 +171,11 @@ export const WorkerConfig = Config.all({
       ),
     ),
   ),
-  pruneIntervalMs: int("CTXD_PRUNE_INTERVAL_MS", Pruner.defaults.intervalMs, "Time between two runs of the pruner (expired replies, tenants' retention)"),
+  pruneIntervalMs: int(
+    "CTXD_PRUNE_INTERVAL_MS",
+    Pruner.defaults.intervalMs,
+    "Time between two runs of the pruner (expired replies, tenants' retention)",
+  ),
   pruneBatch: int("CTXD_PRUNE_BATCH", Pruner.defaults.batch, "Turn replies pruned per statement (the pruner pauses between batches)").pipe(
     Config.validate({ message: "at least 1", validation: (n) => n >= 1 }),
   ),
@@ -168,9 +198,15 @@ export const WorkerConfig = Config.all({
   workspaceCacheBytes: int("CTXD_WORKSPACE_CACHE_BYTES", WorkspaceCache.defaults.maxBytes, "Bytes of workspace file text kept in memory"),
   workspacePerTenant: Config.boolean("CTXD_WORKSPACE_PER_TENANT").pipe(
     Config.withDefault(WorkspaceCache.defaults.perTenant),
-    Config.withDescription("Each tenant's workspace scopes under <root>/<tenant>/ (false: every tenant may name every scope under the root)"),
+    Config.withDescription(
+      "Each tenant's workspace scopes under <root>/<tenant>/ (false: every tenant may name every scope under the root)",
+    ),
   ),
-  workspaceMaxFileBytes: int("CTXD_WORKSPACE_MAX_FILE_BYTES", WorkspaceCache.defaults.maxFileBytes, "Largest workspace file read (a larger one: TooLarge)"),
+  workspaceMaxFileBytes: int(
+    "CTXD_WORKSPACE_MAX_FILE_BYTES",
+    WorkspaceCache.defaults.maxFileBytes,
+    "Largest workspace file read (a larger one: TooLarge)",
+  ),
   httpHost: Config.string("CTXD_HTTP_HOST").pipe(
     Config.withDefault(HttpServer.defaults.host),
     Config.withDescription("Address the HTTP server binds to"),
@@ -232,28 +268,26 @@ export class InvalidPricesFile extends Data.TaggedError("InvalidPricesFile")<{
  * `{"models": [{"match": "<model-name prefix>", ...ModelPrices fields}]}`
  * (format and rules: `PriceFile`), validated at start.
  */
-export const priceTable: Effect.Effect<CostModel.PriceTable, ConfigError.ConfigError | InvalidPricesFile> = Effect.gen(
-  function* () {
-    const file = yield* Config.option(
-      Config.string("CTXD_PRICES_FILE").pipe(
-        Config.withDescription("JSON file of model price rows over the built-in table (README, \"Prices\")"),
-      ),
-    )
-    if (Option.isNone(file) || file.value === "") return AssemblerConfig.defaults.prices
-    const path = file.value
-    const read = yield* Effect.either(Effect.try({ try: () => readFileSync(path, "utf8"), catch: (e) => e }))
-    if (Either.isLeft(read)) {
-      const reason = read.left instanceof Error ? read.left.message : String(read.left)
-      return yield* new InvalidPricesFile({ file: path, message: `CTXD_PRICES_FILE ${path}: ${reason}` })
-    }
-    const decoded = PriceFile.fromJson(read.right)
-    if (Either.isLeft(decoded)) {
-      return yield* new InvalidPricesFile({ file: path, message: `CTXD_PRICES_FILE ${path} is not valid: ${decoded.left.message}` })
-    }
-    yield* Effect.logInfo(`CTXD_PRICES_FILE ${path}: ${decoded.right.rows.length} price rows before the built-in table`)
-    return decoded.right
-  },
-)
+export const priceTable: Effect.Effect<CostModel.PriceTable, ConfigError.ConfigError | InvalidPricesFile> = Effect.gen(function* () {
+  const file = yield* Config.option(
+    Config.string("CTXD_PRICES_FILE").pipe(
+      Config.withDescription('JSON file of model price rows over the built-in table (README, "Prices")'),
+    ),
+  )
+  if (Option.isNone(file) || file.value === "") return AssemblerConfig.defaults.prices
+  const path = file.value
+  const read = yield* Effect.either(Effect.try({ try: () => readFileSync(path, "utf8"), catch: (e) => e }))
+  if (Either.isLeft(read)) {
+    const reason = read.left instanceof Error ? read.left.message : String(read.left)
+    return yield* new InvalidPricesFile({ file: path, message: `CTXD_PRICES_FILE ${path}: ${reason}` })
+  }
+  const decoded = PriceFile.fromJson(read.right)
+  if (Either.isLeft(decoded)) {
+    return yield* new InvalidPricesFile({ file: path, message: `CTXD_PRICES_FILE ${path} is not valid: ${decoded.left.message}` })
+  }
+  yield* Effect.logInfo(`CTXD_PRICES_FILE ${path}: ${decoded.right.rows.length} price rows before the built-in table`)
+  return decoded.right
+})
 
 /**
  * The environment-style keys of the file named by `CTXD_CONFIG_FILE` (YAML or
@@ -278,9 +312,15 @@ export const providerLayer: Layer.Layer<never, ConfigFile.InvalidConfigFile> = L
 
 /** The embedded database's settings (`EmbeddedDatabase`), read before the worker starts. */
 export const embeddedDatabase = Config.all({
-  mode: Config.literal("auto", "on", "off")("CTXD_EMBEDDED_DB").pipe(
+  mode: Config.literal(
+    "auto",
+    "on",
+    "off",
+  )("CTXD_EMBEDDED_DB").pipe(
     Config.withDefault(EmbeddedDatabase.defaults.mode),
-    Config.withDescription("Start an embedded PostgreSQL when DATABASE_URL is unset: auto (only when nothing answers on CTXD_EMBEDDED_DB_PROBE), on, off"),
+    Config.withDescription(
+      "Start an embedded PostgreSQL when DATABASE_URL is unset: auto (only when nothing answers on CTXD_EMBEDDED_DB_PROBE), on, off",
+    ),
   ),
   dir: Config.string("CTXD_EMBEDDED_DB_DIR").pipe(
     Config.withDefault(EmbeddedDatabase.defaults.dir),

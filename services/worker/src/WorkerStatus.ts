@@ -98,7 +98,12 @@ export const make = (): WorkerStatusService => {
     report: Effect.map(checks, (results): Report => {
       const all = draining ? { ...results, draining: { ok: false, detail: "shutting down" } } : results
       const config = attached?.config?.()
-      return { ready: !draining && Object.values(all).every((c) => c.ok), draining, checks: all, ...(config === undefined ? {} : { config }) }
+      return {
+        ready: !draining && Object.values(all).every((c) => c.ok),
+        draining,
+        checks: all,
+        ...(config === undefined ? {} : { config }),
+      }
     }),
     refreshGauges: Effect.suspend(() => attached?.gauges ?? Effect.void),
   }

@@ -35,7 +35,9 @@ const starting = Layer.retry(
     // tapInput sees every failure, also the ones that stop the start (a bad config file)
     Schedule.tapInput((error: unknown) =>
       retried(error)
-        ? Effect.logWarning(`${(error as { readonly _tag?: unknown })?._tag === "NatsUnavailable" ? "NATS" : "Postgres"} is not reachable yet; starting again`)
+        ? Effect.logWarning(
+            `${(error as { readonly _tag?: unknown })?._tag === "NatsUnavailable" ? "NATS" : "Postgres"} is not reachable yet; starting again`,
+          )
         : Effect.void,
     ),
   ),
@@ -72,7 +74,8 @@ const embedded = decision === "start" ? await EmbeddedDatabase.start(embeddedSet
 if (embedded !== undefined) process.env.DATABASE_URL = embedded.url
 const database = Effect.gen(function* () {
   if (embedded === undefined) {
-    if (decision === "off" && embeddedSettings.databaseUrl === "") yield* Effect.logInfo("DATABASE_URL is unset and CTXD_EMBEDDED_DB=off: using postgresql://postgres@127.0.0.1:5432/postgres")
+    if (decision === "off" && embeddedSettings.databaseUrl === "")
+      yield* Effect.logInfo("DATABASE_URL is unset and CTXD_EMBEDDED_DB=off: using postgresql://postgres@127.0.0.1:5432/postgres")
     return
   }
   yield* Effect.logInfo(
@@ -96,7 +99,9 @@ const unreachableMessage = (cause: Cause.Cause<unknown>): string | undefined =>
         )
       }
       if (tag === "DatabaseUnavailable") {
-        return Option.some(`${String(message)}. Check DATABASE_URL (unset: an embedded PostgreSQL starts when nothing listens on ${embeddedSettings.probe}; CTXD_EMBEDDED_DB=on forces it)`)
+        return Option.some(
+          `${String(message)}. Check DATABASE_URL (unset: an embedded PostgreSQL starts when nothing listens on ${embeddedSettings.probe}; CTXD_EMBEDDED_DB=on forces it)`,
+        )
       }
       return Option.none()
     }),
@@ -110,12 +115,17 @@ const unreachableMessage = (cause: Cause.Cause<unknown>): string | undefined =>
 let reported = false
 // the embedded database's scope is the outermost: it stops after the worker and its pools
 const main = Effect.scoped(
-  Effect.zipRight(Effect.zipRight(v8Flags, database), Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(Effect.provide(starting), Effect.provide(observability))),
+  Effect.zipRight(
+    Effect.zipRight(v8Flags, database),
+    Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(Effect.provide(starting), Effect.provide(observability)),
+  ),
 ).pipe(
   Effect.tapErrorCause((cause) => {
     if (Cause.isInterruptedOnly(cause)) return Effect.void
     const unreachable = unreachableMessage(cause)
-    return (unreachable === undefined ? Effect.logError("the worker stopped", cause) : Effect.logError(`the worker stopped: ${unreachable}`)).pipe(Effect.tap(() => void (reported = true)))
+    return (
+      unreachable === undefined ? Effect.logError("the worker stopped", cause) : Effect.logError(`the worker stopped: ${unreachable}`)
+    ).pipe(Effect.tap(() => void (reported = true)))
   }),
   Effect.provide(logging),
   Effect.provide(providerLayer),

@@ -23,7 +23,9 @@ writeFileSync(
   chat,
   Workloads.tauBenchSessions()
     .slice(0, 3)
-    .map((s) => JSON.stringify({ messages: [{ role: "system", content: s.system }, ...s.turns.flatMap((t) => t.messages)], tools: s.tools }))
+    .map((s) =>
+      JSON.stringify({ messages: [{ role: "system", content: s.system }, ...s.turns.flatMap((t) => t.messages)], tools: s.tools }),
+    )
     .join("\n"),
 )
 const slice = [...swe, chat]
@@ -41,7 +43,14 @@ describe("ctxd command line", { timeout: 120_000 }, () => {
   })
 
   it("exits 2 with what to do on usage errors", async () => {
-    for (const args of [["frobnicate"], ["replay"], ["replay", join(dir, "missing.json")], ["replay", chat, "--format", "xml"], ["replay", chat, "--window", "0"], ["inspect", "t"]]) {
+    for (const args of [
+      ["frobnicate"],
+      ["replay"],
+      ["replay", join(dir, "missing.json")],
+      ["replay", chat, "--format", "xml"],
+      ["replay", chat, "--window", "0"],
+      ["inspect", "t"],
+    ]) {
       const out = await ctxd(...args)
       expect(out.code, args.join(" ")).toBe(2)
       expect(out.stderr, args.join(" ")).toContain("ctxd help")
@@ -52,7 +61,8 @@ describe("ctxd command line", { timeout: 120_000 }, () => {
     const out = await ctxd("replay", ...slice)
     expect(out.code, out.stderr).toBe(0)
     const lines = out.stdout.split("\n")
-    for (const id of ["ctf_pwn_warmup", "function_calling_simple", "chat-1", "chat-2", "chat-3"]) expect(lines.some((l) => l.startsWith(id))).toBe(true)
+    for (const id of ["ctf_pwn_warmup", "function_calling_simple", "chat-1", "chat-2", "chat-3"])
+      expect(lines.some((l) => l.startsWith(id))).toBe(true)
     const header = lines.find((l) => l.startsWith("session"))!
     expect(header).toMatch(/turns +full tok +sent tok +saved +cache hit +ctxd \$ +full \$ +sliding-40 \$ +over window +orphans/)
     const total = lines.find((l) => l.startsWith("all sessions"))!
@@ -72,7 +82,13 @@ describe("ctxd command line", { timeout: 120_000 }, () => {
     expect(report.format).toBe("openai")
     expect(report.sessions).toHaveLength(5)
     // a chat log's turns end at its assistant messages: the flattened sessions lost their last one (their last turn)
-    const expected = Workloads.tauBenchSessions().slice(0, 3).reduce((n, s) => n + s.turns.length - 1, 0) + Workloads.sweAgentSessions().filter((s) => ["ctf_pwn_warmup", "function_calling_simple"].includes(s.id)).reduce((n, s) => n + s.turns.length, 0)
+    const expected =
+      Workloads.tauBenchSessions()
+        .slice(0, 3)
+        .reduce((n, s) => n + s.turns.length - 1, 0) +
+      Workloads.sweAgentSessions()
+        .filter((s) => ["ctf_pwn_warmup", "function_calling_simple"].includes(s.id))
+        .reduce((n, s) => n + s.turns.length, 0)
     expect(report.totals.turns).toBe(expected)
     expect(report.totals.orphans).toBe(0)
     expect(report.totals.sentTokens).toBeLessThanOrEqual(report.totals.fullTokens)
@@ -91,7 +107,8 @@ describe("ctxd command line", { timeout: 120_000 }, () => {
   })
 
   it("--window changes what is sent (a turn option reaches the turn stages)", async () => {
-    const sent = async (...extra: Array<string>) => (JSON.parse((await ctxd("replay", swe[0]!, "--json", ...extra)).stdout) as { totals: { sentTokens: number } }).totals.sentTokens
+    const sent = async (...extra: Array<string>) =>
+      (JSON.parse((await ctxd("replay", swe[0]!, "--json", ...extra)).stdout) as { totals: { sentTokens: number } }).totals.sentTokens
     expect(await sent("--window", "4", "--window-step", "2")).toBeLessThan(await sent())
   })
 
@@ -110,7 +127,8 @@ describe("ctxd command line", { timeout: 120_000 }, () => {
   it("--config: the file's defaults reach the replay's turns; an invalid file is a usage error", async () => {
     const file = join(dir, "narrow.yaml")
     writeFileSync(file, "defaults:\n  windowMessages: 4\n  windowStep: 2\n")
-    const sent = async (...extra: Array<string>) => (JSON.parse((await ctxd("replay", swe[0]!, "--json", ...extra)).stdout) as { totals: { sentTokens: number } }).totals.sentTokens
+    const sent = async (...extra: Array<string>) =>
+      (JSON.parse((await ctxd("replay", swe[0]!, "--json", ...extra)).stdout) as { totals: { sentTokens: number } }).totals.sentTokens
     expect(await sent("--config", file)).toBeLessThan(await sent())
     const bad = join(dir, "bad-config.yaml")
     writeFileSync(bad, "defaults:\n  windowMessages: 0\n")

@@ -34,7 +34,10 @@ describe("config:check", () => {
     const knobs = write("knobs.yaml", "NATS_URL: nats://x\nCTXD_MAX_CONCURRENT: many\nCTXD_HTTP_PORT: 70000\n")
     expect(await Effect.runPromise(ConfigCheck.check(knobs))).toEqual({
       ok: false,
-      lines: [`${knobs}:2:1: CTXD_MAX_CONCURRENT: Expected an integer value but received "many"`, `${knobs}:3:1: CTXD_HTTP_PORT: a port number 0..65535 (0: off)`],
+      lines: [
+        `${knobs}:2:1: CTXD_MAX_CONCURRENT: Expected an integer value but received "many"`,
+        `${knobs}:3:1: CTXD_HTTP_PORT: a port number 0..65535 (0: off)`,
+      ],
     })
     // a rule across two keys names the key that breaks it
     const retention = write("retention.yaml", "CTXD_REPLY_RETENTION: 24h\nCTXD_TURN_RETENTION: 1h\n")
@@ -46,10 +49,15 @@ describe("config:check", () => {
   it("checks the CTXD_TENANTS_FILE the file names, and prints the hash a worker reports", async () => {
     const tenants = write("tenants.json", '{\n  "acme": { "share": { "turnsPercent": 500 } }\n}')
     const file = write("with-tenants.yaml", `CTXD_TENANTS_FILE: ${tenants}\n`)
-    expect((await Effect.runPromise(ConfigCheck.check(file))).lines).toEqual([`${tenants}:2:24: acme.share.turnsPercent: Expected a number between 1 and 100`])
+    expect((await Effect.runPromise(ConfigCheck.check(file))).lines).toEqual([
+      `${tenants}:2:24: acme.share.turnsPercent: Expected a number between 1 and 100`,
+    ])
     writeFileSync(tenants, JSON.stringify({ acme: { maskKeep: 1 }, beta: {} }))
     const { snapshot } = await Effect.runPromise(RuntimeConfig.load({ configFile: file, tenantsFile: tenants }))
-    expect(await Effect.runPromise(ConfigCheck.check(file))).toEqual({ ok: true, lines: [`${file}: valid (hash ${snapshot.hash}): 1 environment keys, 2 tenants, 0 agents`] })
+    expect(await Effect.runPromise(ConfigCheck.check(file))).toEqual({
+      ok: true,
+      lines: [`${file}: valid (hash ${snapshot.hash}): 1 environment keys, 2 tenants, 0 agents`],
+    })
   })
 
   it("exit codes: 0 valid, 1 not valid, 2 no file", () => {

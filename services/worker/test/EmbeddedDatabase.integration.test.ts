@@ -56,9 +56,20 @@ describe("EmbeddedDatabase.decide", () => {
 const commitAndLoad = (url: string, turnId: string, expectedLastSeq: number) =>
   Effect.gen(function* () {
     const store = yield* SessionStore.SessionStore
-    yield* store.commitTurn({ tenant: "acme", session: "s", turnId, requestHash: "h", expectedLastSeq, messages: [{ message: { role: "user", parts: [{ type: "text", text: turnId }] }, tokens: 1, encoding: "o200k_base" }], reply: { ok: true } })
+    yield* store.commitTurn({
+      tenant: "acme",
+      session: "s",
+      turnId,
+      requestHash: "h",
+      expectedLastSeq,
+      messages: [{ message: { role: "user", parts: [{ type: "text", text: turnId }] }, tokens: 1, encoding: "o200k_base" }],
+      reply: { ok: true },
+    })
     return (yield* store.loadMessages("acme", "s", 0)).map((m) => m.message.parts[0])
-  }).pipe(Effect.provide(SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(Database.layer({ url, poolMax: 2 })))), Effect.runPromise)
+  }).pipe(
+    Effect.provide(SessionStore.layer.pipe(Layer.provide(Migrations.layer), Layer.provideMerge(Database.layer({ url, poolMax: 2 })))),
+    Effect.runPromise,
+  )
 
 describe.runIf(installed)("the embedded PostgreSQL", () => {
   it("runs ctxd's migrations and commits turns, and keeps its data across restarts", async () => {
@@ -85,7 +96,13 @@ describe.runIf(installed)("the embedded PostgreSQL", () => {
   it("the worker starts on it when DATABASE_URL is unset, and says so", async () => {
     const root = TestNats.uniqueRoot()
     const worker = await WorkerProcess.start(
-      { DATABASE_URL: "", CTXD_EMBEDDED_DB: "auto", CTXD_EMBEDDED_DB_PROBE: (await ports()).closed, CTXD_EMBEDDED_DB_DIR: join(dir, "worker", "postgres"), CTXD_SUBJECT_ROOT: root },
+      {
+        DATABASE_URL: "",
+        CTXD_EMBEDDED_DB: "auto",
+        CTXD_EMBEDDED_DB_PROBE: (await ports()).closed,
+        CTXD_EMBEDDED_DB_DIR: join(dir, "worker", "postgres"),
+        CTXD_SUBJECT_ROOT: root,
+      },
       { readyTimeoutMs: 90_000 },
     )
     try {

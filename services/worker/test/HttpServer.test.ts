@@ -57,7 +57,12 @@ describe("HttpServer", () => {
         .pipe(Scope.extend(attached))
       const ready = yield* get("/readyz")
       expect(ready.status).toBe(200)
-      expect(JSON.parse(ready.text)).toMatchObject({ ok: true, ready: true, draining: false, checks: { nats: { ok: true }, postgres: { ok: true } } })
+      expect(JSON.parse(ready.text)).toMatchObject({
+        ok: true,
+        ready: true,
+        draining: false,
+        checks: { nats: { ok: true }, postgres: { ok: true } },
+      })
 
       natsUp = false
       const lost = yield* get("/readyz")
@@ -123,7 +128,9 @@ describe("HttpServer", () => {
       yield* Metric.update(seconds, 5)
       let depth = 0
       const attached = yield* Scope.make()
-      yield* status.attach({ checks: Effect.succeed({}), gauges: Effect.suspend(() => Metric.set(gauge, depth)) }).pipe(Scope.extend(attached))
+      yield* status
+        .attach({ checks: Effect.succeed({}), gauges: Effect.suspend(() => Metric.set(gauge, depth)) })
+        .pipe(Scope.extend(attached))
       depth = 7
 
       const scrape = yield* get("/metrics")

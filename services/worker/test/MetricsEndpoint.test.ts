@@ -3,7 +3,12 @@ import { describe, expect, it } from "@effect/vitest"
 import * as MetricsEndpoint from "../src/MetricsEndpoint.ts"
 
 const series = (n: number, key: string) =>
-  Array.from({ length: n }, (_, i) => ({ name: "llm_cache_read_tokens_total", tags: { [key]: `${key}-${i}-${"x".repeat(100)}` }, type: "counter", value: i }))
+  Array.from({ length: n }, (_, i) => ({
+    name: "llm_cache_read_tokens_total",
+    tags: { [key]: `${key}-${i}-${"x".repeat(100)}` },
+    type: "counter",
+    value: i,
+  }))
 
 describe("MetricsEndpoint.bound", () => {
   it("keeps a reply that fits as it is", () => {
@@ -18,7 +23,11 @@ describe("MetricsEndpoint.bound", () => {
     expect(onlyDrift.metrics).toHaveLength(3)
 
     const plain = { name: "ctxd_turns_total", tags: { outcome: "ok" }, type: "counter", value: 1 }
-    const big = MetricsEndpoint.bound({ ok: true, metrics: [plain, ...series(2_000, "tenant"), ...series(2_000, "model")], tokens: { drift } })
+    const big = MetricsEndpoint.bound({
+      ok: true,
+      metrics: [plain, ...series(2_000, "tenant"), ...series(2_000, "model")],
+      tokens: { drift },
+    })
     expect(big).toMatchObject({ truncated: true })
     expect(big.metrics).toEqual([plain])
     expect(Buffer.byteLength(JSON.stringify(big))).toBeLessThanOrEqual(MetricsEndpoint.MAX_REPLY)

@@ -43,10 +43,7 @@ const ageAll = (hours: number) =>
 const kept = Effect.map(sql(`SELECT count(*) AS n FROM ctxd_turns WHERE reply_z IS NOT NULL`), (r) => Number(r.rows[0]!.n))
 
 const counter = (what: string) =>
-  Effect.map(
-    Metric.value(Metric.tagged(Pruner.pruned, "what", what)),
-    (state: MetricState.MetricState.Counter<number>) => state.count,
-  )
+  Effect.map(Metric.value(Metric.tagged(Pruner.pruned, "what", what)), (state: MetricState.MetricState.Counter<number>) => state.count)
 
 // no pause between batches: the test clock does not move
 const options: Pruner.Options = { ...Pruner.defaults, pauseMs: 0 }
@@ -69,7 +66,9 @@ describe("Pruner.parseRetention (CTXD_REPLY_RETENTION)", () => {
       const byDefault = yield* read({})
       expect(byDefault._tag === "Right" && byDefault.right.replyRetentionSeconds).toBe(86_400)
       const set = yield* read({ CTXD_REPLY_RETENTION: "90m", CTXD_PRUNE_BATCH: "7", CTXD_PRUNE_INTERVAL_MS: "250" })
-      expect(set._tag === "Right" && [set.right.replyRetentionSeconds, set.right.pruneBatch, set.right.pruneIntervalMs]).toEqual([5_400, 7, 250])
+      expect(set._tag === "Right" && [set.right.replyRetentionSeconds, set.right.pruneBatch, set.right.pruneIntervalMs]).toEqual([
+        5_400, 7, 250,
+      ])
       const bad = yield* read({ CTXD_REPLY_RETENTION: "a day" })
       expect(bad._tag).toBe("Left")
       expect(String(bad._tag === "Left" && bad.left)).toMatch(/24h, 90m/)

@@ -9,7 +9,15 @@ import { ConfigProvider, Effect, Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { flowLimits, memoryOptions, memoryToolsDefault, priceTable, providerLayer, WorkerConfig, workspaceConfig } from "../src/WorkerConfig.ts"
+import {
+  flowLimits,
+  memoryOptions,
+  memoryToolsDefault,
+  priceTable,
+  providerLayer,
+  WorkerConfig,
+  workspaceConfig,
+} from "../src/WorkerConfig.ts"
 import { SessionStore } from "@ctxd/db"
 import { FlowControl } from "@ctxd/nats"
 
@@ -34,7 +42,11 @@ describe("WorkerConfig.priceTable (CTXD_PRICES_FILE)", () => {
       const file = write("prices.json", { models: [{ match: "gpt-4o*", minCacheableTokens: 4096, cacheReadMultiplier: 0.25 }] })
       const prices = yield* withEnv({ CTXD_PRICES_FILE: file })
       expect(prices.rows).toHaveLength(1)
-      expect(prices.lookup("gpt-4o-mini")).toEqual({ ...CostModel.lookup("gpt-4o-mini"), minCacheableTokens: 4096, cacheReadMultiplier: 0.25 })
+      expect(prices.lookup("gpt-4o-mini")).toEqual({
+        ...CostModel.lookup("gpt-4o-mini"),
+        minCacheableTokens: 4096,
+        cacheReadMultiplier: 0.25,
+      })
       expect(prices.lookup("claude-sonnet-4-5")).toEqual(CostModel.lookup("claude-sonnet-4-5"))
     }),
   )
@@ -50,7 +62,10 @@ describe("WorkerConfig.priceTable (CTXD_PRICES_FILE)", () => {
   it.effect("an invalid file: InvalidPricesFile naming the file, the row and the field", () =>
     Effect.gen(function* () {
       const file = write("bad.json", {
-        models: [{ match: "claude", inputPerMtok: 1 }, { match: "gpt-4o", tiers: [{ name: "in_memory", ttlSeconds: 0, writeMultiplier: 1 }] }],
+        models: [
+          { match: "claude", inputPerMtok: 1 },
+          { match: "gpt-4o", tiers: [{ name: "in_memory", ttlSeconds: 0, writeMultiplier: 1 }] },
+        ],
       })
       const error = yield* Effect.flip(withEnv({ CTXD_PRICES_FILE: file }))
       expect(error._tag).toBe("InvalidPricesFile")
@@ -75,13 +90,20 @@ describe("WorkerConfig.priceTable (CTXD_PRICES_FILE)", () => {
 })
 
 describe("WorkerConfig.memoryOptions (CTXD_MEMORY*, CTXD_LEARNINGS_FRACTION)", () => {
-  const read = (env: Record<string, string>) => Effect.withConfigProvider(memoryOptions, ConfigProvider.fromMap(new Map(Object.entries(env))))
+  const read = (env: Record<string, string>) =>
+    Effect.withConfigProvider(memoryOptions, ConfigProvider.fromMap(new Map(Object.entries(env))))
 
   it.effect("unset: no option (the MemoryRecall defaults apply); set: the turn options' defaults", () =>
     Effect.gen(function* () {
       expect(yield* read({})).toEqual({})
       expect(
-        yield* read({ CTXD_MEMORY: "false", CTXD_MEMORY_TOKENS: "1500", CTXD_MEMORY_FRACTION: "0.1", CTXD_MEMORY_PLACEMENT: "system", CTXD_LEARNINGS_FRACTION: "0" }),
+        yield* read({
+          CTXD_MEMORY: "false",
+          CTXD_MEMORY_TOKENS: "1500",
+          CTXD_MEMORY_FRACTION: "0.1",
+          CTXD_MEMORY_PLACEMENT: "system",
+          CTXD_LEARNINGS_FRACTION: "0",
+        }),
       ).toEqual({ memory: false, memoryTokens: 1500, memoryFraction: 0.1, memoryPlacement: "system", learningsFraction: 0 })
     }),
   )
@@ -116,7 +138,15 @@ describe("WorkerConfig: workspace bundles (CTXD_WORKSPACE_*)", () => {
         CTXD_WORKSPACE_MAX_FILE_BYTES: "1024",
         CTXD_WORKSPACE_PER_TENANT: "true",
       })
-      expect(config).toEqual({ root: "/srv/workspaces", debounceMs: 50, maxAgeSeconds: 0, maxEntries: 8, maxBytes: 4096, maxFileBytes: 1024, perTenant: true })
+      expect(config).toEqual({
+        root: "/srv/workspaces",
+        debounceMs: 50,
+        maxAgeSeconds: 0,
+        maxEntries: 8,
+        maxBytes: 4096,
+        maxFileBytes: 1024,
+        perTenant: true,
+      })
     }),
   )
 })
@@ -144,7 +174,10 @@ describe("WorkerConfig.providerLayer (CTXD_CONFIG_FILE's environment keys)", () 
 
   it.effect("a YAML file's keys, under the environment's; a JSON file of keys as before", () =>
     Effect.gen(function* () {
-      const yaml = write("ctxd.yaml", "NATS_URL: nats://from-file:4222\nCTXD_MAX_CONCURRENT: 8\nCTXD_DEFAULT_TOOLSETS: [github, jira]\ndefaults:\n  maskKeep: 2\n")
+      const yaml = write(
+        "ctxd.yaml",
+        "NATS_URL: nats://from-file:4222\nCTXD_MAX_CONCURRENT: 8\nCTXD_DEFAULT_TOOLSETS: [github, jira]\ndefaults:\n  maskKeep: 2\n",
+      )
       const fromYaml = yield* readWith({ CTXD_CONFIG_FILE: yaml, CTXD_MAX_CONCURRENT: "7", NATS_URL: undefined })
       expect(fromYaml.natsUrl).toBe("nats://from-file:4222")
       expect(fromYaml.maxConcurrent).toBe(7)
@@ -176,16 +209,15 @@ describe("WorkerConfig.providerLayer (CTXD_CONFIG_FILE's environment keys)", () 
 
 describe("WorkerConfig.flowLimits", () => {
   const limitsOf = (env: Record<string, string>) =>
-    Effect.withConfigProvider(
-      Effect.flatMap(WorkerConfig, flowLimits),
-      ConfigProvider.fromMap(new Map(Object.entries(env))),
-    )
+    Effect.withConfigProvider(Effect.flatMap(WorkerConfig, flowLimits), ConfigProvider.fromMap(new Map(Object.entries(env))))
 
   it.effect("unset: FlowControl's defaults, whose commit grouping is the session store's own default", () =>
     Effect.gen(function* () {
       const limits = yield* limitsOf({})
       expect(limits).toMatchObject({ turnSlots: 4, commit: SessionStore.defaults, commitWaits: 48, requestsPerSubject: 64, mailbox: 64 })
-      expect({ maxBatch: FlowControl.defaults.commitBatch, statements: FlowControl.defaults.commitStatements }).toEqual(SessionStore.defaults)
+      expect({ maxBatch: FlowControl.defaults.commitBatch, statements: FlowControl.defaults.commitStatements }).toEqual(
+        SessionStore.defaults,
+      )
     }),
   )
 
@@ -217,7 +249,9 @@ describe("WorkerConfig.flowLimits", () => {
 
 describe("WorkerConfig CTXD_MEMORY_TOOLS", () => {
   const read = (env: Record<string, string>) =>
-    Effect.map(Effect.withConfigProvider(WorkerConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))), (c) => memoryToolsDefault(c.memoryTools))
+    Effect.map(Effect.withConfigProvider(WorkerConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))), (c) =>
+      memoryToolsDefault(c.memoryTools),
+    )
 
   it.effect("auto leaves the turn option unset; on and off set its default; anything else is refused", () =>
     Effect.gen(function* () {
@@ -230,7 +264,8 @@ describe("WorkerConfig CTXD_MEMORY_TOOLS", () => {
 })
 
 describe("WorkerConfig: the prefix cache (CTXD_PREFIX_CACHE_BYTES)", () => {
-  const read = (env: Record<string, string>) => Effect.withConfigProvider(WorkerConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))
+  const read = (env: Record<string, string>) =>
+    Effect.withConfigProvider(WorkerConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))
   it.effect("defaults to AssemblerConfig.defaults.prefixCacheBytes; 0 turns it off", () =>
     Effect.gen(function* () {
       expect((yield* read({})).prefixCacheBytes).toBe(AssemblerConfig.defaults.prefixCacheBytes)

@@ -171,7 +171,10 @@ const compressed = new WeakMap<
 /** Stage 2: tool schema compression at the level's strength. */
 export const compressStage = (input: Input, level: Proactive.Level) => {
   let byLevel = compressed.get(input.tools)
-  if (byLevel === undefined) { byLevel = new Map(); compressed.set(input.tools, byLevel) }
+  if (byLevel === undefined) {
+    byLevel = new Map()
+    compressed.set(input.tools, byLevel)
+  }
   const key = `${level.toolCompression}\u0000${input.toolsTokens}`
   const known = byLevel.get(key)
   if (known !== undefined && known.counter === input.countTools) return { tools: known.tools, tokens: known.tokens }
@@ -244,10 +247,18 @@ export const renderStage = (
   stable: number | undefined,
 ) => {
   const memory = input.memory?.placement === "tail" && input.memory.text !== "" ? input.memory.text : undefined
-  const body = { model: input.model, system: input.system, tools, messages, memory, trailer: input.trailer?.text, toolOrder: input.toolOrder, stable }
+  const body = {
+    model: input.model,
+    system: input.system,
+    tools,
+    messages,
+    memory,
+    trailer: input.trailer?.text,
+    toolOrder: input.toolOrder,
+    stable,
+  }
   return Providers.of(input.format).render({ ...body, tenant: input.tenant, session: input.session, cachePlan: input.cachePlan })
 }
-
 
 /** Estimated tokens of reasoning parts, once per part object (the stored history's parts live across turns). */
 const reasoningTokens = new WeakMap<object, number>()
@@ -324,7 +335,10 @@ export const thinkingStage = (
       let dropped = 0
       for (let k = first; k < view.length && view[k]!.index < due; k++) {
         const parts = Reasoning.reasoningParts(view[k]!.message)
-        dropped += Math.min(tokenOf(view[k]!.index), parts.reduce((n, p) => n + tokensOfPart(input, p), 0))
+        dropped += Math.min(
+          tokenOf(view[k]!.index),
+          parts.reduce((n, p) => n + tokensOfPart(input, p), 0),
+        )
       }
       // what the previous prompt had cached after the first block that would go: written again with the drop
       const lastCached = previous.sent.at(-1)?.index ?? -1
@@ -351,7 +365,10 @@ export const thinkingStage = (
       if (v.index < due) holding += parts.length
       return
     }
-    const tokens = Math.min(tokenOf(v.index), parts.reduce((n, p) => n + tokensOfPart(input, p), 0))
+    const tokens = Math.min(
+      tokenOf(v.index),
+      parts.reduce((n, p) => n + tokensOfPart(input, p), 0),
+    )
     out[k] = Reasoning.withoutReasoning(out[k]!)
     saved.set(v.index, tokens)
     tokensSaved += tokens

@@ -37,7 +37,6 @@ const stripCache = (block: Record<string, unknown>): Record<string, unknown> => 
   return rest
 }
 
-
 /** An uninterpreted block of `format`, kept verbatim but for `cache_control`. */
 export const opaque = (format: Conversation.OpaquePart["format"], block: Record<string, unknown>): Conversation.OpaquePart => ({
   type: "opaque",
@@ -86,4 +85,3 @@ export const system = (
   if ("workspace" in value) return [...(workspace ?? [])]
   return value.map((s) => ({ id: s.id, text: s.text, cache: s.cache ?? "5m" }))
 }
-

@@ -34,14 +34,22 @@ export interface UsageReader {
 export const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** A token count field: absent/null = undefined; present = a finite, non-negative integer. */
-export const field = (record: Readonly<Record<string, unknown>>, key: string, path: string): Either.Either<number | undefined, UsageProblem> => {
+export const field = (
+  record: Readonly<Record<string, unknown>>,
+  key: string,
+  path: string,
+): Either.Either<number | undefined, UsageProblem> => {
   const value = record[key]
   if (value === undefined || value === null) return Either.right(undefined)
   if (typeof value !== "number" || !Number.isFinite(value)) {
-    return Either.left({ path: `${path}.${key}`, message: `usage.${key} must be a number of tokens, got ${JSON.stringify(value) ?? typeof value}` })
+    return Either.left({
+      path: `${path}.${key}`,
+      message: `usage.${key} must be a number of tokens, got ${JSON.stringify(value) ?? typeof value}`,
+    })
   }
   if (value < 0) return Either.left({ path: `${path}.${key}`, message: `usage.${key} must not be negative, got ${value}` })
-  if (!Number.isInteger(value)) return Either.left({ path: `${path}.${key}`, message: `usage.${key} must be a whole number of tokens, got ${value}` })
+  if (!Number.isInteger(value))
+    return Either.left({ path: `${path}.${key}`, message: `usage.${key} must be a whole number of tokens, got ${value}` })
   return Either.right(value)
 }
 

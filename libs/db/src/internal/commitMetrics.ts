@@ -10,7 +10,8 @@ export const commitTurns = Metric.histogram(
 
 /** `ctxd_commits_waiting`: turns waiting for their commit now, queued or in a statement in flight. */
 export const commitsWaiting = Metric.gauge("ctxd_commits_waiting", {
-  description: "turns waiting for their commit now (queued behind the commit statements in flight, or in one): high while Postgres is slow or locked",
+  description:
+    "turns waiting for their commit now (queued behind the commit statements in flight, or in one): high while Postgres is slow or locked",
 })
 
 /** `ctxd_commit_split_total`: batches rolled back as a whole and run again turn by turn. */

@@ -45,9 +45,7 @@ const DRIVER_MESSAGES = new RegExp(
 )
 
 const codeOf = (error: unknown): string | undefined =>
-  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
-    ? error.code
-    : undefined
+  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined
 
 const isUnavailable = (error: unknown, depth = 0): boolean => {
   if (depth > 3 || typeof error !== "object" || error === null) return false

@@ -9,9 +9,7 @@ import { DatabaseError } from "../Database.ts"
 
 export const logFailure =
   (operation: string) =>
-  <A, E extends { readonly _tag: string; readonly message: string }, R>(
-    effect: Effect.Effect<A, E, R>,
-  ): Effect.Effect<A, E, R> =>
+  <A, E extends { readonly _tag: string; readonly message: string }, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.tapError(effect, (error) =>
       error instanceof DatabaseError
         ? Effect.logError(`${operation} failed: ${error.message.slice(0, 300)}`).pipe(

@@ -52,7 +52,9 @@ const similarity = (a: string, b: string): number => {
  */
 // a few English function words a query is full of (Postgres's english configuration drops these and more)
 const STOP = new Set(
-  "a an and are as at be but by did do does for from had has have how i in is it of on or our so that the their them then there these they this to was we were what when where which who why will with you your".split(" "),
+  "a an and are as at be but by did do does for from had has have how i in is it of on or our so that the their them then there these they this to was we were what when where which who why will with you your".split(
+    " ",
+  ),
 )
 
 const scoreOf = (query: ReadonlyArray<string>, row: Row): number => {
@@ -110,7 +112,15 @@ export const makeMemory = (options: { readonly maxDocuments?: number | undefined
           }
           const version: Version = { version: (existing?.doc.version ?? 0) + 1, text: v.text, tags: v.tags, source: v.source, at }
           if (existing !== undefined) {
-            existing.doc = { ...existing.doc, kind: v.kind, text: v.text, tags: v.tags, source: v.source, updatedAt: at, version: version.version }
+            existing.doc = {
+              ...existing.doc,
+              kind: v.kind,
+              text: v.text,
+              tags: v.tags,
+              source: v.source,
+              updatedAt: at,
+              version: version.version,
+            }
             existing.versions = [version, ...existing.versions].slice(0, defaults.maxVersions + 1)
             existing.words = new Set(words(`${v.text} ${v.tags.join(" ")}`))
             const key = keyOf(scope.tenant, agent, existing.doc.id)
@@ -124,7 +134,17 @@ export const makeMemory = (options: { readonly maxDocuments?: number | undefined
             agent,
             user: scope.user,
             seq: ++seq,
-            doc: { id, kind: v.kind, text: v.text, tags: v.tags, source: v.source, user: scope.user, createdAt: at, updatedAt: at, version: 1 },
+            doc: {
+              id,
+              kind: v.kind,
+              text: v.text,
+              tags: v.tags,
+              source: v.source,
+              user: scope.user,
+              createdAt: at,
+              updatedAt: at,
+              version: 1,
+            },
             versions: [version],
             words: new Set(words(`${v.text} ${v.tags.join(" ")}`)),
           })
@@ -141,7 +161,14 @@ export const makeMemory = (options: { readonly maxDocuments?: number | undefined
           .filter((s) => s.score > 0)
           .sort((a, b) => b.score - a.score || b.row.doc.updatedAt.localeCompare(a.row.doc.updatedAt) || b.row.seq - a.row.seq)
           .slice(0, limit)
-          .map(({ row, score }) => ({ id: row.doc.id, text: row.doc.text, kind: row.doc.kind, tags: row.doc.tags, score, updatedAt: row.doc.updatedAt }))
+          .map(({ row, score }) => ({
+            id: row.doc.id,
+            text: row.doc.text,
+            kind: row.doc.kind,
+            tags: row.doc.tags,
+            score,
+            updatedAt: row.doc.updatedAt,
+          }))
       }),
     read: (scope, id) => Effect.sync(() => find(scope, id)?.doc),
     list: (scope, options = {}) =>
@@ -169,7 +196,8 @@ export const makeMemory = (options: { readonly maxDocuments?: number | undefined
         rows.delete(keyOf(row.tenant, row.agent, id))
         return true
       }),
-    any: (scope, kind) => Effect.sync(() => [...rows.values()].some((row) => visible(scope, row) && (kind === undefined || row.doc.kind === kind))),
+    any: (scope, kind) =>
+      Effect.sync(() => [...rows.values()].some((row) => visible(scope, row) && (kind === undefined || row.doc.kind === kind))),
     forgetUser: (tenant, user) =>
       Effect.sync(() => {
         let removed = 0

@@ -173,7 +173,9 @@ const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF
 const invalid = (path: string, message: string) => new MemoryInvalid({ path, message })
 
 /** The input with tags trimmed and de-duplicated, or why it is refused. */
-export const validate = (input: Remember): Effect.Effect<Remember & { readonly tags: ReadonlyArray<string>; readonly kind: Kind }, MemoryInvalid> =>
+export const validate = (
+  input: Remember,
+): Effect.Effect<Remember & { readonly tags: ReadonlyArray<string>; readonly kind: Kind }, MemoryInvalid> =>
   Effect.suspend(() => {
     if (input.text.trim().length === 0) return Effect.fail(invalid("text", "text is empty"))
     if (input.text.length > defaults.maxTextChars) {
@@ -207,8 +209,7 @@ export const clampLimit = (wanted: number | undefined, fallback: number, max: nu
 export const boundQuery = (query: string): string => query.slice(0, defaults.maxQueryChars)
 
 /** The words of `text` a search matches on: lower-case runs of letters and digits (at most 32). */
-export const words = (text: string): ReadonlyArray<string> =>
-  (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 32)
+export const words = (text: string): ReadonlyArray<string> => (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 32)
 
 /** The scope's agent (default {@link DEFAULT_AGENT}). */
 export const agentOf = (scope: Scope) => scope.agent ?? DEFAULT_AGENT

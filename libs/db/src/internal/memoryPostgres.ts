@@ -170,14 +170,16 @@ export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreSe
     )
 
     type HitRow = { id: string; body: string; kind: Kind; tags: ReadonlyArray<string>; updated_at: Date; rank: number }
-    const toHit = (floor: number, span: number) => (r: HitRow): Hit => ({
-      id: r.id,
-      text: r.body,
-      kind: r.kind,
-      tags: r.tags,
-      score: floor + span * Math.min(0.999_999, Math.max(0, Number(r.rank))),
-      updatedAt: r.updated_at.toISOString(),
-    })
+    const toHit =
+      (floor: number, span: number) =>
+      (r: HitRow): Hit => ({
+        id: r.id,
+        text: r.body,
+        kind: r.kind,
+        tags: r.tags,
+        score: floor + span * Math.min(0.999_999, Math.max(0, Number(r.rank))),
+        updatedAt: r.updated_at.toISOString(),
+      })
 
     const search: MemoryStoreService["search"] = (scope, query, opts = {}) =>
       Effect.gen(function* () {
@@ -205,7 +207,14 @@ export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreSe
             const existing =
               v.id === undefined
                 ? undefined
-                : (yield* tx.query<{ owner: string; version: number; kind: Kind; body: string; tags: ReadonlyArray<string>; source: string | null }>(
+                : (yield* tx.query<{
+                    owner: string
+                    version: number
+                    kind: Kind
+                    body: string
+                    tags: ReadonlyArray<string>
+                    source: string | null
+                  }>(
                     "SELECT owner, version, kind, body, tags, source FROM ctxd_memory WHERE tenant = $1 AND agent = $2 AND id = $3 FOR UPDATE",
                     [tenant, agent, v.id],
                   )).rows[0]
@@ -244,9 +253,10 @@ export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreSe
       ).pipe(logFailure("memory store: remember"), Effect.withSpan("MemoryStore.remember"))
 
     const read: MemoryStoreService["read"] = (scope, id) =>
-      db
-        .query<DocRow>(`SELECT ${COLUMNS} FROM ctxd_memory WHERE ${VISIBLE} AND id = $4`, [...keyOf(scope), id])
-        .pipe(Effect.map(({ rows }) => (rows[0] === undefined ? undefined : toDocument(rows[0]))), logFailure("memory store: read"))
+      db.query<DocRow>(`SELECT ${COLUMNS} FROM ctxd_memory WHERE ${VISIBLE} AND id = $4`, [...keyOf(scope), id]).pipe(
+        Effect.map(({ rows }) => (rows[0] === undefined ? undefined : toDocument(rows[0]))),
+        logFailure("memory store: read"),
+      )
 
     const list: MemoryStoreService["list"] = (scope, opts = {}) =>
       Effect.gen(function* () {
@@ -294,22 +304,27 @@ export const make = (options: PostgresOptions = {}): Effect.Effect<MemoryStoreSe
         )
 
     const forget: MemoryStoreService["forget"] = (scope, id) =>
-      db
-        .query(`DELETE FROM ctxd_memory WHERE ${VISIBLE} AND id = $4`, [...keyOf(scope), id])
-        .pipe(Effect.map(({ rowCount }) => rowCount > 0), logFailure("memory store: forget"))
+      db.query(`DELETE FROM ctxd_memory WHERE ${VISIBLE} AND id = $4`, [...keyOf(scope), id]).pipe(
+        Effect.map(({ rowCount }) => rowCount > 0),
+        logFailure("memory store: forget"),
+      )
 
     const any: MemoryStoreService["any"] = (scope, kind) =>
       db
-        .query<{ any: boolean }>(
-          `SELECT EXISTS (SELECT 1 FROM ctxd_memory WHERE ${VISIBLE} AND ($4::text IS NULL OR kind = $4)) AS any`,
-          [...keyOf(scope), kind ?? null],
+        .query<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM ctxd_memory WHERE ${VISIBLE} AND ($4::text IS NULL OR kind = $4)) AS any`, [
+          ...keyOf(scope),
+          kind ?? null,
+        ])
+        .pipe(
+          Effect.map(({ rows }) => rows[0]?.any === true),
+          logFailure("memory store: any"),
         )
-        .pipe(Effect.map(({ rows }) => rows[0]?.any === true), logFailure("memory store: any"))
 
     const forgetUser: MemoryStoreService["forgetUser"] = (tenant, user) =>
-      db
-        .query(`DELETE FROM ctxd_memory WHERE tenant = $1 AND owner = $2`, [tenant, user])
-        .pipe(Effect.map(({ rowCount }) => rowCount), logFailure("memory store: forgetUser"))
+      db.query(`DELETE FROM ctxd_memory WHERE tenant = $1 AND owner = $2`, [tenant, user]).pipe(
+        Effect.map(({ rowCount }) => rowCount),
+        logFailure("memory store: forgetUser"),
+      )
 
     return { remember, search, read, list, history, forget, any, forgetUser } satisfies MemoryStoreService
   })

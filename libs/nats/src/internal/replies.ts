@@ -10,17 +10,11 @@ import type { MsgHdrs } from "@nats-io/transport-node"
  * Decodes a UTF-8 JSON request against `schema`: the value, or the
  * `BadRequest` envelope naming what is wrong (with `hint`, when given).
  */
-export const decodeRequest = <A, I>(
-  schema: Schema.Schema<A, I>,
-  data: Uint8Array,
-  hint?: string,
-): Either.Either<A, Errors.ErrorReply> => {
+export const decodeRequest = <A, I>(schema: Schema.Schema<A, I>, data: Uint8Array, hint?: string): Either.Either<A, Errors.ErrorReply> => {
   const json = Json.decode(data)
   if (Either.isLeft(json)) return Either.left(errorReply("BadRequest", json.left.message, { hint }))
   const decoded = Schema.decodeUnknownEither(schema, { errors: "all" })(json.right)
-  return Either.mapLeft(decoded, (error) =>
-    errorReply("BadRequest", ParseResult.TreeFormatter.formatErrorSync(error), { hint }),
-  )
+  return Either.mapLeft(decoded, (error) => errorReply("BadRequest", ParseResult.TreeFormatter.formatErrorSync(error), { hint }))
 }
 
 /** An error envelope (`{"ok": false, "error": {...}}`). */
@@ -54,9 +48,13 @@ export const storeErrorReply = (error: PayloadStoreError, direction: "request" |
       return errorReply("BadRequest", error.message, { hint: "put the body into the object store again and resend the reference" })
     case "TooLarge":
     case "Unavailable":
-      return errorReply("TooLarge", `the ${direction} exceeds the NATS max_payload and cannot go through the object store: ${error.message}`, {
-        hint: "enable JetStream on the NATS server (the object store carries bodies above max_payload), or raise max_payload",
-      })
+      return errorReply(
+        "TooLarge",
+        `the ${direction} exceeds the NATS max_payload and cannot go through the object store: ${error.message}`,
+        {
+          hint: "enable JetStream on the NATS server (the object store carries bodies above max_payload), or raise max_payload",
+        },
+      )
     case "Failed":
       return errorReply("Unavailable", error.message, { hint: "retry" })
   }
@@ -97,5 +95,4 @@ export const reply = (options: {
 }
 
 /** True for a {@link Reply}. */
-export const isReply = (value: unknown): value is Reply =>
-  typeof value === "object" && value !== null && ReplyTypeId in value
+export const isReply = (value: unknown): value is Reply => typeof value === "object" && value !== null && ReplyTypeId in value

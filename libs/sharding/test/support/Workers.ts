@@ -27,9 +27,7 @@ export const TTL_MS = 1_500
 /** A Database that forwards to `db` until `cut`. */
 export const cuttable = (db: Database.DatabaseService) => {
   let down = false
-  const unavailable = Effect.suspend(() =>
-    Effect.fail(new Database.DatabaseUnavailable({ message: "cut off from Postgres (test)" })),
-  )
+  const unavailable = Effect.suspend(() => Effect.fail(new Database.DatabaseUnavailable({ message: "cut off from Postgres (test)" })))
   // decided when run, not when built: services build a statement once and rerun it
   const service: Database.DatabaseService = {
     schema: db.schema,
@@ -89,5 +87,4 @@ export const eventually = <E, R>(
   })
 
 /** The owned shard numbers of a worker. */
-export const shardsOf = (worker: TestWorker) =>
-  Effect.map(worker.leases.ownedShards, (owned) => owned.map((o) => o.shard))
+export const shardsOf = (worker: TestWorker) => Effect.map(worker.leases.ownedShards, (owned) => owned.map((o) => o.shard))

@@ -52,8 +52,7 @@ export const tokenizer = (encoding: BpeEncoding): Tiktoken => {
 // Special-token text ("<|endoftext|>") in user content is ordinary text:
 // nothing allowed, nothing disallowed (the default would throw).
 const NONE: Array<string> = []
-const encodeLength = (bpe: Tiktoken, text: string): number =>
-  text.length === 0 ? 0 : bpe.encode(text, NONE, NONE).length
+const encodeLength = (bpe: Tiktoken, text: string): number => (text.length === 0 ? 0 : bpe.encode(text, NONE, NONE).length)
 
 // Runs that pre-tokenize into one long piece: letters (with marks),
 // punctuation/symbols, whitespace. Digits split into groups of three already.

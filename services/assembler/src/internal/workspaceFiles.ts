@@ -87,7 +87,9 @@ export const read = (
       try: () => stat(dir).then((info) => info.isDirectory()),
       catch: (e) => e,
     }).pipe(
-      Effect.catchAll((e) => (codeOf(e) === "ENOENT" || codeOf(e) === "ENOTDIR" ? Effect.succeed(false) : Effect.fail(ioError(scope, ".", e)))),
+      Effect.catchAll((e) =>
+        codeOf(e) === "ENOENT" || codeOf(e) === "ENOTDIR" ? Effect.succeed(false) : Effect.fail(ioError(scope, ".", e)),
+      ),
     )
     if (!isDir) return yield* Effect.fail(missing)
     const files = yield* Effect.forEach(names, (name) => readOne(dir, scope, name, maxFileBytes), { concurrency: 4 })

@@ -4,7 +4,18 @@
  * in order (see `Turn`).
  */
 import type { Conversation, Loop, Turn } from "@ctxd/contracts"
-import type { CostModel, Knowledge, MemoryRecall, MemoryTools, Models, Normalize, Pipeline, SessionLengths, Toolsets, Waste } from "@ctxd/context"
+import type {
+  CostModel,
+  Knowledge,
+  MemoryRecall,
+  MemoryTools,
+  Models,
+  Normalize,
+  Pipeline,
+  SessionLengths,
+  Toolsets,
+  Waste,
+} from "@ctxd/context"
 import type { Plan, View, WorkQueue } from "@ctxd/compactor"
 import type { Judge, LoopState } from "@ctxd/loop-detector"
 import type { TokenCounter } from "@ctxd/token-counter"
@@ -110,8 +121,7 @@ export interface KnowledgeIndex {
   readonly sent: string
   readonly since?: number | undefined
   readonly ifHeld?:
-    | { readonly text: string; readonly system: ReadonlyArray<Conversation.SystemSection>; readonly since: number }
-    | undefined
+    { readonly text: string; readonly system: ReadonlyArray<Conversation.SystemSection>; readonly since: number } | undefined
 }
 
 /**

@@ -16,7 +16,15 @@ export const stage: Carry.Stage = {
     if (count === undefined) {
       return Carry.need({
         _tag: "Count",
-        input: { tenant, model: request.model, backend: options.tokenBackend, format: request.format, system: tools.system, tools: tools.sent, messages: tools.messages },
+        input: {
+          tenant,
+          model: request.model,
+          backend: options.tokenBackend,
+          format: request.format,
+          system: tools.system,
+          tools: tools.sent,
+          messages: tools.messages,
+        },
       })
     }
     const fresh = tools.messages.map((message, i) => ({ seq: state.lastSeq + 1 + i, message, tokens: count.messageTokens[i]! }))

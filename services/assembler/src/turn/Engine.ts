@@ -30,10 +30,7 @@ export interface Ports {
   /** Compacts now (a turn that cannot go without it); afterwards `inputs.state` holds the summary made, if any. */
   readonly compactNow: (job: WorkQueue.Job, decision: Plan.Decision, inputs: Carry.Inputs) => Effect.Effect<void>
   /** Runs the turn's memory tool calls in order; a failed call is that call's error result. */
-  readonly memory: (
-    calls: ReadonlyArray<MemoryTools.Call>,
-    inputs: Carry.Inputs,
-  ) => Effect.Effect<ReadonlyMap<string, MemoryTools.Result>>
+  readonly memory: (calls: ReadonlyArray<MemoryTools.Call>, inputs: Carry.Inputs) => Effect.Effect<ReadonlyMap<string, MemoryTools.Result>>
   /** Retrieves the agent's memories and learnings for the `memory` stage. */
   readonly retrieve: (query: Carry.MemoryQuery, inputs: Carry.Inputs) => Effect.Effect<Carry.MemoryAnswer>
 }

@@ -41,7 +41,10 @@ const userText = (message: Conversation.Message | undefined): string | undefined
   message !== undefined && message.role === "user" ? textOf(message) : undefined
 
 /** The latest user message with text: in the new messages, else in the stored history. */
-const latestRequest = (fresh: ReadonlyArray<Conversation.Message>, stored: ReadonlyArray<{ readonly message: Conversation.Message }>): string | undefined => {
+const latestRequest = (
+  fresh: ReadonlyArray<Conversation.Message>,
+  stored: ReadonlyArray<{ readonly message: Conversation.Message }>,
+): string | undefined => {
   for (let i = fresh.length - 1; i >= 0; i--) {
     const text = userText(fresh[i])
     if (text !== undefined) return text
@@ -54,7 +57,10 @@ const latestRequest = (fresh: ReadonlyArray<Conversation.Message>, stored: Reado
 }
 
 /** The session's task: its first user message with text. */
-const task = (fresh: ReadonlyArray<Conversation.Message>, stored: ReadonlyArray<{ readonly message: Conversation.Message }>): string | undefined => {
+const task = (
+  fresh: ReadonlyArray<Conversation.Message>,
+  stored: ReadonlyArray<{ readonly message: Conversation.Message }>,
+): string | undefined => {
   for (const row of stored) {
     const text = userText(row.message)
     if (text !== undefined) return text
@@ -91,7 +97,8 @@ export const stage: Carry.Stage = {
     const viewChanged = !compaction.sameView && state.shape !== undefined
     const pickLearnings = learningsBudget > 0 && (kept === undefined || viewChanged)
     const retrieve = budget > 0 && query !== ""
-    if (!retrieve && !pickLearnings) return Carry.next({ ...carry, memory: { memory: undefined, learnings: learningsBudget > 0 ? kept : undefined } })
+    if (!retrieve && !pickLearnings)
+      return Carry.next({ ...carry, memory: { memory: undefined, learnings: learningsBudget > 0 ? kept : undefined } })
 
     const answer = carry.answers.retrieved
     if (answer === undefined) {
@@ -109,11 +116,17 @@ export const stage: Carry.Stage = {
     const learnings = pickLearnings
       ? (() => {
           const s = MemoryRecall.learnings(answer.learnings, { now, budget: learningsBudget, countText: local.countText })
-          return s.text === "" ? none(learningsBudget) : { text: s.text, injected: s.entries.map((e) => ({ id: e.id, tokens: e.tokens })), tokens: s.tokens, budget: learningsBudget }
+          return s.text === ""
+            ? none(learningsBudget)
+            : { text: s.text, injected: s.entries.map((e) => ({ id: e.id, tokens: e.tokens })), tokens: s.tokens, budget: learningsBudget }
         })()
       : kept
     if (!retrieve) return Carry.next({ ...carry, memory: { memory: undefined, learnings } })
-    const selection = MemoryRecall.select(MemoryRecall.rank(answer.hits, now), { budget, count: MemoryRecall.defaults.count, countText: local.countText })
+    const selection = MemoryRecall.select(MemoryRecall.rank(answer.hits, now), {
+      budget,
+      count: MemoryRecall.defaults.count,
+      countText: local.countText,
+    })
     return Carry.next({
       ...carry,
       memory: {

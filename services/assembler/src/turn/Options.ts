@@ -50,7 +50,6 @@ export interface Memory {
   readonly learningsFraction: number
 }
 
-
 /** The merged options, before slicing: environment < file `defaults` < tenant < agent < request. */
 export const merge = (config: AssemblerConfig.Config, tenant: string, request: Turn.Options | undefined): Turn.Options => {
   const sections = config.sections()

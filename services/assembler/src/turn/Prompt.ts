@@ -150,7 +150,8 @@ const learned = (carry: Carry.Carry): Carry.Carry => {
     tools: {
       ...tools,
       system: withLearnings(tools.system, text),
-      knowledge: held === undefined ? tools.knowledge : { ...tools.knowledge, ifHeld: { ...held, system: withLearnings(held.system, text) } },
+      knowledge:
+        held === undefined ? tools.knowledge : { ...tools.knowledge, ifHeld: { ...held, system: withLearnings(held.system, text) } },
     },
     count: { ...count, count: { ...count.count, systemTokens: count.count.systemTokens + carry.memory!.learnings!.tokens } },
   }
@@ -173,7 +174,14 @@ export const stage: Carry.Stage = {
       expectedReadTokens: p.report.cache.expectedReadTokens ?? 0,
       expectedWriteTokens: p.report.cache.expectedWriteTokens ?? p.report.tokens.total,
     })
-    if (CachePlanner.swapSummary(cachePlan(carry.inputs, true, Carry.section(carry, "count").fresh), builtOf(held.prompt), builtOf(swapped.prompt))) return next(swapped)
+    if (
+      CachePlanner.swapSummary(
+        cachePlan(carry.inputs, true, Carry.section(carry, "count").fresh),
+        builtOf(held.prompt),
+        builtOf(swapped.prompt),
+      )
+    )
+      return next(swapped)
     const prompt = held.prompt
     return next({
       tools: held.tools,
@@ -206,7 +214,13 @@ const build = (carry: Carry.Carry, view: Carry.CompactionOut["view"], sameView: 
   if (held === undefined) return buildWith(carry, view, sameView, tools, count.systemTokens)
   const { local, now } = carry.inputs
   const systemTokens = Math.max(0, count.systemTokens - local.countText(tools.knowledge.sent) + local.countText(held.text))
-  const kept = buildWith(carry, view, sameView, { ...tools, system: held.system, knowledge: { sent: held.text, since: held.since } }, systemTokens)
+  const kept = buildWith(
+    carry,
+    view,
+    sameView,
+    { ...tools, system: held.system, knowledge: { sent: held.text, since: held.since } },
+    systemTokens,
+  )
   const reason = kept.prompt.report.cache.reason ?? "first_turn"
   if (!rewritesAfterSystem.has(reason) && now - held.since < KNOWLEDGE_HOLD_MS) return kept
   return buildWith(carry, view, sameView, tools, count.systemTokens)

@@ -96,7 +96,9 @@ export const stage: Carry.Stage = {
         virtualCalls: tools.virtualCalls,
         waste: Waste.report(tools.waste),
         ...(memory === undefined ? {} : { memory: memory.report }),
-        ...(learnings === undefined || learnings.text === "" ? {} : { learnings: { injected: learnings.injected, tokens: learnings.tokens, budget: learnings.budget } }),
+        ...(learnings === undefined || learnings.text === ""
+          ? {}
+          : { learnings: { injected: learnings.injected, tokens: learnings.tokens, budget: learnings.budget } }),
       },
     }
     return Carry.next({ ...carry, reply })

@@ -33,7 +33,11 @@ import * as Carry from "./Carry.ts"
  * memory.
  */
 const lastSent = new WeakMap<ReadonlyArray<Conversation.Tool>, Map<string, ReadonlyArray<Conversation.Tool>>>()
-const stable = (key: ReadonlyArray<Conversation.Tool>, variant: string, sent: ReadonlyArray<Conversation.Tool>): ReadonlyArray<Conversation.Tool> => {
+const stable = (
+  key: ReadonlyArray<Conversation.Tool>,
+  variant: string,
+  sent: ReadonlyArray<Conversation.Tool>,
+): ReadonlyArray<Conversation.Tool> => {
   let byVariant = lastSent.get(key)
   if (byVariant === undefined) lastSent.set(key, (byVariant = new Map<string, ReadonlyArray<Conversation.Tool>>()))
   const last = byVariant.get(variant)
@@ -50,7 +54,9 @@ export const stage: Carry.Stage = {
     const recallOn = Recall.enabled(normalized.tools, pipeline)
     const maxTokens = pipeline.maskBatchTokens ?? Masking.defaults.batchTokens
     const memoryOn = options.memoryTools ?? carry.inputs.memoryAny === true
-    const tools = memoryOn ? [...normalized.tools, ...MemoryTools.tools.filter((t) => !normalized.tools.some((own) => own.name === t.name))] : normalized.tools
+    const tools = memoryOn
+      ? [...normalized.tools, ...MemoryTools.tools.filter((t) => !normalized.tools.some((own) => own.name === t.name))]
+      : normalized.tools
     const config: Toolsets.Config = memoryOn
       ? { ...options.toolsets, defaultToolsets: [...options.toolsets.defaultToolsets, MemoryTools.TOOLSET] }
       : options.toolsets
@@ -74,7 +80,9 @@ export const stage: Carry.Stage = {
           incoming,
           memoryOn &&
             (config.includeWriteByDefault === true ||
-              Toolsets.answerVirtualCalls(incoming, loaded, context).state.loaded.some((l) => l.toolset === MemoryTools.TOOLSET && l.write)),
+              Toolsets.answerVirtualCalls(incoming, loaded, context).state.loaded.some(
+                (l) => l.toolset === MemoryTools.TOOLSET && l.write,
+              )),
           normalized.tools,
         )
       : MemoryTools.none
@@ -95,11 +103,16 @@ export const stage: Carry.Stage = {
         }))
     const base = knowledge.length === 0 ? [] : [Knowledge.tool]
     const select = (virtual: ReadonlyArray<Conversation.Tool>) => {
-      const sent = stable(normalized.tools, virtual.map((t) => t.name).join("\u0000"), Toolsets.selectTools(tools, answered.state, config, virtual))
+      const sent = stable(
+        normalized.tools,
+        virtual.map((t) => t.name).join("\u0000"),
+        Toolsets.selectTools(tools, answered.state, config, virtual),
+      )
       return { sent, waste: Waste.record(state.waste, sent, answered.messages, (tool) => local.countTools([tool])) }
     }
     const chosen = select(offered ? [...base, Recall.tool] : base)
-    const withIndex = (text: string) => (text === "" ? normalized.system : [...normalized.system, { id: Knowledge.SECTION_ID, text, cache: "5m" as const }])
+    const withIndex = (text: string) =>
+      text === "" ? normalized.system : [...normalized.system, { id: Knowledge.SECTION_ID, text, cache: "5m" as const }]
     const current = index?.text ?? ""
     const previous = state.knowledgeIndex
     return Carry.next({

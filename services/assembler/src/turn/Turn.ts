@@ -121,7 +121,14 @@ export const begin = (input: {
 /** What a committed turn changes in its session's state (see `SessionState.advance`); `recorded`: the agent whose length the commit recorded (none: it recorded none). */
 export const committed = (carry: Carry.Carry, recorded?: string): SessionState.Outcome => {
   const { count, loop, tools, prompt, compaction, memory } = carry
-  if (count === undefined || loop === undefined || tools === undefined || prompt === undefined || compaction === undefined || memory === undefined) {
+  if (
+    count === undefined ||
+    loop === undefined ||
+    tools === undefined ||
+    prompt === undefined ||
+    compaction === undefined ||
+    memory === undefined
+  ) {
     throw new Error("turn stage order: a turn commits only after every stage ran")
   }
   return {

@@ -30,9 +30,7 @@ export const client = (endpoint: SummarizerConfig.Endpoint, timeoutMs: number): 
         Effect.map((message) => ({
           text: message.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join(""),
           inputTokens:
-            message.usage.input_tokens +
-            (message.usage.cache_read_input_tokens ?? 0) +
-            (message.usage.cache_creation_input_tokens ?? 0),
+            message.usage.input_tokens + (message.usage.cache_read_input_tokens ?? 0) + (message.usage.cache_creation_input_tokens ?? 0),
           outputTokens: message.usage.output_tokens,
           stopReason: message.stop_reason ?? "end_turn",
         })),

@@ -24,21 +24,28 @@ export const client = (endpoint: SummarizerConfig.Endpoint, timeoutMs: number): 
   return {
     provider: "google",
     complete: (request) =>
-      Calls.bounded("google", timeoutMs, request.model, apiKey ?? process.env["GEMINI_API_KEY"] ?? process.env["GOOGLE_API_KEY"], (signal) =>
-        sdk.models.generateContent({
-          model: request.model,
-          contents: [{ role: "user", parts: [{ text: request.prompt }] }],
-          config: {
-            systemInstruction: request.system,
-            maxOutputTokens: request.maxTokens,
-            ...(request.json === true ? { responseMimeType: "application/json" } : {}),
-            abortSignal: signal,
-          },
-        }),
+      Calls.bounded(
+        "google",
+        timeoutMs,
+        request.model,
+        apiKey ?? process.env["GEMINI_API_KEY"] ?? process.env["GOOGLE_API_KEY"],
+        (signal) =>
+          sdk.models.generateContent({
+            model: request.model,
+            contents: [{ role: "user", parts: [{ text: request.prompt }] }],
+            config: {
+              systemInstruction: request.system,
+              maxOutputTokens: request.maxTokens,
+              ...(request.json === true ? { responseMimeType: "application/json" } : {}),
+              abortSignal: signal,
+            },
+          }),
       ).pipe(
         Effect.map((response) => {
           const candidate = response.candidates?.[0]
-          const text = (candidate?.content?.parts ?? []).flatMap((p) => (typeof p.text === "string" && p.thought !== true ? [p.text] : [])).join("")
+          const text = (candidate?.content?.parts ?? [])
+            .flatMap((p) => (typeof p.text === "string" && p.thought !== true ? [p.text] : []))
+            .join("")
           return {
             text,
             inputTokens: response.usageMetadata?.promptTokenCount ?? 0,

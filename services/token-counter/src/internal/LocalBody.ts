@@ -42,7 +42,10 @@ const block = (counter: Counter, b: unknown, encoding: Encoding.Encoding): numbe
       return overhead.toolCall + text(counter, b["name"], encoding) + counter.countText(json(b["input"] ?? {}), encoding)
     case "tool_result": {
       const content = b["content"]
-      const inner = typeof content === "string" ? counter.countText(content, encoding) : list(content).reduce<number>((n, c) => n + block(counter, c, encoding), 0)
+      const inner =
+        typeof content === "string"
+          ? counter.countText(content, encoding)
+          : list(content).reduce<number>((n, c) => n + block(counter, c, encoding), 0)
       return overhead.toolResult + inner
     }
     case "thinking":
@@ -111,9 +114,11 @@ const geminiPart = (counter: Counter, p: unknown, encoding: Encoding.Encoding): 
   if (!isRecord(p)) return 0
   if (typeof p["text"] === "string") return counter.countText(p["text"], encoding)
   const call = p["functionCall"]
-  if (isRecord(call)) return overhead.toolCall + text(counter, call["name"], encoding) + counter.countText(json(call["args"] ?? {}), encoding)
+  if (isRecord(call))
+    return overhead.toolCall + text(counter, call["name"], encoding) + counter.countText(json(call["args"] ?? {}), encoding)
   const response = p["functionResponse"]
-  if (isRecord(response)) return overhead.toolResult + text(counter, response["name"], encoding) + counter.countText(json(response["response"] ?? {}), encoding)
+  if (isRecord(response))
+    return overhead.toolResult + text(counter, response["name"], encoding) + counter.countText(json(response["response"] ?? {}), encoding)
   if (isRecord(p["inlineData"]) || isRecord(p["fileData"])) return overhead.image
   const { thoughtSignature: _signature, ...rest } = p
   return counter.countText(json(rest), encoding)
@@ -146,7 +151,12 @@ const gemini = (counter: Counter, body: Readonly<Record<string, unknown>>, encod
 }
 
 /** Local tokens of `body` in the format of `provider` (a `google` body: Gemini `contents`). */
-export const count = (counter: Counter, provider: "anthropic" | "openai" | "google", body: Readonly<Record<string, unknown>>, encoding: Encoding.Encoding): number => {
+export const count = (
+  counter: Counter,
+  provider: "anthropic" | "openai" | "google",
+  body: Readonly<Record<string, unknown>>,
+  encoding: Encoding.Encoding,
+): number => {
   if (provider === "google" || Array.isArray(body["contents"])) return gemini(counter, body, encoding)
   let n = tools(counter, list(body["tools"]), encoding)
   const system = body["system"]

@@ -44,6 +44,9 @@ export type Read = { readonly file: string } & AgentLogs.Parsed
 export const read = (file: string): Read => {
   const text = readFileSync(file, "utf8")
   const name = basename(file, extname(file))
-  const parsed = AgentLogs.parse(name, text, { jsonl: extname(file) === ".jsonl", ...(text.includes('"traj"') ? { tauTools: tauTools(file) } : {}) })
+  const parsed = AgentLogs.parse(name, text, {
+    jsonl: extname(file) === ".jsonl",
+    ...(text.includes('"traj"') ? { tauTools: tauTools(file) } : {}),
+  })
   return { file, ...parsed }
 }

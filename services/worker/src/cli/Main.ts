@@ -100,9 +100,11 @@ const replay = async (args: ReadonlyArray<string>): Promise<number> => {
       html: { type: "string" },
     },
   })
-  if (positionals.length === 0) throw new UsageError("replay: name at least one log file or directory (e.g. ctxd replay ../shared/data/swe-agent)")
+  if (positionals.length === 0)
+    throw new UsageError("replay: name at least one log file or directory (e.g. ctxd replay ../shared/data/swe-agent)")
   const format = values.format
-  if (format !== undefined && !formats.includes(format as Turn.Format)) throw new UsageError(`--format must be one of ${formats.join(", ")}`)
+  if (format !== undefined && !formats.includes(format as Turn.Format))
+    throw new UsageError(`--format must be one of ${formats.join(", ")}`)
   let files: Array<string>
   try {
     files = Files.files(positionals)
@@ -119,7 +121,9 @@ const replay = async (args: ReadonlyArray<string>): Promise<number> => {
   }
   const sessions = logs.slice(0, limit)
   if (sessions.length === 0) {
-    process.stderr.write(`no sessions found in ${positionals.join(", ")}: give SWE-agent .traj, tau-bench, OpenAI Chat, Anthropic Messages or Responses logs (ctxd help)\n`)
+    process.stderr.write(
+      `no sessions found in ${positionals.join(", ")}: give SWE-agent .traj, tau-bench, OpenAI Chat, Anthropic Messages or Responses logs (ctxd help)\n`,
+    )
     return 1
   }
   const [{ Schema }, { Turn }, Replay, ReplayHtml, ReplayOutput] = await Promise.all([
@@ -179,7 +183,11 @@ const config = async (args: ReadonlyArray<string>): Promise<number> => {
 }
 
 const inspect = async (args: ReadonlyArray<string>): Promise<number> => {
-  const { values, positionals } = parseArgs({ args: [...args], allowPositionals: true, options: { turn: { type: "string" }, json: { type: "boolean" } } })
+  const { values, positionals } = parseArgs({
+    args: [...args],
+    allowPositionals: true,
+    options: { turn: { type: "string" }, json: { type: "boolean" } },
+  })
   if (positionals.length !== 2) throw new UsageError("usage: ctxd inspect <tenant> <session> [--turn ID] [--json]")
   const Inspect = await import("./Inspect.ts")
   return Inspect.run({ tenant: positionals[0]!, session: positionals[1]!, turnId: values.turn, json: values.json === true })

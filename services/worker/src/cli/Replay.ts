@@ -107,7 +107,11 @@ const formatOf = (provider: Turn.Provider): Turn.Format => Providers.forProvider
 export const setup = (settings: Settings): Setup => {
   const prices = (settings.config?.prices ?? CostModel.builtIn).lookup(settings.model)
   const provider = providerOf(prices, settings.model)
-  const model = Models.resolve({ provider, name: settings.model, ...(settings.contextWindow === undefined ? {} : { contextWindow: settings.contextWindow }) })
+  const model = Models.resolve({
+    provider,
+    name: settings.model,
+    ...(settings.contextWindow === undefined ? {} : { contextWindow: settings.contextWindow }),
+  })
   return { model, format: settings.format ?? formatOf(provider), prices, settings }
 }
 
@@ -133,11 +137,22 @@ const requestFields = (format: Turn.Format) => ({ format, [Providers.of(format).
 /** A replayer: sessions run one after the other through one set of in-process turn stages. */
 export const make = (s: Setup) => {
   const count = CacheBlocks.counting(counter, s.model)
-  const local = { encoding: count.encoding, countText: count.text, countTools: count.tools, countMessage: count.message, countSystem: count.system }
+  const local = {
+    encoding: count.encoding,
+    countText: count.text,
+    countTools: count.tools,
+    countMessage: count.message,
+    countSystem: count.system,
+  }
   const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) }, s.settings.config ?? {})
   const toBlocks = CacheBlocks.converter(count)
   const sliding = CacheBlocks.sliding(s.settings.slidingMessages)
-  const modelField = { provider: s.model.provider, name: s.model.name, contextWindow: s.model.contextWindow, maxOutputTokens: s.model.maxOutputTokens }
+  const modelField = {
+    provider: s.model.provider,
+    name: s.model.name,
+    contextWindow: s.model.contextWindow,
+    maxOutputTokens: s.model.maxOutputTokens,
+  }
 
   const render = (session: AgentLogs.Session, messages: ReadonlyArray<Conversation.Message>): Record<string, unknown> => {
     const input = { model: s.model, system: session.system, tools: session.tools, messages, tenant: "replay", session: session.id }
@@ -206,7 +221,19 @@ export const make = (s: Setup) => {
 
 const inputTokens = (u: CostModel.Usage): number => u.cacheRead + CostModel.written(u) + u.uncached
 
-const none: Totals = { turns: 0, fullTokens: 0, sentTokens: 0, cacheReadTokens: 0, inputTokens: 0, cacheHitShare: 0, usd: { ctxd: 0, full: 0, sliding: 0 }, overWindow: 0, fullOverWindow: 0, orphans: 0, breaks: {} }
+const none: Totals = {
+  turns: 0,
+  fullTokens: 0,
+  sentTokens: 0,
+  cacheReadTokens: 0,
+  inputTokens: 0,
+  cacheHitShare: 0,
+  usd: { ctxd: 0, full: 0, sliding: 0 },
+  overWindow: 0,
+  fullOverWindow: 0,
+  orphans: 0,
+  breaks: {},
+}
 
 const plus = (a: Totals, b: Totals): Totals => {
   const breaks: Record<string, number> = { ...a.breaks }

@@ -27,7 +27,12 @@ interface Series {
 }
 
 /** A line chart of `series` over turns; `marks`: turn index → label (vertical markers). */
-const chart = (title: string, unit: (n: number) => string, series: ReadonlyArray<Series>, marks: ReadonlyArray<readonly [number, string]> = []): string => {
+const chart = (
+  title: string,
+  unit: (n: number) => string,
+  series: ReadonlyArray<Series>,
+  marks: ReadonlyArray<readonly [number, string]> = [],
+): string => {
   const n = Math.max(1, ...series.map((s) => s.values.length))
   const max = Math.max(1e-9, ...series.flatMap((s) => s.values))
   const x = (i: number) => PAD.left + (n === 1 ? 0 : (i / (n - 1)) * (W - PAD.left - PAD.right))
@@ -39,7 +44,9 @@ const chart = (title: string, unit: (n: number) => string, series: ReadonlyArray
   }
   parts.push(`<text x="${PAD.left}" y="${H - 8}">turn 1</text><text x="${W - PAD.right}" y="${H - 8}" text-anchor="end">turn ${n}</text>`)
   for (const [i, label] of marks) {
-    parts.push(`<line x1="${x(i)}" x2="${x(i)}" y1="${PAD.top}" y2="${H - PAD.bottom}" class="mark"><title>turn ${i + 1}: cache break (${escape(label)})</title></line>`)
+    parts.push(
+      `<line x1="${x(i)}" x2="${x(i)}" y1="${PAD.top}" y2="${H - PAD.bottom}" class="mark"><title>turn ${i + 1}: cache break (${escape(label)})</title></line>`,
+    )
   }
   series.forEach((s, k) => {
     const points = s.values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ")
@@ -75,10 +82,15 @@ const session = (s: Replay.SessionResult, slidingMessages: number): string => {
       : `<p>Cache breaks (the prompt changed before its new messages): ${breaks.map(([i, reason]) => `turn ${i + 1} <code>${escape(reason)}</code> at ${num(s.turns[i]!.changedAtTokens)} tok`).join("; ")}.</p>`
   return `<section><h2>${escape(s.id)} <small>${escape(s.source)}, ${t.turns} turns</small></h2>
 <p>full history ${num(t.fullTokens)} tok, sent ${num(t.sentTokens)} tok; cache hit ${(100 * t.cacheHitShare).toFixed(1)} %; ctxd ${money(t.usd.ctxd)}, full ${money(t.usd.full)}, sliding ${money(t.usd.sliding)}; orphaned tool pairs ${t.orphans}${s.rejected === undefined ? "" : `; <b>rejected</b> ${escape(s.rejected)}`}</p>
-${chart("input tokens per turn: sent by ctxd vs the full history (red lines: cache breaks)", num, [
-  { name: "full history", color: COLORS.full, values: s.turns.map((x) => x.full.tokens) },
-  { name: "ctxd", color: COLORS.ctxd, values: s.turns.map((x) => x.ctxd.tokens) },
-], breaks)}
+${chart(
+  "input tokens per turn: sent by ctxd vs the full history (red lines: cache breaks)",
+  num,
+  [
+    { name: "full history", color: COLORS.full, values: s.turns.map((x) => x.full.tokens) },
+    { name: "ctxd", color: COLORS.ctxd, values: s.turns.map((x) => x.ctxd.tokens) },
+  ],
+  breaks,
+)}
 ${costChart("cumulative effective cost, USD", s.turns, slidingMessages)}
 ${list}</section>`
 }
@@ -98,7 +110,9 @@ export const render = (setup: Replay.Setup, sessions: ReadonlyArray<Replay.Sessi
     })
     .join("\n")
   const charted = [...sessions].sort((a, b) => b.turns.length - a.turns.length).slice(0, MAX_SESSIONS)
-  const breaks = Object.entries(total.breaks).map(([reason, n]) => `<code>${escape(reason)}</code> ${n}`).join(", ")
+  const breaks = Object.entries(total.breaks)
+    .map(([reason, n]) => `<code>${escape(reason)}</code> ${n}`)
+    .join(", ")
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>ctxd replay: ${escape(model.name)}</title><style>${STYLE}</style></head><body>
 <h1>ctxd replay <small>${escape(model.name)}, ${escape(format)}, ${sessions.length} sessions, ${total.turns} turns</small></h1>
@@ -106,7 +120,11 @@ export const render = (setup: Replay.Setup, sessions: ReadonlyArray<Replay.Sessi
 Cache hit ${(100 * total.cacheHitShare).toFixed(1)} %. Effective cost: ctxd ${money(total.usd.ctxd)}, full history ${money(total.usd.full)}, sliding window of ${settings.slidingMessages} messages ${money(total.usd.sliding)}.
 Prompts over the window: ${total.overWindow} (full history: ${total.fullOverWindow}). Orphaned tool pairs: ${total.orphans}.
 Cache breaks: ${breaks === "" ? "none" : breaks}.</p>
-${costChart("cumulative effective cost over all turns, sessions one after another, USD", sessions.flatMap((s) => s.turns), settings.slidingMessages)}
+${costChart(
+  "cumulative effective cost over all turns, sessions one after another, USD",
+  sessions.flatMap((s) => s.turns),
+  settings.slidingMessages,
+)}
 <table><thead><tr><th>session</th><th>turns</th><th>full tok</th><th>sent tok</th><th>cache hit</th><th>ctxd $</th><th>full $</th><th>sliding $</th><th>over window</th><th>orphans</th></tr></thead><tbody>
 ${rows}
 </tbody></table>

@@ -8,7 +8,19 @@ const usd = (n: number): string => `$${n < 10 ? n.toFixed(4) : n.toFixed(2)}`
 const pct = (n: number): string => `${(100 * n).toFixed(1)} %`
 const int = (n: number): string => Math.round(n).toLocaleString("en")
 
-const COLUMNS = ["session", "turns", "full tok", "sent tok", "saved", "cache hit", "ctxd $", "full $", "sliding-40 $", "over window", "orphans"] as const
+const COLUMNS = [
+  "session",
+  "turns",
+  "full tok",
+  "sent tok",
+  "saved",
+  "cache hit",
+  "ctxd $",
+  "full $",
+  "sliding-40 $",
+  "over window",
+  "orphans",
+] as const
 
 /** Session ids over this many characters are shortened in the table when they stay distinct (in full in `--json` and the HTML report). */
 const ID_WIDTH = 80
@@ -62,7 +74,9 @@ export const table = (setup: Replay.Setup, sessions: ReadonlyArray<Replay.Sessio
       ? "cache breaks: none (every prompt extended the previous one)"
       : `cache breaks (prompt changed before its new messages): ${breaks.map(([reason, n]) => `${reason} ${n}`).join(", ")}`,
   )
-  out.push(`ctxd's cost: ${versus(total.usd.ctxd, total.usd.full)} than the full history, ${versus(total.usd.ctxd, total.usd.sliding)} than the sliding window`)
+  out.push(
+    `ctxd's cost: ${versus(total.usd.ctxd, total.usd.full)} than the full history, ${versus(total.usd.ctxd, total.usd.sliding)} than the sliding window`,
+  )
   for (const s of sessions) if (s.rejected !== undefined) out.push(`REJECTED ${s.id}: ${s.rejected}`)
   if (total.orphans > 0) out.push(`FAILED: ${total.orphans} orphaned tool calls/results in the prompts ctxd sent`)
   return out.join("\n")

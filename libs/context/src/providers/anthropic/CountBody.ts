@@ -206,7 +206,10 @@ export const batch = (messages: ReadonlyArray<Conversation.Message>): Batch => {
     const tail = last.content.at(-1)
     if (tail !== undefined && tail["type"] === "text" && typeof tail["text"] === "string" && /\s$/.test(tail["text"])) {
       const text = tail["text"].trimEnd()
-      rendered[rendered.length - 1] = { role: "assistant", content: [...last.content.slice(0, -1), { type: "text", text: text === "" ? EMPTY : text }] }
+      rendered[rendered.length - 1] = {
+        role: "assistant",
+        content: [...last.content.slice(0, -1), { type: "text", text: text === "" ? EMPTY : text }],
+      }
     }
   }
 

@@ -100,4 +100,8 @@ export const tools = (defs: ReadonlyArray<Anthropic.Tool> | undefined): Array<Co
 export const request = (
   req: Extract<Turn.TurnRequest, { readonly format: "anthropic" }>,
   workspace?: ReadonlyArray<Conversation.SystemSection>,
-): Common.NormalizedRequest => ({ messages: fromAnthropicIndexed(req.messages), system: Common.system(req.system, workspace), tools: tools(req.tools) })
+): Common.NormalizedRequest => ({
+  messages: fromAnthropicIndexed(req.messages),
+  system: Common.system(req.system, workspace),
+  tools: tools(req.tools),
+})

@@ -282,7 +282,8 @@ export const render = (input: RenderInput): Rendered => {
     }
   }
   const opensWithCompaction = drafts[0]?.role === "assistant" && drafts[0].others[0]?.["type"] === "compaction"
-  if (drafts[0]?.role !== "user" && !opensWithCompaction) drafts.unshift({ role: "user", results: [], others: [{ type: "text", text: CONTINUES }] })
+  if (drafts[0]?.role !== "user" && !opensWithCompaction)
+    drafts.unshift({ role: "user", results: [], others: [{ type: "text", text: CONTINUES }] })
   const messages = drafts.map((d) => {
     const content = d.results.length === 0 ? d.others : d.results.concat(d.others)
     return { role: d.role, content }
@@ -312,7 +313,10 @@ export const render = (input: RenderInput): Rendered => {
     else messages.push({ role: "user", content: [note] })
   }
 
-  const tools: Array<Block> = CacheLayout.orderTools(input.tools.filter((t) => !Foreign.isHosted(t)), input.toolOrder).map((t) => {
+  const tools: Array<Block> = CacheLayout.orderTools(
+    input.tools.filter((t) => !Foreign.isHosted(t)),
+    input.toolOrder,
+  ).map((t) => {
     const block: Block = { name: t.name }
     if (t.description !== undefined) block["description"] = t.description
     block["input_schema"] = Foreign.isRecord(t.inputSchema) ? t.inputSchema : { type: "object", properties: {} }

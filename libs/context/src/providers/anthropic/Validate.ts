@@ -32,15 +32,49 @@ type Json = Record<string, unknown>
 const isRecord = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const CREATE_KEYS = new Set([
-  "model", "messages", "max_tokens", "system", "tools", "tool_choice", "stream", "metadata",
-  "stop_sequences", "temperature", "top_p", "top_k", "thinking", "service_tier", "container",
-  "mcp_servers", "context_management", "output_config", "output_format", "inference_geo", "speed",
-  "cache_control", "diagnostics", "user_profile_id", "workspace_id", "compaction",
+  "model",
+  "messages",
+  "max_tokens",
+  "system",
+  "tools",
+  "tool_choice",
+  "stream",
+  "metadata",
+  "stop_sequences",
+  "temperature",
+  "top_p",
+  "top_k",
+  "thinking",
+  "service_tier",
+  "container",
+  "mcp_servers",
+  "context_management",
+  "output_config",
+  "output_format",
+  "inference_geo",
+  "speed",
+  "cache_control",
+  "diagnostics",
+  "user_profile_id",
+  "workspace_id",
+  "compaction",
 ])
 const COUNT_KEYS = new Set([
-  "model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers",
-  "context_management", "output_config", "output_format", "speed", "cache_control",
-  "user_profile_id", "workspace_id", "compaction",
+  "model",
+  "messages",
+  "system",
+  "tools",
+  "tool_choice",
+  "thinking",
+  "mcp_servers",
+  "context_management",
+  "output_config",
+  "output_format",
+  "speed",
+  "cache_control",
+  "user_profile_id",
+  "workspace_id",
+  "compaction",
 ])
 /** The beta that server-side compaction needs. */
 export const COMPACTION_BETA = "compact-2026-01-12"
@@ -48,8 +82,16 @@ const COMPACTION_KEYS = new Set(["type", "content", "encrypted_content", "signat
 const COMPACT_EDIT_KEYS = new Set(["type", "trigger", "pause_after_compaction", "instructions"])
 const betaRequired = (what: string): string => `${what} requires the beta header \`anthropic-beta: ${COMPACTION_BETA}\``
 const CUSTOM_TOOL_KEYS = new Set([
-  "type", "name", "description", "input_schema", "cache_control", "strict", "input_examples",
-  "defer_loading", "allowed_callers", "eager_input_streaming",
+  "type",
+  "name",
+  "description",
+  "input_schema",
+  "cache_control",
+  "strict",
+  "input_examples",
+  "defer_loading",
+  "allowed_callers",
+  "eager_input_streaming",
 ])
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,128}$/
 const MAX_BREAKPOINTS = 4
@@ -114,7 +156,8 @@ const compactionProblem = (block: Json, path: string, role: unknown, compaction:
   if (!nullableString(block["encrypted_content"])) return `${path}.compaction.encrypted_content: Input should be a valid string`
   if (!nullableString(block["signature"])) return `${path}.compaction.signature: Input should be a valid string`
   const changes = block["tool_changes"]
-  if (changes !== undefined && changes !== null && !Array.isArray(changes)) return `${path}.compaction.tool_changes: Input should be a valid list`
+  if (changes !== undefined && changes !== null && !Array.isArray(changes))
+    return `${path}.compaction.tool_changes: Input should be a valid list`
   return undefined
 }
 
@@ -177,7 +220,8 @@ const validateBlocks = (messages: ReadonlyArray<Json>, hasTools: boolean, compac
           for (const [j, inner] of blocksOf(block["content"]).entries()) {
             if (typeOf(inner) !== "text") continue
             const problem = textProblem((inner as Json)["text"])
-            if (problem !== undefined) return problem === "Field required" ? `${path}.content.${j}.text: ${problem}` : `messages: ${problem}`
+            if (problem !== undefined)
+              return problem === "Field required" ? `${path}.content.${j}.text: ${problem}` : `messages: ${problem}`
           }
           break
         }
@@ -236,7 +280,12 @@ const validateThinking = (body: Json, messages: ReadonlyArray<Json>): string | u
     if (typeof budget !== "number" || !Number.isInteger(budget)) return "thinking.enabled.budget_tokens: Field required"
     if (budget < 1024) return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
     const max = body["max_tokens"]
-    if (typeof max === "number" && max <= budget) return "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at " + THINKING_DOCS + "#max-tokens-and-context-window-size"
+    if (typeof max === "number" && max <= budget)
+      return (
+        "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at " +
+        THINKING_DOCS +
+        "#max-tokens-and-context-window-size"
+      )
   }
   const m = messages.length - 1
   const last = messages[m]!
@@ -313,7 +362,8 @@ const validateCompactionConfig = (body: Json, compaction: boolean): string | und
     const trigger = e["trigger"]
     if (trigger !== undefined && trigger !== null) {
       if (!isRecord(trigger) || trigger["type"] !== "input_tokens") return `${path}.trigger.type: Input should be 'input_tokens'`
-      if (typeof trigger["value"] !== "number" || !Number.isInteger(trigger["value"])) return `${path}.trigger.value: Input should be a valid integer`
+      if (typeof trigger["value"] !== "number" || !Number.isInteger(trigger["value"]))
+        return `${path}.trigger.value: Input should be a valid integer`
     }
   }
   const top = body["compaction"]

@@ -70,7 +70,11 @@ const rendered = (
 const isRecord = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** The prefix (system instruction and tools, with the `"."` user content) as a `generateContentRequest`; `undefined` when there is neither. */
-export const prefixBody = (model: string, system: ReadonlyArray<Conversation.SystemSection>, tools: ReadonlyArray<Conversation.Tool>): RequestBody | undefined => {
+export const prefixBody = (
+  model: string,
+  system: ReadonlyArray<Conversation.SystemSection>,
+  tools: ReadonlyArray<Conversation.Tool>,
+): RequestBody | undefined => {
   const config = rendered(model, system, tools, [])["config"]
   const c = isRecord(config) ? config : {}
   if (c["systemInstruction"] === undefined && c["tools"] === undefined) return undefined
@@ -100,7 +104,11 @@ const callsOf = (c: Content | undefined): ReadonlyArray<Json> =>
   c === undefined ? [] : c.parts.flatMap((p) => (isRecord(p["functionCall"]) ? [p["functionCall"]] : []))
 const responsesOf = (c: Content | undefined): ReadonlyArray<Json> =>
   c === undefined ? [] : c.parts.flatMap((p) => (isRecord(p["functionResponse"]) ? [p["functionResponse"]] : []))
-const names = (items: ReadonlyArray<Json>): string => items.map((i) => String(i["name"])).sort().join("\0")
+const names = (items: ReadonlyArray<Json>): string =>
+  items
+    .map((i) => String(i["name"]))
+    .sort()
+    .join("\0")
 
 const callText = (p: Json): Json => {
   const call = p["functionCall"] as Json
@@ -113,7 +121,10 @@ const responseText = (p: Json): Json => {
 
 /** The batch of a turn's new messages, rendered as the renderer renders them, made valid on its own. */
 export const batch = (model: string, messages: ReadonlyArray<Conversation.Message>): Batch => {
-  const contents = ((rendered(model, [], [], messages)["contents"] as Array<Content> | undefined) ?? []).map((c) => ({ role: c.role, parts: [...c.parts] }))
+  const contents = ((rendered(model, [], [], messages)["contents"] as Array<Content> | undefined) ?? []).map((c) => ({
+    role: c.role,
+    parts: [...c.parts],
+  }))
   const all: Array<{ role: string; parts: Array<Json> }> = [{ role: DOT.role, parts: [...DOT.parts] }, ...contents]
   let approximate = false
   // a call turn must follow a user turn and come right before a response turn that answers it

@@ -108,7 +108,10 @@ const geminiPart = (part: Gemini.Part): Conversation.Part => {
  * {@link fromGemini} with the source index of every neutral message (the
  * index of the content it came from).
  */
-export const fromGeminiIndexed = (contents: ReadonlyArray<Gemini.Content>, options: GeminiOptions = {}): Array<Common.NormalizedMessage> => {
+export const fromGeminiIndexed = (
+  contents: ReadonlyArray<Gemini.Content>,
+  options: GeminiOptions = {},
+): Array<Common.NormalizedMessage> => {
   const seed = options.seed ?? ""
   const out: Array<Common.NormalizedMessage> = []
   // the calls of these contents not answered yet, oldest first; the session's own are read lazily
@@ -201,9 +204,7 @@ export const fromGemini = (contents: ReadonlyArray<Gemini.Content>, options: Gem
 const systemInstructionText = (value: Gemini.SystemInstruction | undefined): string => {
   if (value === undefined) return ""
   if (typeof value === "string") return value
-  return value.parts
-    .flatMap((p) => (typeof p.text === "string" && p.thought !== true ? [p.text] : []))
-    .join("\n\n")
+  return value.parts.flatMap((p) => (typeof p.text === "string" && p.thought !== true ? [p.text] : [])).join("\n\n")
 }
 
 /**
@@ -221,7 +222,9 @@ export const tools = (defs: ReadonlyArray<Gemini.Tool> | undefined): Array<Conve
       const { name, description, parameters, parametersJsonSchema, toolset, annotations, ...more } = d as Gemini.FunctionDeclaration &
         Record<string, unknown>
       const json = parametersJsonSchema !== undefined
-      const extra: Record<string, unknown> = { geminiSchema: json ? "parametersJsonSchema" : parameters !== undefined ? "parameters" : "none" }
+      const extra: Record<string, unknown> = {
+        geminiSchema: json ? "parametersJsonSchema" : parameters !== undefined ? "parameters" : "none",
+      }
       if (Object.keys(more).length > 0) extra["gemini"] = more
       return {
         name,
@@ -236,7 +239,6 @@ export const tools = (defs: ReadonlyArray<Gemini.Tool> | undefined): Array<Conve
     if (keys.length > 0) out.push({ name: keys.join("+"), inputSchema: {}, extra: { hosted } })
     return out
   })
-
 
 /** A whole Gemini turn request in neutral form; `openCalls`: the session's open calls, for responses without id. */
 export const request = (

@@ -199,7 +199,10 @@ export const render = (input: RenderInput): Rendered => {
   for (const m of input.messages) {
     switch (m.role) {
       case "system":
-        push("user", m.parts.flatMap((p) => (p.type === "text" && p.text !== "" ? [{ text: p.text }] : [])))
+        push(
+          "user",
+          m.parts.flatMap((p) => (p.type === "text" && p.text !== "" ? [{ text: p.text }] : [])),
+        )
         break
       case "user":
         push("user", userParts(m))

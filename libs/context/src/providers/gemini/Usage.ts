@@ -13,7 +13,8 @@ export const reader: UsageFields.UsageReader = {
       // read in the order the shared reader always did, so the first problem reported stays the same
       yield* UsageFields.output(usage, path)
       const prompt = yield* UsageFields.field(usage, "promptTokenCount", path)
-      if (prompt === undefined) return yield* Either.left({ path: `${path}.promptTokenCount`, message: "usage.promptTokenCount is missing" })
+      if (prompt === undefined)
+        return yield* Either.left({ path: `${path}.promptTokenCount`, message: "usage.promptTokenCount is missing" })
       const cached = (yield* UsageFields.field(usage, "cachedContentTokenCount", path)) ?? 0
       if (cached > prompt) {
         return yield* Either.left({

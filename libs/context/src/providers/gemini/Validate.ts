@@ -20,28 +20,90 @@ export interface Problem {
 }
 
 const GENERATE_KEYS = new Set([
-  "model", "contents", "systemInstruction", "tools", "toolConfig", "safetySettings", "generationConfig", "cachedContent",
-  "serviceTier", "store",
+  "model",
+  "contents",
+  "systemInstruction",
+  "tools",
+  "toolConfig",
+  "safetySettings",
+  "generationConfig",
+  "cachedContent",
+  "serviceTier",
+  "store",
 ])
 const COUNT_KEYS = new Set(["contents", "generateContentRequest"])
 const GENERATION_KEYS = new Set([
-  "stopSequences", "responseMimeType", "responseSchema", "responseJsonSchema", "_responseJsonSchema", "responseModalities",
-  "candidateCount", "maxOutputTokens", "temperature", "topP", "topK", "seed", "presencePenalty", "frequencyPenalty",
-  "responseLogprobs", "logprobs", "enableEnhancedCivicAnswers", "speechConfig", "thinkingConfig", "imageConfig", "mediaResolution",
+  "stopSequences",
+  "responseMimeType",
+  "responseSchema",
+  "responseJsonSchema",
+  "_responseJsonSchema",
+  "responseModalities",
+  "candidateCount",
+  "maxOutputTokens",
+  "temperature",
+  "topP",
+  "topK",
+  "seed",
+  "presencePenalty",
+  "frequencyPenalty",
+  "responseLogprobs",
+  "logprobs",
+  "enableEnhancedCivicAnswers",
+  "speechConfig",
+  "thinkingConfig",
+  "imageConfig",
+  "mediaResolution",
 ])
 const PART_KEYS = new Set([
-  "text", "thought", "thoughtSignature", "inlineData", "fileData", "functionCall", "functionResponse", "executableCode",
-  "codeExecutionResult", "videoMetadata", "partMetadata", "mediaResolution", "toolCall", "toolResponse",
+  "text",
+  "thought",
+  "thoughtSignature",
+  "inlineData",
+  "fileData",
+  "functionCall",
+  "functionResponse",
+  "executableCode",
+  "codeExecutionResult",
+  "videoMetadata",
+  "partMetadata",
+  "mediaResolution",
+  "toolCall",
+  "toolResponse",
 ])
-const DATA_KEYS = ["text", "inlineData", "fileData", "functionCall", "functionResponse", "executableCode", "codeExecutionResult", "toolCall", "toolResponse"]
+const DATA_KEYS = [
+  "text",
+  "inlineData",
+  "fileData",
+  "functionCall",
+  "functionResponse",
+  "executableCode",
+  "codeExecutionResult",
+  "toolCall",
+  "toolResponse",
+]
 const CALL_KEYS = new Set(["name", "args", "id"])
 const RESPONSE_KEYS = new Set(["name", "response", "id", "parts", "willContinue", "scheduling"])
 const DECLARATION_KEYS = new Set([
-  "name", "description", "parameters", "parametersJsonSchema", "response", "responseJsonSchema", "behavior",
+  "name",
+  "description",
+  "parameters",
+  "parametersJsonSchema",
+  "response",
+  "responseJsonSchema",
+  "behavior",
 ])
 const TOOL_KEYS = new Set([
-  "functionDeclarations", "googleSearch", "googleSearchRetrieval", "codeExecution", "urlContext", "fileSearch", "googleMaps",
-  "computerUse", "retrieval", "mcpServers",
+  "functionDeclarations",
+  "googleSearch",
+  "googleSearchRetrieval",
+  "codeExecution",
+  "urlContext",
+  "fileSearch",
+  "googleMaps",
+  "computerUse",
+  "retrieval",
+  "mcpServers",
 ])
 const FUNCTION_NAME = /^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$/
 
@@ -56,14 +118,16 @@ const field = (path: string, text: string): Problem => bad(`* GenerateContentReq
 const list = (u: unknown): ReadonlyArray<unknown> => (Array.isArray(u) ? u : [])
 
 const validatePart = (part: unknown, at: string): Problem | undefined => {
-  if (!isRecord(part)) return bad(`Invalid value at '${at}' (type.googleapis.com/google.ai.generativelanguage.v1beta.Part), expected an object`)
+  if (!isRecord(part))
+    return bad(`Invalid value at '${at}' (type.googleapis.com/google.ai.generativelanguage.v1beta.Part), expected an object`)
   for (const key of Object.keys(part)) if (!PART_KEYS.has(key)) return unknown(key, at)
   const data = DATA_KEYS.filter((k) => part[k] !== undefined)
   if (data.length === 0) return field(`${at}.data`, "required oneof field 'data' must have one initialized field")
   if (data.length > 1) return bad(`Invalid value at '${at}': oneof field 'data' is already set. Cannot set '${data[1]!}'`)
   if (part["text"] !== undefined && typeof part["text"] !== "string") return bad(`Invalid value at '${at}.text' (TYPE_STRING)`)
   const signature = part["thoughtSignature"]
-  if (signature !== undefined && (typeof signature !== "string" || signature === "")) return bad(`Invalid value at '${at}.thought_signature' (TYPE_BYTES)`)
+  if (signature !== undefined && (typeof signature !== "string" || signature === ""))
+    return bad(`Invalid value at '${at}.thought_signature' (TYPE_BYTES)`)
   const blob = part["inlineData"]
   if (blob !== undefined && (!isRecord(blob) || typeof blob["mimeType"] !== "string" || typeof blob["data"] !== "string")) {
     return field(`${at}.inline_data`, "mime_type and data must be set")
@@ -73,14 +137,17 @@ const validatePart = (part: unknown, at: string): Problem | undefined => {
     if (!isRecord(call)) return bad(`Invalid value at '${at}.function_call', expected an object`)
     for (const key of Object.keys(call)) if (!CALL_KEYS.has(key)) return unknown(key, `${at}.function_call`)
     if (typeof call["name"] !== "string" || call["name"] === "") return field(`${at}.function_call.name`, "Name cannot be empty.")
-    if (call["args"] !== undefined && !isRecord(call["args"])) return bad(`Invalid value at '${at}.function_call.args' (type.googleapis.com/google.protobuf.Struct)`)
+    if (call["args"] !== undefined && !isRecord(call["args"]))
+      return bad(`Invalid value at '${at}.function_call.args' (type.googleapis.com/google.protobuf.Struct)`)
   }
   const response = part["functionResponse"]
   if (response !== undefined) {
     if (!isRecord(response)) return bad(`Invalid value at '${at}.function_response', expected an object`)
     for (const key of Object.keys(response)) if (!RESPONSE_KEYS.has(key)) return unknown(key, `${at}.function_response`)
-    if (typeof response["name"] !== "string" || response["name"] === "") return field(`${at}.function_response.name`, "Name cannot be empty.")
-    if (!isRecord(response["response"])) return field(`${at}.function_response.response`, "response must be a JSON object (google.protobuf.Struct)")
+    if (typeof response["name"] !== "string" || response["name"] === "")
+      return field(`${at}.function_response.name`, "Name cannot be empty.")
+    if (!isRecord(response["response"]))
+      return field(`${at}.function_response.response`, "response must be a JSON object (google.protobuf.Struct)")
   }
   return undefined
 }
@@ -103,17 +170,25 @@ const validateCalls = (contents: ReadonlyArray<Json>, model: string): Problem | 
     const responses = parts.flatMap((p) => (isRecord(p["functionResponse"]) ? [String(p["functionResponse"]["name"])] : []))
     if (responses.length > 0) {
       const previous = i > 0 ? contents[i - 1]! : undefined
-      const asked = previous === undefined || previous["role"] !== "model" ? [] : partsOf(previous).flatMap((p) => (isRecord(p["functionCall"]) ? [String(p["functionCall"]["name"])] : []))
+      const asked =
+        previous === undefined || previous["role"] !== "model"
+          ? []
+          : partsOf(previous).flatMap((p) => (isRecord(p["functionCall"]) ? [String(p["functionCall"]["name"])] : []))
       if (asked.length === 0) {
         return bad("Please ensure that function response turn comes immediately after a function call turn.")
       }
       if (asked.length !== responses.length) {
-        return bad("Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.")
+        return bad(
+          "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.",
+        )
       }
       const left = [...asked]
       for (const name of responses) {
         const at = left.indexOf(name)
-        if (at < 0) return bad(`Please ensure that the name of function response part '${name}' matches the name of a function call part of the function call turn.`)
+        if (at < 0)
+          return bad(
+            `Please ensure that the name of function response part '${name}' matches the name of a function call part of the function call turn.`,
+          )
         left.splice(at, 1)
       }
     }
@@ -152,7 +227,8 @@ const validateContents = (contents: unknown, model: string): Problem | undefined
   if (!Array.isArray(contents) || contents.length === 0) return field("contents", "contents is not specified")
   for (const [i, content] of contents.entries()) {
     const at = `contents[${i}]`
-    if (!isRecord(content)) return bad(`Invalid value at '${at}' (type.googleapis.com/google.ai.generativelanguage.v1beta.Content), expected an object`)
+    if (!isRecord(content))
+      return bad(`Invalid value at '${at}' (type.googleapis.com/google.ai.generativelanguage.v1beta.Content), expected an object`)
     for (const key of Object.keys(content)) if (key !== "role" && key !== "parts") return unknown(key, at)
     const role = content["role"]
     if (role !== undefined && role !== "user" && role !== "model") return bad("Please use a valid role: user, model.")
@@ -192,7 +268,10 @@ const validateTools = (tools: unknown): Problem | undefined => {
 
 const validateSystem = (system: unknown): Problem | undefined => {
   if (system === undefined) return undefined
-  if (!isRecord(system)) return bad("Invalid value at 'system_instruction' (type.googleapis.com/google.ai.generativelanguage.v1beta.Content), expected an object")
+  if (!isRecord(system))
+    return bad(
+      "Invalid value at 'system_instruction' (type.googleapis.com/google.ai.generativelanguage.v1beta.Content), expected an object",
+    )
   for (const key of Object.keys(system)) if (key !== "role" && key !== "parts") return unknown(key, "system_instruction")
   const parts = system["parts"]
   if (!Array.isArray(parts) || parts.length === 0) return field("system_instruction.parts", "contents.parts must not be empty.")

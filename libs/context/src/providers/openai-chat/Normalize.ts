@@ -9,9 +9,7 @@ import * as Common from "../Common.ts"
 const openaiImage = (part: OpenAI.ImagePart): Conversation.ImagePart => {
   const match = Common.DATA_URL.exec(part.image_url.url)
   const source: Conversation.ImageSource =
-    match === null
-      ? { kind: "url", url: part.image_url.url }
-      : { kind: "base64", mediaType: match[1]!, data: match[2]! }
+    match === null ? { kind: "url", url: part.image_url.url } : { kind: "base64", mediaType: match[1]!, data: match[2]! }
   return part.image_url.detail === undefined ? { type: "image", source } : { type: "image", source, detail: part.image_url.detail }
 }
 
@@ -74,8 +72,7 @@ export const fromOpenAIIndexed = (messages: ReadonlyArray<OpenAI.Message>): Arra
  * message with one result (`isError` false). `data:` image URLs become base64
  * sources; other unknown content parts become opaque parts.
  */
-export const fromOpenAI = (messages: ReadonlyArray<OpenAI.Message>): Array<Conversation.Message> =>
-  messages.map(openaiMessage)
+export const fromOpenAI = (messages: ReadonlyArray<OpenAI.Message>): Array<Conversation.Message> => messages.map(openaiMessage)
 
 /** Chat Completions tools → neutral tools (`strict` kept in `extra`; a missing `parameters` an empty object schema). */
 export const tools = (defs: ReadonlyArray<OpenAI.Tool> | undefined): Array<Conversation.Tool> =>
@@ -92,4 +89,8 @@ export const tools = (defs: ReadonlyArray<OpenAI.Tool> | undefined): Array<Conve
 export const request = (
   req: Extract<Turn.TurnRequest, { readonly format: "openai" }>,
   workspace?: ReadonlyArray<Conversation.SystemSection>,
-): Common.NormalizedRequest => ({ messages: fromOpenAIIndexed(req.messages), system: Common.system(req.system, workspace), tools: tools(req.tools) })
+): Common.NormalizedRequest => ({
+  messages: fromOpenAIIndexed(req.messages),
+  system: Common.system(req.system, workspace),
+  tools: tools(req.tools),
+})

@@ -93,7 +93,10 @@ const assistantMessage = (message: Conversation.Message): Json => {
         calls.push({
           id: p.id,
           type: "function",
-          function: { name: p.name, arguments: p.custom !== true && p.arguments !== undefined ? p.arguments : JSON.stringify(p.input ?? {}) },
+          function: {
+            name: p.name,
+            arguments: p.custom !== true && p.arguments !== undefined ? p.arguments : JSON.stringify(p.input ?? {}),
+          },
         })
         break
       case "opaque": {
@@ -157,7 +160,8 @@ export const render = (input: RenderInput): Rendered => {
         break
       case "tool":
         for (const p of message.parts) {
-          if (p.type === "tool_result") messages.push(RenderedJson.once(messagesOnce, p, () => ({ role: "tool", tool_call_id: p.callId, content: resultContent(p) })))
+          if (p.type === "tool_result")
+            messages.push(RenderedJson.once(messagesOnce, p, () => ({ role: "tool", tool_call_id: p.callId, content: resultContent(p) })))
         }
         break
     }
@@ -167,7 +171,9 @@ export const render = (input: RenderInput): Rendered => {
   const body: Json = { model: input.model.name, messages }
   const functions = input.tools.filter((t) => !Foreign.isHosted(t))
   if (functions.length > 0) {
-    body["tools"] = CacheLayout.orderTools(functions, input.toolOrder).map((t) => RenderedJson.once(toolsOnce, t, () => tool(t), t.inputSchema))
+    body["tools"] = CacheLayout.orderTools(functions, input.toolOrder).map((t) =>
+      RenderedJson.once(toolsOnce, t, () => tool(t), t.inputSchema),
+    )
   }
   body["prompt_cache_key"] = key
   body["max_completion_tokens"] = input.model.maxOutputTokens

@@ -17,12 +17,43 @@ export interface Problem {
 }
 
 const CREATE_KEYS = new Set([
-  "messages", "model", "audio", "frequency_penalty", "function_call", "functions", "logit_bias",
-  "logprobs", "max_completion_tokens", "max_tokens", "metadata", "modalities", "moderation", "n",
-  "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key", "prompt_cache_options",
-  "prompt_cache_retention", "reasoning_effort", "response_format", "safety_identifier", "seed",
-  "service_tier", "stop", "store", "stream", "stream_options", "temperature", "tool_choice", "tools",
-  "top_logprobs", "top_p", "user", "verbosity", "web_search_options",
+  "messages",
+  "model",
+  "audio",
+  "frequency_penalty",
+  "function_call",
+  "functions",
+  "logit_bias",
+  "logprobs",
+  "max_completion_tokens",
+  "max_tokens",
+  "metadata",
+  "modalities",
+  "moderation",
+  "n",
+  "parallel_tool_calls",
+  "prediction",
+  "presence_penalty",
+  "prompt_cache_key",
+  "prompt_cache_options",
+  "prompt_cache_retention",
+  "reasoning_effort",
+  "response_format",
+  "safety_identifier",
+  "seed",
+  "service_tier",
+  "stop",
+  "store",
+  "stream",
+  "stream_options",
+  "temperature",
+  "tool_choice",
+  "tools",
+  "top_logprobs",
+  "top_p",
+  "user",
+  "verbosity",
+  "web_search_options",
 ])
 const MESSAGE_KEYS = new Set(["role", "content", "name", "tool_calls", "tool_call_id", "refusal", "audio", "function_call"])
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool", "function"])
@@ -42,10 +73,16 @@ const validateTools = (tools: unknown): Problem | undefined => {
   if (tools === undefined || tools === null) return undefined
   if (!Array.isArray(tools)) return { message: "Invalid type for 'tools': expected an array.", param: "tools", code: "invalid_type" }
   for (const [i, tool] of tools.entries()) {
-    if (!isRecord(tool)) return { message: `Invalid type for 'tools[${i}]': expected an object.`, param: `tools[${i}]`, code: "invalid_type" }
+    if (!isRecord(tool))
+      return { message: `Invalid type for 'tools[${i}]': expected an object.`, param: `tools[${i}]`, code: "invalid_type" }
     for (const key of Object.keys(tool)) if (!TOOL_KEYS.has(key)) return unknown(`tools[${i}].${key}`)
     const fn = tool["function"]
-    if (!isRecord(fn)) return { message: `Missing required parameter: 'tools[${i}].function'.`, param: `tools[${i}].function`, code: "missing_required_parameter" }
+    if (!isRecord(fn))
+      return {
+        message: `Missing required parameter: 'tools[${i}].function'.`,
+        param: `tools[${i}].function`,
+        code: "missing_required_parameter",
+      }
     for (const key of Object.keys(fn)) if (!FUNCTION_KEYS.has(key)) return unknown(`tools[${i}].function.${key}`)
     if (typeof fn["name"] !== "string" || !FUNCTION_NAME.test(fn["name"])) {
       return {
@@ -59,7 +96,8 @@ const validateTools = (tools: unknown): Problem | undefined => {
 }
 
 const validateMessage = (message: unknown, i: number): Problem | undefined => {
-  if (!isRecord(message)) return { message: `Invalid type for 'messages[${i}]': expected an object.`, param: `messages[${i}]`, code: "invalid_type" }
+  if (!isRecord(message))
+    return { message: `Invalid type for 'messages[${i}]': expected an object.`, param: `messages[${i}]`, code: "invalid_type" }
   for (const key of Object.keys(message)) if (!MESSAGE_KEYS.has(key)) return unknown(`messages[${i}].${key}`)
   const role = message["role"]
   if (typeof role !== "string" || !ROLES.has(role)) {
@@ -81,11 +119,19 @@ const validateMessage = (message: unknown, i: number): Problem | undefined => {
   }
   for (const [k, call] of calls.entries()) {
     if (!isRecord(call) || typeof call["id"] !== "string" || !isRecord(call["function"])) {
-      return { message: `Missing required parameter: 'messages[${i}].tool_calls[${k}].id'.`, param: `messages[${i}].tool_calls[${k}].id`, code: "missing_required_parameter" }
+      return {
+        message: `Missing required parameter: 'messages[${i}].tool_calls[${k}].id'.`,
+        param: `messages[${i}].tool_calls[${k}].id`,
+        code: "missing_required_parameter",
+      }
     }
   }
   if (role === "tool" && typeof message["tool_call_id"] !== "string") {
-    return { message: `Missing required parameter: 'messages[${i}].tool_call_id'.`, param: `messages[${i}].tool_call_id`, code: "missing_required_parameter" }
+    return {
+      message: `Missing required parameter: 'messages[${i}].tool_call_id'.`,
+      param: `messages[${i}].tool_call_id`,
+      code: "missing_required_parameter",
+    }
   }
   return undefined
 }
@@ -101,12 +147,20 @@ const validatePairing = (messages: ReadonlyArray<Json>): Problem | undefined => 
   for (const [i, message] of messages.entries()) {
     if (message["role"] === "tool") {
       if (!afterToolCalls) {
-        return { message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", param: `messages.[${i}].role`, code: null }
+        return {
+          message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+          param: `messages.[${i}].role`,
+          code: null,
+        }
       }
       const id = String(message["tool_call_id"])
       const at = open?.ids.indexOf(id) ?? -1
       if (open === undefined || at < 0) {
-        return { message: `Invalid parameter: 'tool_call_id' of '${id}' not found in 'tool_calls' of previous message.`, param: `messages.[${i}].tool_call_id`, code: null }
+        return {
+          message: `Invalid parameter: 'tool_call_id' of '${id}' not found in 'tool_calls' of previous message.`,
+          param: `messages.[${i}].tool_call_id`,
+          code: null,
+        }
       }
       open.ids.splice(at, 1)
       continue
@@ -125,12 +179,19 @@ export const validate = (body: unknown): Problem | undefined => {
   for (const key of Object.keys(body)) {
     if (!CREATE_KEYS.has(key)) return { message: `Unrecognized request argument supplied: ${key}`, param: null, code: null }
   }
-  if (typeof body["model"] !== "string" || body["model"].length === 0) return { message: "you must provide a model parameter", param: null, code: null }
+  if (typeof body["model"] !== "string" || body["model"].length === 0)
+    return { message: "you must provide a model parameter", param: null, code: null }
   const messages = body["messages"]
-  if (messages === undefined) return { message: "Missing required parameter: 'messages'.", param: "messages", code: "missing_required_parameter" }
-  if (!Array.isArray(messages)) return { message: "Invalid type for 'messages': expected an array.", param: "messages", code: "invalid_type" }
+  if (messages === undefined)
+    return { message: "Missing required parameter: 'messages'.", param: "messages", code: "missing_required_parameter" }
+  if (!Array.isArray(messages))
+    return { message: "Invalid type for 'messages': expected an array.", param: "messages", code: "invalid_type" }
   if (messages.length === 0) {
-    return { message: "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", param: "messages", code: "empty_array" }
+    return {
+      message: "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+      param: "messages",
+      code: "empty_array",
+    }
   }
   for (const [i, message] of messages.entries()) {
     const problem = validateMessage(message, i)

@@ -40,7 +40,9 @@ const DOT: Json = { type: "message", role: "user", content: "." }
 const user = (text: string): Json => ({ type: "message", role: "user", content: text })
 
 /** The count request of an envelope alone. */
-export const envelopeBody = (envelope: Envelope): Json => ({ input: envelope === "plain" ? [DOT] : envelope === "twoDots" ? [DOT, DOT] : [user("")] })
+export const envelopeBody = (envelope: Envelope): Json => ({
+  input: envelope === "plain" ? [DOT] : envelope === "twoDots" ? [DOT, DOT] : [user("")],
+})
 
 const EMPTY = "(empty)"
 
@@ -51,10 +53,15 @@ const rendered = (
   tools: ReadonlyArray<Conversation.Tool>,
   messages: ReadonlyArray<Conversation.Message>,
 ): Json =>
-  RenderResponses.render({ model: Models.resolve({ provider: "openai", name: model }), system, tools, messages, tenant: "", session: "" }).body
+  RenderResponses.render({ model: Models.resolve({ provider: "openai", name: model }), system, tools, messages, tenant: "", session: "" })
+    .body
 
 /** The count request of the instructions and tools together (inside `plain`); `undefined` when there are neither. */
-export const prefixBody = (model: string, system: ReadonlyArray<Conversation.SystemSection>, tools: ReadonlyArray<Conversation.Tool>): Json | undefined => {
+export const prefixBody = (
+  model: string,
+  system: ReadonlyArray<Conversation.SystemSection>,
+  tools: ReadonlyArray<Conversation.Tool>,
+): Json | undefined => {
   const body = rendered(model, system, tools, [])
   if (body["instructions"] === undefined && body["tools"] === undefined) return undefined
   return {

@@ -138,7 +138,6 @@ export const tools = (defs: ReadonlyArray<OpenAIResponses.Tool> | undefined): Ar
     }
   })
 
-
 /** A whole Responses turn request in neutral form. */
 export const request = (
   req: Extract<Turn.TurnRequest, { readonly format: "openai-responses" }>,

@@ -170,8 +170,7 @@ const tool = (t: Conversation.Tool): Json => {
 }
 
 /** True when the model's price row lists the `24h` cache tier (OpenAI extended prompt caching). */
-export const extendedRetention = (modelName: string): boolean =>
-  CostModel.lookup(modelName).tiers.some((t) => t.name === "24h")
+export const extendedRetention = (modelName: string): boolean => CostModel.lookup(modelName).tiers.some((t) => t.name === "24h")
 
 /** Renders `input` into an OpenAI Responses API request body. */
 export const render = (input: RenderInput): Rendered => {

@@ -17,9 +17,11 @@ export const reader: UsageFields.UsageReader = {
       const details = usage["input_tokens_details"]
       let cached = 0
       if (details !== undefined && details !== null) {
-        if (!UsageFields.isRecord(details)) return yield* Either.left({ path: at, message: `usage.${at.slice(path.length + 1)} must be an object` })
+        if (!UsageFields.isRecord(details))
+          return yield* Either.left({ path: at, message: `usage.${at.slice(path.length + 1)} must be an object` })
         cached = (yield* UsageFields.field(details, "cached_tokens", at)) ?? 0
-        if (cached > prompt) return yield* Either.left({ path: `${at}.cached_tokens`, message: `cached_tokens (${cached}) exceeds input_tokens (${prompt})` })
+        if (cached > prompt)
+          return yield* Either.left({ path: `${at}.cached_tokens`, message: `cached_tokens (${cached}) exceeds input_tokens (${prompt})` })
       }
       return { style: "openai", input: prompt - cached, cacheRead: cached, cacheWrite: 0, billedPrompt: prompt, output } as const
     }),

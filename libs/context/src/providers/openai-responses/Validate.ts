@@ -20,15 +20,48 @@ export interface Problem {
 }
 
 const CREATE_KEYS = new Set([
-  "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens",
-  "max_tool_calls", "metadata", "previous_response_id", "conversation", "prompt", "prompt_cache_key",
-  "prompt_cache_retention", "reasoning", "safety_identifier", "service_tier", "store", "stream",
-  "stream_options", "temperature", "text", "top_logprobs", "top_p", "truncation", "user", "include", "background",
+  "model",
+  "input",
+  "instructions",
+  "tools",
+  "tool_choice",
+  "parallel_tool_calls",
+  "max_output_tokens",
+  "max_tool_calls",
+  "metadata",
+  "previous_response_id",
+  "conversation",
+  "prompt",
+  "prompt_cache_key",
+  "prompt_cache_retention",
+  "reasoning",
+  "safety_identifier",
+  "service_tier",
+  "store",
+  "stream",
+  "stream_options",
+  "temperature",
+  "text",
+  "top_logprobs",
+  "top_p",
+  "truncation",
+  "user",
+  "include",
+  "background",
   "context_management",
 ])
 const COUNT_KEYS = new Set([
-  "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "previous_response_id",
-  "conversation", "reasoning", "text", "truncation",
+  "model",
+  "input",
+  "instructions",
+  "tools",
+  "tool_choice",
+  "parallel_tool_calls",
+  "previous_response_id",
+  "conversation",
+  "reasoning",
+  "text",
+  "truncation",
 ])
 const ROLES = new Set(["user", "assistant", "system", "developer"])
 const ITEM_KEYS: Record<string, ReadonlySet<string>> = {
@@ -41,7 +74,14 @@ const ITEM_KEYS: Record<string, ReadonlySet<string>> = {
   compaction: new Set(["type", "encrypted_content", "id"]),
 }
 /** Hosted tools' call items (their other fields vary by tool and are not checked). */
-const HOSTED_CALLS = new Set(["web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools"])
+const HOSTED_CALLS = new Set([
+  "web_search_call",
+  "file_search_call",
+  "code_interpreter_call",
+  "image_generation_call",
+  "mcp_call",
+  "mcp_list_tools",
+])
 const PART_KEYS: Record<string, ReadonlySet<string>> = {
   input_text: new Set(["type", "text"]),
   output_text: new Set(["type", "text", "annotations", "logprobs"]),
@@ -53,12 +93,17 @@ const FUNCTION_KEYS = new Set(["type", "name", "description", "parameters", "str
 const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/
 
 const unknown = (param: string): Problem => ({ message: `Unknown parameter: '${param}'.`, param, code: "unknown_parameter" })
-const missing = (param: string): Problem => ({ message: `Missing required parameter: '${param}'.`, param, code: "missing_required_parameter" })
+const missing = (param: string): Problem => ({
+  message: `Missing required parameter: '${param}'.`,
+  param,
+  code: "missing_required_parameter",
+})
 const invalid = (param: string, message: string): Problem => ({ message, param, code: "invalid_value" })
 
 const validateParts = (content: unknown, at: string, role: string): Problem | undefined => {
   if (typeof content === "string") return undefined
-  if (!Array.isArray(content)) return { message: `Invalid type for '${at}': expected a string or an array.`, param: at, code: "invalid_type" }
+  if (!Array.isArray(content))
+    return { message: `Invalid type for '${at}': expected a string or an array.`, param: at, code: "invalid_type" }
   for (const [k, part] of content.entries()) {
     const p = `${at}[${k}]`
     if (!isRecord(part)) return { message: `Invalid type for '${p}': expected an object.`, param: p, code: "invalid_type" }
@@ -90,7 +135,10 @@ const validateItem = (item: unknown, i: number): Problem | undefined => {
     case "message": {
       const role = item["role"]
       if (typeof role !== "string" || !ROLES.has(role)) {
-        return invalid(`${at}.role`, `Invalid value: '${String(role)}'. Supported values are: 'assistant', 'system', 'developer', and 'user'.`)
+        return invalid(
+          `${at}.role`,
+          `Invalid value: '${String(role)}'. Supported values are: 'assistant', 'system', 'developer', and 'user'.`,
+        )
       }
       if (item["content"] === undefined) return missing(`${at}.content`)
       return validateParts(item["content"], `${at}.content`, role)
@@ -114,7 +162,11 @@ const validateItem = (item: unknown, i: number): Problem | undefined => {
       const encrypted = item["encrypted_content"]
       if (encrypted === undefined || encrypted === null) return missing(`${at}.encrypted_content`)
       if (typeof encrypted !== "string") {
-        return { message: `Invalid type for '${at}.encrypted_content': expected a string.`, param: `${at}.encrypted_content`, code: "invalid_type" }
+        return {
+          message: `Invalid type for '${at}.encrypted_content': expected a string.`,
+          param: `${at}.encrypted_content`,
+          code: "invalid_type",
+        }
       }
       if (encrypted === "") return invalid(`${at}.encrypted_content`, `Invalid '${at}.encrypted_content': empty string.`)
       const id = item["id"]
@@ -133,7 +185,11 @@ const validateItem = (item: unknown, i: number): Problem | undefined => {
       }
       const encrypted = item["encrypted_content"]
       if (encrypted !== undefined && encrypted !== null && typeof encrypted !== "string") {
-        return { message: `Invalid type for '${at}.encrypted_content': expected a string.`, param: `${at}.encrypted_content`, code: "invalid_type" }
+        return {
+          message: `Invalid type for '${at}.encrypted_content': expected a string.`,
+          param: `${at}.encrypted_content`,
+          code: "invalid_type",
+        }
       }
       return undefined
     }
@@ -160,9 +216,12 @@ const validatePairing = (items: ReadonlyArray<Json>): Problem | undefined => {
     if (type === "function_call_output" || type === "custom_tool_call_output") {
       const id = String(item["call_id"])
       if (!open.has(id)) {
-        return invalid(`input[${i}].call_id`, answered.has(id)
-          ? `Duplicate function call output for call_id '${id}'.`
-          : `No tool call found for function call output with call_id ${id}.`)
+        return invalid(
+          `input[${i}].call_id`,
+          answered.has(id)
+            ? `Duplicate function call output for call_id '${id}'.`
+            : `No tool call found for function call output with call_id ${id}.`,
+        )
       }
       open.delete(id)
       answered.add(id)
@@ -202,7 +261,10 @@ const validateTools = (tools: unknown): Problem | undefined => {
     if (tool["type"] !== "function") continue
     for (const key of Object.keys(tool)) if (!FUNCTION_KEYS.has(key)) return unknown(`tools[${i}].${key}`)
     if (typeof tool["name"] !== "string" || !FUNCTION_NAME.test(tool["name"])) {
-      return invalid(`tools[${i}].name`, `Invalid 'tools[${i}].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`)
+      return invalid(
+        `tools[${i}].name`,
+        `Invalid 'tools[${i}].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+      )
     }
   }
   return undefined
@@ -233,7 +295,8 @@ const validateContextManagement = (value: unknown): Problem | undefined => {
     const at = `context_management[${i}]`
     if (!isRecord(entry)) return { message: `Invalid type for '${at}': expected an object.`, param: at, code: "invalid_type" }
     for (const key of Object.keys(entry)) if (key !== "type" && key !== "compact_threshold") return unknown(`${at}.${key}`)
-    if (entry["type"] !== "compaction") return invalid(`${at}.type`, `Invalid value: '${String(entry["type"])}'. Supported values are: 'compaction'.`)
+    if (entry["type"] !== "compaction")
+      return invalid(`${at}.type`, `Invalid value: '${String(entry["type"])}'. Supported values are: 'compaction'.`)
     const threshold = entry["compact_threshold"]
     if (threshold !== undefined && threshold !== null && (typeof threshold !== "number" || !Number.isInteger(threshold) || threshold < 1)) {
       return invalid(`${at}.compact_threshold`, `Invalid '${at}.compact_threshold': expected a positive integer.`)

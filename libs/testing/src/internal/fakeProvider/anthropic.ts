@@ -21,7 +21,9 @@ const ttlOf = (block: unknown): Ttl | undefined => {
 const nestedTtl = (block: unknown): Ttl | undefined => {
   const own = ttlOf(block)
   if (own !== undefined || !isRecord(block) || block["type"] !== "tool_result") return own
-  const inner = list(block["content"]).map(ttlOf).filter((t) => t !== undefined)
+  const inner = list(block["content"])
+    .map(ttlOf)
+    .filter((t) => t !== undefined)
   return inner.includes("5m") ? "5m" : inner[0]
 }
 
@@ -209,10 +211,16 @@ export const streamEvents = (id: string, model: string, a: Answer, u: Json): Arr
     if (block["type"] === "tool_use") {
       events.push(["content_block_start", { type: "content_block_start", index, content_block: { ...block, input: {} } }])
       for (const part of chunks(JSON.stringify(block["input"]), 24)) {
-        events.push(["content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: part } }])
+        events.push([
+          "content_block_delta",
+          { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: part } },
+        ])
       }
     } else {
-      events.push(["content_block_start", { type: "content_block_start", index, content_block: { type: "text", text: "", citations: null } }])
+      events.push([
+        "content_block_start",
+        { type: "content_block_start", index, content_block: { type: "text", text: "", citations: null } },
+      ])
       for (const part of chunks(String(block["text"]), 16)) {
         events.push(["content_block_delta", { type: "content_block_delta", index, delta: { type: "text_delta", text: part } }])
       }
@@ -246,11 +254,18 @@ export const errorBody = (type: string, message: string, requestId: string): Jso
 
 /** The error type Anthropic uses for an HTTP status. */
 export const errorType = (status: number): string =>
-  status === 400 ? "invalid_request_error"
-  : status === 401 ? "authentication_error"
-  : status === 403 ? "permission_error"
-  : status === 404 ? "not_found_error"
-  : status === 413 ? "request_too_large"
-  : status === 429 ? "rate_limit_error"
-  : status === 529 ? "overloaded_error"
-  : "api_error"
+  status === 400
+    ? "invalid_request_error"
+    : status === 401
+      ? "authentication_error"
+      : status === 403
+        ? "permission_error"
+        : status === 404
+          ? "not_found_error"
+          : status === 413
+            ? "request_too_large"
+            : status === 429
+              ? "rate_limit_error"
+              : status === 529
+                ? "overloaded_error"
+                : "api_error"

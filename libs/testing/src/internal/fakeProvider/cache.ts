@@ -210,4 +210,10 @@ export const geminiCached = (
   namespace: string,
   tokens: ReadonlyArray<number>,
   options: { readonly min: number; readonly now: number },
-): number => prefixCached(caches.gemini, namespace, tokens, { min: options.min, round: (lcp) => lcp, retentionMs: GEMINI_RETENTION_MS, now: options.now })
+): number =>
+  prefixCached(caches.gemini, namespace, tokens, {
+    min: options.min,
+    round: (lcp) => lcp,
+    retentionMs: GEMINI_RETENTION_MS,
+    now: options.now,
+  })

@@ -54,7 +54,8 @@ export const restShape = (body: Json): Json => {
   if (!isRecord(body["config"])) return body
   const { systemInstruction, tools, ...generation } = body["config"]
   const out: Json = { contents: body["contents"] }
-  if (systemInstruction !== undefined) out["systemInstruction"] = typeof systemInstruction === "string" ? { parts: [{ text: systemInstruction }] } : systemInstruction
+  if (systemInstruction !== undefined)
+    out["systemInstruction"] = typeof systemInstruction === "string" ? { parts: [{ text: systemInstruction }] } : systemInstruction
   if (tools !== undefined) out["tools"] = tools
   if (Object.keys(generation).length > 0) out["generationConfig"] = generation
   return out
@@ -91,8 +92,7 @@ export const promptTokens = (body: Json): Array<number> => {
 }
 
 /** Smallest prefix Gemini's implicit cache reads, as ctxd's price table has it (`CostModel`). */
-export const minCachedTokens = (model: string): number =>
-  /^gemini-2\.5-(?:pro|flash)/i.test(model) ? 2_048 : 4_096
+export const minCachedTokens = (model: string): number => (/^gemini-2\.5-(?:pro|flash)/i.test(model) ? 2_048 : 4_096)
 
 /** A minimal `GenerateContentResponse` (text, or the scripted function calls; a signed first call for Gemini 3). */
 export const response = (

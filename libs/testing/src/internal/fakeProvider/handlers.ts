@@ -34,10 +34,15 @@ export const error = (provider: Provider, status: number, message: string, reque
 /** The error a fault injects (5xx or 429), in the provider's words. */
 export const faultError = (provider: Provider, status: number, requestId: string, retryAfterMs?: number): Reply => {
   const message =
-    status === 429 ? (provider === "anthropic" ? "Number of requests has exceeded your rate limit (fake provider)." : "Rate limit reached for requests (fake provider).")
-    : status === 529 ? "Overloaded"
-    : provider === "anthropic" ? "Internal server error"
-    : "The server had an error while processing your request. Sorry about that!"
+    status === 429
+      ? provider === "anthropic"
+        ? "Number of requests has exceeded your rate limit (fake provider)."
+        : "Rate limit reached for requests (fake provider)."
+      : status === 529
+        ? "Overloaded"
+        : provider === "anthropic"
+          ? "Internal server error"
+          : "The server had an error while processing your request. Sorry about that!"
   const reply = error(provider, status, message, requestId)
   if (retryAfterMs === undefined || reply.kind !== "json") return reply
   return { ...reply, headers: { "retry-after": String(Math.ceil(retryAfterMs / 1_000)), "retry-after-ms": String(retryAfterMs) } }
@@ -76,12 +81,16 @@ export const anthropic = (
   const id = `msg_${State.nextId(state)}`
   const model = String(body["model"])
   if (body["stream"] !== true) return json(200, Anthropic.message(id, model, answer, usage))
-  const frames = Anthropic.streamEvents(id, model, answer, usage).map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
+  const frames = Anthropic.streamEvents(id, model, answer, usage).map(
+    ([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`,
+  )
   return { kind: "sse", frames }
 }
 
 /** An OpenAI `invalid_request_error` reply for a validation problem (a body that is not an object: a generic one). */
-const invalidRequest = (problem: { readonly message: string; readonly param: string | null; readonly code: string | null } | undefined): Reply => {
+const invalidRequest = (
+  problem: { readonly message: string; readonly param: string | null; readonly code: string | null } | undefined,
+): Reply => {
   const p = problem ?? { message: "invalid request", param: null, code: null }
   return json(400, OpenAI.errorBody(p.message, "invalid_request_error", p.param, p.code))
 }
@@ -145,7 +154,10 @@ export const responses = (
     extendedRetention: body["prompt_cache_retention"] === "24h",
     now: Date.now(),
   })
-  return json(200, Responses.response(body, reply, { input: tokens.length, cached }, () => State.nextId(state)))
+  return json(
+    200,
+    Responses.response(body, reply, { input: tokens.length, cached }, () => State.nextId(state)),
+  )
 }
 
 /**
@@ -165,7 +177,8 @@ export const gemini = (
   let prompt: Json
   if (endpoint === "gemini_count_tokens") {
     const counted = Gemini.countBody(body, model)
-    if ("problem" in counted) return json(counted.problem.code, Gemini.errorBody(counted.problem.code, counted.problem.message, counted.problem.status))
+    if ("problem" in counted)
+      return json(counted.problem.code, Gemini.errorBody(counted.problem.code, counted.problem.message, counted.problem.status))
     prompt = counted.body
   } else {
     const problem = Gemini.validateGenerate(body, model)
@@ -187,5 +200,8 @@ export const gemini = (
   const reply = State.takeReply(state, "google")
   if (reply?.error !== undefined) return scriptedError("google", reply.error, requestId)
   const cached = Cache.geminiCached(state.caches, `api:${apiKey}|${model}`, tokens, { min: Gemini.minCachedTokens(model), now: Date.now() })
-  return json(200, Gemini.response(model, reply, { prompt: tokens.length, cached }, () => State.nextId(state)))
+  return json(
+    200,
+    Gemini.response(model, reply, { prompt: tokens.length, cached }, () => State.nextId(state)),
+  )
 }

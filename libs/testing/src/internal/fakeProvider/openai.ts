@@ -70,22 +70,32 @@ const forcedTool = (body: Json): Json | undefined => {
 }
 
 const lastUserText = (body: Json): string => {
-  const user = list(body["messages"]).filter(isRecord).filter((m) => m["role"] === "user").at(-1)
+  const user = list(body["messages"])
+    .filter(isRecord)
+    .filter((m) => m["role"] === "user")
+    .at(-1)
   const content = user?.["content"]
   if (typeof content === "string") return content
-  return list(content).flatMap((p) => (isRecord(p) && p["type"] === "text" ? [String(p["text"])] : [])).join(" ")
+  return list(content)
+    .flatMap((p) => (isRecord(p) && p["type"] === "text" ? [String(p["text"])] : []))
+    .join(" ")
 }
 
 /** The answer to `body`: the scripted reply if any, else the default text (or a forced tool call). */
 export const answer = (body: Json, reply: ScriptedReply | undefined, promptTokenCount: number, nextId: () => string): Answer => {
   const forced = reply === undefined ? forcedTool(body) : undefined
-  const toolCalls = forced !== undefined
-    ? [{ id: `call_${nextId()}`, name: String(forced["name"]), arguments: JSON.stringify(sampleFromSchema(forced["parameters"]) ?? {}) }]
-    : (reply?.toolCalls ?? []).map((c) => ({ id: c.id ?? `call_${nextId()}`, name: c.name, arguments: JSON.stringify(c.input ?? {}) }))
-  const text = forced !== undefined ? null
-    : reply === undefined
-      ? `Summary of ${list(body["messages"]).length} messages (${promptTokenCount} prompt tokens). Last user message: "${excerpt(lastUserText(body), 160)}"`
-      : reply.text !== undefined && reply.text.length > 0 ? reply.text : null
+  const toolCalls =
+    forced !== undefined
+      ? [{ id: `call_${nextId()}`, name: String(forced["name"]), arguments: JSON.stringify(sampleFromSchema(forced["parameters"]) ?? {}) }]
+      : (reply?.toolCalls ?? []).map((c) => ({ id: c.id ?? `call_${nextId()}`, name: c.name, arguments: JSON.stringify(c.input ?? {}) }))
+  const text =
+    forced !== undefined
+      ? null
+      : reply === undefined
+        ? `Summary of ${list(body["messages"]).length} messages (${promptTokenCount} prompt tokens). Last user message: "${excerpt(lastUserText(body), 160)}"`
+        : reply.text !== undefined && reply.text.length > 0
+          ? reply.text
+          : null
   const completionTokens = Tokens.count(text ?? "") + toolCalls.reduce((n, c) => n + Tokens.count(c.name) + Tokens.count(c.arguments), 0)
   return {
     text,
@@ -104,7 +114,8 @@ export const usage = (prompt: number, cached: number, completion: number): Json 
   completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
 })
 
-const wireCalls = (a: Answer) => a.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }))
+const wireCalls = (a: Answer) =>
+  a.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }))
 
 /** A non-streaming `ChatCompletion` body. */
 export const completion = (id: string, model: string, created: number, a: Answer, u: Json): Json => ({
@@ -112,12 +123,20 @@ export const completion = (id: string, model: string, created: number, a: Answer
   object: "chat.completion",
   created,
   model,
-  choices: [{
-    index: 0,
-    message: { role: "assistant", content: a.text, refusal: null, annotations: [], ...(a.toolCalls.length > 0 ? { tool_calls: wireCalls(a) } : {}) },
-    logprobs: null,
-    finish_reason: a.finishReason,
-  }],
+  choices: [
+    {
+      index: 0,
+      message: {
+        role: "assistant",
+        content: a.text,
+        refusal: null,
+        annotations: [],
+        ...(a.toolCalls.length > 0 ? { tool_calls: wireCalls(a) } : {}),
+      },
+      logprobs: null,
+      finish_reason: a.finishReason,
+    },
+  ],
   usage: u,
   service_tier: "default",
   system_fingerprint: "fp_fake",
@@ -125,8 +144,19 @@ export const completion = (id: string, model: string, created: number, a: Answer
 
 /** The SSE `data:` payloads of a streamed completion (without the final `[DONE]`). */
 export const chunks = (id: string, model: string, created: number, a: Answer, u: Json, includeUsage: boolean): Array<Json> => {
-  const base = { id, object: "chat.completion.chunk", created, model, service_tier: "default", system_fingerprint: "fp_fake", ...(includeUsage ? { usage: null } : {}) }
-  const choice = (delta: Json, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })
+  const base = {
+    id,
+    object: "chat.completion.chunk",
+    created,
+    model,
+    service_tier: "default",
+    system_fingerprint: "fp_fake",
+    ...(includeUsage ? { usage: null } : {}),
+  }
+  const choice = (delta: Json, finish: string | null = null) => ({
+    ...base,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+  })
   const out: Array<Json> = [choice({ role: "assistant", content: "", refusal: null })]
   const text = a.text ?? ""
   for (let i = 0; i < text.length; i += 16) out.push(choice({ content: text.slice(i, i + 16) }))

@@ -36,7 +36,8 @@ const appendContent = (out: Array<number>, content: unknown): void => {
   for (const part of list(content)) {
     if (!isRecord(part)) continue
     if (part["type"] === "input_text" || part["type"] === "output_text") append(out, Tokens.encode(String(part["text"])))
-    else if (part["type"] === "input_image") append(out, Tokens.frame(`image:${stableJson(part["image_url"] ?? part["file_id"])}`, Tokens.IMAGE_TOKENS))
+    else if (part["type"] === "input_image")
+      append(out, Tokens.frame(`image:${stableJson(part["image_url"] ?? part["file_id"])}`, Tokens.IMAGE_TOKENS))
     else append(out, Tokens.encode(stableJson(part)))
   }
 }
@@ -97,7 +98,11 @@ export const response = (
     status: "completed",
   }))
   const items = list(body["input"])
-  const text = reply?.text ?? (calls.length > 0 ? "" : `Summary of ${typeof body["input"] === "string" ? 1 : items.length} input items (${usage.input} input tokens).`)
+  const text =
+    reply?.text ??
+    (calls.length > 0
+      ? ""
+      : `Summary of ${typeof body["input"] === "string" ? 1 : items.length} input items (${usage.input} input tokens).`)
   const output: Array<Json> = []
   if (text !== "") {
     output.push({

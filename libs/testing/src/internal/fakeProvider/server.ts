@@ -59,7 +59,12 @@ const headerRecord = (req: Http.IncomingMessage): Record<string, string> => {
   const out: Record<string, string> = {}
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined) continue
-    out[name] = name === "x-api-key" || name === "x-goog-api-key" || name === "authorization" ? "[redacted]" : Array.isArray(value) ? value.join(", ") : value
+    out[name] =
+      name === "x-api-key" || name === "x-goog-api-key" || name === "authorization"
+        ? "[redacted]"
+        : Array.isArray(value)
+          ? value.join(", ")
+          : value
   }
   return out
 }
@@ -186,10 +191,14 @@ const provider = async (state: State.State, req: Http.IncomingMessage, res: Http
   const apiKey = apiKeyOf(req)
   if (apiKey === undefined) {
     if (which === "google") {
-      const message = "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API."
+      const message =
+        "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API."
       return answer(Handlers.error(which, 403, message, requestId))
     }
-    const message = which === "anthropic" ? "x-api-key header is required" : "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+    const message =
+      which === "anthropic"
+        ? "x-api-key header is required"
+        : "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
     return answer(Handlers.error(which, 401, message, requestId))
   }
   if (which === "anthropic" && req.headers["anthropic-version"] === undefined) {
@@ -212,7 +221,10 @@ const provider = async (state: State.State, req: Http.IncomingMessage, res: Http
     return answer(Handlers.responses(state, endpoint, parsed.value, apiKey, requestId))
   }
   const beta = req.headers["anthropic-beta"]
-  const betas = (Array.isArray(beta) ? beta.join(",") : (beta ?? "")).split(",").map((b) => b.trim()).filter((b) => b !== "")
+  const betas = (Array.isArray(beta) ? beta.join(",") : (beta ?? ""))
+    .split(",")
+    .map((b) => b.trim())
+    .filter((b) => b !== "")
   return answer(Handlers.anthropic(state, endpoint, parsed.value, apiKey, requestId, betas))
 }
 

@@ -43,7 +43,6 @@ export interface State {
   requestIds: number
 }
 
-
 export const make = (patch: ControlPatch, seed: number): State => {
   const initial = applySettings(DEFAULT_SETTINGS, patch)
   const initialReplies = [...(patch.replies ?? [])]

@@ -14,9 +14,7 @@ const textOf = (content: OpenAI.Message["content"]): string => {
 const parseArguments = (text: string): Record<string, unknown> => {
   try {
     const value: unknown = JSON.parse(text)
-    return typeof value === "object" && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : { _raw: text }
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : { _raw: text }
   } catch {
     return { _raw: text }
   }
