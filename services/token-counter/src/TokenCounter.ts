@@ -30,191 +30,35 @@
  * - Calibration (default on): usage reports teach a per-model factor that
  *   multiplies local estimates (`calibration` in the answer; 1 when none).
  */
-import { type Conversation, Tokens, type Turn } from "@ctxd/contracts"
+import { Tokens, type Turn } from "@ctxd/contracts"
 import { LocalCounter } from "@ctxd/tokens"
 import { ProviderKeys } from "@ctxd/context"
-import {
-  Cause,
-  type ConfigError,
-  Context,
-  Duration,
-  Effect,
-  Either,
-  ExecutionStrategy,
-  Exit,
-  FiberRef,
-  HashMap,
-  Layer,
-  Option,
-  Scope,
-} from "effect"
-import * as AnthropicCounter from "./AnthropicCounter.ts"
+import { Cause, type ConfigError, Context, Duration, Effect, Either, FiberRef, HashMap, Layer, Option, type Scope } from "effect"
 import type * as ExactCounter from "./ExactCounter.ts"
-import * as GeminiCounter from "./GeminiCounter.ts"
 import * as OpenAICounter from "./OpenAICounter.ts"
 import * as Calibration from "./Calibration.ts"
 import * as CalibrationState from "./CalibrationState.ts"
-import type * as CircuitBreaker from "./CircuitBreaker.ts"
+import * as ExactPool from "./internal/exactPool.ts"
 import * as LocalBody from "./internal/LocalBody.ts"
+import type {
+  CounterReport,
+  CountRequestInput,
+  CountResult,
+  CountTurnInput,
+  Metrics,
+  Model,
+  TokenCounterService,
+  TurnCount,
+  UsageInput,
+  UsageResult,
+} from "./internal/counterModel.ts"
 import * as TokenCounterConfig from "./TokenCounterConfig.ts"
+
+export type * from "./internal/counterModel.ts"
 
 const { BadUsage } = Tokens
 type BadUsage = Tokens.BadUsage
 type BackendChoice = Tokens.BackendChoice
-
-/** Who counted: a provider's exact backend or a local one. */
-export type Backend = ExactCounter.ExactBackend | "tiktoken" | "heuristic"
-
-/** A model as the counter needs it. */
-export interface Model {
-  readonly provider: Turn.Provider
-  readonly name: string
-}
-
-/** One turn to count: the stable prefix and only the NEW messages (older ones carry stored counts). */
-export interface CountTurnInput {
-  readonly model: Model
-  /**
-   * Whose turn it is: local estimates use this tenant's correction factor
-   * (else the global one). When absent, the `tenant` log annotation of the
-   * calling fiber is used (the assembler annotates every turn with it).
-   */
-  readonly tenant?: string | undefined
-  /** Per-request backend; default the process setting. */
-  readonly backend?: BackendChoice | undefined
-  /**
-   * The request format the turn is rendered in; default the provider's own
-   * (`openai-responses` for OpenAI). OpenAI Chat Completions (`openai`) has
-   * no count endpoint and is counted locally.
-   */
-  readonly format?: Turn.Format | undefined
-  readonly system: ReadonlyArray<Conversation.SystemSection>
-  readonly tools: ReadonlyArray<Conversation.Tool>
-  readonly messages: ReadonlyArray<Conversation.Message>
-}
-
-/** Which backend counted, and how far to trust it. */
-export interface CounterReport {
-  readonly backend: Backend
-  /** Local vocabulary (`o200k_base`, `cl100k_base`), `heuristic`, or the provider (`anthropic`, `openai`) for its own count. */
-  readonly encoding: string
-  /**
-   * True only for the provider's own count, while its breaker has never
-   * opened in this process, and when the batch could be counted as sent
-   * (no unpaired tool block counted as text, no OpenAI reasoning item).
-   */
-  readonly exact: boolean
-  /** Factor applied to local counts (1 when none). */
-  readonly calibration: number
-  /** Why a local backend answered although the provider's count was wanted. */
-  readonly fallback?: string | undefined
-}
-
-/** The counts of one turn. With the exact backend, `systemTokens` includes the per-request framing. */
-export interface TurnCount extends CounterReport {
-  readonly systemTokens: number
-  readonly toolsTokens: number
-  readonly messageTokens: ReadonlyArray<number>
-}
-
-/** A `ctx.v1.tokens.count` request, decoded. */
-export interface CountRequestInput {
-  readonly model: Model
-  readonly backend?: BackendChoice | undefined
-  readonly body?: Readonly<Record<string, unknown>> | undefined
-  readonly segments?: ReadonlyArray<string> | undefined
-  /** On whose behalf (`tokens.count.<tenant>`): a local count uses this tenant's factor, else the global one. */
-  readonly tenant?: string | undefined
-}
-
-/** The answer to a count request: total tokens, per-segment tokens for segment requests. */
-export interface CountResult extends CounterReport {
-  readonly tokens: number
-  readonly segments?: ReadonlyArray<number> | undefined
-}
-
-/** The usage billed for a turn, with what ctxd estimated for it. */
-export interface UsageInput {
-  readonly tenant: string
-  readonly session: string
-  readonly turnId: string
-  readonly model: Model
-  /** The provider's usage object, either provider's field names. */
-  readonly usage: unknown
-  /** The prompt estimate the turn report gave (report `tokens.total`). */
-  readonly estimate: number
-  /** The backend that made it (report `counter.backend`); only local ones teach the factor. Default `tiktoken`. */
-  readonly backend?: string | undefined
-  /** The factor applied to it (report `counter.calibration`); default 1. */
-  readonly calibration?: number | undefined
-  /**
-   * False: validate and compute the drift, but record nothing (a duplicate
-   * report, or a check before the report is claimed). Default true.
-   */
-  readonly count?: boolean | undefined
-}
-
-/** What a usage report gave. */
-export interface UsageResult {
-  readonly billed: number
-  readonly drift: number
-  /** The model's factor for the estimating backend after this report (1 for exact backends). */
-  readonly factor: number
-}
-
-/** One provider's exact backend, for metrics. */
-export interface ProviderMetrics extends ExactCounter.Stats {
-  readonly backend: ExactCounter.ExactBackend
-  readonly breaker: CircuitBreaker.Snapshot
-}
-
-/** A snapshot for metrics endpoints. */
-export interface Metrics {
-  /** Provider count calls started (all providers; per provider in `providers`). */
-  readonly calls: number
-  readonly callFailures: number
-  /** Exact segment cache (LRU by content hash). */
-  readonly cacheHits: number
-  readonly cacheMisses: number
-  readonly cacheSize: number
-  /** Count requests that joined an identical call in flight. */
-  readonly shared: number
-  readonly inFlight: number
-  /** Local text segment cache (`@ctxd/tokens`). */
-  readonly local: LocalCounter.Stats
-  readonly turns: number
-  readonly exactTurns: number
-  /** Local answers when the provider's count was wanted, by reason. */
-  readonly fallbacks: Readonly<Record<string, number>>
-  /** The least healthy provider breaker (open, then half open, then closed; `hasOpened` if any has). */
-  readonly breaker: CircuitBreaker.Snapshot
-  /** Each configured provider's calls, cache and breaker, by provider. */
-  readonly providers: Readonly<Record<string, ProviderMetrics>>
-  /** The `exact` metric label: false for the rest of the process once any provider's breaker has opened. */
-  readonly exactEver: boolean
-  /** Drift of reported estimates per model label (`provider/name`, normalized; at most `maxModels` and `other`). */
-  readonly drift: Readonly<Record<string, Calibration.DriftSummary>>
-  /** Drift of raw local estimates (before the factor) per model label. */
-  readonly rawDrift: Readonly<Record<string, Calibration.DriftSummary>>
-  /** Global correction factors per `provider/name#backend` label, with the reports and tenants behind them. */
-  readonly factors: Readonly<Record<string, { readonly factor: number; readonly reports: number; readonly tenants: number }>>
-  /** Family factors per `family#backend` (`claude`, `gpt`, `gemini`): where a new model of the family starts, over how many learned models. */
-  readonly families: Readonly<Record<string, { readonly factor: number; readonly models: number }>>
-  /** Model labels in use, the cap, and reports recorded under `other`. */
-  readonly labels: { readonly used: number; readonly max: number; readonly overflow: number }
-  /** Per-tenant factors kept. */
-  readonly tenantFactors: number
-}
-
-/** The service interface. */
-export interface TokenCounterService {
-  readonly countTurn: (input: CountTurnInput) => Effect.Effect<TurnCount>
-  readonly countRequest: (input: CountRequestInput) => Effect.Effect<CountResult>
-  readonly recordUsage: (input: UsageInput) => Effect.Effect<UsageResult, BadUsage>
-  readonly metrics: Effect.Effect<Metrics>
-  /** The local counter (tiktoken, shared cache) for callers that must count synchronously. */
-  readonly local: LocalCounter.LocalCounterService
-}
 
 /** The token counter of this process. */
 export class TokenCounter extends Context.Tag("@ctxd/token-counter/TokenCounter")<TokenCounter, TokenCounterService>() {}
@@ -240,9 +84,6 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => {
 
 const record = <V>(map: ReadonlyMap<string, V>): Record<string, V> => Object.fromEntries(map)
 
-/** Exact counters with tenants' own keys kept at once (the least recently created is closed first; rebuilt on its next use). */
-const MAX_TENANT_COUNTERS = 64
-
 /**
  * Builds the service; provider calls run in the current scope. `keys`
  * chooses whose key a tenant's exact count uses (default: the worker's for
@@ -257,53 +98,8 @@ export const make = (
     const config: TokenCounterConfig.Config = { ...TokenCounterConfig.defaults, ...options }
     const tiktoken = LocalCounter.make({ backend: "tiktoken", cacheCapacity: config.cacheCapacity })
     const heuristic = LocalCounter.make({ backend: "heuristic" })
-    const shared = {
-      timeoutMs: config.timeoutMs,
-      cacheCapacity: config.cacheCapacity,
-      maxInFlight: config.maxInFlight,
-      breaker: {
-        failureThreshold: config.breaker.failureThreshold,
-        openFor: Duration.millis(config.breaker.openForMs),
-        maxOpenFor: Duration.millis(config.breaker.maxOpenForMs),
-      },
-    }
-    // one exact counter (breaker, bulkhead, single flight, cache) per configured provider
-    const exacts = new Map<string, ExactCounter.ExactCounter>()
-    if (config.anthropic !== undefined) exacts.set("anthropic", yield* AnthropicCounter.make({ ...config.anthropic, ...shared }))
-    if (config.openai !== undefined) exacts.set("openai", yield* OpenAICounter.make({ ...config.openai, ...shared }))
-    if (config.google !== undefined) exacts.set("google", yield* GeminiCounter.make({ ...config.google, ...shared }))
-    // and one per tenant key (`ProviderKeys`), made on first use in its own scope, closed when dropped
-    const scope = yield* Effect.scope
-    const tenantExacts = new Map<string, { readonly counter: ExactCounter.ExactCounter; readonly scope: Scope.CloseableScope }>()
-    const makers: Readonly<Record<ExactCounter.Provider, typeof AnthropicCounter.make>> = {
-      anthropic: AnthropicCounter.make,
-      openai: OpenAICounter.make,
-      google: GeminiCounter.make,
-    }
-    /**
-     * The exact counter of `provider` for `tenant`: the tenant's own key's,
-     * the worker's (undefined when the worker has none), or `denied`.
-     */
-    const exactFor = (provider: string, tenant: string | undefined): Effect.Effect<ExactCounter.ExactCounter | "denied" | undefined> =>
-      Effect.gen(function* () {
-        if (!(provider in makers)) return undefined
-        const kind = provider as ExactCounter.Provider
-        const choice = keys.choose(tenant, kind)
-        if (choice._tag === "Worker") return exacts.get(kind)
-        if (choice._tag === "Denied") return "denied"
-        const id = `${kind} ${choice.ref}`
-        const known = tenantExacts.get(id)
-        if (known !== undefined) return known.counter
-        if (tenantExacts.size >= MAX_TENANT_COUNTERS) {
-          const [oldest, entry] = tenantExacts.entries().next().value!
-          tenantExacts.delete(oldest)
-          yield* Scope.close(entry.scope, Exit.void)
-        }
-        const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-        const counter = yield* makers[kind]({ ...config[kind], apiKey: choice.key, ...shared }).pipe(Scope.extend(child))
-        tenantExacts.set(id, { counter, scope: child })
-        return counter
-      })
+    const pool = yield* ExactPool.make(config, keys)
+    const { exacts, exactFor } = pool
     const providerOf: Readonly<Record<string, string>> = { anthropic_api: "anthropic", openai_api: "openai", google_api: "google" }
     // mutated in place, only inside Effect.sync (one fiber at a time on the JS thread)
     const calibration = CalibrationState.make(config.calibrationLimits)
@@ -328,7 +124,7 @@ export const make = (
       const wanted = choice ?? config.backend
       if (wanted === "heuristic" || wanted === "tiktoken") return { local: wanted }
       if (wanted !== "auto" && providerOf[wanted] !== model.provider) return localFor(wanted, "unsupported_provider")
-      if (!(model.provider in makers)) return localFor(wanted, "not_configured")
+      if (!pool.supports(model.provider)) return localFor(wanted, "not_configured")
       const key = keys.choose(tenant, model.provider as ExactCounter.Provider)
       if (key._tag === "Denied") return localFor(wanted, "key_not_allowed")
       if (key._tag === "Worker" && exacts.get(model.provider as ExactCounter.Provider) === undefined)
@@ -540,40 +336,9 @@ export const make = (
         return { billed, drift: recorded.drift, factor: recorded.factor }
       }).pipe(Effect.annotateLogs({ tenant: input.tenant, session: input.session, turn: input.turnId }))
 
-    const closed: CircuitBreaker.Snapshot = {
-      status: "closed",
-      failures: 0,
-      openForMs: config.breaker.openForMs,
-      retryAfterMs: 0,
-      openings: 0,
-      hasOpened: false,
-    }
-    const sickness: Readonly<Record<CircuitBreaker.Status, number>> = { closed: 0, half_open: 1, open: 2 }
-    const zero: ExactCounter.Stats = { calls: 0, failures: 0, cacheHits: 0, cacheMisses: 0, cacheSize: 0, shared: 0, inFlight: 0 }
-
     const metrics: Effect.Effect<Metrics> = Effect.gen(function* () {
       const learned = yield* Effect.sync(() => CalibrationState.snapshot(calibration))
-      const providers: Record<string, ProviderMetrics> = {}
-      for (const [provider, counter] of exacts)
-        providers[provider] = { backend: counter.backend, ...counter.stats(), breaker: yield* counter.breaker.snapshot }
-      const all = Object.values(providers)
-      const worst = all.reduce<CircuitBreaker.Snapshot | undefined>(
-        (w, p) => (w === undefined || sickness[p.breaker.status] > sickness[w.status] ? p.breaker : w),
-        undefined,
-      )
-      const breaker = worst === undefined ? closed : { ...worst, hasOpened: all.some((p) => p.breaker.hasOpened) }
-      const stats = all.reduce<ExactCounter.Stats>(
-        (sum, p) => ({
-          calls: sum.calls + p.calls,
-          failures: sum.failures + p.failures,
-          cacheHits: sum.cacheHits + p.cacheHits,
-          cacheMisses: sum.cacheMisses + p.cacheMisses,
-          cacheSize: sum.cacheSize + p.cacheSize,
-          shared: sum.shared + p.shared,
-          inFlight: sum.inFlight + p.inFlight,
-        }),
-        zero,
-      )
+      const { providers, breaker, stats } = yield* pool.stats
       return {
         calls: stats.calls,
         callFailures: stats.failures,
