@@ -9,7 +9,7 @@
 import type { Turn } from "@ctxd/contracts"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import * as MemoryRecall from "../src/MemoryRecall.ts"
+import * as MemoryRetrieval from "../src/MemoryRetrieval.ts"
 import * as Pipeline from "../src/Pipeline.ts"
 import * as Units from "../src/Units.ts"
 import * as Window from "../src/Window.ts"
@@ -49,8 +49,8 @@ const withMemory = fc
   .tuple(assembleInput, memoryTexts, fc.option(fc.nat({ max: 4_000 }), { nil: undefined }), fc.boolean())
   .map(([base, candidates, tokens, trailer]) => {
     const total = base.options.budgetTokens ?? base.model.effectiveWindow
-    const budget = MemoryRecall.budget(total - base.systemTokens - base.toolsTokens, { tokens })
-    const selection = MemoryRecall.select(MemoryRecall.rank(candidates, NOW), { budget, count: 8, countText })
+    const budget = MemoryRetrieval.budget(total - base.systemTokens - base.toolsTokens, { tokens })
+    const selection = MemoryRetrieval.select(MemoryRetrieval.rank(candidates, NOW), { budget, count: 8, countText })
     const memory: Pipeline.Memory = { text: selection.text, tokens: selection.tokens, placement: "tail" }
     return { input: { ...base, memory, ...(trailer ? { trailer: { text: "⟪nudge⟫", tokens: 3 } } : {}) }, budget, selection }
   })

@@ -21,7 +21,7 @@ const NAMES: ReadonlySet<string> = new Set(["anthropic", "openai", "openai-respo
 const ALLOWED: ReadonlyMap<string, string> = new Map([
   // neutral helpers the adapters' renderers import: routing them through the registry would be an import cycle
   ["libs/context/src/Reasoning.ts", "which opaque blocks are reasoning, read by every renderer and the thinking stage"],
-  ["libs/context/src/internal/Foreign.ts", "how one format's opaque block reads in another format, shared by the renderers"],
+  ["libs/context/src/internal/foreign.ts", "how one format's opaque block reads in another format, shared by the renderers"],
   // the fake provider impersonates each API: branching on the API it serves is its job
   ["libs/testing/src/internal/fakeProvider/handlers.ts", "the fake provider's errors, in each provider's words"],
   ["libs/testing/src/internal/fakeProvider/server.ts", "the fake provider's routes, one per provider API"],
@@ -31,7 +31,7 @@ const ALLOWED: ReadonlyMap<string, string> = new Map([
   ["services/summarizer/src/Summarizer.ts", "the tokenizer of the summarizing model's provider"],
   ["services/token-counter/src/CalibrationState.ts", "calibration is kept per tokenizer family of a model provider"],
   ["services/token-counter/src/TokenCounter.ts", "which provider's exact endpoint can count a body of which format"],
-  ["services/token-counter/src/internal/LocalBody.ts", "the local estimate of a rendered body by its provider's per-message overheads"],
+  ["services/token-counter/src/internal/localBody.ts", "the local estimate of a rendered body by its provider's per-message overheads"],
   ["services/token-counter/src/CacheCheck.ts", "billed cache writes by usage style (Anthropic's separate write field)"],
 ])
 

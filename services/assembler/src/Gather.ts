@@ -12,7 +12,7 @@
  * `SessionState.advance`. The `memory` stage's search is `retrieve`,
  * performed when the stage asks.
  */
-import { type Knowledge, MemoryRecall, type SessionLengths } from "@ctxd/context"
+import { type Knowledge, MemoryRetrieval, type SessionLengths } from "@ctxd/context"
 import type { Conversation, Errors } from "@ctxd/contracts"
 import { Turn } from "@ctxd/contracts"
 import { KnowledgeStore, MemoryStore, SessionStore } from "@ctxd/db"
@@ -226,7 +226,7 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
           : Effect.gen(function* () {
               const found =
                 query.learnings === "" ? [] : yield* memoryStore.search(scope, query.learnings!, { limit: query.limit, kind: "learning" })
-              if (found.length >= MemoryRecall.defaults.maxLearnings) return found.map(toCandidate)
+              if (found.length >= MemoryRetrieval.defaults.maxLearnings) return found.map(toCandidate)
               const newest = yield* memoryStore.list(scope, { kind: "learning", limit: query.limit })
               return [
                 ...found.map(toCandidate),

@@ -3,7 +3,7 @@
  * (`InProcessTurns`): what it asks the store, what the prompt carries where,
  * what the report says, and what each knob changes.
  */
-import { MemoryRecall } from "@ctxd/context"
+import { MemoryRetrieval } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
 import { describe, expect, it } from "vitest"
 import * as InProcessTurns from "../src/InProcessTurns.ts"
@@ -12,7 +12,7 @@ import type * as Carry from "../src/turn/Carry.ts"
 
 const NOW = Date.parse("2026-11-26T00:00:00Z")
 
-const memories: ReadonlyArray<MemoryRecall.Candidate> = [
+const memories: ReadonlyArray<MemoryRetrieval.Candidate> = [
   { id: "seat", text: "The user prefers aisle seats on long flights.", score: 0.9, updatedAt: NOW - 86_400_000 },
   { id: "seat-copy", text: "the user prefers aisle seats, on long flights", score: 0.8, updatedAt: NOW - 2 * 86_400_000 },
   { id: "gold", text: "The user is a gold member.", score: 0.5, updatedAt: NOW },
@@ -23,7 +23,7 @@ const memories: ReadonlyArray<MemoryRecall.Candidate> = [
     updatedAt: NOW - i * 86_400_000,
   })),
 ]
-const lessons: ReadonlyArray<MemoryRecall.Candidate> = Array.from({ length: 7 }, (_, i) => ({
+const lessons: ReadonlyArray<MemoryRetrieval.Candidate> = Array.from({ length: 7 }, (_, i) => ({
   id: `lesson-${i}`,
   text: `Lesson ${i}: check the reservation id before changing seats (${i}).`,
   score: 1 - i / 10,
@@ -70,11 +70,11 @@ describe("memory stage", () => {
     // the near-identical copy is left out; the best and the newest first
     expect(memory.injected.map((m) => m.id).slice(0, 2)).toEqual(["seat", "gold"])
     expect(memory.injected.map((m) => m.id)).not.toContain("seat-copy")
-    expect(memory.injected.length).toBeLessThanOrEqual(MemoryRecall.defaults.count)
+    expect(memory.injected.length).toBeLessThanOrEqual(MemoryRetrieval.defaults.count)
     expect(memory.tokens).toBeLessThanOrEqual(memory.budget)
     expect(reply.report.tokens.memory).toBe(memory.tokens)
     const blocks = lastUser(reply.request)
-    const at = blocks.findIndex((b) => String(b["text"]).startsWith(MemoryRecall.MEMORY_HEADER))
+    const at = blocks.findIndex((b) => String(b["text"]).startsWith(MemoryRetrieval.MEMORY_HEADER))
     const mark = blocks.findLastIndex((b) => b["cache_control"] !== undefined)
     expect(mark).toBeGreaterThanOrEqual(0)
     expect(at).toBeGreaterThan(mark)
@@ -95,7 +95,8 @@ describe("memory stage", () => {
       undefined,
       NOW + 10_000,
     )
-    const system = (body: Json) => (body["system"] as Array<Json>).find((b) => String(b["text"]).startsWith(MemoryRecall.LEARNINGS_HEADER))
+    const system = (body: Json) =>
+      (body["system"] as Array<Json>).find((b) => String(b["text"]).startsWith(MemoryRetrieval.LEARNINGS_HEADER))
     expect(system(first.request)).toBeDefined()
     expect(system(second.request)).toEqual(system(first.request))
     expect(first.report.learnings!.injected).toHaveLength(5)
@@ -139,16 +140,16 @@ describe("memory stage", () => {
     )
     const noLessons = await run({ learningsFraction: 0 })
     expect(noLessons.report.learnings).toBeUndefined()
-    expect(JSON.stringify(noLessons.request)).not.toContain(MemoryRecall.LEARNINGS_HEADER)
+    expect(JSON.stringify(noLessons.request)).not.toContain(MemoryRetrieval.LEARNINGS_HEADER)
     const prefix = await run({ memoryPlacement: "system" })
     expect(prefix.report.memory!.placement).toBe("system")
     const sections = prefix.request["system"] as Array<Json>
-    expect(String(sections.at(-1)!["text"]).startsWith(MemoryRecall.MEMORY_HEADER)).toBe(true)
-    expect(JSON.stringify(prefix.request["messages"])).not.toContain(MemoryRecall.MEMORY_HEADER)
+    expect(String(sections.at(-1)!["text"]).startsWith(MemoryRetrieval.MEMORY_HEADER)).toBe(true)
+    expect(JSON.stringify(prefix.request["messages"])).not.toContain(MemoryRetrieval.MEMORY_HEADER)
     // OpenAI: a user message after the view
     const openai = await run({}, "openai")
     const messages = openai.request["messages"] as Array<Json>
     expect(messages.at(-1)!["role"]).toBe("user")
-    expect(String(messages.at(-1)!["content"]).startsWith(MemoryRecall.MEMORY_HEADER)).toBe(true)
+    expect(String(messages.at(-1)!["content"]).startsWith(MemoryRetrieval.MEMORY_HEADER)).toBe(true)
   })
 })

@@ -39,7 +39,7 @@ import * as OpenAICounter from "./OpenAICounter.ts"
 import * as Calibration from "./Calibration.ts"
 import * as CalibrationState from "./CalibrationState.ts"
 import * as ExactPool from "./internal/exactPool.ts"
-import * as LocalBody from "./internal/LocalBody.ts"
+import * as LocalBody from "./internal/localBody.ts"
 import type {
   CounterReport,
   CountRequestInput,

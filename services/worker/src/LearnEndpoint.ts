@@ -5,7 +5,7 @@
  * lessons; hierarchical when the history does not fit one call), and each
  * lesson is stored in the memory store with kind `learning`, source
  * `session:<session>`, unless the agent already has a near-identical one
- * (`MemoryRecall.similarity` ≥ 0.85 with its best match). The agent's later
+ * (`MemoryRetrieval.similarity` ≥ 0.85 with its best match). The agent's later
  * sessions carry them in their learnings section (turn stage `memory`).
  *
  * Errors: a session with no stored messages is `BadRequest`; the summarizer's
@@ -15,7 +15,7 @@
  * them and counts them as duplicates.
  */
 import { Assembler } from "@ctxd/assembler"
-import { MemoryRecall } from "@ctxd/context"
+import { MemoryRetrieval } from "@ctxd/context"
 import { Errors, Issues, Learn, Requests, type Subjects } from "@ctxd/contracts"
 import { MemoryStore, SessionStore } from "@ctxd/db"
 import { Endpoint } from "@ctxd/nats"
@@ -52,7 +52,7 @@ export const handle = (tenant: string, session: string, data: Uint8Array) =>
       summarizer.learn({
         items: rows.right.map((row) => ({ seq: row.seq, message: row.message })),
         sessionModel: { provider: r.model.provider, name: r.model.name },
-        max: r.maxLessons ?? MemoryRecall.defaults.maxLearnings,
+        max: r.maxLessons ?? MemoryRetrieval.defaults.maxLearnings,
         tenant,
       }),
     )
@@ -69,7 +69,7 @@ export const handle = (tenant: string, session: string, data: Uint8Array) =>
       Effect.forEach(learned.right.lessons, (text) =>
         Effect.gen(function* () {
           const [best] = yield* memory.search(scope, text, { limit: 1, kind: "learning" })
-          if (best !== undefined && MemoryRecall.similarity(best.text, text) >= MemoryRecall.defaults.duplicate) return undefined
+          if (best !== undefined && MemoryRetrieval.similarity(best.text, text) >= MemoryRetrieval.defaults.duplicate) return undefined
           const { id } = yield* memory.remember(scope, { text, kind: "learning", source: `session:${session}`, tags: ["learning"] })
           return { id, text }
         }),

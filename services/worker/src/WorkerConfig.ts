@@ -22,7 +22,7 @@ const int = (name: string, fallback: number, description: string) =>
 
 /**
  * The memory knobs' environment defaults, as turn options (under a tenant's
- * and a request's own; unset: `MemoryRecall.defaults`): `CTXD_MEMORY`
+ * and a request's own; unset: `MemoryRetrieval.defaults`): `CTXD_MEMORY`
  * (`true`/`false`; unset: retrieve while the agent has memories),
  * `CTXD_MEMORY_TOKENS`, `CTXD_MEMORY_FRACTION`, `CTXD_MEMORY_PLACEMENT`
  * (`tail`/`system`), `CTXD_LEARNINGS_FRACTION`.

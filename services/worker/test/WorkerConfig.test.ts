@@ -93,7 +93,7 @@ describe("WorkerConfig.memoryOptions (CTXD_MEMORY*, CTXD_LEARNINGS_FRACTION)", (
   const read = (env: Record<string, string>) =>
     Effect.withConfigProvider(memoryOptions, ConfigProvider.fromMap(new Map(Object.entries(env))))
 
-  it.effect("unset: no option (the MemoryRecall defaults apply); set: the turn options' defaults", () =>
+  it.effect("unset: no option (the MemoryRetrieval defaults apply); set: the turn options' defaults", () =>
     Effect.gen(function* () {
       expect(yield* read({})).toEqual({})
       expect(

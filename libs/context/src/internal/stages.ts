@@ -69,7 +69,7 @@ export interface Input {
   /** A transient note appended after the view (a loop nudge), with its token count; never stored. */
   readonly trailer?: { readonly text: string; readonly tokens: number } | undefined
   /**
-   * Retrieved memory for this turn (`MemoryRecall`), with its token count: `tail` renders it after
+   * Retrieved memory for this turn (`MemoryRetrieval`), with its token count: `tail` renders it after
    * the last cache breakpoint (a note after the newest message, before the trailer), `system` as the
    * last system section (inside the cached prefix). Its tokens are the budget's memory reserve.
    */

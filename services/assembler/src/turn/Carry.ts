@@ -7,7 +7,7 @@ import type { Conversation, Loop, Turn } from "@ctxd/contracts"
 import type {
   CostModel,
   Knowledge,
-  MemoryRecall,
+  MemoryRetrieval,
   MemoryTools,
   Models,
   Normalize,
@@ -62,7 +62,7 @@ export interface MemoryQuery {
   readonly user: string | undefined
   /** What to search memories for (undefined: no memory retrieval this turn). */
   readonly text: string | undefined
-  /** Hits wanted (over-fetched: `MemoryRecall.fetchLimit`). */
+  /** Hits wanted (over-fetched: `MemoryRetrieval.fetchLimit`). */
   readonly limit: number
   /** What to search learnings for (`""`: the newest); undefined: the session keeps the ones it has. */
   readonly learnings: string | undefined
@@ -70,8 +70,8 @@ export interface MemoryQuery {
 
 /** What the shell retrieved for a {@link MemoryQuery}. */
 export interface MemoryAnswer {
-  readonly hits: ReadonlyArray<MemoryRecall.Candidate>
-  readonly learnings: ReadonlyArray<MemoryRecall.Candidate>
+  readonly hits: ReadonlyArray<MemoryRetrieval.Candidate>
+  readonly learnings: ReadonlyArray<MemoryRetrieval.Candidate>
 }
 
 /** I/O a stage asked for. */

@@ -1,6 +1,6 @@
 /**
  * Stage `memory`: the agent's memories for this turn and its learnings for
- * the session (`MemoryRecall`).
+ * the session (`MemoryRetrieval`).
  *
  * - **Retrieved memory**: the store is searched (a `Memory` need) for the
  *   latest user message and the session's task (its first request),
@@ -23,7 +23,7 @@
  * (`Gather`, cached 5 s per worker, as the knowledge documents) spares such sessions a search per
  * turn; `memory: true` searches every turn without the check.
  */
-import { MemoryRecall } from "@ctxd/context"
+import { MemoryRetrieval } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import type { Learnings } from "../SessionState.ts"
 import * as Carry from "./Carry.ts"
@@ -88,11 +88,11 @@ export const stage: Carry.Stage = {
     const { count } = Carry.section(carry, "count")
     const total = options.pipeline.budgetTokens ?? model.effectiveWindow
     const available = Math.max(0, total - count.systemTokens - count.toolsTokens)
-    const budget = MemoryRecall.budget(available, { tokens: knobs.tokens, fraction: knobs.fraction })
+    const budget = MemoryRetrieval.budget(available, { tokens: knobs.tokens, fraction: knobs.fraction })
     const learningsBudget = Math.floor(knobs.learningsFraction * available)
     const fresh = normalized.messages.map((n) => n.message)
     const latest = latestRequest(fresh, state.messages)
-    const query = MemoryRecall.query(latest, task(fresh, state.messages))
+    const query = MemoryRetrieval.query(latest, task(fresh, state.messages))
     // learnings: picked once per session, again only when a new summary rewrites the prompt anyway
     const viewChanged = !compaction.sameView && state.shape !== undefined
     const pickLearnings = learningsBudget > 0 && (kept === undefined || viewChanged)
@@ -108,23 +108,23 @@ export const stage: Carry.Stage = {
           agent: options.agent,
           user: options.user,
           text: retrieve ? query : undefined,
-          limit: MemoryRecall.fetchLimit(),
+          limit: MemoryRetrieval.fetchLimit(),
           learnings: pickLearnings ? query : undefined,
         },
       })
     }
     const learnings = pickLearnings
       ? (() => {
-          const s = MemoryRecall.learnings(answer.learnings, { now, budget: learningsBudget, countText: local.countText })
+          const s = MemoryRetrieval.learnings(answer.learnings, { now, budget: learningsBudget, countText: local.countText })
           return s.text === ""
             ? none(learningsBudget)
             : { text: s.text, injected: s.entries.map((e) => ({ id: e.id, tokens: e.tokens })), tokens: s.tokens, budget: learningsBudget }
         })()
       : kept
     if (!retrieve) return Carry.next({ ...carry, memory: { memory: undefined, learnings } })
-    const selection = MemoryRecall.select(MemoryRecall.rank(answer.hits, now), {
+    const selection = MemoryRetrieval.select(MemoryRetrieval.rank(answer.hits, now), {
       budget,
-      count: MemoryRecall.defaults.count,
+      count: MemoryRetrieval.defaults.count,
       countText: local.countText,
     })
     return Carry.next({

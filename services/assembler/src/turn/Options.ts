@@ -5,7 +5,7 @@
  * (`agents.<options.agent>`), the request's own `options`; `loop` merges field
  * by field.
  */
-import { MemoryRecall, Pipeline, type Toolsets } from "@ctxd/context"
+import { MemoryRetrieval, Pipeline, type Toolsets } from "@ctxd/context"
 import { Knowledge, Tenants, type Tokens, type Turn } from "@ctxd/contracts"
 import { LoopConfig } from "@ctxd/loop-detector"
 import type * as AssemblerConfig from "../AssemblerConfig.ts"
@@ -83,7 +83,7 @@ export const resolve = (config: AssemblerConfig.Config, tenant: string, request:
       tokens: merged.memoryTokens,
       fraction: merged.memoryFraction,
       placement: merged.memoryPlacement ?? "tail",
-      learningsFraction: merged.learningsFraction ?? MemoryRecall.defaults.learningsFraction,
+      learningsFraction: merged.learningsFraction ?? MemoryRetrieval.defaults.learningsFraction,
     },
     cache: { ttlSeconds: merged.cacheTtlSeconds, expectedTurns: merged.expectedTurns },
     promptCache: merged.promptCache ?? true,

@@ -13,7 +13,7 @@
  * both views and the swap made only when it pays (`CachePlanner.swapSummary`);
  * held back, the previous view is the one sent and kept.
  */
-import { CachePlanner, CostModel, Knowledge, MemoryRecall, Pipeline, Providers, SessionLengths } from "@ctxd/context"
+import { CachePlanner, CostModel, Knowledge, MemoryRetrieval, Pipeline, Providers, SessionLengths } from "@ctxd/context"
 import type { Conversation, Turn } from "@ctxd/contracts"
 import * as SessionState from "../SessionState.ts"
 import * as Carry from "./Carry.ts"
@@ -134,7 +134,7 @@ const scaledCountTools = (countTools: CountTools, full: ReadonlyArray<unknown>, 
  */
 const withLearnings = (system: ReadonlyArray<Conversation.SystemSection>, text: string): ReadonlyArray<Conversation.SystemSection> => {
   const at = system.findIndex((s) => s.id === Knowledge.SECTION_ID)
-  const section: Conversation.SystemSection = { id: MemoryRecall.LEARNINGS_SECTION_ID, text, cache: "5m" }
+  const section: Conversation.SystemSection = { id: MemoryRetrieval.LEARNINGS_SECTION_ID, text, cache: "5m" }
   return at === -1 ? [...system, section] : [...system.slice(0, at), section, ...system.slice(at)]
 }
 

@@ -41,7 +41,7 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import * as CacheLayout from "../../CacheLayout.ts"
-import * as Foreign from "../../internal/Foreign.ts"
+import * as Foreign from "../../internal/foreign.ts"
 import * as ProviderCompaction from "../../ProviderCompaction.ts"
 import type * as Models from "../../Models.ts"
 import * as Reasoning from "../../Reasoning.ts"
@@ -60,7 +60,7 @@ export interface RenderInput {
    */
   readonly trailer?: string | undefined
   /**
-   * Memory retrieved for this turn (`MemoryRecall`): like the trailer, user
+   * Memory retrieved for this turn (`MemoryRetrieval`): like the trailer, user
    * text after the view and after the last cache breakpoint, in a block
    * (part, message) of its own before the trailer. It changes every turn,
    * so it never sits in the cached prefix.

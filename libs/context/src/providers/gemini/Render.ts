@@ -31,7 +31,7 @@
  * - Opaque Gemini parts (thoughts, `fileData`, code execution, ...) go back
  *   verbatim (a function call in a user content is dropped); opaque parts of
  *   other formats become text notes (thinking and reasoning dropped, see
- *   `internal/Foreign.ts`).
+ *   `internal/foreign.ts`).
  * - Function declarations are sorted by name (or kept in order, see
  *   `toolOrder`) in one `{functionDeclarations}` tool, the argument schema
  *   under the key it came with (`parameters` for a Gemini OpenAPI schema,
@@ -44,7 +44,7 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import * as CacheLayout from "../../CacheLayout.ts"
-import * as Foreign from "../../internal/Foreign.ts"
+import * as Foreign from "../../internal/foreign.ts"
 import type * as RenderAnthropic from "../anthropic/Render.ts"
 
 export type RenderInput = RenderAnthropic.RenderInput

@@ -21,7 +21,7 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import * as CacheLayout from "../../CacheLayout.ts"
-import * as Foreign from "../../internal/Foreign.ts"
+import * as Foreign from "../../internal/foreign.ts"
 import type * as RenderAnthropic from "../anthropic/Render.ts"
 import * as RenderedJson from "../../RenderedJson.ts"
 

@@ -37,7 +37,7 @@
 import { type Conversation, OpenAIResponses } from "@ctxd/contracts"
 import * as CacheLayout from "../../CacheLayout.ts"
 import * as CostModel from "../../CostModel.ts"
-import * as Foreign from "../../internal/Foreign.ts"
+import * as Foreign from "../../internal/foreign.ts"
 import * as ProviderCompaction from "../../ProviderCompaction.ts"
 import * as Reasoning from "../../Reasoning.ts"
 import type * as RenderOpenAI from "../openai-chat/Render.ts"

@@ -1,6 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import * as MemoryRecall from "../src/MemoryRecall.ts"
+import * as MemoryRetrieval from "../src/MemoryRetrieval.ts"
 
 const DAY = 86_400_000
 const NOW = 1_800_000_000_000
@@ -25,7 +25,7 @@ const word = fc.constantFrom(
   "meal",
   "late",
 )
-const candidate: fc.Arbitrary<MemoryRecall.Candidate> = fc.record({
+const candidate: fc.Arbitrary<MemoryRetrieval.Candidate> = fc.record({
   id: fc.string({ minLength: 1, maxLength: 6 }),
   text: fc.oneof(
     fc.array(word, { minLength: 0, maxLength: 40 }).map((ws) => ws.join(" ")),
@@ -36,22 +36,22 @@ const candidate: fc.Arbitrary<MemoryRecall.Candidate> = fc.record({
 })
 const candidates = fc.uniqueArray(candidate, { selector: (c) => c.id, maxLength: 24 })
 
-describe("MemoryRecall.budget", () => {
+describe("MemoryRetrieval.budget", () => {
   it("is the smaller default (2,200 or 15 %) when nothing is set, the setting otherwise, never above what is available", () => {
-    expect(MemoryRecall.budget(100_000)).toBe(2_200)
-    expect(MemoryRecall.budget(10_000)).toBe(1_500)
-    expect(MemoryRecall.budget(100_000, { tokens: 5_000 })).toBe(5_000)
-    expect(MemoryRecall.budget(100_000, { fraction: 0.01 })).toBe(1_000)
-    expect(MemoryRecall.budget(100_000, { tokens: 5_000, fraction: 0.01 })).toBe(1_000)
-    expect(MemoryRecall.budget(3_000, { tokens: 5_000 })).toBe(3_000)
-    expect(MemoryRecall.budget(-50)).toBe(0)
+    expect(MemoryRetrieval.budget(100_000)).toBe(2_200)
+    expect(MemoryRetrieval.budget(10_000)).toBe(1_500)
+    expect(MemoryRetrieval.budget(100_000, { tokens: 5_000 })).toBe(5_000)
+    expect(MemoryRetrieval.budget(100_000, { fraction: 0.01 })).toBe(1_000)
+    expect(MemoryRetrieval.budget(100_000, { tokens: 5_000, fraction: 0.01 })).toBe(1_000)
+    expect(MemoryRetrieval.budget(3_000, { tokens: 5_000 })).toBe(3_000)
+    expect(MemoryRetrieval.budget(-50)).toBe(0)
     fc.assert(
       fc.property(
         fc.integer({ min: -1_000, max: 2_000_000 }),
         fc.option(fc.nat({ max: 1_000_000 }), { nil: undefined }),
         fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined }),
         (available, tokens, fraction) => {
-          const b = MemoryRecall.budget(available, { tokens, fraction })
+          const b = MemoryRetrieval.budget(available, { tokens, fraction })
           expect(b).toBeGreaterThanOrEqual(0)
           expect(b).toBeLessThanOrEqual(Math.max(0, available))
           if (tokens !== undefined) expect(b).toBeLessThanOrEqual(tokens)
@@ -61,32 +61,32 @@ describe("MemoryRecall.budget", () => {
   })
 
   it("over-fetches 3× the target count", () => {
-    expect(MemoryRecall.fetchLimit()).toBe(24)
-    expect(MemoryRecall.fetchLimit(5)).toBe(15)
+    expect(MemoryRetrieval.fetchLimit()).toBe(24)
+    expect(MemoryRetrieval.fetchLimit(5)).toBe(15)
   })
 })
 
-describe("MemoryRecall.rank", () => {
+describe("MemoryRetrieval.rank", () => {
   it("keeps a subset, drops blanks and near-duplicates, whatever the input order", () => {
     fc.assert(
       fc.property(candidates, fc.integer(), (cs, seed) => {
-        const ranked = MemoryRecall.rank(cs, NOW)
+        const ranked = MemoryRetrieval.rank(cs, NOW)
         const shuffled = [...cs].sort((a, b) => ((a.id.charCodeAt(0) * seed) % 7) - ((b.id.charCodeAt(0) * seed) % 7))
-        expect(MemoryRecall.rank(shuffled, NOW)).toEqual(ranked)
+        expect(MemoryRetrieval.rank(shuffled, NOW)).toEqual(ranked)
         for (const r of ranked) {
           expect(cs).toContainEqual(r)
           expect(r.text.trim()).not.toBe("")
         }
         for (let i = 0; i < ranked.length; i++) {
           for (let j = 0; j < i; j++)
-            expect(MemoryRecall.similarity(ranked[i]!.text, ranked[j]!.text)).toBeLessThan(MemoryRecall.defaults.duplicate)
+            expect(MemoryRetrieval.similarity(ranked[i]!.text, ranked[j]!.text)).toBeLessThan(MemoryRetrieval.defaults.duplicate)
         }
       }),
     )
   })
 
   it("orders by text rank at equal age and by recency at equal rank; a near-identical copy goes", () => {
-    const ranked = MemoryRecall.rank(
+    const ranked = MemoryRetrieval.rank(
       [
         { id: "old", text: "the user prefers aisle seats", score: 0.5, updatedAt: NOW - 300 * DAY },
         { id: "new", text: "the user prefers window seats on long flights", score: 0.5, updatedAt: NOW },
@@ -99,12 +99,12 @@ describe("MemoryRecall.rank", () => {
   })
 })
 
-describe("MemoryRecall.select", () => {
+describe("MemoryRetrieval.select", () => {
   it("fits the budget and the count, counted whole, best first", () => {
     fc.assert(
       fc.property(candidates, fc.nat({ max: 3_000 }), fc.integer({ min: 0, max: 12 }), (cs, budget, count) => {
-        const ranked = MemoryRecall.rank(cs, NOW)
-        const s = MemoryRecall.select(ranked, { budget, count, countText })
+        const ranked = MemoryRetrieval.rank(cs, NOW)
+        const s = MemoryRetrieval.select(ranked, { budget, count, countText })
         expect(s.tokens).toBeLessThanOrEqual(budget)
         expect(s.entries.length).toBeLessThanOrEqual(count)
         expect(s.tokens).toBe(s.text === "" ? 0 : countText(s.text))
@@ -121,28 +121,28 @@ describe("MemoryRecall.select", () => {
       { id: "b", text: "x".repeat(4_000), score: 0.9, updatedAt: NOW },
       { id: "c", text: "another short one", score: 0.8, updatedAt: NOW },
     ]
-    const s = MemoryRecall.select(ranked, { budget: 100, count: 8, countText })
+    const s = MemoryRetrieval.select(ranked, { budget: 100, count: 8, countText })
     expect(s.entries.map((e) => e.id)).toEqual(["a", "c"])
-    expect(s.text.split("\n")[0]).toBe(MemoryRecall.MEMORY_HEADER)
+    expect(s.text.split("\n")[0]).toBe(MemoryRetrieval.MEMORY_HEADER)
   })
 
   it("learnings: at most 5, within their budget", () => {
     fc.assert(
       fc.property(candidates, fc.nat({ max: 2_000 }), (cs, budget) => {
-        const s = MemoryRecall.learnings(cs, { now: NOW, budget, countText })
+        const s = MemoryRetrieval.learnings(cs, { now: NOW, budget, countText })
         expect(s.entries.length).toBeLessThanOrEqual(5)
         expect(s.tokens).toBeLessThanOrEqual(budget)
-        if (s.text !== "") expect(s.text.startsWith(MemoryRecall.LEARNINGS_HEADER)).toBe(true)
+        if (s.text !== "") expect(s.text.startsWith(MemoryRetrieval.LEARNINGS_HEADER)).toBe(true)
       }),
     )
   })
 })
 
-describe("MemoryRecall.query", () => {
+describe("MemoryRetrieval.query", () => {
   it("joins the latest message and the task, without repeating one", () => {
-    expect(MemoryRecall.query("change my seat", "book a flight to Paris")).toBe("change my seat\nbook a flight to Paris")
-    expect(MemoryRecall.query("book", "book")).toBe("book")
-    expect(MemoryRecall.query(undefined, "  ")).toBe("")
-    expect(MemoryRecall.query("y".repeat(900), undefined)).toHaveLength(500)
+    expect(MemoryRetrieval.query("change my seat", "book a flight to Paris")).toBe("change my seat\nbook a flight to Paris")
+    expect(MemoryRetrieval.query("book", "book")).toBe("book")
+    expect(MemoryRetrieval.query(undefined, "  ")).toBe("")
+    expect(MemoryRetrieval.query("y".repeat(900), undefined)).toHaveLength(500)
   })
 })
