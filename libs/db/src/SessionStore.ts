@@ -42,6 +42,8 @@ import { Spans } from "@ctxd/observe"
 import { Context, Effect, Layer, Option } from "effect"
 import { Database, DatabaseError, type DatabaseUnavailable } from "./Database.ts"
 import {
+  batchParams,
+  byIndex,
   COMMIT_TURN,
   COMMIT_TURNS,
   type CommitRow,
@@ -152,39 +154,6 @@ const outcome = (
     default:
       return Effect.fail(new DatabaseError({ message: `ctxd_commit_turn returned ${JSON.stringify(row?.status)}` }))
   }
-}
-
-/**
- * The parameters of {@link COMMIT_TURNS} for commits whose {@link commitParams} are `items`: each
- * column as an array, the messages as one JSON array, the stored replies joined with their lengths.
- */
-const batchParams = (items: ReadonlyArray<ReadonlyArray<unknown>>): ReadonlyArray<unknown> => {
-  const column = (i: number) => items.map((params) => params[i])
-  const replies = items.map((params) => params[6] as Uint8Array)
-  return [
-    column(0),
-    column(1),
-    column(2),
-    column(3),
-    column(4),
-    `[${column(5).join(",")}]`,
-    Buffer.concat(replies),
-    replies.map((r) => r.length),
-    column(7),
-    column(8),
-    column(9),
-    column(10),
-    column(11),
-    column(12),
-  ]
-}
-
-/** The rows of {@link COMMIT_TURNS} in item order; none unless there is one per item (the batch then runs again item by item). */
-const byIndex = (rows: ReadonlyArray<CommitRow & { readonly idx: number }>, n: number): ReadonlyArray<CommitRow> => {
-  if (rows.length !== n) return []
-  const out: Array<CommitRow | undefined> = new Array<CommitRow | undefined>(n).fill(undefined)
-  for (const row of rows) out[row.idx] = row
-  return out.every((row) => row !== undefined) ? (out as Array<CommitRow>) : []
 }
 
 /** The parameters of {@link COMMIT_TURN}; fails as Postgres did for a reply jsonb could not hold. */

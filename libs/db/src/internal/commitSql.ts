@@ -93,3 +93,36 @@ export const COMMIT_TURNS = prepared(
    FROM ctxd_commit_turns_v12($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::jsonb, $7::bytea, $8::integer[],
                               $9::integer[], $10::text[], $11::bigint[], $12::text[], $13::integer[], $14::text[])`,
 )
+
+/**
+ * The parameters of {@link COMMIT_TURNS} for commits whose {@link commitParams} are `items`: each
+ * column as an array, the messages as one JSON array, the stored replies joined with their lengths.
+ */
+export const batchParams = (items: ReadonlyArray<ReadonlyArray<unknown>>): ReadonlyArray<unknown> => {
+  const column = (i: number) => items.map((params) => params[i])
+  const replies = items.map((params) => params[6] as Uint8Array)
+  return [
+    column(0),
+    column(1),
+    column(2),
+    column(3),
+    column(4),
+    `[${column(5).join(",")}]`,
+    Buffer.concat(replies),
+    replies.map((r) => r.length),
+    column(7),
+    column(8),
+    column(9),
+    column(10),
+    column(11),
+    column(12),
+  ]
+}
+
+/** The rows of {@link COMMIT_TURNS} in item order; none unless there is one per item (the batch then runs again item by item). */
+export const byIndex = (rows: ReadonlyArray<CommitRow & { readonly idx: number }>, n: number): ReadonlyArray<CommitRow> => {
+  if (rows.length !== n) return []
+  const out: Array<CommitRow | undefined> = new Array<CommitRow | undefined>(n).fill(undefined)
+  for (const row of rows) out[row.idx] = row
+  return out.every((row) => row !== undefined) ? (out as Array<CommitRow>) : []
+}
