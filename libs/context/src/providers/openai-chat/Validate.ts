@@ -4,10 +4,9 @@
  * `cache_control` or ctxd's own tool extensions): the fake provider's
  * validator for this API (pure, so it lives with the adapter).
  */
+import { isRecord } from "../Common.ts"
 
 type Json = Record<string, unknown>
-
-const isRecord = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** An OpenAI error: message, param, code (type is always `invalid_request_error` for 400s). */
 export interface Problem {

@@ -7,17 +7,12 @@
  * `id`, `context_management`): the fake provider's validator for this API
  * (pure, so it lives with the adapter).
  */
+import { isRecord } from "../Common.ts"
+import type { Problem } from "../openai-chat/Validate.ts"
 
 type Json = Record<string, unknown>
 
-const isRecord = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
-
-/** An OpenAI error: message, param, code (type is always `invalid_request_error` for 400s). */
-export interface Problem {
-  readonly message: string
-  readonly param: string | null
-  readonly code: string | null
-}
+export type { Problem }
 
 const CREATE_KEYS = new Set([
   "model",
