@@ -28,6 +28,9 @@
  *   to another worker or waiting for a slot never block the turns; the commit
  *   waits on top, so the turns waiting for Postgres do not hold back the next
  *   turns' CPU work, and wait together (one statement for many commits).
+ * - **Requests waiting per turn subject** = 1024 (not a knob): requests read
+ *   from NATS beyond those taken at once, in arrival order, before the next
+ *   is answered `Busy` at once; their bytes count against the byte budget.
  * - **Bytes in flight** = `maxInflightBytes` (`CTXD_MAX_INFLIGHT_BYTES`,
  *   default 16 MiB; 0 or less: unbounded): request bytes the worker's
  *   endpoints hold, running and waiting (`Admission`).
@@ -115,6 +118,8 @@ export interface Limits {
   readonly commitWaits: number
   /** Requests each turn subject takes at once (its endpoint's `maxConcurrent`). */
   readonly requestsPerSubject: number
+  /** Requests each turn subject holds waiting beyond those before answering `Busy` (its endpoint's `maxPending`). */
+  readonly requestsWaiting: number
   /** Turns of one session that may wait behind its running turn. */
   readonly mailbox: number
   /** The default percents of a tenant's share. */
@@ -126,6 +131,9 @@ export interface Limits {
   /** CPU work run back to back before the socket reads get their turn, in ms. */
   readonly sliceMs: number
 }
+
+/** Requests a turn subject holds waiting (see the module doc). */
+const REQUESTS_WAITING = 1024
 
 const whole = (n: number, least: number, fallback: number) => (Number.isFinite(n) ? Math.max(least, Math.floor(n)) : fallback)
 
@@ -166,6 +174,7 @@ export const derive = (config: Partial<Config> = {}): Limits => {
     commit,
     commitWaits,
     requestsPerSubject: Math.max(16, 4 * turnSlots) + commitWaits,
+    requestsWaiting: REQUESTS_WAITING,
     mailbox: whole(c.mailbox, 0, defaults.mailbox),
     tenantPercents,
     tenantShare: shareOf(),

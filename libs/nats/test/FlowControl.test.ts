@@ -20,6 +20,7 @@ describe("FlowControl.derive", () => {
       commit: { maxBatch: 16, statements: 2 },
       commitWaits: 48,
       requestsPerSubject: 64,
+      requestsWaiting: 1024,
       mailbox: 64,
       tenantPercents: { bytesPercent: 50, turnsPercent: 100 },
       tenantShare: { maxBytes: 8 * 1024 * 1024, maxTurns: undefined },

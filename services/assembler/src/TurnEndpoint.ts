@@ -83,6 +83,7 @@ export const serve = (options: TurnEndpointOptions) =>
     }
     const common = {
       maxConcurrent: options.limits.requestsPerSubject,
+      maxPending: options.limits.requestsWaiting,
       maxPayload: options.maxPayload,
       drainTimeoutMs: options.drainTimeoutMs,
     }
