@@ -8,7 +8,7 @@
  * Tracing and metrics: the span `ctxd.turn` and the turn's outcome and
  * duration (`TurnMetrics.observed`); the attempt's spans are `TurnAttempt`'s.
  */
-import type { Errors, Turn } from "@ctxd/contracts"
+import type { Errors } from "@ctxd/contracts"
 import { Permits } from "@ctxd/nats"
 import { ShardLeases } from "@ctxd/sharding"
 import { Effect, Either } from "effect"
@@ -19,13 +19,10 @@ import { Gather } from "./Gather.ts"
 import * as Prefixes from "./Prefixes.ts"
 import * as SessionActor from "./SessionActor.ts"
 import * as TurnAttempt from "./TurnAttempt.ts"
+import type { Answer } from "./TurnAttempt.ts"
 import * as TurnMetrics from "./TurnMetrics.ts"
 
-/** A turn's answer: the reply, and its UTF-8 JSON when encoded already (to send as it is). */
-export interface Answer {
-  readonly reply: Turn.TurnReply
-  readonly utf8?: Uint8Array | undefined
-}
+export type { Answer }
 
 export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Assembler", {
   scoped: Effect.gen(function* () {

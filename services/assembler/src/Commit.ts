@@ -15,7 +15,6 @@ import { Json } from "@ctxd/nats"
 import { type ShardLeases } from "@ctxd/sharding"
 import { Effect, Option } from "effect"
 import * as Decode from "./Decode.ts"
-import { HASH_VERSION, type TurnHash } from "./Decode.ts"
 import * as SessionState from "./SessionState.ts"
 import type * as Turns from "./turn/Turn.ts"
 
@@ -38,15 +37,19 @@ export const storeError = (error: { readonly _tag: string; readonly message: str
  * `Decode.HASH_VERSION` prefix), the legacy hash of the whole request, so a
  * retry that spans a rolling upgrade is answered, not refused.
  */
-export const sameRequest = (stored: string, hash: TurnHash): boolean =>
-  stored === hash.current || (!stored.startsWith(HASH_VERSION) && stored === hash.legacy())
+export const sameRequest = (stored: string, hash: Decode.TurnHash): boolean =>
+  stored === hash.current || (!stored.startsWith(Decode.HASH_VERSION) && stored === hash.legacy())
 
 /**
  * A turn id answered before: the stored reply; `Conflict` when the content
  * differs, or when the reply was pruned after the idempotency window
  * (`CTXD_REPLY_RETENTION`): its messages are stored, the reply is not.
  */
-export const replay = (turnId: string, hash: TurnHash, stored: SessionStore.StoredTurn): Effect.Effect<Turn.TurnReply, Errors.WireError> =>
+export const replay = (
+  turnId: string,
+  hash: Decode.TurnHash,
+  stored: SessionStore.StoredTurn,
+): Effect.Effect<Turn.TurnReply, Errors.WireError> =>
   sameRequest(stored.requestHash, hash)
     ? stored.expired === true
       ? Effect.fail(
@@ -91,7 +94,7 @@ export interface Input {
   readonly tenant: string
   readonly session: string
   readonly turnId: string
-  readonly hash: TurnHash
+  readonly hash: Decode.TurnHash
   /** The stored history's last seq the turn was built on. */
   readonly expectedLastSeq: number
   readonly family: string

@@ -28,10 +28,14 @@ import * as Turns from "./turn/Turn.ts"
 import * as TurnMetrics from "./TurnMetrics.ts"
 import * as WorkerPorts from "./WorkerPorts.ts"
 
-/** A turn's reply (and its UTF-8 JSON when encoded already), and whether it was committed now (false: a stored reply replayed). */
-export interface Answered {
+/** A turn's answer: the reply, and its UTF-8 JSON when encoded already (to send as it is). */
+export interface Answer {
   readonly reply: Turn.TurnReply
   readonly utf8?: Uint8Array | undefined
+}
+
+/** An answer, and whether it was committed now (false: a stored reply replayed). */
+export interface Answered extends Answer {
   readonly fresh: boolean
 }
 
