@@ -64,13 +64,15 @@ export const pinned = (config: Config): Config => {
 
 export class AssemblerConfig extends Context.Tag("@ctxd/assembler/AssemblerConfig")<AssemblerConfig, Config>() {}
 
+/** The config of explicit values over {@link defaults}: no option defaults, no config file, no default toolsets unless given. */
+export const make = (config: Partial<Config> = {}): Config => ({
+  ...defaults,
+  defaults: {},
+  loop: {},
+  sections: noSections,
+  defaultToolsets: [],
+  ...config,
+})
+
 /** The config from explicit values over {@link defaults} (tests, embedding, the worker). */
-export const layer = (config: Partial<Config> = {}): Layer.Layer<AssemblerConfig> =>
-  Layer.succeed(AssemblerConfig, {
-    ...defaults,
-    defaults: {},
-    loop: {},
-    sections: noSections,
-    defaultToolsets: [],
-    ...config,
-  })
+export const layer = (config: Partial<Config> = {}): Layer.Layer<AssemblerConfig> => Layer.succeed(AssemblerConfig, make(config))

@@ -85,14 +85,7 @@ export interface InProcessTurns {
 
 /** Turns in memory under `config` (over `AssemblerConfig.defaults`), I/O answered by `ports`. */
 export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {}): InProcessTurns => {
-  const resolved: AssemblerConfig.Config = {
-    ...AssemblerConfig.defaults,
-    defaults: {},
-    loop: {},
-    sections: AssemblerConfig.noSections,
-    defaultToolsets: [],
-    ...config,
-  }
+  const resolved = AssemblerConfig.make(config)
   const sessions = new Map<string, SessionState.SessionState>()
   /** Summaries made by background compactions, read by the session's next turn. */
   const landed = new Map<string, View.Summary>()

@@ -9,13 +9,7 @@ import * as Engine from "../src/turn/Engine.ts"
 import * as TurnStages from "../src/turn/Turn.ts"
 import { local } from "./Helpers.ts"
 
-const config: AssemblerConfig.Config = {
-  ...AssemblerConfig.defaults,
-  defaults: {},
-  loop: {},
-  sections: AssemblerConfig.noSections,
-  defaultToolsets: [],
-}
+const config: AssemblerConfig.Config = AssemblerConfig.make()
 const model = { provider: "openai", name: "gpt-4o" } as const
 
 const request = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>, options?: Record<string, unknown>): Turn.TurnRequest =>

@@ -11,13 +11,7 @@ import * as SessionState from "../src/SessionState.ts"
 import type * as Carry from "../src/turn/Carry.ts"
 import * as TurnStages from "../src/turn/Turn.ts"
 
-const config: AssemblerConfig.Config = {
-  ...AssemblerConfig.defaults,
-  defaults: {},
-  loop: {},
-  sections: AssemblerConfig.noSections,
-  defaultToolsets: [],
-}
+const config: AssemblerConfig.Config = AssemblerConfig.make()
 const model = { provider: "openai", name: "gpt-4o" } as const
 
 const request = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>): Turn.TurnRequest =>
