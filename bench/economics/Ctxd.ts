@@ -9,6 +9,7 @@
 import { InProcessTurns } from "@ctxd/assembler"
 import type { CostModel, Models } from "@ctxd/context"
 import type { Conversation, Turn } from "@ctxd/contracts"
+import type { MemoryStore } from "@ctxd/db"
 import type { Counting } from "./Blocks.ts"
 
 /** One session as the bench replays it. */
@@ -28,8 +29,8 @@ export interface Input {
   readonly model: Models.ResolvedModel
   readonly prices: CostModel.ModelPrices
   readonly count: Counting
-  /** Memory retrieval for the `memory` stage (absent: the agent has no memories), and the request's options. */
-  readonly memory?: ((query: InProcessTurns.MemoryQuery) => InProcessTurns.MemoryAnswer) | undefined
+  /** The agent's memory store, searched by the `memory` stage (absent: no memories), and the request's options. */
+  readonly memory?: MemoryStore.MemoryStoreService | undefined
   readonly options?: Turn.Options | undefined
   /** Sees each turn's reply (its report). */
   readonly onReply?: ((reply: Turn.TurnReply) => void) | undefined
@@ -45,12 +46,7 @@ export const bodies = async (input: Input): Promise<Array<Record<string, unknown
     countMessage: count.message,
     countSystem: count.system,
   }
-  const memory = input.memory
-  const turns = InProcessTurns.make({
-    local,
-    count: InProcessTurns.countLocally(local),
-    ...(memory === undefined ? {} : { memory: (_tenant, query) => memory(query) }),
-  })
+  const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), memory: input.memory })
   const out: Array<Record<string, unknown>> = []
   for (const [k, messages] of session.turns.entries()) {
     const request = {

@@ -13,7 +13,6 @@
  * `CacheSim` like the rest of the economics bench, without and with human
  * pauses.
  */
-import type { InProcessTurns } from "@ctxd/assembler"
 import { MemoryStore } from "@ctxd/db"
 import { CostModel } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
@@ -57,14 +56,8 @@ const corpus = (): MemoryStore.MemoryStoreService => {
 const placements = ["none", "tail", "system"] as const
 
 export const rows = async (context: Context, label: string): Promise<Array<Row>> => {
-  const store = corpus()
-  const memory = (query: InProcessTurns.MemoryQuery): InProcessTurns.MemoryAnswer => {
-    const hits =
-      query.text === undefined
-        ? []
-        : Effect.runSync(Effect.orDie(store.search({ tenant: "bench", agent: AGENT }, query.text, { limit: query.limit, kind: "memory" })))
-    return { hits: hits.map((h) => ({ id: h.id, text: h.text, score: h.score, updatedAt: Date.parse(h.updatedAt) })), learnings: [] }
-  }
+  // searched by the worker's own retrieval (`Gather.retrieve`), as a served turn searches its store
+  const memory = corpus()
   const bench = `economics (c) memory placement: tau-bench sessions 0–${SESSIONS - 1}, ~1,000 memories, ${label}`
   const out: Array<Row> = []
   for (const [mode, pauses] of [

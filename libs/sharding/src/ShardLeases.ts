@@ -322,6 +322,39 @@ export const make: Effect.Effect<
 /** This worker's shard leases. Needs a migrated {@link Database.Database}, the {@link ShardingConfig} and {@link Membership}. */
 export class ShardLeases extends Effect.Service<ShardLeases>()("@ctxd/sharding/ShardLeases", { scoped: make }) {}
 
+/**
+ * The leases of a process that owns every shard for good: one process alone
+ * (`ctxd replay`, the benches, tests of the turn shell), no database. Every
+ * shard is owned at epoch 0 from the start, fences always pass, nothing ever
+ * changes hands (`changes` announces each shard once), and there is no other
+ * worker to route to. `shards` defaults to {@link ShardId.DEFAULT_SHARDS}, so a
+ * session has the shard it would have in a fleet of the default size.
+ */
+export const makeOwner = (options: { readonly self?: Worker | undefined; readonly shards?: number | undefined } = {}): ShardLeases => {
+  const self = options.self ?? { id: "in-process", address: "" }
+  const shards = Math.max(1, Math.floor(options.shards ?? ShardId.DEFAULT_SHARDS))
+  const all = Array.from({ length: shards }, (_, shard) => ({ shard, epoch: 0 }))
+  return ShardLeases.make({
+    self,
+    shards,
+    shardOf: (tenant, session) => ShardId.of(tenant, session, shards),
+    isOwner: () => Effect.succeed(true),
+    isOwnerNow: () => true,
+    fence: (shard) => Effect.succeed(Option.some({ shard, owner: self.id, epoch: 0 })),
+    ownedShards: Effect.succeed(all),
+    owner: () => Effect.succeed(Option.some(self)),
+    changes: Stream.fromIterable(all.map((o): ShardChange => ({ _tag: "Acquired", ...o }))),
+    refresh: Effect.void,
+    refreshSoon: Effect.void,
+    unreachable: () => Effect.succeed(false),
+    status: Effect.succeed({ joined: true, assigned: shards, owned: shards, missing: 0 }),
+  })
+}
+
+/** {@link makeOwner} as a layer: this process owns every shard, no database or membership needed. */
+export const layerMemory = (options: Parameters<typeof makeOwner>[0] = {}): Layer.Layer<ShardLeases> =>
+  Layer.sync(ShardLeases, () => makeOwner(options))
+
 /** The leases with this worker's membership, both exposed; needs a migrated {@link Database.Database} and the {@link ShardingConfig}. */
 export const layer: Layer.Layer<
   ShardLeases | Membership,

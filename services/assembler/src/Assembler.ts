@@ -34,6 +34,23 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
     const prefixes = Prefixes.make({ bytes: config.prefixCacheBytes, sessionRefs: 4 * config.maxSessions })
     const attempt = yield* TurnAttempt.make
 
+    /** The turn after its decode: the session's actor, the attempts, the parts remembered for refs. */
+    const decodedTurn = (tenant: string, session: string, decoded: Decode.Decoded, slot: Permits.Slot) => {
+      const { request } = decoded
+      // the session may name these parts by ref from now on
+      const refs = Decode.refs(decoded)
+      const answered = actors
+        .withSession(SessionActor.key(tenant, session), (cached) =>
+          Commit.retrying((previous: TurnAttempt.Conflict | undefined) => attempt({ tenant, session }, decoded, slot, cached, previous)),
+        )
+        .pipe(Effect.annotateLogs({ turn: request.turnId }))
+      // (its log lines carry tenant, session and shard from the endpoint)
+      return Effect.zipRight(
+        TurnMetrics.annotateRequest(request),
+        refs === undefined ? answered : Effect.tap(answered, () => prefixes.remember(tenant, session, refs, request.format)),
+      )
+    }
+
     /**
      * Handles one turn request (raw bytes) for `tenant`/`session`: the span
      * `ctxd.turn`, its outcome and duration counted. The reply, with its
@@ -52,23 +69,19 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
         session,
         Effect.suspend(() => {
           const decoded = Decode.turn(data, prefixes, { tenant, session })
-          if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
-          const { request } = decoded.right
-          // the session may name these parts by ref from now on
-          const refs = Decode.refs(decoded.right)
-          const answered = actors
-            .withSession(SessionActor.key(tenant, session), (cached) =>
-              Commit.retrying((previous: TurnAttempt.Conflict | undefined) =>
-                attempt({ tenant, session }, decoded.right, slot, cached, previous),
-              ),
-            )
-            .pipe(Effect.annotateLogs({ turn: request.turnId }))
-          // (its log lines carry tenant, session and shard from the endpoint)
-          return Effect.zipRight(
-            TurnMetrics.annotateRequest(request),
-            refs === undefined ? answered : Effect.tap(answered, () => prefixes.remember(tenant, session, refs, request.format)),
-          )
+          return Either.isLeft(decoded) ? Effect.fail(decoded.left) : decodedTurn(tenant, session, decoded.right, slot)
         }),
+      )
+
+    /**
+     * {@link turn} for a request decoded already (`Decode.given`: a replay's
+     * neutral-form content): the same actor, attempts and commit.
+     */
+    const turnDecoded = (tenant: string, session: string, decoded: Decode.Decoded): Effect.Effect<Answer, Errors.WireError> =>
+      TurnMetrics.observed(
+        tenant,
+        session,
+        Effect.suspend(() => decodedTurn(tenant, session, decoded, Permits.noSlot)),
       )
 
     /** Runs `f` (a deletion) as the session's only operation here, in mailbox order, then drops its cached state; `Busy` when the mailbox is full. */
@@ -77,6 +90,7 @@ export class Assembler extends Effect.Service<Assembler>()("@ctxd/assembler/Asse
 
     return {
       turn,
+      turnDecoded,
       exclusive,
       invalidateKnowledge: gather.invalidateKnowledge,
       invalidateMemory: gather.invalidateMemory,

@@ -2,11 +2,14 @@
  * What the assembler needs from compaction, as a port: the live summary of
  * a session, scheduling a background compaction (a JetStream job any
  * compactor may take), and compacting now when a turn would otherwise not
- * fit. `layer` wires the compactor; `layerDisabled` turns compaction off
- * (tests, embedding). Failures never fail a turn: the turn goes out without
+ * fit. `layer` wires the compactor; `layerInProcess` runs a given function
+ * at once in this process (`InProcessTurns`); `layerDisabled` turns
+ * compaction off (tests, embedding). Failures never fail a turn: the turn goes out without
  * the new summary and the failure is logged and audited by the compactor.
  */
+import type { Pipeline } from "@ctxd/context"
 import { Subjects } from "@ctxd/contracts"
+import { SessionStore } from "@ctxd/db"
 import { NatsClient } from "@ctxd/nats"
 import { CompactionStore, Compactor, type CompactorConfig, type Plan, type View, WorkQueue } from "@ctxd/compactor"
 import { Context, type Duration, Effect, FiberSet, Layer, Option } from "effect"
@@ -31,6 +34,50 @@ export const layerDisabled: Layer.Layer<CompactionPort> = Layer.succeed(Compacti
   schedule: () => Effect.void,
   now: () => Effect.void,
 })
+
+/** Folds the head of a session's stored `history` (after its `live` summary) into a new summary (undefined: none made). */
+export type Compact = (
+  job: WorkQueue.Job,
+  history: ReadonlyArray<Pipeline.StoredMessage>,
+  live: View.Summary | undefined,
+) => Promise<View.Summary | undefined>
+
+/**
+ * Compaction in this process by `compact`, over the history as the session
+ * store holds it (as a compactor reads it): a scheduled job runs at once and
+ * its summary is the live one from the session's next turn on; compacting
+ * now lands it for the turn that asked. Live summaries are kept in memory.
+ * A failed `compact` is logged; the turn goes on without a new summary.
+ */
+export const layerInProcess = (options: {
+  readonly thresholds: Plan.Thresholds
+  readonly compact: Compact
+}): Layer.Layer<CompactionPort, never, SessionStore.SessionStore> =>
+  Layer.effect(
+    CompactionPort,
+    Effect.gen(function* () {
+      const store = yield* SessionStore.SessionStore
+      const live = new Map<string, View.Summary>()
+      const keyOf = (tenant: string, session: string) => `${tenant}\u0000${session}`
+      const run = (job: WorkQueue.Job): Effect.Effect<void> =>
+        store.loadMessages(job.tenant, job.session, 0).pipe(
+          Effect.flatMap((rows) => {
+            const key = keyOf(job.tenant, job.session)
+            const history = rows.map((r): Pipeline.StoredMessage => ({ seq: r.seq, message: r.message, tokens: r.tokens }))
+            return Effect.tryPromise(() => options.compact(job, history, live.get(key))).pipe(
+              Effect.map((summary) => void (summary === undefined ? undefined : live.set(key, summary))),
+            )
+          }),
+          Effect.catchAllCause((cause) => Effect.logWarning("in-process compaction failed; the turn goes on without it", cause)),
+        )
+      return {
+        thresholds: options.thresholds,
+        latest: (tenant, session) => Effect.sync(() => live.get(keyOf(tenant, session))),
+        schedule: run,
+        now: (job) => run(job),
+      }
+    }),
+  )
 
 /** Compaction through the compactor, its store and the JetStream work queue under `root`. */
 export const layer = (options: {

@@ -103,6 +103,8 @@ export interface Decoded {
   readonly hash: TurnHash
   /** The request's `system` and `tools` as cached (`Prefixes`): their hashes are the reply's `refs`. */
   readonly parts: { readonly system?: Prefixes.Entry | undefined; readonly tools?: Prefixes.Entry | undefined }
+  /** The content in neutral form, given instead of the request's `messages`, `system` and `tools` (see {@link given}). */
+  readonly normalized?: Normalize.NormalizedRequest | undefined
 }
 
 const { KINDS } = Prefixes
@@ -277,8 +279,20 @@ export const refs = (decoded: Decoded): Prefixes.Refs | undefined =>
       }
 
 /**
+ * A request decoded already, its content given in neutral form: replays of
+ * logs (`InProcessTurns`) hand the shell what they read, with no wire body
+ * to parse. The hash covers the request and that content, as a wire turn's
+ * covers its body.
+ */
+export const given = (request: Turn.TurnRequest, normalized: Normalize.NormalizedRequest): Decoded => {
+  const current = `${HASH_VERSION}${Prefixes.sha256(`${JSON.stringify(request)}\n${JSON.stringify(normalized)}`)}`
+  return { request, hash: { current, legacy: () => current }, parts: {}, normalized }
+}
+
+/**
  * The request's content in neutral form (`Normalize.request`), the cached
- * parts normalized once and then reused as the same objects.
+ * parts normalized once and then reused as the same objects; the given
+ * content of a {@link given} request as it is.
  */
 export const normalized = (
   decoded: Decoded,
@@ -286,6 +300,7 @@ export const normalized = (
   workspace: ReadonlyArray<Conversation.SystemSection> | undefined,
 ): Normalize.NormalizedRequest => {
   const { request, parts } = decoded
+  if (decoded.normalized !== undefined) return decoded.normalized
   if (parts.system === undefined && parts.tools === undefined) return Normalize.request(request, openCalls, workspace)
   const stripped: Record<string, unknown> = { ...request }
   if (parts.system !== undefined) delete stripped["system"]

@@ -65,15 +65,15 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
     const familyOf = (model: Turn.Model): string => (model.provider === "anthropic" ? "anthropic" : local.encodingFor(model))
 
     const knowledgeCache = new Map<string, { readonly docs: ReadonlyArray<Knowledge.Doc>; readonly at: number }>()
-    const knowledgeOf = (tenant: string, agent: string) => {
+    const knowledgeOf = (tenant: string, agent: string, now: number) => {
       const key = `${tenant}\u0000${agent}`
       const hit = knowledgeCache.get(key)
-      if (hit !== undefined && Date.now() - hit.at < KNOWLEDGE_TTL_MS) return Effect.succeed(hit.docs)
+      if (hit !== undefined && now - hit.at < KNOWLEDGE_TTL_MS) return Effect.succeed(hit.docs)
       return knowledgeStore.docs(tenant, agent).pipe(
         Effect.tap((docs) =>
           Effect.sync(() => {
             if (knowledgeCache.size >= config.maxSessions) knowledgeCache.clear()
-            knowledgeCache.set(key, { docs, at: Date.now() })
+            knowledgeCache.set(key, { docs, at: now })
           }),
         ),
         Effect.mapError(storeError),
@@ -81,16 +81,16 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
     }
 
     const memoryCache = new Map<string, { readonly any: boolean; readonly at: number }>()
-    const memoryAnyOf = (scope: MemoryStore.Scope): Effect.Effect<boolean | undefined> => {
+    const memoryAnyOf = (scope: MemoryStore.Scope, now: number): Effect.Effect<boolean | undefined> => {
       if (Option.isNone(memories)) return Effect.succeed(undefined)
       const key = `${scope.tenant}\u0000${scope.agent}\u0000${scope.user ?? ""}`
       const hit = memoryCache.get(key)
-      if (hit !== undefined && Date.now() - hit.at < KNOWLEDGE_TTL_MS) return Effect.succeed(hit.any)
+      if (hit !== undefined && now - hit.at < KNOWLEDGE_TTL_MS) return Effect.succeed(hit.any)
       return memories.value.any(scope).pipe(
         Effect.tap((any) =>
           Effect.sync(() => {
             if (memoryCache.size >= config.maxSessions) memoryCache.clear()
-            memoryCache.set(key, { any, at: Date.now() })
+            memoryCache.set(key, { any, at: now })
           }),
         ),
         // a failing store only means no memory tools this turn
@@ -133,19 +133,21 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
       readonly memory?: boolean | undefined
       readonly cached: SessionState.SessionState | undefined
       readonly refresh: boolean
+      /** When the turn runs (ms, the shell's clock): the cached reads' age is measured on it. */
+      readonly now: number
     }): Effect.Effect<Gathered, Errors.WireError> => {
       const family = familyOf(input.model)
       const reuse = input.cached !== undefined && input.cached.family === family
       const state = reuse ? input.cached! : SessionState.empty(family)
       const reads = [
         reuse && !input.refresh ? Effect.succeed([]) : history(input.tenant, input.session, state, input.model),
-        knowledgeOf(input.tenant, input.agent),
+        knowledgeOf(input.tenant, input.agent, input.now),
         SessionState.needsSummary(state)
           ? Effect.map(compaction.latest(input.tenant, input.session), (s) => ({ s }))
           : Effect.succeed(undefined),
         lengthHistory.get(input.tenant, input.agent),
         input.memoryTools === undefined || input.memory === undefined
-          ? memoryAnyOf({ tenant: input.tenant, agent: input.agent, user: input.user })
+          ? memoryAnyOf({ tenant: input.tenant, agent: input.agent, user: input.user }, input.now)
           : Effect.succeed(undefined),
         Turn.isWorkspaceRef(input.system)
           ? workspaces.read(input.system, input.tenant, input.workspaceCache ?? true)

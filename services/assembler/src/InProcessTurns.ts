@@ -1,63 +1,57 @@
 /**
- * The worker's turn engine (`turn/Engine`: the same stages and the same
- * interpreter of their I/O) in-process, with no NATS and no database: each
- * session's state in memory, the I/O the stages ask for answered by the
- * caller's {@link Ports}. The CLI replay and the benches replay real
- * sessions through it, so what they measure is what the worker does.
+ * The worker's turn shell in-process, with no NATS and no database: the
+ * real `Assembler` (decode → session actor → `Commit.retrying(TurnAttempt)`:
+ * gather → turn engine → commit → advance state → schedule compaction) over
+ * in-memory ports — the session store, knowledge and memory stores and
+ * workspace bundles in memory, a process that owns every shard, the
+ * caller's local counting, no loop judge, and the caller's compaction run
+ * at once. The CLI replay and the benches replay real sessions through it,
+ * so a replayed session goes through the lines a served one does.
  *
  * A background compaction runs at once and lands on the session's next
  * turn (in the worker it lands when a compactor finishes the job).
  */
-import type { Knowledge, Normalize, Pipeline, SessionLengths } from "@ctxd/context"
-import { type Conversation, Turn } from "@ctxd/contracts"
-import type { Plan, View, WorkQueue } from "@ctxd/compactor"
+import type { Normalize, SessionLengths } from "@ctxd/context"
+import { Errors, type Turn } from "@ctxd/contracts"
+import type { Plan } from "@ctxd/compactor"
+import { KnowledgeStore, MemoryStore, SessionStore } from "@ctxd/db"
+import { Judge } from "@ctxd/loop-detector"
+import { ShardLeases } from "@ctxd/sharding"
 import type { TokenCounter } from "@ctxd/token-counter"
-import { Effect } from "effect"
+import { Clock, type Duration, Effect, Layer, ManagedRuntime } from "effect"
+import { Assembler } from "./Assembler.ts"
 import * as AssemblerConfig from "./AssemblerConfig.ts"
-import * as SessionState from "./SessionState.ts"
+import * as CompactionPort from "./CompactionPort.ts"
+import * as Decode from "./Decode.ts"
+import * as LengthHistory from "./LengthHistory.ts"
+import * as LocalTokens from "./internal/localTokens.ts"
 import type * as Carry from "./turn/Carry.ts"
-import * as Engine from "./turn/Engine.ts"
-import * as Options from "./turn/Options.ts"
-import * as TurnStages from "./turn/Turn.ts"
-import * as WorkerPorts from "./WorkerPorts.ts"
+import * as WorkspaceCache from "./WorkspaceCache.ts"
 
-/** A `memory` stage's retrieval, and what answers it (see `turn/Carry`). */
-export type MemoryQuery = Carry.MemoryQuery
-export type MemoryAnswer = Carry.MemoryAnswer
-
-/** What the stages' I/O is answered with. */
+/** What the turns run over: the caller's counting, compaction and data, each as the worker's port reads it. */
 export interface Ports {
-  /** The token family stored counts are kept in (as `Gather.familyOf`; default the counter's encoding). */
+  /** The local counter the stages count with; its `encoding` names the token family stored counts are kept in. */
   readonly local: Carry.LocalCounter
   /** Counts a turn (the worker asks its token counter). */
   readonly count: (input: TokenCounter.CountTurnInput) => TokenCounter.TurnCount
   /** When to compact; absent: compaction off. */
   readonly thresholds?: Plan.Thresholds | undefined
-  /** Folds the head of `history` (after the `live` summary) into a new summary; absent: compaction off. */
-  readonly compact?:
-    | ((
-        job: WorkQueue.Job,
-        history: ReadonlyArray<Pipeline.StoredMessage>,
-        live: View.Summary | undefined,
-      ) => Promise<View.Summary | undefined>)
-    | undefined
-  /** The agent's knowledge documents (default none). */
-  readonly knowledge?: ReadonlyArray<Knowledge.Doc> | undefined
+  /** Folds the head of a session's stored history (after its live summary) into a new summary; absent: compaction off. */
+  readonly compact?: CompactionPort.Compact | undefined
+  /** The agents' knowledge documents (default none): read as the worker reads its knowledge store. */
+  readonly knowledge?: KnowledgeStore.KnowledgeStore | undefined
   /**
    * The tenant's agent's history of session lengths, for the cache planner's
    * expected turns (absent, or undefined for a pair: its rule of thumb).
    */
   readonly lengths?: ((tenant: string, agent: string) => SessionLengths.Histogram | undefined) | undefined
-  /**
-   * The agent's memories and learnings for a `memory` stage's query (as the
-   * worker's store answers it: hits best first); absent: the agent has none.
-   */
-  readonly memory?: ((tenant: string, query: Carry.MemoryQuery) => Carry.MemoryAnswer) | undefined
-  /** A workspace bundle's sections (as `WorkspaceCache` reads them); absent: a request naming a workspace is rejected. */
-  readonly workspace?: ((ref: Turn.WorkspaceRef) => ReadonlyArray<Conversation.SystemSection>) | undefined
+  /** The agents' memories and learnings, searched as the worker searches its store; absent: no memory store. */
+  readonly memory?: MemoryStore.MemoryStoreService | undefined
+  /** Workspace bundles' files by scope (as `WorkspaceCache.layerMemory` takes them); absent: none (a request naming one is rejected). */
+  readonly workspaces?: Readonly<Record<string, Readonly<Record<string, string>>>> | undefined
 }
 
-/** A request the stages rejected (nothing was kept). */
+/** A request the worker answers with `BadRequest` (nothing was kept). */
 export class Rejected extends Error {
   readonly path: string | undefined
   constructor(path: string | undefined, message: string) {
@@ -69,10 +63,12 @@ export class Rejected extends Error {
 export interface InProcessTurns {
   /**
    * Runs one turn of `tenant`/`session`; rejects with {@link Rejected} where
-   * the worker answers `BadRequest`. `normalized`: the request's content
-   * given in neutral form (replays of logs), instead of its `messages`,
-   * `system` and `tools`. `at`: when the turn runs, in ms (default now):
-   * replays pass the logged times so the cache planner sees the real gaps.
+   * the worker answers `BadRequest` (another error: an `Error` with its
+   * message). `normalized`: the request's content given in neutral form
+   * (replays of logs), instead of its `messages`, `system` and `tools`;
+   * without it the request goes through the worker's decode as its JSON.
+   * `at`: when the turn runs, in ms (default now): replays pass the logged
+   * times so the cache planner sees the real gaps.
    */
   readonly turn: (
     tenant: string,
@@ -83,63 +79,68 @@ export interface InProcessTurns {
   ) => Promise<Turn.TurnReply>
 }
 
-/** Turns in memory under `config` (over `AssemblerConfig.defaults`), I/O answered by `ports`. */
+/** What a loop judge answers where there is none. */
+const NO_JUDGE: Judge.Answer = { answered: false, progress: null, reason: "no judge in-process", model: "", tokensIn: 0, tokensOut: 0 }
+
+/**
+ * The `Assembler` over in-memory ports: what {@link make} runs turns on,
+ * for callers that want the service itself (tests comparing it with a
+ * served turn). `config` over `AssemblerConfig.defaults`.
+ */
+export const layer = (ports: Ports, config: Partial<AssemblerConfig.Config> = {}): Layer.Layer<Assembler> => {
+  const sessions = SessionStore.layerMemory()
+  const compaction =
+    ports.compact === undefined || ports.thresholds === undefined
+      ? CompactionPort.layerDisabled
+      : CompactionPort.layerInProcess({ thresholds: ports.thresholds, compact: ports.compact })
+  const lengths = ports.lengths
+  const services = Layer.mergeAll(
+    AssemblerConfig.layer(config),
+    ShardLeases.layerMemory(),
+    Layer.succeed(KnowledgeStore.KnowledgeStore, ports.knowledge ?? KnowledgeStore.makeMemory()),
+    lengths === undefined
+      ? LengthHistory.layerNone
+      : Layer.succeed(LengthHistory.LengthHistory, { get: (tenant, agent) => Effect.sync(() => lengths(tenant, agent)) }),
+    LocalTokens.layer(ports.local, ports.count),
+    WorkspaceCache.layerMemory(ports.workspaces ?? {}),
+    Layer.succeed(Judge.Judge, { ask: () => Effect.succeed(NO_JUDGE) }),
+    ports.memory === undefined ? Layer.empty : Layer.succeed(MemoryStore.MemoryStore, ports.memory),
+    compaction,
+  ).pipe(Layer.provideMerge(sessions))
+  return Assembler.Default.pipe(Layer.provide(services))
+}
+
+/** A clock standing still at `at` (ms): a replayed turn runs at its logged time. */
+const fixedClock = (at: number): Clock.Clock => {
+  const clock = Clock.make()
+  const nanos = BigInt(Math.round(at)) * 1_000_000n
+  return {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: () => at,
+    currentTimeMillis: Effect.succeed(at),
+    unsafeCurrentTimeNanos: () => nanos,
+    currentTimeNanos: Effect.succeed(nanos),
+    sleep: (duration: Duration.Duration) => clock.sleep(duration),
+  }
+}
+
+const utf8 = new TextEncoder()
+
+/** Turns in memory under `config` (over `AssemblerConfig.defaults`), over `ports`. */
 export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {}): InProcessTurns => {
-  const resolved = AssemblerConfig.make(config)
-  const sessions = new Map<string, SessionState.SessionState>()
-  /** Summaries made by background compactions, read by the session's next turn. */
-  const landed = new Map<string, View.Summary>()
-  const keyOf = (tenant: string, session: string) => `${tenant}\u0000${session}`
-
-  /** Compacts the stored history (as the worker's compactor reads it from the store); the summary lands for the next turn. */
-  const compact = async (job: WorkQueue.Job, state: SessionState.SessionState, key: string): Promise<View.Summary | undefined> => {
-    const summary = ports.compact === undefined ? undefined : await ports.compact(job, state.messages, state.summary)
-    if (summary !== undefined) landed.set(key, summary)
-    return summary
-  }
-
-  const enginePorts: Engine.Ports = {
-    count: (input) => Effect.sync(() => ports.count(input)),
-    judge: () => Effect.succeed({ answered: false, progress: null, reason: "no judge in-process", model: "", tokensIn: 0, tokensOut: 0 }),
-    compactNow: (job, _decision, { tenant, session, state }) =>
-      Effect.promise(async () => {
-        const summary = await compact(job, state, keyOf(tenant, session))
-        SessionState.advance(state, { _tag: "SummaryRead", latest: summary })
-      }),
-    memory: (calls) => Effect.succeed(new Map(calls.map((c) => [c.callId, WorkerPorts.NO_MEMORY]))),
-    retrieve: (query, { tenant }) => Effect.sync(() => ports.memory?.(tenant, query) ?? { hits: [], learnings: [] }),
-  }
-
+  const runtime = ManagedRuntime.make(layer(ports, config))
   const turn: InProcessTurns["turn"] = async (tenant, session, request, normalized, at) => {
-    const key = keyOf(tenant, session)
-    const state = sessions.get(key) ?? SessionState.empty(ports.local.encoding)
-    if (SessionState.needsSummary(state)) SessionState.advance(state, { _tag: "SummaryRead", latest: landed.get(key) })
-    const options = Options.resolve(resolved, tenant, request.options)
-    const carry = TurnStages.begin({
-      config: resolved,
-      options,
-      tenant,
-      session,
-      request,
-      normalized,
-      state,
-      knowledge: ports.knowledge ?? [],
-      local: ports.local,
-      thresholds: ports.compact === undefined ? undefined : ports.thresholds,
-      now: at ?? Date.now(),
-      lengths: ports.lengths?.(tenant, options.agent),
-      memoryAny: ports.memory === undefined ? undefined : true,
-      workspace: ports.workspace !== undefined && Turn.isWorkspaceRef(request.system) ? ports.workspace(request.system) : undefined,
-    })
-    const outcome = await Effect.runPromise(Engine.run(carry, enginePorts))
-    if (outcome._tag === "Rejected") throw new Rejected(outcome.path, outcome.message)
-    SessionState.advance(state, TurnStages.committed(outcome.carry))
-    sessions.set(key, state)
-    const job = outcome.carry.compaction?.schedule
-    if (job !== undefined) await compact(job, state, key)
-    return outcome.reply
+    const answered = Effect.flatMap(Assembler, (assembler) =>
+      normalized === undefined
+        ? assembler.turn(tenant, session, utf8.encode(JSON.stringify(request)))
+        : assembler.turnDecoded(tenant, session, Decode.given(request, normalized)),
+    )
+    const exit = await runtime.runPromiseExit(at === undefined ? answered : Effect.withClock(answered, fixedClock(at)))
+    if (exit._tag === "Success") return exit.value.reply
+    const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+    if (failure instanceof Errors.BadRequest) throw new Rejected(failure.path, failure.message)
+    throw new Error(failure === undefined ? "in-process turn failed" : failure.message, { cause: exit.cause })
   }
-
   return { turn }
 }
 

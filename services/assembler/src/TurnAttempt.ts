@@ -77,6 +77,8 @@ export const make = Effect.gen(function* () {
       const { agent, user, memoryTools, memory, workspaceCache } = options
       // the session is behind what this state holds: deleted (and maybe started anew) since: start from the store
       const base = previous === undefined ? cached : previous.actualLastSeq < previous.state.lastSeq ? undefined : previous.state
+      // one reading of the clock: the cached reads' age and the cache planner see the same time (a replay's logged one)
+      const now = yield* Clock.currentTimeMillis
       const gathered = yield* gather
         .gather({
           tenant,
@@ -90,6 +92,7 @@ export const make = Effect.gen(function* () {
           workspaceCache,
           cached: base,
           refresh: previous !== undefined,
+          now,
         })
         .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": base !== undefined } }))
       const { state, workspace } = gathered
@@ -101,7 +104,7 @@ export const make = Effect.gen(function* () {
         request,
         local: gather.localFor(request.model),
         thresholds: compaction.thresholds,
-        now: yield* Clock.currentTimeMillis,
+        now,
         normalized: Decode.normalized(decoded, () => SessionState.openCalls(state), workspace),
       })
       const outcome = yield* Effect.flatMap(Spans.recording, (traced) => Engine.run(carry, ports, traced ? Engine.stageSpans : {}))

@@ -18,8 +18,8 @@ import type * as Engine from "./turn/Engine.ts"
 /** How long a turn may wait for a compaction it cannot go without: 60 s. */
 const BLOCKING_COMPACTION_TIMEOUT = "60 seconds"
 
-/** What a memory call answers where no memory store is wired (in-process uses). */
-export const NO_MEMORY: MemoryTools.Result = { op: "error", message: "memory is not available here" }
+/** What a memory call answers where no memory store is wired. */
+const NO_MEMORY: MemoryTools.Result = { op: "error", message: "memory is not available here" }
 
 /** The id `memory_remember` gives a new memory: derived from the tenant, session and call. */
 const callMemoryId = (tenant: string, session: string, callId: string): string =>

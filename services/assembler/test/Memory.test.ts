@@ -5,10 +5,11 @@
  */
 import { MemoryRetrieval } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
+import { MemoryStore } from "@ctxd/db"
+import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import * as InProcessTurns from "../src/InProcessTurns.ts"
 import { local } from "./Helpers.ts"
-import type * as Carry from "../src/turn/Carry.ts"
 
 const NOW = Date.parse("2026-11-26T00:00:00Z")
 
@@ -30,14 +31,36 @@ const lessons: ReadonlyArray<MemoryRetrieval.Candidate> = Array.from({ length: 7
   updatedAt: NOW,
 }))
 
-/** A store answering every query with `memories` (best first, cut to the limit) and `lessons`; records the queries. */
+/** What the shell asked the store to search: the scope's agent, the kind, the text and the limit. */
+interface Search {
+  readonly agent: string | undefined
+  readonly kind: MemoryStore.Kind | undefined
+  readonly text: string
+  readonly limit: number | undefined
+}
+
+/** A memory store answering every search with `memories` (best first, cut to the limit) or `lessons`, by kind; records the searches. */
 const store = () => {
-  const queries: Array<Carry.MemoryQuery> = []
-  const memory = (_tenant: string, query: Carry.MemoryQuery): Carry.MemoryAnswer => {
-    queries.push(query)
-    return { hits: query.text === undefined ? [] : memories.slice(0, query.limit), learnings: query.learnings === undefined ? [] : lessons }
+  const searches: Array<Search> = []
+  const hit = (kind: MemoryStore.Kind) => (c: MemoryRetrieval.Candidate) => ({
+    id: c.id,
+    text: c.text,
+    kind,
+    tags: [],
+    score: c.score,
+    updatedAt: new Date(c.updatedAt).toISOString(),
+  })
+  const memory = MemoryStore.makeMemory()
+  const fake: MemoryStore.MemoryStoreService = {
+    ...memory,
+    any: () => Effect.succeed(true),
+    search: (scope, text, options = {}) =>
+      Effect.sync(() => {
+        searches.push({ agent: scope.agent, kind: options.kind, text, limit: options.limit })
+        return options.kind === "learning" ? lessons.map(hit("learning")) : memories.slice(0, options.limit).map(hit("memory"))
+      }),
   }
-  return { queries, memory }
+  return { searches, memory: fake }
 }
 
 const request = (
@@ -63,7 +86,7 @@ describe("memory stage", () => {
     const s = store()
     const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), memory: s.memory })
     const reply = await turns.turn("acme", "s1", request("t1", [{ role: "user", content: "Change my seat please" }]), undefined, NOW)
-    expect(s.queries[0]).toMatchObject({ agent: "travel", text: "Change my seat please", limit: 24 })
+    expect(s.searches.find((q) => q.kind === "memory")).toMatchObject({ agent: "travel", text: "Change my seat please", limit: 24 })
     const memory = reply.report.memory!
     expect(memory.placement).toBe("tail")
     expect(memory.candidates).toBe(24)
@@ -85,6 +108,7 @@ describe("memory stage", () => {
     const s = store()
     const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), memory: s.memory })
     const first = await turns.turn("acme", "s1", request("t1", [{ role: "user", content: "Change my seat" }]), undefined, NOW)
+    const ofFirst = s.searches.splice(0)
     const second = await turns.turn(
       "acme",
       "s1",
@@ -103,8 +127,8 @@ describe("memory stage", () => {
     expect(first.report.learnings!.tokens).toBeLessThanOrEqual(first.report.learnings!.budget)
     expect(second.report.learnings).toEqual(first.report.learnings)
     // asked once, at the session's first turn; memories every turn
-    expect(s.queries.map((q) => q.learnings !== undefined)).toEqual([true, false])
-    expect(s.queries[1]!.text).toBe("The Paris one\nChange my seat")
+    expect([ofFirst, s.searches].map((turn) => turn.filter((q) => q.kind === "learning").length)).toEqual([1, 0])
+    expect(s.searches.find((q) => q.kind === "memory")!.text).toBe("The Paris one\nChange my seat")
     // the prefix is stable: the second turn reads what the first wrote
     expect(second.report.cache.reason).toBe("append")
   })
@@ -117,7 +141,7 @@ describe("memory stage", () => {
     const s = store()
     const off = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), memory: s.memory })
     const reply = await off.turn("acme", "s1", request("t1", [{ role: "user", content: "seat" }], { memory: false }), undefined, NOW)
-    expect(s.queries).toHaveLength(0)
+    expect(s.searches).toHaveLength(0)
     expect(reply.report.memory).toBeUndefined()
     expect(reply.report.learnings).toBeUndefined()
   })

@@ -1,8 +1,10 @@
 /** The turn stages over the carry: order, the I/O they ask for, rejections, and what a commit changes. */
 import { Plan, type WorkQueue } from "@ctxd/compactor"
-import { CostModel, Normalize, SessionLengths } from "@ctxd/context"
-import type { Conversation, Turn } from "@ctxd/contracts"
+import { CostModel, type Knowledge, Normalize, SessionLengths } from "@ctxd/context"
+import { type Conversation, Knowledge as KnowledgeContract, type Turn } from "@ctxd/contracts"
+import { KnowledgeStore } from "@ctxd/db"
 import { LoopState } from "@ctxd/loop-detector"
+import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import * as AssemblerConfig from "../src/AssemblerConfig.ts"
 import * as InProcessTurns from "../src/InProcessTurns.ts"
@@ -157,14 +159,11 @@ describe("turn stages", () => {
     await expect(turns.turn("acme", "s2", request("t1", []))).rejects.toBeInstanceOf(InProcessTurns.Rejected)
   })
 
-  it("a workspace bundle's sections (read by the shell) are the turn's system; without them the stages refuse the request", async () => {
-    const bundle: ReadonlyArray<Conversation.SystemSection> = [
-      { id: "IDENTITY.md", text: "You are Wile.", cache: "1h" },
-      { id: "SOUL.md", text: "Be patient.", cache: "1h" },
-    ]
+  it("a workspace bundle's sections (read by the shell) are the turn's system; without them the request is refused", async () => {
+    const bundle = { "acme-bot": { "IDENTITY.md": "You are Wile.", "SOUL.md": "Be patient." } }
     const withWorkspace = (turnId: string) =>
       ({ ...request(turnId, [{ role: "user", content: "hi" }]), system: { workspace: "acme-bot", cache: "1h" } }) as Turn.TurnRequest
-    const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), workspace: () => bundle })
+    const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), workspaces: bundle })
     const reply = await turns.turn("acme", "s1", withWorkspace("t1"))
     const body = reply.request as { messages: ReadonlyArray<{ role: string; content: unknown }> }
     expect(JSON.stringify(body.messages.filter((m) => m.role === "system"))).toContain("You are Wile.")
@@ -479,12 +478,14 @@ describe("turn stages", () => {
 
   it("holds a changed knowledge index back until the prefix is re-written anyway (a cold cache), at most an hour", async () => {
     const play = async (gapsMs: ReadonlyArray<number>, system: string, changeAt: number) => {
-      const docs = [{ id: "refunds", title: "Refund policy", text: "Refunds within 30 days." }]
-      const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), knowledge: docs })
+      const knowledge = KnowledgeStore.makeMemory()
+      const add = (doc: Knowledge.Doc) => Effect.runSync(knowledge.add("acme", KnowledgeContract.DEFAULT_AGENT, doc))
+      add({ id: "refunds", title: "Refund policy", text: "Refunds within 30 days." })
+      const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), knowledge })
       const sent: Array<string> = []
       let at = 0
       for (const [k, gap] of gapsMs.entries()) {
-        if (k === changeAt) docs.push({ id: "baggage", title: "Baggage allowance", text: "Two bags." })
+        if (k === changeAt) add({ id: "baggage", title: "Baggage allowance", text: "Two bags." })
         at += gap
         const messages =
           k === 0

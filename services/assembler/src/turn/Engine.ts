@@ -2,10 +2,10 @@
  * The turn engine: runs the pure stages (`Turn.STAGES`) over a carry and
  * answers the I/O they ask for (`Carry.Need`) through one record of
  * {@link Ports}, one function per kind of I/O. It is the only interpreter of
- * needs: the worker (`Assembler`) supplies ports backed by Postgres, NATS
- * and the providers; in-process runs (`InProcessTurns`: the CLI replay, the
- * benches, the tests) supply in-memory ports — the stages and this loop are
- * the same lines for both.
+ * needs: the worker (`Assembler`) supplies `WorkerPorts` backed by
+ * Postgres, NATS and the providers; in-process runs (`InProcessTurns`: the
+ * CLI replay, the benches) run that same shell over in-memory layers — the
+ * stages and this loop are the same lines for both.
  *
  * Observation wraps, it does not run: {@link traced} decorates the ports
  * with spans, and {@link Hooks.stage} wraps each stage's run (the span

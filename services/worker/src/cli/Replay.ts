@@ -1,7 +1,7 @@
 /**
- * `ctxd replay`: recorded agent sessions through the worker's own turn stages
- * in-process (`InProcessTurns`: `turn/Turn` with every session's state in
- * memory, tokens counted locally with tiktoken, no compaction — that needs a
+ * `ctxd replay`: recorded agent sessions through the worker's own turn shell
+ * in-process (`InProcessTurns`: the `Assembler` over in-memory stores,
+ * tokens counted locally with tiktoken, no compaction — that needs a
  * summarizer model), and what each turn would have cost: ctxd's body, the
  * full history and a 40-message sliding window, each rendered in the request
  * format and billed by the cache simulator (`CacheSim`) at the model's prices
