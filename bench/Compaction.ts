@@ -245,6 +245,7 @@ const replay = async (
     totals.read += usage.cache_read_input_tokens ?? 0
     totals.write += usage.cache_creation_input_tokens ?? 0
   }
+  await worker?.dispose()
   return totals
 }
 

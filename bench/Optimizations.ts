@@ -132,11 +132,15 @@ const replayWorker = async (
   )
   const session = `s${sessions++}`
   let k = 0
-  for (const messages of turns) {
-    const request = { turnId: `t${k++}`, format: "anthropic", model: MODEL, messages: [] } as const
-    const normalized = { system, tools, messages: messages.map((message, i) => ({ message, sourceIndex: i })) }
-    const reply = await turnsOfWorker.turn("bench", session, request, normalized)
-    bill(t, reply.request, reply.report.tokens.history)
+  try {
+    for (const messages of turns) {
+      const request = { turnId: `t${k++}`, format: "anthropic", model: MODEL, messages: [] } as const
+      const normalized = { system, tools, messages: messages.map((message, i) => ({ message, sourceIndex: i })) }
+      const reply = await turnsOfWorker.turn("bench", session, request, normalized)
+      bill(t, reply.request, reply.report.tokens.history)
+    }
+  } finally {
+    await turnsOfWorker.dispose()
   }
 }
 

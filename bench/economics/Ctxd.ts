@@ -48,22 +48,26 @@ export const bodies = async (input: Input): Promise<Array<Record<string, unknown
   }
   const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), memory: input.memory })
   const out: Array<Record<string, unknown>> = []
-  for (const [k, messages] of session.turns.entries()) {
-    const request = {
-      turnId: `t${k}`,
-      format,
-      model: { provider: model.provider, name: model.name, contextWindow: 1_000_000 },
-      messages: [],
-      ...(input.options === undefined ? {} : { options: input.options }),
-    } as const
-    const normalized = {
-      system: session.system,
-      tools: session.tools,
-      messages: messages.map((message, i) => ({ message, sourceIndex: i })),
+  try {
+    for (const [k, messages] of session.turns.entries()) {
+      const request = {
+        turnId: `t${k}`,
+        format,
+        model: { provider: model.provider, name: model.name, contextWindow: 1_000_000 },
+        messages: [],
+        ...(input.options === undefined ? {} : { options: input.options }),
+      } as const
+      const normalized = {
+        system: session.system,
+        tools: session.tools,
+        messages: messages.map((message, i) => ({ message, sourceIndex: i })),
+      }
+      const reply = await turns.turn("bench", session.id, request, normalized, input.times[k]! * 1000)
+      input.onReply?.(reply)
+      out.push(reply.request)
     }
-    const reply = await turns.turn("bench", session.id, request, normalized, input.times[k]! * 1000)
-    input.onReply?.(reply)
-    out.push(reply.request)
+  } finally {
+    await turns.dispose()
   }
   return out
 }

@@ -37,9 +37,17 @@ export interface Context {
 const AGENT = "bench"
 const SESSIONS = 50
 
-/** The agent's memory: every user message of tau-bench sessions 100–199. */
+/** When the first memory of the corpus was written; each next one a second later. */
+const CORPUS_START = Date.parse("2026-01-01T00:00:00Z")
+
+/**
+ * The agent's memory: every user message of tau-bench sessions 100–199,
+ * stamped by a clock of its own so that hits of equal rank come in the same
+ * order on every run (wall-clock stamps tie at random).
+ */
 const corpus = (): MemoryStore.MemoryStoreService => {
-  const store = MemoryStore.makeMemory()
+  let written = 0
+  const store = MemoryStore.makeMemory({ now: () => new Date(CORPUS_START + 1_000 * written++) })
   const texts = Workloads.tauBenchSessions()
     .slice(100, 200)
     .flatMap((s) =>

@@ -77,6 +77,8 @@ export interface InProcessTurns {
     normalized?: Normalize.NormalizedRequest,
     at?: number,
   ) => Promise<Turn.TurnReply>
+  /** Releases the in-memory sessions and the runtime's fibers; a turn after it fails. */
+  readonly dispose: () => Promise<void>
 }
 
 /** What a loop judge answers where there is none. */
@@ -141,7 +143,7 @@ export const make = (ports: Ports, config: Partial<AssemblerConfig.Config> = {})
     if (failure instanceof Errors.BadRequest) throw new Rejected(failure.path, failure.message)
     throw new Error(failure === undefined ? "in-process turn failed" : failure.message, { cause: exit.cause })
   }
-  return { turn }
+  return { turn, dispose: () => runtime.dispose() }
 }
 
 /**

@@ -128,5 +128,7 @@ describe("InProcessTurns runs the worker's shell", () => {
     await expect(turns.turn("acme", "s1", request("t9", [{ role: "tool", tool_call_id: "nope", content: "x" }]))).rejects.toBeInstanceOf(
       InProcessTurns.Rejected,
     )
+    await turns.dispose()
+    await expect(turns.turn("acme", "s1", script[2]!)).rejects.toThrow()
   })
 })

@@ -165,6 +165,7 @@ const replay = async (args: ReadonlyArray<string>): Promise<number> => {
     for (const s of sessions) results.push(await replayer.session(s, progress.tick))
   } finally {
     progress.done()
+    await replayer.dispose()
   }
   const total = Replay.sum(results)
   process.stdout.write(`${values.json === true ? ReplayOutput.json(setup, results, total) : ReplayOutput.table(setup, results, total)}\n`)

@@ -216,7 +216,10 @@ export const make = (s: Setup) => {
     return { id: log.id, source: log.source, turns: results, ...(rejected === undefined ? {} : { rejected }) }
   }
 
-  return { session }
+  /** Releases the in-process turns (their sessions in memory). */
+  const dispose = (): Promise<void> => turns.dispose()
+
+  return { session, dispose }
 }
 
 const inputTokens = (u: CostModel.Usage): number => u.cacheRead + CostModel.written(u) + u.uncached
