@@ -2,10 +2,13 @@
  * The configuration a turn reads: the latest good snapshot of the
  * configuration file's sections (`defaults`, `tenants`, `agents`) and of
  * `CTXD_TENANTS_FILE`. {@link layer} reads the files at start (an invalid file
- * stops the start) and then watches them: a changed, valid file applies from
- * the next call of {@link RuntimeConfigService.current} (the next turn); an
- * invalid edit keeps the last good snapshot and logs why (key paths and lines,
- * no value of the file). Environment-style keys are read once at start: a
+ * stops the start) and then watches them (through replaced directories,
+ * symlinks and ConfigMap `..data` swaps; `internal/Watch.ts`), parsing each
+ * reload on a worker thread: a changed, valid file applies from the next call
+ * of {@link RuntimeConfigService.current} (the next turn); an invalid edit,
+ * whatever it holds (`ConfigFile.limits`), keeps the last good snapshot, is
+ * counted in {@link RuntimeConfigService.rejected} and logs why (key paths and
+ * lines, no value of the file). Environment-style keys are read once at start: a
  * change to them is logged as needing a restart.
  *
  * Metric: `ctxd_config_reloads_total{result}` (`applied`, `rejected`).
