@@ -149,6 +149,37 @@ it("the per-request readers of the tenant sections (provider keys) follow a relo
   expect(new Set(provider.requests().map((r) => r.keyHint))).toEqual(new Set([ACME_KEY.slice(-4)]))
 })
 
+it("an unresolved alias, an alias bomb and an oversized file are rejected and counted; the next valid edit still applies", async () => {
+  const before = await health()
+  edit("defaults:\n  windowMessages: *w\n")
+  await until((c) => c.rejected === before.rejected + 1)
+  await h.worker.waitFor(`${file}:2:19: (file): YAML: the alias *w names no anchor defined before it`)
+  let bomb = "l0: &l0 [x, x, x, x, x, x, x, x, x]\n"
+  for (let i = 1; i < 9; i++) bomb += `l${i}: &l${i} [${Array.from({ length: 9 }, () => `*l${i - 1}`).join(", ")}]\n`
+  edit(bomb)
+  await until((c) => c.rejected === before.rejected + 2)
+  await h.worker.waitFor("YAML: aliases expand the file to more than")
+  edit(`defaults:\n  agent: ${"s3cr3t".repeat(200_000)}\n`)
+  await until((c) => c.rejected === before.rejected + 3)
+  await h.worker.waitFor("a configuration file may have")
+  expect(h.worker.output()).not.toContain("s3cr3t")
+  expect(await health()).toMatchObject({ hash: before.hash, reloads: before.reloads })
+  edit(yaml("minify"))
+  const after = await until((c) => c.reloads === before.reloads + 1)
+  expect(after.rejected).toBe(before.rejected + 3)
+  expect((await turn("other")).report.tools.compression).toBe("minify")
+})
+
+it("an unresolved alias stops the start with its file:line:col, not a stack trace", async () => {
+  const bad = join(dir, "alias.yaml")
+  writeFileSync(bad, "defaults:\n  windowMessages: *w\n")
+  const worker = await WorkerProcess.start({ CTXD_SUBJECT_ROOT: "t_never", CTXD_CONFIG_FILE: bad, CTXD_HTTP_PORT: "0" }, { ready: false })
+  const code = await new Promise<number | string>((resolve) => worker.child.once("exit", (c, s) => resolve(c ?? s ?? "")))
+  expect(code).not.toBe(0)
+  expect(worker.output()).toContain(`CTXD_CONFIG_FILE ${bad} is not valid:\n${bad}:2:19: (file): YAML: the alias *w names no anchor`)
+  expect(worker.output()).not.toContain("ReferenceError")
+})
+
 it("an invalid file stops the start, saying where (key path and line)", async () => {
   const bad = join(dir, "bad.yaml")
   writeFileSync(bad, "NATS_URL: nats://127.0.0.1:4222\ndefaults:\n  maskKeep: many\n")

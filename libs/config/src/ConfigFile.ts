@@ -22,7 +22,7 @@
 import { Subjects, Tenants, Turn } from "@ctxd/contracts"
 import { Data, Either, ParseResult, Schema } from "effect"
 import { createHash } from "node:crypto"
-import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml"
+import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml"
 
 /** An agent's section: turn options for the turns of that agent (it cannot name another agent). */
 export const AgentOptions = Turn.Options.pipe(Schema.omit("agent")).annotations({ identifier: "AgentOptions" })
@@ -74,6 +74,20 @@ export const formatIssue = (file: string, issue: Issue): string =>
 
 export const invalid = (file: string, issues: ReadonlyArray<Issue>): InvalidConfigFile =>
   new InvalidConfigFile({ file, issues, message: issues.map((issue) => formatIssue(file, issue)).join("\n") })
+
+/**
+ * What a file may hold: it is read on a worker that serves turns, so a file
+ * that is huge, nested without end or a "billion laughs" of aliases is
+ * refused with an issue before it costs more than a bounded parse.
+ */
+export const limits = {
+  /** The largest file read, in bytes (1 MiB; a real `ctxd.yaml` is a few KiB). Checked before parsing. */
+  maxBytes: 1_048_576,
+  /** The deepest nesting of maps and lists (64; the sections need 6). */
+  maxDepth: 64,
+  /** The most nodes the file may have once its aliases are expanded (100,000). */
+  maxNodes: 100_000,
+} as const
 
 /** An environment-style key: upper case, digits and `_`. Any other top-level key is a section. */
 const KNOB = /^[A-Z][A-Z0-9_]*$/
@@ -139,6 +153,70 @@ const knobValue = (value: unknown): string | undefined => {
   return undefined
 }
 
+/** A limit the document breaks, at a source offset. */
+class Refused extends Error {
+  readonly offset: number | undefined
+  constructor(offset: number | undefined, message: string) {
+    super(message)
+    this.offset = offset
+  }
+}
+
+/**
+ * One pass over the document before it becomes values: its depth, its size
+ * with every alias expanded (an anchor's size is computed once, so a bomb is
+ * measured, never expanded), aliases that name no earlier anchor (also one
+ * inside the node it names: a cycle) and duplicate keys (the parser's own
+ * check is quadratic in the keys of a map). Recursion is bounded by `maxDepth`.
+ */
+const measure = (root: unknown): void => {
+  const anchors = new Map<string, number>()
+  let total = 0
+  const at = (node: unknown) => (node as Node | null)?.range?.[0]
+  const walk = (node: unknown, depth: number): number => {
+    if (node === null || node === undefined) return 0
+    let size = 1
+    if (isAlias(node)) {
+      const target = anchors.get(node.source)
+      if (target === undefined) throw new Refused(at(node), `the alias *${node.source} names no anchor defined before it`)
+      size = target
+    } else if (isMap(node) || isSeq(node)) {
+      if (depth >= limits.maxDepth) throw new Refused(at(node), `nested more than ${limits.maxDepth} levels deep`)
+      const keys = new Set<string>()
+      for (const item of node.items as ReadonlyArray<unknown>) {
+        if (isPair(item)) {
+          if (isScalar(item.key)) {
+            const key = String(item.key.value)
+            if (keys.has(key)) throw new Refused(at(item.key), "Map keys must be unique")
+            keys.add(key)
+          }
+          size += walk(item.key, depth + 1) + walk(item.value, depth + 1)
+        } else size += walk(item, depth + 1)
+      }
+    }
+    total += isAlias(node) ? size : 1
+    if (total > limits.maxNodes)
+      throw new Refused(at(node), `${isAlias(node) ? "aliases expand the file" : "the file has"} to more than ${limits.maxNodes} nodes`)
+    const anchor = (node as { anchor?: string }).anchor
+    if (anchor !== undefined && !isAlias(node)) anchors.set(anchor, size)
+    return size
+  }
+  walk(root, 0)
+}
+
+/** The issue of a file of `bytes` bytes when over {@link limits.maxBytes}, else undefined. */
+export const oversized = (bytes: number, file: string): InvalidConfigFile | undefined =>
+  bytes > limits.maxBytes
+    ? invalid(file, [
+        {
+          path: [],
+          line: undefined,
+          column: undefined,
+          message: `${bytes} bytes, more than the ${limits.maxBytes} a configuration file may have`,
+        },
+      ])
+    : undefined
+
 /**
  * Parses `text` (YAML or JSON) and decodes it with `schema` (unknown keys are
  * errors: a misspelt option must not be ignored), every problem located.
@@ -149,8 +227,22 @@ const parseWith = <A, I>(
   file: string,
   split: (value: Record<string, unknown>) => { readonly rest: unknown; readonly issues: ReadonlyArray<Omit<Issue, "line" | "column">> },
 ): Either.Either<A, InvalidConfigFile> => {
+  const tooBig = oversized(Buffer.byteLength(text, "utf8"), file)
+  if (tooBig !== undefined) return Either.left(tooBig)
   const lines = new LineCounter()
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true })
+  const yamlIssue = (offset: number | undefined, message: string): Either.Either<never, InvalidConfigFile> => {
+    const pos = offset === undefined ? undefined : lines.linePos(offset)
+    return Either.left(invalid(file, [{ path: [], line: pos?.line, column: pos?.col, message: `YAML: ${message}` }]))
+  }
+  // the parser reports its own stack overflow as an error of the document; anything it throws is an issue too
+  let doc: ReturnType<typeof parseDocument>
+  try {
+    doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: false })
+  } catch (e) {
+    return yamlIssue(undefined, e instanceof RangeError ? "nested too deep" : "cannot be parsed")
+  }
+  const overflow = doc.errors.find((e) => /Maximum call stack/.test(e.message))
+  if (overflow !== undefined) return yamlIssue(overflow.pos[0], "nested too deep")
   if (doc.errors.length > 0) {
     return Either.left(
       invalid(
@@ -164,7 +256,16 @@ const parseWith = <A, I>(
       ),
     )
   }
-  const value: unknown = doc.toJS() ?? {}
+  let value: unknown
+  try {
+    measure(doc.contents)
+    // `measure` has bounded the expansion: the parser's own alias count would refuse some valid files
+    value = doc.toJS({ maxAliasCount: -1 }) ?? {}
+  } catch (e) {
+    if (e instanceof Refused) return yamlIssue(e.offset, e.message)
+    // not reached for a measured document; never a value of the file in the message
+    return yamlIssue(undefined, `cannot be read (${e instanceof Error ? e.name : "error"})`)
+  }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return Either.left(invalid(file, [{ path: [], line: 1, column: 1, message: "the file must be a map of keys" }]))
   }

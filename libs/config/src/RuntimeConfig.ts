@@ -2,24 +2,35 @@
  * The configuration a turn reads: the latest good snapshot of the
  * configuration file's sections (`defaults`, `tenants`, `agents`) and of
  * `CTXD_TENANTS_FILE`. {@link layer} reads the files at start (an invalid file
- * stops the start) and then watches them: a changed, valid file applies from
- * the next call of {@link RuntimeConfigService.current} (the next turn); an
- * invalid edit keeps the last good snapshot and logs why (key paths and lines,
- * no value of the file). Environment-style keys are read once at start: a
+ * stops the start) and then watches them (through replaced directories,
+ * symlinks and ConfigMap `..data` swaps; `internal/Watch.ts`), parsing each
+ * reload on a worker thread: a changed, valid file applies from the next call
+ * of {@link RuntimeConfigService.current} (the next turn); an invalid edit,
+ * whatever it holds (`ConfigFile.limits`), keeps the last good snapshot, is
+ * counted in {@link RuntimeConfigService.rejected} and logs why (key paths and
+ * lines, no value of the file). Environment-style keys are read once at start: a
  * change to them is logged as needing a restart.
  *
  * Metric: `ctxd_config_reloads_total{result}` (`applied`, `rejected`).
  */
-import { Context, Duration, Effect, Either, Layer, Metric, Queue, Stream } from "effect"
-import { watch } from "node:fs"
-import { readFile } from "node:fs/promises"
-import { basename, dirname } from "node:path"
+import { Context, Duration, Effect, Either, Layer, Metric, Queue, Schedule, Stream } from "effect"
+import { open } from "node:fs/promises"
+import { Worker } from "node:worker_threads"
 import * as ConfigFile from "./ConfigFile.ts"
+import * as Watch from "./internal/Watch.ts"
 
 /** The reload's knobs. */
 export const defaults = {
   /** File events within this of each other make one reload (editors write a file in several steps). Default 200 ms. */
   debounceMs: 200,
+  /**
+   * The files are also re-stat'ed this often, in case no file event came (a
+   * directory recreated, a file system without events); a reload runs only
+   * when a file's identity, size or times changed. Default 5,000 ms.
+   */
+  pollMs: 5_000,
+  /** A reload's parse runs on a worker thread and is abandoned (the edit rejected) after this. Default 10,000 ms. */
+  reloadTimeoutMs: 10_000,
 } as const
 
 /** The sections turns read. */
@@ -62,14 +73,26 @@ export interface Loaded {
 
 const emptySnapshot: Snapshot = { defaults: {}, tenants: {}, agents: {}, hash: "none" }
 
+/** A file's text; one larger than `ConfigFile.limits.maxBytes` is refused by its size, unread. */
 const readText = (file: string): Effect.Effect<string, ConfigFile.InvalidConfigFile> =>
-  Effect.tryPromise({
-    try: () => readFile(file, "utf8"),
-    catch: (e) =>
-      ConfigFile.invalid(file, [
-        { path: [], line: undefined, column: undefined, message: `cannot be read (${(e as NodeJS.ErrnoException).code ?? "error"})` },
-      ]),
-  })
+  Effect.flatMap(
+    Effect.tryPromise({
+      try: async () => {
+        const handle = await open(file, "r")
+        try {
+          const { size } = await handle.stat()
+          return size > ConfigFile.limits.maxBytes ? size : await handle.readFile("utf8")
+        } finally {
+          await handle.close()
+        }
+      },
+      catch: (e) =>
+        ConfigFile.invalid(file, [
+          { path: [], line: undefined, column: undefined, message: `cannot be read (${(e as NodeJS.ErrnoException).code ?? "error"})` },
+        ]),
+    }),
+    (text) => (typeof text === "number" ? Effect.fail(ConfigFile.oversized(text, file)!) : Effect.succeed(text)),
+  )
 
 /** The hash a worker reports for these files' contents (`config:check` shows the same). */
 export const hashOf = (contents: ConfigFile.Contents, tenants?: ConfigFile.TenantSections | undefined): string =>
@@ -112,48 +135,72 @@ export const reloadsTotal = Metric.counter("ctxd_config_reloads_total", {
 })
 
 /**
- * Watches the files' directories (not the files: editors and Kubernetes
- * ConfigMaps replace a file by renaming over it) until the scope closes; any
- * event of one of them lands in `queue`. The watchers are in place when this returns.
+ * {@link load} on a worker thread: a reload runs while the worker serves
+ * turns, and parsing a large file holds the thread that runs it for up to
+ * seconds. The thread is bounded in memory and time (`timeoutMs`); a thread
+ * that fails, runs out of memory or takes longer rejects the edit.
  */
-const watchFiles = (files: ReadonlyArray<string>, queue: Queue.Queue<void>) =>
-  Effect.forEach(
-    [...new Set(files.map(dirname))],
-    (dir) => {
-      const names = new Set(files.filter((f) => dirname(f) === dir).map((f) => basename(f)))
-      return Effect.acquireRelease(
-        Effect.sync(() => {
-          const watcher = watch(dir, (_event, name) => {
-            // `..data`: a Kubernetes ConfigMap swaps this symlink for every update
-            if (name === null || names.has(name) || name === "..data") Queue.unsafeOffer(queue, undefined)
-          })
-          watcher.on("error", () => watcher.close())
-          return watcher
-        }),
-        (watcher) => Effect.sync(() => watcher.close()),
-      )
-    },
-    { discard: true },
-  )
+export const loadOffThread = (
+  files: Files,
+  timeoutMs: number = defaults.reloadTimeoutMs,
+): Effect.Effect<Loaded, ConfigFile.InvalidConfigFile> =>
+  Effect.async<Loaded, ConfigFile.InvalidConfigFile>((resume) => {
+    const file = files.configFile || files.tenantsFile || "(none)"
+    const failed = (message: string) => Effect.fail(ConfigFile.invalid(file, [{ path: [], line: undefined, column: undefined, message }]))
+    const worker = new Worker(new URL("./internal/loadThread.ts", import.meta.url), {
+      workerData: files,
+      resourceLimits: { maxOldGenerationSizeMb: 256 },
+    })
+    let done = false
+    const finish = (outcome: Effect.Effect<Loaded, ConfigFile.InvalidConfigFile>) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      void worker.terminate()
+      resume(outcome)
+    }
+    const timer = setTimeout(() => finish(failed(`not parsed within ${timeoutMs} ms`)), timeoutMs)
+    type Outcome = { ok: true; loaded: Loaded } | { ok: false; file: string; issues: ReadonlyArray<ConfigFile.Issue>; message: string }
+    worker.once("message", (outcome: Outcome) =>
+      finish(
+        outcome.ok
+          ? Effect.succeed(outcome.loaded)
+          : Effect.fail(new ConfigFile.InvalidConfigFile({ file: outcome.file, issues: outcome.issues, message: outcome.message })),
+      ),
+    )
+    worker.once("error", (e: NodeJS.ErrnoException) => finish(failed(`could not be parsed (${e.code ?? e.name})`)))
+    worker.once("exit", (code) => finish(failed(`could not be parsed (the parser exited with ${code})`)))
+    return Effect.sync(() => {
+      done = true
+      clearTimeout(timer)
+      void worker.terminate()
+    })
+  })
 
-/** The service over `files`, watching them until the scope closes. */
 /** How the service watches and reports. */
 export interface WatchOptions {
   /** Default {@link defaults.debounceMs}. */
   readonly debounceMs?: number | undefined
+  /** Default {@link defaults.pollMs}. */
+  readonly pollMs?: number | undefined
+  /** Default {@link defaults.reloadTimeoutMs}. */
+  readonly reloadTimeoutMs?: number | undefined
   /** True for an environment-style key the environment sets (its value in the file never applies). Default: none. */
   readonly setByEnvironment?: ((key: string) => boolean) | undefined
 }
 
+/** The service over `files`, watching them until the scope closes. */
 export const make = (files: Files, options: WatchOptions = {}) =>
   Effect.gen(function* () {
+    const names = [files.configFile, files.tenantsFile].filter((f): f is string => f !== undefined && f !== "")
+    // taken before the read: a change while it runs makes the next check reload again
+    let seen = Watch.fingerprint(names)
     const first = yield* load(files)
     let good = first
     let reloads = 0
     let rejected = 0
-    const names = [files.configFile, files.tenantsFile].filter((f): f is string => f !== undefined && f !== "")
     const reload = Effect.gen(function* () {
-      const next = yield* Effect.either(load(files))
+      const next = yield* Effect.either(loadOffThread(files, options.reloadTimeoutMs))
       if (Either.isLeft(next)) {
         rejected++
         yield* Metric.increment(Metric.tagged(reloadsTotal, "result", "rejected"))
@@ -174,10 +221,28 @@ export const make = (files: Files, options: WatchOptions = {}) =>
     })
     if (names.length > 0) {
       const queue = yield* Queue.sliding<void>(16)
-      yield* watchFiles(names, queue)
+      const watcher = yield* Effect.acquireRelease(
+        Effect.sync(() => Watch.make(names, () => Queue.unsafeOffer(queue, undefined))),
+        (watcher) => Effect.sync(() => watcher.close()),
+      )
+      // after any event or poll: follow replaced directories and links, then reload if a file changed
+      const check = Effect.suspend(() => {
+        watcher.rearm()
+        const now = Watch.fingerprint(names)
+        if (now === seen) return Effect.void
+        seen = now
+        return reload
+      })
       yield* Stream.fromQueue(queue).pipe(
         Stream.debounce(Duration.millis(options.debounceMs ?? defaults.debounceMs)),
-        Stream.runForEach(() => reload),
+        // whatever a reload meets, the loop goes on to the next event
+        Stream.runForEach(() => check.pipe(Effect.catchAllCause((cause) => Effect.logError("config reload failed", cause)))),
+        Effect.annotateLogs({ component: "config" }),
+        Effect.forkScoped,
+      )
+      yield* Effect.sync(() => Queue.unsafeOffer(queue, undefined)).pipe(
+        Effect.catchAllCause((cause) => Effect.logError("config poll failed", cause)),
+        Effect.repeat(Schedule.spaced(Duration.millis(options.pollMs ?? defaults.pollMs))),
         Effect.annotateLogs({ component: "config" }),
         Effect.forkScoped,
       )

@@ -106,6 +106,61 @@ CTXD_X: { a: 1 }
   })
 })
 
+/** A "billion laughs" file: each level lists the one before nine times (9^9 nodes once expanded, a few hundred bytes written). */
+const aliasBomb = () => {
+  let text = "defaults:\n  agent: x\nl0: &l0 [x, x, x, x, x, x, x, x, x]\n"
+  for (let i = 1; i < 9; i++) text += `l${i}: &l${i} [${Array.from({ length: 9 }, () => `*l${i - 1}`).join(", ")}]\n`
+  return text
+}
+
+describe("ConfigFile.decode: whatever the file holds, an issue and never a throw", () => {
+  it("an unresolved alias is an issue at its line and column", () => {
+    expect(issues("defaults:\n  windowMessages: *w\n")).toEqual([
+      { path: "", line: 2, message: "YAML: the alias *w names no anchor defined before it" },
+    ])
+    expect(ConfigFile.decode("defaults:\n  windowMessages: *w\n", "f.yaml")).toMatchObject({
+      left: { message: "f.yaml:2:19: (file): YAML: the alias *w names no anchor defined before it" },
+    })
+    // an alias inside the node it names (a cycle) is unresolved too
+    expect(issues("defaults: &d\n  loop: *d\n")).toEqual([
+      { path: "", line: 2, message: "YAML: the alias *d names no anchor defined before it" },
+    ])
+  })
+
+  it("aliases still work within the bound; an alias bomb is refused without expanding it", () => {
+    expect(ok("defaults: &c { maskKeep: 3 }\nagents:\n  coder: *c\n").agents).toEqual({ coder: { maskKeep: 3 } })
+    const started = performance.now()
+    expect(issues(aliasBomb())).toEqual([
+      {
+        path: "",
+        line: expect.any(Number),
+        message: `YAML: aliases expand the file to more than ${ConfigFile.limits.maxNodes} nodes`,
+      },
+    ])
+    expect(performance.now() - started).toBeLessThan(1_000)
+  })
+
+  it(`nesting deeper than limits.maxDepth is refused at the first node too deep`, () => {
+    const depth = ConfigFile.limits.maxDepth + 1
+    expect(issues(`defaults:\n  agent: ${"[".repeat(depth)}${"]".repeat(depth)}\n`)).toEqual([
+      { path: "", line: 2, message: `YAML: nested more than ${ConfigFile.limits.maxDepth} levels deep` },
+    ])
+    // far deeper than the parser's own stack: still one issue
+    expect(issues(`defaults:\n  agent: ${"[".repeat(20_000)}${"]".repeat(20_000)}\n`)).toEqual([
+      { path: "", line: expect.any(Number), message: expect.stringMatching(/^YAML: nested (more than \d+ levels|too) deep/) },
+    ])
+  })
+
+  it("a file larger than limits.maxBytes is refused before it is parsed", () => {
+    const text = `defaults:\n  agent: ${"x".repeat(ConfigFile.limits.maxBytes)}\n`
+    expect(ConfigFile.decode(text, "f.yaml")).toMatchObject({
+      left: {
+        message: `f.yaml: (file): ${Buffer.byteLength(text)} bytes, more than the ${ConfigFile.limits.maxBytes} a configuration file may have`,
+      },
+    })
+  })
+})
+
 describe("ConfigFile.decodeTenants (CTXD_TENANTS_FILE)", () => {
   it("reads an options-only file and a full tenant section, and rejects bad ids with their line", () => {
     const decoded = ConfigFile.decodeTenants(

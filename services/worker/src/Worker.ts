@@ -216,7 +216,7 @@ export const layer = Layer.unwrapEffect(
     // the config file's sections (and CTXD_TENANTS_FILE's), watched: a reload applies from the next turn
     const runtimeConfig = RuntimeConfig.layer(
       { configFile: config.configFile, tenantsFile: config.tenantsFile },
-      { debounceMs: config.configDebounceMs, setByEnvironment: (key) => process.env[key] !== undefined },
+      { debounceMs: config.configDebounceMs, pollMs: config.configPollMs, setByEnvironment: (key) => process.env[key] !== undefined },
     )
     const prices = yield* priceTable
     const workspace = workspaceConfig(config)

@@ -149,6 +149,11 @@ export const WorkerConfig = Config.all({
     RuntimeConfig.defaults.debounceMs,
     "File events within this of each other make one reload",
   ).pipe(Config.validate({ message: "0 or more milliseconds", validation: (n) => n >= 0 })),
+  configPollMs: int(
+    "CTXD_CONFIG_POLL_MS",
+    RuntimeConfig.defaults.pollMs,
+    "How often the configuration files are re-stat'ed in case no file event came (a recreated directory)",
+  ).pipe(Config.validate({ message: "at least 100 milliseconds", validation: (n) => n >= 100 })),
   logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info"), Config.withDescription("pino level")),
   shutdownTimeoutMs: int("CTXD_SHUTDOWN_TIMEOUT_MS", 10_000, "How long in-flight turns may take to finish at shutdown"),
   httpPort: int("CTXD_HTTP_PORT", HttpServer.defaults.port, "Port of /metrics (Prometheus), /healthz and /readyz; 0 = no HTTP server").pipe(

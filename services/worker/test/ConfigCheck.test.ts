@@ -1,5 +1,5 @@
 // `npm run config:check`: the example file is valid; a broken one is reported by key path and line, with exit code 1.
-import { RuntimeConfig } from "@ctxd/config"
+import { ConfigFile, RuntimeConfig } from "@ctxd/config"
 import { WorkerProcess } from "@ctxd/testing"
 import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
@@ -44,6 +44,19 @@ describe("config:check", () => {
     expect((await Effect.runPromise(ConfigCheck.check(retention))).lines).toEqual([
       `${retention}:2:1: CTXD_TURN_RETENTION: CTXD_TURN_RETENTION (3600 s) must not be shorter than CTXD_REPLY_RETENTION (86400 s)`,
     ])
+  })
+
+  it("an unresolved alias or an oversized file is a located problem, not a crash", async () => {
+    const alias = write("alias.yaml", "defaults:\n  windowMessages: *w\n")
+    expect(await Effect.runPromise(ConfigCheck.check(alias))).toEqual({
+      ok: false,
+      lines: [`${alias}:2:19: (file): YAML: the alias *w names no anchor defined before it`],
+    })
+    const huge = write("huge.yaml", `defaults:\n  agent: ${"x".repeat(ConfigFile.limits.maxBytes)}\n`)
+    expect(await Effect.runPromise(ConfigCheck.check(huge))).toEqual({
+      ok: false,
+      lines: [expect.stringMatching(/^.*huge\.yaml: \(file\): \d+ bytes, more than the \d+ a configuration file may have$/)],
+    })
   })
 
   it("checks the CTXD_TENANTS_FILE the file names, and prints the hash a worker reports", async () => {
