@@ -3,7 +3,7 @@
  * configuration file's sections (`defaults`, `tenants`, `agents`) and of
  * `CTXD_TENANTS_FILE`. {@link layer} reads the files at start (an invalid file
  * stops the start) and then watches them (through replaced directories,
- * symlinks and ConfigMap `..data` swaps; `internal/Watch.ts`), parsing each
+ * symlinks and ConfigMap `..data` swaps; `internal/watch.ts`), parsing each
  * reload on a worker thread: a changed, valid file applies from the next call
  * of {@link RuntimeConfigService.current} (the next turn); an invalid edit,
  * whatever it holds (`ConfigFile.limits`), keeps the last good snapshot, is
@@ -17,7 +17,7 @@ import { Context, Duration, Effect, Either, Layer, Metric, Queue, Schedule, Stre
 import { open } from "node:fs/promises"
 import { Worker } from "node:worker_threads"
 import * as ConfigFile from "./ConfigFile.ts"
-import * as Watch from "./internal/Watch.ts"
+import * as Watch from "./internal/watch.ts"
 
 /** The reload's knobs. */
 export const defaults = {
