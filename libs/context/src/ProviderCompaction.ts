@@ -41,12 +41,12 @@
  * sent instead (subject to the window and ctxd's own summary).
  */
 import type { Conversation, Turn } from "@ctxd/contracts"
+import * as Opaque from "./providers/Opaque.ts"
 
-/** The opaque blocks that are a provider's compaction, by format: the one place to add another provider's. */
-export const KINDS: ReadonlyArray<{ readonly format: Conversation.OpaquePart["format"]; readonly type: string }> = [
-  { format: "anthropic", type: "compaction" },
-  { format: "openai-responses", type: "compaction" },
-]
+/** The opaque blocks that are a provider's compaction, by format (each adapter's `Opaque` module names its own). */
+export const KINDS: ReadonlyArray<{ readonly format: Conversation.OpaquePart["format"]; readonly type: string }> = Opaque.all.flatMap(
+  (r) => (r.compaction === undefined ? [] : [{ format: r.format, type: r.compaction }]),
+)
 
 const typeOf = (block: unknown): unknown =>
   typeof block === "object" && block !== null && !Array.isArray(block) ? (block as Record<string, unknown>)["type"] : undefined

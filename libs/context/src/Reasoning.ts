@@ -43,35 +43,17 @@
  * the last thinking turn it has, so its reasoning always goes.
  */
 import type { Conversation } from "@ctxd/contracts"
+import * as Opaque from "./providers/Opaque.ts"
 
 /** Thinking turns whose reasoning is sent (default 1; at least 1: the current tool-use loop needs its own). */
 export const defaults = { keepTurns: 1 } as const
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
-/** The `type` of an opaque part's block (`"unknown"` without one). */
-const blockType = (part: Conversation.OpaquePart): string =>
-  isRecord(part.block) && typeof part.block["type"] === "string" ? part.block["type"] : "unknown"
-
 /**
  * True for a reasoning part: an Anthropic `thinking` / `redacted_thinking`
  * block, a Responses `reasoning` item or a Gemini `thought: true` part
- * (opaque parts of their format).
+ * (opaque parts of their format; each adapter's `Opaque` module says which).
  */
-export const isReasoning = (part: Conversation.Part): boolean => {
-  if (part.type !== "opaque") return false
-  const type = blockType(part)
-  switch (part.format) {
-    case "anthropic":
-      return type === "thinking" || type === "redacted_thinking"
-    case "openai-responses":
-      return type === "reasoning"
-    case "gemini":
-      return isRecord(part.block) && part.block["thought"] === true
-    default:
-      return false
-  }
-}
+export const isReasoning = (part: Conversation.Part): boolean => part.type === "opaque" && Opaque.of(part.format).isReasoning(part.block)
 
 /** A part that carries a Gemini thought signature (`signature`, a field of text and tool call parts). */
 const signed = (part: Conversation.Part): part is Conversation.TextPart | Conversation.ToolCallPart =>

@@ -3,7 +3,9 @@
  * Normalize → Pipeline (Window → SchemaCompression → Masking → Budget →
  * Units → Reasoning → the format's render laid out by CacheLayout →
  * Proactive); the provider adapters (`providers/<format>/`: normalize,
- * render, cache rules, count body, usage reading; chosen by `Providers.of`); around a turn: Toolsets, Knowledge, Recall, MemoryTools, Waste, Models; the cache
+ * render, cache rules, count body, usage reading, opaque blocks; chosen by
+ * `Providers.of`; each model provider's descriptor — tokenizer, exact count,
+ * API errors — by `Providers.ofProvider`); around a turn: Toolsets, Knowledge, Recall, MemoryTools, Waste, Models; the cache
  * economics: CostModel (prices; PriceFile: configured ones, validated),
  * CacheSim (provider cache billing), CacheBlocks (bodies → CacheSim blocks; the
  * full-history and sliding-window baselines), CachePlanner (when an edit pays) and
@@ -35,6 +37,8 @@ export * as OpenAIChatProvider from "./providers/openai-chat/index.ts"
 export * as OpenAIResponsesProvider from "./providers/openai-responses/index.ts"
 export * as GeminiProvider from "./providers/gemini/index.ts"
 export * as ProviderAdapter from "./providers/Adapter.ts"
+export * as ModelProvider from "./providers/ModelProvider.ts"
+export * as ProviderApi from "./providers/ApiErrors.ts"
 export * as Proactive from "./Proactive.ts"
 export * as Reasoning from "./Reasoning.ts"
 export * as Recall from "./Recall.ts"

@@ -12,7 +12,7 @@
  * `SessionState.advance`. The `memory` stage's search is `retrieve`,
  * performed when the stage asks.
  */
-import { type Knowledge, MemoryRetrieval, type SessionLengths } from "@ctxd/context"
+import { type Knowledge, MemoryRetrieval, Providers, type SessionLengths } from "@ctxd/context"
 import type { Conversation, Errors } from "@ctxd/contracts"
 import { Turn } from "@ctxd/contracts"
 import { KnowledgeStore, MemoryStore, SessionStore } from "@ctxd/db"
@@ -58,11 +58,12 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
 
     /**
      * Stored counts are reused while the session's model stays in one token
-     * family: Anthropic models (counted exactly or with the calibrated local
-     * approximation), or one tiktoken vocabulary. A switch of family recounts
-     * the stored history locally, once.
+     * family: the provider's own tokenizer where all its models share one
+     * (Anthropic's: counted exactly or with the calibrated local
+     * approximation), else one tiktoken vocabulary. A switch of family
+     * recounts the stored history locally, once.
      */
-    const familyOf = (model: Turn.Model): string => (model.provider === "anthropic" ? "anthropic" : local.encodingFor(model))
+    const familyOf = (model: Turn.Model): string => Providers.ofProvider(model.provider).tokenizer.stored ?? local.encodingFor(model)
 
     const knowledgeCache = new Map<string, { readonly docs: ReadonlyArray<Knowledge.Doc>; readonly at: number }>()
     const knowledgeOf = (tenant: string, agent: string, now: number) => {

@@ -19,7 +19,7 @@
  * repair call; if that fails too, the answer's text is kept and
  * `fallback: "invalid_json"` says so.
  */
-import { Models, Units } from "@ctxd/context"
+import { Models, Providers, Units } from "@ctxd/context"
 import type { Summarize } from "@ctxd/contracts"
 import { LocalCounter } from "@ctxd/tokens"
 import { type ConfigError, Context, Data, Duration, Effect, Either, Layer, Schedule } from "effect"
@@ -131,11 +131,8 @@ export const target = (config: SummarizerConfig.Config, sessionModel: SummarizeI
       ? config.provider
       : config.compatible.baseURL !== undefined
         ? "openai_compatible"
-        : /^claude/i.test(name)
-          ? "anthropic"
-          : /^gemini/i.test(name)
-            ? "google"
-            : "openai"
+        : // the provider whose model names match (OpenAI claims every other name)
+          (Providers.byModelName(name) ?? "openai")
   const row = Models.lookup(name)
   const contextWindow = config.contextWindow ?? row.contextWindow
   const maxOutputTokens = Math.max(64, Math.min(config.maxOutputTokens, row.maxOutputTokens, Math.floor(contextWindow / 4)))
@@ -204,7 +201,8 @@ export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerS
         const bullets = input.maxBullets ?? config.bullets
         const goal = target(config, input.sessionModel)
         const client = llm.client(goal.provider, input.tenant)
-        const encoding = counter.encodingFor({ provider: goal.provider === "anthropic" ? "anthropic" : "openai", name: goal.name })
+        // the vocabulary follows the model name (the provider does not choose it)
+        const encoding = counter.encodingFor({ provider: goal.provider, name: goal.name })
         const count: Transcript.CountText = (text) => counter.countText(text, encoding)
         const budget = goal.inputBudget
         const stats = { tokensIn: 0, tokensOut: 0, calls: 0 }

@@ -29,6 +29,7 @@
  * unexpected breaks under `unexpected`. A turn can count under both: ctxd
  * cut the window there and the provider read even less than the cut left.
  */
+import { ProviderUsage } from "@ctxd/context"
 import { Effect, Metric } from "effect"
 import type * as Calibration from "./Calibration.ts"
 
@@ -92,7 +93,7 @@ export const compare = (
   const expected = Math.max(0, expectation.expectedReadTokens)
   const scaled = expected * scaleOf(estimate, usage.billedPrompt)
   const minReadTokens = Math.max(0, Math.ceil(tolerance.ratio * scaled - tolerance.slackTokens))
-  const billedWriteTokens = usage.style === "anthropic" ? usage.cacheWrite : usage.input
+  const billedWriteTokens = ProviderUsage.billedWrites(usage)
   return {
     expectedReadTokens: expectation.expectedReadTokens,
     ...(expectation.expectedWriteTokens === undefined ? {} : { expectedWriteTokens: expectation.expectedWriteTokens }),

@@ -31,10 +31,11 @@
  *
  * The state is mutable (updated in place under the service's `Ref`).
  */
+import { type ModelProvider, Providers } from "@ctxd/context"
 import * as Calibration from "./Calibration.ts"
 
 /** A model family: models whose tokenizers are alike, so one model's factor is a good start for another's. */
-export type Family = "claude" | "gpt" | "gemini"
+export type Family = ModelProvider.TokenizerFamily
 
 /**
  * The ratio billed / local estimate a family starts from, before any report
@@ -56,13 +57,7 @@ export const familyOf = (model: { readonly provider: string; readonly name: stri
   if (name.includes("claude")) return "claude"
   if (name.includes("gemini") || name.includes("gemma")) return "gemini"
   if (/^(?:ft:)?(?:gpt|chatgpt|o\d|text-embedding|davinci|babbage)/.test(name)) return "gpt"
-  return model.provider === "anthropic"
-    ? "claude"
-    : model.provider === "openai"
-      ? "gpt"
-      : model.provider === "google"
-        ? "gemini"
-        : undefined
+  return Providers.isProvider(model.provider) ? Providers.ofProvider(model.provider).tokenizer.family : undefined
 }
 
 /** Longest model label, in characters. */

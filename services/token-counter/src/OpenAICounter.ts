@@ -26,7 +26,7 @@
 import { Effect, Redacted, type Scope } from "effect"
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai"
 import * as ExactCounter from "./ExactCounter.ts"
-import { OpenAIResponsesProvider } from "@ctxd/context"
+import { OpenAIChatProvider, OpenAIResponsesProvider } from "@ctxd/context"
 
 /** The exact backend for OpenAI (the common port). */
 export type OpenAICounter = ExactCounter.ExactCounter
@@ -48,7 +48,7 @@ const COUNT_KEYS: ReadonlySet<string> = new Set([
 const classify = ExactCounter.classifySdkError({ APIConnectionTimeoutError, APIConnectionError, APIError })
 
 /** True for a Responses body (`input` / `instructions`), false for a Chat Completions one (`messages`). */
-export const isResponsesBody = (body: Readonly<Record<string, unknown>>): boolean => !("messages" in body) || "input" in body
+export const isResponsesBody: (body: Readonly<Record<string, unknown>>) => boolean = OpenAIChatProvider.Provider.isResponsesBody
 
 /** Builds the exact backend; its calls run in the current scope. */
 export const make = (options: ExactCounter.Options = {}): Effect.Effect<OpenAICounter, never, Scope.Scope> =>

@@ -4,7 +4,7 @@
  *
  * - Backends: exact, one per provider with a count endpoint
  *   ({@link ExactCounter}): `anthropic_api` ({@link AnthropicCounter},
- *   `count_tokens`), `openai_api` ({@link OpenAICounter}, Responses
+ *   `count_tokens`), `openai_api` (`OpenAICounter`, Responses
  *   `input_tokens`) and `google_api` ({@link GeminiCounter}, `countTokens`);
  *   local: `tiktoken` and `heuristic` (`@ctxd/tokens`). `auto` (the default)
  *   = the model's provider's count when that provider is configured
@@ -32,10 +32,9 @@
  */
 import { Tokens, type Turn } from "@ctxd/contracts"
 import { LocalCounter } from "@ctxd/tokens"
-import { ProviderKeys } from "@ctxd/context"
+import { ProviderKeys, Providers } from "@ctxd/context"
 import { Cause, type ConfigError, Context, Duration, Effect, Either, FiberRef, HashMap, Layer, Option, type Scope } from "effect"
 import type * as ExactCounter from "./ExactCounter.ts"
-import * as OpenAICounter from "./OpenAICounter.ts"
 import * as Calibration from "./Calibration.ts"
 import * as CalibrationState from "./CalibrationState.ts"
 import * as ExactPool from "./internal/exactPool.ts"
@@ -100,7 +99,6 @@ export const make = (
     const heuristic = LocalCounter.make({ backend: "heuristic" })
     const pool = yield* ExactPool.make(config, keys)
     const { exacts, exactFor } = pool
-    const providerOf: Readonly<Record<string, string>> = { anthropic_api: "anthropic", openai_api: "openai", google_api: "google" }
     // mutated in place, only inside Effect.sync (one fiber at a time on the JS thread)
     const calibration = CalibrationState.make(config.calibrationLimits)
     const factorOptions: Calibration.FactorOptions = { ...Calibration.defaultFactorOptions, alpha: config.calibrationAlpha }
@@ -123,7 +121,7 @@ export const make = (
     const localRoute = (model: Model, choice: BackendChoice | undefined, tenant: string | undefined): LocalRoute | undefined => {
       const wanted = choice ?? config.backend
       if (wanted === "heuristic" || wanted === "tiktoken") return { local: wanted }
-      if (wanted !== "auto" && providerOf[wanted] !== model.provider) return localFor(wanted, "unsupported_provider")
+      if (wanted !== "auto" && Providers.byExactBackend(wanted) !== model.provider) return localFor(wanted, "unsupported_provider")
       if (!pool.supports(model.provider)) return localFor(wanted, "not_configured")
       const key = keys.choose(tenant, model.provider as ExactCounter.Provider)
       if (key._tag === "Denied") return localFor(wanted, "key_not_allowed")
@@ -157,13 +155,7 @@ export const make = (
 
     /** Why a turn in `format` cannot be counted by its provider's endpoint (`undefined`: it can, or the format is not known). */
     const formatProblem = (model: Model, format: Turn.Format | undefined): string | undefined =>
-      format === undefined
-        ? undefined
-        : model.provider === "openai" && format === "openai"
-          ? "chat_completions"
-          : model.provider === "google" && format !== "gemini"
-            ? "unsupported_format"
-            : undefined
+      format === undefined ? undefined : Providers.ofProvider(model.provider).exactCount?.formatProblem(format)
 
     /** Local counting for `tenant` (its own factor, else the global one; the global one when undefined). */
     const localNow = (backend: "tiktoken" | "heuristic", model: Model, fallback: string | undefined, tenant?: string | undefined) => {
@@ -280,8 +272,9 @@ export const make = (
 
     const countRequest = (input: CountRequestInput): Effect.Effect<CountResult> =>
       Effect.gen(function* () {
-        const chat = input.model.provider === "openai" && input.body !== undefined && !OpenAICounter.isResponsesBody(input.body)
-        const path = yield* route(input.model, input.backend, chat ? "chat_completions" : undefined, input.tenant)
+        const bodyProblem =
+          input.body === undefined ? undefined : Providers.ofProvider(input.model.provider).exactCount?.bodyProblem(input.body)
+        const path = yield* route(input.model, input.backend, bodyProblem, input.tenant)
         const exact = path.exact
         if (exact === undefined) return yield* countRequestLocally(input, path.local, path.fallback)
         const segments = input.segments

@@ -6,6 +6,30 @@
  * rendering the neutral view back into its request body, laid out for its
  * cache. The pipeline and its stages see only the neutral conversation and
  * reach a format through {@link Providers.of}.
+ *
+ * What a folder holds (pure: no I/O, no SDK): `index.ts` (this adapter),
+ * `Normalize`, `Render`, `Usage` (its usage reader), `Validate` (the fake
+ * provider's validator), `CountBody` (the body its count endpoint reads,
+ * where it has one), `Opaque` (its opaque blocks: reasoning, compaction,
+ * how they read elsewhere; a leaf the renderers read through
+ * `providers/Opaque`). The folder of a model provider's own format
+ * (`anthropic/`, `openai-chat/` for OpenAI, `gemini/` for Google) also holds
+ * the provider's descriptor, `Provider` (`ModelProvider`: tokenizer
+ * family, exact count capability, local body layout; reached through
+ * `Providers.ofProvider`) and `Api` (its error envelope and paths, which the
+ * fake provider answers in). Prices live in `CostModel`'s price rows, named
+ * by {@link Adapter.prices}.
+ *
+ * A provider's I/O parts are SDK-bound and live in their services, one
+ * module per provider, picked by the descriptor's provider name in a table
+ * typed over every provider (no branch on a name):
+ *
+ * - exact token counts: `services/token-counter/src/{Anthropic,OpenAI,
+ *   Gemini}Counter.ts`, picked in `services/token-counter/src/internal/
+ *   exactPool.ts` for a descriptor with an `exactCount`;
+ * - summarizing calls: `services/summarizer/src/llm/{Anthropic,OpenAIChat,
+ *   Gemini}.ts` (shared retries and errors in `llm/Calls.ts`), picked in
+ *   `services/summarizer/src/Llm.ts`.
  */
 import type { Anthropic, Conversation, Gemini, OpenAI, OpenAIResponses, Turn } from "@ctxd/contracts"
 import type * as CostModel from "../CostModel.ts"

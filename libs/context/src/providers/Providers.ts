@@ -1,13 +1,16 @@
 /**
  * The registry of provider adapters: the one place a format name picks the
  * code that knows that format. Everything outside `providers/` asks it
- * (`Providers.of(format)`) instead of switching on the name.
+ * (`Providers.of(format)`, or `Providers.ofProvider(provider)` for what
+ * belongs to the model provider rather than to one format) instead of
+ * switching on the name.
  */
 import type { Turn } from "@ctxd/contracts"
 import type * as CostModel from "../CostModel.ts"
 import type * as Adapter from "./Adapter.ts"
 import * as AnthropicAdapter from "./anthropic/index.ts"
 import * as GeminiAdapter from "./gemini/index.ts"
+import type * as ModelProvider from "./ModelProvider.ts"
 import * as OpenAIChatAdapter from "./openai-chat/index.ts"
 import * as OpenAIResponsesAdapter from "./openai-responses/index.ts"
 
@@ -39,3 +42,31 @@ export const forPrices = (provider: CostModel.Provider): Adapter.Adapter | undef
 
 /** True when `value` names a format with an adapter. */
 export const isFormat = (value: unknown): value is Turn.Format => typeof value === "string" && Object.hasOwn(table, value)
+
+const descriptors: { readonly [P in Turn.Provider]: ModelProvider.ModelProvider<P> } = {
+  anthropic: AnthropicAdapter.Provider.descriptor,
+  openai: OpenAIChatAdapter.Provider.descriptor,
+  google: GeminiAdapter.Provider.descriptor,
+}
+
+/** Every model provider's descriptor, in the contract's provider order. */
+export const providers: ReadonlyArray<ModelProvider.ModelProvider> = Object.values(
+  descriptors,
+) as ReadonlyArray<ModelProvider.ModelProvider>
+
+/** The descriptor of model provider `provider`: its tokenizer, exact count, local body count and API errors. */
+export const ofProvider = <P extends Turn.Provider>(provider: P): ModelProvider.ModelProvider<P> =>
+  descriptors[provider] as unknown as ModelProvider.ModelProvider<P>
+
+/** True when `value` names a model provider with a descriptor. */
+export const isProvider = (value: unknown): value is Turn.Provider => typeof value === "string" && Object.hasOwn(descriptors, value)
+
+/** The provider whose model names `name` matches (a configured model name alone), `undefined` when none claims it. */
+export const byModelName = (name: string): Turn.Provider | undefined => providers.find((p) => p.modelNames?.test(name) === true)?.provider
+
+/** The provider whose exact count backend is `backend` (`anthropic_api`, ...), `undefined` for none. */
+export const byExactBackend = (backend: string): Turn.Provider | undefined =>
+  providers.find((p) => p.exactCount?.backend === backend)?.provider
+
+/** The provider whose API serves request `path` (the fake provider's and a gateway's routing), `undefined` for none. */
+export const byApiPath = (path: string): Turn.Provider | undefined => providers.find((p) => p.api.serves(path))?.provider

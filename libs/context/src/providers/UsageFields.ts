@@ -18,6 +18,19 @@ export interface Usage {
   readonly output: number | undefined
 }
 
+/**
+ * The prompt tokens a report says were written to the cache, by its style:
+ * Anthropic-style reports bill cache writes in a field of their own;
+ * OpenAI-style ones (OpenAI, Gemini) write the uncached input implicitly.
+ */
+const WRITES: { readonly [S in Usage["style"]]: (usage: Usage) => number } = {
+  anthropic: (usage) => usage.cacheWrite,
+  openai: (usage) => usage.input,
+}
+
+/** The cache writes billed in `usage` (see {@link WRITES}). */
+export const billedWrites = (usage: Usage): number => WRITES[usage.style](usage)
+
 /** Why a usage report is unusable: a JSON path and a sentence. */
 export interface UsageProblem {
   readonly path: string

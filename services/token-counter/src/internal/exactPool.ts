@@ -5,7 +5,7 @@
  * bulkhead, single flight and cache, so one tenant's bad key never opens
  * the breaker for the others.
  */
-import type { ProviderKeys } from "@ctxd/context"
+import { type ProviderKeys, Providers } from "@ctxd/context"
 import { Duration, Effect, ExecutionStrategy, Exit, Scope } from "effect"
 import * as AnthropicCounter from "../AnthropicCounter.ts"
 import type * as CircuitBreaker from "../CircuitBreaker.ts"
@@ -39,18 +39,22 @@ export const make = (config: TokenCounterConfig.Config, keys: ProviderKeys.Provi
     // and one per tenant key (`ProviderKeys`), made on first use in its own scope, closed when dropped
     const scope = yield* Effect.scope
     const tenantExacts = new Map<string, { readonly counter: ExactCounter.ExactCounter; readonly scope: Scope.CloseableScope }>()
-    const makers: Readonly<Record<ExactCounter.Provider, typeof AnthropicCounter.make>> = {
+    // each provider's SDK-bound counter, for the descriptors that have an exact count (`ModelProvider.exactCount`)
+    const makers: { readonly [P in ExactCounter.Provider]: typeof AnthropicCounter.make } = {
       anthropic: AnthropicCounter.make,
       openai: OpenAICounter.make,
       google: GeminiCounter.make,
     }
+    /** Whether `provider`'s descriptor has an exact count endpoint (and so a counter here). */
+    const supports = (provider: string): boolean =>
+      Providers.isProvider(provider) && Providers.ofProvider(provider).exactCount !== undefined && provider in makers
     /**
      * The exact counter of `provider` for `tenant`: the tenant's own key's,
      * the worker's (undefined when the worker has none), or `denied`.
      */
     const exactFor = (provider: string, tenant: string | undefined): Effect.Effect<ExactCounter.ExactCounter | "denied" | undefined> =>
       Effect.gen(function* () {
-        if (!(provider in makers)) return undefined
+        if (!supports(provider)) return undefined
         const kind = provider as ExactCounter.Provider
         const choice = keys.choose(tenant, kind)
         if (choice._tag === "Worker") return exacts.get(kind)
@@ -111,6 +115,6 @@ export const make = (config: TokenCounterConfig.Config, keys: ProviderKeys.Provi
       exacts: exacts as ReadonlyMap<string, ExactCounter.ExactCounter>,
       exactFor,
       /** Whether `provider` has an exact count endpoint. */
-      supports: (provider: string): boolean => provider in makers,
+      supports,
     }
   })

@@ -11,6 +11,7 @@
  * count: the provider drops what precedes it; an Anthropic one counts as its
  * readable summary, a Responses one (encrypted) as its JSON, an upper bound.
  */
+import { type ModelProvider, Providers } from "@ctxd/context"
 import { type Encoding, LocalCounter } from "@ctxd/tokens"
 
 const { overhead } = LocalCounter
@@ -150,14 +151,19 @@ const gemini = (counter: Counter, body: Readonly<Record<string, unknown>>, encod
   return n
 }
 
-/** Local tokens of `body` in the format of `provider` (a `google` body: Gemini `contents`). */
+/**
+ * Local tokens of `body` in the layout of `provider`'s bodies
+ * ({@link ModelProvider.LocalBody}: Gemini `contents` for Google, or any body
+ * that has them; Chat Completions' message fields for OpenAI).
+ */
 export const count = (
   counter: Counter,
   provider: "anthropic" | "openai" | "google",
   body: Readonly<Record<string, unknown>>,
   encoding: Encoding.Encoding,
 ): number => {
-  if (provider === "google" || Array.isArray(body["contents"])) return gemini(counter, body, encoding)
+  const layout: ModelProvider.LocalBody = Providers.ofProvider(provider).localBody
+  if (layout.contents || Array.isArray(body["contents"])) return gemini(counter, body, encoding)
   let n = tools(counter, list(body["tools"]), encoding)
   const system = body["system"]
   const sections = typeof system === "string" ? (system === "" ? [] : [system]) : list(system)
@@ -178,7 +184,7 @@ export const count = (
     if (!isRecord(m)) continue
     n += overhead.message + content(counter, m["content"], encoding)
     if (typeof m["name"] === "string") n += overhead.name + counter.countText(m["name"], encoding)
-    if (provider === "openai") {
+    if (layout.chatFields) {
       for (const call of list(m["tool_calls"])) {
         const fn = isRecord(call) && isRecord(call["function"]) ? call["function"] : {}
         n += overhead.toolCall + text(counter, fn["name"], encoding) + text(counter, fn["arguments"], encoding)

@@ -11,6 +11,9 @@ export * as Normalize from "./Normalize.ts"
 export * as Render from "./Render.ts"
 export * as Usage from "./Usage.ts"
 export * as Validate from "./Validate.ts"
+export * as Api from "./Api.ts"
+export * as Provider from "./Provider.ts"
+export * as Opaque from "./Opaque.ts"
 
 /** The OpenAI Chat Completions adapter. */
 export const adapter: Adapter.Adapter<"openai"> = {

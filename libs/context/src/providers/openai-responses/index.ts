@@ -11,6 +11,7 @@ export * as Normalize from "./Normalize.ts"
 export * as Render from "./Render.ts"
 export * as Usage from "./Usage.ts"
 export * as Validate from "./Validate.ts"
+export * as Opaque from "./Opaque.ts"
 export * as CountBody from "./CountBody.ts"
 
 /** The OpenAI Responses adapter. */

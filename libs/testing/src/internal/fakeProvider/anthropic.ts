@@ -244,28 +244,3 @@ export const streamEvents = (id: string, model: string, a: Answer, u: Json): Arr
   events.push(["message_stop", { type: "message_stop" }])
   return events
 }
-
-/** Anthropic's error body. */
-export const errorBody = (type: string, message: string, requestId: string): Json => ({
-  type: "error",
-  error: { type, message },
-  request_id: requestId,
-})
-
-/** The error type Anthropic uses for an HTTP status. */
-export const errorType = (status: number): string =>
-  status === 400
-    ? "invalid_request_error"
-    : status === 401
-      ? "authentication_error"
-      : status === 403
-        ? "permission_error"
-        : status === 404
-          ? "not_found_error"
-          : status === 413
-            ? "request_too_large"
-            : status === 429
-              ? "rate_limit_error"
-              : status === 529
-                ? "overloaded_error"
-                : "api_error"

@@ -137,26 +137,3 @@ export const response = (
     responseId: nextId(),
   }
 }
-
-/** Google's error body. */
-export const errorBody = (code: number, message: string, status: string): Json => ({ error: { code, message, status } })
-
-/** Google's status name of an HTTP status. */
-export const statusOf = (code: number): string =>
-  code === 400
-    ? "INVALID_ARGUMENT"
-    : code === 401
-      ? "UNAUTHENTICATED"
-      : code === 403
-        ? "PERMISSION_DENIED"
-        : code === 404
-          ? "NOT_FOUND"
-          : code === 429
-            ? "RESOURCE_EXHAUSTED"
-            : code === 503
-              ? "UNAVAILABLE"
-              : code === 504
-                ? "DEADLINE_EXCEEDED"
-                : code >= 500
-                  ? "INTERNAL"
-                  : "FAILED_PRECONDITION"

@@ -2,7 +2,7 @@
  * The provider endpoints once faults are past: validate, count, simulate the
  * cache, take a scripted reply (or the default), and describe the response.
  */
-import { AnthropicProvider } from "@ctxd/context"
+import { AnthropicProvider, type ProviderApi, Providers } from "@ctxd/context"
 import * as Anthropic from "./anthropic.ts"
 import * as Cache from "./cache.ts"
 import * as Gemini from "./gemini.ts"
@@ -17,32 +17,22 @@ export type Reply =
   | { readonly kind: "json"; readonly status: number; readonly body: unknown; readonly headers?: Readonly<Record<string, string>> }
   | { readonly kind: "sse"; readonly frames: ReadonlyArray<string> }
 
+/** The provider whose API a request is for (its adapter's `Api` words the errors). */
 export type Provider = "anthropic" | "openai" | "google"
 
 const json = (status: number, body: unknown, headers?: Record<string, string>): Reply => ({ kind: "json", status, body, headers })
 
+/** The API of `provider`: its error envelope, paths and messages. */
+export const apiOf = (provider: Provider): ProviderApi.Api => Providers.ofProvider(provider).api
+
 /** A provider-shaped error response. */
-export const error = (provider: Provider, status: number, message: string, requestId: string, extra?: Partial<ScriptedError>): Reply => {
-  if (provider === "google") return json(status, Gemini.errorBody(status, message, extra?.type ?? Gemini.statusOf(status)))
-  if (provider === "anthropic") {
-    return json(status, Anthropic.errorBody(extra?.type ?? Anthropic.errorType(status), message, requestId))
-  }
-  const type = extra?.type ?? (status === 429 ? "requests" : status >= 500 ? "server_error" : "invalid_request_error")
-  return json(status, OpenAI.errorBody(message, type, null, extra?.code ?? (status === 429 ? "rate_limit_exceeded" : null)))
-}
+export const error = (provider: Provider, status: number, message: string, requestId: string, extra?: Partial<ScriptedError>): Reply =>
+  json(status, apiOf(provider).errorBody(status, message, requestId, extra))
 
 /** The error a fault injects (5xx or 429), in the provider's words. */
 export const faultError = (provider: Provider, status: number, requestId: string, retryAfterMs?: number): Reply => {
-  const message =
-    status === 429
-      ? provider === "anthropic"
-        ? "Number of requests has exceeded your rate limit (fake provider)."
-        : "Rate limit reached for requests (fake provider)."
-      : status === 529
-        ? "Overloaded"
-        : provider === "anthropic"
-          ? "Internal server error"
-          : "The server had an error while processing your request. Sorry about that!"
+  const words = apiOf(provider).messages
+  const message = status === 429 ? `${words.rateLimited} (fake provider).` : status === 529 ? "Overloaded" : words.server
   const reply = error(provider, status, message, requestId)
   if (retryAfterMs === undefined || reply.kind !== "json") return reply
   return { ...reply, headers: { "retry-after": String(Math.ceil(retryAfterMs / 1_000)), "retry-after-ms": String(retryAfterMs) } }
@@ -92,7 +82,8 @@ const invalidRequest = (
   problem: { readonly message: string; readonly param: string | null; readonly code: string | null } | undefined,
 ): Reply => {
   const p = problem ?? { message: "invalid request", param: null, code: null }
-  return json(400, OpenAI.errorBody(p.message, "invalid_request_error", p.param, p.code))
+  // OpenAI error bodies carry no request id (it travels in the `x-request-id` header)
+  return json(400, apiOf("openai").errorBody(400, p.message, "", { type: "invalid_request_error", param: p.param, code: p.code }))
 }
 
 /** `POST /v1/chat/completions`. */
@@ -105,7 +96,14 @@ export const openai = (state: State.State, body: unknown, apiKey: string, reques
   const window = state.settings.contextWindow
   if (tokens.length > window) {
     const message = `This model's maximum context length is ${window} tokens. However, your messages resulted in ${tokens.length} tokens. Please reduce the length of the messages.`
-    return json(400, OpenAI.errorBody(message, "invalid_request_error", "messages", "context_length_exceeded"))
+    return json(
+      400,
+      apiOf("openai").errorBody(400, message, requestId, {
+        type: "invalid_request_error",
+        param: "messages",
+        code: "context_length_exceeded",
+      }),
+    )
   }
   const reply = State.takeReply(state, "openai")
   if (reply?.error !== undefined) return scriptedError("openai", reply.error, requestId)
@@ -139,12 +137,20 @@ export const responses = (
     return invalidRequest(problem)
   }
   const unstored = endpoint === "responses" ? Responses.unstored(body) : undefined
-  if (unstored !== undefined) return json(404, OpenAI.errorBody(unstored, "invalid_request_error", "input", null))
+  if (unstored !== undefined)
+    return json(404, apiOf("openai").errorBody(404, unstored, requestId, { type: "invalid_request_error", param: "input", code: null }))
   const tokens = Responses.promptTokens(body)
   const window = state.settings.contextWindow
   if (tokens.length > window) {
     const message = `Your input exceeds the context window of this model (${tokens.length} tokens > ${window}). Please adjust your input and try again.`
-    return json(400, OpenAI.errorBody(message, "invalid_request_error", "input", "context_length_exceeded"))
+    return json(
+      400,
+      apiOf("openai").errorBody(400, message, requestId, {
+        type: "invalid_request_error",
+        param: "input",
+        code: "context_length_exceeded",
+      }),
+    )
   }
   if (endpoint === "responses_input_tokens") return json(200, { object: "response.input_tokens", input_tokens: tokens.length })
   const reply = State.takeReply(state, "openai")
@@ -178,13 +184,16 @@ export const gemini = (
   if (endpoint === "gemini_count_tokens") {
     const counted = Gemini.countBody(body, model)
     if ("problem" in counted)
-      return json(counted.problem.code, Gemini.errorBody(counted.problem.code, counted.problem.message, counted.problem.status))
+      return json(
+        counted.problem.code,
+        apiOf("google").errorBody(counted.problem.code, counted.problem.message, requestId, { type: counted.problem.status }),
+      )
     prompt = counted.body
   } else {
     const problem = Gemini.validateGenerate(body, model)
     if (problem !== undefined || !isRecord(body)) {
       const p = problem ?? { code: 400, status: "INVALID_ARGUMENT", message: "Invalid JSON payload received." }
-      return json(p.code, Gemini.errorBody(p.code, p.message, p.status))
+      return json(p.code, apiOf("google").errorBody(p.code, p.message, requestId, { type: p.status }))
     }
     prompt = body
   }
@@ -192,7 +201,7 @@ export const gemini = (
   const window = state.settings.contextWindow
   if (tokens.length > window) {
     const message = `The input token count (${tokens.length}) exceeds the maximum number of tokens allowed (${window}).`
-    return json(400, Gemini.errorBody(400, message, "INVALID_ARGUMENT"))
+    return json(400, apiOf("google").errorBody(400, message, requestId, { type: "INVALID_ARGUMENT" }))
   }
   if (endpoint === "gemini_count_tokens") {
     return json(200, { totalTokens: tokens.length, promptTokensDetails: [{ modality: "TEXT", tokenCount: tokens.length }] })

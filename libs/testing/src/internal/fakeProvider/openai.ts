@@ -170,8 +170,3 @@ export const chunks = (id: string, model: string, created: number, a: Answer, u:
   if (includeUsage) out.push({ ...base, choices: [], usage: u })
   return out
 }
-
-/** OpenAI's error body. */
-export const errorBody = (message: string, type: string, param: string | null, code: string | null): Json => ({
-  error: { message, type, param, code },
-})

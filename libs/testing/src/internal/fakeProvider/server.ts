@@ -4,6 +4,7 @@
  */
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { GeminiProvider, Providers } from "@ctxd/context"
 import { Either } from "effect"
 import * as Handlers from "./handlers.ts"
 import { type Endpoint, parsePatch } from "./settings.ts"
@@ -19,11 +20,8 @@ const ROUTES: Record<string, Endpoint> = {
   "/v1/responses/input_tokens": "responses_input_tokens",
 }
 
-/** `/v1beta/models/{model}:generateContent` and `:countTokens` (also under `/v1/`). */
-const GEMINI_ROUTE = /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(generateContent|countTokens)$/
-
 const route = (path: string): { readonly endpoint: Endpoint | undefined; readonly model?: string } => {
-  const gemini = GEMINI_ROUTE.exec(path)
+  const gemini = GeminiProvider.Api.MODEL_ROUTE.exec(path)
   if (gemini === null) return { endpoint: ROUTES[path] }
   return { endpoint: gemini[2] === "generateContent" ? "gemini_generate" : "gemini_count_tokens", model: decodeURIComponent(gemini[1]!) }
 }
@@ -149,12 +147,9 @@ const consume = (state: State.State, key: "failNext" | "rateLimitNext" | "hangNe
 const provider = async (state: State.State, req: Http.IncomingMessage, res: Http.ServerResponse, path: string): Promise<void> => {
   const routed = route(path)
   const endpoint = req.method === "POST" ? routed.endpoint : undefined
-  const which: Handlers.Provider =
-    routed.model !== undefined || path.startsWith("/v1beta/")
-      ? "google"
-      : path.startsWith("/v1/chat") || path.startsWith("/v1/responses")
-        ? "openai"
-        : "anthropic"
+  // the API whose paths these are (each adapter's `Api` names its own); a path of none answers in Anthropic's words
+  const which: Handlers.Provider = Providers.byApiPath(path) ?? "anthropic"
+  const api = Handlers.apiOf(which)
   const requestId = State.nextRequestId(state)
   let raw: string
   try {
@@ -189,30 +184,10 @@ const provider = async (state: State.State, req: Http.IncomingMessage, res: Http
   }
 
   const apiKey = apiKeyOf(req)
-  if (apiKey === undefined) {
-    if (which === "google") {
-      const message =
-        "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API."
-      return answer(Handlers.error(which, 403, message, requestId))
-    }
-    const message =
-      which === "anthropic"
-        ? "x-api-key header is required"
-        : "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
-    return answer(Handlers.error(which, 401, message, requestId))
-  }
-  if (which === "anthropic" && req.headers["anthropic-version"] === undefined) {
-    return answer(Handlers.error(which, 400, "anthropic-version: header is required", requestId))
-  }
-  if (!parsed.ok) {
-    const message =
-      which === "anthropic"
-        ? "There was an issue with your request body: invalid JSON"
-        : which === "google"
-          ? "Invalid JSON payload received. Unexpected token."
-          : "We could not parse the JSON body of your request."
-    return answer(Handlers.error(which, 400, message, requestId))
-  }
+  if (apiKey === undefined) return answer(Handlers.error(which, api.messages.noKeyStatus, api.messages.noKey, requestId))
+  const missing = api.requiredHeaders.find((h) => req.headers[h.name] === undefined)
+  if (missing !== undefined) return answer(Handlers.error(which, 400, missing.message, requestId))
+  if (!parsed.ok) return answer(Handlers.error(which, 400, api.messages.badJson, requestId))
   if (endpoint === "gemini_generate" || endpoint === "gemini_count_tokens") {
     return answer(Handlers.gemini(state, endpoint, routed.model ?? "", parsed.value, apiKey, requestId))
   }
