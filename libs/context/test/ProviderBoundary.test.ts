@@ -12,7 +12,7 @@ import ts from "typescript"
 import { describe, expect, it } from "vitest"
 
 const ROOT = resolve(import.meta.dirname, "../../..")
-const NAMES: ReadonlySet<string> = new Set(["anthropic", "openai", "openai-responses", "gemini"])
+const NAMES: ReadonlySet<string> = new Set(["anthropic", "openai", "openai-responses", "gemini", "google"])
 
 /**
  * Files still allowed to branch on a name, each with why. An entry that no
