@@ -28,6 +28,14 @@ export type History = Adapter.History
 export const fromHistory = (history: History): Array<Conversation.Message> => Providers.of(history.format).history(history)
 
 /**
+ * True when `message` carries something for the model: any part but a text
+ * that is empty or only whitespace (the providers refuse such a prompt:
+ * Anthropic an empty or blank text block, Gemini an empty text part or a
+ * content without parts).
+ */
+export const hasContent = (message: Conversation.Message): boolean => message.parts.some((p) => p.type !== "text" || p.text.trim() !== "")
+
+/**
  * The open calls of a stored history (`step` negative, the most recent
  * message −1): every call whose id is in `known` and not in `answered`, at
  * its latest occurrence.

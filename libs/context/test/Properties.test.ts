@@ -105,6 +105,42 @@ describe("assemble (properties over random histories)", () => {
     )
   })
 
+  it("never renders content its provider refuses as empty, in any format", () => {
+    const blank = (u: unknown) => typeof u === "string" && u.trim() === ""
+    const list = (u: unknown): Array<Json> => (Array.isArray(u) ? (u as Array<Json>) : [])
+    fc.assert(
+      fc.property(assembleInput, (input) => {
+        const { anthropic, openai, responses, gemini } = both(input)
+        // Anthropic: no message without content, no blank text block (https://docs.anthropic.com/en/api/messages)
+        for (const m of list(anthropic.request["messages"])) {
+          const content = m["content"]
+          if (typeof content === "string") expect(blank(content)).toBe(false)
+          else {
+            expect(list(content).length).toBeGreaterThan(0)
+            for (const b of list(content)) if (b["type"] === "text") expect(blank(b["text"])).toBe(false)
+          }
+        }
+        // Gemini: every content has parts, no unsigned empty text (https://ai.google.dev/api/caching#Content)
+        for (const c of list(gemini.request["contents"])) {
+          expect(list(c["parts"]).length).toBeGreaterThan(0)
+          for (const p of list(c["parts"])) if (p["thoughtSignature"] === undefined) expect(p["text"]).not.toBe("")
+        }
+        // OpenAI Chat and Responses: an assistant message carries content or tool calls; never an empty list of messages
+        for (const m of list(openai.request["messages"])) {
+          if (m["role"] === "assistant") expect(m["content"] !== null || list(m["tool_calls"]).length > 0).toBe(true)
+          expect(m["content"] === undefined && m["tool_calls"] === undefined).toBe(false)
+        }
+        for (const item of list(responses.request["input"])) if (item["type"] === "message") expect(item["content"]).toBeDefined()
+        if (input.history.some((h) => h.message.parts.length > 0)) {
+          expect(list(openai.request["messages"]).length).toBeGreaterThan(0)
+          expect(list(responses.request["input"]).length).toBeGreaterThan(0)
+          expect(list(gemini.request["contents"]).length).toBeGreaterThan(0)
+        }
+      }),
+      { numRuns: RUNS },
+    )
+  })
+
   it("renders Anthropic bodies that start with user, alternate roles and keep ≤ 4 ordered breakpoints", () => {
     fc.assert(
       fc.property(assembleInput, (input) => {

@@ -21,6 +21,7 @@ import * as RenderAnthropic from "../src/providers/anthropic/Render.ts"
 import * as RenderGemini from "../src/providers/gemini/Render.ts"
 import * as RenderOpenAI from "../src/providers/openai-chat/Render.ts"
 import * as RenderResponses from "../src/providers/openai-responses/Render.ts"
+import * as ValidateGemini from "../src/providers/gemini/Validate.ts"
 import { call, calls, claude, geminiPairingProblems, gpt, input, result, stored, user } from "./Helpers.ts"
 
 type Json = Record<string, unknown>
@@ -404,5 +405,40 @@ describe("RenderGemini", () => {
       }),
       { numRuns: 100 },
     )
+  })
+})
+
+describe("empty content (Gemini refuses an empty text part and a content without parts)", () => {
+  const emptyText = (contents: ReadonlyArray<Json>) =>
+    contents.flatMap((c) => (c["parts"] as Array<Json>).filter((p) => p["text"] === "" && p["thoughtSignature"] === undefined))
+
+  it("an unsigned empty text part is never sent, and a content of only such parts is left out", () => {
+    const messages = Normalize.fromGemini(
+      decodeContents([
+        { role: "user", parts: [{ text: "hi" }, { text: "" }] },
+        { role: "model", parts: [{ text: "" }] },
+        { role: "user", parts: [{ text: "more" }] },
+      ]),
+    )
+    const body = render(messages)
+    expect(emptyText(body.contents)).toEqual([])
+    expect(body.contents.every((c) => (c["parts"] as Array<Json>).length > 0)).toBe(true)
+    expect(ValidateGemini.validateGenerate({ contents: body.contents }, "gemini-2.5-flash")).toBeUndefined()
+  })
+
+  it("the fake provider's validator refuses an unsigned empty text part, as Gemini does, and keeps a signed one", () => {
+    const problem = ValidateGemini.validateGenerate({ contents: [{ role: "user", parts: [{ text: "" }] }] }, "gemini-2.5-flash")
+    expect(problem?.message).toMatch(/empty text parameter/)
+    expect(
+      ValidateGemini.validateGenerate(
+        {
+          contents: [
+            { role: "user", parts: [{ text: "hi" }] },
+            { role: "model", parts: [{ text: "", thoughtSignature: "c2ln" }] },
+          ],
+        },
+        "gemini-2.5-flash",
+      ),
+    ).toBeUndefined()
   })
 })

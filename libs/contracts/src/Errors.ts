@@ -76,16 +76,20 @@ export const MAX_PATH = 300
 export const MAX_HINT = 500
 
 /**
- * `text` cut to at most `max` characters plus a short marker saying how much
- * was cut (`…(+12345 chars)`); unchanged when it fits. Never splits a UTF-16
- * surrogate pair.
+ * `text` cut to at most `max` characters, a short marker saying how much was
+ * cut (`…(+12345 chars)`) included; unchanged when it fits. Never splits a
+ * UTF-16 surrogate pair.
  */
 export const cap = (text: string, max: number): string => {
   if (text.length <= max) return text
-  let end = Math.max(0, max)
+  const marker = (cut: number) => `…(+${cut} chars)`
+  // the marker's length depends on how much it says was cut: settle it in a few rounds
+  let end = Math.max(0, max - marker(text.length).length)
+  while (end > 0 && end + marker(text.length - end).length < max) end++
+  while (end > 0 && end + marker(text.length - end).length > max) end--
   const code = text.charCodeAt(end - 1)
   if (code >= 0xd800 && code <= 0xdbff) end--
-  return `${text.slice(0, end)}…(+${text.length - end} chars)`
+  return `${text.slice(0, end)}${marker(text.length - end)}`
 }
 
 /**

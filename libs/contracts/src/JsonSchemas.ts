@@ -44,6 +44,20 @@ const documents: ReadonlyArray<readonly [string, Schema.Schema.Any]> = [
   ["user-delete-reply", Session.UserDeleteReply],
 ]
 
+/**
+ * The decoders accept unknown fields (they are dropped): an older worker must
+ * take a newer caller's request, and a caller a newer worker's reply, during a
+ * rolling upgrade. Effect writes `additionalProperties: false` for every
+ * struct; the documents say `true`, as the decoders behave.
+ */
+const openObjects = (value: unknown): unknown => {
+  if (Array.isArray(value)) return value.map(openObjects)
+  if (typeof value !== "object" || value === null) return value
+  return Object.fromEntries(
+    Object.entries(value).map(([key, v]) => [key, key === "additionalProperties" && v === false ? true : openObjects(v)]),
+  )
+}
+
 /** File name → pretty-printed JSON Schema text (with a trailing newline). */
 export const render = (): ReadonlyArray<readonly [file: string, text: string]> =>
-  documents.map(([name, schema]) => [`${name}.schema.json`, JSON.stringify(JSONSchema.make(schema), null, 2) + "\n"])
+  documents.map(([name, schema]) => [`${name}.schema.json`, JSON.stringify(openObjects(JSONSchema.make(schema)), null, 2) + "\n"])

@@ -18,8 +18,20 @@ describe("error envelope", () => {
     const big = "x".repeat(600_000)
     const reply = Errors.toReply(new Errors.BadRequest({ message: big, path: big, hint: big }))
     expect(JSON.stringify(reply).length).toBeLessThan(4_000)
-    expect(reply.error.message.length).toBeLessThanOrEqual(Errors.MAX_MESSAGE + 30)
-    expect(reply.error.message).toContain("(+598000 chars)")
+    expect(reply.error.message.length).toBeLessThanOrEqual(Errors.MAX_MESSAGE)
+    expect(reply.error.path!.length).toBeLessThanOrEqual(Errors.MAX_PATH)
+    expect(reply.error.hint!.length).toBeLessThanOrEqual(Errors.MAX_HINT)
+    expect(reply.error.message).toMatch(/…\(\+\d+ chars\)$/)
+  })
+
+  it("caps at the limit exactly, the marker included, whatever the length cut", () => {
+    for (const length of [301, 302, 310, 400, 1_000, 99_999, 100_000, 1_000_000]) {
+      const capped = Errors.cap("y".repeat(length), 300)
+      expect(capped.length).toBeLessThanOrEqual(300)
+      expect(capped.length).toBeGreaterThan(280)
+      expect(Number(/\+(\d+) chars/.exec(capped)![1]) + capped.indexOf("…")).toBe(length)
+    }
+    expect(Errors.cap("y".repeat(300), 300)).toBe("y".repeat(300))
   })
 
   it("redacts quoted values for logs", () => {

@@ -44,8 +44,12 @@ export type PayloadRef = typeof PayloadRef.Type
 
 /** Why a store operation failed. */
 export class PayloadStoreError extends Data.TaggedError("PayloadStoreError")<{
-  /** `Unavailable` (no JetStream / bucket), `Missing` (expired or deleted), `TooLarge`, `Corrupt` (size or digest differ), `Failed`. */
-  readonly reason: "Unavailable" | "Missing" | "TooLarge" | "Corrupt" | "Failed"
+  /**
+   * `Unavailable` (no JetStream / bucket), `Missing` (expired or deleted),
+   * `Foreign` (a reference to another bucket), `TooLarge`, `Corrupt` (size or
+   * digest differ), `Failed`.
+   */
+  readonly reason: "Unavailable" | "Missing" | "Foreign" | "TooLarge" | "Corrupt" | "Failed"
   readonly message: string
 }> {}
 
@@ -165,7 +169,11 @@ export const make = (options: PayloadStoreOptions): Effect.Effect<PayloadStoreSe
     const get = (ref: ObjectRef, maxBytes: number) =>
       Effect.gen(function* () {
         if (ref.bucket !== bucket) {
-          return yield* new PayloadStoreError({ reason: "Failed", message: `object ${ref.name} is in bucket ${ref.bucket}, not ${bucket}` })
+          // permanent: no retry makes another bucket ctxd's (nor may a caller have it read one)
+          return yield* new PayloadStoreError({
+            reason: "Foreign",
+            message: `object ${ref.name} is in bucket ${ref.bucket}, not ${bucket}`,
+          })
         }
         if (ref.size > maxBytes) {
           return yield* new PayloadStoreError({

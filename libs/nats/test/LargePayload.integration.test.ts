@@ -127,7 +127,7 @@ describe("bodies above max_payload go by object store", () => {
       }),
     )
 
-    it.scoped("a reference above the request limit, or to a missing object, is refused without calling the handler", () =>
+    it.scoped("a reference above the request limit, to a missing object or to another bucket, is refused without calling the handler", () =>
       Effect.gen(function* () {
         const subject = `${root}.refused`
         let calls = 0
@@ -140,6 +140,10 @@ describe("bodies above max_payload go by object store", () => {
         expect(decode(missing.data)).toMatchObject({ ok: false, error: { code: "BadRequest" } })
         const bad = yield* Request.request(subject, Json.encode({ payload: 1 }), { timeoutMs: 5_000, headers })
         expect(decode(bad.data)).toMatchObject({ ok: false, error: { code: "BadRequest" } })
+        // a bucket that is not ctxd's is a permanent refusal, not a retryable one
+        const foreign = Json.encode({ payload: { objectStore: { bucket: "KV_secrets", name: "x", size: 10, sha256: "0".repeat(64) } } })
+        const elsewhere = yield* Request.request(subject, foreign, { timeoutMs: 5_000, headers })
+        expect(decode(elsewhere.data)).toMatchObject({ ok: false, error: { code: "BadRequest" } })
         expect(calls).toBe(0)
       }),
     )

@@ -113,6 +113,17 @@ export const record = (report: Turn.Report): void => {
 }
 
 /**
+ * Exports `ctxd_turns_total` at zero for `replayed`, every error code and
+ * `interrupted` (the outcomes alerts watch), so the series exist from the
+ * first scrape; the worker runs it at start.
+ */
+export const initialize = (): void => {
+  for (const outcome of ["replayed", ...Errors.ErrorCode.literals.map(outcomeOf), "interrupted"]) {
+    update(turns, 0, labels("outcome", outcome, "backend", "none", "exact", "none"))
+  }
+}
+
+/**
  * Counts one handled turn in `ctxd_turns_total` and its duration; `report`:
  * the reply's report when the outcome is `ok` (its counter labels the turn).
  */

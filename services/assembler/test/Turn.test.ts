@@ -129,6 +129,18 @@ describe("turn stages", () => {
     })
   })
 
+  it.each([
+    ["anthropic", "messages", [{ role: "user", content: "" }]],
+    ["anthropic", "messages", [{ role: "user", content: [] }]],
+    ["openai", "messages", [{ role: "user", content: "" }]],
+    ["openai-responses", "input", [{ role: "user", content: "" }]],
+    ["gemini", "contents", [{ role: "user", parts: [] }]],
+    ["gemini", "contents", [{ role: "user", parts: [{ text: "" }] }]],
+  ] as const)("rejects a %s first turn whose messages carry no content (path %s)", (format, field, history) => {
+    const req = { turnId: "t1", format, model, system: "Be brief.", [field]: history } as unknown as Turn.TurnRequest
+    expect(runStages(SessionState.empty("o200k_base"), req).outcome).toMatchObject({ _tag: "Rejected", path: field, pairing: false })
+  })
+
   it("a commit folds each message into the loop state once", () => {
     const state = SessionState.empty("o200k_base")
     const turns = [

@@ -8,7 +8,7 @@
  * platform's names: `llm_compaction_triggered_total{outcome}` and
  * `llm_compaction_duration_seconds{outcome}` (seconds, same buckets).
  */
-import type { Compact } from "@ctxd/contracts"
+import { Compact } from "@ctxd/contracts"
 import { Effect, Metric, MetricBoundaries } from "effect"
 
 /** Attempts, tagged `outcome`. */
@@ -56,6 +56,20 @@ export const record = (outcome: Compact.Outcome, durationMs: number, tokensIn = 
     ],
     { discard: true },
   )
+
+/**
+ * Exports every outcome at zero, so alerts on a rare outcome see the series
+ * from the first scrape (the worker runs it at start).
+ */
+export const initialize: Effect.Effect<void> = Effect.forEach(
+  Compact.Outcome.literals,
+  (outcome) =>
+    Effect.all([
+      Metric.incrementBy(Metric.tagged(compactions, "outcome", outcome), 0),
+      Metric.incrementBy(Metric.tagged(triggered, "outcome", outcome), 0),
+    ]),
+  { discard: true },
+)
 
 /** The current count of one outcome (for health reports and tests). */
 export const count = (outcome: Compact.Outcome): Effect.Effect<number> =>

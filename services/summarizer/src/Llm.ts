@@ -52,15 +52,31 @@ const kinds: {
   readonly [K in SummarizerConfig.ProviderKind]: {
     readonly endpoint: (config: ClientConfig) => SummarizerConfig.Endpoint
     readonly client: (endpoint: SummarizerConfig.Endpoint, timeoutMs: number) => LlmClient
+    /** The variables the SDK reads a key from when the endpoint has none, the first named in refusals; empty: no key needed. */
+    readonly keyVariables: ReadonlyArray<string>
   }
 } = {
-  anthropic: { endpoint: (c) => c.anthropic, client: Anthropic.client },
-  openai: { endpoint: (c) => c.openai, client: (e, t) => OpenAIChat.client("openai", e, t) },
+  anthropic: { endpoint: (c) => c.anthropic, client: Anthropic.client, keyVariables: ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"] },
+  openai: { endpoint: (c) => c.openai, client: (e, t) => OpenAIChat.client("openai", e, t), keyVariables: ["OPENAI_API_KEY"] },
   openai_compatible: {
     endpoint: (c) => (c.compatible.baseURL === undefined ? c.openai : c.compatible),
     client: (e, t) => OpenAIChat.client("openai_compatible", e, t),
+    keyVariables: [],
   },
-  google: { endpoint: (c) => c.google ?? {}, client: Gemini.client },
+  google: { endpoint: (c) => c.google ?? {}, client: Gemini.client, keyVariables: ["GEMINI_API_KEY", "GOOGLE_API_KEY"] },
+}
+
+const present = (value: string | undefined): boolean => value !== undefined && value.trim() !== ""
+
+/**
+ * The refusal for a provider without a key (undefined: it has one, or needs
+ * none): names the variable to set, never a value.
+ */
+const missingKey = (provider: SummarizerConfig.ProviderKind, endpoint: SummarizerConfig.Endpoint): string | undefined => {
+  const variables = kinds[provider].keyVariables
+  if (variables.length === 0 || present(Calls.key(endpoint))) return undefined
+  if (variables.some((name) => present(process.env[name]))) return undefined
+  return `no ${provider} API key is configured: set ${variables[0]!} (or give the tenant a key of its own in its section's providers)`
 }
 
 /** Clients with tenants' own keys kept at once (least recently created dropped first; a dropped one is rebuilt on its next call). */
@@ -75,18 +91,33 @@ const MAX_TENANT_CLIENTS = 256
  */
 export const make = (config: ClientConfig, keys: ProviderKeys.ProviderKeysService = ProviderKeys.workerOnly): LlmService => {
   const endpointOf = (provider: SummarizerConfig.ProviderKind): SummarizerConfig.Endpoint => kinds[provider].endpoint(config)
-  const build = (provider: SummarizerConfig.ProviderKind, endpoint: SummarizerConfig.Endpoint): LlmClient =>
-    kinds[provider].client(endpoint, config.timeoutMs)
+  // A missing key is refused before the SDK is built (the openai SDK throws
+  // in its constructor); any other constructor exception fails the calls.
+  const build = (provider: SummarizerConfig.ProviderKind, endpoint: SummarizerConfig.Endpoint): LlmClient => {
+    const missing = missingKey(provider, endpoint)
+    if (missing !== undefined) return failingClient(provider, "denied", missing)
+    try {
+      return kinds[provider].client(endpoint, config.timeoutMs)
+    } catch (error) {
+      const message = Calls.scrub(error instanceof Error ? error.message : String(error), Calls.key(endpoint))
+      return failingClient(provider, "rejected", `the ${provider} client could not be created: ${message}`)
+    }
+  }
   const workers = new Map<SummarizerConfig.ProviderKind, LlmClient>()
   // insertion order: the first is the least recently created
   const tenants = new Map<string, LlmClient>()
   return {
     client: (provider, tenant) => {
       const choice = keys.choose(tenant, provider)
-      if (choice._tag === "Denied") return deniedClient(provider, choice.message)
+      if (choice._tag === "Denied") return failingClient(provider, "denied", choice.message)
       if (choice._tag === "Worker") {
-        let client = workers.get(provider)
-        if (client === undefined) workers.set(provider, (client = build(provider, endpointOf(provider))))
+        const cached = workers.get(provider)
+        if (cached !== undefined) return cached
+        const missing = missingKey(provider, endpointOf(provider))
+        // not cached: a key set later is used by the next call
+        if (missing !== undefined) return failingClient(provider, "denied", missing)
+        const client = build(provider, endpointOf(provider))
+        workers.set(provider, client)
         return client
       }
       const id = `${provider} ${choice.ref}`
@@ -100,10 +131,10 @@ export const make = (config: ClientConfig, keys: ProviderKeys.ProviderKeysServic
   }
 }
 
-/** A client that makes no call: every completion fails with `denied` and `message`. */
-const deniedClient = (provider: SummarizerConfig.ProviderKind, message: string): LlmClient => ({
+/** A client that makes no call: every completion fails with `reason` and `message`. */
+const failingClient = (provider: SummarizerConfig.ProviderKind, reason: Calls.FailureReason, message: string): LlmClient => ({
   provider,
-  complete: () => Effect.fail(new Calls.ProviderFailed({ provider, reason: "denied", message })),
+  complete: () => Effect.fail(new Calls.ProviderFailed({ provider, reason, message })),
 })
 
 /** The clients for explicit config (the worker's key for every call unless `keys` says otherwise). */

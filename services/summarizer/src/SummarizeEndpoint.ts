@@ -7,7 +7,8 @@
  * (`CTXD_LEGACY_SUBJECTS=false`). Served in a queue group (default
  * `ctxd-summarizer`).
  * Messages are labelled 1..n in the transcript. Errors: malformed input →
- * `BadRequest`; the provider failing after the retries → `Unavailable`; a
+ * `BadRequest`, as is no provider key this tenant may use (the message names
+ * the variable to set); the provider failing after the retries → `Unavailable`; a
  * span too large even hierarchically → `TooLarge`.
  */
 import { Normalize } from "@ctxd/context"
@@ -67,7 +68,7 @@ export const handle = (
       return Errors.capReply(
         e.cause?.reason === "denied"
           ? Endpoint.errorReply("BadRequest", e.message, {
-              hint: "the operator must name a provider key for this tenant (its section's `providers`) or allow it the worker's key (CTXD_WORKER_KEY_TENANTS)",
+              hint: "the operator must configure a provider key (the worker's, or this tenant's in its section's `providers`) or allow the tenant the worker's (CTXD_WORKER_KEY_TENANTS)",
             })
           : e.reason === "provider"
             ? Endpoint.errorReply("Unavailable", e.message, { hint: "the summarizer's provider failed after retries; retry later" })

@@ -8,7 +8,8 @@
  * (`MemoryRetrieval.similarity` ≥ 0.85 with its best match). The agent's later
  * sessions carry them in their learnings section (turn stage `memory`).
  *
- * Errors: a session with no stored messages is `BadRequest`; the summarizer's
+ * Errors: a session with no stored messages, or no provider key this tenant
+ * may use (the message names the variable to set), is `BadRequest`; the summarizer's
  * provider failing after its retries, or the stores unavailable, is
  * `Unavailable`; a history too large even hierarchically is `TooLarge`.
  * A store failure midway leaves the lessons stored so far: a retry finds
@@ -58,11 +59,17 @@ export const handle = (tenant: string, session: string, data: Uint8Array) =>
     )
     if (Either.isLeft(learned)) {
       const e = learned.left
-      return e.reason === "provider"
-        ? failure("Unavailable", e.message, "the summarizer's provider failed after retries; retry later")
-        : e.reason === "too_large"
-          ? failure("TooLarge", e.message, "raise CTXD_SUMMARIZER_MAX_DEPTH")
-          : failure("BadRequest", e.message)
+      return e.cause?.reason === "denied"
+        ? failure(
+            "BadRequest",
+            e.message,
+            "the operator must configure a provider key (the worker's, or this tenant's in its section's `providers`) or allow the tenant the worker's (CTXD_WORKER_KEY_TENANTS)",
+          )
+        : e.reason === "provider"
+          ? failure("Unavailable", e.message, "the summarizer's provider failed after retries; retry later")
+          : e.reason === "too_large"
+            ? failure("TooLarge", e.message, "raise CTXD_SUMMARIZER_MAX_DEPTH")
+            : failure("BadRequest", e.message)
     }
     const scope = { tenant, agent }
     const stored = yield* Effect.either(

@@ -11,8 +11,8 @@
  * Postgres pool — in that order, because scopes close in reverse order of
  * acquisition.
  */
-import { Assembler, AssemblerConfig, CompactionPort, LengthHistory, TurnEndpoint, WorkspaceCache } from "@ctxd/assembler"
-import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig } from "@ctxd/compactor"
+import { Assembler, AssemblerConfig, CompactionPort, LengthHistory, TurnEndpoint, TurnMetrics, WorkspaceCache } from "@ctxd/assembler"
+import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig, Metrics as CompactorMetrics } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { ProviderKeys } from "@ctxd/context"
 import { LocalCounter } from "@ctxd/tokens"
@@ -126,6 +126,8 @@ export const serve = Effect.gen(function* () {
     forwardTimeoutMs: config.forwardTimeoutMs,
     drainTimeoutMs: config.shutdownTimeoutMs,
   })
+  TurnMetrics.initialize()
+  yield* CompactorMetrics.initialize
   const gauges = RuntimeMetrics.refresh({
     shards: leases.status,
     mailboxDepth: assembler.mailboxDepth,

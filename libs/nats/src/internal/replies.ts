@@ -46,6 +46,8 @@ export const storeErrorReply = (error: PayloadStoreError, direction: "request" |
     case "Missing":
     case "Corrupt":
       return errorReply("BadRequest", error.message, { hint: "put the body into the object store again and resend the reference" })
+    case "Foreign":
+      return errorReply("BadRequest", error.message, { hint: "put the body into this deployment's bucket (ctxd-payloads-<root>)" })
     case "TooLarge":
     case "Unavailable":
       return errorReply(

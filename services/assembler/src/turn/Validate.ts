@@ -2,8 +2,8 @@
  * Stage `validate`: the new messages must fit the stored history — a tool
  * result answers a known, still open call (a `BadRequest` naming the message
  * otherwise; or, when the turn was stored already, its stored reply) — and a
- * new session's first turn must carry at least one message (the provider
- * rejects an empty conversation). A `system` naming a workspace bundle the
+ * new session's first turn must carry at least one message with content (the
+ * providers reject an empty conversation or an empty first message). A `system` naming a workspace bundle the
  * shell did not read (an embedding without a `WorkspaceCache`) is refused.
  */
 import { Normalize, Providers } from "@ctxd/context"
@@ -19,10 +19,10 @@ export const stage: Carry.Stage = {
     if (Turn.isWorkspaceRef(carry.inputs.request.system) && carry.inputs.workspace === undefined) {
       return { _tag: "Rejected", message: "workspace bundles are not available here", path: "system.workspace", pairing: false }
     }
-    if (state.lastSeq === 0 && normalized.messages.length === 0) {
+    if (state.lastSeq === 0 && !normalized.messages.some((m) => Normalize.hasContent(m.message))) {
       return {
         _tag: "Rejected",
-        message: "the first turn of a session must carry at least one message",
+        message: "the first turn of a session must carry at least one message with content",
         path: field,
         pairing: false,
       }

@@ -97,6 +97,8 @@ const geminiPart = (part: Gemini.Part): Conversation.Part => {
   if (typeof part.text === "string" && onlyKeys(p, ["text", "thoughtSignature"]) && part.text !== "") {
     return signature === undefined ? { type: "text", text: part.text } : { type: "text", text: part.text, signature }
   }
+  // an unsigned empty text is nothing (Gemini refuses it): an empty text part, which no renderer sends
+  if (part.text === "" && onlyKeys(p, ["text"])) return { type: "text", text: "" }
   const blob = part.inlineData
   if (blob !== undefined && onlyKeys(p, ["inlineData"]) && onlyKeys(blob, ["mimeType", "data"]) && blob.mimeType.startsWith("image/")) {
     return { type: "image", source: { kind: "base64", mediaType: blob.mimeType, data: blob.data } }
@@ -179,8 +181,8 @@ export const fromGeminiIndexed = (
  * message with its other parts, if any.
  *
  * - `text` becomes a text part (its `thoughtSignature` kept as `signature`);
- *   an image `inlineData` an image; thoughts (`thought: true`), empty signed
- *   texts, `fileData`, code execution and anything with extra fields become
+ *   an image `inlineData` an image; an unsigned empty text an empty text
+ *   part (never rendered); thoughts (`thought: true`), empty signed texts, `fileData`, code execution and anything with extra fields become
  *   opaque `gemini` parts kept verbatim.
  * - `functionCall` becomes a `tool_call` (`input` its `args`, `{}` when
  *   absent; its `thoughtSignature` as `signature`; other fields of the call

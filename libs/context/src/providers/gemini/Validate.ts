@@ -4,7 +4,7 @@
  * with one datum, function responses right after their function call turn,
  * as many and with the same names; for `gemini-3*` models a
  * `thoughtSignature` on the first function call of every model step of the
- * current turn): the fake provider's validator for this API (pure, so it
+ * current turn; no unsigned empty text): the fake provider's validator for this API (pure, so it
  * lives with the adapter). Errors in Google's shape.
  */
 
@@ -126,6 +126,12 @@ const validatePart = (part: unknown, at: string): Problem | undefined => {
   if (data.length > 1) return bad(`Invalid value at '${at}': oneof field 'data' is already set. Cannot set '${data[1]!}'`)
   if (part["text"] !== undefined && typeof part["text"] !== "string") return bad(`Invalid value at '${at}.text' (TYPE_STRING)`)
   const signature = part["thoughtSignature"]
+  // A content needs at least one part (https://ai.google.dev/api/caching#Content,
+  // https://cloud.google.com/vertex-ai/generative-ai/docs/reference/rest/v1/Content)
+  // and a text part text; only a signed empty text (the end of a thinking step) goes back as it came.
+  if (part["text"] === "" && signature === undefined) {
+    return bad("Unable to submit request because it has an empty text parameter. Add a value to the parameter and try again.")
+  }
   if (signature !== undefined && (typeof signature !== "string" || signature === ""))
     return bad(`Invalid value at '${at}.thought_signature' (TYPE_BYTES)`)
   const blob = part["inlineData"]
