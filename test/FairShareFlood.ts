@@ -1,10 +1,11 @@
 /**
  * Tenant A of `fairShare.test.ts`, run in a worker thread: a flood of large
  * turns from a client of its own (its own connection and event loop, as
- * another tenant's client would be), so the test's measurements of tenant B
- * do not include A's client-side work. Each of `concurrency` senders keeps
- * one turn outstanding, each on a new session, and retries `Busy` with
- * ContextClient's backoff (50 ms doubling, at most 1 s, jittered). Messages:
+ * another tenant's client would be). Each of `concurrency` senders keeps one
+ * turn outstanding, sender `k` on session `a-<k>` (named up front, so the test
+ * can hold their commits in Postgres), each turn with a new turn id, and
+ * retries `Busy` with ContextClient's backoff (50 ms doubling, at most 1 s,
+ * jittered). Messages:
  * `"stats"` → the counts so far; `"stop"` → stops, then the final counts.
  */
 import { connect } from "@nats-io/transport-node"
@@ -20,6 +21,7 @@ interface Options {
 
 const options = workerData as Options
 const nc = await connect({ servers: options.servers })
+/** The body of a turn after its turn id: `{"turnId":"…",` + this. */
 const large = (i: number) => {
   const words: string[] = []
   let bytes = 0
@@ -29,13 +31,13 @@ const large = (i: number) => {
     bytes += word.length + 1
   }
   const body = {
-    turnId: "t1",
     format: "openai",
     model: { provider: "openai", name: "gpt-4o" },
     messages: [{ role: "user", content: words.join(" ") }],
   }
-  return new TextEncoder().encode(JSON.stringify(body))
+  return JSON.stringify(body).slice(1)
 }
+const encoder = new TextEncoder()
 const bodies = Array.from({ length: 16 }, (_, i) => large(i))
 const counts = { ok: 0, busy: 0, other: 0, messages: [] as string[] }
 let flooding = true
@@ -46,7 +48,8 @@ const sender = async (loop: number) => {
   while (flooding) {
     const n = sent++
     try {
-      const msg = await nc.request(`${options.prefix}a-${loop}-${n}`, bodies[n % bodies.length], { timeout: 60_000 })
+      const body = encoder.encode(`{"turnId":"t${n}",${bodies[n % bodies.length]}`)
+      const msg = await nc.request(`${options.prefix}a-${loop}`, body, { timeout: 60_000 })
       const reply = msg.json<{ ok: boolean; error?: { code: string; message: string } }>()
       if (reply.ok) {
         counts.ok++

@@ -66,6 +66,67 @@ export const start = async (env: Record<string, string> = {}): Promise<Harness> 
   }
 }
 
+/** A transaction a test holds open in Postgres, for the worker's statements to wait behind. */
+export interface Hold {
+  /** The worker's statements waiting for it now (Postgres backends it blocks). */
+  readonly blocked: () => Promise<number>
+  /** Resolves once at least `n` statements wait for it (throws after `timeoutMs`). */
+  readonly untilBlocked: (n?: number, timeoutMs?: number) => Promise<void>
+  /** Rolls it back: what waited goes on. */
+  readonly release: () => Promise<void>
+}
+
+/**
+ * Opens a transaction on `url`'s `schema` and runs `statements` in it, held
+ * until {@link Hold.release}: e.g. an `INSERT INTO ctxd_sessions` of a session
+ * not stored yet, or a `SELECT … FOR UPDATE` of stored ones, holds every
+ * commit of those sessions (their turns stay in flight, the others commit).
+ */
+export const hold = async (
+  url: string,
+  schema: string,
+  statements: ReadonlyArray<{ readonly text: string; readonly params?: ReadonlyArray<unknown> }>,
+): Promise<Hold> => {
+  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` })
+  await client.connect()
+  const pid = (await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid
+  await client.query("BEGIN")
+  for (const s of statements) await client.query(s.text, s.params === undefined ? [] : [...s.params])
+  // a second connection asks who waits: the holding one stays idle in its transaction
+  const watcher = new pg.Client({ connectionString: url })
+  await watcher.connect()
+  const blocked = async () =>
+    Number(
+      (
+        await watcher.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE $1::integer = ANY (pg_blocking_pids(pid))", [
+          pid,
+        ])
+      ).rows[0]!.n,
+    )
+  let released = false
+  return {
+    blocked,
+    untilBlocked: async (n = 1, timeoutMs = 20_000) => {
+      const deadline = Date.now() + timeoutMs
+      for (;;) {
+        const now = await blocked()
+        if (now >= n) return
+        if (Date.now() > deadline) throw new Error(`${now} statement(s) waiting for the held transaction, not ${n}, after ${timeoutMs} ms`)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+    },
+    release: async () => {
+      if (released) return
+      released = true
+      try {
+        await client.query("ROLLBACK")
+      } finally {
+        await Promise.all([client.end(), watcher.end()])
+      }
+    },
+  }
+}
+
 /** Turn `k` of tau-bench session `source` as an Anthropic turn request (turn ids `t<k>`). */
 export const tauTurns = (source: number) => {
   const session = Workloads.toAnthropic(Workloads.tauBenchSessions()[source]!)

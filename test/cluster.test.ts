@@ -2,16 +2,25 @@
 // turns from concurrent clients (each session sends its next turn as soon as
 // the last is answered), one worker killed with SIGKILL midway. Every turn is
 // answered and stored exactly once, in send order; the load is spread by
-// shard ownership; the dead worker's sessions move to the others within
-// 2 × TTL.
+// shard ownership; the dead worker's shards move to the others and every
+// one of its sessions is answered again. How long that takes is printed, not
+// asserted: a wall-clock bound is the failover benchmark's
+// (bench/Scaling.ts), not a test's, on a machine shared with other work.
 //
 // Load is measured per phase: every session sends turns 0-9 (3 workers),
 // then turns 10-19, during which the victim is killed. A phase has the same
 // number of turns per session, so the turns a worker handles in it measure
 // the sessions it owns, not how fast it happens to be.
+//
+// Turns in flight at the kill are made, not hoped for: before the second
+// half, a transaction the test holds open locks the rows of a few of the
+// victim's sessions, so their next turns wait at their commit on the victim;
+// it dies once they do (and a tenth of the half is answered), the lock goes
+// right after, and those turns must be answered after the kill.
 import { ShardId } from "@ctxd/sharding"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import * as Cluster from "./Cluster.ts"
+import * as Harness from "./Harness.ts"
 
 const { SHARDS, TTL_MS } = Cluster
 const TENANT = "acme"
@@ -21,6 +30,8 @@ const IDS = ["w1", "w2", "w3"]
 const VICTIM = "w2"
 /** Per attempt; a turn lost with the victim is retried after this. */
 const ATTEMPT_TIMEOUT_MS = 3_000
+/** The victim's sessions whose turns are held at their commit when it dies. */
+const HELD = 4
 
 let c: Cluster.Cluster
 beforeAll(async () => {
@@ -43,12 +54,12 @@ const survivors = IDS.filter((id) => id !== VICTIM)
 
 const turnsHandled = async () => new Map([...(await c.health())].map(([id, h]) => [id, h.turns ?? 0]))
 
-it("answers and stores every turn exactly once, in order, through a SIGKILL; fair load; failover under 2 × TTL", async () => {
+it("answers and stores every turn exactly once, in order, through a SIGKILL; fair load; failover", async () => {
   const client = await c.client({ timeoutMs: ATTEMPT_TIMEOUT_MS, retryForMs: 30_000 })
   const sessions = Array.from({ length: SESSIONS }, (_, i) => `s${i}`)
   const failures: Array<string> = []
-  // every turn: session, started, answered (performance.now())
-  const log: Array<{ readonly session: string; readonly started: number; readonly answered: number }> = []
+  // every turn: session, index, started, answered (performance.now())
+  const log: Array<{ readonly session: string; readonly i: number; readonly started: number; readonly answered: number }> = []
   let done = 0
   let killedAt = 0
   const probeClient = await c.client({ timeoutMs: 1_000, retryForMs: 20_000 })
@@ -61,7 +72,7 @@ it("answers and stores every turn exactly once, in order, through a SIGKILL; fai
       try {
         const reply = await client.turn(TENANT, session, Cluster.turn(session, i))
         if (reply.turnId !== `${session}-t${i}`) failures.push(`${session} turn ${i}: reply for ${reply.turnId}`)
-        log.push({ session, started, answered: performance.now() })
+        log.push({ session, i, started, answered: performance.now() })
         onDone?.()
       } catch (error) {
         failures.push(`${session} turn ${i}: ${String(error)}`)
@@ -84,14 +95,30 @@ it("answers and stores every turn exactly once, in order, through a SIGKILL; fai
   expect(victimShards.size).toBeGreaterThan(0)
   // fresh sessions on the victim's shards, whose first turn is sent the moment it dies
   const probes = Array.from({ length: 5 }, (_, k) => Cluster.sessionIn(TENANT, [...victimShards], `probe${k}-`))
-  // the second half; the victim dies the moment a tenth of it is answered, with turns in flight
-  await phase(TURNS / 2, TURNS, () => {
-    if (++done !== SESSIONS) return
+  const victims = new Set(sessions.filter((s) => victimShards.has(ShardId.of(TENANT, s, SHARDS))))
+  expect(victims.size).toBeGreaterThan(SESSIONS / 6)
+  // a few of the victim's sessions, whose commits Postgres holds: their next turns wait in flight on the victim
+  const held = [...victims].slice(0, HELD)
+  const hold = await Harness.hold(c.url, c.schema, [
+    { text: "SELECT 1 FROM ctxd_sessions WHERE tenant = $1 AND session = ANY ($2) FOR UPDATE", params: [TENANT, held] },
+  ])
+  // the second half; the victim dies once a tenth of it is answered and its held turns wait at their commit
+  const second = phase(TURNS / 2, TURNS, () => void ++done)
+  try {
+    while (done < SESSIONS) await Cluster.sleep(10)
+    await hold.untilBlocked(1)
+    const victim = c.workers.get(VICTIM)!.child
+    const exited = new Promise((resolve) => victim.once("exit", resolve))
     killedAt = performance.now()
-    c.workers.get(VICTIM)!.child.kill("SIGKILL")
+    victim.kill("SIGKILL")
     probed = Promise.all(probes.map((p) => probeClient.turn(TENANT, p, Cluster.turn(p, 0)).then(() => performance.now() - killedAt)))
-    takeover = c.settled(survivors, 2 * TTL_MS).then(() => performance.now() - killedAt)
-  })
+    takeover = c.settled(survivors, 4 * TTL_MS).then(() => performance.now() - killedAt)
+    await exited
+  } finally {
+    // a held statement of the dead worker then ends (committed while its lease lasted, or refused by the fence)
+    await hold.release()
+  }
+  await second
   const probeTimes = await probed!
   const tookOver = await takeover!
   expect(failures).toEqual([])
@@ -109,8 +136,6 @@ it("answers and stores every turn exactly once, in order, through a SIGKILL; fai
 
   // failover, from the kill: the first turn answered on a session of the dead worker's shards (sent at the kill)
   const failover = Math.min(...probeTimes)
-  const victims = new Set(sessions.filter((s) => victimShards.has(ShardId.of(TENANT, s, SHARDS))))
-  expect(victims.size).toBeGreaterThan(SESSIONS / 6)
   const afterKill = log.filter((t) => victims.has(t.session) && t.answered > killedAt)
   // and the last of them to be answered again (a turn lost with the victim waits out its attempt first)
   const firstAgain = new Map<string, number>()
@@ -124,11 +149,10 @@ it("answers and stores every turn exactly once, in order, through a SIGKILL; fai
       `every session back after ${Math.round(allBack)} ms; ${caught} turns in flight at the kill answered after it`,
   )
   expect(firstAgain.size).toBe(victims.size)
-  expect(failover).toBeLessThan(2 * TTL_MS)
-  expect(tookOver).toBeLessThan(2 * TTL_MS)
-  // a turn lost with the victim waits out its attempt, and may wait out a second one sent while the
-  // shards were still moving, plus the client's backoff: a bound on "every session comes back",
-  // not a latency target (the benches measure that)
-  expect(allBack).toBeLessThan(2 * TTL_MS + 2 * ATTEMPT_TIMEOUT_MS + 3_000)
-  expect(caught).toBeGreaterThan(0)
+  // the held turns among them: each sent before the kill and answered after it
+  const heldAcross = held.filter((s) =>
+    log.some((t) => t.session === s && t.i === TURNS / 2 && t.started < killedAt && t.answered > killedAt),
+  )
+  expect(heldAcross).toEqual(held)
+  expect(caught).toBeGreaterThanOrEqual(HELD)
 }, 150_000)

@@ -56,19 +56,33 @@ it("applies the tenant's defaults, and a request's own options win", async () =>
 })
 
 it("holds a tenant with its own share to it, and the others to the default", async () => {
-  const burst = (tenant: string) => Promise.all(Array.from({ length: 24 }, (_, i) => h.request(h.turnSubject(tenant, `burst${i}`), turn())))
-  const narrow = await burst("narrow")
-  const busy = narrow.filter((r) => r.ok === false)
-  expect(busy.length).toBeGreaterThan(0)
-  for (const r of busy) {
-    expect(r.error.code).toBe("Busy")
-    expect(r.error.message).toMatch(/tenant narrow holds its share of this worker's turns in flight \(1 of 1\)/)
+  // the narrow tenant's one turn in flight, held at its commit (a session row Postgres holds uncommitted)
+  const held = await Harness.hold(h.url, h.schema, [
+    { text: "INSERT INTO ctxd_sessions (tenant, session) VALUES ($1, $2)", params: ["narrow", "held"] },
+  ])
+  try {
+    const first = h.request(h.turnSubject("narrow", "held"), turn(), 30_000)
+    await held.untilBlocked(1)
+    const burst = (tenant: string) =>
+      Promise.all(Array.from({ length: 24 }, (_, i) => h.request(h.turnSubject(tenant, `burst${i}`), turn(), 30_000)))
+    // with its share in flight, every other turn of the narrow tenant is refused
+    const narrow = await burst("narrow")
+    for (const r of narrow) {
+      expect(r.error?.code).toBe("Busy")
+      expect(r.error?.message).toMatch(/tenant narrow holds its share of this worker's turns in flight \(1 of 1\)/)
+    }
+    // while the others' are not (the default share is every slot)
+    const wide = await burst("wide")
+    expect(
+      wide.every((r) => r.ok === true),
+      JSON.stringify(wide.find((r) => r.ok !== true)),
+    ).toBe(true)
+    await held.release()
+    // and the held turn is answered once Postgres lets it commit
+    expect((await first).ok).toBe(true)
+  } finally {
+    await held.release()
   }
-  const wide = await burst("wide")
-  expect(
-    wide.every((r) => r.ok === true),
-    JSON.stringify(wide.find((r) => r.ok !== true)),
-  ).toBe(true)
 })
 
 it("refuses to start with an invalid tenants file, saying why in its own scrubbed JSON log", async () => {
