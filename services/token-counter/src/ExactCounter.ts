@@ -20,7 +20,7 @@
  * counts add up to the count of the whole request.
  */
 import type { Conversation } from "@ctxd/contracts"
-import { Spans } from "@ctxd/observe"
+import { ProviderErrors, Spans } from "@ctxd/observe"
 import { Lru } from "@ctxd/tokens"
 import { Data, Duration, Effect, type Redacted, type Scope } from "effect"
 import { createHash } from "node:crypto"
@@ -352,11 +352,16 @@ export interface SdkErrors {
   readonly APIError: abstract new (...args: never) => Error & { readonly status?: number | undefined }
 }
 
-/** Classifies an error of a Stainless-generated SDK: timeout, connection, by HTTP status, else unknown. */
+/**
+ * Classifies an error of a Stainless-generated SDK: timeout, connection, by
+ * HTTP status, else unknown. The message holds the status, the provider's
+ * error type and code, the request id and the body's size, never the body
+ * (`ProviderErrors.safeMessage`): a provider may echo the counted request.
+ */
 export const classifySdkError =
   (sdk: SdkErrors) =>
   (error: unknown): CountFailed => {
-    const message = error instanceof Error ? error.message : String(error)
+    const message = ProviderErrors.safeMessage(error)
     if (error instanceof sdk.APIConnectionTimeoutError) return new CountFailed({ reason: "timeout", message })
     if (error instanceof sdk.APIConnectionError) return new CountFailed({ reason: "connection", message })
     if (error instanceof sdk.APIError && typeof error.status === "number") {
