@@ -22,7 +22,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import { ProviderErrors, Spans } from "@ctxd/observe"
 import { Lru } from "@ctxd/tokens"
-import { Data, Duration, Effect, type Redacted, type Scope } from "effect"
+import { Data, Duration, Effect, Redacted, type Scope } from "effect"
 import { createHash } from "node:crypto"
 import * as CircuitBreaker from "./CircuitBreaker.ts"
 import * as SingleFlight from "./SingleFlight.ts"
@@ -114,6 +114,17 @@ export interface ExactCounter {
   readonly breaker: CircuitBreaker.CircuitBreaker
   readonly stats: () => Stats
 }
+
+/**
+ * The API key to send: `option`'s, else the first of the environment
+ * variables `fallbacks` that is set; a blank value counts as unset (an
+ * `OPENAI_API_KEY=` line in an env file must not make an SDK constructor
+ * throw at start).
+ */
+export const keyOf = (option: Redacted.Redacted<string> | string | undefined, ...fallbacks: ReadonlyArray<string>): string | undefined =>
+  [Redacted.isRedacted(option) ? Redacted.value(option) : option, ...fallbacks.map((name) => process.env[name])].find(
+    (value): value is string => value !== undefined && value.trim() !== "",
+  )
 
 /** Maps an HTTP status to a failure reason. */
 export const reasonOfStatus = (status: number): FailureReason =>

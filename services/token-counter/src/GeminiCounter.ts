@@ -23,7 +23,7 @@
  * alone through the SDK, with a system instruction or tools through REST.
  */
 import { ApiError, GoogleGenAI } from "@google/genai"
-import { Effect, Redacted, type Scope } from "effect"
+import { Effect, type Scope } from "effect"
 import * as ExactCounter from "./ExactCounter.ts"
 import { GeminiProvider } from "@ctxd/context"
 import { ProviderErrors } from "@ctxd/observe"
@@ -101,10 +101,7 @@ export const countBodyOf = (body: Json): GeminiProvider.CountBody.CountBody => {
 export const make = (options: ExactCounter.Options = {}): Effect.Effect<GeminiCounter, never, Scope.Scope> =>
   Effect.gen(function* () {
     const timeoutMs = options.timeoutMs ?? 2_000
-    const apiKey =
-      (Redacted.isRedacted(options.apiKey) ? Redacted.value(options.apiKey) : options.apiKey) ??
-      process.env["GEMINI_API_KEY"] ??
-      process.env["GOOGLE_API_KEY"]
+    const apiKey = ExactCounter.keyOf(options.apiKey, "GEMINI_API_KEY", "GOOGLE_API_KEY")
     const baseUrl = (options.baseURL ?? process.env["GOOGLE_GEMINI_BASE_URL"] ?? DEFAULT_BASE_URL).replace(/\/+$/, "")
     const ai = new GoogleGenAI({
       // the SDK throws at construction without a key; a base URL alone (a gateway, the fake provider) needs none
