@@ -196,7 +196,9 @@ describe.skipIf(!NatsServer.available())("NATS with TLS and a password; secrets 
     seen.push(JSON.stringify(third))
     expect(third.report.loop?.judge).toMatchObject({ answered: false })
     expect(third.report.loop?.judge?.reason).toContain("judge failed")
-    expect(third.report.loop?.judge?.reason).toContain("[redacted]")
+    // the provider's error body (which echoed the key) is withheld: its status and type are kept
+    expect(third.report.loop?.judge?.reason).toContain("openai auth: 401 invalid_request_error (code invalid_api_key")
+    expect(third.report.loop?.judge?.reason).toContain("body withheld")
     expect(provider.calls()).toBeGreaterThanOrEqual(3)
     // an error reply
     const bad = await client

@@ -112,7 +112,9 @@ describe("assemble (properties over random histories)", () => {
     fc.assert(
       fc.property(assembleInput, (input) => {
         const { anthropic, openai, responses, gemini } = both(input)
-        // Anthropic: no message without content, no blank text block (https://docs.anthropic.com/en/api/messages)
+        // Anthropic: no message without content, no blank text block (rules taken from the API's
+        // error texts: "all messages must have non-empty content except for the optional final assistant
+        // message", "text content blocks must be non-empty")
         for (const m of list(anthropic.request["messages"])) {
           const content = m["content"]
           if (typeof content === "string") expect(blank(content)).toBe(false)
@@ -121,7 +123,8 @@ describe("assemble (properties over random histories)", () => {
             for (const b of list(content)) if (b["type"] === "text") expect(blank(b["text"])).toBe(false)
           }
         }
-        // Gemini: every content has parts, no unsigned empty text (https://ai.google.dev/api/caching#Content)
+        // Gemini: every content has parts (required in https://ai.google.dev/api/rest/v1beta/cachedContents),
+        // no unsigned empty text (the API's error text: "it has an empty text parameter")
         for (const c of list(gemini.request["contents"])) {
           expect(list(c["parts"]).length).toBeGreaterThan(0)
           for (const p of list(c["parts"])) if (p["thoughtSignature"] === undefined) expect(p["text"]).not.toBe("")

@@ -130,16 +130,18 @@ export const layer: Layer.Layer<Judge, never, Llm.Llm> = Layer.effect(
               tokensOut: completion.outputTokens,
             }
           }),
-          Effect.catchAll((error) =>
-            Effect.succeed<Answer>({
+          Effect.catchAll((error) => {
+            // a provider failure's message is its status, error type and body size (never the body)
+            const why = error._tag === "TimeoutException" ? "timeout" : `${error.provider} ${error.reason}: ${error.message}`
+            return Effect.as(Effect.logDebug(`loop judge failed: ${why}`), {
               answered: false,
               progress: null,
-              reason: `judge failed: ${error._tag === "TimeoutException" ? "timeout" : error.message}`,
+              reason: `judge failed: ${why}`,
               model: name,
               tokensIn: 0,
               tokensOut: 0,
-            }),
-          ),
+            } satisfies Answer)
+          }),
         )
     },
   })),

@@ -220,7 +220,13 @@ export const make = (config: SummarizerConfig.Config): Effect.Effect<SummarizerS
             }
             return client.complete({ model: goal.name, system, prompt, maxTokens: goal.maxOutputTokens, json }).pipe(
               Effect.tap(() => Effect.sync(() => void stats.calls++)),
-              Effect.tapError(() => Effect.sync(() => void stats.calls++)),
+              Effect.tapError((e) =>
+                Effect.zipRight(
+                  Effect.sync(() => void stats.calls++),
+                  // the message is the status, the error type and the body's size (Calls.classify): no prompt text
+                  Effect.logDebug(`summarizer call (${goal.provider} ${goal.name}, ${size} tokens in) failed: ${e.reason}: ${e.message}`),
+                ),
+              ),
               Effect.retry({ schedule: retry, while: Llm.isRetryable }),
               Effect.tap((c) =>
                 Effect.sync(() => {

@@ -16,7 +16,7 @@
  * calls plus the 3 baselines.
  */
 import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError } from "@anthropic-ai/sdk"
-import { Effect, Redacted, type Scope } from "effect"
+import { Effect, type Scope } from "effect"
 import * as ExactCounter from "./ExactCounter.ts"
 import { AnthropicProvider } from "@ctxd/context"
 
@@ -48,7 +48,7 @@ const json = (body: AnthropicProvider.CountBody.CountBody): Json => body as unkn
 export const make = (options: ExactCounter.Options = {}): Effect.Effect<AnthropicCounter, never, Scope.Scope> =>
   Effect.gen(function* () {
     const timeoutMs = options.timeoutMs ?? 2_000
-    const apiKey = Redacted.isRedacted(options.apiKey) ? Redacted.value(options.apiKey) : options.apiKey
+    const apiKey = ExactCounter.keyOf(options.apiKey)
     const client = new Anthropic({
       ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
       ...(apiKey === undefined ? {} : { apiKey }),

@@ -20,9 +20,9 @@
  * counts add up to the count of the whole request.
  */
 import type { Conversation } from "@ctxd/contracts"
-import { Spans } from "@ctxd/observe"
+import { ProviderErrors, Spans } from "@ctxd/observe"
 import { Lru } from "@ctxd/tokens"
-import { Data, Duration, Effect, type Redacted, type Scope } from "effect"
+import { Data, Duration, Effect, Redacted, type Scope } from "effect"
 import { createHash } from "node:crypto"
 import * as CircuitBreaker from "./CircuitBreaker.ts"
 import * as SingleFlight from "./SingleFlight.ts"
@@ -114,6 +114,17 @@ export interface ExactCounter {
   readonly breaker: CircuitBreaker.CircuitBreaker
   readonly stats: () => Stats
 }
+
+/**
+ * The API key to send: `option`'s, else the first of the environment
+ * variables `fallbacks` that is set; a blank value counts as unset (an
+ * `OPENAI_API_KEY=` line in an env file must not make an SDK constructor
+ * throw at start).
+ */
+export const keyOf = (option: Redacted.Redacted<string> | string | undefined, ...fallbacks: ReadonlyArray<string>): string | undefined =>
+  [Redacted.isRedacted(option) ? Redacted.value(option) : option, ...fallbacks.map((name) => process.env[name])].find(
+    (value): value is string => value !== undefined && value.trim() !== "",
+  )
 
 /** Maps an HTTP status to a failure reason. */
 export const reasonOfStatus = (status: number): FailureReason =>
@@ -352,11 +363,16 @@ export interface SdkErrors {
   readonly APIError: abstract new (...args: never) => Error & { readonly status?: number | undefined }
 }
 
-/** Classifies an error of a Stainless-generated SDK: timeout, connection, by HTTP status, else unknown. */
+/**
+ * Classifies an error of a Stainless-generated SDK: timeout, connection, by
+ * HTTP status, else unknown. The message holds the status, the provider's
+ * error type and code, the request id and the body's size, never the body
+ * (`ProviderErrors.safeMessage`): a provider may echo the counted request.
+ */
 export const classifySdkError =
   (sdk: SdkErrors) =>
   (error: unknown): CountFailed => {
-    const message = error instanceof Error ? error.message : String(error)
+    const message = ProviderErrors.safeMessage(error)
     if (error instanceof sdk.APIConnectionTimeoutError) return new CountFailed({ reason: "timeout", message })
     if (error instanceof sdk.APIConnectionError) return new CountFailed({ reason: "connection", message })
     if (error instanceof sdk.APIError && typeof error.status === "number") {

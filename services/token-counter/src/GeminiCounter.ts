@@ -23,9 +23,10 @@
  * alone through the SDK, with a system instruction or tools through REST.
  */
 import { ApiError, GoogleGenAI } from "@google/genai"
-import { Effect, Redacted, type Scope } from "effect"
+import { Effect, type Scope } from "effect"
 import * as ExactCounter from "./ExactCounter.ts"
 import { GeminiProvider } from "@ctxd/context"
+import { ProviderErrors } from "@ctxd/observe"
 
 /** The exact backend for Gemini (the common port). */
 export type GeminiCounter = ExactCounter.ExactCounter
@@ -37,8 +38,9 @@ type Json = Readonly<Record<string, unknown>>
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
+/** An SDK or REST failure as a `CountFailed` whose message never holds the error body (a provider may echo the counted request). */
 const classify = (error: unknown): ExactCounter.CountFailed => {
-  const message = error instanceof Error ? error.message : String(error)
+  const message = ProviderErrors.safeMessage(error)
   if (error instanceof RestFailed || (error instanceof ApiError && typeof error.status === "number")) {
     const status = (error as { readonly status: number }).status
     return new ExactCounter.CountFailed({ reason: ExactCounter.reasonOfStatus(status), message, status })
@@ -57,6 +59,19 @@ class RestFailed extends Error {
     super(message)
     this.status = status
   }
+}
+
+/** A REST error answer as `countTokens <status> <error.status> (<n>-char body withheld)`: the body may echo the request. */
+const restError = (status: number, text: string): string => {
+  let type: unknown
+  try {
+    const parsed = JSON.parse(text) as { readonly error?: { readonly status?: unknown } }
+    type = parsed.error?.status
+  } catch {
+    type = undefined
+  }
+  const named = typeof type === "string" && /^[A-Z_]{1,64}$/.test(type) ? ` ${type}` : ""
+  return `countTokens ${status}${named} (${text.length}-char body withheld)`
 }
 
 /**
@@ -86,10 +101,7 @@ export const countBodyOf = (body: Json): GeminiProvider.CountBody.CountBody => {
 export const make = (options: ExactCounter.Options = {}): Effect.Effect<GeminiCounter, never, Scope.Scope> =>
   Effect.gen(function* () {
     const timeoutMs = options.timeoutMs ?? 2_000
-    const apiKey =
-      (Redacted.isRedacted(options.apiKey) ? Redacted.value(options.apiKey) : options.apiKey) ??
-      process.env["GEMINI_API_KEY"] ??
-      process.env["GOOGLE_API_KEY"]
+    const apiKey = ExactCounter.keyOf(options.apiKey, "GEMINI_API_KEY", "GOOGLE_API_KEY")
     const baseUrl = (options.baseURL ?? process.env["GOOGLE_GEMINI_BASE_URL"] ?? DEFAULT_BASE_URL).replace(/\/+$/, "")
     const ai = new GoogleGenAI({
       // the SDK throws at construction without a key; a base URL alone (a gateway, the fake provider) needs none
@@ -106,9 +118,15 @@ export const make = (options: ExactCounter.Options = {}): Effect.Effect<GeminiCo
         signal,
       })
       const text = await response.text()
-      if (!response.ok) throw new RestFailed(response.status, `countTokens ${response.status}: ${text.slice(0, 500)}`)
-      const parsed = JSON.parse(text) as { readonly totalTokens?: unknown }
-      if (typeof parsed.totalTokens !== "number") throw new Error(`countTokens answered without totalTokens: ${text.slice(0, 200)}`)
+      if (!response.ok) throw new RestFailed(response.status, restError(response.status, text))
+      let parsed: { readonly totalTokens?: unknown }
+      try {
+        parsed = JSON.parse(text) as { readonly totalTokens?: unknown }
+      } catch {
+        // the parser's message quotes the text
+        throw new Error(`countTokens answered with a body that is not JSON (${text.length} chars)`)
+      }
+      if (typeof parsed.totalTokens !== "number") throw new Error(`countTokens answered without totalTokens (${text.length}-char body)`)
       return parsed.totalTokens
     }
 

@@ -23,7 +23,7 @@
  * count endpoint: its turns and bodies are counted locally (the token
  * counter routes them; see `TokenCounter`).
  */
-import { Effect, Redacted, type Scope } from "effect"
+import { Effect, type Scope } from "effect"
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai"
 import * as ExactCounter from "./ExactCounter.ts"
 import { OpenAIChatProvider, OpenAIResponsesProvider } from "@ctxd/context"
@@ -54,11 +54,11 @@ export const isResponsesBody: (body: Readonly<Record<string, unknown>>) => boole
 export const make = (options: ExactCounter.Options = {}): Effect.Effect<OpenAICounter, never, Scope.Scope> =>
   Effect.gen(function* () {
     const timeoutMs = options.timeoutMs ?? 2_000
-    const apiKey = Redacted.isRedacted(options.apiKey) ? Redacted.value(options.apiKey) : options.apiKey
+    const apiKey = ExactCounter.keyOf(options.apiKey, "OPENAI_API_KEY")
     const client = new OpenAI({
       ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
       // the SDK throws at construction without a key; a base URL alone (a gateway, the fake provider) needs none
-      apiKey: apiKey ?? process.env["OPENAI_API_KEY"] ?? "unset",
+      apiKey: apiKey ?? "unset",
       maxRetries: 0,
       timeout: timeoutMs,
     })

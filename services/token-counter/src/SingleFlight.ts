@@ -47,7 +47,10 @@ export const make: Effect.Effect<SingleFlight, never, Scope.Scope> = Effect.gen(
             }),
           ),
         )
-        return Effect.forkIn(work, scope).pipe(Effect.zipRight(restore(Deferred.await(deferred))))
+        // The waiters get the failure through the deferred; the fiber itself ends
+        // with its exit as a value, so the runtime does not log it as unhandled
+        // (with the whole cause, a provider's error included).
+        return Effect.forkIn(Effect.exit(work), scope).pipe(Effect.zipRight(restore(Deferred.await(deferred))))
       }),
     )
 

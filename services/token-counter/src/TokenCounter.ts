@@ -34,7 +34,7 @@ import { Tokens, type Turn } from "@ctxd/contracts"
 import { LocalCounter } from "@ctxd/tokens"
 import { ProviderKeys, Providers } from "@ctxd/context"
 import { Cause, type ConfigError, Context, Duration, Effect, Either, FiberRef, HashMap, Layer, Option, type Scope } from "effect"
-import type * as ExactCounter from "./ExactCounter.ts"
+import * as ExactCounter from "./ExactCounter.ts"
 import * as Calibration from "./Calibration.ts"
 import * as CalibrationState from "./CalibrationState.ts"
 import * as ExactPool from "./internal/exactPool.ts"
@@ -69,6 +69,12 @@ export const unknownTurn = (turnId: string): BadUsage =>
     path: "turnId",
     message: `unknown turn ${JSON.stringify(turnId)}: no turn with this id was answered for this session`,
   })
+
+/** `: <message>` of a failed count (status, error type and body size: `ExactCounter.classifySdkError`), or nothing. */
+const detailOf = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  return failure._tag === "Some" && failure.value instanceof ExactCounter.CountFailed ? `: ${failure.value.message}` : ""
+}
 
 const reasonOf = (cause: Cause.Cause<unknown>): string => {
   const failure = Cause.failureOption(cause)
@@ -247,7 +253,7 @@ export const make = (
           .countTurn({ model: input.model.name, system: input.system, tools: input.tools, messages: input.messages, weights })
           .pipe(Effect.timeout(deadline), Effect.sandbox, Effect.either)
         if (Either.isLeft(answer)) {
-          yield* Effect.logDebug(`exact count unavailable (${reasonOf(answer.left)}); counting locally`)
+          yield* Effect.logDebug(`exact count unavailable (${reasonOf(answer.left)}${detailOf(answer.left)}); counting locally`)
           return yield* countLocally(input, "tiktoken", reasonOf(answer.left))
         }
         const report = yield* exactReport(exact, answer.right.approximate)

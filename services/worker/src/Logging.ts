@@ -4,8 +4,13 @@
  * fields. Secrets are held `Redacted` and never logged on purpose; as a last
  * line of defence every line is also scrubbed of the secret values the
  * process was started with ({@link secretsOf}), whatever echoed them (a
- * provider's error body, a driver's message).
+ * provider's error body, a driver's message). A logged cause is rendered
+ * with every provider API error in it reduced to its status, error type and
+ * code, request id and body size ({@link redactCause}): a provider may echo
+ * the prompt in its error body, and the SDKs put that body in the error's
+ * message.
  */
+import { ProviderErrors } from "@ctxd/observe"
 import { Cause, HashMap, Layer, Logger, LogLevel } from "effect"
 import pino from "pino"
 
@@ -25,12 +30,23 @@ export const parseLevel = (name: string): LogLevel.LogLevel => levels[name.toLow
 const render = (message: unknown): string =>
   Array.isArray(message) ? message.map(render).join(" ") : typeof message === "string" ? message : JSON.stringify(message)
 
-/** An Effect logger writing through `logger`. */
+/** `cause` with each failure and defect passed through `ProviderErrors.redact`. */
+export const redactCause = <E>(cause: Cause.Cause<E>): Cause.Cause<unknown> =>
+  Cause.match<Cause.Cause<unknown>, E>(cause, {
+    onEmpty: Cause.empty,
+    onFail: (error) => Cause.fail(ProviderErrors.redact(error)),
+    onDie: (defect) => Cause.die(ProviderErrors.redact(defect)),
+    onInterrupt: (id) => Cause.interrupt(id),
+    onSequential: (left, right) => Cause.sequential(left, right),
+    onParallel: (left, right) => Cause.parallel(left, right),
+  })
+
+/** An Effect logger writing through `logger`; causes are rendered by {@link redactCause}. */
 export const fromPino = (logger: pino.Logger): Logger.Logger<unknown, void> =>
   Logger.make(({ logLevel, message, annotations, cause, spans: _spans }) => {
     const fields: Record<string, unknown> = {}
     for (const [key, value] of HashMap.entries(annotations)) fields[key] = value
-    if (!Cause.isEmpty(cause)) fields.err = Cause.pretty(cause, { renderErrorCause: true })
+    if (!Cause.isEmpty(cause)) fields.err = Cause.pretty(redactCause(cause), { renderErrorCause: true })
     const text = render(message)
     switch (logLevel._tag) {
       case "Fatal":

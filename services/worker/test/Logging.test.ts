@@ -1,7 +1,7 @@
 // The log scrubber: the secret values of the environment (API keys, NATS
 // password, token and seed, passwords inside DATABASE_URL and NATS_URL) are
 // replaced in every line, raw or JSON-escaped, whatever echoed them.
-import { Effect } from "effect"
+import { Cause, Effect } from "effect"
 import { Writable } from "node:stream"
 import { describe, expect, it } from "vitest"
 import * as Logging from "../src/Logging.ts"
@@ -42,5 +42,39 @@ describe("Logging secrets", () => {
     expect(out).toContain("Incorrect API key provided: [redacted]")
     expect(out).toContain("Bearer [redacted]")
     expect(out).not.toContain("sk-live-abcdef")
+  })
+
+  it("renders a provider API error in a cause as its status, type and size, never its body", () => {
+    const marker = "PROMPT-TEXT-1234"
+    // the shape of the Stainless SDKs' APIError (headers, the parsed body in `error`, the body in the message)
+    class APIError extends Error {
+      readonly status = 400
+      readonly headers = new Headers({ "request-id": "req_9" })
+      readonly requestID = "req_9"
+      readonly error = { type: "error", error: { type: "invalid_request_error", message: `echo: ${marker}` } }
+      constructor() {
+        super(`400 echo: ${marker}`)
+        this.name = "BadRequestError"
+      }
+    }
+    let out = ""
+    const sink = new Writable({ write: (chunk: Buffer, _enc, done) => ((out += chunk.toString("utf8")), done()) })
+    const layer = Logging.layer({ level: "debug", name: "test", secrets: [], destination: sink })
+    const wrapped = new Error("count failed", { cause: new APIError() })
+    Effect.runSync(
+      Effect.all([Effect.logDebug("failed", Cause.fail(new APIError())), Effect.logWarning("died", Cause.die(wrapped))]).pipe(
+        Effect.provide(layer),
+      ),
+    )
+    expect(out).not.toContain(marker)
+    const lines = out
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { err: string })
+    expect(lines).toHaveLength(2)
+    expect(lines[0]!.err).toContain("BadRequestError: 400 invalid_request_error (request req_9, ")
+    expect(lines[0]!.err).toContain("-char body withheld)")
+    expect(lines[1]!.err).toContain("count failed")
+    expect(lines[1]!.err).toContain("400 invalid_request_error")
   })
 })

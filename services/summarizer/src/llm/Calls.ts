@@ -16,7 +16,7 @@ import {
   APIConnectionTimeoutError as OpenAITimeoutError,
   APIError as OpenAIApiError,
 } from "openai"
-import { Spans } from "@ctxd/observe"
+import { ProviderErrors, Spans } from "@ctxd/observe"
 import type * as SummarizerConfig from "../SummarizerConfig.ts"
 
 /** One completion to make. */
@@ -86,10 +86,17 @@ const reasonOf = (status: number): FailureReason =>
 export const scrub = (message: string, secret: string | null | undefined): string =>
   secret === undefined || secret === null || secret.length < 4 ? message : message.replaceAll(secret, "[redacted]")
 
+/**
+ * An SDK error as a {@link ProviderFailed}. An API error's message is its
+ * status, the provider's error type and code, the request id and the body's
+ * size, never the body (`ProviderErrors.safeMessage`): a provider may echo
+ * the prompt in it, and these messages reach logs, the compaction audit and
+ * replies.
+ */
 const classify =
   (provider: SummarizerConfig.ProviderKind, secret: string | null | undefined) =>
   (error: unknown): ProviderFailed => {
-    const message = scrub(error instanceof Error ? error.message : String(error), secret)
+    const message = scrub(ProviderErrors.safeMessage(error), secret)
     if (error instanceof AnthropicTimeoutError || error instanceof OpenAITimeoutError) {
       return new ProviderFailed({ provider, reason: "timeout", message })
     }

@@ -126,9 +126,11 @@ const validatePart = (part: unknown, at: string): Problem | undefined => {
   if (data.length > 1) return bad(`Invalid value at '${at}': oneof field 'data' is already set. Cannot set '${data[1]!}'`)
   if (part["text"] !== undefined && typeof part["text"] !== "string") return bad(`Invalid value at '${at}.text' (TYPE_STRING)`)
   const signature = part["thoughtSignature"]
-  // A content needs at least one part (https://ai.google.dev/api/caching#Content,
-  // https://cloud.google.com/vertex-ai/generative-ai/docs/reference/rest/v1/Content)
-  // and a text part text; only a signed empty text (the end of a thinking step) goes back as it came.
+  // A content's `parts` are required (the Content type of the REST reference,
+  // https://ai.google.dev/api/rest/v1beta/cachedContents, and Vertex AI's: "Required. Ordered
+  // Parts that constitute a single message"). That a text part needs text is taken from the
+  // API's error text, quoted below. Only a signed empty text
+  // (the end of a thinking step) goes back as it came.
   if (part["text"] === "" && signature === undefined) {
     return bad("Unable to submit request because it has an empty text parameter. Add a value to the parameter and try again.")
   }
