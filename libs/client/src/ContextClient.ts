@@ -34,15 +34,13 @@
  * Effect users provide {@link layer} (it needs a `NatsClient`); everyone else
  * calls {@link connect} and gets Promises.
  */
-import { Errors, Health, Session, Subjects, Turn } from "@ctxd/contracts"
+import { Subjects, type Turn } from "@ctxd/contracts"
 import { Json, LargePayload, NatsAuth, NatsClient, PayloadStore, Request } from "@ctxd/nats"
 import {
   Cause,
-  Clock,
   Config,
   type ConfigError,
   Context,
-  Duration,
   Effect,
   Either,
   Exit,
@@ -50,81 +48,36 @@ import {
   Logger,
   LogLevel,
   ManagedRuntime,
-  ParseResult,
-  Schedule,
-  Schema,
+  type ParseResult,
 } from "effect"
-import { createHash, randomUUID } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import * as ClientError from "./ClientError.ts"
+import {
+  type ConnectOptions,
+  type ContextClientOptions,
+  type ContextClientService,
+  DEFAULT_MAX_REPLY_BYTES,
+  MAX_ROUTES,
+  type PromiseClient,
+  type TurnInput,
+} from "./internal/clientModel.ts"
+import { isUnknownRef, withRefs } from "./internal/refs.ts"
+import {
+  decodeDeleteReply,
+  decodeExportReply,
+  decodeHealthReply,
+  decodeTurnReply,
+  decodeUserDeleteReply,
+  isDirectRefused,
+  readReply,
+  storeError,
+} from "./internal/replies.ts"
+import * as Retry from "./internal/retry.ts"
 
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
-
-/** A turn request as the caller writes it: `turnId` is optional (a UUID is generated when absent). */
-export type TurnInput = DistributiveOmit<Turn.TurnRequest, "turnId"> & { readonly turnId?: string | undefined }
-
-/** Client settings. */
-export interface ContextClientOptions {
-  /** Subject root shared with the workers; default `ctx`. */
-  readonly root?: string | undefined
-  /** Timeout of one request attempt in ms; default 10 000. */
-  readonly timeoutMs?: number | undefined
-  /** How long transient failures are retried, in ms from the first attempt; default 10 000. 0 disables retries. */
-  readonly retryForMs?: number | undefined
-  /**
-   * Largest request in bytes, refused locally (`TooLarge`) above it; default
-   * `maxRequestBytes`. Requests above the server's `max_payload` go through
-   * the object store (see below).
-   */
-  readonly maxPayload?: number | undefined
-  /**
-   * Largest request sent through the JetStream object store when it exceeds
-   * the server's `max_payload`; default 64 MiB (the workers refuse more than
-   * their own `CTXD_MAX_REQUEST_BYTES`).
-   */
-  readonly maxRequestBytes?: number | undefined
-  /** Largest reply body fetched from the object store; default 256 MiB. */
-  readonly maxReplyBytes?: number | undefined
-  /** Send a session's turns straight to the worker that owns it (learned from replies); default true. */
-  readonly direct?: boolean | undefined
-  /**
-   * Send `{ref}` for a session's `system` and `tools` once a reply named
-   * their hashes (`refs`) and they have not changed since; a worker that does
-   * not hold them answers `BadRequest` (path `system.ref`/`tools.ref`) and
-   * the turn is resent in full, once. Default true.
-   */
-  readonly refs?: boolean | undefined
-}
-
-/** Sessions whose owner the client remembers for direct routing (least recently used forgotten first): 10,000. */
-export const MAX_ROUTES = 10_000
+export * from "./internal/clientModel.ts"
+export { refHash } from "./internal/refs.ts"
 
 const SUBJECT_PREFIX = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/
-
-/** The client. */
-export interface ContextClientService {
-  readonly subjects: Subjects.Subjects
-  /** Sends one turn and returns the provider-ready request and its report. */
-  readonly turn: (tenant: string, session: string, request: TurnInput) => Effect.Effect<Turn.TurnReply, ClientError.ClientError>
-  /** Asks one worker for its health (one attempt, no retries). */
-  readonly health: () => Effect.Effect<Health.HealthReply, ClientError.ClientError>
-  /**
-   * Deletes every stored row of the session (idempotent: `deleted: false`
-   * when there was nothing); its next turn starts a new session. Retried
-   * like a turn.
-   */
-  readonly deleteSession: (tenant: string, session: string) => Effect.Effect<Session.DeleteReply, ClientError.ClientError>
-  /**
-   * One page of the session's stored data as JSON Lines; send `nextCursor`
-   * back for the next page until there is none.
-   */
-  readonly exportSession: (
-    tenant: string,
-    session: string,
-    page?: { readonly cursor?: string | undefined; readonly limit?: number | undefined },
-  ) => Effect.Effect<Session.ExportReply, ClientError.ClientError>
-  /** Deletes the tenant's sessions whose turns carried `options.user` = `user` (again while `more`). */
-  readonly deleteUser: (tenant: string, user: string) => Effect.Effect<Session.UserDeleteReply, ClientError.ClientError>
-}
 
 /** The client as a service. */
 export class ContextClient extends Context.Tag("@ctxd/client/ContextClient")<ContextClient, ContextClientService>() {}
@@ -133,89 +86,13 @@ const TOO_LARGE_HINT =
   "send fewer/lighter messages per turn, or raise the client's limit (maxPayload / CTXD_MAX_REQUEST_BYTES; " +
   "bodies above the server's max_payload go through the object store, up to the workers' CTXD_MAX_REQUEST_BYTES)"
 
-/** Default largest reply body fetched from the object store: 256 MiB. */
-export const DEFAULT_MAX_REPLY_BYTES = 256 * 1024 * 1024
-
-/** A body that could not go through the object store, as a client error. */
-const storeError = (error: PayloadStore.PayloadStoreError, what: "request" | "reply"): ClientError.ClientError =>
-  error.reason === "Unavailable" || error.reason === "TooLarge"
-    ? new ClientError.ClientError({
-        code: "TooLarge",
-        message: `the ${what} exceeds the NATS max_payload and cannot go through the object store: ${error.message}`,
-        hint: "enable JetStream (a worker creates the bucket at start), or raise max_payload",
-        retryable: false,
-        cause: error,
-      })
-    : // an expired, vanished or damaged body, or a store timeout: the same turnId again gets a fresh one
-      new ClientError.ClientError({ code: "Unavailable", message: error.message, retryable: true, cause: error })
-
-const decodeTurnReply = Schema.decodeUnknownEither(Turn.TurnReply)
-const decodeHealthReply = Schema.decodeUnknownEither(Health.HealthReply)
-const decodeDeleteReply = Schema.decodeUnknownEither(Session.DeleteReply)
-const decodeExportReply = Schema.decodeUnknownEither(Session.ExportReply)
-const decodeUserDeleteReply = Schema.decodeUnknownEither(Session.UserDeleteReply)
-const decodeErrorReply = Schema.decodeUnknownEither(Schema.Struct({ ok: Schema.Literal(false), error: Schema.Unknown }))
-const decodeErrorBody = Schema.decodeUnknownEither(
-  Schema.Struct({
-    code: Schema.String,
-    message: Schema.String,
-    path: Schema.optional(Schema.String),
-    hint: Schema.optional(Schema.String),
-  }),
-)
-const isErrorCode = Schema.is(Errors.ErrorCode)
-
-/**
- * Reads a reply: `{ok: true}` → `onOk` decodes it; `{ok: false}` → the
- * error it carries (an unknown code is kept as `Internal`); anything else is
- * a malformed reply.
- */
-const readReply = <A>(
-  data: Uint8Array,
-  onOk: (value: unknown) => Either.Either<A, ParseResult.ParseError>,
-): Either.Either<A, ClientError.ClientError> => {
-  const json = Json.decode(data)
-  if (Either.isLeft(json)) return Either.left(ClientError.malformedReply(json.left.message))
-  const value = json.right
-  if (typeof value === "object" && value !== null && (value as { ok?: unknown }).ok === true) {
-    return Either.mapLeft(onOk(value), (e) => ClientError.malformedReply(ParseResult.TreeFormatter.formatErrorSync(e)))
-  }
-  const failed = decodeErrorReply(value)
-  if (Either.isLeft(failed)) return Either.left(ClientError.malformedReply('expected {"ok": true|false, ...}'))
-  const body = decodeErrorBody(failed.right.error)
-  if (Either.isLeft(body)) return Either.left(ClientError.malformedReply("error reply without code and message"))
-  const { code, message, path, hint } = body.right
-  // a code from a newer server than this client: keep it visible in the message
-  const error = isErrorCode(code) ? { code, message } : { code: "Internal" as const, message: `${code}: ${message}` }
-  return Either.left(
-    ClientError.fromReply({
-      ok: false,
-      error: { ...error, ...(path === undefined ? {} : { path }), ...(hint === undefined ? {} : { hint }) },
-    }),
-  )
-}
-
-/** A request the server refused to publish on a worker's direct subject (`<root>.v1.worker.<id>.turn...`). */
-const isDirectRefused = (cause: unknown): boolean =>
-  cause instanceof Request.RequestFailed && Request.isPermissionViolation(cause) && cause.subject.includes(".v1.worker.")
-
-/** The hash a worker names a `system` or `tools` value by (its reply's `refs`): SHA-256, hex, of its JSON text. */
-export const refHash = (value: unknown): string => createHash("sha256").update(JSON.stringify(value)).digest("hex")
-
-/** A `system` or `tools` value a worker caches and names by ref: text or a list (not a workspace reference, not a ref). */
-const cacheable = (value: unknown): boolean => (typeof value === "string" && value !== "") || Array.isArray(value)
-
-/** A `BadRequest` naming a ref the worker does not hold. */
-const isUnknownRef = (error: ClientError.ClientError): boolean =>
-  error.code === "BadRequest" && (error.path === "system.ref" || error.path === "tools.ref")
-
 /** Builds the client on the `NatsClient` in context. */
 export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextClientService, never, NatsClient.NatsClient> =>
   Effect.gen(function* () {
     const nats = yield* NatsClient.NatsClient
     const subjects = Subjects.make(options.root ?? Subjects.DEFAULT_ROOT)
     const timeoutMs = options.timeoutMs ?? 10_000
-    const retryForMs = options.retryForMs ?? 10_000
+    const retrying = Retry.retrying(options.retryForMs ?? 10_000)
     // turned off for good once the server refuses a direct subject (the user's NATS permissions)
     let direct = options.direct ?? true
     const maxRequestBytes = options.maxRequestBytes ?? PayloadStore.DEFAULT_MAX_REQUEST_BYTES
@@ -253,22 +130,6 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
       known.set(session, refs)
       if (known.size > MAX_ROUTES) known.delete(known.keys().next().value!)
     }
-    /** `input` with `{ref}` for its system and tools where the session's last reply named them as they are now. */
-    const withRefs = (session: string, input: TurnInput): { readonly body: Readonly<Record<string, unknown>>; readonly refs: boolean } => {
-      const refs = useRefs ? known.get(session) : undefined
-      if (refs === undefined) return { body: input, refs: false }
-      const body: Record<string, unknown> = { ...input }
-      let sent = false
-      for (const kind of ["system", "tools"] as const) {
-        const value = input[kind]
-        const hash = refs[kind]
-        if (hash !== undefined && cacheable(value) && refHash(value) === hash) {
-          body[kind] = { ref: hash }
-          sent = true
-        }
-      }
-      return { body, refs: sent }
-    }
 
     const attempt = <A>(
       subject: string,
@@ -281,27 +142,6 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
         Effect.flatMap((data) => readReply(data, onOk)),
         Effect.provide(context),
       )
-
-    /** Exponential backoff (50 ms doubling, at most 1 s, jittered), never sleeping past the deadline. */
-    const retrying = <A>(self: Effect.Effect<A, ClientError.ClientError>, what: string) =>
-      Effect.flatMap(Clock.currentTimeMillis, (start) => {
-        const deadline = start + retryForMs
-        const remaining = Effect.map(Clock.currentTimeMillis, (now) => Math.max(0, deadline - now))
-        const schedule = Schedule.exponential(Duration.millis(50), 2).pipe(
-          Schedule.union(Schedule.spaced(Duration.seconds(1))),
-          Schedule.jittered,
-          Schedule.modifyDelayEffect((_, delay) => Effect.map(remaining, (left) => Duration.min(delay, Duration.millis(left)))),
-        )
-        return self.pipe(
-          Effect.tapError((error) =>
-            error.retryable ? Effect.logDebug(`${what}: ${error.code} (${error.message}); retrying`) : Effect.void,
-          ),
-          Effect.retry({
-            schedule,
-            while: (error) => Effect.map(remaining, (left) => error.retryable && left > 0),
-          }),
-        )
-      })
 
     const turn = (tenant: string, session: string, input: TurnInput): Effect.Effect<Turn.TurnReply, ClientError.ClientError> =>
       Effect.gen(function* () {
@@ -318,7 +158,7 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
         const turnId = input.turnId ?? randomUUID()
         const route = `${tenant}.${session}`
         // by ref where the worker named the parts; in full again, once, when it does not hold them
-        const out = withRefs(route, input)
+        const out = withRefs(input, useRefs ? known.get(route) : undefined)
         return yield* send(tenant, session, route, turnId, out.body).pipe(
           Effect.catchIf(
             (error) => out.refs && isUnknownRef(error),
@@ -490,43 +330,6 @@ export const config: Config.Config<ContextClientOptions> = Config.all({
 export const layerConfig: Layer.Layer<ContextClient, ConfigError.ConfigError, NatsClient.NatsClient> = Layer.unwrapEffect(
   Effect.map(config, layer),
 )
-
-/** The Promise-based client returned by {@link connect}. */
-export interface PromiseClient {
-  /** Rejects with a {@link ClientError.ClientError}. */
-  readonly turn: (tenant: string, session: string, request: TurnInput) => Promise<Turn.TurnReply>
-  readonly health: () => Promise<Health.HealthReply>
-  readonly deleteSession: (tenant: string, session: string) => Promise<Session.DeleteReply>
-  readonly exportSession: (
-    tenant: string,
-    session: string,
-    page?: { readonly cursor?: string | undefined; readonly limit?: number | undefined },
-  ) => Promise<Session.ExportReply>
-  readonly deleteUser: (tenant: string, user: string) => Promise<Session.UserDeleteReply>
-  /** Drains the NATS connection; the client is unusable afterwards. */
-  readonly close: () => Promise<void>
-}
-
-/** Options of {@link connect}. */
-export interface ConnectOptions extends ContextClientOptions {
-  /** NATS server URL(s), comma separated in a string; `tls://` requires TLS. */
-  readonly servers: string | ReadonlyArray<string>
-  /** Connection name; default `ctxd-client`. */
-  readonly name?: string | undefined
-  /**
-   * Prefix of the reply inboxes; default `_INBOX`. Under per-tenant NATS
-   * permissions (README, "Tenant isolation") a tenant's runtime sets the
-   * prefix its user may subscribe to, e.g. `_INBOX_acme`.
-   */
-  readonly inboxPrefix?: string | undefined
-  /**
-   * NATS authentication and TLS, as the workers take them: an options object,
-   * or `"env"` to read the workers' variables (`NATS_CREDS`, `NATS_NKEY_SEED`,
-   * `NATS_USER`/`NATS_PASSWORD`, `NATS_TOKEN`, `NATS_TLS_CA`/`NATS_TLS_CERT`/
-   * `NATS_TLS_KEY`) from this process's environment. Default none.
-   */
-  readonly auth?: NatsAuth.NatsAuthOptions | "env" | undefined
-}
 
 /**
  * Connects and returns a Promise-based client, for callers that do not use

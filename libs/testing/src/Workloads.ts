@@ -15,6 +15,8 @@ import { AgentLogs } from "@ctxd/context"
 import { readdirSync, readFileSync } from "node:fs"
 import { basename, join } from "node:path"
 import * as AnthropicConvert from "./internal/workloads/anthropic.ts"
+import * as GeminiConvert from "./internal/workloads/gemini.ts"
+import * as ResponsesConvert from "./internal/workloads/responses.ts"
 
 /** One model call of a replayed session. */
 export interface ReplayTurn<M> {
@@ -167,49 +169,6 @@ export const toAnthropic = (session: ReplaySession): AnthropicReplaySession => (
   turns: session.turns.map((turn) => ({ messages: AnthropicConvert.messages(turn.messages) })),
 })
 
-const responsesText = (content: string | ReadonlyArray<{ readonly type: string }> | null | undefined): string =>
-  typeof content === "string"
-    ? content
-    : (content ?? []).flatMap((p) => (p.type === "text" ? [(p as OpenAI.TextPart).text] : [])).join("\n")
-
-const responsesItems = (messages: ReadonlyArray<OpenAI.Message>): Array<OpenAIResponses.Item> =>
-  messages.flatMap((m): Array<OpenAIResponses.Item> => {
-    switch (m.role) {
-      case "system":
-      case "developer":
-        return [{ type: "message", role: m.role, content: responsesText(m.content) }]
-      case "user":
-        return [
-          {
-            type: "message",
-            role: "user",
-            content:
-              typeof m.content === "string"
-                ? m.content
-                : m.content.map((p): OpenAIResponses.ContentPart =>
-                    p.type === "image_url"
-                      ? {
-                          type: "input_image",
-                          image_url: (p as OpenAI.ImagePart).image_url.url,
-                          detail: (p as OpenAI.ImagePart).image_url.detail ?? "auto",
-                        }
-                      : { type: "input_text", text: p.type === "text" ? (p as OpenAI.TextPart).text : JSON.stringify(p) },
-                  ),
-          },
-        ]
-      case "assistant": {
-        const text = responsesText(m.content)
-        const items: Array<OpenAIResponses.Item> = text === "" ? [] : [{ type: "message", role: "assistant", content: text }]
-        for (const call of m.tool_calls ?? []) {
-          items.push({ type: "function_call", call_id: call.id, name: call.function.name, arguments: call.function.arguments })
-        }
-        return items
-      }
-      case "tool":
-        return [{ type: "function_call_output", call_id: m.tool_call_id, output: responsesText(m.content) }]
-    }
-  })
-
 /**
  * The session as OpenAI Responses input: system/user/assistant messages
  * become `message` items (text content as a string), each tool call a
@@ -220,24 +179,9 @@ export const toResponses = (session: ReplaySession): ResponsesReplaySession => (
   id: session.id,
   format: "openai-responses",
   system: session.system,
-  tools: session.tools.map((t): OpenAIResponses.Tool => ({
-    type: "function",
-    name: t.function.name,
-    ...(t.function.description === undefined ? {} : { description: t.function.description }),
-    ...(t.function.parameters === undefined ? {} : { parameters: t.function.parameters }),
-    ...(t.function.strict === undefined ? {} : { strict: t.function.strict }),
-  })),
-  turns: session.turns.map((turn) => ({ input: responsesItems(turn.messages) })),
+  tools: session.tools.map(ResponsesConvert.tool),
+  turns: session.turns.map((turn) => ({ input: ResponsesConvert.items(turn.messages) })),
 })
-
-const geminiArgs = (raw: string): Record<string, unknown> => {
-  try {
-    const parsed: unknown = JSON.parse(raw)
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {}
-  } catch {
-    return {}
-  }
-}
 
 /**
  * The session as Gemini contents: user (and system) messages become `user`
@@ -251,76 +195,12 @@ const geminiArgs = (raw: string): Record<string, unknown> => {
  * `parametersJsonSchema`.
  */
 export const toGemini = (session: ReplaySession, options: { readonly ids?: boolean } = {}): GeminiReplaySession => {
-  const names = new Map<string, string>()
-  const ids = options.ids === true
-  const contents = (messages: ReadonlyArray<OpenAI.Message>): Array<Gemini.Content> => {
-    const out: Array<{ role: "user" | "model"; parts: Array<Gemini.Part> }> = []
-    const push = (role: "user" | "model", parts: ReadonlyArray<Gemini.Part>) => {
-      if (parts.length === 0) return
-      const last = out[out.length - 1]
-      if (last?.role === role) last.parts.push(...parts)
-      else out.push({ role, parts: [...parts] })
-    }
-    for (const m of messages) {
-      switch (m.role) {
-        case "system":
-        case "developer": {
-          const text = responsesText(m.content)
-          push("user", text === "" ? [] : [{ text }])
-          break
-        }
-        case "user": {
-          if (typeof m.content === "string") {
-            push("user", m.content === "" ? [] : [{ text: m.content }])
-            break
-          }
-          push(
-            "user",
-            m.content.flatMap((p): Array<Gemini.Part> => {
-              if (p.type === "text") return (p as OpenAI.TextPart).text === "" ? [] : [{ text: (p as OpenAI.TextPart).text }]
-              if (p.type === "image_url") {
-                const url = (p as OpenAI.ImagePart).image_url.url
-                const match = /^data:([^;,]+);base64,(.*)$/s.exec(url)
-                return [match === null ? { text: `[image: ${url}]` } : { inlineData: { mimeType: match[1]!, data: match[2]! } }]
-              }
-              return [{ text: JSON.stringify(p) }]
-            }),
-          )
-          break
-        }
-        case "assistant": {
-          const text = responsesText(m.content)
-          const parts: Array<Gemini.Part> = text === "" ? [] : [{ text }]
-          for (const call of m.tool_calls ?? []) {
-            names.set(call.id, call.function.name)
-            const functionCall = { name: call.function.name, args: geminiArgs(call.function.arguments) }
-            parts.push({ functionCall: ids ? { ...functionCall, id: call.id } : functionCall })
-          }
-          push("model", parts)
-          break
-        }
-        case "tool": {
-          const functionResponse = { name: names.get(m.tool_call_id) ?? "unknown", response: { output: responsesText(m.content) } }
-          push("user", [{ functionResponse: ids ? { ...functionResponse, id: m.tool_call_id } : functionResponse }])
-          break
-        }
-      }
-    }
-    return out
-  }
+  const contents = GeminiConvert.contents(options.ids === true)
   return {
     id: session.id,
     format: "gemini",
     systemInstruction: session.system,
-    tools: [
-      {
-        functionDeclarations: session.tools.map((t): Gemini.FunctionDeclaration => ({
-          name: t.function.name,
-          ...(t.function.description === undefined ? {} : { description: t.function.description }),
-          ...(t.function.parameters === undefined ? {} : { parametersJsonSchema: t.function.parameters }),
-        })),
-      },
-    ],
+    tools: [{ functionDeclarations: session.tools.map(GeminiConvert.declaration) }],
     turns: session.turns.map((turn) => ({ contents: contents(turn.messages) })),
   }
 }

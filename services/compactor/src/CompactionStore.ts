@@ -10,86 +10,27 @@
  * whose lease expired or was taken over writes nothing ({@link LeaseLost}).
  * A summary must also cover more than the live one ({@link NotNewer}).
  */
-import type { Summarize } from "@ctxd/contracts"
-import type { Compact } from "@ctxd/contracts"
+import type { Compact, Summarize } from "@ctxd/contracts"
 import { Database } from "@ctxd/db"
-import { Clock, Data, Effect, Layer, Option } from "effect"
-import type * as View from "./View.ts"
+import { Effect, Layer, Option } from "effect"
+import { type MemoryOptions, memoryStore } from "./internal/compactionMemory.ts"
+import {
+  type Audit,
+  type AuditRow,
+  type CompactionStoreService,
+  type Failure,
+  type Lease,
+  LeaseLost,
+  LockHeld,
+  type NewSummary,
+  NotNewer,
+  type StoredSummary,
+  UnknownSession,
+} from "./internal/compactionModel.ts"
 
-/** A held lease. */
-export interface Lease {
-  readonly sessionId: string
-  readonly owner: string
-  /** The fencing token: larger than every token handed out before for this session. */
-  readonly token: bigint
-  readonly expiresAt: Date
-}
-
-/** Another compactor holds the session's lease. */
-export class LockHeld extends Data.TaggedError("LockHeld")<{
-  readonly message: string
-  readonly sessionId: string
-  readonly owner: string
-  readonly expiresAt: Date
-}> {}
-
-/** The lease expired or was taken over: the holder of `token` may not write. */
-export class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly message: string; readonly token: bigint }> {}
-
-/** The session is not stored (nothing to compact). */
-export class UnknownSession extends Data.TaggedError("UnknownSession")<{ readonly message: string }> {}
-
-/** The live summary already covers as much or more. */
-export class NotNewer extends Data.TaggedError("NotNewer")<{ readonly message: string; readonly liveToSeq: number }> {}
-
-/** A summary to write. */
-export interface NewSummary {
-  readonly coversFromSeq: number
-  readonly coversToSeq: number
-  readonly text: string
-  readonly mode: Summarize.Mode
-  readonly depth: number
-  readonly snapshot?: Summarize.Snapshot | null | undefined
-}
-
-/** A stored summary. */
-export interface StoredSummary extends View.Summary {
-  readonly id: number
-  readonly snapshot: Summarize.Snapshot | null
-  readonly token: bigint
-  readonly createdAt: Date
-}
-
-/** One audit row. */
-export interface Audit {
-  readonly sessionId: string
-  readonly outcome: Compact.Outcome
-  /** What started it: `soft`, `hard`, `over_window`, `manual`. */
-  readonly trigger: string
-  readonly coversFromSeq?: number | null | undefined
-  readonly coversToSeq?: number | null | undefined
-  readonly summaryId?: number | null | undefined
-  readonly summary?: string | null | undefined
-  readonly mode?: Summarize.Mode | null | undefined
-  readonly depth?: number | null | undefined
-  readonly tokensIn?: number | undefined
-  readonly tokensOut?: number | undefined
-  readonly model?: string | null | undefined
-  readonly durationMs: number
-  readonly owner?: string | null | undefined
-  readonly token?: bigint | null | undefined
-  readonly detail?: string | null | undefined
-  /** The compactor's clock. */
-  readonly finishedAt: Date
-}
-
-/** An audit row as read back. */
-export interface AuditRow extends Required<Omit<Audit, "token">> {
-  readonly id: number
-  readonly token: bigint | null
-}
-
-type Failure = Database.DatabaseUnavailable | Database.DatabaseError
+export type { MemoryOptions } from "./internal/compactionMemory.ts"
+export type { Audit, AuditRow, Lease, NewSummary, StoredSummary } from "./internal/compactionModel.ts"
+export { LeaseLost, LockHeld, NotNewer, UnknownSession } from "./internal/compactionModel.ts"
 
 interface LeaseRow {
   readonly session_id: string
@@ -150,7 +91,6 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
   effect: Effect.gen(function* () {
     const db = yield* Database.Database
 
-    /** Takes the session's lease for `ttlMs` (database clock) if it is free or expired. */
     const acquire = (
       tenant: string,
       session: string,
@@ -170,7 +110,6 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
         })
       }).pipe(Effect.withSpan("CompactionStore.acquire"))
 
-    /** Extends a held lease by `ttlMs` from now; {@link LeaseLost} if it is no longer held. */
     const renew = (lease: Lease, ttlMs: number): Effect.Effect<Lease, LeaseLost | Failure> =>
       db
         .query<{ expires_at: Date }>(
@@ -186,7 +125,6 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
           ),
         )
 
-    /** Ends a held lease now (the row and its token stay); a lease no longer held is left alone. */
     const release = (lease: Lease): Effect.Effect<void, Failure> =>
       db.query(
         `UPDATE ctxd_compaction_leases SET expires_at = clock_timestamp()
@@ -194,10 +132,6 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
         [lease.sessionId, lease.token.toString()],
       )
 
-    /**
-     * Writes a summary while `lease` holds: the lease row is locked and its
-     * token and expiry checked in the same transaction as the insert.
-     */
     const writeSummary = (lease: Lease, summary: NewSummary): Effect.Effect<StoredSummary, LeaseLost | NotNewer | Failure> =>
       db
         .transaction((tx) =>
@@ -240,7 +174,6 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
         )
         .pipe(Effect.withSpan("CompactionStore.writeSummary"))
 
-    /** The live summary of a session: the one covering the most. */
     const latestSummary = (tenant: string, session: string): Effect.Effect<Option.Option<StoredSummary>, Failure> =>
       db
         .query<SummaryRow>(
@@ -253,7 +186,6 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
         )
         .pipe(Effect.map(({ rows }) => Option.map(Option.fromNullable(rows[0]), toSummary)))
 
-    /** Records one compaction attempt. */
     const audit = (row: Audit): Effect.Effect<void, Failure> =>
       db.query(
         `INSERT INTO ctxd_compactions (session_id, outcome, trigger, covers_from_seq, covers_to_seq, summary_id, summary, mode,
@@ -280,7 +212,6 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
         ],
       )
 
-    /** The session's audit rows, newest first (at most `limit`, default 100). */
     const compactions = (tenant: string, session: string, limit = 100): Effect.Effect<ReadonlyArray<AuditRow>, Failure> =>
       db
         .query<Record<string, unknown>>(
@@ -313,12 +244,6 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
           ),
         )
 
-    /**
-     * The finish times of the session's last `n` decisive attempts (`ok`,
-     * `tool_result_truncated`, `no_boundary`, `failed`) when all of them
-     * failed; empty otherwise. `lock_held` rows are not attempts of this
-     * session's own and do not break a streak.
-     */
     const failureStreak = (tenant: string, session: string, n: number): Effect.Effect<ReadonlyArray<Date>, Failure> =>
       db
         .query<{ outcome: string; finished_at: Date }>(
@@ -331,18 +256,13 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
           Effect.map(({ rows }) => (rows.length === n && rows.every((r) => r.outcome === "failed") ? rows.map((r) => r.finished_at) : [])),
         )
 
-    return { acquire, renew, release, writeSummary, latestSummary, audit, compactions, failureStreak } as const
+    const service: CompactionStoreService = { acquire, renew, release, writeSummary, latestSummary, audit, compactions, failureStreak }
+    return service
   }),
 }) {}
 
 /** The store; needs a migrated `Database`. */
 export const layer: Layer.Layer<CompactionStore, never, Database.Database> = CompactionStore.Default
-
-/** Options of {@link layerMemory}. */
-export interface MemoryOptions {
-  /** Whether a session is stored (compacting an unknown one fails with {@link UnknownSession}); default: every session is. */
-  readonly sessionExists?: ((tenant: string, session: string) => boolean) | undefined
-}
 
 /**
  * The store in memory, with the Postgres store's outcomes: leases with a TTL
@@ -352,130 +272,7 @@ export interface MemoryOptions {
  * one replay or one test.
  */
 export const makeMemory = (options: MemoryOptions = {}): Effect.Effect<CompactionStore> =>
-  Effect.sync(() => {
-    const ids = new Map<string, string>()
-    const leases = new Map<string, { owner: string; token: bigint; expiresAt: number }>()
-    const summaries = new Map<string, Array<StoredSummary>>()
-    const audits = new Map<string, Array<AuditRow>>()
-    let nextSummary = 0
-    let nextAudit = 0
-    const idOf = (tenant: string, session: string): string | undefined => {
-      const key = `${tenant}\u0000${session}`
-      if (!(options.sessionExists?.(tenant, session) ?? true)) return ids.get(key)
-      let id = ids.get(key)
-      if (id === undefined) ids.set(key, (id = String(ids.size + 1)))
-      return id
-    }
-    const held = (lease: Lease, now: number) => {
-      const row = leases.get(lease.sessionId)
-      return row !== undefined && row.token === lease.token && row.expiresAt > now
-    }
-    const live = (sessionId: string): StoredSummary | undefined =>
-      [...(summaries.get(sessionId) ?? [])].sort((a, b) => b.coversToSeq - a.coversToSeq || b.id - a.id)[0]
-    return CompactionStore.make({
-      acquire: (tenant, session, owner, ttlMs) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Lease, LockHeld | UnknownSession> => {
-          const sessionId = idOf(tenant, session)
-          if (sessionId === undefined) return Effect.fail(new UnknownSession({ message: `session ${tenant}/${session} is not stored` }))
-          const row = leases.get(sessionId)
-          if (row !== undefined && row.expiresAt > now) {
-            return Effect.fail(
-              new LockHeld({
-                message: `${row.owner} holds the compaction lease of ${tenant}/${session}`,
-                sessionId,
-                owner: row.owner,
-                expiresAt: new Date(row.expiresAt),
-              }),
-            )
-          }
-          const next = { owner, token: (row?.token ?? 0n) + 1n, expiresAt: now + ttlMs }
-          leases.set(sessionId, next)
-          return Effect.succeed({ sessionId, owner, token: next.token, expiresAt: new Date(next.expiresAt) })
-        }),
-      renew: (lease, ttlMs) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          if (!held(lease, now))
-            return Effect.fail(new LeaseLost({ message: `lease token ${lease.token} is no longer held`, token: lease.token }))
-          leases.get(lease.sessionId)!.expiresAt = now + ttlMs
-          return Effect.succeed({ ...lease, expiresAt: new Date(now + ttlMs) })
-        }),
-      release: (lease) =>
-        Effect.map(Clock.currentTimeMillis, (now) => {
-          if (held(lease, now)) leases.get(lease.sessionId)!.expiresAt = now
-        }),
-      writeSummary: (lease, summary) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<StoredSummary, LeaseLost | NotNewer> => {
-          if (!held(lease, now))
-            return Effect.fail(
-              new LeaseLost({ message: `lease token ${lease.token} is no longer held; summary not written`, token: lease.token }),
-            )
-          const liveTo = live(lease.sessionId)?.coversToSeq
-          if (liveTo !== undefined && liveTo >= summary.coversToSeq) {
-            return Effect.fail(new NotNewer({ message: `the live summary already covers up to seq ${liveTo}`, liveToSeq: liveTo }))
-          }
-          const stored: StoredSummary = {
-            id: ++nextSummary,
-            coversFromSeq: summary.coversFromSeq,
-            coversToSeq: summary.coversToSeq,
-            text: summary.text,
-            mode: summary.mode,
-            depth: summary.depth,
-            snapshot: summary.snapshot ?? null,
-            token: lease.token,
-            createdAt: new Date(now),
-          }
-          summaries.set(lease.sessionId, [...(summaries.get(lease.sessionId) ?? []), stored])
-          return Effect.succeed(stored)
-        }),
-      latestSummary: (tenant, session) =>
-        Effect.sync(() => {
-          const id = ids.get(`${tenant}\u0000${session}`)
-          return Option.fromNullable(id === undefined ? undefined : live(id))
-        }),
-      audit: (row) =>
-        Effect.sync(() => {
-          const rows = audits.get(row.sessionId) ?? []
-          rows.push({
-            id: ++nextAudit,
-            sessionId: row.sessionId,
-            outcome: row.outcome,
-            trigger: row.trigger,
-            coversFromSeq: row.coversFromSeq ?? null,
-            coversToSeq: row.coversToSeq ?? null,
-            summaryId: row.summaryId ?? null,
-            summary: row.summary ?? null,
-            mode: row.mode ?? null,
-            depth: row.depth ?? null,
-            tokensIn: row.tokensIn ?? 0,
-            tokensOut: row.tokensOut ?? 0,
-            model: row.model ?? null,
-            durationMs: Math.round(row.durationMs),
-            owner: row.owner ?? null,
-            token: row.token ?? null,
-            detail: row.detail ?? null,
-            finishedAt: row.finishedAt,
-          })
-          audits.set(row.sessionId, rows)
-        }),
-      compactions: (tenant, session, limit = 100) =>
-        Effect.sync(() => {
-          const id = ids.get(`${tenant}\u0000${session}`)
-          return id === undefined ? [] : [...(audits.get(id) ?? [])].reverse().slice(0, limit)
-        }),
-      failureStreak: (tenant, session, n) =>
-        Effect.sync(() => {
-          const id = ids.get(`${tenant}\u0000${session}`)
-          const decisive =
-            id === undefined
-              ? []
-              : [...(audits.get(id) ?? [])]
-                  .reverse()
-                  .filter((r) => ["ok", "tool_result_truncated", "no_boundary", "failed"].includes(r.outcome))
-                  .slice(0, n)
-          return decisive.length === n && decisive.every((r) => r.outcome === "failed") ? decisive.map((r) => r.finishedAt) : []
-        }),
-    })
-  })
+  Effect.sync(() => CompactionStore.make(memoryStore(options)))
 
 /** The store in memory ({@link makeMemory}); a fresh, empty store per build. */
 export const layerMemory = (options: MemoryOptions = {}): Layer.Layer<CompactionStore> => Layer.effect(CompactionStore, makeMemory(options))

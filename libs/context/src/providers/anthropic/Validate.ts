@@ -25,11 +25,24 @@
  * disabled, an assistant message in the final position may not carry
  * thinking. Signatures are not verified (they are opaque to ctxd, which
  * passes them through unmodified).
+ *
+ * The checks of one part at a time (the tools, the system prompt, each
+ * content block) are in `ValidateParts`; here, the request and what spans it.
  */
+import {
+  betaRequired,
+  blocksOf,
+  COMPACTION_BETA,
+  isRecord,
+  type Json,
+  nullableString,
+  typeOf,
+  validateBlocks,
+  validateSystem,
+  validateTools,
+} from "./ValidateParts.ts"
 
-type Json = Record<string, unknown>
-
-const isRecord = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
+export { COMPACTION_BETA } from "./ValidateParts.ts"
 
 const CREATE_KEYS = new Set([
   "model",
@@ -76,160 +89,8 @@ const COUNT_KEYS = new Set([
   "workspace_id",
   "compaction",
 ])
-/** The beta that server-side compaction needs. */
-export const COMPACTION_BETA = "compact-2026-01-12"
-const COMPACTION_KEYS = new Set(["type", "content", "encrypted_content", "signature", "tool_changes", "cache_control"])
 const COMPACT_EDIT_KEYS = new Set(["type", "trigger", "pause_after_compaction", "instructions"])
-const betaRequired = (what: string): string => `${what} requires the beta header \`anthropic-beta: ${COMPACTION_BETA}\``
-const CUSTOM_TOOL_KEYS = new Set([
-  "type",
-  "name",
-  "description",
-  "input_schema",
-  "cache_control",
-  "strict",
-  "input_examples",
-  "defer_loading",
-  "allowed_callers",
-  "eager_input_streaming",
-])
-const TOOL_NAME = /^[a-zA-Z0-9_-]{1,128}$/
 const MAX_BREAKPOINTS = 4
-
-const textProblem = (text: unknown): string | undefined => {
-  if (typeof text !== "string") return "Field required"
-  if (text.length === 0) return "text content blocks must be non-empty"
-  if (text.trim().length === 0) return "text content blocks must contain non-whitespace text"
-  return undefined
-}
-
-const validateTools = (tools: unknown): string | undefined => {
-  if (tools === undefined) return undefined
-  if (!Array.isArray(tools)) return "tools: Input should be a valid list"
-  const names = new Set<string>()
-  for (const [i, tool] of tools.entries()) {
-    if (!isRecord(tool)) return `tools.${i}: Input should be a valid dictionary`
-    const custom = tool["type"] === undefined || tool["type"] === null || tool["type"] === "custom"
-    if (custom) {
-      for (const key of Object.keys(tool)) {
-        if (!CUSTOM_TOOL_KEYS.has(key)) return `tools.${i}.custom.${key}: Extra inputs are not permitted`
-      }
-      if (typeof tool["name"] !== "string" || !TOOL_NAME.test(tool["name"])) {
-        return `tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`
-      }
-      const schema = tool["input_schema"]
-      if (!isRecord(schema)) return `tools.${i}.custom.input_schema: Field required`
-      if (schema["type"] !== "object") return `tools.${i}.custom.input_schema.type: Input should be 'object'`
-    }
-    const name = tool["name"]
-    if (typeof name === "string") {
-      if (names.has(name)) return "tools: Tool names must be unique."
-      names.add(name)
-    }
-  }
-  return undefined
-}
-
-const validateSystem = (system: unknown): string | undefined => {
-  if (system === undefined || typeof system === "string") return undefined
-  if (!Array.isArray(system)) return "system: Input should be a valid string or list"
-  for (const [i, block] of system.entries()) {
-    if (!isRecord(block) || block["type"] !== "text") return `system.${i}.type: Input should be 'text'`
-    const problem = textProblem(block["text"])
-    if (problem !== undefined) return problem === "Field required" ? `system.${i}.text: ${problem}` : `system: ${problem}`
-  }
-  return undefined
-}
-
-const blocksOf = (content: unknown): ReadonlyArray<unknown> => (Array.isArray(content) ? content : [])
-const typeOf = (block: unknown): unknown => (isRecord(block) ? block["type"] : undefined)
-
-const nullableString = (value: unknown): boolean => value === undefined || value === null || typeof value === "string"
-
-const compactionProblem = (block: Json, path: string, role: unknown, compaction: boolean): string | undefined => {
-  if (!compaction) return betaRequired(`${path}: the compaction block`)
-  if (role !== "assistant") return `${path}: compaction blocks can only be in assistant messages`
-  for (const key of Object.keys(block)) if (!COMPACTION_KEYS.has(key)) return `${path}.compaction.${key}: Extra inputs are not permitted`
-  const content = block["content"]
-  if (!nullableString(content)) return `${path}.compaction.content: Input should be a valid string`
-  if (content === "") return `${path}.compaction.content: compaction content must be non-empty (send null for a failed compaction)`
-  if (!nullableString(block["encrypted_content"])) return `${path}.compaction.encrypted_content: Input should be a valid string`
-  if (!nullableString(block["signature"])) return `${path}.compaction.signature: Input should be a valid string`
-  const changes = block["tool_changes"]
-  if (changes !== undefined && changes !== null && !Array.isArray(changes))
-    return `${path}.compaction.tool_changes: Input should be a valid list`
-  return undefined
-}
-
-const validateBlocks = (messages: ReadonlyArray<Json>, hasTools: boolean, compaction: boolean): string | undefined => {
-  const seenIds = new Set<string>()
-  for (const [m, message] of messages.entries()) {
-    const role = message["role"]
-    const content = message["content"]
-    const isFinal = m === messages.length - 1
-    if (typeof content === "string") {
-      if (content.length === 0 && !(isFinal && role === "assistant")) {
-        return `messages.${m}: all messages must have non-empty content except for the optional final assistant message`
-      }
-      if (content.length > 0 && content.trim().length === 0) return "messages: text content blocks must contain non-whitespace text"
-      continue
-    }
-    if (!Array.isArray(content)) return `messages.${m}.content: Input should be a valid string or list`
-    if (content.length === 0 && !(isFinal && role === "assistant")) {
-      return `messages.${m}: all messages must have non-empty content except for the optional final assistant message`
-    }
-    for (const [k, block] of content.entries()) {
-      const path = `messages.${m}.content.${k}`
-      if (!isRecord(block) || typeof block["type"] !== "string") return `${path}.type: Field required`
-      switch (block["type"]) {
-        case "text": {
-          const problem = textProblem(block["text"])
-          if (problem !== undefined) return problem === "Field required" ? `${path}.text: ${problem}` : `messages: ${problem}`
-          break
-        }
-        case "tool_use": {
-          if (role !== "assistant") return `${path}: tool_use blocks can only be in assistant messages`
-          if (!hasTools) return "Requests which include `tool_use` or `tool_result` blocks must define tools."
-          const id = block["id"]
-          if (typeof id !== "string" || id.length === 0) return `${path}.id: Field required`
-          if (typeof block["name"] !== "string") return `${path}.name: Field required`
-          if (!isRecord(block["input"])) return `${path}.input: Input should be a valid dictionary`
-          if (seenIds.has(id)) return `${path}: \`tool_use\` ids must be unique`
-          seenIds.add(id)
-          break
-        }
-        case "compaction": {
-          const problem = compactionProblem(block, path, role, compaction)
-          if (problem !== undefined) return problem
-          break
-        }
-        case "thinking":
-        case "redacted_thinking": {
-          const type = block["type"]
-          if (role !== "assistant") return `${path}: ${type} blocks can only be in assistant messages`
-          if (type === "thinking") {
-            if (typeof block["thinking"] !== "string") return `${path}.thinking.thinking: Field required`
-            if (typeof block["signature"] !== "string") return `${path}.thinking.signature: Field required`
-          } else if (typeof block["data"] !== "string") return `${path}.redacted_thinking.data: Field required`
-          break
-        }
-        case "tool_result": {
-          if (role !== "user") return `${path}: tool_result blocks can only be in user messages`
-          if (!hasTools) return "Requests which include `tool_use` or `tool_result` blocks must define tools."
-          if (typeof block["tool_use_id"] !== "string") return `${path}.tool_use_id: Field required`
-          for (const [j, inner] of blocksOf(block["content"]).entries()) {
-            if (typeOf(inner) !== "text") continue
-            const problem = textProblem((inner as Json)["text"])
-            if (problem !== undefined)
-              return problem === "Field required" ? `${path}.content.${j}.text: ${problem}` : `messages: ${problem}`
-          }
-          break
-        }
-      }
-    }
-  }
-  return undefined
-}
 
 const validatePairing = (messages: ReadonlyArray<Json>): string | undefined => {
   for (const [m, message] of messages.entries()) {
