@@ -13,7 +13,7 @@ beforeAll(async () => {
   c = await Cluster.start()
   await c.start("a")
   await c.settled(["a"], 2 * TTL_MS)
-})
+}, Cluster.SETUP_TIMEOUT_MS)
 afterAll(async () => {
   await c?.close()
 })

@@ -15,7 +15,7 @@ beforeAll(async () => {
   proxy = await Cluster.postgresProxy(c.url)
   await Promise.all([c.start("a"), c.start("b", { DATABASE_URL: proxy.url, CTXD_DB_CONNECT_TIMEOUT_MS: "500" })])
   await c.settled(["a", "b"], 4 * TTL_MS)
-})
+}, Cluster.SETUP_TIMEOUT_MS)
 afterAll(async () => {
   proxy?.cut()
   await c?.close()
