@@ -17,6 +17,12 @@ import pg from "pg"
 
 /** The lease TTL of every cluster test: 3 s (refresh 1 s, safety margin 600 ms). */
 export const TTL_MS = 3_000
+/**
+ * The limit of a cluster test's `beforeAll` that starts workers at once and
+ * waits up to 4 × TTL for their leases: the workers' ready wait, the
+ * settle, and room for the schema. Startup time is no product promise.
+ */
+export const SETUP_TIMEOUT_MS = WorkerProcess.READY_TIMEOUT_MS + 4 * TTL_MS + 15_000
 /** Shards in every test cluster (the default). */
 export const SHARDS = ShardId.DEFAULT_SHARDS
 

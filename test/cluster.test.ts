@@ -38,7 +38,7 @@ beforeAll(async () => {
   c = await Cluster.start()
   await Cluster.startAll(c, IDS)
   await c.settled(IDS, 4 * TTL_MS)
-})
+}, Cluster.SETUP_TIMEOUT_MS)
 afterAll(async () => {
   await c?.close()
 })

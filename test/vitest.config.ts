@@ -5,6 +5,7 @@ export default defineProject({
     name: "@ctxd/integration",
     include: ["**/*.test.ts"],
     testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // a beforeAll that starts a worker waits up to its ready limit (WorkerProcess.READY_TIMEOUT_MS)
+    hookTimeout: 90_000,
   },
 })

@@ -9,12 +9,23 @@ import { join } from "node:path"
 /** The repository root (this file is libs/testing/src/WorkerProcess.ts). */
 export const repoRoot = join(import.meta.dirname, "..", "..", "..")
 
+/**
+ * How long {@link start} waits for `worker ready` by default: 60 s. Startup
+ * time is no product promise, and several workers starting at once on a
+ * loaded machine take many times their usual second or two; a worker that
+ * exits fails the wait at once, so only one that hangs waits this long.
+ */
+export const READY_TIMEOUT_MS = 60_000
+
+/** What {@link WorkerProcess.waitFor} waits for: a text anywhere in the output, or a whole line that passes a test. */
+export type Needle = string | ((line: string) => boolean)
+
 export interface WorkerProcess {
   readonly child: ChildProcess
   /** Everything the process wrote so far (stdout and stderr). */
   readonly output: () => string
-  /** Resolves when a line containing `text` has been written. */
-  readonly waitFor: (text: string, timeoutMs?: number) => Promise<void>
+  /** Resolves when a line containing `needle` (a string), or a whole line `needle` accepts (a function), has been written. */
+  readonly waitFor: (needle: Needle, timeoutMs?: number) => Promise<void>
   /** Sends `signal` and resolves with the exit code (or the signal name). */
   readonly stop: (signal?: NodeJS.Signals, timeoutMs?: number) => Promise<number | string>
 }
@@ -27,6 +38,7 @@ export interface WorkerProcess {
 export const start = async (
   env: Record<string, string>,
   options: {
+    /** Default {@link READY_TIMEOUT_MS}. */
     readyTimeoutMs?: number
     /** False: return once spawned (the caller waits for what it needs with `waitFor`); default true: once `worker ready`. */
     ready?: boolean
@@ -44,11 +56,19 @@ export const start = async (
     stdio: ["ignore", "pipe", "pipe"],
   })
   let text = ""
-  const waiters = new Set<{ needle: string; resolve: () => void }>()
+  const waiters = new Set<{ needle: Needle; resolve: () => void }>()
+  /** Whether the output so far has `needle`; a line test sees only lines ended by a newline. */
+  const found = (needle: Needle) =>
+    typeof needle === "string"
+      ? text.includes(needle)
+      : text
+          .split("\n")
+          .slice(0, -1)
+          .some((line) => needle(line))
   const onData = (chunk: Buffer) => {
     text += chunk.toString("utf8")
     for (const waiter of waiters) {
-      if (text.includes(waiter.needle)) {
+      if (found(waiter.needle)) {
         waiters.delete(waiter)
         waiter.resolve()
       }
@@ -58,20 +78,21 @@ export const start = async (
   child.stderr.on("data", onData)
   const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal ?? "unknown")))
 
-  const waitFor = (needle: string, timeoutMs = 15_000) =>
+  const describe = (needle: Needle) => (typeof needle === "string" ? JSON.stringify(needle) : "a line that passes its test")
+  const waitFor = (needle: Needle, timeoutMs = 15_000) =>
     new Promise<void>((resolve, reject) => {
-      if (text.includes(needle)) return resolve()
+      if (found(needle)) return resolve()
       const waiter = { needle, resolve: () => (clearTimeout(timer), resolve()) }
       const timer = setTimeout(() => {
         waiters.delete(waiter)
-        reject(new Error(`worker did not print ${JSON.stringify(needle)} within ${timeoutMs} ms:\n${text}`))
+        reject(new Error(`worker did not print ${describe(needle)} within ${timeoutMs} ms:\n${text}`))
       }, timeoutMs)
       waiters.add(waiter)
       void exited.then((code) => {
         if (!waiters.has(waiter)) return
         waiters.delete(waiter)
         clearTimeout(timer)
-        reject(new Error(`worker exited (${code}) before printing ${JSON.stringify(needle)}:\n${text}`))
+        reject(new Error(`worker exited (${code}) before printing ${describe(needle)}:\n${text}`))
       })
     })
 
@@ -87,7 +108,7 @@ export const start = async (
 
   if (options.ready === false) return { child, output: () => text, waitFor, stop }
   try {
-    await waitFor("worker ready", options.readyTimeoutMs ?? 30_000)
+    await waitFor("worker ready", options.readyTimeoutMs ?? READY_TIMEOUT_MS)
   } catch (error) {
     await stop("SIGKILL")
     throw error

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, PubSub, Stream } from "effect"
+import { Deferred, Effect, Fiber, Queue, Stream } from "effect"
 import * as SessionActor from "../src/SessionActor.ts"
 import * as SessionState from "../src/SessionState.ts"
 
@@ -111,24 +111,31 @@ describe("SessionActor", () => {
     }),
   )
 
-  it.scopedLive("drops the sessions of a lost shard, also under a running turn", () =>
+  it.scoped("drops the sessions of a lost shard, also under a running turn", () =>
     Effect.gen(function* () {
       type Change = { readonly _tag: "Acquired" | "Lost"; readonly shard: number }
-      const hub = yield* PubSub.unbounded<Change>()
+      // the changes the test sends, and a signal each time the cache asks for the next one: it has
+      // handled every change before it (a queue keeps what is sent before the cache listens)
+      const sent = yield* Queue.unbounded<Change>()
+      const asked = yield* Queue.unbounded<void>()
+      const changes = Stream.repeatEffect(Effect.zipRight(Queue.offer(asked, undefined), Queue.take(sent)))
       const shardOf = (_tenant: string, session: string) => Number(session.slice(1)) % 2
-      const cache = yield* SessionActor.make(limits, { shardOf, changes: Stream.fromPubSub(hub) })
-      yield* Effect.sleep("10 millis") // the subscription starts
+      const cache = yield* SessionActor.make(limits, { shardOf, changes })
       for (const s of ["s0", "s1", "s2", "s3"]) {
         yield* cache.withSession(SessionActor.key("acme", s), () => Effect.succeed([undefined, stateWith(2)] as const))
       }
       expect(cache.size()).toEqual({ sessions: 4, messages: 8 })
       const gate = yield* Deferred.make<void>()
+      const started = yield* Deferred.make<void>()
       const running = yield* Effect.fork(
-        cache.withSession(SessionActor.key("acme", "s4"), () => Effect.as(Deferred.await(gate), [undefined, stateWith(5)] as const)),
+        cache.withSession(SessionActor.key("acme", "s4"), () =>
+          Effect.zipRight(Deferred.succeed(started, undefined), Effect.as(Deferred.await(gate), [undefined, stateWith(5)] as const)),
+        ),
       )
-      yield* Effect.yieldNow()
-      yield* PubSub.publish(hub, { _tag: "Lost", shard: 0 } satisfies Change)
-      yield* Effect.sleep("10 millis")
+      yield* Deferred.await(started)
+      yield* Queue.take(asked) // the cache waits for its first change
+      yield* Queue.offer(sent, { _tag: "Lost", shard: 0 } satisfies Change)
+      yield* Queue.take(asked) // ...and has handled it
       // s0 and s2 are gone; s4's turn finishes but does not store its state
       expect(cache.size()).toEqual({ sessions: 3, messages: 4 })
       yield* Deferred.succeed(gate, undefined)

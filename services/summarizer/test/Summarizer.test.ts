@@ -6,7 +6,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import { FakeProvider } from "@ctxd/testing"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, TestClock } from "effect"
+import { Chunk, Clock, Effect, Fiber, TestClock } from "effect"
 import { Llm, Summarizer } from "../src/index.ts"
 import * as Fixture from "./Fixture.ts"
 
@@ -258,23 +258,43 @@ describe("Summarizer", () => {
 
   it.effect("the retry backoff is exponential (TestClock)", () =>
     Effect.gen(function* () {
-      const summarizer = yield* Fixture.make(server, { retryBaseMs: 10_000 })
+      // a call's timeout far beyond the backoffs, so the only sleep due soon is the backoff's
+      const summarizer = yield* Fixture.make(server, { retryBaseMs: 10_000, timeoutMs: 600_000 })
       server.control({ failNext: 2 })
       const fiber = yield* Effect.fork(summarizer.summarize({ items: Fixture.tauItems(4), sessionModel: Fixture.CLAUDE }))
-      const settle = (n: number) =>
-        Effect.promise(async () => {
-          for (let i = 0; i < 200 && calls().length < n; i++) await new Promise((r) => setTimeout(r, 10))
-          await new Promise((r) => setTimeout(r, 20))
+      /** The sleeps due within a minute of the test clock's now, as durations. */
+      const dueSoon = Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        return Chunk.toReadonlyArray(yield* TestClock.sleeps())
+          .map((end) => end - now)
+          .filter((ms) => ms > 0 && ms < 60_000)
+      })
+      /** Waits until `n` calls reached the provider and the summarizer sleeps on the clock before the next; its length. */
+      const backoffAfter = (n: number) =>
+        Effect.gen(function* () {
+          const deadline = Date.now() + 20_000
+          for (;;) {
+            const due = yield* dueSoon
+            if (calls().length >= n && due.length === 1) return due[0]!
+            if (Date.now() > deadline)
+              return yield* Effect.dieMessage(`no backoff after ${n} call(s): ${calls().length} call(s), ${due.join(", ")}`)
+            yield* Effect.promise(() => new Promise((r) => setTimeout(r, 10)))
+          }
         })
-      yield* settle(1)
+      const first = yield* backoffAfter(1)
       expect(calls()).toHaveLength(1)
-      yield* TestClock.adjust("7 seconds") // jitter: 0.8–1.2 × 10 s
-      yield* settle(1)
+      expect(first).toBeGreaterThanOrEqual(8_000) // jitter: 0.8–1.2 × 10 s
+      expect(first).toBeLessThanOrEqual(12_000)
+      // just short of it the summarizer still sleeps there, so it cannot have called again
+      yield* TestClock.adjust(first - 1)
+      expect(yield* dueSoon).toEqual([1])
       expect(calls()).toHaveLength(1)
-      yield* TestClock.adjust("6 seconds")
-      yield* settle(2)
+      yield* TestClock.adjust(1)
+      const second = yield* backoffAfter(2)
       expect(calls()).toHaveLength(2)
-      yield* TestClock.adjust("25 seconds") // second backoff: ~20 s
+      expect(second).toBeGreaterThanOrEqual(16_000) // 0.8–1.2 × 20 s
+      expect(second).toBeLessThanOrEqual(24_000)
+      yield* TestClock.adjust(second)
       const result = yield* Fiber.join(fiber)
       expect(result.calls).toBe(3)
     }),

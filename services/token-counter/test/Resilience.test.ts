@@ -29,19 +29,28 @@ const countCalls = () =>
 /** The count calls' timeout in these tests: virtual for the deadlines, and never reached by the SDK's real-time abort timer. */
 const TIMEOUT_MS = 60_000
 
-/** A provider that is down: it accepts each connection and drops it at once, counting them. */
-const droppingServer = (): Promise<{ readonly port: number; readonly connections: () => number; readonly server: Server }> =>
+/**
+ * A provider that is down: it accepts each connection and drops it once a
+ * request arrives on it, counting the requests. Not at accept: the HTTP
+ * client sends a request it had not written yet when its connection closed
+ * on a new connection (one call, several connections), and a loaded machine
+ * makes that race likely.
+ */
+const droppingServer = (): Promise<{ readonly port: number; readonly requests: () => number; readonly server: Server }> =>
   new Promise((resolve, reject) => {
-    let connections = 0
+    let requests = 0
     const s = createServer((socket) => {
-      connections++
-      socket.destroy()
+      socket.once("data", () => {
+        requests++
+        socket.destroy()
+      })
+      socket.on("error", () => socket.destroy())
     })
     s.once("error", reject)
     s.listen(0, "127.0.0.1", () => {
       const address = s.address()
       const port = typeof address === "object" && address !== null ? address.port : 0
-      resolve({ port, connections: () => connections, server: s })
+      resolve({ port, requests: () => requests, server: s })
     })
   })
 
@@ -104,7 +113,7 @@ describe("TokenCounter failures", () => {
       const down = yield* Effect.acquireRelease(Effect.promise(droppingServer), ({ server }) => Effect.sync(() => server.close()))
       const service = yield* TokenCounter.make({ anthropic: { baseURL: `http://127.0.0.1:${down.port}`, apiKey: Redacted.make("test") } })
       // each turn answers at once, locally (the clock never moves: not by a deadline, no backoff);
-      // dropped connections count until the breaker opens (a turn falls back at its first failed
+      // dropped requests count until the breaker opens (a turn falls back at its first failed
       // call, so it may take up to 3 turns)
       const reasons: Array<string | undefined> = []
       for (const [i, messages] of session.turns.slice(0, 5).entries()) {
@@ -121,14 +130,14 @@ describe("TokenCounter failures", () => {
       const metrics = yield* service.metrics
       expect(metrics).toMatchObject({ exactEver: false, breaker: { status: "open", hasOpened: true }, exactTurns: 0 })
       expect(metrics.fallbacks).toEqual({ connection: opened, circuit_open: 5 - opened })
-      // one connection per call: a failed call is not retried (the SDK's retries would wait and reconnect)
+      // one request per call: a failed call is not retried (the SDK's retries would wait and send it again)
       yield* eventually(
         "the calls finished",
         Effect.map(service.metrics, (m) => (m.inFlight === 0 ? true : undefined)),
       )
       expect(metrics.calls).toBeGreaterThan(0)
-      expect({ connections: down.connections(), failed: (yield* service.metrics).callFailures }).toEqual({
-        connections: metrics.calls,
+      expect({ requests: down.requests(), failed: (yield* service.metrics).callFailures }).toEqual({
+        requests: metrics.calls,
         failed: metrics.calls,
       })
     }),
@@ -192,11 +201,11 @@ describe("TokenCounter failures", () => {
         "8 turns answered and 4 calls reached the provider",
         Effect.flatMap(done(), (n) => Effect.sync(() => (n === 8 && countCalls() - before === 4 ? true : undefined))),
       )
-      // ...and their turns wait while the clock stands still...
-      yield* TestServices.provideLive(Effect.sleep("200 millis"))
+      // ...and their turns wait on the clock: 1 ms short of their deadline they still wait...
+      yield* TestClock.adjust(TIMEOUT_MS - 1)
       expect(yield* done()).toBe(8)
-      // ...until it reaches their deadline
-      yield* TestClock.adjust(TIMEOUT_MS)
+      // ...until it reaches it
+      yield* TestClock.adjust(1)
       const counts = yield* Effect.forEach(burst, Fiber.join).pipe(unaided("the burst after the deadline"))
       for (const count of counts) expect(count).toMatchObject({ backend: "tiktoken", exact: false })
       const reasons = counts.map((c) => c.fallback)
@@ -339,9 +348,9 @@ describe("TokenCounter failures", () => {
         "a call reached the provider",
         Effect.sync(() => (countCalls() > 0 ? true : undefined)),
       )
-      yield* TestServices.provideLive(Effect.sleep("200 millis"))
-      expect(Option.isNone(yield* Fiber.poll(cold)), "the turn waits while the clock stands still").toBe(true)
-      yield* TestClock.adjust(TIMEOUT_MS)
+      yield* TestClock.adjust(TIMEOUT_MS - 1)
+      expect(Option.isNone(yield* Fiber.poll(cold)), "the turn waits on the clock until its deadline").toBe(true)
+      yield* TestClock.adjust(1)
       const count = yield* Fiber.join(cold).pipe(unaided("the cold turn after the deadline"))
       expect(count).toMatchObject({ backend: "tiktoken", exact: false, fallback: "timeout" })
     }),
