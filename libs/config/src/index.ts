@@ -1,2 +1,3 @@
 export * as ConfigFile from "./ConfigFile.ts"
 export * as RuntimeConfig from "./RuntimeConfig.ts"
+export * as ConfigReference from "./ConfigReference.ts"

@@ -3,7 +3,8 @@
  * when `CTXD_CONFIG_FILE` names a file (`ctxd.yaml`, YAML or JSON), from its
  * environment-style keys for any key the environment does not set. Its turn
  * option sections (`defaults`, `tenants`, `agents`) are `RuntimeConfig`'s,
- * reloaded while the worker runs. The README's config table lists every key.
+ * reloaded while the worker runs. `docs/configuration.md` lists every key
+ * (generated from `ConfigSources`).
  */
 import { AssemblerConfig, WorkspaceCache } from "@ctxd/assembler"
 import { type ConfigFile, RuntimeConfig } from "@ctxd/config"
@@ -28,18 +29,44 @@ const int = (name: string, fallback: number, description: string) =>
  * (`tail`/`system`), `CTXD_LEARNINGS_FRACTION`.
  */
 export const memoryOptions: Config.Config<Turn.Options> = Config.all({
-  memory: Config.option(Config.boolean("CTXD_MEMORY")),
+  memory: Config.option(
+    Config.boolean("CTXD_MEMORY").pipe(
+      Config.withDescription(
+        "Default memory option: true retrieves the agent's memories every turn, false never (nor learnings); unset: only while the agent (and user) has memory documents",
+      ),
+    ),
+  ),
   memoryTokens: Config.option(
     Config.integer("CTXD_MEMORY_TOKENS").pipe(
       Config.validate({ message: "0..1000000 tokens", validation: (n) => n >= 0 && n <= 1_000_000 }),
+      Config.withDescription(
+        "Default memoryTokens: the memory budget in tokens; with neither this nor CTXD_MEMORY_FRACTION: the smaller of 2,200 and 15 % of the available budget; with both: the smaller",
+      ),
     ),
   ),
   memoryFraction: Config.option(
-    Config.number("CTXD_MEMORY_FRACTION").pipe(Config.validate({ message: "a fraction 0..1", validation: (n) => n >= 0 && n <= 1 })),
+    Config.number("CTXD_MEMORY_FRACTION").pipe(
+      Config.validate({ message: "a fraction 0..1", validation: (n) => n >= 0 && n <= 1 }),
+      Config.withDescription("Default memoryFraction: the memory budget as a share of the available budget (unset: 0.15)"),
+    ),
   ),
-  memoryPlacement: Config.option(Config.literal("tail", "system")("CTXD_MEMORY_PLACEMENT")),
+  memoryPlacement: Config.option(
+    Config.literal(
+      "tail",
+      "system",
+    )("CTXD_MEMORY_PLACEMENT").pipe(
+      Config.withDescription(
+        "Default memoryPlacement: tail (after the last cache breakpoint) or system (the last system section, inside the cached prefix); unset: tail",
+      ),
+    ),
+  ),
   learningsFraction: Config.option(
-    Config.number("CTXD_LEARNINGS_FRACTION").pipe(Config.validate({ message: "a fraction 0..1", validation: (n) => n >= 0 && n <= 1 })),
+    Config.number("CTXD_LEARNINGS_FRACTION").pipe(
+      Config.validate({ message: "a fraction 0..1", validation: (n) => n >= 0 && n <= 1 }),
+      Config.withDescription(
+        "Default learningsFraction: the learnings section's share of the available budget (at most 5 learnings; 0: none; unset: 0.05)",
+      ),
+    ),
   ),
 }).pipe(
   Config.map((o) => {
@@ -267,6 +294,13 @@ export class InvalidPricesFile extends Data.TaggedError("InvalidPricesFile")<{
   readonly file: string
 }> {}
 
+/** `CTXD_PRICES_FILE`: the JSON file of price rows {@link priceTable} reads; unset: the built-in table only. */
+export const pricesFile: Config.Config<Option.Option<string>> = Config.option(
+  Config.string("CTXD_PRICES_FILE").pipe(
+    Config.withDescription('JSON file of model price rows over the built-in table (README, "Prices")'),
+  ),
+)
+
 /**
  * The model price table the cache planner uses: `CostModel`'s built-in table,
  * under the rows of the JSON file named by `CTXD_PRICES_FILE` when it is set,
@@ -274,11 +308,7 @@ export class InvalidPricesFile extends Data.TaggedError("InvalidPricesFile")<{
  * (format and rules: `PriceFile`), validated at start.
  */
 export const priceTable: Effect.Effect<CostModel.PriceTable, ConfigError.ConfigError | InvalidPricesFile> = Effect.gen(function* () {
-  const file = yield* Config.option(
-    Config.string("CTXD_PRICES_FILE").pipe(
-      Config.withDescription('JSON file of model price rows over the built-in table (README, "Prices")'),
-    ),
-  )
+  const file = yield* pricesFile
   if (Option.isNone(file) || file.value === "") return AssemblerConfig.defaults.prices
   const path = file.value
   const read = yield* Effect.either(Effect.try({ try: () => readFileSync(path, "utf8"), catch: (e) => e }))
