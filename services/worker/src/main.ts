@@ -1,5 +1,6 @@
 // The ctxd worker process: `npm start`. Configuration from the environment
-// (README, "Configuration"); SIGINT/SIGTERM shut it down gracefully.
+// (README, "Configuration"); SIGINT/SIGTERM, or the exit of the process that
+// started it, shut it down gracefully; `--help` prints the usage and does nothing else.
 // first: the V8 flags it sets on itself hold before anything else is loaded
 import * as V8Flags from "./V8Flags.ts"
 import { NodeRuntime } from "@effect/platform-node"
@@ -7,10 +8,20 @@ import { Cause, Effect, Layer, Option, Schedule } from "effect"
 import * as EmbeddedDatabase from "./EmbeddedDatabase.ts"
 import * as HttpServer from "./HttpServer.ts"
 import * as Logging from "./Logging.ts"
+import * as ParentWatch from "./ParentWatch.ts"
 import * as Telemetry from "./Telemetry.ts"
 import * as Worker from "./Worker.ts"
+import * as Usage from "./cli/Usage.ts"
 import { embeddedDatabase, fileKnobs, providerLayer, WorkerConfig } from "./WorkerConfig.ts"
 import * as WorkerStatus from "./WorkerStatus.ts"
+
+/** The parent this worker was started by (npm's shell, npx's, a launcher), read before anything can outlive it. */
+const parent = process.ppid
+
+if (Usage.asked(process.argv.slice(2))) {
+  process.stdout.write(`${Usage.serve}\n`)
+  process.exit(0)
+}
 
 const logging = Layer.unwrapEffect(
   Effect.map(Effect.zip(WorkerConfig, fileKnobs), ([config, knobs]) =>
@@ -116,7 +127,7 @@ let reported = false
 // the embedded database's scope is the outermost: it stops after the worker and its pools
 const main = Effect.scoped(
   Effect.zipRight(
-    Effect.zipRight(v8Flags, database),
+    Effect.zipRight(Effect.zipRight(v8Flags, Effect.forkScoped(ParentWatch.watch(parent))), database),
     Effect.scoped(Effect.zipRight(Worker.serve, Effect.never)).pipe(Effect.provide(starting), Effect.provide(observability)),
   ),
 ).pipe(

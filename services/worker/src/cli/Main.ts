@@ -9,46 +9,36 @@ import { writeFileSync } from "node:fs"
 import { parseArgs } from "node:util"
 import * as Files from "./Files.ts"
 import * as Progress from "./Progress.ts"
-
-import { defaults as REPLAY_DEFAULTS } from "./ReplayDefaults.ts"
+import * as Usage from "./Usage.ts"
 
 // The commands' modules load on use: usage errors and help answer at once.
 
-export const USAGE = `ctxd — context engine for LLM agents
+/** The usage of `ctxd` itself (`ctxd help`). */
+export const USAGE = Usage.ctxd
 
-usage:
-  ctxd replay <files or dirs...> [options]   replay recorded agent logs in-process (no servers)
-  ctxd serve                                  run the worker (same as npm start)
-  ctxd inspect <tenant> <session> [--turn ID] [--json]
-                                              what was stored and sent for a turn (Postgres: DATABASE_URL, CTXD_DB_SCHEMA)
-  ctxd config check <file>                    validate a ctxd.yaml offline
-  ctxd help                                   this text
+/** A usage error: printed with the usage of its command (`usage`, default that of `ctxd`) on stderr, exit 2. */
+export class UsageError extends Error {
+  readonly usage: string
+  constructor(message: string, usage: string = Usage.ctxd) {
+    super(message)
+    this.usage = usage
+  }
+}
 
-replay reads SWE-agent .traj, tau-bench results (tools from a tau-bench-tools.json beside them),
-OpenAI Chat message arrays or {messages, tools} (.json; .jsonl: one conversation per line),
-Anthropic Messages {system, messages, tools} and OpenAI Responses items or {instructions, input, tools}.
-
-replay options:
-  --model NAME              model to replay for: window, tokenizer, prices (default ${REPLAY_DEFAULTS.model})
-  --format F                body sent: anthropic | openai | openai-responses | gemini (default: the model's provider)
-  --context-window N        the model's context window in tokens (default: the model table)
-  --window N                turn option windowMessages: recent messages kept (default 40)
-  --window-step N           turn option windowStep (default 20)
-  --budget N                turn option budgetTokens (default: the effective window)
-  --tool-compression X      none | minify | truncate | aggressive
-  --mask-keep N             turn option maskKeep: newest tool results kept whole (default 3)
-  --cache-ttl S             turn option cacheTtlSeconds
-  --gap S                   seconds between model calls (default ${REPLAY_DEFAULTS.gapSeconds})
-  --sliding N               messages kept by the sliding-window baseline (default ${REPLAY_DEFAULTS.slidingMessages})
-  --sessions N              replay at most N sessions
-  --config FILE             a ctxd.yaml (its defaults apply as the worker's would)
-  --json                    print JSON instead of the table
-  --html FILE               also write a self-contained HTML report with charts
-
-exit codes: 0 ok, 1 failed (orphaned tool pairs, a rejected turn, nothing to replay, a database or config error), 2 usage`
-
-/** A usage error: printed with a pointer to the usage text, exit 2. */
-export class UsageError extends Error {}
+/** Runs `command` with `args` unless they ask for help; a parse error is a usage error with `usage`. */
+const subcommand = async (usage: string, args: ReadonlyArray<string>, command: () => Promise<number>): Promise<number> => {
+  if (Usage.asked(args)) {
+    process.stdout.write(`${usage}\n`)
+    return 0
+  }
+  try {
+    return await command()
+  } catch (e) {
+    if (e instanceof UsageError) throw e.usage === Usage.ctxd ? new UsageError(e.message, usage) : e
+    if ((e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS") === true) throw new UsageError((e as Error).message, usage)
+    throw e
+  }
+}
 
 const int = (name: string, value: string | undefined): number | undefined => {
   if (value === undefined) return undefined
@@ -177,7 +167,7 @@ const replay = async (args: ReadonlyArray<string>): Promise<number> => {
 }
 
 const config = async (args: ReadonlyArray<string>): Promise<number> => {
-  if (args[0] !== "check" || args.length !== 2) throw new UsageError("usage: ctxd config check <file>")
+  if (args[0] !== "check" || args.length !== 2) throw new UsageError("name one file: ctxd config check <file>")
   const checked = await checkConfigFile(args[1]!)
   for (const line of checked.lines) (checked.ok ? process.stdout : process.stderr).write(`${line}\n`)
   return checked.ok ? 0 : 1
@@ -189,7 +179,7 @@ const inspect = async (args: ReadonlyArray<string>): Promise<number> => {
     allowPositionals: true,
     options: { turn: { type: "string" }, json: { type: "boolean" } },
   })
-  if (positionals.length !== 2) throw new UsageError("usage: ctxd inspect <tenant> <session> [--turn ID] [--json]")
+  if (positionals.length !== 2) throw new UsageError("name a tenant and a session: ctxd inspect <tenant> <session>")
   const Inspect = await import("./Inspect.ts")
   return Inspect.run({ tenant: positionals[0]!, session: positionals[1]!, turnId: values.turn, json: values.json === true })
 }
@@ -200,14 +190,18 @@ export const run = async (args: ReadonlyArray<string>): Promise<number> => {
   try {
     switch (command) {
       case "replay":
-        return await replay(rest)
+        return await subcommand(Usage.replay, rest, () => replay(rest))
       case "serve":
-        await import("../main.ts")
-        return await new Promise<number>(() => {})
+        return await subcommand(Usage.serve, rest, async () => {
+          if (rest.length > 0) throw new UsageError(`serve takes no arguments, got ${JSON.stringify(rest.join(" "))}`)
+          // the worker runs in this process (no child to forward signals to) and exits it when it stops
+          await import("../main.ts")
+          return await new Promise<number>(() => {})
+        })
       case "inspect":
-        return await inspect(rest)
+        return await subcommand(Usage.inspect, rest, () => inspect(rest))
       case "config":
-        return await config(rest)
+        return await subcommand(Usage.config, rest, () => config(rest))
       case "help":
       case "--help":
       case "-h":
@@ -222,7 +216,8 @@ export const run = async (args: ReadonlyArray<string>): Promise<number> => {
   } catch (e) {
     const usage = e instanceof UsageError || (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS") === true
     if (!usage) throw e
-    process.stderr.write(`ctxd: ${(e as Error).message}\nrun \`ctxd help\` for the commands and options\n`)
+    const text = e instanceof UsageError ? e.usage : Usage.ctxd
+    process.stderr.write(`ctxd: ${(e as Error).message}\n\n${text}\n\nrun \`ctxd help\` for the commands and options\n`)
     return 2
   }
 }

@@ -1,0 +1,94 @@
+/**
+ * The usage texts of the `ctxd` command and of each subcommand: what
+ * `--help` / `-h` prints (stdout, exit 0) and what a usage error shows
+ * (stderr, exit 2). Nothing here loads more than this file.
+ */
+import { defaults as REPLAY_DEFAULTS } from "./ReplayDefaults.ts"
+
+/** `ctxd replay --help`. */
+export const replay = `usage: ctxd replay <files or dirs...> [options]
+
+replays recorded agent logs in-process (no servers): SWE-agent .traj, tau-bench results (tools
+from a tau-bench-tools.json beside them), OpenAI Chat message arrays or {messages, tools}
+(.json; .jsonl: one conversation per line), Anthropic Messages {system, messages, tools} and
+OpenAI Responses items or {instructions, input, tools}.
+
+options:
+  --model NAME              model to replay for: window, tokenizer, prices (default ${REPLAY_DEFAULTS.model})
+  --format F                body sent: anthropic | openai | openai-responses | gemini (default: the model's provider)
+  --context-window N        the model's context window in tokens (default: the model table)
+  --window N                turn option windowMessages: recent messages kept (default 40)
+  --window-step N           turn option windowStep (default 20)
+  --budget N                turn option budgetTokens (default: the effective window)
+  --tool-compression X      none | minify | truncate | aggressive
+  --mask-keep N             turn option maskKeep: newest tool results kept whole (default 3)
+  --cache-ttl S             turn option cacheTtlSeconds
+  --gap S                   seconds between model calls (default ${REPLAY_DEFAULTS.gapSeconds})
+  --sliding N               messages kept by the sliding-window baseline (default ${REPLAY_DEFAULTS.slidingMessages})
+  --sessions N              replay at most N sessions (default all)
+  --config FILE             a ctxd.yaml (its defaults apply as the worker's would)
+  --json                    print JSON instead of the table
+  --html FILE               also write a self-contained HTML report with charts
+  -h, --help                this text
+
+exit codes: 0 ok, 1 failed (orphaned tool pairs, a rejected turn, nothing to replay, a config error), 2 usage`
+
+/** `ctxd serve --help` (and `npm start -- --help`). */
+export const serve = `usage: ctxd serve        (same as npm start)
+
+runs the worker until SIGTERM or SIGINT (Ctrl-C), or until the process that started it exits;
+then it stops taking turns, finishes those in flight, releases its shards and exits 0.
+No options: it is configured by the environment and a ctxd.yaml (README, "Configuration"), e.g.
+  DATABASE_URL              Postgres (default: an embedded PostgreSQL when nothing answers on 127.0.0.1:5432)
+  CTXD_DB_SCHEMA            Postgres schema, created and migrated at start (default public)
+  NATS_URL                  NATS with JetStream (default nats://127.0.0.1:4222)
+  CTXD_SUBJECT_ROOT         first token of every subject (default ctx)
+  CTXD_HTTP_PORT            /metrics, /healthz, /readyz; 0 = none (default 9464)
+  CTXD_CONFIG_FILE          the configuration file (default none)
+  LOG_LEVEL                 pino level (default info)
+
+options:
+  -h, --help                this text`
+
+/** `ctxd inspect --help`. */
+export const inspect = `usage: ctxd inspect <tenant> <session> [--turn ID] [--json]
+
+what was stored and sent for a turn, read from Postgres (DATABASE_URL, CTXD_DB_SCHEMA).
+
+options:
+  --turn ID                 the turn (default the newest)
+  --json                    print JSON instead of text
+  -h, --help                this text
+
+exit codes: 0 ok, 1 unknown session or turn or an unreadable database, 2 usage`
+
+/** `ctxd config --help`. */
+export const config = `usage: ctxd config check <file>
+
+validates a ctxd.yaml offline (each problem with its key path and line).
+
+options:
+  -h, --help                this text
+
+exit codes: 0 valid, 1 not valid, 2 usage`
+
+/** `ctxd help`, `ctxd --help`. */
+export const ctxd = `ctxd — context engine for LLM agents
+
+usage:
+  ctxd replay <files or dirs...> [options]   replay recorded agent logs in-process (no servers)
+  ctxd serve                                  run the worker (same as npm start)
+  ctxd inspect <tenant> <session> [--turn ID] [--json]
+                                              what was stored and sent for a turn (Postgres: DATABASE_URL, CTXD_DB_SCHEMA)
+  ctxd config check <file>                    validate a ctxd.yaml offline
+  ctxd help                                   this text
+
+\`ctxd <command> --help\` (or -h) prints a command's usage and options and does nothing else.
+
+${replay.slice(replay.indexOf("replays")).replace("\noptions:", "\nreplay options:")}`
+
+/** Whether `args` ask for help (`--help` or `-h` before any `--`). */
+export const asked = (args: ReadonlyArray<string>): boolean => {
+  const end = args.indexOf("--")
+  return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === "--help" || arg === "-h")
+}
