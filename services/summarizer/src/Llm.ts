@@ -91,17 +91,21 @@ const MAX_TENANT_CLIENTS = 256
  */
 export const make = (config: ClientConfig, keys: ProviderKeys.ProviderKeysService = ProviderKeys.workerOnly): LlmService => {
   const endpointOf = (provider: SummarizerConfig.ProviderKind): SummarizerConfig.Endpoint => kinds[provider].endpoint(config)
-  // A missing key is refused before the SDK is built (the openai SDK throws
-  // in its constructor); any other constructor exception fails the calls.
-  const build = (provider: SummarizerConfig.ProviderKind, endpoint: SummarizerConfig.Endpoint): LlmClient => {
-    const missing = missingKey(provider, endpoint)
-    if (missing !== undefined) return failingClient(provider, "denied", missing)
+  /** The SDK client; any constructor exception fails the calls instead of reaching a handler. */
+  const construct = (provider: SummarizerConfig.ProviderKind, endpoint: SummarizerConfig.Endpoint): LlmClient => {
     try {
       return kinds[provider].client(endpoint, config.timeoutMs)
     } catch (error) {
       const message = Calls.scrub(error instanceof Error ? error.message : String(error), Calls.key(endpoint))
       return failingClient(provider, "rejected", `the ${provider} client could not be created: ${message}`)
     }
+  }
+  // a missing key is refused before the SDK is built (the openai SDK throws in its constructor)
+  const refusedOrBuilt = (provider: SummarizerConfig.ProviderKind, endpoint: SummarizerConfig.Endpoint) => {
+    const missing = missingKey(provider, endpoint)
+    return missing === undefined
+      ? { refused: false, client: construct(provider, endpoint) }
+      : { refused: true, client: failingClient(provider, "denied", missing) }
   }
   const workers = new Map<SummarizerConfig.ProviderKind, LlmClient>()
   // insertion order: the first is the least recently created
@@ -113,18 +117,16 @@ export const make = (config: ClientConfig, keys: ProviderKeys.ProviderKeysServic
       if (choice._tag === "Worker") {
         const cached = workers.get(provider)
         if (cached !== undefined) return cached
-        const missing = missingKey(provider, endpointOf(provider))
-        // not cached: a key set later is used by the next call
-        if (missing !== undefined) return failingClient(provider, "denied", missing)
-        const client = build(provider, endpointOf(provider))
-        workers.set(provider, client)
+        const { refused, client } = refusedOrBuilt(provider, endpointOf(provider))
+        // a refusal is not kept: a key set later is used by the next call
+        if (!refused) workers.set(provider, client)
         return client
       }
       const id = `${provider} ${choice.ref}`
       let client = tenants.get(id)
       if (client === undefined) {
         if (tenants.size >= MAX_TENANT_CLIENTS) tenants.delete(tenants.keys().next().value!)
-        tenants.set(id, (client = build(provider, { ...endpointOf(provider), apiKey: choice.key })))
+        tenants.set(id, (client = refusedOrBuilt(provider, { ...endpointOf(provider), apiKey: choice.key }).client))
       }
       return client
     },
