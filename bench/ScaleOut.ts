@@ -1,5 +1,5 @@
 /**
- * The store at scale (README "Scaling the store"): a throwaway schema with
+ * The store at scale (docs/data-lifecycle.md, "Scaling the store"): a throwaway schema with
  * the partitioned layout filled with `--messages N` messages (default
  * 1,000,000) of real agent history (tau-bench and SWE-agent messages,
  * normalized as the worker stores them; generated inside Postgres from a

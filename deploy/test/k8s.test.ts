@@ -168,10 +168,10 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
     const deployment = one<Deployment>("Deployment")
     const configMap = one<{ metadata: { name: string }; data: Record<string, string> }>("ConfigMap")
     expect(deployment.spec.template.spec.containers[0]!.envFrom.map((e) => e.configMapRef?.name)).toContain(configMap.metadata.name)
-    const readme = readFileSync(join(ROOT, "README.md"), "utf8")
+    const operations = readFileSync(join(ROOT, "docs", "operations.md"), "utf8")
     const config = readFileSync(join(ROOT, "services", "worker", "src", "WorkerConfig.ts"), "utf8")
     for (const key of Object.keys(configMap.data)) {
-      expect(readme.includes(`\`${key}\``) || config.includes(`"${key}"`), `${key} is a documented variable`).toBe(true)
+      expect(operations.includes(`\`${key}\``) || config.includes(`"${key}"`), `${key} is a documented variable`).toBe(true)
     }
     expect(configMap.data.CTXD_HTTP_PORT).toBe("9464")
   })

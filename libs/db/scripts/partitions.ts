@@ -1,4 +1,4 @@
-// The store's partitions, for operators (README "Scaling the store"), against
+// The store's partitions, for operators (docs/data-lifecycle.md, "Scaling the store"), against
 // DATABASE_URL / CTXD_DB_SCHEMA like a worker (migrations applied first):
 //   node libs/db/scripts/partitions.ts status
 //   node libs/db/scripts/partitions.ts convert             # a populated schema to the partitioned layout, online

@@ -1,6 +1,6 @@
 /**
- * The partitioned layout of the store (migration 10; README "Scaling the
- * store") and its upkeep:
+ * The partitioned layout of the store (migration 10; docs/data-lifecycle.md,
+ * "Scaling the store") and its upkeep:
  *
  * - `ctxd_messages`: RANGE (session_id) with the pre-partitioning table as
  *   `ctxd_messages_v1` (sessions below the cut) and `ctxd_messages_h`, HASH
@@ -131,7 +131,7 @@ export interface Dropped {
  * next call). Returns what it dropped.
  *
  * The replies of the dropped turns are gone: a retry of such a turn is
- * answered as after any reply expiry (README "Scaling the store").
+ * answered as after any reply expiry (docs/data-lifecycle.md, "Replies and turn records").
  */
 export const dropBefore = (before: Date): Effect.Effect<ReadonlyArray<Dropped>, Failure, Database> =>
   Effect.gen(function* () {

@@ -52,7 +52,7 @@ export interface NatsClientOptions {
   /**
    * Prefix of this connection's reply inboxes; default nats.js's `_INBOX`. A
    * tenant's runtime under per-tenant NATS permissions sets `_INBOX_<tenant>`
-   * (README, "Tenant isolation").
+   * (docs/security.md, "Tenant isolation").
    */
   readonly inboxPrefix?: string | undefined
 }

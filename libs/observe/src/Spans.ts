@@ -1,7 +1,7 @@
 /**
  * How ctxd makes spans (Effect's tracing; exported through OpenTelemetry
- * when the worker has an OTLP endpoint, see the README's "Prometheus,
- * traces, probes"). Spans never carry prompt text, tool output or secrets:
+ * when the worker has an OTLP endpoint, see docs/operations.md,
+ * "Traces"). Spans never carry prompt text, tool output or secrets:
  * ids, counts, names of stages and reasons only.
  *
  * - {@link span}: a span always (a turn is worth a trace of its own);

@@ -1,7 +1,7 @@
 /**
  * Metrics of the turns this worker handles (Effect `Metric`s, read by the
  * worker's `<root>.v1.metrics` endpoint and its Prometheus `/metrics`; the
- * README's "Prometheus, traces, probes" lists them):
+ * metrics table of docs/operations.md lists them):
  *
  * - `ctxd_turns_total{outcome, backend, exact}`: turns by outcome (`ok`,
  *   `replayed` — an idempotent retry answered from the store — or the error

@@ -103,7 +103,7 @@ export interface ConnectOptions extends ContextClientOptions {
   readonly name?: string | undefined
   /**
    * Prefix of the reply inboxes; default `_INBOX`. Under per-tenant NATS
-   * permissions (README, "Tenant isolation") a tenant's runtime sets the
+   * permissions (docs/security.md, "Tenant isolation") a tenant's runtime sets the
    * prefix its user may subscribe to, e.g. `_INBOX_acme`.
    */
   readonly inboxPrefix?: string | undefined
