@@ -2,7 +2,7 @@
 // 1 MiB) travel through the JetStream object store: a session whose prompt
 // grows to 5 MB gets every reply (and a retry of its last turn gets it too),
 // a 2 MB tool result is accepted, and a client that is not ContextClient reads
-// a large reply with plain NATS requests, following the README.
+// a large reply with plain NATS requests, following docs/wire-contract.md.
 import { ContextClient } from "@ctxd/client"
 import { connect } from "@nats-io/transport-node"
 import { createHash, randomBytes } from "node:crypto"
@@ -83,7 +83,7 @@ describe("bodies above the NATS max_payload", () => {
     expect(Number(rows[0]!.n)).toBe(3)
   }, 60_000)
 
-  it("a client in any language reads a large reply with plain JetStream requests (README steps)", async () => {
+  it("a client in any language reads a large reply with plain JetStream requests (docs/wire-contract.md steps)", async () => {
     const nc = await connect({ servers })
     try {
       // two turns of 700 KB each: every request fits the max_payload, the second reply does not

@@ -47,9 +47,9 @@ describe("PriceFile.decode: good files", () => {
     expect(ok({ models: [] }).lookup("claude-sonnet-4-5")).toEqual(CostModel.lookup("claude-sonnet-4-5"))
   })
 
-  it("takes the README's example (section Prices)", () => {
-    const readme = readFileSync(join(import.meta.dirname, "..", "..", "..", "README.md"), "utf8")
-    const section = readme.slice(readme.indexOf("### Prices"))
+  it("takes the example of docs/cache-and-economics.md (section Prices)", () => {
+    const page = readFileSync(join(import.meta.dirname, "..", "..", "..", "docs", "cache-and-economics.md"), "utf8")
+    const section = page.slice(page.indexOf("\n## Prices\n"))
     const example = section.slice(section.indexOf("```json\n") + 8, section.indexOf("\n```", section.indexOf("```json")))
     const prices = Either.getOrThrow(PriceFile.fromJson(example))
     expect(prices.rows.map((r) => r.match)).toEqual(["claude-sonnet-4-5", "gpt-4o*", "my-llama"])
