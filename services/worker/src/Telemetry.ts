@@ -36,13 +36,20 @@ const optional = (name: string) => Config.option(Config.string(name)).pipe(Confi
 export const config = Config.all({
   serviceName: Config.string("OTEL_SERVICE_NAME").pipe(
     Config.withDefault(defaults.serviceName),
-    Config.withDescription("service.name of traces and metrics"),
+    Config.withDescription("service.name of the spans and of /metrics' target_info (service.instance.id is the worker id)"),
   ),
-  endpoint: optional("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(Config.withDescription("OTLP/HTTP base URL; traces go to <url>/v1/traces")),
+  endpoint: optional("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(
+    Config.withDescription(
+      "OTLP/HTTP base URL: when set (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), spans are exported to <url>/v1/traces as OTLP JSON. Unset: no export, no OpenTelemetry SDK loaded",
+    ),
+  ),
   tracesEndpoint: optional("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").pipe(
-    Config.withDescription("OTLP/HTTP traces URL (wins over the base URL)"),
+    Config.withDescription("The full OTLP/HTTP traces URL; wins over OTEL_EXPORTER_OTLP_ENDPOINT"),
   ),
-  disabled: Config.boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false), Config.withDescription("true: no OpenTelemetry export")),
+  disabled: Config.boolean("OTEL_SDK_DISABLED").pipe(
+    Config.withDefault(false),
+    Config.withDescription("true: no span export even with an endpoint"),
+  ),
 })
 export type Config = Config.Config.Success<typeof config>
 
