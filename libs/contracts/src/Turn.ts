@@ -175,7 +175,9 @@ export const Options = Schema.Struct({
    */
   toolsets: Schema.optional(
     Schema.Struct({
+      /** The toolsets sent from the start; the others load through `load_toolset`. */
       defaults: Schema.optional(Schema.Array(Schema.String)),
+      /** Whether a toolset's write tools come with it (false: read-only). */
       includeWrite: Schema.optional(Schema.Boolean),
     }),
   ),
