@@ -292,7 +292,13 @@ export const formatKnobDefault = (knob: Knob): string => {
   const value = /^`(\d+)`$/.exec(knob.default)
   if (value === null) return knob.default
   const n = Number(value[1])
-  const unit = unitOf(knob.name)
-  const words = unit === "bytes" ? binary(n) : unit === "ms" ? duration(n) : unit === "s" ? duration(n * 1_000) : undefined
+  const type = formatType(knob)
+  const words = type.startsWith("size (bytes)")
+    ? binary(n)
+    : type.startsWith("duration (ms)")
+      ? duration(n)
+      : type.startsWith("duration (s)")
+        ? duration(n * 1_000)
+        : undefined
   return words === undefined ? knob.default : `${knob.default} (${words})`
 }

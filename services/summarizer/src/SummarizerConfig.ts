@@ -87,7 +87,8 @@ const text = (name: string, description: string) =>
     Config.map((s) => s.trim()),
   )
 
-const optionalUrl = (name: string, description: string) => Config.map(text(name, description), (s) => (s === "" ? undefined : s))
+const optionalUrl = (name: string, description: string) =>
+  Config.map(text(name, description).pipe(ConfigReference.shownAs("URL")), (s) => (s === "" ? undefined : s))
 
 const optionalKey = (name: string, description: string) =>
   Config.option(Config.redacted(name).pipe(Config.withDescription(description))).pipe(

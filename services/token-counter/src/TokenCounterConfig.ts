@@ -152,6 +152,7 @@ export const config: Config.Config<Config> = Config.all({
   baseURL: Config.option(
     Config.string("ANTHROPIC_BASE_URL").pipe(
       Config.withDescription("Anthropic API base URL (unset: the SDK's); it or ANTHROPIC_API_KEY makes auto count Claude prompts exactly"),
+      ConfigReference.shownAs("URL"),
     ),
   ),
   apiKey: Config.option(Config.redacted("ANTHROPIC_API_KEY").pipe(Config.withDescription("Anthropic API key"))),
@@ -160,6 +161,7 @@ export const config: Config.Config<Config> = Config.all({
       Config.withDescription(
         "OpenAI API base URL, with /v1 (unset: the SDK's); it or OPENAI_API_KEY makes auto count OpenAI Responses prompts exactly",
       ),
+      ConfigReference.shownAs("URL"),
     ),
   ),
   openaiApiKey: Config.option(Config.redacted("OPENAI_API_KEY").pipe(Config.withDescription("OpenAI API key"))),
@@ -168,6 +170,7 @@ export const config: Config.Config<Config> = Config.all({
       Config.withDescription(
         "Gemini Developer API base URL, without /v1beta (unset: the SDK's); it or GEMINI_API_KEY makes auto count google prompts exactly",
       ),
+      ConfigReference.shownAs("URL"),
     ),
   ),
   googleApiKey: Config.option(Config.redacted("GEMINI_API_KEY").pipe(Config.withDescription("Gemini API key"))),

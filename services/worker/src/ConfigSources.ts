@@ -63,10 +63,10 @@ export const computedDefaults: Readonly<Record<string, string>> = {
   GOOGLE_GEMINI_BASE_URL: "the SDK's",
 }
 
-const sdk = (component: string, name: string, description: string, secret = false, fallback = "unset") => ({
+const sdk = (component: string, name: string, description: string, secret = false, fallback = "unset", type = "a text") => ({
   component,
   name,
-  type: "string",
+  type,
   description,
   default: fallback,
   list: false,
@@ -98,19 +98,23 @@ export const otherVariables: ReadonlyArray<ConfigReference.Knob & { readonly com
     "`parentbased_always_on`",
   ),
   sdk("telemetry", "OTEL_TRACES_SAMPLER_ARG", "The sampler's argument, e.g. a ratio (read by the OpenTelemetry SDK)"),
-  sdk(
-    "telemetry",
-    "OTEL_BSP_SCHEDULE_DELAY",
-    "Batch span processor: ms between two exports (read by the OpenTelemetry SDK)",
-    false,
-    "`5000`",
-  ),
+  {
+    ...sdk(
+      "telemetry",
+      "OTEL_BSP_SCHEDULE_DELAY",
+      "Batch span processor: time between two exports (read by the OpenTelemetry SDK)",
+      false,
+      "`5000`",
+    ),
+    shown: "duration (ms)",
+  },
   sdk(
     "telemetry",
     "OTEL_BSP_MAX_QUEUE_SIZE",
     "Batch span processor: spans queued at most (read by the OpenTelemetry SDK)",
     false,
     "`2048`",
+    "an integer",
   ),
   sdk(
     "telemetry",
@@ -118,6 +122,7 @@ export const otherVariables: ReadonlyArray<ConfigReference.Knob & { readonly com
     "Batch span processor: spans per export (read by the OpenTelemetry SDK)",
     false,
     "`512`",
+    "an integer",
   ),
 ]
 

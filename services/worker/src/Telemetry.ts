@@ -19,6 +19,7 @@ import * as Metrics from "@effect/opentelemetry/Metrics"
 import * as Resource from "@effect/opentelemetry/Resource"
 import { PrometheusExporter, PrometheusSerializer } from "@opentelemetry/exporter-prometheus"
 import type { ResourceMetrics } from "@opentelemetry/sdk-metrics"
+import { ConfigReference } from "@ctxd/config"
 import { Config, Context, Effect, Layer, Option } from "effect"
 
 /** Telemetry defaults. */
@@ -30,7 +31,9 @@ export const defaults = {
   shutdownTimeoutMs: 5_000,
 } as const
 
-const optional = (name: string) => Config.option(Config.string(name)).pipe(Config.map(Option.filter((value) => value.trim() !== "")))
+/** An optional URL (the page shows it as one). */
+const optional = (name: string) =>
+  Config.option(Config.string(name)).pipe(Config.map(Option.filter((value) => value.trim() !== "")), ConfigReference.shownAs("URL"))
 
 /** The standard OpenTelemetry variables ctxd reads itself (the SDK reads the rest). */
 export const config = Config.all({

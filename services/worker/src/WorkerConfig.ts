@@ -107,6 +107,7 @@ export const WorkerConfig = Config.all({
   ),
   workerKeyTenants: Config.string("CTXD_WORKER_KEY_TENANTS").pipe(
     Config.withDefault("*"),
+    ConfigReference.shownAs("`*`, empty or comma-separated tenant ids"),
     Config.map(ProviderKeys.parseWorkerKeyTenants),
     Config.withDescription(
       "Tenants whose provider calls (summaries, compaction, loop judge, exact counts) may use the worker's own provider keys when their section names none: * all, empty none, else comma-separated tenant ids",
@@ -120,7 +121,7 @@ export const WorkerConfig = Config.all({
     "CTXD_MAX_PAYLOAD",
     1024 * 1024,
     "Largest request accepted inline (in the NATS message itself); capped at the NATS server's max_payload (1 MiB unless raised). Larger requests travel by object store (CTXD_MAX_REQUEST_BYTES). In the client library, when set: a lower local limit",
-  ),
+  ).pipe(ConfigReference.shownAs("size (bytes)")),
   // the flow-control knobs' defaults and what each limit is derived from them: FlowControl
   maxConcurrent: int(
     "CTXD_MAX_CONCURRENT",
@@ -236,7 +237,8 @@ export const WorkerConfig = Config.all({
   ).pipe(ConfigReference.within({ min: 100 }, "at least 100 milliseconds")),
   logLevel: Config.string("LOG_LEVEL").pipe(
     Config.withDefault("info"),
-    Config.withDescription("Log level (pino; JSON lines on stdout): trace, debug, info, warn, error, fatal or silent"),
+    Config.withDescription("Log level (pino; JSON lines on stdout)"),
+    ConfigReference.shownAs("one of: `trace` | `debug` | `info` | `warn` | `error` | `fatal` | `silent`"),
   ),
   shutdownTimeoutMs: int(
     "CTXD_SHUTDOWN_TIMEOUT_MS",

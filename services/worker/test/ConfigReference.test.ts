@@ -35,7 +35,7 @@ const sourceDirs = ["libs", "services"].flatMap((top) =>
 )
 
 const READ =
-  /Config\.(?:string|integer|number|boolean|redacted|duration|url|port|nonEmptyString|secret)\(\s*"([A-Z][A-Z0-9_]*)"|Config\.literal\([^)]*\)\(\s*"([A-Z][A-Z0-9_]*)"|Config\.array\([^,]+,\s*"([A-Z][A-Z0-9_]*)"|process\.env(?:\.([A-Z][A-Z0-9_]*)|\[\s*"([A-Z][A-Z0-9_]*)"\s*\])|\b(?:int|integer|fraction|positive|percent|text|optionalUrl|optionalKey|optionalString|optionalSecret|optional|share)\(\s*"([A-Z][A-Z0-9_]*)"/g
+  /Config\.(?:string|integer|number|boolean|redacted|duration|url|port|nonEmptyString|secret)\(\s*"([A-Z][A-Z0-9_]*)"|Config\.literal\([^)]*\)\(\s*"([A-Z][A-Z0-9_]*)"|Config\.array\([^,]+,\s*"([A-Z][A-Z0-9_]*)"|process\.env(?:\.([A-Z][A-Z0-9_]*)|\[\s*"([A-Z][A-Z0-9_]*)"\s*\])|\b(?:int|integer|fraction|positive|percent|text|optionalUrl|optionalKey|optionalString|optionalFile|optionalSecret|optional|share)\(\s*"([A-Z][A-Z0-9_]*)"/g
 
 /** The text without comments (a doc comment may show a read as an example). */
 const code = (text: string): string => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "")
@@ -178,7 +178,7 @@ describe("ConfigReference", () => {
       CTXD_MAX_INFLIGHT_BYTES: atDefaults(Admission.config),
       CTXD_TENANT_TURNS_PERCENT: atDefaults(Admission.shareConfig).turnsPercent,
       CTXD_PAYLOAD_STORE_MAX_BYTES: atDefaults(PayloadStore.config).maxBucketBytes,
-      DATABASE_URL: Redacted.value(atDefaults(Database.config).url),
+      DATABASE_URL: ((url) => (Redacted.isRedacted(url) ? Redacted.value(url) : url))(atDefaults(Database.config).url),
       CTXD_DB_POOL_MAX: atDefaults(Database.config).poolMax,
       CTXD_SHARDS: atDefaults(ShardingConfig.config).shards,
       CTXD_TOKEN_TIMEOUT_MS: atDefaults(TokenCounterConfig.config).timeoutMs,
