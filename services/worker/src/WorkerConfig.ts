@@ -8,79 +8,20 @@
  */
 import { AssemblerConfig, WorkspaceCache } from "@ctxd/assembler"
 import { type ConfigFile, ConfigReference, RuntimeConfig } from "@ctxd/config"
-import { type CostModel, MemoryRetrieval, Pipeline, PriceFile, ProviderKeys } from "@ctxd/context"
+import { Pipeline, ProviderKeys } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
-import type { Turn } from "@ctxd/contracts"
 import { Admission, FlowControl, NatsAuth } from "@ctxd/nats"
-import { Config, ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option } from "effect"
-import { readFileSync } from "node:fs"
+import { Config, ConfigError, ConfigProvider, Effect, Either, Layer, Option } from "effect"
 import * as EmbeddedDatabase from "./EmbeddedDatabase.ts"
 import * as HttpServer from "./HttpServer.ts"
+import { memoryOptions } from "./MemoryConfig.ts"
 import * as Pruner from "./Pruner.ts"
+
+export { memoryOptions } from "./MemoryConfig.ts"
+export { InvalidPricesFile, pricesFile, priceTable } from "./PricesConfig.ts"
 
 const int = (name: string, fallback: number, description: string) =>
   Config.integer(name).pipe(Config.withDefault(fallback), Config.withDescription(description))
-
-/**
- * The memory knobs' environment defaults, as turn options (under a tenant's
- * and a request's own; unset: `MemoryRetrieval.defaults`): `CTXD_MEMORY`
- * (`true`/`false`; unset: retrieve while the agent has memories),
- * `CTXD_MEMORY_TOKENS`, `CTXD_MEMORY_FRACTION`, `CTXD_MEMORY_PLACEMENT`
- * (`tail`/`system`), `CTXD_LEARNINGS_FRACTION`.
- */
-export const memoryOptions: Config.Config<Turn.Options> = Config.all({
-  memory: Config.option(
-    Config.boolean("CTXD_MEMORY").pipe(
-      Config.withDescription(
-        "Default of the turn option memory: true retrieves the agent's memories every turn, false never (nor learnings); unset: only while the agent (and user) has memory documents, a presence check cached 5 s per worker",
-      ),
-    ),
-  ),
-  memoryTokens: Config.option(
-    Config.integer("CTXD_MEMORY_TOKENS").pipe(
-      ConfigReference.within({ min: 0, max: 1_000_000 }, "0..1000000 tokens"),
-      Config.withDescription(
-        `Default of memoryTokens: the memory budget in tokens. With neither this nor CTXD_MEMORY_FRACTION: the smaller of ${MemoryRetrieval.defaults.tokens} and ${MemoryRetrieval.defaults.fraction * 100} % of the available budget (the budget less system and tools); with both: the smaller`,
-      ),
-    ),
-  ),
-  memoryFraction: Config.option(
-    Config.number("CTXD_MEMORY_FRACTION").pipe(
-      ConfigReference.within({ min: 0, max: 1 }, "a fraction 0..1"),
-      Config.withDescription(
-        "Default of memoryFraction: the memory budget as a share of the available budget (the budget less system and tools)",
-      ),
-    ),
-  ),
-  memoryPlacement: Config.option(
-    Config.literal(
-      "tail",
-      "system",
-    )("CTXD_MEMORY_PLACEMENT").pipe(
-      Config.withDescription(
-        "Default of memoryPlacement: tail (after the last cache breakpoint, outside the cached prefix) or system (the last system section, inside the cached prefix: costlier in the economics bench)",
-      ),
-    ),
-  ),
-  learningsFraction: Config.option(
-    Config.number("CTXD_LEARNINGS_FRACTION").pipe(
-      ConfigReference.within({ min: 0, max: 1 }, "a fraction 0..1"),
-      Config.withDescription(
-        `Default of learningsFraction: the learnings section's share of the available budget (at most ${MemoryRetrieval.defaults.maxLearnings} learnings; 0: none)`,
-      ),
-    ),
-  ),
-}).pipe(
-  Config.map((o) => {
-    const out: { -readonly [K in keyof Turn.Options]?: Turn.Options[K] } = {}
-    if (Option.isSome(o.memory)) out.memory = o.memory.value
-    if (Option.isSome(o.memoryTokens)) out.memoryTokens = o.memoryTokens.value
-    if (Option.isSome(o.memoryFraction)) out.memoryFraction = o.memoryFraction.value
-    if (Option.isSome(o.memoryPlacement)) out.memoryPlacement = o.memoryPlacement.value
-    if (Option.isSome(o.learningsFraction)) out.learningsFraction = o.learningsFraction.value
-    return out
-  }),
-)
 
 /** Everything the worker process reads at start. */
 export const WorkerConfig = Config.all({
@@ -366,45 +307,6 @@ export const flowLimits = (config: WorkerConfig): Effect.Effect<FlowControl.Limi
 /** The turn-option default `CTXD_MEMORY_TOOLS` sets (`auto`: none, the option stays unset). */
 export const memoryToolsDefault = (setting: WorkerConfig["memoryTools"]): { readonly memoryTools?: boolean } =>
   setting === "auto" ? {} : { memoryTools: setting === "on" }
-
-/** The price file cannot be read or is not valid; the message names the file, and each problem's row and field. */
-export class InvalidPricesFile extends Data.TaggedError("InvalidPricesFile")<{
-  readonly message: string
-  readonly file: string
-}> {}
-
-/** `CTXD_PRICES_FILE`: the JSON file of price rows {@link priceTable} reads; unset: the built-in table only. */
-export const pricesFile: Config.Config<Option.Option<string>> = Config.option(
-  Config.string("CTXD_PRICES_FILE").pipe(
-    Config.withDescription(
-      'JSON file {"models": [{"match": "<model-name prefix>", ...price fields}]}: price rows the cache planner checks before the built-in table. Validated at start: a bad file stops the worker, naming the row and field',
-    ),
-    ConfigReference.shownAs("file path"),
-  ),
-)
-
-/**
- * The model price table the cache planner uses: `CostModel`'s built-in table,
- * under the rows of the JSON file named by `CTXD_PRICES_FILE` when it is set,
- * `{"models": [{"match": "<model-name prefix>", ...ModelPrices fields}]}`
- * (format and rules: `PriceFile`), validated at start.
- */
-export const priceTable: Effect.Effect<CostModel.PriceTable, ConfigError.ConfigError | InvalidPricesFile> = Effect.gen(function* () {
-  const file = yield* pricesFile
-  if (Option.isNone(file) || file.value === "") return AssemblerConfig.defaults.prices
-  const path = file.value
-  const read = yield* Effect.either(Effect.try({ try: () => readFileSync(path, "utf8"), catch: (e) => e }))
-  if (Either.isLeft(read)) {
-    const reason = read.left instanceof Error ? read.left.message : String(read.left)
-    return yield* new InvalidPricesFile({ file: path, message: `CTXD_PRICES_FILE ${path}: ${reason}` })
-  }
-  const decoded = PriceFile.fromJson(read.right)
-  if (Either.isLeft(decoded)) {
-    return yield* new InvalidPricesFile({ file: path, message: `CTXD_PRICES_FILE ${path} is not valid: ${decoded.left.message}` })
-  }
-  yield* Effect.logInfo(`CTXD_PRICES_FILE ${path}: ${decoded.right.rows.length} price rows before the built-in table`)
-  return decoded.right
-})
 
 /**
  * The environment-style keys of the file named by `CTXD_CONFIG_FILE` (YAML or
