@@ -331,7 +331,7 @@ export const layer = (options: DatabaseOptions): Layer.Layer<Database, DatabaseU
 export const config: Config.Config<DatabaseOptions> = Config.all({
   url: Config.redacted("DATABASE_URL").pipe(
     Config.withDescription(
-      "Postgres connection string, e.g. postgresql://ctxd:<password>@db:5432/ctxd?sslmode=verify-full&sslrootcert=/etc/ctxd/pg-ca.pem (the password, here or in PGPASSWORD, is never logged). TLS as libpq reads sslmode: disable; prefer and require encrypt without verifying (prefer does not fall back to plain); verify-ca checks the chain against sslrootcert; verify-full also the host name",
+      "Postgres connection string (the password, here or in PGPASSWORD, is never logged). TLS as libpq reads sslmode: disable; prefer and require encrypt without verifying the server (prefer does not fall back to plain, and require against a server without TLS stops the start; require with sslrootcert verifies the chain); verify-ca checks the chain against sslrootcert, verify-full also the host name; sslcert and sslkey give a client certificate",
     ),
     ConfigReference.shownAs("URL"),
     Config.withDefault(Redacted.make("postgresql://postgres@127.0.0.1:5432/postgres")),

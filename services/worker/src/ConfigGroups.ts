@@ -20,7 +20,8 @@ export const groups: ReadonlyArray<Group> = [
   },
   {
     title: "Connection: NATS",
-    intro: "The NATS servers and the subjects the workers serve. Authentication and TLS are under [Security](#security).",
+    intro:
+      "The NATS servers (with JetStream) and the subjects the workers serve; authentication and TLS are under [Security](#security). At start the worker retries an unreachable NATS or Postgres for 60 s, then stops.",
     names: ["NATS_URL", "NATS_NAME", "CTXD_SUBJECT_ROOT", "CTXD_QUEUE_GROUP"],
   },
   {
@@ -212,7 +213,7 @@ export const groups: ReadonlyArray<Group> = [
   {
     title: "Client library",
     intro:
-      'Read by `ContextClient.layerConfig` (`libs/client`) in the caller\'s process, not by the worker; it also reads `CTXD_SUBJECT_ROOT`, `CTXD_MAX_PAYLOAD`, `CTXD_MAX_REQUEST_BYTES` and, with `auth: "env"`, the `NATS_*` credentials.',
+      'Read by `ContextClient.layerConfig` (`libs/client`) in the caller\'s process, not by the worker; it also reads `CTXD_SUBJECT_ROOT`, `CTXD_MAX_PAYLOAD`, `CTXD_MAX_REQUEST_BYTES` and, with `auth: "env"`, the `NATS_*` credentials. The largest reply body it fetches is the option `maxReplyBytes` (256 MiB), not a variable.',
     names: ["CTXD_CLIENT_TIMEOUT_MS", "CTXD_CLIENT_RETRY_FOR_MS", "CTXD_CLIENT_REFS"],
   },
 ]

@@ -18,7 +18,7 @@ export class InvalidPricesFile extends Data.TaggedError("InvalidPricesFile")<{
 export const pricesFile: Config.Config<Option.Option<string>> = Config.option(
   Config.string("CTXD_PRICES_FILE").pipe(
     Config.withDescription(
-      'JSON file {"models": [{"match": "<model-name prefix>", ...price fields}]}: price rows the cache planner checks before the built-in table. Validated at start: a bad file stops the worker, naming the row and field',
+      'JSON file {"models": [{"match": "<model-name prefix>", ...price fields}]}: model price rows the cache planner checks before the built-in table. Validated at start: a bad file stops the worker, naming the row and field',
     ),
     ConfigReference.shownAs("file path"),
   ),

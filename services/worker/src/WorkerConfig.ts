@@ -67,7 +67,7 @@ export const WorkerConfig = Config.all({
   maxConcurrent: int(
     "CTXD_MAX_CONCURRENT",
     FlowControl.defaults.maxConcurrent,
-    "Turns one worker runs at once (both turn subjects together); up to 1024 more requests wait (within CTXD_MAX_INFLIGHT_BYTES), then Busy. A turn is mostly CPU on one core, so more at once only interleave. Every other flow limit is derived from this and the other flow knobs (libs/nats/src/FlowControl.ts)",
+    "Turns one worker runs at once (both turn subjects together); up to 1024 more requests wait (within CTXD_MAX_INFLIGHT_BYTES), then Busy. A turn is mostly CPU on one core, so more at once only interleave; a turn frees its slot once only its commit remains. Every other flow limit is derived from this and the other flow knobs (libs/nats/src/FlowControl.ts)",
   ),
   commitBatch: int(
     "CTXD_COMMIT_BATCH",
@@ -344,7 +344,7 @@ export const embeddedDatabase = Config.all({
   dir: Config.string("CTXD_EMBEDDED_DB_DIR").pipe(
     Config.withDefault(EmbeddedDatabase.defaults.dir),
     Config.withDescription(
-      "Data directory of the embedded PostgreSQL (relative to the working directory; initdb on the first start, kept across restarts)",
+      "Data directory of the embedded PostgreSQL (relative to the working directory; initdb on the first start, kept across restarts). As root, the server runs as the postgres user, which must reach it",
     ),
     ConfigReference.shownAs("directory path"),
   ),
