@@ -121,7 +121,9 @@ export const markdown = (sources: ReadonlyArray<ConfigSources.Source>): string =
     lines.push(`### ${group.title}`, "", group.intro, "", "| variable | type | default | meaning |", "| --- | --- | --- | --- |")
     for (const name of group.names) {
       const row = byName.get(name)!
-      const also = row.components.length > 1 ? ` (also read by: ${row.components.slice(1).join(", ")})` : ""
+      // every component but the client library runs in the worker process: only the client is worth naming
+      const client = row.components.slice(1).some((c) => c.startsWith("client")) && !/client library/.test(row.description)
+      const also = client ? ". The client library reads it too" : ""
       lines.push(
         `| \`${row.name}\` | ${cell(ConfigReference.formatType(row))} | ${cell(ConfigReference.formatKnobDefault(row))} | ${prose(row.description)}${also} |`,
       )
