@@ -321,17 +321,17 @@ export const config: Config.Config<ContextClientOptions> = Config.all({
   root: Config.string("CTXD_SUBJECT_ROOT").pipe(Config.withDefault(Subjects.DEFAULT_ROOT)),
   timeoutMs: Config.integer("CTXD_CLIENT_TIMEOUT_MS").pipe(
     Config.withDefault(10_000),
-    Config.withDescription("Timeout of one request attempt (ms)"),
+    Config.withDescription("Timeout of one request attempt"),
   ),
   retryForMs: Config.integer("CTXD_CLIENT_RETRY_FOR_MS").pipe(
     Config.withDefault(10_000),
-    Config.withDescription("Total time spent retrying no-responders, timeouts, Unavailable, NotOwner and Busy (ms)"),
+    Config.withDescription("Total time spent retrying no-responders, timeouts, Unavailable, NotOwner and Busy"),
   ),
   maxPayload: Config.option(Config.integer("CTXD_MAX_PAYLOAD")).pipe(Config.map((o) => (o._tag === "Some" ? o.value : undefined))),
   maxRequestBytes: Config.integer("CTXD_MAX_REQUEST_BYTES").pipe(Config.withDefault(PayloadStore.DEFAULT_MAX_REQUEST_BYTES)),
   refs: Config.boolean("CTXD_CLIENT_REFS").pipe(
     Config.withDefault(true),
-    Config.withDescription("Send {ref} for an unchanged system and tools once a reply named their hashes"),
+    Config.withDescription("Send {ref} for an unchanged system and tools once a reply named their hashes (false: always send them whole)"),
   ),
 })
 

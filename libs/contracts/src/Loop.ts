@@ -49,19 +49,39 @@ const Threshold = Schema.Int.pipe(
 
 /** Loop-detector settings; every field optional (defaults in the README). */
 export const Settings = Schema.Struct({
+  /** What to do when a loop is found: `nudge`, `escalate` (flag only) or `off` (no detection). */
   policy: Schema.optional(Policy),
-  repeatedCall: Schema.optional(Schema.Struct({ threshold: Schema.optional(Threshold) })),
-  repeatedError: Schema.optional(Schema.Struct({ threshold: Schema.optional(Threshold) })),
+  repeatedCall: Schema.optional(
+    Schema.Struct({
+      /** The same call (tool and arguments) returning the same result this many times in a row, nothing else between (0: off). */
+      threshold: Schema.optional(Threshold),
+    }),
+  ),
+  repeatedError: Schema.optional(
+    Schema.Struct({
+      /** The same call failing this many times in a row, whatever the error text (0: off). */
+      threshold: Schema.optional(Threshold),
+    }),
+  ),
   alternation: Schema.optional(
     Schema.Struct({
+      /** A cycle of different calls (A-B-A-B) repeated this many times, each call answered as in the previous cycle (0: off). */
       cycles: Schema.optional(Threshold),
+      /** The longest cycle looked for, in calls. */
       maxPeriod: Schema.optional(Schema.Int.pipe(Schema.between(2, MAX_PERIOD))),
     }),
   ),
-  monologue: Schema.optional(Schema.Struct({ threshold: Schema.optional(Threshold) })),
+  monologue: Schema.optional(
+    Schema.Struct({
+      /** Assistant messages in a row with no tool call and no user or tool input between (0: off). */
+      threshold: Schema.optional(Threshold),
+    }),
+  ),
   contextOverflow: Schema.optional(
     Schema.Struct({
+      /** Context-overflow errors ("prompt is too long", ...) within the last `withinMessages` messages (0: off). */
       threshold: Schema.optional(Threshold),
+      /** The window of messages `threshold` counts overflow errors in. */
       withinMessages: Schema.optional(Schema.Int.pipe(Schema.between(1, 100_000))),
     }),
   ),
@@ -70,7 +90,14 @@ export const Settings = Schema.Struct({
    * of its threshold, ask a model whether the agent is making progress; "no"
    * flags the loop now. `model` default: the session's own.
    */
-  judge: Schema.optional(Schema.Struct({ enabled: Schema.Boolean, model: Schema.optional(Schema.String.pipe(Schema.minLength(1))) })),
+  judge: Schema.optional(
+    Schema.Struct({
+      /** true: ask the judge on a borderline pattern. */
+      enabled: Schema.Boolean,
+      /** The judge's model. */
+      model: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+    }),
+  ),
 }).annotations({ identifier: "LoopSettings" })
 export type Settings = typeof Settings.Type
 

@@ -19,8 +19,14 @@ const EnvName = Schema.String.pipe(
  * the key itself: the configuration is logged, hashed and shown, the key never.
  */
 export const ProviderKey = Schema.Union(
-  Schema.Struct({ apiKeyEnv: EnvName }),
-  Schema.Struct({ apiKeyFile: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(4_096)) }),
+  Schema.Struct({
+    /** The worker's environment variable that holds the tenant's key (the variable's name, never the key). */
+    apiKeyEnv: EnvName,
+  }),
+  Schema.Struct({
+    /** A file holding the tenant's key, e.g. a mounted secret (surrounding whitespace ignored). */
+    apiKeyFile: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(4_096)),
+  }),
 ).annotations({ identifier: "TenantProviderKey" })
 export type ProviderKey = typeof ProviderKey.Type
 

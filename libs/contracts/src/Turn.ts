@@ -107,9 +107,13 @@ export const Options = Schema.Struct({
   memoryTools: Schema.optional(Schema.Boolean),
   /** Token counting backend for this turn; default `CTXD_TOKEN_BACKEND` (`auto`). */
   tokenBackend: Schema.optional(Tokens.BackendChoice),
-  /** Loop-detector policy and thresholds for this turn (defaults in the README). */
+  /** Loop-detector policy and thresholds for this turn, field by field over the lower layers' (defaults: docs/configuration.md). */
   loop: Schema.optional(Loop.Settings),
-  /** Tool schema compression: `none`, `minify`, `truncate` or `aggressive` (README). */
+  /**
+   * Tool schema compression: `none`; `minify` (whitespace, titles, examples, empty defaults);
+   * `truncate` (also the descriptions below the tool level; types, enums and `required` stay);
+   * `aggressive` (also the tool description, cut to its first sentence, and long enums of optional properties).
+   */
   toolCompression: Schema.optional(ToolCompression),
   /** Observation masking: the last K tool results stay whole, older ones become one-line references (default 3). */
   maskKeep: Schema.optional(Count),
@@ -175,7 +179,9 @@ export const Options = Schema.Struct({
    */
   toolsets: Schema.optional(
     Schema.Struct({
+      /** The toolsets sent from the start; the others load through `load_toolset`. */
       defaults: Schema.optional(Schema.Array(Schema.String)),
+      /** Whether a toolset's write tools come with it (false: read-only). */
       includeWrite: Schema.optional(Schema.Boolean),
     }),
   ),

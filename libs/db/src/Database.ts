@@ -22,6 +22,7 @@
  * say. The password (in the URL, or `PGPASSWORD`) is held `Redacted` and
  * appears in no message.
  */
+import * as ConfigReference from "@ctxd/config/ConfigReference"
 import { Config, type ConfigError, Context, Effect, Exit, Layer, Redacted, Runtime, type Scope } from "effect"
 import { Spans } from "@ctxd/observe"
 import pg from "pg"
@@ -329,7 +330,10 @@ export const layer = (options: DatabaseOptions): Layer.Layer<Database, DatabaseU
  */
 export const config: Config.Config<DatabaseOptions> = Config.all({
   url: Config.redacted("DATABASE_URL").pipe(
-    Config.withDescription("Postgres connection URL"),
+    Config.withDescription(
+      "Postgres connection string (the password, here or in PGPASSWORD, is never logged). TLS as libpq reads sslmode: disable; prefer and require encrypt without verifying the server (prefer does not fall back to plain, and require against a server without TLS stops the start; require with sslrootcert verifies the chain); verify-ca checks the chain against sslrootcert, verify-full also the host name; sslcert and sslkey give a client certificate",
+    ),
+    ConfigReference.shownAs("URL"),
     Config.withDefault(Redacted.make("postgresql://postgres@127.0.0.1:5432/postgres")),
   ),
   schema: Config.string("CTXD_DB_SCHEMA").pipe(
@@ -337,20 +341,22 @@ export const config: Config.Config<DatabaseOptions> = Config.all({
       message: "lowercase letters, digits and _ (at most 63), not starting with a digit",
       validation: isSchemaName,
     }),
-    Config.withDescription("Postgres schema used by every connection (search_path); created if missing"),
+    Config.withDescription(
+      "Postgres schema holding ctxd's tables, the search_path of every connection: lowercase letters, digits and _ (at most 63, not starting with a digit); created if missing, migrations run at start",
+    ),
     Config.withDefault("public"),
   ),
   poolMax: Config.integer("CTXD_DB_POOL_MAX").pipe(
-    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
-    Config.withDescription("Postgres connections per process"),
+    ConfigReference.within({ min: 1 }, "must be at least 1"),
+    Config.withDescription("Postgres connections per process (a worker opens 2 more of its own for shard leases and heartbeats)"),
     Config.withDefault(10),
   ),
   connectTimeoutMs: Config.integer("CTXD_DB_CONNECT_TIMEOUT_MS").pipe(
-    Config.withDescription("How long opening a Postgres connection may take (ms)"),
+    Config.withDescription("How long opening a Postgres connection may take; then the turn answers Unavailable"),
     Config.withDefault(5_000),
   ),
   statementTimeoutMs: Config.integer("CTXD_DB_STATEMENT_TIMEOUT_MS").pipe(
-    Config.withDescription("Postgres statement_timeout (ms); 0 for none"),
+    Config.withDescription("Postgres statement_timeout of every connection; 0: none"),
     Config.withDefault(30_000),
   ),
 })

@@ -20,6 +20,7 @@
  * nothing. A tenant is tracked only while it holds something (the map's size
  * is bounded by the requests in flight).
  */
+import * as ConfigReference from "@ctxd/config/ConfigReference"
 import { MetricLabels } from "@ctxd/observe"
 import { Config, Context, Effect, Layer, Metric, MetricLabel } from "effect"
 import * as FlowControl from "./FlowControl.ts"
@@ -154,14 +155,16 @@ export const layer = (maxBytes: number, share?: Share, overrides?: (tenant: stri
 /** `CTXD_MAX_INFLIGHT_BYTES` (default 16 MiB, `FlowControl.defaults`; 0 = unbounded). */
 export const config = Config.integer("CTXD_MAX_INFLIGHT_BYTES").pipe(
   Config.withDefault(FlowControl.defaults.maxInflightBytes),
-  Config.withDescription("Request bytes one worker holds in flight (running + waiting) before answering Busy; 0 = unbounded"),
+  Config.withDescription(
+    "Request bytes one worker holds in flight (running and waiting, all endpoints but health; a request by reference counts its declared size). A request that does not fit is answered Busy at once, from its length alone; one larger than the budget still passes when nothing else is in flight. 0: unbounded",
+  ),
 )
 
 const percent = (name: string, fallback: number, description: string) =>
   Config.integer(name).pipe(
     Config.withDefault(fallback),
     Config.withDescription(description),
-    Config.validate({ message: "a percentage 1..100", validation: (n) => n >= 1 && n <= 100 }),
+    ConfigReference.within({ min: 1, max: 100 }, "a percentage 1..100"),
   )
 
 /**
@@ -172,12 +175,12 @@ export const shareConfig = Config.all({
   bytesPercent: percent(
     "CTXD_TENANT_BYTES_PERCENT",
     FlowControl.defaults.tenantBytesPercent,
-    "Percent of CTXD_MAX_INFLIGHT_BYTES one tenant may hold before its requests are answered Busy; 100 = no per-tenant limit",
+    "Fair share: percent of CTXD_MAX_INFLIGHT_BYTES one tenant (the subject's <tenant>) may hold in flight on a worker; over it, its requests are answered Busy at once while other tenants are still admitted (one larger request passes when the tenant holds nothing). 100: no per-tenant limit; a tenant's share.bytesPercent overrides it",
   ),
   turnsPercent: percent(
     "CTXD_TENANT_TURNS_PERCENT",
     FlowControl.defaults.tenantTurnsPercent,
-    "Percent of CTXD_MAX_CONCURRENT (rounded up) one tenant may have in flight (running or waiting) before its turns are answered Busy; 100 = no per-tenant limit",
+    "Fair share: percent of CTXD_MAX_CONCURRENT (rounded up, at least 1: 25 is 1 of 4) one tenant may have in flight on a worker (running or waiting, forwarded ones included); beyond it its turns are answered Busy at once. It also limits a tenant alone on a worker, hence 100 (no limit) by default; set 25 on shared workers. A tenant's share.turnsPercent overrides it",
   ),
 })
 

@@ -14,6 +14,7 @@
  * which nats.js would ignore, are taken as user and password (or token) and
  * removed from the URLs the connection and its messages show.
  */
+import * as ConfigReference from "@ctxd/config/ConfigReference"
 import {
   credsAuthenticator,
   type Authenticator,
@@ -197,6 +198,12 @@ export const resolve = (servers: ReadonlyArray<string>, options: NatsAuthOptions
     }
   })
 
+/** A file's path (the page shows it as one). */
+const optionalFile = (name: string, description: string) =>
+  Config.option(Config.string(name).pipe(Config.withDescription(description), ConfigReference.shownAs("file path"))).pipe(
+    Config.map((o) => (Option.isSome(o) && o.value !== "" ? o.value : undefined)),
+  )
+
 const optionalString = (name: string, description: string) =>
   Config.option(Config.string(name).pipe(Config.withDescription(description))).pipe(
     Config.map((o) => (Option.isSome(o) && o.value !== "" ? o.value : undefined)),
@@ -209,12 +216,21 @@ const optionalSecret = (name: string, description: string) =>
 
 /** The options from the standard variables (an empty variable counts as unset). */
 export const config: Config.Config<NatsAuthOptions> = Config.all({
-  creds: optionalString("NATS_CREDS", "NATS credentials file (user JWT and NKey seed)"),
-  nkeySeed: optionalSecret("NATS_NKEY_SEED", "NATS NKey user seed (SU...), or a file holding it"),
-  user: optionalString("NATS_USER", "NATS user name"),
-  password: optionalSecret("NATS_PASSWORD", "NATS password"),
+  creds: optionalFile(
+    "NATS_CREDS",
+    "NATS credentials file (.creds: user JWT and NKey seed, as nsc writes it). At most one of NATS_CREDS, NATS_NKEY_SEED, NATS_USER, NATS_TOKEN (and credentials in NATS_URL): two stop the start (NatsAuthError Conflict), as does an unreadable file",
+  ),
+  nkeySeed: optionalSecret("NATS_NKEY_SEED", "NATS NKey user seed (SU...), or the path of a file holding it"),
+  user: optionalString(
+    "NATS_USER",
+    "NATS user name (with NATS_PASSWORD); a server refusing the credentials stops the start (Rejected, not retried)",
+  ),
+  password: optionalSecret("NATS_PASSWORD", "NATS password of NATS_USER"),
   token: optionalSecret("NATS_TOKEN", "NATS authentication token"),
-  tlsCa: optionalString("NATS_TLS_CA", "PEM file of the CA of the NATS servers' certificates"),
-  tlsCert: optionalString("NATS_TLS_CERT", "PEM file of the NATS client certificate"),
-  tlsKey: optionalString("NATS_TLS_KEY", "PEM file of the NATS client certificate's key"),
+  tlsCa: optionalFile(
+    "NATS_TLS_CA",
+    "PEM file of the CA that signed the NATS servers' certificates. Any NATS_TLS_* makes TLS required (as does a tls:// URL); without it the system CAs verify the server",
+  ),
+  tlsCert: optionalFile("NATS_TLS_CERT", "PEM file of the NATS client certificate (with NATS_TLS_KEY: both or neither)"),
+  tlsKey: optionalFile("NATS_TLS_KEY", "PEM file of the NATS client certificate's key (with NATS_TLS_CERT)"),
 })

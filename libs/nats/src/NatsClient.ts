@@ -218,7 +218,10 @@ export const config = Config.all({
         .filter((u) => u.length > 0),
     ),
   ),
-  name: Config.string("NATS_NAME").pipe(Config.withDefault("ctxd"), Config.withDescription("Connection name shown by the NATS server")),
+  name: Config.string("NATS_NAME").pipe(
+    Config.withDefault("ctxd"),
+    Config.withDescription("Connection name the NATS server shows for this process (nats server report connections)"),
+  ),
   auth: NatsAuth.config,
 })
 

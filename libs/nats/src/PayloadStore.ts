@@ -236,14 +236,20 @@ export const layer = (options: PayloadStoreOptions): Layer.Layer<PayloadStore, n
 export const config = Config.all({
   ttlMs: Config.integer("CTXD_PAYLOAD_TTL_MS").pipe(
     Config.withDefault(DEFAULT_TTL_MS),
-    Config.withDescription("TTL of bodies stored in the object store bucket (max_age)"),
+    Config.withDescription(
+      "Time to live (max_age) of the bodies in the object store bucket ctxd-payloads-<root>; applies when a worker creates the bucket",
+    ),
   ),
   maxBucketBytes: Config.integer("CTXD_PAYLOAD_STORE_MAX_BYTES").pipe(
     Config.withDefault(DEFAULT_MAX_BUCKET_BYTES),
-    Config.withDescription("Size bound of the object store bucket (max_bytes)"),
+    Config.withDescription(
+      "Size bound (max_bytes, discard new) of that bucket; when it is full, a large reply is answered Unavailable (retryable) instead",
+    ),
   ),
   maxRequestBytes: Config.integer("CTXD_MAX_REQUEST_BYTES").pipe(
     Config.withDefault(DEFAULT_MAX_REQUEST_BYTES),
-    Config.withDescription("Largest request accepted through the object store, in bytes"),
+    Config.withDescription(
+      "Largest request accepted by object store reference; a reference to a larger body is answered TooLarge at once, without fetching it. Also the client library's limit (larger turns refused locally)",
+    ),
   ),
 })

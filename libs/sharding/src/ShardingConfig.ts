@@ -104,22 +104,28 @@ export const layer = (options: ShardingOptions = {}): Layer.Layer<ShardingConfig
 export const config: Config.Config<ShardingOptions> = Config.all({
   workerId: Config.option(Config.string("CTXD_WORKER_ID").pipe(Config.withDescription("This worker's id, unique per process start"))),
   address: Config.option(
-    Config.string("CTXD_WORKER_ADDRESS").pipe(Config.withDescription("How other workers reach this one (its NATS subject)")),
+    Config.string("CTXD_WORKER_ADDRESS").pipe(
+      Config.withDescription("The prefix of this worker's direct subjects, as the other workers reach it"),
+    ),
   ),
   shards: Config.integer("CTXD_SHARDS").pipe(
-    Config.withDescription("Shards in the cluster; fixed for the life of the cluster"),
+    Config.withDescription(
+      "Shards sessions are hashed to; fixed for the life of a cluster (a worker configured otherwise refuses to start)",
+    ),
     Config.withDefault(ShardId.DEFAULT_SHARDS),
   ),
   leaseTtlMs: Config.integer("CTXD_LEASE_TTL_MS").pipe(
-    Config.withDescription("Shard lease and membership time to live on the database clock (ms)"),
+    Config.withDescription("Shard lease and membership time to live, on the database clock"),
     Config.withDefault(15_000),
   ),
   refreshIntervalMs: Config.option(
-    Config.integer("CTXD_LEASE_REFRESH_MS").pipe(Config.withDescription("Lease renewal and heartbeat interval (ms)")),
+    Config.integer("CTXD_LEASE_REFRESH_MS").pipe(Config.withDescription("Lease renewal and heartbeat interval (at most TTL / 3)")),
   ),
   safetyMarginMs: Config.option(
     Config.integer("CTXD_LEASE_MARGIN_MS").pipe(
-      Config.withDescription("How long before its lease ends a worker that cannot renew stops serving (ms)"),
+      Config.withDescription(
+        "A worker that cannot renew stops serving this long before its leases could expire (2 × refresh + margin < CTXD_LEASE_TTL_MS)",
+      ),
     ),
   ),
 }).pipe(

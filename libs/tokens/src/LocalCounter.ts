@@ -18,6 +18,7 @@
  * The framing a provider adds around content is estimated with the constants
  * in {@link overhead}; images are a fixed estimate.
  */
+import * as ConfigReference from "@ctxd/config/ConfigReference"
 import type { Conversation } from "@ctxd/contracts"
 import { Config, type ConfigError, Context, Effect, Layer } from "effect"
 import { hash } from "node:crypto"
@@ -244,11 +245,11 @@ export const config: Config.Config<{ readonly backend: Backend; readonly cacheCa
     "tiktoken",
     "heuristic",
   )("CTXD_TOKENIZER").pipe(
-    Config.withDescription("Local tokenizer backend: tiktoken (BPE) or heuristic (4 characters per token)"),
+    Config.withDescription("Local tokenizer, used where no exact count is made: tiktoken (BPE) or heuristic (4 characters per token)"),
     Config.withDefault("tiktoken" as const),
   ),
   cacheCapacity: Config.integer("CTXD_TOKEN_CACHE_SIZE").pipe(
-    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+    ConfigReference.within({ min: 1 }, "must be at least 1"),
     Config.withDescription("Text segments whose token counts are cached (LRU)"),
     Config.withDefault(1_024),
   ),

@@ -22,6 +22,7 @@
  * | `CTXD_COMPACT_CONCURRENCY` | 2 | jobs one compactor runs at once |
  * | `CTXD_COMPACT_STORAGE` | `file` | `file` (jobs survive a server restart) or `memory` |
  */
+import * as ConfigReference from "@ctxd/config/ConfigReference"
 import { Config } from "effect"
 import { hostname } from "node:os"
 import type * as Plan from "./Plan.ts"
@@ -73,14 +74,14 @@ export const defaults: Config = {
 
 const fraction = (name: string, fallback: number, description: string) =>
   Config.number(name).pipe(
-    Config.validate({ message: "must be in (0, 1]", validation: (n) => n > 0 && n <= 1 }),
+    ConfigReference.within({ above: 0, max: 1 }, "must be in (0, 1]"),
     Config.withDescription(description),
     Config.withDefault(fallback),
   )
 
 const integer = (name: string, fallback: number, min: number, description: string) =>
   Config.integer(name).pipe(
-    Config.validate({ message: `must be at least ${min}`, validation: (n) => n >= min }),
+    ConfigReference.within({ min }, `must be at least ${min}`),
     Config.withDescription(description),
     Config.withDefault(fallback),
   )
@@ -91,32 +92,49 @@ export const config: Config.Config<Config> = Config.all({
     compactAtPct: fraction(
       "CTXD_COMPACT_AT_PCT",
       defaults.thresholds.compactAtPct,
-      "Share of the effective window at which compaction is due",
+      "Share of the effective window (context window less max output) at which compaction is due (the job is marked hard); a turn blocks on compaction only when it would exceed the window",
     ),
     softPct: fraction(
       "CTXD_COMPACT_SOFT_PCT",
       defaults.thresholds.softPct,
-      "Share of the effective window at which background compaction starts",
+      "Share of the effective window, by the pre-flight estimate, at which a background compaction is scheduled",
     ),
-    tailKeepTokens: integer("CTXD_COMPACT_TAIL_KEEP_TOKENS", defaults.thresholds.tailKeepTokens, 0, "Newest tokens kept verbatim"),
+    tailKeepTokens: integer(
+      "CTXD_COMPACT_TAIL_KEEP_TOKENS",
+      defaults.thresholds.tailKeepTokens,
+      0,
+      "Newest tokens a compaction keeps verbatim (capped by CTXD_COMPACT_TAIL_MAX_PCT)",
+    ),
     tailMaxPct: fraction(
       "CTXD_COMPACT_TAIL_MAX_PCT",
       defaults.thresholds.tailMaxPct,
       "Largest share of the effective window the kept tail may take",
     ),
     minFoldPct: Config.number("CTXD_COMPACT_MIN_FOLD_PCT").pipe(
-      Config.validate({ message: "must be in [0, 1)", validation: (n) => n >= 0 && n < 1 }),
-      Config.withDescription("Smallest share of the effective window a background compaction folds"),
+      ConfigReference.within({ min: 0, below: 1 }, "must be in [0, 1)"),
+      Config.withDescription(
+        "Smallest share of the effective window a background compaction folds (the prefix changes rarely, in large steps)",
+      ),
       Config.withDefault(defaults.thresholds.minFoldPct),
     ),
   }),
-  leaseTtlMs: integer("CTXD_COMPACT_LEASE_TTL_MS", defaults.leaseTtlMs, 100, "Compaction lease TTL (ms)"),
-  cooldownMs: integer("CTXD_COMPACT_COOLDOWN_MS", defaults.cooldownMs, 0, "Cooldown after repeated failed compactions (ms)"),
+  leaseTtlMs: integer(
+    "CTXD_COMPACT_LEASE_TTL_MS",
+    defaults.leaseTtlMs,
+    100,
+    "One compaction per session: the Postgres lease's time to live (database clock), renewed every third of it while the compaction runs; a fencing token per acquire",
+  ),
+  cooldownMs: integer(
+    "CTXD_COMPACT_COOLDOWN_MS",
+    defaults.cooldownMs,
+    0,
+    "How long a session waits before its next compaction attempt after CTXD_COMPACT_COOLDOWN_FAILURES failures in a row",
+  ),
   cooldownAfterFailures: integer(
     "CTXD_COMPACT_COOLDOWN_FAILURES",
     defaults.cooldownAfterFailures,
     1,
-    "Failed compactions in a row that start a cooldown",
+    "Failed compactions in a row that start a session's cooldown (CTXD_COMPACT_COOLDOWN_MS)",
   ),
   owner: Config.string("CTXD_WORKER_ID").pipe(
     Config.withDescription("This process's name as a lease owner"),
@@ -125,21 +143,34 @@ export const config: Config.Config<Config> = Config.all({
   ),
   queue: Config.all({
     stream: Config.string("CTXD_COMPACT_STREAM").pipe(
-      Config.withDescription("Work queue stream; empty = ctxd-compact-<root>"),
+      Config.withDescription("JetStream stream of the compaction work queue, one per subject root"),
       Config.withDefault(""),
     ),
     consumer: Config.string("CTXD_COMPACT_CONSUMER").pipe(
-      Config.withDescription("Durable consumer shared by the compactors"),
+      Config.withDescription("Durable pull consumer of that stream, shared by every worker's compactor"),
       Config.withDefault(defaults.queue.consumer),
     ),
-    ackWaitMs: integer("CTXD_COMPACT_ACK_WAIT_MS", defaults.queue.ackWaitMs, 1_000, "Redelivery after this without an ack (ms)"),
-    maxDeliver: integer("CTXD_COMPACT_MAX_DELIVER", defaults.queue.maxDeliver, 1, "Deliveries of one job at most"),
-    duplicateWindowMs: integer("CTXD_COMPACT_DUPLICATE_WINDOW_MS", defaults.queue.duplicateWindowMs, 1_000, "Duplicate job window (ms)"),
-    maxAgeMs: integer("CTXD_COMPACT_MAX_AGE_MS", defaults.queue.maxAgeMs, 1_000, "Jobs older than this are discarded (ms)"),
-    concurrency: integer("CTXD_COMPACT_CONCURRENCY", defaults.queue.concurrency, 1, "Jobs one compactor runs at once"),
+    ackWaitMs: integer(
+      "CTXD_COMPACT_ACK_WAIT_MS",
+      defaults.queue.ackWaitMs,
+      1_000,
+      "A job neither acked nor marked in progress within this is redelivered (a silent compactor)",
+    ),
+    maxDeliver: integer("CTXD_COMPACT_MAX_DELIVER", defaults.queue.maxDeliver, 1, "Deliveries of one job before JetStream gives up on it"),
+    duplicateWindowMs: integer(
+      "CTXD_COMPACT_DUPLICATE_WINDOW_MS",
+      defaults.queue.duplicateWindowMs,
+      1_000,
+      "A job for the same session and live summary within this is dropped as a duplicate",
+    ),
+    maxAgeMs: integer("CTXD_COMPACT_MAX_AGE_MS", defaults.queue.maxAgeMs, 1_000, "Jobs older than this are discarded"),
+    concurrency: integer("CTXD_COMPACT_CONCURRENCY", defaults.queue.concurrency, 1, "Compaction jobs one worker runs at once"),
     storage: Config.literal(
       "file",
       "memory",
-    )("CTXD_COMPACT_STORAGE").pipe(Config.withDescription("Stream storage"), Config.withDefault("file" as const)),
+    )("CTXD_COMPACT_STORAGE").pipe(
+      Config.withDescription("Storage of the work queue stream: file (jobs survive a NATS server restart) or memory"),
+      Config.withDefault("file" as const),
+    ),
   }),
 })

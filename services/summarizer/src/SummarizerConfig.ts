@@ -23,6 +23,7 @@
  * | `CTXD_SUMMARIZER_RETRY_BASE_MS` | 500 | first backoff; doubles per retry, jittered |
  */
 import type { Summarize } from "@ctxd/contracts"
+import * as ConfigReference from "@ctxd/config/ConfigReference"
 import { Config, Option, Redacted } from "effect"
 
 /** The provider clients the summarizer can use. */
@@ -86,7 +87,8 @@ const text = (name: string, description: string) =>
     Config.map((s) => s.trim()),
   )
 
-const optionalUrl = (name: string, description: string) => Config.map(text(name, description), (s) => (s === "" ? undefined : s))
+const optionalUrl = (name: string, description: string) =>
+  Config.map(text(name, description).pipe(ConfigReference.shownAs("URL")), (s) => (s === "" ? undefined : s))
 
 const optionalKey = (name: string, description: string) =>
   Config.option(Config.redacted(name).pipe(Config.withDescription(description))).pipe(
@@ -95,21 +97,21 @@ const optionalKey = (name: string, description: string) =>
 
 const integer = (name: string, fallback: number, min: number, description: string) =>
   Config.integer(name).pipe(
-    Config.validate({ message: `must be at least ${min}`, validation: (n) => n >= min }),
+    ConfigReference.within({ min }, `must be at least ${min}`),
     Config.withDescription(description),
     Config.withDefault(fallback),
   )
 
 const fraction = (name: string, fallback: number, description: string) =>
   Config.number(name).pipe(
-    Config.validate({ message: "must be in (0, 1)", validation: (n) => n > 0 && n < 1 }),
+    ConfigReference.within({ above: 0, below: 1 }, "must be in (0, 1)"),
     Config.withDescription(description),
     Config.withDefault(fallback),
   )
 
 /** {@link Config} from the environment (table in the module doc). */
 export const config: Config.Config<Config> = Config.all({
-  model: text("CTXD_SUMMARIZER_MODEL", "Summarizer model; empty = the session's own model"),
+  model: text("CTXD_SUMMARIZER_MODEL", "Model that writes the compaction summaries; empty: the session's own model"),
   provider: Config.literal(
     "",
     "anthropic",
@@ -117,49 +119,80 @@ export const config: Config.Config<Config> = Config.all({
     "openai_compatible",
     "google",
   )("CTXD_SUMMARIZER_PROVIDER").pipe(
-    Config.withDescription("Provider client of CTXD_SUMMARIZER_MODEL; empty = inferred"),
+    Config.withDescription(
+      "Provider client of CTXD_SUMMARIZER_MODEL; empty: openai_compatible when CTXD_SUMMARIZER_BASE_URL is set, else anthropic for claude-* names, google for gemini-*, else openai",
+    ),
     Config.withDefault("" as const),
   ),
   anthropic: Config.all({
-    baseURL: optionalUrl("ANTHROPIC_BASE_URL", "Anthropic API base URL"),
-    apiKey: optionalKey("ANTHROPIC_API_KEY", "Anthropic API key"),
+    baseURL: optionalUrl("ANTHROPIC_BASE_URL", "Anthropic API base URL (unset: the SDK's)"),
+    apiKey: optionalKey("ANTHROPIC_API_KEY", "Anthropic API key: summaries and the loop judge for Anthropic sessions"),
   }),
   openai: Config.all({
-    baseURL: optionalUrl("OPENAI_BASE_URL", "OpenAI API base URL"),
-    apiKey: optionalKey("OPENAI_API_KEY", "OpenAI API key"),
+    baseURL: optionalUrl("OPENAI_BASE_URL", "OpenAI API base URL, with /v1 (unset: the SDK's)"),
+    apiKey: optionalKey("OPENAI_API_KEY", "OpenAI API key: summaries for OpenAI sessions"),
   }),
   google: Config.all({
-    baseURL: optionalUrl("GOOGLE_GEMINI_BASE_URL", "Gemini API base URL"),
-    apiKey: optionalKey("GEMINI_API_KEY", "Gemini API key"),
+    baseURL: optionalUrl("GOOGLE_GEMINI_BASE_URL", "Gemini Developer API base URL, without /v1beta (unset: the SDK's)"),
+    apiKey: optionalKey("GEMINI_API_KEY", "Gemini API key: summaries and the loop judge for google sessions"),
   }),
   compatible: Config.all({
-    baseURL: optionalUrl("CTXD_SUMMARIZER_BASE_URL", "Base URL of an OpenAI-compatible server for a self-hosted summarizer"),
-    apiKey: optionalKey("CTXD_SUMMARIZER_API_KEY", "API key of the OpenAI-compatible server"),
+    baseURL: optionalUrl(
+      "CTXD_SUMMARIZER_BASE_URL",
+      "Base URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp...) for a self-hosted summarizer",
+    ),
+    apiKey: optionalKey("CTXD_SUMMARIZER_API_KEY", "API key of that server (none is sent when unset)"),
   }),
   mode: Config.literal(
     "one_shot",
     "rolling",
     "structured",
   )("CTXD_SUMMARIZER_MODE").pipe(
-    Config.withDescription("Summary mode: one_shot, rolling (N bullets) or structured (JSON snapshot)"),
+    Config.withDescription(
+      "Summary mode: one_shot, rolling (bounded bullets, CTXD_SUMMARIZER_BULLETS) or structured (findings, hypotheses, entities, preferences, task state, open questions; JSON validated)",
+    ),
     Config.withDefault("rolling" as const),
   ),
-  bullets: integer("CTXD_SUMMARIZER_BULLETS", defaults.bullets, 1, "Bullets of a rolling summary"),
+  bullets: integer(
+    "CTXD_SUMMARIZER_BULLETS",
+    defaults.bullets,
+    1,
+    "Bullets of a rolling summary (and items per list of a structured snapshot)",
+  ),
   toolResultMaxPct: fraction(
     "CTXD_SUMMARIZER_TOOL_RESULT_MAX_PCT",
     defaults.toolResultMaxPct,
-    "Largest share of the summarizer's input one tool result may take",
+    "Largest share of the summarizer's input budget one tool result may take; a longer one is cut in the middle",
   ),
   contextWindow: Config.option(
     Config.integer("CTXD_SUMMARIZER_CONTEXT_WINDOW").pipe(
-      Config.validate({ message: "must be at least 1024", validation: (n) => n >= 1_024 }),
-      Config.withDescription("Context window of the summarizer model (tokens); default the model table's"),
+      ConfigReference.within({ min: 1_024 }, "must be at least 1024"),
+      Config.withDescription("Context window of the summarizer model, in tokens"),
     ),
   ).pipe(Config.map(Option.getOrUndefined)),
-  maxOutputTokens: integer("CTXD_SUMMARIZER_MAX_OUTPUT_TOKENS", defaults.maxOutputTokens, 64, "Output tokens per summarizer call"),
-  safetyMargin: fraction("CTXD_SUMMARIZER_SAFETY_MARGIN", defaults.safetyMargin, "Share of the input budget kept free"),
-  maxDepth: integer("CTXD_SUMMARIZER_MAX_DEPTH", defaults.maxDepth, 1, "Deepest hierarchy of summaries of summaries"),
-  timeoutMs: integer("CTXD_SUMMARIZER_TIMEOUT_MS", defaults.timeoutMs, 1, "Timeout of one summarizer call (ms)"),
-  retries: integer("CTXD_SUMMARIZER_RETRIES", defaults.retries, 0, "Retries of a failed summarizer call"),
-  retryBaseMs: integer("CTXD_SUMMARIZER_RETRY_BASE_MS", defaults.retryBaseMs, 1, "First retry backoff (ms), doubling"),
+  maxOutputTokens: integer(
+    "CTXD_SUMMARIZER_MAX_OUTPUT_TOKENS",
+    defaults.maxOutputTokens,
+    64,
+    "Output tokens asked for per summarizer call (capped by the model's)",
+  ),
+  safetyMargin: fraction(
+    "CTXD_SUMMARIZER_SAFETY_MARGIN",
+    defaults.safetyMargin,
+    "Share of the summarizer's input budget kept free for local under-counts",
+  ),
+  maxDepth: integer(
+    "CTXD_SUMMARIZER_MAX_DEPTH",
+    defaults.maxDepth,
+    1,
+    "Deepest hierarchy of summaries of summaries before the compaction gives up",
+  ),
+  timeoutMs: integer("CTXD_SUMMARIZER_TIMEOUT_MS", defaults.timeoutMs, 1, "Time limit of one summarizer call"),
+  retries: integer(
+    "CTXD_SUMMARIZER_RETRIES",
+    defaults.retries,
+    0,
+    "Retries of a failed summarizer call (429, 5xx, timeout, connection), with exponential backoff",
+  ),
+  retryBaseMs: integer("CTXD_SUMMARIZER_RETRY_BASE_MS", defaults.retryBaseMs, 1, "First retry backoff; doubles per retry, jittered"),
 })

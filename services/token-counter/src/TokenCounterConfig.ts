@@ -24,6 +24,7 @@
  * | `GEMINI_API_KEY` | unset | the Gemini API key (redacted) |
  */
 import type { Tokens } from "@ctxd/contracts"
+import * as ConfigReference from "@ctxd/config/ConfigReference"
 import { Config, Option, Redacted } from "effect"
 
 /** Everything the token counter needs; see the module doc for the defaults. */
@@ -76,7 +77,7 @@ export const defaults: Config = {
 
 const positive = (name: string, fallback: number, description: string) =>
   Config.integer(name).pipe(
-    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+    ConfigReference.within({ min: 1 }, "must be at least 1"),
     Config.withDescription(description),
     Config.withDefault(fallback),
   )
@@ -94,49 +95,84 @@ export const config: Config.Config<Config> = Config.all({
     "heuristic",
   )("CTXD_TOKEN_BACKEND").pipe(
     Config.withDescription(
-      "Token counting backend: auto (exact where the provider offers it), anthropic_api, openai_api, google_api, tiktoken, heuristic",
+      "Who counts: auto (the model's provider's count endpoint when that provider is configured, else tiktoken), anthropic_api, openai_api, google_api (that endpoint; another provider's model is counted locally), tiktoken or heuristic (4 chars per token); options.tokenBackend wins",
     ),
     Config.withDefault("auto" as const),
   ),
-  cacheCapacity: positive("CTXD_TOKEN_CACHE_SIZE", defaults.cacheCapacity, "Token counts cached by content hash (LRU entries)"),
-  timeoutMs: positive("CTXD_TOKEN_TIMEOUT_MS", defaults.timeoutMs, "Timeout of one count call to the provider, in ms"),
-  maxInFlight: positive("CTXD_TOKEN_MAX_IN_FLIGHT", defaults.maxInFlight, "Provider count calls in flight at once"),
+  cacheCapacity: positive(
+    "CTXD_TOKEN_CACHE_SIZE",
+    defaults.cacheCapacity,
+    "Token counts cached by content hash (LRU entries), exact and local alike",
+  ),
+  timeoutMs: positive(
+    "CTXD_TOKEN_TIMEOUT_MS",
+    defaults.timeoutMs,
+    "Bound of one provider count call and of a turn's wait for it; past it the turn is counted locally",
+  ),
+  maxInFlight: positive(
+    "CTXD_TOKEN_MAX_IN_FLIGHT",
+    defaults.maxInFlight,
+    "Provider count calls at once, per provider; beyond that turns count locally at once (no pile-up)",
+  ),
   failureThreshold: positive(
     "CTXD_TOKEN_BREAKER_FAILURES",
     defaults.breaker.failureThreshold,
-    "Consecutive failures that open the breaker",
+    "Consecutive failures (error, timeout, 429, 5xx) that open a provider's circuit breaker (one per provider)",
   ),
-  openForMs: positive("CTXD_TOKEN_BREAKER_OPEN_MS", defaults.breaker.openForMs, "How long the breaker stays open the first time, in ms"),
-  maxOpenForMs: positive("CTXD_TOKEN_BREAKER_MAX_OPEN_MS", defaults.breaker.maxOpenForMs, "Longest open period of the breaker, in ms"),
+  openForMs: positive(
+    "CTXD_TOKEN_BREAKER_OPEN_MS",
+    defaults.breaker.openForMs,
+    "First open period of the breaker; doubles after each failed half-open probe",
+  ),
+  maxOpenForMs: positive("CTXD_TOKEN_BREAKER_MAX_OPEN_MS", defaults.breaker.maxOpenForMs, "Longest open period of the breaker"),
   calibration: Config.boolean("CTXD_TOKEN_CALIBRATION").pipe(
-    Config.withDescription("Apply the learned per-model correction factor to local estimates"),
+    Config.withDescription("Multiply local estimates by the per-model correction factor learned from usage reports"),
     Config.withDefault(true),
   ),
   calibrationAlpha: Config.number("CTXD_TOKEN_CALIBRATION_ALPHA").pipe(
-    Config.validate({ message: "must be in (0, 1]", validation: (a) => a > 0 && a <= 1 }),
-    Config.withDescription("EWMA weight of a new usage report in the correction factor"),
+    ConfigReference.within({ above: 0, max: 1 }, "must be in (0, 1]"),
+    Config.withDescription("EWMA weight of one usage report in the correction factor"),
     Config.withDefault(defaults.calibrationAlpha),
   ),
   maxModels: positive(
     "CTXD_TOKEN_MAX_MODELS",
     defaults.calibrationLimits.maxModels,
-    "Distinct model labels in calibration and metrics; later models share `other`",
+    "Distinct model labels (lowercase, [a-z0-9._:/-], at most 64 chars) in calibration and metrics; later models share `other` (drift only, no factor)",
   ),
   maxTenantFactors: positive(
     "CTXD_TOKEN_CALIBRATION_TENANT_FACTORS",
     defaults.calibrationLimits.maxTenantFactors,
-    "Per-tenant correction factors kept (least recently updated dropped first)",
+    "Per-tenant correction factors kept in memory (least recently updated dropped first; that tenant falls back to the global factor)",
   ),
   priorTenants: positive(
     "CTXD_TOKEN_CALIBRATION_PRIOR_TENANTS",
     defaults.calibrationLimits.priorTenants,
-    "Weight, in tenants at factor 1, of the prior in a model's global correction factor",
+    "Weight, in tenants at the model's family factor, of the prior in a model's global correction factor: one tenant moves it by at most (its factor − family factor) / (this + 1)",
   ),
-  baseURL: Config.option(Config.string("ANTHROPIC_BASE_URL").pipe(Config.withDescription("Anthropic API base URL"))),
+  baseURL: Config.option(
+    Config.string("ANTHROPIC_BASE_URL").pipe(
+      Config.withDescription("Anthropic API base URL (unset: the SDK's); it or ANTHROPIC_API_KEY makes auto count Claude prompts exactly"),
+      ConfigReference.shownAs("URL"),
+    ),
+  ),
   apiKey: Config.option(Config.redacted("ANTHROPIC_API_KEY").pipe(Config.withDescription("Anthropic API key"))),
-  openaiBaseURL: Config.option(Config.string("OPENAI_BASE_URL").pipe(Config.withDescription("OpenAI API base URL"))),
+  openaiBaseURL: Config.option(
+    Config.string("OPENAI_BASE_URL").pipe(
+      Config.withDescription(
+        "OpenAI API base URL, with /v1 (unset: the SDK's); it or OPENAI_API_KEY makes auto count OpenAI Responses prompts exactly",
+      ),
+      ConfigReference.shownAs("URL"),
+    ),
+  ),
   openaiApiKey: Config.option(Config.redacted("OPENAI_API_KEY").pipe(Config.withDescription("OpenAI API key"))),
-  googleBaseURL: Config.option(Config.string("GOOGLE_GEMINI_BASE_URL").pipe(Config.withDescription("Gemini API base URL"))),
+  googleBaseURL: Config.option(
+    Config.string("GOOGLE_GEMINI_BASE_URL").pipe(
+      Config.withDescription(
+        "Gemini Developer API base URL, without /v1beta (unset: the SDK's); it or GEMINI_API_KEY makes auto count google prompts exactly",
+      ),
+      ConfigReference.shownAs("URL"),
+    ),
+  ),
   googleApiKey: Config.option(Config.redacted("GEMINI_API_KEY").pipe(Config.withDescription("Gemini API key"))),
 }).pipe(
   Config.map((c): Config => {

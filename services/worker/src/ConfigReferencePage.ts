@@ -1,17 +1,17 @@
 /**
  * The configuration reference page (`docs/configuration.md`), rendered from
- * the code: the environment keys from `ConfigSources` (the `Config` values
- * the processes read), the turn option keys of `ctxd.yaml` from the
- * `Turn.Options` schema (descriptions from its annotations, else from the
- * JSDoc on each field in `libs/contracts/src/Turn.ts`).
+ * the code: the environment variables from `ConfigSources` (the `Config`
+ * values the processes read), grouped by `ConfigGroups`; the `ctxd.yaml`
+ * section keys from the Schemas the file is decoded with (`ConfigFileKeys`).
+ * The prose above the tables is {@link intro}.
  */
-import { ConfigReference } from "@ctxd/config"
+import { ConfigFile, ConfigReference, RuntimeConfig } from "@ctxd/config"
 import { Tenants, Turn } from "@ctxd/contracts"
-import { Option, SchemaAST } from "effect"
-import { readFileSync } from "node:fs"
+import { SchemaAST } from "effect"
 import { fileURLToPath } from "node:url"
 import * as prettier from "prettier"
-import ts from "typescript"
+import * as ConfigFileKeys from "./ConfigFileKeys.ts"
+import * as ConfigGroups from "./ConfigGroups.ts"
 import * as ConfigSources from "./ConfigSources.ts"
 
 const root = fileURLToPath(new URL("../../../", import.meta.url))
@@ -24,117 +24,176 @@ const cell = (text: string): string => text.replace(/\|/g, "\\|").replace(/\s+/g
 /** Prose in a cell: `<root>` and the like stay visible instead of reading as HTML. */
 const prose = (text: string): string => cell(text).replace(/</g, "\\<")
 
-/** The JSDoc of each property of the object literal passed to `Schema.Struct` in `const <name> = ...` of `file`. */
-const jsdocs = (file: string, name: string): ReadonlyMap<string, string> => {
-  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true)
-  const out = new Map<string, string>()
-  const visit = (n: ts.Node): void => {
-    if (ts.isVariableDeclaration(n) && ts.isIdentifier(n.name) && n.name.text === name && n.initializer !== undefined) {
-      const find = (e: ts.Node): void => {
-        if (ts.isObjectLiteralExpression(e) && out.size === 0) {
-          for (const p of e.properties) {
-            if (!ts.isPropertyAssignment(p) || !ts.isIdentifier(p.name)) continue
-            const docs = ts.getJSDocCommentsAndTags(p).filter(ts.isJSDoc)
-            const text = docs.map((d) => ts.getTextOfJSDocComment(d.comment) ?? "").join(" ")
-            if (text !== "") out.set(p.name.text, text)
-          }
-          return
-        }
-        ts.forEachChild(e, find)
-      }
-      find(n.initializer)
-    }
-    ts.forEachChild(n, visit)
-  }
-  visit(source)
-  return out
-}
+const anchor = (title: string): string =>
+  title
+    .toLowerCase()
+    .replace(/[^a-z0-9 -]/g, "")
+    .replace(/ /g, "-")
 
-const typeOf = (ast: SchemaAST.AST): string => {
-  const t = SchemaAST.isUnion(ast) ? SchemaAST.Union.make(ast.types.filter((m) => !SchemaAST.isUndefinedKeyword(m))) : ast
-  if (SchemaAST.isUnion(t) && t.types.every(SchemaAST.isLiteral)) {
-    return t.types.map((m) => (SchemaAST.isLiteral(m) ? `\`${JSON.stringify(m.literal)}\`` : "")).join(", ")
-  }
-  if (SchemaAST.isLiteral(t)) return `\`${JSON.stringify(t.literal)}\``
-  if (SchemaAST.isTypeLiteral(t)) return `object: ${t.propertySignatures.map((p) => `\`${String(p.name)}\``).join(", ")}`
-  const title = Option.orElse(SchemaAST.getIdentifierAnnotation(t), () => SchemaAST.getTitleAnnotation(t))
-  if (Option.isSome(title)) return title.value
-  return cell(String(t))
-}
+const { limits } = ConfigFile
+const reload = RuntimeConfig.defaults
 
-/** Rows `| key | type | meaning |` of a struct schema's fields, descriptions from annotations, else `docs`. */
-const fieldRows = (ast: SchemaAST.AST, docs: ReadonlyMap<string, string>, prefix = ""): Array<string> => {
-  if (!SchemaAST.isTypeLiteral(ast)) return []
-  return ast.propertySignatures.map((p) => {
-    const name = String(p.name)
-    const annotated = SchemaAST.getDescriptionAnnotation(p).pipe(Option.orElse(() => SchemaAST.getDescriptionAnnotation(p.type)))
-    const meaning = Option.getOrElse(annotated, () => docs.get(name) ?? "")
-    return `| \`${prefix}${name}\` | ${cell(typeOf(p.type))} | ${prose(meaning)} |`
-  })
-}
+/** The hand-written part: where the settings come from, how they combine, what reloads. */
+const intro = (groups: ReadonlyArray<ConfigGroups.Group>): ReadonlyArray<string> => [
+  "ctxd is configured by environment variables and by one optional file, `ctxd.yaml`. Every setting,",
+  "its type, its default and what it does is below: [environment variables](#environment-variables) by",
+  `topic (${groups.map((g) => `[${g.title.toLowerCase()}](#${anchor(g.title)})`).join(", ")}), then the`,
+  "[`ctxd.yaml` keys](#ctxdyaml-keys).",
+  "",
+  "## Where settings come from",
+  "",
+  "**`ctxd.yaml`** is the file `CTXD_CONFIG_FILE` names (a path relative to the working directory; YAML, and",
+  "so JSON too). There is no search path: without `CTXD_CONFIG_FILE` no file is read. It holds two kinds of",
+  "keys: any environment variable of this page under its own name (`CTXD_MAX_CONCURRENT: 8`; a list is",
+  "the comma-separated string the environment would hold), and the sections `defaults`, `tenants` and",
+  "`agents` of [turn options](#turn-options). `CTXD_TENANTS_FILE` may hold the `tenants` section in a file",
+  "of its own. `deploy/ctxd.example.yaml` shows every kind of key.",
+  "",
+  "**Precedence.** For an environment variable: the environment, then the same key in `ctxd.yaml`, then the",
+  "default below. For a turn option, lowest first and field by field (`loop` merges field by field too): the",
+  "environment's default (`CTXD_WINDOW_MESSAGES`, ...) < the file's `defaults` < `tenants.<tenant>` <",
+  "`agents.<agent>` < the request's own `options`. A tenant named in both files takes the section of",
+  "`CTXD_TENANTS_FILE`, whole.",
+  "",
+  "## Hot reload",
+  "",
+  "**What reloads:** the sections `defaults`, `tenants` and `agents` of both files. The worker watches the",
+  "files' directories (a file replaced by a rename, a symlink retargeted, a Kubernetes ConfigMap are",
+  `followed), reloads \`CTXD_CONFIG_DEBOUNCE_MS\` (${reload.debounceMs} ms) after the last event and re-stats the`,
+  `files every \`CTXD_CONFIG_POLL_MS\` (${reload.pollMs} ms). A changed, valid file applies from the next turn; each`,
+  "turn keeps the snapshot it started with, and no session state is dropped.",
+  "",
+  "**What needs a restart:** every environment variable, whether set in the environment or in `ctxd.yaml`",
+  "(in particular the connections, the flow limits, the caches, the token counter, the compactor, the",
+  "summarizer and `CTXD_CONFIG_FILE` itself). A change of one in the file is logged as",
+  "`config: <KEYS> changed; read at start, needs a restart`, or as not applying when the environment sets",
+  "it. For a turn option that should change live, set it under `defaults` rather than by its variable.",
+  "",
+  "**A bad edit** (invalid, deleted or unreadable file) changes nothing: the worker keeps the last good",
+  "configuration and logs `config not applied, keeping <hash>: <file>:<line>:<col>: <key path>: <problem>`;",
+  'the next valid edit applies. Reloads count in `ctxd_config_reloads_total{result="applied"|"rejected"}` and',
+  "show in `config: {hash, reloads, rejected}` of `/readyz` and `ctx.v1.health` (the hash is the first 12 hex",
+  "digits of a SHA-256 of the decoded contents: a comment edit does not change it). At start, an invalid",
+  "file stops the worker with the same messages. Unknown keys in the sections are errors, tenant and agent",
+  `ids must be \`[A-Za-z0-9_-]{1,128}\`, and a file over ${limits.maxBytes} bytes, nested over ${limits.maxDepth} levels or of more`,
+  `than ${limits.maxNodes} nodes once its aliases are expanded is refused; a reload parses on a worker thread, abandoned`,
+  `after ${reload.reloadTimeoutMs} ms. Messages never quote a value of the file.`,
+  "",
+  "## Checking a file: `ctxd config check`",
+  "",
+  "`npx ctxd config check ctxd.yaml` (or `npm run config:check -- ctxd.yaml`) validates a file offline: its",
+  "sections as a reload does, its environment keys with the readers the worker starts with",
+  "(`CTXD_MAX_CONCURRENT: many` → `ctxd.yaml:2:1: CTXD_MAX_CONCURRENT: Expected an integer value but received",
+  '"many"`), and the `CTXD_TENANTS_FILE` it names; it prints the hash a worker would report. Exit code 0',
+  "valid, 1 not valid, 2 no file named.",
+  "",
+  "## The `ctxd` command",
+  "",
+  "`ctxd serve` (`npm start`) takes no options: it reads everything on this page. `ctxd inspect` reads",
+  "`DATABASE_URL` and `CTXD_DB_SCHEMA`. `ctxd replay --config ctxd.yaml` applies a file's turn option",
+  "sections to the replayed turns as the worker would; its other options are on `ctxd replay --help`. The",
+  "client library reads the variables of [its section](#client-library) in the caller's process.",
+  "",
+]
 
 /** The page's markdown from `sources` (`ConfigSources.sources` and the client library's), before formatting. */
 export const markdown = (sources: ReadonlyArray<ConfigSources.Source>): string => {
   const rows = ConfigSources.rows(sources)
+  const byName = new Map(rows.map((row) => [row.name, row]))
+  const { ungrouped, unknown } = ConfigGroups.unplaced(rows.map((row) => row.name))
+  if (ungrouped.length > 0 || unknown.length > 0) {
+    throw new Error(`ConfigGroups: no section for ${ungrouped.join(", ") || "-"}; no such variable: ${unknown.join(", ") || "-"}`)
+  }
   const lines: Array<string> = [
     "# Configuration reference",
     "",
-    "<!-- Generated by `npm run docs:config` from the code (services/worker/src/ConfigSources.ts and the Turn.Options schema); do not edit. -->",
+    "<!-- Generated by `npm run docs:config` from the code (services/worker/src/ConfigReferencePage.ts); do not edit. -->",
     "",
-    "ctxd reads its settings from environment variables (constant case) and from the configuration file",
-    "`ctxd.yaml` named by `CTXD_CONFIG_FILE`. The file takes every variable below under its own name",
-    "(the environment wins over the file; read at start), plus the sections `defaults`, `tenants.<id>` and",
-    "`agents.<id>` of [turn options](#turn-options-ctxdyaml-sections), reloaded while the worker runs.",
-    "The README's [Configuration](../README.md#configuration) section explains precedence, reload and validation;",
-    "`npm run config:check -- ctxd.yaml` checks a file offline.",
-    "",
+    ...intro(ConfigGroups.groups),
     "## Environment variables",
     "",
+    "Types: a duration is a whole number in the unit shown, a size a whole number of bytes, a fraction a number",
+    "between 0 and 1; a value outside the range shown stops the start, naming the variable. Every variable is",
+    "read once, at start.",
+    "",
   ]
-  const components = [...new Set(rows.map((r) => r.components[0]!))]
-  for (const component of components) {
-    lines.push(
-      `### ${component[0]!.toUpperCase()}${component.slice(1)}`,
-      "",
-      "| variable | type | default | meaning |",
-      "| --- | --- | --- | --- |",
-    )
-    for (const row of rows.filter((r) => r.components[0] === component)) {
-      const also = row.components.length > 1 ? ` (also read by: ${row.components.slice(1).join(", ")})` : ""
-      lines.push(`| \`${row.name}\` | ${cell(ConfigReference.formatType(row))} | ${cell(row.default)} | ${prose(row.description)}${also} |`)
+  for (const group of ConfigGroups.groups) {
+    lines.push(`### ${group.title}`, "", group.intro, "", "| variable | type | default | meaning |", "| --- | --- | --- | --- |")
+    for (const name of group.names) {
+      const row = byName.get(name)!
+      // every component but the client library runs in the worker process: only the client is worth naming
+      const client = row.components.slice(1).some((c) => c.startsWith("client")) && !/client library/.test(row.description)
+      const also = client ? ". The client library reads it too" : ""
+      lines.push(
+        `| \`${row.name}\` | ${cell(ConfigReference.formatType(row))} | ${cell(ConfigReference.formatKnobDefault(row))} | ${prose(row.description)}${also} |`,
+      )
     }
     lines.push("")
   }
-  const turnDocs = jsdocs(`${root}libs/contracts/src/Turn.ts`, "Options")
-  const tenantDocs = jsdocs(`${root}libs/contracts/src/Tenants.ts`, "Tenant")
+  lines.push(...fileKeys(byName))
+  return lines.join("\n")
+}
+
+const table = (rows: ReadonlyArray<ConfigFileKeys.KeyRow>): ReadonlyArray<string> => [
+  "| key | type | default | meaning |",
+  "| --- | --- | --- | --- |",
+  ...rows.map((r) => `| \`${r.key}\` | ${cell(r.type)} | ${cell(r.default === "" ? "—" : r.default)} | ${prose(r.meaning)} |`),
+]
+
+/** The `ctxd.yaml` part: the top-level keys, the turn options, the tenant-only keys. */
+const fileKeys = (byName: ReadonlyMap<string, ConfigSources.Row>): ReadonlyArray<string> => {
+  const resolve = (value: string | ConfigFileKeys.FromEnv): string => {
+    if (typeof value === "string") return value
+    const row = byName.get(value.env)
+    if (row === undefined) throw new Error(`ConfigFileKeys.defaults: no variable ${value.env}`)
+    return `${row.default.replace(/^unset: /, "")} (\`${value.env}\`)`
+  }
+  const src = (file: string) => `${root}libs/contracts/src/${file}`
+  const docs = new Map([
+    ...ConfigFileKeys.jsdocs(src("Turn.ts"), "Options"),
+    ...ConfigFileKeys.jsdocs(src("Loop.ts"), "Settings", "loop."),
+    ...ConfigFileKeys.jsdocs(src("Tenants.ts"), "Tenant"),
+    ...ConfigFileKeys.jsdocs(src("Tenants.ts"), "ProviderKeys", "providers."),
+    ...ConfigFileKeys.jsdocs(src("Tenants.ts"), "ProviderKey", "providers.*."),
+    ...ConfigFileKeys.jsdocs(src("Tenants.ts"), "Share", "share."),
+  ])
+  const sectionDocs = ConfigFileKeys.jsdocs(`${root}libs/config/src/ConfigFile.ts`, "Sections")
   const tenantOnly = SchemaAST.isTypeLiteral(Tenants.Tenant.ast)
     ? new SchemaAST.TypeLiteral(
         Tenants.Tenant.ast.propertySignatures.filter((p) => !(String(p.name) in Turn.Options.fields)),
         [],
       )
     : Tenants.Tenant.ast
-  lines.push(
-    "## Turn options (`ctxd.yaml` sections)",
+  const sections = SchemaAST.isTypeLiteral(ConfigFile.Sections.ast) ? ConfigFile.Sections.ast.propertySignatures : []
+  const placeholder: Record<string, string> = { tenants: ".<tenant>", agents: ".<agent>" }
+  return [
+    "## `ctxd.yaml` keys",
     "",
-    "Each of `defaults`, `tenants.<tenant>` and `agents.<agent>` holds turn options: the same keys as a",
-    "request's `options` (`TurnOptions` in `docs/schemas/turn-request.schema.json`); unknown keys are errors.",
-    "Precedence, lowest first: the environment's defaults < `defaults` < `tenants.<tenant>` < `agents.<agent>`",
-    "< the request's `options`. An agent's section cannot set `agent`.",
-    "",
-    "| key | type | meaning |",
+    "| key | holds | applies |",
     "| --- | --- | --- |",
-    ...fieldRows(Turn.Options.ast, turnDocs),
+    "| `NATS_URL`, `CTXD_*`, ... (upper case) | any [environment variable](#environment-variables) by its name: a string, number, boolean or list | at start; the environment wins |",
+    ...sections.map((p) => {
+      const name = String(p.name)
+      return `| \`${name}${placeholder[name] ?? ""}\` | ${prose(sectionDocs.get(name) ?? "")} | each turn (reloaded) |`
+    }),
+    "",
+    "### Turn options",
+    "",
+    "The keys of `defaults`, `tenants.<tenant>` and `agents.<agent>`: the same names and values as a request's",
+    "`options` (`TurnOptions` in `docs/schemas/turn-request.schema.json`). An agent's section cannot set `agent`.",
+    "The default is what a turn gets when no layer sets the key. The feature switches are turn options too, so any",
+    "layer can set them per tenant or agent: `promptCache`, `compaction`, `loop.policy: off`, `tokenBackend`",
+    "(`heuristic` or `tiktoken`: no provider count calls), `toolCompression: none`, `maskKeep`, `proactiveThreshold`.",
+    "",
+    ...table(ConfigFileKeys.rows(Turn.Options.ast, docs, resolve)),
     "",
     "### Tenant sections only",
     "",
-    "A `tenants.<tenant>` section (also the values of a `CTXD_TENANTS_FILE`) takes these keys besides the turn options:",
+    "A `tenants.<tenant>` section (also each value of a `CTXD_TENANTS_FILE`) takes these keys besides the turn options:",
     "",
-    "| key | type | meaning |",
-    "| --- | --- | --- |",
-    ...fieldRows(tenantOnly, tenantDocs),
+    ...table(ConfigFileKeys.rows(tenantOnly, docs, resolve)),
     "",
-  )
-  return lines.join("\n")
+  ]
 }
 
 /** The page as `npm run docs:config` writes it: {@link markdown} formatted with the repository's prettier settings. */

@@ -19,6 +19,7 @@ import * as Metrics from "@effect/opentelemetry/Metrics"
 import * as Resource from "@effect/opentelemetry/Resource"
 import { PrometheusExporter, PrometheusSerializer } from "@opentelemetry/exporter-prometheus"
 import type { ResourceMetrics } from "@opentelemetry/sdk-metrics"
+import { ConfigReference } from "@ctxd/config"
 import { Config, Context, Effect, Layer, Option } from "effect"
 
 /** Telemetry defaults. */
@@ -30,19 +31,28 @@ export const defaults = {
   shutdownTimeoutMs: 5_000,
 } as const
 
-const optional = (name: string) => Config.option(Config.string(name)).pipe(Config.map(Option.filter((value) => value.trim() !== "")))
+/** An optional URL (the page shows it as one). */
+const optional = (name: string) =>
+  Config.option(Config.string(name)).pipe(Config.map(Option.filter((value) => value.trim() !== "")), ConfigReference.shownAs("URL"))
 
 /** The standard OpenTelemetry variables ctxd reads itself (the SDK reads the rest). */
 export const config = Config.all({
   serviceName: Config.string("OTEL_SERVICE_NAME").pipe(
     Config.withDefault(defaults.serviceName),
-    Config.withDescription("service.name of traces and metrics"),
+    Config.withDescription("service.name of the spans and of /metrics' target_info (service.instance.id is the worker id)"),
   ),
-  endpoint: optional("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(Config.withDescription("OTLP/HTTP base URL; traces go to <url>/v1/traces")),
+  endpoint: optional("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(
+    Config.withDescription(
+      "OTLP/HTTP base URL: when set (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), spans are exported to <url>/v1/traces as OTLP JSON. Unset: no export, no OpenTelemetry SDK loaded",
+    ),
+  ),
   tracesEndpoint: optional("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").pipe(
-    Config.withDescription("OTLP/HTTP traces URL (wins over the base URL)"),
+    Config.withDescription("The full OTLP/HTTP traces URL; wins over OTEL_EXPORTER_OTLP_ENDPOINT"),
   ),
-  disabled: Config.boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false), Config.withDescription("true: no OpenTelemetry export")),
+  disabled: Config.boolean("OTEL_SDK_DISABLED").pipe(
+    Config.withDefault(false),
+    Config.withDescription("true: no span export even with an endpoint"),
+  ),
 })
 export type Config = Config.Config.Success<typeof config>
 

@@ -7,137 +7,118 @@
  * (generated from `ConfigSources`).
  */
 import { AssemblerConfig, WorkspaceCache } from "@ctxd/assembler"
-import { type ConfigFile, RuntimeConfig } from "@ctxd/config"
-import { type CostModel, Pipeline, PriceFile, ProviderKeys } from "@ctxd/context"
+import { type ConfigFile, ConfigReference, RuntimeConfig } from "@ctxd/config"
+import { Pipeline, ProviderKeys } from "@ctxd/context"
 import { ShardingConfig } from "@ctxd/sharding"
-import type { Turn } from "@ctxd/contracts"
 import { Admission, FlowControl, NatsAuth } from "@ctxd/nats"
-import { Config, ConfigError, ConfigProvider, Data, Effect, Either, Layer, Option } from "effect"
-import { readFileSync } from "node:fs"
+import { Config, ConfigError, ConfigProvider, Effect, Either, Layer, Option } from "effect"
 import * as EmbeddedDatabase from "./EmbeddedDatabase.ts"
 import * as HttpServer from "./HttpServer.ts"
+import { memoryOptions } from "./MemoryConfig.ts"
 import * as Pruner from "./Pruner.ts"
+
+export { memoryOptions } from "./MemoryConfig.ts"
+export { InvalidPricesFile, pricesFile, priceTable } from "./PricesConfig.ts"
 
 const int = (name: string, fallback: number, description: string) =>
   Config.integer(name).pipe(Config.withDefault(fallback), Config.withDescription(description))
-
-/**
- * The memory knobs' environment defaults, as turn options (under a tenant's
- * and a request's own; unset: `MemoryRetrieval.defaults`): `CTXD_MEMORY`
- * (`true`/`false`; unset: retrieve while the agent has memories),
- * `CTXD_MEMORY_TOKENS`, `CTXD_MEMORY_FRACTION`, `CTXD_MEMORY_PLACEMENT`
- * (`tail`/`system`), `CTXD_LEARNINGS_FRACTION`.
- */
-export const memoryOptions: Config.Config<Turn.Options> = Config.all({
-  memory: Config.option(
-    Config.boolean("CTXD_MEMORY").pipe(
-      Config.withDescription(
-        "Default memory option: true retrieves the agent's memories every turn, false never (nor learnings); unset: only while the agent (and user) has memory documents",
-      ),
-    ),
-  ),
-  memoryTokens: Config.option(
-    Config.integer("CTXD_MEMORY_TOKENS").pipe(
-      Config.validate({ message: "0..1000000 tokens", validation: (n) => n >= 0 && n <= 1_000_000 }),
-      Config.withDescription(
-        "Default memoryTokens: the memory budget in tokens; with neither this nor CTXD_MEMORY_FRACTION: the smaller of 2,200 and 15 % of the available budget; with both: the smaller",
-      ),
-    ),
-  ),
-  memoryFraction: Config.option(
-    Config.number("CTXD_MEMORY_FRACTION").pipe(
-      Config.validate({ message: "a fraction 0..1", validation: (n) => n >= 0 && n <= 1 }),
-      Config.withDescription("Default memoryFraction: the memory budget as a share of the available budget (unset: 0.15)"),
-    ),
-  ),
-  memoryPlacement: Config.option(
-    Config.literal(
-      "tail",
-      "system",
-    )("CTXD_MEMORY_PLACEMENT").pipe(
-      Config.withDescription(
-        "Default memoryPlacement: tail (after the last cache breakpoint) or system (the last system section, inside the cached prefix); unset: tail",
-      ),
-    ),
-  ),
-  learningsFraction: Config.option(
-    Config.number("CTXD_LEARNINGS_FRACTION").pipe(
-      Config.validate({ message: "a fraction 0..1", validation: (n) => n >= 0 && n <= 1 }),
-      Config.withDescription(
-        "Default learningsFraction: the learnings section's share of the available budget (at most 5 learnings; 0: none; unset: 0.05)",
-      ),
-    ),
-  ),
-}).pipe(
-  Config.map((o) => {
-    const out: { -readonly [K in keyof Turn.Options]?: Turn.Options[K] } = {}
-    if (Option.isSome(o.memory)) out.memory = o.memory.value
-    if (Option.isSome(o.memoryTokens)) out.memoryTokens = o.memoryTokens.value
-    if (Option.isSome(o.memoryFraction)) out.memoryFraction = o.memoryFraction.value
-    if (Option.isSome(o.memoryPlacement)) out.memoryPlacement = o.memoryPlacement.value
-    if (Option.isSome(o.learningsFraction)) out.learningsFraction = o.learningsFraction.value
-    return out
-  }),
-)
 
 /** Everything the worker process reads at start. */
 export const WorkerConfig = Config.all({
   natsUrl: Config.string("NATS_URL").pipe(
     Config.withDefault("nats://127.0.0.1:4222"),
-    Config.withDescription("NATS server(s), comma separated"),
+    Config.withDescription(
+      "NATS server(s), comma separated. tls://host:port requires TLS; credentials in the URL (nats://user:password@host, nats://token@host) count as NATS_USER/NATS_PASSWORD or NATS_TOKEN and are removed from every message",
+    ),
+    ConfigReference.shownAs("comma-separated URLs"),
   ),
   // NATS_CREDS, NATS_NKEY_SEED, NATS_USER/NATS_PASSWORD, NATS_TOKEN, NATS_TLS_CA/_CERT/_KEY
   natsAuth: NatsAuth.config,
   subjectRoot: Config.string("CTXD_SUBJECT_ROOT").pipe(
     Config.withDefault("ctx"),
-    Config.withDescription("First token(s) of every subject: <root>.v1.turn.<tenant>.<session>"),
+    Config.withDescription(
+      "First token(s) of every subject: <root>.v1.turn.<tenant>.<session>; deployments with different roots can share one NATS. The client library reads it too",
+    ),
   ),
   legacySubjects: Config.boolean("CTXD_LEGACY_SUBJECTS").pipe(
     Config.withDefault(true),
     Config.withDescription(
-      "Also serve the tenant-less <root>.v1.summarize and <root>.v1.tokens.count (NATS permissions cannot scope them; false in a secure deployment)",
+      "Also serve the tenant-less <root>.v1.summarize and <root>.v1.tokens.count for old callers. NATS permissions cannot scope a subject without a tenant: a deployment that isolates tenants sets false, leaving only the .<tenant> subjects",
     ),
   ),
   workerKeyTenants: Config.string("CTXD_WORKER_KEY_TENANTS").pipe(
     Config.withDefault("*"),
+    ConfigReference.shownAs("`*`, empty or comma-separated tenant ids"),
     Config.map(ProviderKeys.parseWorkerKeyTenants),
     Config.withDescription(
-      "Tenants whose provider calls (summaries, loop judge, exact counts) may use the worker's own keys when their section names none: * = all, empty = none, else comma-separated tenant ids",
+      "Tenants whose provider calls (summaries, compaction, loop judge, exact counts) may use the worker's own provider keys when their section names none: * all, empty none, else comma-separated tenant ids",
     ),
   ),
   queueGroup: Config.string("CTXD_QUEUE_GROUP").pipe(
     Config.withDefault("ctxd-workers"),
-    Config.withDescription("Queue group the workers share"),
+    Config.withDescription("NATS queue group the workers share: each request goes to one worker of the group"),
   ),
-  maxPayload: int("CTXD_MAX_PAYLOAD", 1024 * 1024, "Largest accepted request in bytes (capped at the server's max_payload)"),
+  maxPayload: int(
+    "CTXD_MAX_PAYLOAD",
+    1024 * 1024,
+    "Largest request accepted inline (in the NATS message itself); capped at the NATS server's max_payload (1 MiB unless raised). Larger requests travel by object store (CTXD_MAX_REQUEST_BYTES). In the client library, when set: a lower local limit",
+  ).pipe(ConfigReference.shownAs("size (bytes)")),
   // the flow-control knobs' defaults and what each limit is derived from them: FlowControl
-  maxConcurrent: int("CTXD_MAX_CONCURRENT", FlowControl.defaults.maxConcurrent, "Turns handled at once by one worker"),
+  maxConcurrent: int(
+    "CTXD_MAX_CONCURRENT",
+    FlowControl.defaults.maxConcurrent,
+    "Turns one worker runs at once (both turn subjects together); up to 1024 more requests wait (within CTXD_MAX_INFLIGHT_BYTES), then Busy. A turn is mostly CPU on one core, so more at once only interleave; a turn frees its slot once only its commit remains. Every other flow limit is derived from this and the other flow knobs (libs/nats/src/FlowControl.ts)",
+  ),
   commitBatch: int(
     "CTXD_COMMIT_BATCH",
     FlowControl.defaults.commitBatch,
-    "Turns committed together in one statement at most (1: each alone)",
+    "Group commit: turns of other sessions committed together in one statement at most (1: each alone; under light load a commit goes out at once, alone). A batch Postgres refuses runs again turn by turn, so each turn gets its own outcome",
   ),
   commitStatements: int(
     "CTXD_COMMIT_STATEMENTS",
     FlowControl.defaults.commitStatements,
-    "Commit statements in flight at once; commits arriving meanwhile wait and go out together",
+    "Group commit: commit statements in flight at once per worker (at least 1); commits arriving meanwhile wait and go out together in the next. Fewer: larger batches; more than 1: a slow statement does not hold every other session's commit",
   ),
-  maxSessions: int("CTXD_SESSION_CACHE_SESSIONS", AssemblerConfig.defaults.maxSessions, "Sessions kept in memory"),
-  maxMessages: int("CTXD_SESSION_CACHE_MESSAGES", AssemblerConfig.defaults.maxMessages, "Messages kept in memory over all sessions"),
+  maxSessions: int(
+    "CTXD_SESSION_CACHE_SESSIONS",
+    AssemblerConfig.defaults.maxSessions,
+    "Sessions whose history a worker keeps in memory (LRU)",
+  ),
+  maxMessages: int(
+    "CTXD_SESSION_CACHE_MESSAGES",
+    AssemblerConfig.defaults.maxMessages,
+    "Messages kept in memory over all cached sessions (LRU)",
+  ),
   mailbox: int(
     "CTXD_SESSION_MAILBOX",
     FlowControl.defaults.mailbox,
-    "Turns of one session that may wait behind the running one before Busy",
+    "Turns of one session that may wait behind the running one; beyond that Busy",
   ),
   prefixCacheBytes: int(
     "CTXD_PREFIX_CACHE_BYTES",
     AssemblerConfig.defaults.prefixCacheBytes,
-    "Bytes of distinct system/tools JSON kept decoded by content hash (what {ref} requests name); 0 = off",
+    "Distinct system and tools JSON kept decoded, normalized and hashed by content (LRU; counted in UTF-8 bytes of JSON, the decoded objects take a few times that), so an unchanged prompt and tool list cost one hash a turn; what {ref} requests name. 0: nothing cached, every ref unknown",
   ),
-  forwardTimeoutMs: int("CTXD_FORWARD_TIMEOUT_MS", 5_000, "How long a turn forwarded to its shard's owner waits for the reply"),
-  windowMessages: int("CTXD_WINDOW_MESSAGES", Pipeline.defaults.windowMessages, "Default minimum of recent messages in the window"),
-  windowStep: int("CTXD_WINDOW_STEP", Pipeline.defaults.windowStep, "Default step of the window's cut"),
-  freshTailMessages: int("CTXD_FRESH_TAIL_MESSAGES", Pipeline.defaults.freshTailMessages, "Default protected fresh tail"),
+  forwardTimeoutMs: int(
+    "CTXD_FORWARD_TIMEOUT_MS",
+    5_000,
+    "How long a worker that forwards a turn to its session's owner waits for the reply (then Unavailable)",
+  ),
+  windowMessages: int(
+    "CTXD_WINDOW_MESSAGES",
+    Pipeline.defaults.windowMessages,
+    "Default of windowMessages: at least this many recent messages stay in the window",
+  ),
+  windowStep: int(
+    "CTXD_WINDOW_STEP",
+    Pipeline.defaults.windowStep,
+    "Default of windowStep: the grid of the budget's cut (a forced cut moves at least this far, so it does not recur soon); the window's own cut moves when the cache planner says",
+  ),
+  freshTailMessages: int(
+    "CTXD_FRESH_TAIL_MESSAGES",
+    Pipeline.defaults.freshTailMessages,
+    "Default of freshTailMessages: recent messages never evicted for budget",
+  ),
   memoryOptions,
   loopPolicy: Config.literal(
     "nudge",
@@ -145,7 +126,9 @@ export const WorkerConfig = Config.all({
     "off",
   )("CTXD_LOOP_POLICY").pipe(
     Config.withDefault("nudge" as const),
-    Config.withDescription("What to do when an agent loops: nudge, escalate (report only) or off"),
+    Config.withDescription(
+      "Default loop-detector policy: nudge (append a short message at the end of the context and flag the turn), escalate (flag only) or off (no detection); options.loop wins",
+    ),
   ),
   memoryTools: Config.literal(
     "auto",
@@ -153,39 +136,61 @@ export const WorkerConfig = Config.all({
     "off",
   )("CTXD_MEMORY_TOOLS").pipe(
     Config.withDefault("auto" as const),
-    Config.withDescription("ctxd's memory tools: auto (offered when the agent/user has memories), on or off; options.memoryTools wins"),
+    Config.withDescription(
+      "ctxd's memory tools: auto offers them when the turn's agent/user has any memory, on always, off never; options.memoryTools wins",
+    ),
   ),
   defaultToolsets: Config.array(Config.string(), "CTXD_DEFAULT_TOOLSETS").pipe(
     Config.withDefault([] as ReadonlyArray<string>),
-    Config.withDescription("Toolsets sent from the start when a request does not name them (comma separated)"),
+    Config.withDescription(
+      "Default of toolsets.defaults: the toolsets sent from the start when neither the tenant nor the request names them",
+    ),
   ),
   workerId: Config.string("CTXD_WORKER_ID").pipe(
     Config.withDefault(ShardingConfig.defaultWorkerId()),
-    Config.withDescription("This worker's id in the cluster, logs and health replies; unique per process start"),
+    Config.withDescription(
+      "This worker's id in the cluster, logs, health replies and compaction leases: [A-Za-z0-9_-]{1,128}, unique per process start",
+    ),
   ),
   configFile: Config.string("CTXD_CONFIG_FILE").pipe(
     Config.withDefault(""),
-    Config.withDescription("The configuration file (ctxd.yaml; YAML or JSON): environment keys, turn option defaults, tenants and agents"),
+    Config.withDescription(
+      "The configuration file ctxd.yaml (YAML or JSON; relative to the working directory): any variable of this page by its name, and the sections defaults, tenants and agents. Validated at start (an invalid file stops the worker, naming each key path and line); its sections reload when it changes",
+    ),
+    ConfigReference.shownAs("file path"),
   ),
   tenantsFile: Config.string("CTXD_TENANTS_FILE").pipe(
     Config.withDefault(""),
-    Config.withDescription("The tenants' sections in a file of their own (YAML or JSON): read and reloaded with the configuration file"),
+    Config.withDescription(
+      "A file {<tenant>: <tenant section>} (YAML or JSON): the tenants section in a file of its own, read and reloaded with the configuration file. A tenant in both files: this file's section replaces the other's, whole",
+    ),
+    ConfigReference.shownAs("file path"),
   ),
   configDebounceMs: int(
     "CTXD_CONFIG_DEBOUNCE_MS",
     RuntimeConfig.defaults.debounceMs,
-    "File events within this of each other make one reload",
-  ).pipe(Config.validate({ message: "0 or more milliseconds", validation: (n) => n >= 0 })),
+    "File events within this of each other make one reload of the configuration files (editors write a file in several steps)",
+  ).pipe(ConfigReference.within({ min: 0 }, "0 or more milliseconds")),
   configPollMs: int(
     "CTXD_CONFIG_POLL_MS",
     RuntimeConfig.defaults.pollMs,
-    "How often the configuration files are re-stat'ed in case no file event came (a recreated directory)",
-  ).pipe(Config.validate({ message: "at least 100 milliseconds", validation: (n) => n >= 100 })),
-  logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info"), Config.withDescription("pino level")),
-  shutdownTimeoutMs: int("CTXD_SHUTDOWN_TIMEOUT_MS", 10_000, "How long in-flight turns may take to finish at shutdown"),
-  httpPort: int("CTXD_HTTP_PORT", HttpServer.defaults.port, "Port of /metrics (Prometheus), /healthz and /readyz; 0 = no HTTP server").pipe(
-    Config.validate({ message: "a port number 0..65535 (0: off)", validation: (n) => n >= 0 && n <= 65535 }),
+    "How often the configuration files are also re-stat'ed, in case no file event came (a directory deleted and recreated, a file system without events); a reload runs only when a file's target, inode, size or times changed",
+  ).pipe(ConfigReference.within({ min: 100 }, "at least 100 milliseconds")),
+  logLevel: Config.string("LOG_LEVEL").pipe(
+    Config.withDefault("info"),
+    Config.withDescription("Log level (pino; JSON lines on stdout)"),
+    ConfigReference.shownAs("one of: `trace` | `debug` | `info` | `warn` | `error` | `fatal` | `silent`"),
   ),
+  shutdownTimeoutMs: int(
+    "CTXD_SHUTDOWN_TIMEOUT_MS",
+    10_000,
+    "How long in-flight turns may take to finish at shutdown (SIGTERM, SIGINT: no new turns, those in flight answered, shards released)",
+  ),
+  httpPort: int(
+    "CTXD_HTTP_PORT",
+    HttpServer.defaults.port,
+    "Port of the worker's HTTP server: /metrics (Prometheus), /healthz, /readyz; 0: no HTTP server, no port opened",
+  ).pipe(ConfigReference.within({ min: 0, max: 65535 }, "a port number 0..65535 (0: off)")),
   replyRetentionSeconds: Config.string("CTXD_REPLY_RETENTION").pipe(
     Config.withDefault("24h"),
     Config.mapOrFail((text) => {
@@ -193,55 +198,70 @@ export const WorkerConfig = Config.all({
       return seconds instanceof Error ? Either.left(ConfigError.InvalidData([], seconds.message)) : Either.right(seconds)
     }),
     Config.withDescription(
-      "Idempotency window: turn replies older are pruned (a retry then gets Conflict); 24h, 90m, 3600s, 3600 (seconds) or off",
+      "The idempotency window: a turn's stored reply is pruned this long after its commit; a retry after that is answered Conflict. off: replies kept forever",
     ),
+    ConfigReference.shownAs("duration (24h, 90m, 3600s; a bare number is seconds) or off"),
   ),
   turnRetention: Config.option(
     Config.string("CTXD_TURN_RETENTION").pipe(
       Config.withDescription(
-        "Turn records (id, request hash, reply marker) older are dropped with their day partition of ctxd_turns; default 7d (never below CTXD_REPLY_RETENTION, off when that is off), or off",
+        "How long a turn's record (turn id, request hash, message range, the reply or its expiry marker) is kept: the pruner drops the day partitions of ctxd_turns whose turns are all older. A value shorter than the reply window, or set while that is off, stops the start",
       ),
+      ConfigReference.shownAs("duration (as CTXD_REPLY_RETENTION) or off"),
     ),
   ),
   pruneIntervalMs: int(
     "CTXD_PRUNE_INTERVAL_MS",
     Pruner.defaults.intervalMs,
-    "Time between two runs of the pruner (expired replies, tenants' retention)",
+    "Time between two runs of the pruner (expired replies, then the tenants' retentionDays); each run does bounded work (CTXD_PRUNE_BATCH)",
   ),
-  pruneBatch: int("CTXD_PRUNE_BATCH", Pruner.defaults.batch, "Turn replies pruned per statement (the pruner pauses between batches)").pipe(
-    Config.validate({ message: "at least 1", validation: (n) => n >= 1 }),
-  ),
+  pruneBatch: int(
+    "CTXD_PRUNE_BATCH",
+    Pruner.defaults.batch,
+    `Turn replies pruned per statement; the pruner pauses ${Pruner.defaults.pauseMs} ms between batches and runs at most ${Pruner.defaults.maxBatches} batches per run`,
+  ).pipe(ConfigReference.within({ min: 1 }, "at least 1")),
   workspaceRoot: Config.option(
     Config.string("CTXD_WORKSPACE_ROOT").pipe(
-      Config.withDescription("Directory of workspace bundles (one subdirectory of Markdown files per scope); unset: bundles off"),
+      Config.withDescription(
+        "Directory of workspace bundles, one subdirectory of Markdown files per scope. Unset or empty: bundles off (a request naming a workspace is answered BadRequest); a path that is not a directory stops the worker at start",
+      ),
+      ConfigReference.shownAs("directory path"),
     ),
   ),
   workspaceDebounceMs: int(
     "CTXD_WORKSPACE_DEBOUNCE_MS",
     WorkspaceCache.defaults.debounceMs,
-    "Wait after a *.md change under the workspace root before its cached bundles are dropped",
+    "A *.md change under the root drops its cached bundles this long after the first event (the events meanwhile fold into the same drop)",
   ),
   workspaceMaxAgeSeconds: int(
     "CTXD_WORKSPACE_MAX_AGE_SECONDS",
     WorkspaceCache.defaults.maxAgeSeconds,
-    "A cached workspace bundle older than this is read again (for filesystems without reliable events; 0: never)",
+    "A cached bundle older than this is read again whatever the watcher says (file systems without reliable events, e.g. NFS); 0: only file events refresh",
   ),
-  workspaceCacheEntries: int("CTXD_WORKSPACE_CACHE_ENTRIES", WorkspaceCache.defaults.maxEntries, "Workspace bundles kept in memory"),
-  workspaceCacheBytes: int("CTXD_WORKSPACE_CACHE_BYTES", WorkspaceCache.defaults.maxBytes, "Bytes of workspace file text kept in memory"),
+  workspaceCacheEntries: int(
+    "CTXD_WORKSPACE_CACHE_ENTRIES",
+    WorkspaceCache.defaults.maxEntries,
+    "Workspace bundles (scope + extras) kept in memory (least recently used dropped first)",
+  ),
+  workspaceCacheBytes: int(
+    "CTXD_WORKSPACE_CACHE_BYTES",
+    WorkspaceCache.defaults.maxBytes,
+    "Workspace file text kept in memory over all bundles; a bundle larger than this is read every turn",
+  ),
   workspacePerTenant: Config.boolean("CTXD_WORKSPACE_PER_TENANT").pipe(
     Config.withDefault(WorkspaceCache.defaults.perTenant),
     Config.withDescription(
-      "Each tenant's workspace scopes under <root>/<tenant>/ (false: every tenant may name every scope under the root)",
+      "true: a tenant's workspace scopes are <root>/<tenant>/<scope>/, so a tenant cannot name another tenant's files; false: every tenant may name every scope under the root",
     ),
   ),
   workspaceMaxFileBytes: int(
     "CTXD_WORKSPACE_MAX_FILE_BYTES",
     WorkspaceCache.defaults.maxFileBytes,
-    "Largest workspace file read (a larger one: TooLarge)",
+    "Largest workspace file read; a larger one answers the turn TooLarge (naming the file, its size and the limit)",
   ),
   httpHost: Config.string("CTXD_HTTP_HOST").pipe(
     Config.withDefault(HttpServer.defaults.host),
-    Config.withDescription("Address the HTTP server binds to"),
+    Config.withDescription("Address the HTTP server (CTXD_HTTP_PORT) binds to"),
   ),
 }).pipe(
   Config.mapOrFail(({ turnRetention, ...config }) => {
@@ -288,42 +308,6 @@ export const flowLimits = (config: WorkerConfig): Effect.Effect<FlowControl.Limi
 export const memoryToolsDefault = (setting: WorkerConfig["memoryTools"]): { readonly memoryTools?: boolean } =>
   setting === "auto" ? {} : { memoryTools: setting === "on" }
 
-/** The price file cannot be read or is not valid; the message names the file, and each problem's row and field. */
-export class InvalidPricesFile extends Data.TaggedError("InvalidPricesFile")<{
-  readonly message: string
-  readonly file: string
-}> {}
-
-/** `CTXD_PRICES_FILE`: the JSON file of price rows {@link priceTable} reads; unset: the built-in table only. */
-export const pricesFile: Config.Config<Option.Option<string>> = Config.option(
-  Config.string("CTXD_PRICES_FILE").pipe(
-    Config.withDescription('JSON file of model price rows over the built-in table (README, "Prices")'),
-  ),
-)
-
-/**
- * The model price table the cache planner uses: `CostModel`'s built-in table,
- * under the rows of the JSON file named by `CTXD_PRICES_FILE` when it is set,
- * `{"models": [{"match": "<model-name prefix>", ...ModelPrices fields}]}`
- * (format and rules: `PriceFile`), validated at start.
- */
-export const priceTable: Effect.Effect<CostModel.PriceTable, ConfigError.ConfigError | InvalidPricesFile> = Effect.gen(function* () {
-  const file = yield* pricesFile
-  if (Option.isNone(file) || file.value === "") return AssemblerConfig.defaults.prices
-  const path = file.value
-  const read = yield* Effect.either(Effect.try({ try: () => readFileSync(path, "utf8"), catch: (e) => e }))
-  if (Either.isLeft(read)) {
-    const reason = read.left instanceof Error ? read.left.message : String(read.left)
-    return yield* new InvalidPricesFile({ file: path, message: `CTXD_PRICES_FILE ${path}: ${reason}` })
-  }
-  const decoded = PriceFile.fromJson(read.right)
-  if (Either.isLeft(decoded)) {
-    return yield* new InvalidPricesFile({ file: path, message: `CTXD_PRICES_FILE ${path} is not valid: ${decoded.left.message}` })
-  }
-  yield* Effect.logInfo(`CTXD_PRICES_FILE ${path}: ${decoded.right.rows.length} price rows before the built-in table`)
-  return decoded.right
-})
-
 /**
  * The environment-style keys of the file named by `CTXD_CONFIG_FILE` (YAML or
  * JSON; `ConfigFile`), read once at start; none without it.
@@ -354,16 +338,22 @@ export const embeddedDatabase = Config.all({
   )("CTXD_EMBEDDED_DB").pipe(
     Config.withDefault(EmbeddedDatabase.defaults.mode),
     Config.withDescription(
-      "Start an embedded PostgreSQL when DATABASE_URL is unset: auto (only when nothing answers on CTXD_EMBEDDED_DB_PROBE), on, off",
+      "With DATABASE_URL unset: auto starts an embedded PostgreSQL when nothing answers on CTXD_EMBEDDED_DB_PROBE, on always, off never (then DATABASE_URL's default applies). A set DATABASE_URL always wins",
     ),
   ),
   dir: Config.string("CTXD_EMBEDDED_DB_DIR").pipe(
     Config.withDefault(EmbeddedDatabase.defaults.dir),
-    Config.withDescription("Data directory of the embedded PostgreSQL"),
+    Config.withDescription(
+      "Data directory of the embedded PostgreSQL (relative to the working directory; initdb on the first start, kept across restarts). As root, the server runs as the postgres user, which must reach it",
+    ),
+    ConfigReference.shownAs("directory path"),
   ),
   probe: Config.string("CTXD_EMBEDDED_DB_PROBE").pipe(
     Config.withDefault(EmbeddedDatabase.defaults.probe),
-    Config.withDescription("host:port probed for a running PostgreSQL before starting the embedded one (auto)"),
+    Config.withDescription(
+      `Probed (up to ${EmbeddedDatabase.defaults.probeTimeoutMs} ms) for a running PostgreSQL before the embedded one starts (CTXD_EMBEDDED_DB=auto)`,
+    ),
+    ConfigReference.shownAs("host:port"),
   ),
   databaseUrl: Config.string("DATABASE_URL").pipe(Config.withDefault("")),
 })
