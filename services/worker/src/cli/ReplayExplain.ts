@@ -8,7 +8,7 @@
  * terminal table and the HTML page say the same sentences ({@link reasons}).
  */
 import { CostModel } from "@ctxd/context"
-import * as Replay from "./Replay.ts"
+import type * as Replay from "./Replay.ts"
 
 /** One replay: the model's setup, its sessions and their sums. */
 export interface Run {

@@ -73,9 +73,8 @@ ${list}</details>`
 }
 
 /** One row of the answer table: the model, its with / without costs (as the terminal table's total row prints them). */
-const answerRow = (run: ReplayExplain.Run): string => {
+const answerRow = (run: ReplayExplain.Run, max: number): string => {
   const { total, setup } = run
-  const max = Math.max(total.usd.full, total.usd.ctxd, 1e-12)
   const bar = (v: number, meaning: keyof typeof COLORS) =>
     `<div class="bar" style="width:${((100 * v) / max).toFixed(1)}%;background:${COLORS[meaning]}"></div>`
   return `<tr data-model="${escape(setup.model.name)}"><td>${escape(setup.model.name)}</td><td>${run.sessions.length}</td><td>${int(total.turns)}</td>
@@ -179,17 +178,23 @@ td.bars{width:180px;text-align:left}.bar{height:7px;margin:3px 0;border-radius:2
 .name{display:inline-block;max-width:30em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom}
 table.sessions{font-size:13px}table.sessions .name{max-width:19em}.wide{overflow-x:auto}table.answer td:first-child{white-space:nowrap}table.sessions tfoot td{font-weight:600;border-top:2px solid #ccc}
 tr.flagged td{background:#fff4e5}table.sessions td:last-child,table.sessions th:last-child{text-align:left;white-space:nowrap}.flag{background:#fff4e5;border-left:4px solid #e69f00;padding:6px 10px;margin:8px 0}
-.why li{margin:3px 0}.cols{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}
+.why li{margin:3px 0}table.parts td:first-child{white-space:nowrap}.cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(360px,max-content));gap:0 32px;align-items:start}
 details{margin:10px 0;border-top:1px solid #eee;padding-top:6px}summary{cursor:pointer;font-weight:600}summary .name{max-width:36em}
 svg{max-width:100%;height:auto}svg .axis{font:11px system-ui,sans-serif;fill:#555}svg .legend text{font:12px system-ui,sans-serif;font-weight:600}
 .grid{stroke:#eee}figure{margin:8px 0}figcaption{font-weight:600;margin-bottom:2px;font-size:14px}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:4px 14px}dt{font-weight:600}dd{margin:0}`
 
+/** The answer in one sentence: ctxd's cost and the full history's, per model. */
 const lead = (runs: ReadonlyArray<ReplayExplain.Run>): string => {
-  if (runs.length !== 1)
-    return `<p class="lead">The same sessions replayed for ${runs.length} models: the cost with ctxd and without it (the full history) for each.</p>`
-  const { total, setup, sessions } = runs[0]!
-  return `<p class="lead">With ctxd these ${sessions.length} sessions (${int(total.turns)} model calls, ${escape(setup.model.name)}) would have cost <b class="ctxd">${usd(total.usd.ctxd)}</b>; without it, sending the full history, <b class="full">${usd(total.usd.full)}</b>: <b>${versus(total.usd.ctxd, total.usd.full)}</b>.</p>`
+  const { total, sessions } = runs[0]!
+  const cost = (r: ReplayExplain.Run) =>
+    `<b class="ctxd">${usd(r.total.usd.ctxd)}</b> instead of <b class="full">${usd(r.total.usd.full)}</b>`
+  const verdict = (r: ReplayExplain.Run) => `<b>${versus(r.total.usd.ctxd, r.total.usd.full)}</b>`
+  const start = `With ctxd these ${sessions.length} sessions (${int(total.turns)} model calls) would have cost`
+  if (runs.length === 1)
+    return `<p class="lead">${start} ${cost(runs[0]!)} with the full history, for ${escape(runs[0]!.setup.model.name)}: ${verdict(runs[0]!)}.</p>`
+  const each = runs.map((r) => `${cost(r)} for ${escape(r.setup.model.name)} (${verdict(r)})`)
+  return `<p class="lead">${start}, against sending the full history every turn, ${each.slice(0, -1).join(", ")} and ${each[each.length - 1]!}.</p>`
 }
 
 /** The page for one replay per model (the command line gives one). */
@@ -205,7 +210,7 @@ export const page = (runs: ReadonlyArray<ReplayExplain.Run>): string => {
 <section id="answer">
 ${lead(runs)}
 <table class="answer"><thead><tr><th>model</th><th>sessions</th><th>turns</th><th>${swatch("full")}without ctxd (full history)</th><th>${swatch("ctxd")}with ctxd</th><th>ctxd vs full history</th><th></th><th>${swatch("sliding")}<abbr title="the last ${first.settings.slidingMessages} messages each turn, for reference">sliding ${first.settings.slidingMessages}</abbr></th></tr></thead><tbody>
-${runs.map(answerRow).join("\n")}
+${runs.map((r) => answerRow(r, Math.max(1e-12, ...runs.flatMap((x) => [x.total.usd.full, x.total.usd.ctxd])))).join("\n")}
 </tbody></table>
 ${runs.map((r) => why(r, titled, names)).join("\n")}
 </section>
