@@ -19,7 +19,7 @@ import { shortNames } from "./ReplayNames.ts"
 export const MAX_SESSIONS = 40
 
 /** Long session names are shortened to this many characters (`ReplayNames`). */
-const NAME_WIDTH = 44
+const NAME_WIDTH = 40
 
 /** Session charts open at first (the others under a click on their name). */
 const OPEN_SESSIONS = 3
@@ -43,7 +43,7 @@ const name = (id: string, names: Names): string => `<span class="name" title="${
 
 const breakText = (s: Replay.SessionResult, i: number, reason: string): string => {
   const at = s.turns[i]!.changedAtTokens
-  return `turn ${i + 1}: ${escape(ReplayExplain.BREAK_LABELS[reason] ?? reason)}, changed after its first ${int(at)} tokens (those stayed cached, the rest was billed as new input)`
+  return `turn ${i + 1}: ${escape(ReplayExplain.BREAK_LABELS[reason] ?? reason)}, changed after its first ${int(at)} tokens (up to there the cache could still be read; the rest was billed as new input)`
 }
 
 const sessionSection = (s: Replay.SessionResult, slidingMessages: number, open: boolean, names: Names): string => {
@@ -135,13 +135,23 @@ ${flagsOf(run, names)}
     .join("")}</ul>`
 }
 
+/** A session's (or the total's) flags in words, each with what it means as its tooltip. */
+const sessionFlags = (t: Replay.Totals, s?: Replay.SessionResult): Array<string> => [
+  ...(s !== undefined && s.repairs.length > 0 ? [`<abbr title="${escape(ReplayExplain.repairSentence(s))}">input repaired</abbr>`] : []),
+  ...(t.overWindow > 0 ? [`<abbr title="ctxd's prompts over the model's prompt limit">${t.overWindow} over limit</abbr>`] : []),
+  ...(t.fullOverWindow > 0
+    ? [
+        `<abbr title="full-history prompts over the model's prompt limit (a provider would refuse them)">full: ${t.fullOverWindow} over limit</abbr>`,
+      ]
+    : []),
+  ...(t.orphans > 0 ? [`<abbr title="unpaired tool calls/results in ctxd's prompts: a failure">${t.orphans} unpaired</abbr>`] : []),
+  ...(s?.rejected !== undefined ? [`<abbr title="${escape(s.rejected)}">rejected</abbr>`] : []),
+]
+
 const sessionRow = (s: Replay.SessionResult, names: Names): string => {
   const t = Replay.totals(s.turns)
-  const flags = [
-    ...(s.repairs.length > 0 ? [`<abbr title="${escape(ReplayExplain.repairSentence(s))}">input repaired</abbr>`] : []),
-    ...(s.rejected !== undefined ? [`<abbr title="${escape(s.rejected)}">rejected</abbr>`] : []),
-  ].join(", ")
-  return `<tr${flags === "" ? "" : ` class="flagged"`}><td>${name(s.id, names)}</td><td>${t.turns}</td><td>${int(t.fullTokens)}</td><td>${int(t.sentTokens)}</td><td>${pct(t.cacheHitShare)}</td><td>${usd(t.usd.full)}</td><td>${usd(t.usd.ctxd)}</td><td>${usd(t.usd.sliding)}</td><td>${t.overWindow} / ${t.fullOverWindow}</td><td>${t.orphans}</td><td>${flags}</td></tr>`
+  const flags = sessionFlags(t, s)
+  return `<tr${flags.length === 0 ? "" : ` class="flagged"`}><td>${name(s.id, names)}</td><td>${t.turns}</td><td>${int(t.fullTokens)}</td><td>${int(t.sentTokens)}</td><td>${pct(t.cacheHitShare)}</td><td>${usd(t.usd.full)}</td><td>${usd(t.usd.ctxd)}</td><td>${usd(t.usd.sliding)}</td><td class="flags">${flags.join(", ")}</td></tr>`
 }
 
 const head = (label: string, title: string): string => `<th><abbr title="${escape(title)}">${escape(label)}</abbr></th>`
@@ -162,9 +172,9 @@ ${chart(
 ${charted.length < sessions.length ? `<p>Charts for the ${charted.length} longest sessions (all are in the table below).</p>` : ""}
 ${charted.map((s, i) => sessionSection(s, n, i < OPEN_SESSIONS, names)).join("\n")}
 <h2>Sessions${titled ? ` (${escape(setup.model.name)})` : ""}</h2>
-<div class="wide"><table class="sessions"><thead><tr><th>session</th>${head("turns", "model calls replayed")}${head("full tok", "input tokens over every turn, sending the whole history")}${head("ctxd tok", "input tokens over every turn, as ctxd sent them")}${head("cached", "share of ctxd's input tokens read from the prompt cache")}${head("full $", "effective cost of the full history")}${head("ctxd $", "effective cost with ctxd")}${head(`sliding ${n} $`, `effective cost of a sliding window of the last ${n} messages`)}${head("over limit", "prompts over the model's prompt limit: ctxd's / the full history's")}${head("unpaired", "unpaired tool calls/results in ctxd's prompts (must be 0)")}<th>flags</th></tr></thead><tbody>
+<div class="wide"><table class="sessions"><thead><tr><th>session</th>${head("turns", "model calls replayed")}${head("full tok", "input tokens over every turn, sending the whole history")}${head("ctxd tok", "input tokens over every turn, as ctxd sent them")}${head("cached", "share of ctxd's input tokens read from the prompt cache")}${head("full $", "effective cost of the full history")}${head("ctxd $", "effective cost with ctxd")}${head(`sliding ${n} $`, `effective cost of a sliding window of the last ${n} messages`)}${head("flags", "input repaired, prompts over the limit, unpaired tool calls in ctxd's prompts, a rejected turn")}</tr></thead><tbody>
 ${sessions.map((s) => sessionRow(s, names)).join("\n")}
-</tbody><tfoot><tr><td>all sessions</td><td>${total.turns}</td><td>${int(total.fullTokens)}</td><td>${int(total.sentTokens)}</td><td>${pct(total.cacheHitShare)}</td><td>${usd(total.usd.full)}</td><td>${usd(total.usd.ctxd)}</td><td>${usd(total.usd.sliding)}</td><td>${total.overWindow} / ${total.fullOverWindow}</td><td>${total.orphans}</td><td></td></tr></tfoot></table></div>`
+</tbody><tfoot><tr><td>all sessions</td><td>${total.turns}</td><td>${int(total.fullTokens)}</td><td>${int(total.sentTokens)}</td><td>${pct(total.cacheHitShare)}</td><td>${usd(total.usd.full)}</td><td>${usd(total.usd.ctxd)}</td><td>${usd(total.usd.sliding)}</td><td class="flags">${sessionFlags(total).join(", ")}</td></tr></tfoot></table></div>`
 }
 
 const STYLE = `body{font:15px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1040px;padding:0 16px;color:#222}
@@ -176,8 +186,8 @@ table.answer td.full{color:${COLORS.full};font-weight:600}table.answer td.ctxd{c
 td.bars{width:180px;text-align:left}.bar{height:7px;margin:3px 0;border-radius:2px}.leftout td.bars{width:160px}
 .swatch{display:inline-block;width:10px;height:10px;margin-right:5px;border-radius:2px}
 .name{display:inline-block;max-width:30em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom}
-table.sessions{font-size:13px}table.sessions .name{max-width:19em}.wide{overflow-x:auto}table.answer td:first-child{white-space:nowrap}table.sessions tfoot td{font-weight:600;border-top:2px solid #ccc}
-tr.flagged td{background:#fff4e5}table.sessions td:last-child,table.sessions th:last-child{text-align:left;white-space:nowrap}.flag{background:#fff4e5;border-left:4px solid #e69f00;padding:6px 10px;margin:8px 0}
+table.sessions{font-size:13px}table.sessions .name{max-width:25em}.wide{overflow-x:auto}table.answer td:first-child{white-space:nowrap}table.sessions tfoot td{font-weight:600;border-top:2px solid #ccc}
+tr.flagged td{background:#fff4e5}table.sessions .flags{text-align:left}table.sessions td,table.sessions th{padding:3px 6px}.flag{background:#fff4e5;border-left:4px solid #e69f00;padding:6px 10px;margin:8px 0}
 .why li{margin:3px 0}table.parts td:first-child{white-space:nowrap}.cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(360px,max-content));gap:0 32px;align-items:start}
 details{margin:10px 0;border-top:1px solid #eee;padding-top:6px}summary{cursor:pointer;font-weight:600}summary .name{max-width:36em}
 svg{max-width:100%;height:auto}svg .axis{font:11px system-ui,sans-serif;fill:#555}svg .legend text{font:12px system-ui,sans-serif;font-weight:600}
