@@ -170,7 +170,9 @@ describe("the replay report on the bundled samples", { timeout: 120_000 }, () =>
     expect(text).toContain("prompts under 1,024 tokens are never cached")
     const html = page(tau)
     expect(html).toContain("<dt>cache break</dt>")
-    expect(html).toMatch(/changed after its first [\d,]+ tokens \(up to there the cache could still be read/)
+    expect(html).toMatch(
+      /up to the change the cache could still be read[^<]*<\/p><ul><li>turn \d+: [^<]*, changed after its first [\d,]+ tokens<\/li>/,
+    )
     for (const out of [text, html, table(swe)]) {
       expect(out).not.toMatch(/same than|more than the full history than/)
       expect(out).not.toMatch(/<script|https?:\/\/(?!www\.w3\.org)/)

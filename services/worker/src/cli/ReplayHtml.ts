@@ -43,7 +43,7 @@ const name = (id: string, names: Names): string => `<span class="name" title="${
 
 const breakText = (s: Replay.SessionResult, i: number, reason: string): string => {
   const at = s.turns[i]!.changedAtTokens
-  return `turn ${i + 1}: ${escape(ReplayExplain.BREAK_LABELS[reason] ?? reason)}, changed after its first ${int(at)} tokens (up to there the cache could still be read; the rest was billed as new input)`
+  return `turn ${i + 1}: ${escape(ReplayExplain.BREAK_LABELS[reason] ?? reason)}, changed after its first ${int(at)} tokens`
 }
 
 const sessionSection = (s: Replay.SessionResult, slidingMessages: number, open: boolean, names: Names): string => {
@@ -52,7 +52,7 @@ const sessionSection = (s: Replay.SessionResult, slidingMessages: number, open: 
   const list =
     breaks.length === 0
       ? "<p>No cache break: every prompt extended the previous one.</p>"
-      : `<p>Cache breaks (the prompt changed before its new messages):</p><ul>${breaks.map(([i, r]) => `<li>${breakText(s, i, r)}</li>`).join("")}</ul>`
+      : `<p>Cache breaks (the prompt changed before its new messages; up to the change the cache could still be read, the rest was billed as new input):</p><ul>${breaks.map(([i, r]) => `<li>${breakText(s, i, r)}</li>`).join("")}</ul>`
   const flags = [
     ...(s.repairs.length > 0 ? [`<p class="flag"><b>Input repaired:</b> ${escape(ReplayExplain.repairSentence(s))}</p>`] : []),
     ...(s.rejected !== undefined ? [`<p class="flag"><b>Rejected:</b> ${escape(s.rejected)}</p>`] : []),
