@@ -64,9 +64,10 @@ describe("ctxd command line", { timeout: 120_000 }, () => {
     for (const id of ["ctf_pwn_warmup", "function_calling_simple", "chat-1", "chat-2", "chat-3"])
       expect(lines.some((l) => l.startsWith(id))).toBe(true)
     const header = lines.find((l) => l.startsWith("session"))!
-    expect(header).toMatch(/turns +full tok +sent tok +saved +cache hit +ctxd \$ +full \$ +sliding-40 \$ +over window +orphans/)
-    const total = lines.find((l) => l.startsWith("all sessions"))!
-    expect(total.trim().endsWith(" 0")).toBe(true)
+    expect(header).toMatch(/turns +full tok +ctxd tok +fewer +cached +full \$ +ctxd \$ +saved +flags/)
+    expect(lines.find((l) => l.startsWith("all sessions"))).toBeDefined()
+    expect(out.stdout).not.toContain("FAILED")
+    for (const line of lines) expect(line.length, line).toBeLessThanOrEqual(120)
   })
 
   it("--json gives the same replay for machines", async () => {
@@ -102,7 +103,8 @@ describe("ctxd command line", { timeout: 120_000 }, () => {
     expect(out.code, out.stderr).toBe(0)
     const html = readFileSync(file, "utf8")
     expect(html).toContain("<svg")
-    expect(html).toContain("cumulative effective cost")
+    expect(html).toContain("Cumulative cost")
+    expect(html).toContain('<section id="answer">')
     expect(html).not.toMatch(/<script|https?:\/\/(?!www\.w3\.org)/)
   })
 

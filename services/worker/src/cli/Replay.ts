@@ -61,6 +61,22 @@ export interface TurnResult {
   readonly fullOverWindow: boolean
   /** Tool calls without their result, and results without their call, in the body ctxd sent. */
   readonly orphans: number
+  /** The same in the full-history body (sent as recorded: a log's unanswered call stays in it). */
+  readonly fullOrphans: number
+  /** Tokens each stage of ctxd's pipeline left out of this prompt (its own estimate, tokens in − out where positive), by stage. */
+  readonly leftOut: Readonly<Record<string, number>>
+  /** Prefix edits (`window`, `mask`) due this turn but held back: rewriting the cached prefix would not pay for itself yet. */
+  readonly deferred: ReadonlyArray<string>
+}
+
+/** A flaw of the recorded log that the replay worked around (see {@link repairsOf}). */
+export interface Repair {
+  /** The turn (1-based) whose messages hold the call or result. */
+  readonly turn: number
+  readonly kind: "call without result" | "result without call"
+  readonly callId: string
+  /** The tool called (empty for a result without its call). */
+  readonly tool: string
 }
 
 /** One replayed session. */
@@ -70,6 +86,12 @@ export interface SessionResult {
   readonly turns: ReadonlyArray<TurnResult>
   /** Why the stages refused a turn (the session stops there), if one was. */
   readonly rejected?: string | undefined
+  /**
+   * The log's unpaired tool calls and results in the turns replayed: ctxd
+   * leaves them out of its prompts (a provider refuses them), the full
+   * history and the sliding window send them as recorded.
+   */
+  readonly repairs: ReadonlyArray<Repair>
 }
 
 /** The sums over turns a report shows. */
@@ -131,6 +153,26 @@ export const orphansIn = (format: Turn.Format, body: Record<string, unknown>): n
   }
   return orphans + calls.size
 }
+
+/** The tool calls without a result and the results without a call in a log's first `turns` turns (a reused id counts once answered). */
+export const repairsOf = (turns: ReadonlyArray<ReadonlyArray<Conversation.Message>>): Array<Repair> => {
+  const open = new Map<string, { turn: number; tool: string }>()
+  const repairs: Array<Repair> = []
+  turns.forEach((messages, k) => {
+    for (const m of messages)
+      for (const p of m.parts) {
+        if (p.type === "tool_call") open.set(p.id, { turn: k + 1, tool: p.name })
+        else if (p.type === "tool_result" && !open.delete(p.callId))
+          repairs.push({ turn: k + 1, kind: "result without call", callId: p.callId, tool: "" })
+      }
+  })
+  for (const [callId, { turn, tool }] of open) repairs.push({ turn, kind: "call without result", callId, tool })
+  return repairs.sort((a, b) => a.turn - b.turn)
+}
+
+/** What each stage left out (tokens in − out where positive), by stage name. */
+const leftOutOf = (report: Turn.Report): Record<string, number> =>
+  Object.fromEntries((report.stages ?? []).flatMap((st) => (st.tokensIn > st.tokensOut ? [[st.stage, st.tokensIn - st.tokensOut]] : [])))
 
 const requestFields = (format: Turn.Format) => ({ format, [Providers.of(format).historyField]: [] })
 
@@ -212,8 +254,12 @@ export const make = (s: Setup) => {
       overWindow: reports[k]!.overBudget || reports[k]!.tokens.total > limit,
       fullOverWindow: full[k]!.tokens > limit,
       orphans: orphansIn(s.format, ctxdBodies[k]!),
+      fullOrphans: orphansIn(s.format, fullBodies[k]!),
+      leftOut: leftOutOf(reports[k]!),
+      deferred: reports[k]!.cache.deferred ?? [],
     }))
-    return { id: log.id, source: log.source, turns: results, ...(rejected === undefined ? {} : { rejected }) }
+    const repairs = repairsOf(log.turns.slice(0, results.length))
+    return { id: log.id, source: log.source, turns: results, repairs, ...(rejected === undefined ? {} : { rejected }) }
   }
 
   /** Releases the in-process turns (their sessions in memory). */

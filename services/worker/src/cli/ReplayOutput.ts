@@ -1,62 +1,98 @@
 /**
- * A replay's results for people (a table per session and in total) and for
- * machines (`--json`: settings, per-session totals with their turns, totals).
+ * A replay's results for people (the answer, a table per session and in
+ * total, why, the terms; at most {@link WIDTH} columns) and for machines
+ * (`--json`: settings, per-session totals with their turns, totals).
  */
 import * as Replay from "./Replay.ts"
+import * as ReplayExplain from "./ReplayExplain.ts"
+import { int, usd, versus } from "./ReplayExplain.ts"
+import { shortNames } from "./ReplayNames.ts"
 
-const usd = (n: number): string => `$${n < 10 ? n.toFixed(4) : n.toFixed(2)}`
-const pct = (n: number): string => `${(100 * n).toFixed(1)} %`
-const int = (n: number): string => Math.round(n).toLocaleString("en")
+/** No line of the text report is wider (a test holds it to that on the bundled samples). */
+export const WIDTH = 120
 
-const COLUMNS = [
-  "session",
-  "turns",
-  "full tok",
-  "sent tok",
-  "saved",
-  "cache hit",
-  "ctxd $",
-  "full $",
-  "sliding-40 $",
-  "over window",
-  "orphans",
+/** Session names are cut to this many characters (whole in `--json` and the HTML report). */
+const NAME_WIDTH = 34
+
+const COLUMNS = ["session", "turns", "full tok", "ctxd tok", "fewer", "cached", "full $", "ctxd $", "saved", "flags"] as const
+
+/** Flags, one letter each, in this order. */
+const FLAGS = [
+  ["R", "input repaired: the log has unpaired tool calls (below)", (s: Replay.SessionResult) => s.repairs.length > 0],
+  ["W", "a ctxd prompt over the prompt limit", (s: Replay.SessionResult) => s.turns.some((t) => t.overWindow)],
+  ["O", "unpaired tool calls in ctxd's prompts (a failure)", (s: Replay.SessionResult) => s.turns.some((t) => t.orphans > 0)],
+  ["X", "rejected: the replay stopped at a turn (below)", (s: Replay.SessionResult) => s.rejected !== undefined],
 ] as const
 
-/** Session ids over this many characters are shortened in the table when they stay distinct (in full in `--json` and the HTML report). */
-const ID_WIDTH = 80
-const shortId = (id: string): string => (id.length <= ID_WIDTH ? id : `${id.slice(0, 60)}…${id.slice(id.length - (ID_WIDTH - 61))}`)
+const price = (n: number): string => (Number.isInteger(n) ? `$${n}` : `$${n.toFixed(2)}`)
 
-const row = (id: string, t: Replay.Totals): Array<string> => [
-  id,
+const short = (n: number): string => `${(100 * n).toFixed(1)}%`
+
+const row = (name: string, t: Replay.Totals, flags: string): Array<string> => [
+  name,
   int(t.turns),
   int(t.fullTokens),
   int(t.sentTokens),
-  pct(1 - t.sentTokens / Math.max(1, t.fullTokens)),
-  pct(t.cacheHitShare),
-  usd(t.usd.ctxd),
+  short(1 - t.sentTokens / Math.max(1, t.fullTokens)),
+  short(t.cacheHitShare),
   usd(t.usd.full),
-  usd(t.usd.sliding),
-  `${t.overWindow} / ${t.fullOverWindow}`,
-  String(t.orphans),
+  usd(t.usd.ctxd),
+  short(1 - t.usd.ctxd / Math.max(1e-12, t.usd.full)),
+  flags,
 ]
 
-const versus = (ours: number, theirs: number): string => {
-  const change = ours / Math.max(1e-12, theirs) - 1
-  return Math.abs(change) < 0.0005 ? "the same" : `${pct(Math.abs(change))} ${change < 0 ? "less" : "more"}`
+/** `text` in lines of at most `width` characters, each after `indent` (the first after `first`). */
+export const wrap = (text: string, width: number, first = "", indent = first.replace(/./g, " ")): Array<string> => {
+  const lines: Array<string> = []
+  let line = first
+  for (const word of text.split(/ +/)) {
+    const lead = line === first || line === indent ? "" : " "
+    if (line.length + lead.length + word.length > width && line.trim() !== "") {
+      lines.push(line)
+      line = indent + word
+    } else line += lead + word
+  }
+  lines.push(line)
+  return lines
 }
 
-/** The text report: settings, one row per session, a total row, the cache breaks by reason, and what failed. */
+/** The terms of the table, explained under it (the shared ones and the flags). */
+const glossary = (setup: Replay.Setup): Array<readonly [string, string]> => [
+  ...ReplayExplain.terms(setup),
+  ["flags", FLAGS.map(([letter, meaning]) => `${letter} ${meaning}`).join("; ") + "."],
+]
+
+/** The text report: the answer, one row per session and the total, why, what the terms mean, and what failed; no line over {@link WIDTH}. */
 export const table = (setup: Replay.Setup, sessions: ReadonlyArray<Replay.SessionResult>, total: Replay.Totals): string => {
-  // ids shortened when that keeps them apart
-  const short = sessions.map((s) => shortId(s.id))
-  const ids = new Set(short).size === short.length ? short : sessions.map((s) => s.id)
-  const rows = [...sessions.map((s, i) => row(ids[i]!, totalsOf(s))), row("all sessions", total)]
+  const names = shortNames(
+    sessions.map((s) => s.id),
+    NAME_WIDTH,
+  )
+  const flagsOf = (s: Replay.SessionResult) =>
+    FLAGS.filter(([, , on]) => on(s))
+      .map(([letter]) => letter)
+      .join("")
+  const rows = [...sessions.map((s, i) => row(names[i]!, Replay.totals(s.turns), flagsOf(s))), row("all sessions", total, "")]
   const widths = COLUMNS.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i]!.length)))
-  const line = (cells: ReadonlyArray<string>) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")
+  const line = (cells: ReadonlyArray<string>) =>
+    cells
+      .map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join("  ")
+      .trimEnd()
   const rule = widths.map((w) => "-".repeat(w)).join("  ")
   const { model, format, prices, settings } = setup
+  const run = { setup, sessions, total }
+  const why = ReplayExplain.explain(run)
   const out = [
-    `${model.name} (${format}; window ${int(model.contextWindow)}, prompt limit ${int(model.effectiveWindow)} tokens; $${prices.inputPerMtok} / $${prices.outputPerMtok} per Mtok in / out), calls ${settings.gapSeconds} s apart`,
+    `ctxd replay: ${model.name} (${format} format; window ${int(model.contextWindow)}, prompt limit ${int(model.effectiveWindow)} tokens;`,
+    `  ${price(prices.inputPerMtok)} / ${price(prices.outputPerMtok)} per million tokens in / out), ${sessions.length} sessions, ${int(total.turns)} turns, calls ${settings.gapSeconds} s apart`,
+    "",
+    ...wrap(
+      `without ctxd (full history) ${usd(total.usd.full)}, with ctxd ${usd(total.usd.ctxd)}: ${versus(total.usd.ctxd, total.usd.full)}` +
+        ` (a sliding window of the last ${settings.slidingMessages} messages: ${usd(total.usd.sliding)}, ctxd ${versus(total.usd.ctxd, total.usd.sliding)}).`,
+      WIDTH,
+      "ANSWER  ",
+    ),
     "",
     line(COLUMNS),
     rule,
@@ -64,21 +100,25 @@ export const table = (setup: Replay.Setup, sessions: ReadonlyArray<Replay.Sessio
     rule,
     line(rows[rows.length - 1]!),
     "",
-    `full tok / sent tok: input tokens summed over every turn, sending the whole history vs what ctxd sent.`,
-    `cache hit: share of ctxd's input tokens read from the prompt cache. $: effective cost (cache reads, writes, uncached input, output)`,
-    `  of ctxd, of the full history and of a ${settings.slidingMessages}-message sliding window. over window: ctxd's prompts / full-history prompts over the limit.`,
+    "why:",
+    ...ReplayExplain.reasons(run, why).flatMap((r) => wrap(r, WIDTH, "  - ", "    ")),
   ]
-  const breaks = Object.entries(total.breaks).sort(([, a], [, b]) => b - a)
-  out.push(
-    breaks.length === 0
-      ? "cache breaks: none (every prompt extended the previous one)"
-      : `cache breaks (prompt changed before its new messages): ${breaks.map(([reason, n]) => `${reason} ${n}`).join(", ")}`,
-  )
-  out.push(
-    `ctxd's cost: ${versus(total.usd.ctxd, total.usd.full)} than the full history, ${versus(total.usd.ctxd, total.usd.sliding)} than the sliding window`,
-  )
-  for (const s of sessions) if (s.rejected !== undefined) out.push(`REJECTED ${s.id}: ${s.rejected}`)
-  if (total.orphans > 0) out.push(`FAILED: ${total.orphans} orphaned tool calls/results in the prompts ctxd sent`)
+  if (names.some((n, i) => n !== sessions[i]!.id))
+    out.push(
+      ...wrap(
+        "Long session names are shortened (…, words shared by similar names left out); --json and --html give them whole.",
+        WIDTH,
+        "  ",
+      ),
+    )
+  out.push("", "terms:")
+  const termWidth = Math.max(...glossary(setup).map(([term]) => term.length))
+  for (const [term, meaning] of glossary(setup)) out.push(...wrap(meaning, WIDTH, `  ${term.padEnd(termWidth)}  `))
+  for (const [i, s] of sessions.entries()) {
+    if (s.repairs.length > 0) out.push(...wrap(`${names[i]}: ${ReplayExplain.repairSentence(s)}`, WIDTH, "REPAIRED "))
+    if (s.rejected !== undefined) out.push(...wrap(`${names[i]}: ${s.rejected}`, WIDTH, "REJECTED "))
+  }
+  if (total.orphans > 0) out.push(`FAILED: ${total.orphans} unpaired tool calls/results in the prompts ctxd sent`)
   return out.join("\n")
 }
 
@@ -98,6 +138,7 @@ export const json = (setup: Replay.Setup, sessions: ReadonlyArray<Replay.Session
         id: s.id,
         source: s.source,
         ...(s.rejected === undefined ? {} : { rejected: s.rejected }),
+        repairs: s.repairs,
         totals: totalsOf(s),
         turns: s.turns.map((t) => ({
           sentTokens: t.ctxd.tokens,
@@ -106,8 +147,12 @@ export const json = (setup: Replay.Setup, sessions: ReadonlyArray<Replay.Session
           cacheReadTokens: t.ctxd.usage.cacheRead,
           usd: { ctxd: t.ctxd.usd, full: t.full.usd, sliding: t.sliding.usd },
           cacheReason: t.cacheReason,
+          changedAtTokens: t.changedAtTokens,
           overWindow: t.overWindow,
           orphans: t.orphans,
+          fullOrphans: t.fullOrphans,
+          leftOut: t.leftOut,
+          deferred: t.deferred,
         })),
       })),
       totals: total,

@@ -28,7 +28,9 @@ options:
   --sessions N              replay at most N sessions (default all)
   --config FILE             a ctxd.yaml (its defaults apply as the worker's would)
   --json                    print JSON instead of the table
-  --html FILE               also write a self-contained HTML report with charts
+  --html FILE               also write a self-contained HTML report: the cost with and without
+                            ctxd and why, then charts (e.g. /tmp/ctxd-replay.html; report.html
+                            and *.replay.html are git-ignored)
   -h, --help                this text
 
 exit codes: 0 ok, 1 failed (orphaned tool pairs, a rejected turn, nothing to replay, a config error), 2 usage`
