@@ -20,7 +20,7 @@
  * go there, saving the forwarding hop. When the owner answers `NotOwner`
  * (its shard moved) or is gone, the client forgets the route and retries on
  * the shared subject. When the NATS server refuses the direct subject (a
- * tenant's NATS user may publish only to its own tenant's subjects, README
+ * tenant's NATS user may publish only to its own tenant's subjects, docs/security.md
  * "Tenant isolation"), the client turns direct routing off for good and
  * sends the turn, and every later one, to the shared subject.
  *

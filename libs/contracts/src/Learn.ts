@@ -3,7 +3,7 @@
  * session's stored history into at most 5 short lessons for the session's
  * agent (the summarizer extracts them), stored in the memory store with kind
  * `learning`; later sessions of that agent carry them in a stable system
- * section (README, "Learnings").
+ * section (docs/concepts.md, "Learnings").
  */
 import { Schema } from "effect"
 import * as Turn from "./Turn.ts"

@@ -47,7 +47,7 @@ const Threshold = Schema.Int.pipe(
   Schema.filter((n) => n !== 1 || "a threshold is 0 (off) or at least 2"),
 )
 
-/** Loop-detector settings; every field optional (defaults in the README). */
+/** Loop-detector settings; every field optional (defaults: docs/concepts.md, "Loop detection"). */
 export const Settings = Schema.Struct({
   /** What to do when a loop is found: `nudge`, `escalate` (flag only) or `off` (no detection). */
   policy: Schema.optional(Policy),

@@ -19,7 +19,7 @@ export * from "./TurnReport.ts"
 export const Model = Schema.Struct({
   provider: Provider,
   name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
-  /** Context window in tokens; default from the model table (README). */
+  /** Context window in tokens; default from the model table (docs/providers.md). */
   contextWindow: Schema.optional(Schema.Int.pipe(Schema.between(1024, 10_000_000))),
   /** Tokens reserved for the answer; default from the model table. */
   maxOutputTokens: Schema.optional(Schema.Int.pipe(Schema.between(1, 1_000_000))),
@@ -86,7 +86,7 @@ export type PrefixRef = typeof PrefixRef.Type
 const Fraction = Schema.Number.pipe(Schema.between(0, 1))
 const Count = Schema.Int.pipe(Schema.between(0, 1_000_000))
 
-/** Per-request overrides of the assembly knobs (defaults in the README). */
+/** Per-request overrides of the assembly knobs (defaults: docs/configuration.md). */
 export const Options = Schema.Struct({
   /** Keep at least this many recent messages in the window (default 40). */
   windowMessages: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),

@@ -132,7 +132,7 @@ export const LearningsReport = Schema.Struct({
 })
 export type LearningsReport = typeof LearningsReport.Type
 
-/** Why a prompt's cached prefix changed (see the README's cache economics). */
+/** Why a prompt's cached prefix changed (docs/cache-and-economics.md). */
 export const CacheBreakReason = Schema.Literal(
   "append",
   "window",

@@ -1,7 +1,7 @@
 /**
  * `CtxdContainer`: a ctxd worker as a testcontainers `GenericContainer`, with
- * helpers for its configuration (the environment variables of the README's
- * "Configuration" table). It waits for the worker's "worker ready" log line.
+ * helpers for its configuration (the environment variables of
+ * docs/configuration.md). It waits for the worker's "worker ready" log line.
  *
  * ```ts
  * const worker = await new CtxdContainer()

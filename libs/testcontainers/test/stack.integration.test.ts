@@ -1,4 +1,4 @@
-// The README's example: a service's integration test against a ctxd stack
+// docs/packages.md's example: a service's integration test against a ctxd stack
 // (NATS, Postgres, two workers) in containers. Skips, saying why, where no
 // container engine runs or the worker image is not built; fails instead when
 // CTXD_CONTAINER_TESTS=required (as deploy/ci/containers.sh sets it).

@@ -1,6 +1,6 @@
 /**
- * The assembler's knobs (the worker reads them from the environment, README
- * "Configuration"). {@link defaults} is the one place their defaults live.
+ * The assembler's knobs (the worker reads them from the environment,
+ * docs/configuration.md). {@link defaults} is the one place their defaults live.
  */
 import type { RuntimeConfig } from "@ctxd/config"
 import { CostModel } from "@ctxd/context"

@@ -1,6 +1,6 @@
 /**
  * Loop-detector thresholds and the per-tenant/agent policy. Defaults (also in
- * the README): policy `nudge`; repeated call 3; repeated error 3; alternation
+ * docs/configuration.md): policy `nudge`; repeated call 3; repeated error 3; alternation
  * 3 cycles of period 2 or 3; monologue 4; context overflow 2 within 20 messages.
  * A threshold of 0 switches that pattern off.
  */
