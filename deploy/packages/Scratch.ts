@@ -79,3 +79,14 @@ export const project = async (dir: string, all: Tarballs, names: ReadonlyArray<s
     timeoutMs: 400_000,
   })
 }
+
+/**
+ * Removes `dir` (a scratch project: hundreds of MB of node_modules) in a
+ * detached `rm -rf` that outlives the test: on a loaded machine that takes
+ * longer than a test hook should wait.
+ */
+export const removeLater = (dir: string): void => {
+  const rm = spawn("rm", ["-rf", dir], { detached: true, stdio: "ignore" })
+  rm.on("error", () => undefined)
+  rm.unref()
+}

@@ -8,7 +8,7 @@
 // turns a skip into a failure), with the tarballs it built the image from
 // (CTXD_PACKAGES_DIR).
 import { defaultImage, unavailable } from "@ctxd/testcontainers"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -54,7 +54,7 @@ describe.skipIf(skip !== undefined)("startCtxdStack from the installed @ctxd/tes
     const { tarballs } = await Scratch.tarballs(join(work, "tarballs"))
     await Scratch.project(app, tarballs, ["@ctxd/testcontainers", "@ctxd/client", "@ctxd/contracts"])
   }, 600_000)
-  afterAll(() => rmSync(work, { recursive: true, force: true }))
+  afterAll(() => Scratch.removeLater(work))
 
   it("starts NATS, Postgres and a worker container and answers a client's turns", async () => {
     writeFileSync(join(app, "stack.ts"), STACK)

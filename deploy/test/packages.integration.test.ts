@@ -10,7 +10,7 @@
 import { TestNats } from "@ctxd/testing"
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
@@ -70,12 +70,16 @@ beforeAll(async () => {
 }, 600_000)
 
 afterAll(async () => {
-  serve?.kill("SIGKILL")
+  // each step on its own: a failing one leaves the others to run
+  if (serve !== undefined && serve.exitCode === null && serve.signalCode === null) serve.kill("SIGKILL")
   await TestNats.dropStreams(root)
   const db = new pg.Client({ connectionString: databaseUrl })
-  await db.connect()
-  await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).finally(() => db.end())
-  rmSync(work, { recursive: true, force: true })
+  await db
+    .connect()
+    .then(() => db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`))
+    .catch((e: unknown) => console.warn(`could not drop schema ${schema}: ${String(e)}`))
+    .finally(() => db.end())
+  Scratch.removeLater(work)
 }, 60_000)
 
 describe("the published packages, installed from their tarballs", () => {
