@@ -68,6 +68,8 @@ export const manifest = (pkg: Published, bundled: Bundled): Record<string, unkno
     types: "./dist/index.d.ts",
     files: ["dist", ...(pkg.assets ?? []).map((a) => a.to).filter((to) => to !== "README.md")],
     dependencies: dependenciesOf(pkg, bundled),
+    // a scoped package is private on its first publish unless told otherwise
+    publishConfig: { access: "public" },
   }
 }
 
