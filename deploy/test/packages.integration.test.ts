@@ -3,8 +3,9 @@
 // project in a temporary directory outside the repository. There the `ctxd`
 // command replays its bundled samples as the repository's sources do, serves
 // turns (its own subject root and schema) to a ContextClient TypeScript
-// program run by Node 24, reloads its config file on its worker thread, and
-// the program type-checks against the published declarations. The container
+// program run by Node 24, reloads its config file on its worker thread,
+// inspects the stored session and checks a config file; the program
+// type-checks against the published declarations. The container
 // half (startCtxdStack from the installed @ctxd/testcontainers) is
 // packages-containers.integration.test.ts.
 import { TestNats } from "@ctxd/testing"
@@ -113,7 +114,7 @@ describe("the published packages, installed from their tarballs", () => {
     expect(got).toEqual(JSON.parse(repo.stdout))
   }, 180_000)
 
-  it("serves turns from `npx ctxd serve` to a ContextClient TypeScript program, and reloads its config on its thread", async () => {
+  it("serves turns from `npx ctxd serve` to a ContextClient TypeScript program, reloads its config on its thread, inspects them", async () => {
     const config = join(app, "ctxd.yaml")
     writeFileSync(config, "defaults:\n  maskKeep: 3\n")
     serve = spawn("npx", ["ctxd", "serve"], {
@@ -153,7 +154,25 @@ describe("the published packages, installed from their tarballs", () => {
     serve.kill("SIGTERM")
     expect(await exited).not.toBe("SIGKILL")
     await waitFor("released", 10_000)
+
+    // what was stored and sent, read back from Postgres by the installed command
+    const inspected = await Scratch.run("npx", ["ctxd", "inspect", "acme", "support-1", "--json"], {
+      cwd: app,
+      env: Scratch.nodeEnv({ DATABASE_URL: databaseUrl, CTXD_DB_SCHEMA: schema }),
+      timeoutMs: 60_000,
+    })
+    const request = (JSON.parse(inspected.stdout) as { request: { messages: ReadonlyArray<{ content: unknown }> } }).request
+    expect(request.messages.map((m) => m.content)).toEqual(["Where is order 42?", "It shipped yesterday.", "Thanks!"])
   }, 240_000)
+
+  it("checks the example configuration file with `npx ctxd config check`", async () => {
+    writeFileSync(join(app, "example.yaml"), readFileSync(join(ROOT, "deploy", "ctxd.example.yaml")))
+    await Scratch.run("npx", ["ctxd", "config", "check", "example.yaml"], { cwd: app, timeoutMs: 60_000 })
+    writeFileSync(join(app, "bad.yaml"), "defaults:\n  maskKeep: -1\n")
+    const bad = await Scratch.run("npx", ["ctxd", "config", "check", "bad.yaml"], { cwd: app, timeoutMs: 60_000, allowFailure: true })
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain("maskKeep")
+  }, 120_000)
 
   it("type-checks a consumer's TypeScript against the published declarations", async () => {
     writeFileSync(join(app, "client.ts"), CLIENT)
