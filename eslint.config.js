@@ -1,7 +1,7 @@
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  { ignores: ["**/node_modules/**", "docs/**", "bench/results/**", ".nx/**"] },
+  { ignores: ["**/node_modules/**", "docs/**", "bench/results/**", ".nx/**", "**/dist/**"] },
   // Type-aware: the promise rules (no-floating-promises, no-misused-promises,
   // await-thenable, require-await) and the no-unsafe-* (any) family.
   ...tseslint.configs.recommendedTypeChecked,

@@ -8,7 +8,8 @@
 # 2. Builds stand-ins for the official base images where they cannot be
 #    pulled (deploy/ci-images/README.md), under exactly the names that
 #    deploy/worker/Dockerfile and docker-compose.yml use; cached between runs.
-# 3. Builds the worker image, brings up docker-compose.yml (NATS, Postgres,
+# 3. Packs the published packages (npm run pack: dist/packages/*.tgz) and
+#    builds the worker image from the `ctxd` tarball, brings up docker-compose.yml (NATS, Postgres,
 #    two workers) on host ports that do not clash with the host's, and runs
 #    deploy/ci/stack-test.ts against it: a turn through the stack, a killed
 #    worker whose sessions the other answers, a crash restarted by
@@ -17,8 +18,9 @@
 #    worker logged in as ctxd): deploy/ci/secure-stack-test.ts checks that an
 #    anonymous connection is refused and tenant acme reaches only its own
 #    subjects.
-# 4. Runs the testcontainers suites (test/containers.test.ts and
-#    libs/testcontainers) for real.
+# 4. Runs the testcontainers suites (test/containers.test.ts,
+#    libs/testcontainers, and deploy/test/packages-containers.integration.test.ts:
+#    startCtxdStack from @ctxd/testcontainers installed from its tarball) for real.
 # 5. Stops everything it started and restores what it changed.
 #
 # Exit 0 only when everything passed; skips (exit 0, printing why) only when
@@ -279,6 +281,10 @@ if [ -n "$ca" ]; then
   log "handing the CA bundle $ca to npm ci as the build secret npm_ca"
   secret=(--secret "id=npm_ca,src=$ca")
 fi
+# the image installs the published `ctxd` package: its tarball first (dist/packages)
+log "npm run pack: the published packages' tarballs"
+run_logged pack timeout 600 "$NODE" deploy/packages/pack.ts
+export CTXD_PACKAGES_DIR="$ROOT/dist/packages"
 log "building $WORKER_IMAGE from deploy/worker/Dockerfile"
 build_started=$(date +%s)
 DOCKER_BUILDKIT=1 run_logged build-worker timeout 900 "$DOCKER" build --network host "${secret[@]}" \
@@ -351,13 +357,13 @@ timeout 180 docker-compose "${SECURE[@]}" down -v --remove-orphans -t 30 > "$WOR
 COMPOSE_UP=""
 
 # --- 5. the testcontainers suites, for real ----------------------------------
-log "testcontainers suites (test/containers.test.ts, libs/testcontainers)"
+log "testcontainers suites (test/containers.test.ts, libs/testcontainers, the installed @ctxd/testcontainers)"
 tc_ok=1
 TESTCONTAINERS_RYUK_DISABLED=true CTXD_WORKER_IMAGE="$WORKER_IMAGE" CTXD_CONTAINER_TESTS=required \
   NX_DAEMON=false timeout 900 "$ROOT/node_modules/.bin/vitest" run \
-  --project @ctxd/integration --project @ctxd/testcontainers \
+  --project @ctxd/integration --project @ctxd/testcontainers --project deploy \
   --reporter=default --reporter=json --outputFile.json="$WORK/vitest.json" \
-  test/containers.test.ts libs/testcontainers || tc_ok=0
+  test/containers.test.ts libs/testcontainers deploy/test/packages-containers.integration.test.ts || tc_ok=0
 if [ -s "$WORK/vitest.json" ]; then
   PASSED=$((PASSED + $("$NODE" -p "require('$WORK/vitest.json').numPassedTests")))
   FAILED=$((FAILED + $("$NODE" -p "require('$WORK/vitest.json').numFailedTests")))

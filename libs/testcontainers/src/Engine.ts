@@ -19,7 +19,7 @@ export const unavailable = async (options: { readonly images?: ReadonlyArray<str
   }
   for (const image of options.images ?? []) {
     const present = await client.image.exists(ImageName.fromString(image)).catch(() => false)
-    if (!present) return `image ${image} is not present (build it: docker build -f deploy/worker/Dockerfile -t ${image} .)`
+    if (!present) return `image ${image} is not present (build it: npm run pack && docker build -f deploy/worker/Dockerfile -t ${image} .)`
   }
   return undefined
 }
