@@ -42,7 +42,8 @@ exit codes: 0 ok, 1 failed (orphaned tool pairs, a rejected turn, nothing to rep
 /** `ctxd serve --help` (and `npm start -- --help`). */
 export const serve = `usage: ctxd serve        (same as npm start)
 
-runs the worker until SIGTERM or SIGINT (Ctrl-C), or until the process that started it exits;
+runs the worker until SIGTERM, SIGINT (Ctrl-C) or SIGHUP (its terminal closed), or until the
+process that started it exits;
 then it stops taking turns, finishes those in flight, releases its shards and exits 0.
 No options: it is configured by the environment and a ctxd.yaml (README, "Configuration"), e.g.
   DATABASE_URL              Postgres (default: an embedded PostgreSQL when nothing answers on 127.0.0.1:5432)
