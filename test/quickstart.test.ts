@@ -1,5 +1,5 @@
 // The README's quickstart works on a fresh clone with nothing beside it (no
-// ../shared): the repository's HEAD cloned into an empty directory, `npm ci`,
+// full data set): the repository's HEAD cloned into an empty directory, `npm ci`,
 // then `npx ctxd replay`, which must exit 0 and lead with the cost with ctxd
 // and without. The last command must be `npm run test:unit`, a subset of what
 // CI runs (`npm test` in .ci/run); it is not run here (minutes). The README
