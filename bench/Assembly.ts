@@ -18,7 +18,7 @@ const counter = LocalCounter.make({ backend: "tiktoken", cacheCapacity: 100_000 
 /** `n` real messages: tau-bench sessions back to back (call ids made unique per session). */
 const realHistory = (n: number): Array<Pipeline.StoredMessage> => {
   const out: Array<Pipeline.StoredMessage> = []
-  const sessions = Workloads.tauBenchSessions()
+  const sessions = Workloads.tauBenchSessions(Workloads.fullDataDir())
   for (let s = 0; out.length < n; s++) {
     const session = sessions[s % sessions.length]!
     const raw = session.turns.flatMap((t) => t.messages)
@@ -38,7 +38,7 @@ const realHistory = (n: number): Array<Pipeline.StoredMessage> => {
 
 const measure = (n: number, format: Turn.Format): { p50: number; p99: number } => {
   const history = realHistory(n)
-  const [tau] = Workloads.tauBenchSessions()
+  const [tau] = Workloads.tauBenchSessions(Workloads.fullDataDir())
   const tools = Normalize.tools("openai", tau!.tools)
   const system = Normalize.system(tau!.system)
   const base = {

@@ -80,7 +80,7 @@ export const run = async (options: BurstOptions = defaults): Promise<Row[]> => {
 
         // 60 KB of real agent text per turn (SWE-agent tool outputs and messages), behind a unique
         // prefix so every message is counted anew
-        const corpus = Workloads.sweAgentSessions()
+        const corpus = Workloads.sweAgentSessions(Workloads.fullDataDir())
           .flatMap((session) => session.turns.flatMap((turn) => turn.messages))
           .map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "")))
           .join("\n")

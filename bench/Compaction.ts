@@ -263,7 +263,10 @@ export const run = async (): Promise<Row[]> => {
     const summarizer = await Effect.runPromise(
       Summarizer.make(settings).pipe(Effect.provide(Layer.merge(Llm.layer(settings), Layer.succeed(LocalCounter.LocalCounter, counter)))),
     )
-    const workloads = [backToBack("swe-agent", Workloads.sweAgentSessions()), backToBack("tau-bench", Workloads.tauBenchSessions())]
+    const workloads = [
+      backToBack("swe-agent", Workloads.sweAgentSessions(Workloads.fullDataDir())),
+      backToBack("tau-bench", Workloads.tauBenchSessions(Workloads.fullDataDir())),
+    ]
     const rows: Row[] = []
     for (const workload of workloads) {
       const results = new Map<Strategy, Totals>()

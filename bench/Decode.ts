@@ -19,7 +19,7 @@ import { createHash } from "node:crypto"
 import { quantile, round, type Row } from "./Stats.ts"
 
 export const run = (iterations = 3_000): Promise<Row[]> => {
-  const tau = Workloads.tauBenchSessions()[0]!
+  const tau = Workloads.tauBenchSessions(Workloads.fullDataDir())[0]!
   const counter = LocalCounter.make({ backend: "tiktoken", preload: ["o200k_base"] })
   const encoder = new TextEncoder()
   const ids = { tenant: "bench", session: "s1" }

@@ -198,7 +198,7 @@ export const runFormats = async (options: EndToEndOptions = defaults): Promise<R
 const monotonicMicros = (): number => Number(process.hrtime.bigint() / 1000n)
 
 export const run = async (options: EndToEndOptions = defaults): Promise<Row[]> => {
-  const [tau] = Workloads.tauBenchSessions()
+  const [tau] = Workloads.tauBenchSessions(Workloads.fullDataDir())
   const format = options.format ?? "openai"
   const sample = tau!.turns.flatMap((t) => t.messages).filter((m) => m.role === "user" || m.role === "assistant")
   const root = `bench_${Date.now().toString(36)}`

@@ -38,12 +38,12 @@ const textOf = (content: unknown): string =>
 /** Sentences of 20 to 300 characters from the workloads, de-duplicated. */
 const sentences = (): ReadonlyArray<string> => {
   const texts = [
-    ...Workloads.tauBenchSessions().flatMap((s) => s.turns.flatMap((t) => t.messages)),
-    ...Workloads.sweAgentSessions().flatMap((s) => s.turns.flatMap((t) => t.messages)),
+    ...Workloads.tauBenchSessions(Workloads.fullDataDir()).flatMap((s) => s.turns.flatMap((t) => t.messages)),
+    ...Workloads.sweAgentSessions(Workloads.fullDataDir()).flatMap((s) => s.turns.flatMap((t) => t.messages)),
   ]
     .filter((m) => m.role === "user" || m.role === "assistant")
     .map((m) => textOf(m.content))
-  const tools = Workloads.githubCatalog().tools.map((t) => t.function.description ?? "")
+  const tools = Workloads.githubCatalog(Workloads.fullDataDir()).tools.map((t) => t.function.description ?? "")
   const out = new Set<string>()
   for (const text of [...texts, ...tools]) {
     for (const s of text.split(/(?<=[.!?])\s+|\n+/)) {
@@ -56,7 +56,7 @@ const sentences = (): ReadonlyArray<string> => {
 
 /** The queries: tau-bench user messages (prose) and one or two keywords with a typo. */
 const queries = (pool: ReadonlyArray<string>) => {
-  const prose = Workloads.tauBenchSessions()
+  const prose = Workloads.tauBenchSessions(Workloads.fullDataDir())
     .flatMap((s) => s.turns.flatMap((t) => t.messages))
     .filter((m) => m.role === "user")
     .map((m) => textOf(m.content))

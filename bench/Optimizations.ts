@@ -228,7 +228,7 @@ const str = (u: unknown): string => (typeof u === "string" ? u : u === undefined
 
 /** The trajectories as one session: system of the first, then each task, actions as calls, observations as results. */
 export const sweSession = (): { system: string; messages: Array<Conversation.Message>; tools: Array<Conversation.Tool> } => {
-  const dir = join(Workloads.dataDir(), "swe-agent")
+  const dir = join(Workloads.fullDataDir(), "swe-agent")
   const files = readdirSync(dir)
     .filter((f) => f.endsWith(".traj"))
     .sort()
@@ -385,7 +385,7 @@ const runSwe = async (): Promise<Array<Row>> => {
 // ------------------------------------------------------------ (b) tau-bench + GitHub catalog
 
 const githubTools = (): { tools: Array<Conversation.Tool>; config: Toolsets.Config } => {
-  const catalog = Workloads.githubCatalog()
+  const catalog = Workloads.githubCatalog(Workloads.fullDataDir())
   return {
     tools: Normalize.tools("openai", catalog.tools),
     config: {
@@ -396,7 +396,7 @@ const githubTools = (): { tools: Array<Conversation.Tool>; config: Toolsets.Conf
 }
 
 const runTau = async (): Promise<Array<Row>> => {
-  const sessions = Workloads.tauBenchSessions()
+  const sessions = Workloads.tauBenchSessions(Workloads.fullDataDir())
   const github = githubTools()
   const airline = Normalize.tools("openai", sessions[0]!.tools)
   const all = [...airline, ...github.tools]
@@ -426,7 +426,7 @@ const runTau = async (): Promise<Array<Row>> => {
 
 const compressionRows = (): Array<Row> => {
   const rows: Array<Row> = []
-  const raw = JSON.parse(readFileSync(join(Workloads.dataDir(), "tau-bench-tools.json"), "utf8")) as Record<string, Array<OpenAI.Tool>>
+  const raw = JSON.parse(readFileSync(join(Workloads.fullDataDir(), "tau-bench-tools.json"), "utf8")) as Record<string, Array<OpenAI.Tool>>
   const catalogs: ReadonlyArray<readonly [string, ReadonlyArray<Conversation.Tool>]> = [
     ["GitHub MCP catalog (117 tools)", githubTools().tools],
     ["tau-bench tools (airline + retail, 30)", Normalize.tools("openai", [...raw["airline"]!, ...raw["retail"]!])],

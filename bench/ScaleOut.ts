@@ -54,8 +54,8 @@ const LONG = 10_000
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)))
 
 export const run = async (opts: ScaleOutOptions = options()): Promise<Row[]> => {
-  const tau = Workloads.tauBenchSessions()
-  const swe = Workloads.sweAgentSessions()
+  const tau = Workloads.tauBenchSessions(Workloads.fullDataDir())
+  const swe = Workloads.sweAgentSessions(Workloads.fullDataDir())
   const corpus = [...tau, ...swe].flatMap((s) => Normalize.fromOpenAI(s.turns.flatMap((t) => t.messages)))
   const history = tau.flatMap((s) => s.turns.flatMap((t) => t.messages))
   // Shaped like the assembler's reply: the provider request body and a report (as bench/Store.ts).

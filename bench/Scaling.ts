@@ -37,7 +37,7 @@ const servers = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 
 /** A turn of a tau-bench-like session: the policy and tools every time, a user message and an assistant reply. */
 const turnMaker = () => {
-  const [tau] = Workloads.tauBenchSessions()
+  const [tau] = Workloads.tauBenchSessions(Workloads.fullDataDir())
   const texts = tau!.turns
     .flatMap((t) => t.messages)
     .filter((m) => m.role === "user" || m.role === "assistant")

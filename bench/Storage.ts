@@ -16,7 +16,9 @@ import { round, type Row } from "./Stats.ts"
 const TABLES = ["ctxd_turns", "ctxd_messages", "ctxd_sessions", "ctxd_session_lengths", "ctxd_session_users"] as const
 
 export const run = async (): Promise<Row[]> => {
-  const sessions = [...Workloads.tauBenchSessions(), ...Workloads.sweAgentSessions()].map((s) => Workloads.inFormat(s, "anthropic"))
+  const sessions = [...Workloads.tauBenchSessions(Workloads.fullDataDir()), ...Workloads.sweAgentSessions(Workloads.fullDataDir())].map(
+    (s) => Workloads.inFormat(s, "anthropic"),
+  )
   const root = `bench_${Date.now().toString(36)}`
   return Effect.runPromise(
     Effect.scoped(

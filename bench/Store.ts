@@ -35,8 +35,8 @@ const machineTicks = (): { busy: number; total: number } | undefined => {
 }
 
 export const run = async (options: StoreOptions = { sessions: 50, turnsPerSession: 40, pacedRate: 500 }): Promise<Row[]> => {
-  const [tau] = Workloads.tauBenchSessions()
-  const history = Workloads.tauBenchSessions().flatMap((s) => s.turns.flatMap((t) => t.messages))
+  const [tau] = Workloads.tauBenchSessions(Workloads.fullDataDir())
+  const history = Workloads.tauBenchSessions(Workloads.fullDataDir()).flatMap((s) => s.turns.flatMap((t) => t.messages))
   const sample = history.filter((m) => m.role === "user" || m.role === "assistant")
   const text = (role: "user" | "assistant", i: number): Conversation.Message => ({
     role,

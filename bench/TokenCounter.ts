@@ -16,7 +16,7 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import { Calibration, TokenCounter } from "@ctxd/token-counter"
-import { FakeProvider, TauReplay as Replay } from "@ctxd/testing"
+import { FakeProvider, TauReplay as Replay, Workloads } from "@ctxd/testing"
 import { LocalCounter } from "@ctxd/tokens"
 import { Effect, Logger, LogLevel, Redacted } from "effect"
 import { fileURLToPath } from "node:url"
@@ -161,7 +161,7 @@ const replayDrift = (backend: "tiktoken" | "heuristic", sessions: ReadonlyArray<
 
 /** Runs every token-counter benchmark (about 10–20 s). */
 export const run = async (): Promise<Row[]> => {
-  const sessions = Replay.tauBench()
+  const sessions = Replay.tauBench(undefined, Workloads.fullDataDir())
   const corpus = texts(sessions)
   const rows: Array<Row> = [localThroughput("tiktoken", corpus), localThroughput("heuristic", corpus)]
   const server = await FakeProvider.start()

@@ -13,7 +13,7 @@ import { join } from "node:path"
 import { quantile, round, type Row } from "./Stats.ts"
 
 export const run = async (reads = 2_000): Promise<Row[]> => {
-  const policy = Workloads.tauBenchSessions()[0]!.system
+  const policy = Workloads.tauBenchSessions(Workloads.fullDataDir())[0]!.system
   const root = mkdtempSync(join(tmpdir(), "ctxd-bench-workspace-"))
   try {
     mkdirSync(join(root, "airline"))

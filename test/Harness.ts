@@ -127,7 +127,7 @@ export const hold = async (
   }
 }
 
-/** Turn `k` of tau-bench session `source` as an Anthropic turn request (turn ids `t<k>`). */
+/** Turn `k` of the bundled tau-bench session `source` (its index in `Workloads.tauBenchSessions()`) as an Anthropic turn request (turn ids `t<k>`). */
 export const tauTurns = (source: number) => {
   const session = Workloads.toAnthropic(Workloads.tauBenchSessions()[source]!)
   return (k: number) => ({

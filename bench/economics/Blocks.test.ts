@@ -58,7 +58,7 @@ describe("Blocks.converter", () => {
 
 describe("Ctxd.bodies", () => {
   it("gives one body per turn of a real session", async () => {
-    const t = Workloads.tauBenchSessions()[0]!
+    const t = Workloads.tauBenchSession("tau-airline-19-3")
     const session: Ctxd.Session = {
       id: t.id,
       system: Normalize.system(t.system),

@@ -142,7 +142,7 @@ const sweSession = (): Ctxd.Session => {
 }
 
 const tauSessions = (): Array<Ctxd.Session> =>
-  Workloads.tauBenchSessions().map((t) => ({
+  Workloads.tauBenchSessions(Workloads.fullDataDir()).map((t) => ({
     id: t.id,
     system: Normalize.system(t.system),
     tools: Normalize.tools("openai", t.tools),

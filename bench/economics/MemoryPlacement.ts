@@ -48,7 +48,7 @@ const CORPUS_START = Date.parse("2026-01-01T00:00:00Z")
 const corpus = (): MemoryStore.MemoryStoreService => {
   let written = 0
   const store = MemoryStore.makeMemory({ now: () => new Date(CORPUS_START + 1_000 * written++) })
-  const texts = Workloads.tauBenchSessions()
+  const texts = Workloads.tauBenchSessions(Workloads.fullDataDir())
     .slice(100, 200)
     .flatMap((s) =>
       s.turns.flatMap((t) =>

@@ -82,7 +82,7 @@ const replay = (
 
 describe("leaving older thinking out, under the prompt cache", () => {
   it("ctxd's hold costs no more than dropping at once, and less than keeping every thought", () => {
-    const sessions = Workloads.tauBenchSessions().slice(0, 12)
+    const sessions = Workloads.tauBenchSessions()
     const totals: Record<Policy, number> = { "keep all": 0, "drop at once": 0, ctxd: 0 }
     for (const s of sessions) {
       const turns = withThinking(s.turns.map((t) => Normalize.fromOpenAI(t.messages as ReadonlyArray<OpenAI.Message>)))

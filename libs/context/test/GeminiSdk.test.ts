@@ -32,8 +32,8 @@ beforeAll(async () => {
 })
 afterAll(() => server.close())
 
-const replay = async (index: number, modelName: string, ids: boolean) => {
-  const session = Workloads.toGemini(Workloads.tauBenchSessions()[index]!, { ids })
+const replay = async (id: string, modelName: string, ids: boolean) => {
+  const session = Workloads.toGemini(Workloads.tauBenchSession(id), { ids })
   const tools = Normalize.tools("gemini", decodeTools(session.tools))
   const system = Normalize.system(session.systemInstruction)
   const model = Models.resolve({ provider: "google", name: modelName })
@@ -102,7 +102,7 @@ const replay = async (index: number, modelName: string, ids: boolean) => {
 
 describe("gemini bodies through the official SDK", () => {
   it("a replayed tau-bench session without call ids: every turn's body is accepted, counted, and its prefix cached", async () => {
-    const { turns, cachedTurns, generated, calls } = await replay(0, "gemini-2.5-flash", false)
+    const { turns, cachedTurns, generated, calls } = await replay("tau-airline-19-3", "gemini-2.5-flash", false)
     expect(turns).toBeGreaterThan(3)
     expect(calls).toBeGreaterThan(0)
     expect(generated).toBe(calls)
@@ -110,7 +110,7 @@ describe("gemini bodies through the official SDK", () => {
   })
 
   it("with call ids, on a Gemini 3 model (calls from elsewhere carry the documented placeholder signature)", async () => {
-    const { turns, generated, calls } = await replay(0, "gemini-3-pro-preview", true)
+    const { turns, generated, calls } = await replay("tau-airline-19-3", "gemini-3-pro-preview", true)
     expect(turns).toBeGreaterThan(3)
     expect(calls).toBeGreaterThan(0)
     expect(generated).toBe(0)

@@ -32,7 +32,7 @@ afterAll(() => server.close())
 
 describe("openai-responses bodies through the official SDK", () => {
   it("a replayed tau-bench session: every turn's body is accepted, counted, and its prefix cached", async () => {
-    const session = Workloads.toResponses(Workloads.tauBenchSessions()[0]!)
+    const session = Workloads.toResponses(Workloads.tauBenchSession("tau-airline-19-3"))
     const tools = Normalize.tools("openai-responses", decodeTools(session.tools))
     const system = Normalize.system(session.system)
     const model = Models.resolve({ provider: "openai", name: "gpt-4.1" })

@@ -57,7 +57,7 @@ const input = (
 
 describe("reasoning through the official SDKs", () => {
   it("anthropic: a replayed tau-bench session with signed thinking: every body accepted with thinking enabled, older thinking left out", async () => {
-    const session = Workloads.withThinking(Workloads.toAnthropic(Workloads.tauBenchSessions()[0]!))
+    const session = Workloads.withThinking(Workloads.toAnthropic(Workloads.tauBenchSession("tau-airline-19-3")))
     const tools = Normalize.tools("anthropic", decodeAnthropicTools(session.tools))
     const system = Normalize.system(session.system)
     const model = Models.resolve({ provider: "anthropic", name: "claude-sonnet-4-6" })
@@ -102,7 +102,7 @@ describe("reasoning through the official SDKs", () => {
   })
 
   it("openai-responses: a replayed session with reasoning items: every body accepted, each reasoning item followed by its output", async () => {
-    const session = Workloads.withReasoning(Workloads.toResponses(Workloads.tauBenchSessions()[0]!))
+    const session = Workloads.withReasoning(Workloads.toResponses(Workloads.tauBenchSession("tau-airline-19-3")))
     const tools = Normalize.tools("openai-responses", decodeResponsesTools(session.tools))
     const system = Normalize.system(session.system)
     const model = Models.resolve({ provider: "openai", name: "gpt-4.1" })

@@ -20,16 +20,19 @@ export interface Session {
 /** The model the replay renders for (Anthropic, so `count_tokens` applies). */
 export const MODEL = { provider: "anthropic", name: "claude-sonnet-4-6" } as const
 
-/** The first `n` tau-bench sessions (all 200 by default), normalized. */
-export const tauBench = (n?: number): ReadonlyArray<Session> =>
-  Workloads.tauBenchSessions()
-    .slice(0, n)
-    .map((s) => ({
-      id: s.id,
-      system: Normalize.system(s.system),
-      tools: Normalize.tools("openai", s.tools),
-      turns: s.turns.map((t) => Normalize.fromOpenAI(t.messages)).filter((t) => t.length > 0),
-    }))
+const normalized = (s: Workloads.ReplaySession): Session => ({
+  id: s.id,
+  system: Normalize.system(s.system),
+  tools: Normalize.tools("openai", s.tools),
+  turns: s.turns.map((t) => Normalize.fromOpenAI(t.messages)).filter((t) => t.length > 0),
+})
+
+/** The first `n` tau-bench sessions of `dir` (all by default; the bundled samples unless `dir` names another data set), normalized. */
+export const tauBench = (n?: number, dir: string = Workloads.dataDir()): ReadonlyArray<Session> =>
+  Workloads.tauBenchSessions(dir).slice(0, n).map(normalized)
+
+/** The bundled tau-bench session `id` (`Workloads.tauBenchSession`), normalized. */
+export const session = (id: string): Session => normalized(Workloads.tauBenchSession(id))
 
 /** The Anthropic body ctxd would send for this prompt (the real renderer). */
 export const render = (session: Session, messages: ReadonlyArray<Conversation.Message>): Record<string, unknown> =>

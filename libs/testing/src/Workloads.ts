@@ -1,9 +1,14 @@
 /**
- * Real workloads for tests, benchmarks and demos, read from the shared data
- * directory (`CTXD_DATA_DIR`, default `<repo>/../shared/data`; its README
- * describes the files) and shaped as replay sessions: one entry per model
- * call, each carrying the messages that arrived since the previous call,
- * exactly what an agent runtime sends in a turn request.
+ * Real workloads for tests, benchmarks and demos, shaped as replay sessions:
+ * one entry per model call, each carrying the messages that arrived since the
+ * previous call, exactly what an agent runtime sends in a turn request.
+ *
+ * Tests and the demo read the samples bundled with the repository
+ * ({@link dataDir}, `examples/data`), always, so a fresh clone runs exactly
+ * what CI runs. Benches read the full data set of the same layout
+ * ({@link fullDataDir}: `CTXD_DATA_DIR`, or `<repo>/../shared/data`), and a
+ * test that needs it is opt-in on `CTXD_DATA_DIR` ({@link optInDataDir}).
+ * Every loader takes the directory, the bundled one by default.
  *
  * Every message is reduced to the keys of the contracts' OpenAI schemas
  * (`agent`, `thought`, `action`, `message_type`, a tool message's `name`...
@@ -12,7 +17,7 @@
  */
 import type { Anthropic, Gemini, OpenAI, OpenAIResponses, Turn } from "@ctxd/contracts"
 import { AgentLogs } from "@ctxd/context"
-import { readdirSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { basename, join } from "node:path"
 import * as AnthropicConvert from "./internal/workloads/anthropic.ts"
 import * as GeminiConvert from "./internal/workloads/gemini.ts"
@@ -75,13 +80,38 @@ export interface GithubCatalog {
   readonly tools: ReadonlyArray<OpenAI.Tool>
 }
 
-/** The shared data directory: `CTXD_DATA_DIR`, or `<repo>/../shared/data` (this file is `libs/testing/src/Workloads.ts`). */
-export const dataDir = (): string => {
+/** This file is `libs/testing/src/Workloads.ts`. */
+const repoRoot = join(import.meta.dirname, "..", "..", "..")
+
+/**
+ * The samples bundled with the repository, `<repo>/examples/data`: what the
+ * tests read, whatever `CTXD_DATA_DIR` says (8 tau-bench airline sessions,
+ * 5 SWE-agent trajectories, the GitHub MCP catalog; `examples/README.md`).
+ */
+export const dataDir = (): string => join(repoRoot, "examples", "data")
+
+/** `CTXD_DATA_DIR` when it is set and not empty: the full data set an opt-in test reads, else `undefined` (the test skips). */
+export const optInDataDir = (): string | undefined => {
   const fromEnv = process.env.CTXD_DATA_DIR
-  return fromEnv !== undefined && fromEnv !== "" ? fromEnv : join(import.meta.dirname, "..", "..", "..", "..", "shared", "data")
+  return fromEnv !== undefined && fromEnv !== "" ? fromEnv : undefined
 }
 
-const readJson = (...path: Array<string>): unknown => JSON.parse(readFileSync(join(dataDir(), ...path), "utf8"))
+/**
+ * The full data set the benches read (200 tau-bench sessions, 22 SWE-agent
+ * trajectories): `CTXD_DATA_DIR`, or `<repo>/../shared/data`. Throws, naming
+ * `CTXD_DATA_DIR`, when that directory does not exist.
+ */
+export const fullDataDir = (): string => {
+  const dir = optInDataDir() ?? join(repoRoot, "..", "shared", "data")
+  if (!existsSync(dir))
+    throw new Error(
+      `the full data set is not at ${dir}: set CTXD_DATA_DIR to a directory in the layout of examples/data ` +
+        `(tau-bench-airline-gpt4o.json, tau-bench-tools.json, swe-agent/*.traj, github-mcp-tools.json)`,
+    )
+  return dir
+}
+
+const readJson = (dir: string, ...path: Array<string>): unknown => JSON.parse(readFileSync(join(dir, ...path), "utf8"))
 
 type Raw = Record<string, unknown>
 const isRecord = (u: unknown): u is Raw => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -93,24 +123,33 @@ export const splitTurns: <M extends { readonly role: string }>(messages: Readonl
 let tauCache: { dir: string; sessions: ReadonlyArray<ReplaySession> } | undefined
 
 /**
- * The 200 tau-bench airline sessions (GPT-4o), with the 14 airline tools.
- * Ids are `tau-airline-<task_id>-<trial>`. Cached per data directory.
+ * The tau-bench airline sessions (GPT-4o) of `dir` (8 bundled, 200 in the
+ * full set), with the 14 airline tools, in file order. Ids are
+ * `tau-airline-<task_id>-<trial>`. Cached per data directory.
  */
-export const tauBenchSessions = (): ReadonlyArray<ReplaySession> => {
-  const dir = dataDir()
+export const tauBenchSessions = (dir: string = dataDir()): ReadonlyArray<ReplaySession> => {
   if (tauCache?.dir === dir) return tauCache.sessions
-  const tools = (readJson("tau-bench-tools.json") as { airline: Array<OpenAI.Tool> }).airline
-  const sessions = AgentLogs.tauBench(readJson("tau-bench-airline-gpt4o.json") as Array<unknown>, tools, "tau-airline").map(
+  const tools = (readJson(dir, "tau-bench-tools.json") as { airline: Array<OpenAI.Tool> }).airline
+  const sessions = AgentLogs.tauBench(readJson(dir, "tau-bench-airline-gpt4o.json") as Array<unknown>, tools, "tau-airline").map(
     (s): ReplaySession => ({ ...s, format: "openai" }),
   )
   tauCache = { dir, sessions }
   return sessions
 }
 
+/** The tau-bench session `id` (`tau-airline-<task_id>-<trial>`) of `dir` (bundled by default); throws naming the ids there are when it is not there. */
+export const tauBenchSession = (id: string, dir: string = dataDir()): ReplaySession => {
+  const sessions = tauBenchSessions(dir)
+  const found = sessions.find((s) => s.id === id)
+  if (found === undefined) throw new Error(`no tau-bench session ${id} in ${dir} (there are ${sessions.map((s) => s.id).join(", ")})`)
+  return found
+}
+
 let sweCache: { dir: string; sessions: ReadonlyArray<ReplaySession> } | undefined
 
 /**
- * The 22 SWE-agent trajectories (`swe-agent/*.traj`, `history`), ids = file
+ * The SWE-agent trajectories of `dir` (`swe-agent/*.traj`, `history`; 5
+ * bundled, 22 in the full set), sorted by file name, ids = file
  * names without `.traj`. An assistant message keeps its `content` and, when
  * present, its `tool_calls`; a tool observation with `tool_call_ids` becomes
  * one `tool` message per id (same content). An observation without ids (the
@@ -118,14 +157,13 @@ let sweCache: { dir: string; sessions: ReadonlyArray<ReplaySession> } | undefine
  * it. Tool definitions are synthesized from the calls (the files do not
  * carry them): empty for plain-text trajectories. Cached per data directory.
  */
-export const sweAgentSessions = (): ReadonlyArray<ReplaySession> => {
-  const dir = dataDir()
+export const sweAgentSessions = (dir: string = dataDir()): ReadonlyArray<ReplaySession> => {
   if (sweCache?.dir === dir) return sweCache.sessions
   const files = readdirSync(join(dir, "swe-agent"))
     .filter((f) => f.endsWith(".traj"))
     .sort()
   const sessions = files.map((file): ReplaySession => ({
-    ...AgentLogs.sweAgent(basename(file, ".traj"), readJson("swe-agent", file)),
+    ...AgentLogs.sweAgent(basename(file, ".traj"), readJson(dir, "swe-agent", file)),
     format: "openai",
   }))
   sweCache = { dir, sessions }
@@ -137,8 +175,8 @@ export const sweAgentSessions = (): ReadonlyArray<ReplaySession> => {
  * `function.parameters`), each with its `toolset` and MCP `annotations`,
  * plus the toolset list.
  */
-export const githubCatalog = (): GithubCatalog => {
-  const raw = readJson("github-mcp-tools.json") as { toolsets: Array<Raw>; tools: Array<Raw> }
+export const githubCatalog = (dir: string = dataDir()): GithubCatalog => {
+  const raw = readJson(dir, "github-mcp-tools.json") as { toolsets: Array<Raw>; tools: Array<Raw> }
   return {
     toolsets: raw.toolsets.map((t) => ({ id: str(t.id), description: str(t.description), default: t.default === true })),
     tools: raw.tools.map((t): OpenAI.Tool => ({

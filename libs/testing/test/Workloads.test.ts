@@ -32,14 +32,16 @@ const checkPairing = (session: Workloads.ReplaySession): void => {
 const all = () => [...Workloads.tauBenchSessions(), ...Workloads.sweAgentSessions()]
 
 describe("Workloads", () => {
-  it("loads 200 tau-bench sessions and 22 SWE-agent trajectories", () => {
+  it("loads the 8 bundled tau-bench sessions and 5 SWE-agent trajectories", () => {
     const tau = Workloads.tauBenchSessions()
-    expect(tau).toHaveLength(200)
-    expect(new Set(tau.map((s) => s.id)).size).toBe(200)
+    expect(tau).toHaveLength(8)
+    expect(new Set(tau.map((s) => s.id)).size).toBe(8)
     expect(tau[0]!.tools).toHaveLength(14)
     expect(tau[0]!.system).toContain("Airline Agent Policy")
+    expect(Workloads.tauBenchSession("tau-airline-3-0").turns).toHaveLength(30)
+    expect(() => Workloads.tauBenchSession("tau-airline-0-0")).toThrow(/no tau-bench session tau-airline-0-0 .*tau-airline-44-3/)
     const swe = Workloads.sweAgentSessions()
-    expect(swe).toHaveLength(22)
+    expect(swe).toHaveLength(5)
     expect(swe.every((s) => s.system.length > 0 && s.turns.length > 0)).toBe(true)
     const fc = swe.find((s) => s.id === "function_calling_simple")!
     expect(fc.tools.map((t) => t.function.name).length).toBeGreaterThan(0)
@@ -181,6 +183,32 @@ describe("Workloads", () => {
     const toolsets = new Set(catalog.toolsets.map((t) => t.id))
     expect(catalog.tools.every((t) => t.toolset !== undefined && toolsets.has(t.toolset))).toBe(true)
     catalog.tools.forEach((tool, i) => check(OpenAI.Tool, tool, `github tool ${i}`))
+  })
+
+  it("tests read the bundled samples whatever CTXD_DATA_DIR says; benches the full set, or an error naming it", () => {
+    const saved = process.env.CTXD_DATA_DIR
+    try {
+      process.env.CTXD_DATA_DIR = "/nonexistent/ctxd-data"
+      expect(Workloads.dataDir()).toMatch(/[/\\]examples[/\\]data$/)
+      expect(Workloads.tauBenchSessions()).toHaveLength(8)
+      expect(Workloads.optInDataDir()).toBe("/nonexistent/ctxd-data")
+      expect(() => Workloads.fullDataDir()).toThrow(/not at \/nonexistent\/ctxd-data: set CTXD_DATA_DIR/)
+      process.env.CTXD_DATA_DIR = Workloads.dataDir()
+      expect(Workloads.fullDataDir()).toBe(Workloads.dataDir())
+      process.env.CTXD_DATA_DIR = ""
+      expect(Workloads.optInDataDir()).toBeUndefined()
+    } finally {
+      if (saved === undefined) delete process.env.CTXD_DATA_DIR
+      else process.env.CTXD_DATA_DIR = saved
+    }
+  })
+
+  const full = Workloads.optInDataDir()
+  it.skipIf(full === undefined)("the full data set (opt-in: set CTXD_DATA_DIR) has 200 tau-bench sessions and 22 trajectories", () => {
+    const tau = Workloads.tauBenchSessions(full)
+    expect(new Set(tau.map((s) => s.id)).size).toBe(200)
+    expect(Workloads.sweAgentSessions(full)).toHaveLength(22)
+    for (const session of [...tau, ...Workloads.sweAgentSessions(full)]) checkPairing(session)
   })
 
   it("uniqueRoot gives fresh subject roots", () => {

@@ -149,8 +149,9 @@ layer(Fixture.Stores)((it) => {
           const audit = yield* Effect.flatMap(store, (s) => s.compactions("acme", small))
           expect(audit.map((a) => a.outcome)).toEqual(["no_boundary"])
 
+          // from tau-airline-17-3 on: tool results of 2-3 kB in the folded part, over 1 % of the window
           const big = Fixture.fresh()
-          yield* Fixture.storeSession("acme", big, Fixture.tauMessages(150))
+          yield* Fixture.storeSession("acme", big, Fixture.tauMessages(150, 6))
           const truncated = yield* compactor.compact({
             tenant: "acme",
             session: big,

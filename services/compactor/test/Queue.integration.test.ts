@@ -196,7 +196,8 @@ layer(Layer.merge(Fixture.Stores, TestNats.layer("ctxd-compactor-test")))((it) =
         Effect.gen(function* () {
           const subjects = Subjects.make(TestNats.uniqueRoot())
           const session = Fixture.fresh()
-          yield* Fixture.storeSession("acme", session, Fixture.tauMessages(150))
+          // the longest bundled sessions first (tau-airline-17-3, 3-0): one fold leaves no boundary for a second
+          yield* Fixture.storeSession("acme", session, Fixture.tauMessages(150, 6))
           const compactor = yield* Fixture.compactor().pipe(Effect.provide(Fixture.summarizer(server)))
           yield* CompactEndpoint.serve({ subjects }).pipe(Effect.provideService(Compactor.Compactor, compactor))
           const call = (subject: string, body: unknown) =>

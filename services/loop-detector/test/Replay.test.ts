@@ -1,11 +1,13 @@
 /**
- * Replays every real session in the shared data (200 tau-bench airline
- * sessions, 22 SWE-agent trajectories) through the incremental detector with
- * the default config, judging after every message (a superset of the turn
- * boundaries), and requires that the only flags raised are the real loops
+ * Replays real sessions through the incremental detector with the default
+ * config, judging after every message (a superset of the turn boundaries):
+ * the samples bundled in `examples/data` (8 tau-bench airline sessions, 5
+ * SWE-agent trajectories) always, and, opt-in with `CTXD_DATA_DIR`, the full
+ * data set (200 and 22), where the only flags raised must be the real loops
  * listed below, each checked by hand against its trajectory.
  */
 import type { Conversation } from "@ctxd/contracts"
+import { Workloads } from "@ctxd/testing"
 import { describe, expect, it } from "vitest"
 import * as LoopConfig from "../src/LoopConfig.ts"
 import * as Detector from "../src/Detector.ts"
@@ -73,15 +75,46 @@ const realLoops: ReadonlyArray<Flag & { readonly why: string }> = [
   },
 ]
 
-describe("replay of the real sessions in shared/data", () => {
+const calls = (s: Session) => s.messages.flatMap((m) => m.parts).filter((p) => p.type === "tool_call").length
+const results = (s: Session) => s.messages.flatMap((m) => m.parts).filter((p) => p.type === "tool_result").length
+
+/** The one-shot check agrees with the incremental state at the end of every session. */
+const oneShotAgrees = (sessions: ReadonlyArray<Session>) => {
+  for (const s of sessions) {
+    let state = LoopState.initial()
+    for (let i = 0; i < s.messages.length; i += 5) state = LoopState.observe(state, s.messages.slice(i, i + 5), i)
+    expect(Detector.verdict(state)).toEqual(Detector.check(s.messages))
+  }
+}
+
+describe("replay of the bundled sessions (examples/data)", () => {
   const tau = tauBench()
   const swe = sweAgent()
+
+  it("loads all of them, every call answered", () => {
+    expect(tau).toHaveLength(8)
+    expect(swe).toHaveLength(5)
+    expect(tau.reduce((n, s) => n + calls(s), 0)).toBe(51)
+    expect(tau.reduce((n, s) => n + results(s), 0)).toBe(51)
+    for (const s of swe) expect(calls(s) - results(s)).toBeLessThanOrEqual(1) // the last action may go unanswered
+  })
+
+  it("raises no flag: none of them loops", () => {
+    expect(replay([...tau, ...swe])).toEqual([])
+  })
+
+  it("the one-shot check agrees at the end of every session", () => oneShotAgrees([...tau, ...swe]))
+})
+
+const full = Workloads.optInDataDir()
+
+describe.skipIf(full === undefined)("replay of the full data set (opt-in: set CTXD_DATA_DIR to it; its loops are not bundled)", () => {
+  const tau = full === undefined ? [] : tauBench(full)
+  const swe = full === undefined ? [] : sweAgent(full)
 
   it("loads all of them", () => {
     expect(tau).toHaveLength(200)
     expect(swe).toHaveLength(22)
-    const calls = (s: Session) => s.messages.flatMap((m) => m.parts).filter((p) => p.type === "tool_call").length
-    const results = (s: Session) => s.messages.flatMap((m) => m.parts).filter((p) => p.type === "tool_result").length
     expect(tau.reduce((n, s) => n + calls(s), 0)).toBe(1164)
     expect(tau.reduce((n, s) => n + results(s), 0)).toBe(1164)
     for (const s of swe) expect(calls(s) - results(s)).toBeLessThanOrEqual(1) // the last action may go unanswered
@@ -92,13 +125,7 @@ describe("replay of the real sessions in shared/data", () => {
     expect(flags).toEqual(realLoops.map(({ why: _why, ...flag }) => flag))
   })
 
-  it("the one-shot check agrees at the end of every session", () => {
-    for (const s of [...tau, ...swe]) {
-      let state = LoopState.initial()
-      for (let i = 0; i < s.messages.length; i += 5) state = LoopState.observe(state, s.messages.slice(i, i + 5), i)
-      expect(Detector.verdict(state)).toEqual(Detector.check(s.messages))
-    }
-  })
+  it("the one-shot check agrees at the end of every session", () => oneShotAgrees([...tau, ...swe]))
 
   it("why 3 and not 2: at threshold 2 a trajectory that recovers by itself would be flagged", () => {
     // pydicom-1458: the agent sends the same broken edit twice (messages 15 and 17, same syntax-error

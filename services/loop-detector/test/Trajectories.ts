@@ -1,7 +1,7 @@
 /**
- * Loads the real sessions in `../shared/data` (tau-bench, SWE-agent) as
- * provider-neutral messages. The data dir is `CTXD_DATA_DIR`, or
- * `../../../../shared/data` relative to this test folder.
+ * Loads real sessions (tau-bench, SWE-agent) as provider-neutral messages,
+ * from the samples bundled in `examples/data` (`Workloads.dataDir`) unless
+ * given another data directory of that layout.
  *
  * SWE-agent trajectories come in two shapes: function calling (`tool_calls`
  * on the assistant, `tool` observations with `tool_call_ids`), and plain-text
@@ -13,8 +13,7 @@
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Conversation } from "@ctxd/contracts"
-
-export const dataDir = process.env["CTXD_DATA_DIR"] ?? join(import.meta.dirname, "../../../../shared/data")
+import { Workloads } from "@ctxd/testing"
 
 export interface Session {
   readonly id: string
@@ -59,8 +58,8 @@ const toolResult = (callId: string, content: string | null | undefined): Convers
   parts: [{ type: "tool_result", callId, content: text(content) as Array<Conversation.TextPart>, isError: false }],
 })
 
-/** The 200 tau-bench airline sessions (OpenAI chat format under `traj`). */
-export const tauBench = (): ReadonlyArray<Session> => {
+/** The tau-bench airline sessions (OpenAI chat format under `traj`). */
+export const tauBench = (dataDir: string = Workloads.dataDir()): ReadonlyArray<Session> => {
   const raw = JSON.parse(readFileSync(join(dataDir, "tau-bench-airline-gpt4o.json"), "utf8")) as ReadonlyArray<{
     readonly task_id: number
     readonly trial: number
@@ -84,7 +83,7 @@ export const tauBench = (): ReadonlyArray<Session> => {
 }
 
 /** The SWE-agent trajectories (`history` of each `swe-agent/*.traj`), by file name. */
-export const sweAgent = (): ReadonlyArray<Session> =>
+export const sweAgent = (dataDir: string = Workloads.dataDir()): ReadonlyArray<Session> =>
   readdirSync(join(dataDir, "swe-agent"))
     .filter((f) => f.endsWith(".traj"))
     .sort()

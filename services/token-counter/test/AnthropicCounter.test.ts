@@ -77,21 +77,21 @@ describe("AnthropicCounter (fake provider)", () => {
     Effect.gen(function* () {
       fake().control({ latencyMs: 50 })
       const exact = yield* counter()
-      const [session] = Replay.tauBench(1)
-      const body = Replay.render(session!, session!.turns.flat())
+      const session = Replay.typical()
+      const body = Replay.render(session, session.turns.flat())
       const counts = yield* Effect.all(
         Array.from({ length: 10 }, () => exact.countBody(Replay.MODEL.name, body)),
         { concurrency: "unbounded" },
       )
-      expect(new Set(counts)).toEqual(new Set([Replay.groundTruth(session!, session!.turns.flat())]))
+      expect(new Set(counts)).toEqual(new Set([Replay.groundTruth(session, session.turns.flat())]))
       expect(countCalls()).toBe(1)
       expect(exact.stats().shared).toBe(9)
 
       // and for a turn: 10 concurrent counts of the same new messages
-      yield* exact.countTurn(turnInput(session!, session!.turns[0]!))
+      yield* exact.countTurn(turnInput(session, session.turns[0]!))
       const before = countCalls()
       const turns = yield* Effect.all(
-        Array.from({ length: 10 }, () => exact.countTurn(turnInput(session!, session!.turns[1]!))),
+        Array.from({ length: 10 }, () => exact.countTurn(turnInput(session, session.turns[1]!))),
         {
           concurrency: "unbounded",
         },

@@ -28,7 +28,7 @@ describe("drift and calibration", () => {
       const calibrated: Array<number> = []
       const raw: Array<number> = []
       let reports = 0
-      for (const [index, session] of Replay.tauBench(40).entries()) {
+      for (const [index, session] of Replay.tauBench().entries()) {
         const history: Array<Conversation.Message> = []
         let historyTokens = 0
         for (const messages of session.turns) {
@@ -45,7 +45,7 @@ describe("drift and calibration", () => {
           // the first sessions go through the real SDK (Anthropic usage, cache reads and writes);
           // the rest report the same ground truth in OpenAI field names
           const usage =
-            index < 10
+            index < 4
               ? (yield* Effect.promise(() =>
                   client.messages.create(Replay.render(session, history) as unknown as Anthropic.MessageCreateParamsNonStreaming),
                 )).usage
@@ -69,7 +69,7 @@ describe("drift and calibration", () => {
       }
       const p99 = Calibration.quantile(calibrated, 0.99)
       const rawP99 = Calibration.quantile(raw, 0.99)
-      expect(calibrated.length).toBeGreaterThan(400)
+      expect(calibrated.length).toBeGreaterThan(80)
       expect(p99).toBeLessThanOrEqual(0.03)
       expect(p99).toBeLessThan(rawP99)
       expect(Calibration.quantile(calibrated, 0.5)).toBeLessThan(Calibration.quantile(raw, 0.5))
@@ -87,10 +87,10 @@ describe("drift and calibration", () => {
         model: Replay.MODEL,
         system: [],
         tools: [],
-        messages: Replay.tauBench(1)[0]!.turns[0]!,
+        messages: Replay.typical().turns[0]!,
       })
       expect(next.calibration).toBeGreaterThan(metrics.factors[`${key}#tiktoken`]!.factor)
-      const anonymous = yield* service.countTurn({ model: Replay.MODEL, system: [], tools: [], messages: Replay.tauBench(1)[0]!.turns[0]! })
+      const anonymous = yield* service.countTurn({ model: Replay.MODEL, system: [], tools: [], messages: Replay.typical().turns[0]! })
       expect(anonymous.calibration).toBe(metrics.factors[`${key}#tiktoken`]!.factor)
     }),
   )

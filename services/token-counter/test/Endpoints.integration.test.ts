@@ -38,14 +38,14 @@ describe("endpoints", () => {
           yield* CountEndpoint.serve({ root })
           const subject = CountEndpoint.subject(root)
           expect(subject).toBe(`${root}.v1.tokens.count`)
-          const [session] = Replay.tauBench(1)
-          const messages = session!.turns.slice(0, 3).flat()
-          const body = Replay.render(session!, messages)
+          const session = Replay.typical()
+          const messages = session.turns.slice(0, 3).flat()
+          const body = Replay.render(session, messages)
 
           const exact = yield* call(subject, { model: Replay.MODEL, body })
           expect(exact).toEqual({
             ok: true,
-            tokens: Replay.groundTruth(session!, messages),
+            tokens: Replay.groundTruth(session, messages),
             backend: "anthropic_api",
             countedBy: "anthropic_api",
             encoding: "anthropic",
@@ -55,11 +55,11 @@ describe("endpoints", () => {
           expect(Schema.is(UsageSchema.CountReply)(exact)).toBe(true)
 
           // OpenAI's own count: `backend` stays a name old clients decode, `countedBy` says whose count it is
-          const responses = Replay.renderResponses(session!, messages)
+          const responses = Replay.renderResponses(session, messages)
           const openaiExact = yield* call(subject, { model: Replay.OPENAI_MODEL, body: responses })
           expect(openaiExact).toEqual({
             ok: true,
-            tokens: Replay.groundTruthResponses(session!, messages),
+            tokens: Replay.groundTruthResponses(session, messages),
             backend: "anthropic_api",
             countedBy: "openai_api",
             encoding: "openai",
@@ -67,9 +67,9 @@ describe("endpoints", () => {
             calibration: 1,
           })
           expect(Schema.is(UsageSchema.CountReply)(openaiExact)).toBe(true)
-          const geminiExact = yield* call(subject, { model: Replay.GEMINI_MODEL, body: Replay.renderGemini(session!, messages) })
+          const geminiExact = yield* call(subject, { model: Replay.GEMINI_MODEL, body: Replay.renderGemini(session, messages) })
           expect(geminiExact).toMatchObject({
-            tokens: Replay.groundTruthGemini(session!, messages),
+            tokens: Replay.groundTruthGemini(session, messages),
             backend: "anthropic_api",
             countedBy: "google_api",
             encoding: "google",

@@ -64,16 +64,16 @@ describe("GeminiCounter (fake provider)", () => {
     () =>
       Effect.gen(function* () {
         const exact = yield* counter()
-        const [session] = Replay.tauBench(1)
-        const messages = session!.turns.flat()
-        const body = Replay.renderGemini(session!, messages)
+        const session = Replay.typical()
+        const messages = session.turns.flat()
+        const body = Replay.renderGemini(session, messages)
         const tokens = yield* exact.countBody(Replay.GEMINI_MODEL.name, body)
         const ai = new GoogleGenAI({ apiKey: "test", httpOptions: { baseUrl: fake().url, retryOptions: { attempts: 1 } } })
         const billed = yield* Effect.promise(() =>
           ai.models.generateContent(body as unknown as Parameters<typeof ai.models.generateContent>[0]),
         )
         expect(tokens).toBe(billed.usageMetadata?.promptTokenCount)
-        expect(tokens).toBe(Replay.groundTruthGemini(session!, messages))
+        expect(tokens).toBe(Replay.groundTruthGemini(session, messages))
         // contents alone: through the SDK, the same count as the SDK's own call
         const contents = { contents: body["contents"] }
         const sdk = yield* Effect.promise(() =>
@@ -88,11 +88,11 @@ describe("GeminiCounter (fake provider)", () => {
   it.scopedLive("a warm session makes at most one count call per turn", () =>
     Effect.gen(function* () {
       const exact = yield* counter()
-      const [session] = Replay.tauBench(1)
+      const session = Replay.typical()
       const perTurn: Array<number> = []
-      for (const messages of session!.turns) {
+      for (const messages of session.turns) {
         const before = countCalls()
-        yield* exact.countTurn(turnInput(session!, messages))
+        yield* exact.countTurn(turnInput(session, messages))
         perTurn.push(countCalls() - before)
       }
       // cold: 3 baselines + prefix + tools + the batch; then one call per turn

@@ -55,9 +55,9 @@ describe("OpenAICounter (fake provider)", () => {
   it.scopedLive("a whole body's count equals the usage the fake bills for it; text segments count their text alone", () =>
     Effect.gen(function* () {
       const exact = yield* counter()
-      const [session] = Replay.tauBench(1)
-      const messages = session!.turns.flat()
-      const body = Replay.renderResponses(session!, messages)
+      const session = Replay.typical()
+      const messages = session.turns.flat()
+      const body = Replay.renderResponses(session, messages)
       // keys the endpoint does not take (store, prompt_cache_key, max_output_tokens) are dropped
       const tokens = yield* exact.countBody(Replay.OPENAI_MODEL.name, body)
       // the same body sent through the official SDK: what the fake bills for it
@@ -66,7 +66,7 @@ describe("OpenAICounter (fake provider)", () => {
         client.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming),
       )
       expect(tokens).toBe(billed.usage?.input_tokens)
-      expect(tokens).toBe(Replay.groundTruthResponses(session!, messages))
+      expect(tokens).toBe(Replay.groundTruthResponses(session, messages))
       const text = "The quick brown fox jumps over the lazy dog."
       expect(yield* exact.countText(Replay.OPENAI_MODEL.name, text)).toBe(FakeProvider.countTextTokens(text))
     }),
@@ -75,11 +75,11 @@ describe("OpenAICounter (fake provider)", () => {
   it.scopedLive("a warm session makes at most one count call per turn", () =>
     Effect.gen(function* () {
       const exact = yield* counter()
-      const [session] = Replay.tauBench(1)
+      const session = Replay.typical()
       const perTurn: Array<number> = []
-      for (const messages of session!.turns) {
+      for (const messages of session.turns) {
         const before = countCalls()
-        yield* exact.countTurn(turnInput(session!, messages))
+        yield* exact.countTurn(turnInput(session, messages))
         perTurn.push(countCalls() - before)
       }
       // cold: 2 baselines + prefix + tools + the batch; then one call per turn

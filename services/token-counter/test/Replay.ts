@@ -16,6 +16,9 @@ export const { MODEL, tauBench, render, groundTruth } = TauReplay
 export const OPENAI_MODEL = { provider: "openai", name: "gpt-5" } as const
 export const GEMINI_MODEL = { provider: "google", name: "gemini-2.5-flash" } as const
 
+/** A typical bundled session, normalized: tau-airline-19-3 (15 turns, 7 tool calls and their results). */
+export const typical = (): Session => TauReplay.session("tau-airline-19-3")
+
 /** The OpenAI Responses body ctxd would send for this prompt (the real renderer). */
 export const renderResponses = (session: Session, messages: ReadonlyArray<Conversation.Message>): Record<string, unknown> =>
   RenderResponses.render({
@@ -59,7 +62,7 @@ export const warmUp = (): void => {
   const local = LocalCounter.make({ backend: "tiktoken" })
   for (const encoding of ["o200k_base", "cl100k_base"] as const) local.countText("warm up", encoding)
   FakeProvider.countTextTokens("warm up")
-  tauBench(1)
+  typical()
 }
 
 /**

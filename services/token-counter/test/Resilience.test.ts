@@ -54,8 +54,7 @@ const droppingServer = (): Promise<{ readonly port: number; readonly requests: (
     })
   })
 
-const [SESSION] = Replay.tauBench(1)
-const session = SESSION!
+const session = Replay.typical()
 const turn = (messages: ReadonlyArray<Conversation.Message>): TokenCounter.CountTurnInput => ({
   model: Replay.MODEL,
   system: session.system,

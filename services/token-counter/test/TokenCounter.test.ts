@@ -41,14 +41,14 @@ describe("TokenCounter routing", () => {
   it.scoped("auto with the provider configured counts exactly for Anthropic models, locally for OpenAI ones", () =>
     Effect.gen(function* () {
       const service = yield* TokenCounter.make({ anthropic: anthropic(), timeoutMs: TIMEOUT_MS })
-      const [session] = Replay.tauBench(1)
-      const turn = session!.turns[0]!
-      const exact = yield* service.countTurn({ model: Replay.MODEL, system: session!.system, tools: session!.tools, messages: turn })
+      const session = Replay.typical()
+      const turn = session.turns[0]!
+      const exact = yield* service.countTurn({ model: Replay.MODEL, system: session.system, tools: session.tools, messages: turn })
       expect(exact).toMatchObject({ backend: "anthropic_api", encoding: "anthropic", exact: true, calibration: 1 })
       expect(exact.systemTokens + exact.toolsTokens + exact.messageTokens.reduce((a, b) => a + b, 0)).toBe(
-        Replay.groundTruth(session!, turn),
+        Replay.groundTruth(session, turn),
       )
-      const openai = yield* service.countTurn({ model: GPT, system: session!.system, tools: session!.tools, messages: turn })
+      const openai = yield* service.countTurn({ model: GPT, system: session.system, tools: session.tools, messages: turn })
       expect(openai).toMatchObject({ backend: "tiktoken", exact: false })
       expect(openai.fallback).toBeUndefined()
       expect(yield* service.countTurn({ model: GPT, backend: "anthropic_api", system: [], tools: [], messages: turn })).toMatchObject({
@@ -63,11 +63,11 @@ describe("TokenCounter routing", () => {
   it.scoped("counts whole bodies and segments exactly, or locally on request", () =>
     Effect.gen(function* () {
       const service = yield* TokenCounter.make({ anthropic: anthropic(), timeoutMs: TIMEOUT_MS })
-      const [session] = Replay.tauBench(1)
-      const messages = session!.turns.flat()
-      const body = Replay.render(session!, messages)
+      const session = Replay.typical()
+      const messages = session.turns.flat()
+      const body = Replay.render(session, messages)
       const exact = yield* service.countRequest({ model: Replay.MODEL, body })
-      expect(exact).toMatchObject({ tokens: Replay.groundTruth(session!, messages), backend: "anthropic_api", exact: true })
+      expect(exact).toMatchObject({ tokens: Replay.groundTruth(session, messages), backend: "anthropic_api", exact: true })
       const texts = ["The quick brown fox jumps over the lazy dog.", "", "héllo wörld"]
       const segments = yield* service.countRequest({ model: Replay.MODEL, segments: texts })
       expect(segments.segments).toEqual(texts.map(FakeProvider.countTextTokens))
@@ -158,14 +158,14 @@ describe("TokenCounter routing with OpenAI", () => {
     () =>
       Effect.gen(function* () {
         const service = yield* TokenCounter.make({ anthropic: anthropic(), openai: openai(), timeoutMs: TIMEOUT_MS })
-        const [session] = Replay.tauBench(1)
-        const turn = session!.turns[0]!
-        const input = { model: Replay.OPENAI_MODEL, system: session!.system, tools: session!.tools, messages: turn }
+        const session = Replay.typical()
+        const turn = session.turns[0]!
+        const input = { model: Replay.OPENAI_MODEL, system: session.system, tools: session.tools, messages: turn }
         const exact = yield* service.countTurn(input)
         expect(exact).toMatchObject({ backend: "openai_api", encoding: "openai", exact: true, calibration: 1 })
         expect(exact.fallback).toBeUndefined()
         expect(exact.systemTokens + exact.toolsTokens + exact.messageTokens.reduce((a, b) => a + b, 0)).toBe(
-          Replay.groundTruthResponses(session!, turn),
+          Replay.groundTruthResponses(session, turn),
         )
         expect(yield* service.countTurn({ ...input, format: "openai-responses" })).toEqual(exact)
         // Claude through Anthropic's endpoint in the same process
@@ -190,9 +190,9 @@ describe("TokenCounter routing with OpenAI", () => {
         })
 
         // a Responses body counts exactly; text segments are their text alone
-        const messages = session!.turns.flat()
-        const body = yield* service.countRequest({ model: Replay.OPENAI_MODEL, body: Replay.renderResponses(session!, messages) })
-        expect(body).toMatchObject({ tokens: Replay.groundTruthResponses(session!, messages), backend: "openai_api", exact: true })
+        const messages = session.turns.flat()
+        const body = yield* service.countRequest({ model: Replay.OPENAI_MODEL, body: Replay.renderResponses(session, messages) })
+        expect(body).toMatchObject({ tokens: Replay.groundTruthResponses(session, messages), backend: "openai_api", exact: true })
         const texts = ["The quick brown fox jumps over the lazy dog.", "", "héllo wörld"]
         const segments = yield* service.countRequest({ model: Replay.OPENAI_MODEL, segments: texts })
         expect(segments).toMatchObject({ backend: "openai_api", segments: texts.map(FakeProvider.countTextTokens) })
@@ -208,13 +208,13 @@ describe("TokenCounter routing with Gemini", () => {
   it.scoped("auto counts google models with Gemini's endpoint; other formats and other providers' backends stay local", () =>
     Effect.gen(function* () {
       const service = yield* TokenCounter.make({ google: { baseURL: fake().url, apiKey: Redacted.make("test") }, timeoutMs: TIMEOUT_MS })
-      const [session] = Replay.tauBench(1)
-      const turn = session!.turns[0]!
-      const input = { model: Replay.GEMINI_MODEL, system: session!.system, tools: session!.tools, messages: turn }
+      const session = Replay.typical()
+      const turn = session.turns[0]!
+      const input = { model: Replay.GEMINI_MODEL, system: session.system, tools: session.tools, messages: turn }
       const exact = yield* service.countTurn({ ...input, format: "gemini" })
       expect(exact).toMatchObject({ backend: "google_api", encoding: "google", exact: true, calibration: 1 })
       expect(exact.systemTokens + exact.toolsTokens + exact.messageTokens.reduce((a, b) => a + b, 0)).toBe(
-        Replay.groundTruthGemini(session!, turn),
+        Replay.groundTruthGemini(session, turn),
       )
       expect(yield* service.countTurn({ ...input, format: "openai", backend: "google_api" })).toMatchObject({
         backend: "tiktoken",
@@ -233,9 +233,9 @@ describe("TokenCounter routing with Gemini", () => {
       const estimate = yield* service.countTurn({ ...input, backend: "tiktoken" })
       expect(estimate).toMatchObject({ backend: "tiktoken", encoding: "cl100k_base", calibration: 1.05 })
       // a whole body in the SDK's shape, exactly
-      const messages = session!.turns.flat()
-      expect(yield* service.countRequest({ model: Replay.GEMINI_MODEL, body: Replay.renderGemini(session!, messages) })).toMatchObject({
-        tokens: Replay.groundTruthGemini(session!, messages),
+      const messages = session.turns.flat()
+      expect(yield* service.countRequest({ model: Replay.GEMINI_MODEL, body: Replay.renderGemini(session, messages) })).toMatchObject({
+        tokens: Replay.groundTruthGemini(session, messages),
         backend: "google_api",
         exact: true,
       })

@@ -1,32 +1,66 @@
-// `npm run demo`: replays the real tau-bench sessions of ../shared/data through
-// a running worker (or starts one when none answers) and prints, per session,
-// how many tokens full history would have cost and what ctxd sent.
-//
-//   npm run demo                        10 sessions, window 20 / step 10
-//   npm run demo -- --sessions 50 --window 40 --step 20 --format anthropic
-//   --format: anthropic | openai (default) | openai-responses | gemini
-import { ContextClient } from "@ctxd/client"
-import { Workloads, WorkerProcess } from "@ctxd/testing"
+// `npm run demo`: replays the real tau-bench sessions bundled in examples/data
+// through a running worker (or starts one when none answers) and prints, per
+// session, how many tokens full history would have cost and what ctxd sent.
 import { parseArgs } from "node:util"
 
-const { values: args } = parseArgs({
-  options: {
-    sessions: { type: "string", default: "10" },
-    window: { type: "string", default: "20" },
-    step: { type: "string", default: "10" },
-    format: { type: "string", default: "openai" },
-  },
-})
-const format = Workloads.formats.find((f) => f === args.format)
-if (format === undefined) {
-  console.error(`--format must be one of ${Workloads.formats.join(", ")}`)
+const USAGE = `usage: npm run demo [-- options]
+
+replays the 8 tau-bench airline sessions bundled in examples/data through a ctxd worker over NATS
+(NATS_URL, default nats://127.0.0.1:4222; CTXD_SUBJECT_ROOT, default ctx): the running worker
+that answers there, else one it starts (and stops) itself, and prints per session the tokens of
+the full history and what ctxd sent.
+
+options:
+  --sessions N              replay the first N sessions (default all)
+  --window N                turn option windowMessages (default 20)
+  --step N                  turn option windowStep (default 10)
+  --format F                anthropic | openai | openai-responses | gemini (default openai)
+  -h, --help                this text
+
+e.g. npm run demo -- --sessions 4 --window 40 --step 20 --format anthropic`
+
+const FORMATS = ["anthropic", "openai", "openai-responses", "gemini"] as const
+
+const usageError = (message: string): never => {
+  process.stderr.write(`demo: ${message}\n\n${USAGE}\n`)
   process.exit(2)
 }
+
+const argv = process.argv.slice(2)
+const end = argv.indexOf("--")
+if ((end === -1 ? argv : argv.slice(0, end)).some((a) => a === "--help" || a === "-h")) {
+  process.stdout.write(`${USAGE}\n`)
+  process.exit(0)
+}
+let parsed: { sessions?: string | undefined; window: string; step: string; format: string }
+try {
+  parsed = parseArgs({
+    args: argv.filter((a) => a !== "--"),
+    options: {
+      sessions: { type: "string" },
+      window: { type: "string", default: "20" },
+      step: { type: "string", default: "10" },
+      format: { type: "string", default: "openai" },
+    },
+  }).values
+} catch (e) {
+  usageError((e as Error).message)
+}
+const args = parsed!
+const count = (name: string, value: string): number => {
+  const n = Number(value)
+  return Number.isInteger(n) && n > 0 ? n : usageError(`--${name} must be a positive whole number, got ${JSON.stringify(value)}`)
+}
+const format = FORMATS.find((f) => f === args.format) ?? usageError(`--format must be one of ${FORMATS.join(", ")}`)
+const limit = args.sessions === undefined ? undefined : count("sessions", args.sessions)
+const options = { windowMessages: count("window", args.window), windowStep: count("step", args.step) }
+
+const [{ ContextClient }, { Workloads, WorkerProcess }] = await Promise.all([import("@ctxd/client"), import("@ctxd/testing")])
 const servers = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 const root = process.env.CTXD_SUBJECT_ROOT ?? "ctx"
 
 const client = await ContextClient.connect({ servers, root })
-let worker: WorkerProcess.WorkerProcess | undefined
+let worker: Awaited<ReturnType<typeof WorkerProcess.start>> | undefined
 try {
   await client.health()
   console.log(`using the running worker on ${servers} (root ${root})`)
@@ -36,8 +70,7 @@ try {
 }
 
 const run = Date.now().toString(36)
-const sessions = Workloads.tauBenchSessions().slice(0, Number(args.sessions))
-const options = { windowMessages: Number(args.window), windowStep: Number(args.step) }
+const sessions = Workloads.tauBenchSessions().slice(0, limit)
 const rows: Array<Record<string, string | number>> = []
 let fullSum = 0
 let sentSum = 0

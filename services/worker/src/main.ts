@@ -1,6 +1,6 @@
 // The ctxd worker process: `npm start`. Configuration from the environment
-// (README, "Configuration"); SIGINT/SIGTERM, or the exit of the process that
-// started it, shut it down gracefully; `--help` prints the usage and does nothing else.
+// (README, "Configuration"); SIGINT/SIGTERM, SIGHUP (its terminal closed), or
+// the exit of the process that started it, shut it down gracefully; `--help` prints the usage and does nothing else.
 // first: the V8 flags it sets on itself hold before anything else is loaded
 import * as V8Flags from "./V8Flags.ts"
 import { NodeRuntime } from "@effect/platform-node"
@@ -22,6 +22,9 @@ if (Usage.asked(process.argv.slice(2))) {
   process.stdout.write(`${Usage.serve}\n`)
   process.exit(0)
 }
+
+// a closed terminal: the same graceful stop as SIGTERM (Node's default would end the process at once)
+process.on("SIGHUP", () => process.kill(process.pid, "SIGTERM"))
 
 const logging = Layer.unwrapEffect(
   Effect.map(Effect.zip(WorkerConfig, fileKnobs), ([config, knobs]) =>

@@ -16,7 +16,7 @@ const ctxd = (...args: Array<string>) =>
 const dir = mkdtempSync(join(tmpdir(), "ctxd-cli-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-// A small slice of the shared data: two SWE-agent trajectories and three tau-bench sessions as OpenAI Chat JSONL.
+// A slice of the bundled samples (examples/data): two SWE-agent trajectories and three tau-bench sessions as OpenAI Chat JSONL.
 const swe = ["ctf_pwn_warmup.traj", "function_calling_simple.traj"].map((f) => join(Workloads.dataDir(), "swe-agent", f))
 const chat = join(dir, "chat.jsonl")
 writeFileSync(
@@ -36,7 +36,7 @@ describe("ctxd command line", { timeout: 120_000 }, () => {
   it("prints the usage and exits 2 without a command, 0 for help", async () => {
     const none = await ctxd()
     expect(none.code).toBe(2)
-    expect(none.stderr).toContain("ctxd replay <files or dirs...>")
+    expect(none.stderr).toContain("ctxd replay [files or dirs...]")
     const help = await ctxd("help")
     expect(help.code).toBe(0)
     expect(help.stdout).toContain("ctxd inspect <tenant> <session>")
@@ -45,7 +45,7 @@ describe("ctxd command line", { timeout: 120_000 }, () => {
   it("exits 2 with what to do on usage errors", async () => {
     for (const args of [
       ["frobnicate"],
-      ["replay"],
+      ["replay", "--sessions", "many"],
       ["replay", join(dir, "missing.json")],
       ["replay", chat, "--format", "xml"],
       ["replay", chat, "--window", "0"],
@@ -57,7 +57,7 @@ describe("ctxd command line", { timeout: 120_000 }, () => {
     }
   })
 
-  it("replays a slice of the shared data: a table per session and in total, no orphaned tool pairs", async () => {
+  it("replays a slice of the bundled samples: a table per session and in total, no orphaned tool pairs", async () => {
     const out = await ctxd("replay", ...slice)
     expect(out.code, out.stderr).toBe(0)
     const lines = out.stdout.split("\n")
@@ -68,6 +68,30 @@ describe("ctxd command line", { timeout: 120_000 }, () => {
     expect(lines.find((l) => l.startsWith("all sessions"))).toBeDefined()
     expect(out.stdout).not.toContain("FAILED")
     for (const line of lines) expect(line.length, line).toBeLessThanOrEqual(120)
+  })
+
+  it("without files replays the bundled samples, each group for its model, leading with the cost with ctxd and without", async () => {
+    const out = await ctxd("replay")
+    expect(out.code, out.stderr).toBe(0)
+    const lines = out.stdout.split("\n")
+    const cost = String.raw`\$\d+\.\d{4} with ctxd, \$\d+\.\d{4} without: (\d+\.\d % (less|more)|the same)`
+    expect(lines[0]).toMatch(new RegExp(`^bundled samples: ${cost}`))
+    expect(lines[1]).toMatch(new RegExp(`^  tau-bench airline, 8 sessions on gpt-4o: ${cost}$`))
+    expect(lines[2]).toMatch(new RegExp(`^  SWE-agent, 5 sessions on claude-sonnet-4-5: ${cost}$`))
+    expect(lines.filter((l) => l.startsWith("tau-bench-airline-gpt4o-"))).toHaveLength(8)
+    for (const s of Workloads.sweAgentSessions()) expect(lines.some((l) => l.startsWith(s.id.slice(0, 60)))).toBe(true)
+    const totals = lines.filter((l) => l.startsWith("all sessions"))
+    expect(totals).toHaveLength(2)
+    for (const total of totals) expect(total.trim().endsWith(" 0")).toBe(true)
+
+    // --sessions counts across the groups; --model applies to all; --json: one report per group
+    const json = await ctxd("replay", "--sessions", "9", "--model", "gpt-4o", "--json")
+    expect(json.code, json.stderr).toBe(0)
+    const reports = JSON.parse(json.stdout) as Array<{ samples: string; model: { name: string }; sessions: Array<unknown> }>
+    expect(reports.map((r) => [r.samples, r.model.name, r.sessions.length])).toEqual([
+      ["tau-bench airline", "gpt-4o", 8],
+      ["SWE-agent", "gpt-4o", 1],
+    ])
   })
 
   it("--json gives the same replay for machines", async () => {

@@ -1,6 +1,7 @@
-// `--help` answers without side effects, and the worker stops on SIGTERM /
-// SIGINT sent to the process that was started: `npm run start`, `npx ctxd
-// serve` or the worker itself. Each launcher is spawned in a process group of
+// `--help` answers without side effects, and the worker stops on SIGTERM,
+// SIGINT or SIGHUP sent to the process that was started (`npm run start`,
+// `npx ctxd serve` or the worker itself), and on SIGHUP to its whole process
+// group (what a closed terminal sends). Each launcher is spawned in a process group of
 // its own, so the test can see that nothing of the group is left afterwards.
 import { TestNats } from "@ctxd/testing"
 import { type ChildProcess, execFile, spawn } from "node:child_process"
@@ -43,7 +44,7 @@ const run = (args: ReadonlyArray<string>) =>
 describe("--help", { timeout: 60_000 }, () => {
   it("prints each command's usage and exits 0 at once, connecting to nothing", async () => {
     const cases: ReadonlyArray<[ReadonlyArray<string>, string]> = [
-      [[BIN, "--help"], "ctxd replay <files or dirs...>"],
+      [[BIN, "--help"], "ctxd replay [files or dirs...]"],
       [[BIN, "serve", "--help"], "usage: ctxd serve"],
       [[BIN, "serve", "-h"], "usage: ctxd serve"],
       [[BIN, "replay", "--help"], "--context-window N"],
@@ -110,11 +111,19 @@ const until = async (what: string, test: () => boolean, timeoutMs: number, outpu
 
 describe("stopping the worker", { timeout: 120_000 }, () => {
   for (const [name, launch] of Object.entries(launchers)) {
-    for (const signal of ["SIGTERM", "SIGINT"] as const) {
-      // npx runs `sh -c "ctxd serve"`, and the shell defers a SIGINT until its child exits:
-      // a SIGINT to npx's pid alone reaches nobody who can act on it (Ctrl-C signals the whole group)
+    for (const [signal, group] of [
+      ["SIGTERM", false],
+      ["SIGINT", false],
+      ["SIGHUP", false],
+      ["SIGHUP", true],
+    ] as const) {
+      // npx runs `sh -c "ctxd serve"` and forwards SIGINT to that shell only; a non-interactive
+      // `sh -c` (dash, bash) catches SIGINT while it waits for its command and acts on it only
+      // once the command has exited, and npx waits for the shell: nothing reaches the worker
+      // and nothing exits. Ctrl-C signals the whole foreground group, the worker with it.
       if (name === "npx ctxd serve" && signal === "SIGINT") continue
-      it(`${name}: ${signal} to the process started stops the worker gracefully and leaves no process`, async () => {
+      const to = group ? "the process group (a closed terminal)" : "the process started"
+      it(`${name}: ${signal} to ${to} stops the worker gracefully and leaves no process`, async () => {
         const root = TestNats.uniqueRoot()
         roots.push(root)
         env = { DATABASE_URL, CTXD_DB_SCHEMA: schema, CTXD_SUBJECT_ROOT: root, CTXD_HTTP_PORT: "0", LOG_LEVEL: "info" }
@@ -127,7 +136,8 @@ describe("stopping the worker", { timeout: 120_000 }, () => {
         const output = () => text
         try {
           await until("the worker was not ready", () => text.includes("worker ready"), 60_000, output)
-          child.kill(signal)
+          if (group) process.kill(-child.pid!, signal)
+          else child.kill(signal)
           await until("the process started did not exit", () => exited, 20_000, output)
           await until("a process of the group was still running", () => !groupAlive(child.pid!), 20_000, output)
           expect(text).toContain("shutting down: not ready; no new turns")

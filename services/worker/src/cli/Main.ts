@@ -6,9 +6,12 @@
 import type { Turn } from "@ctxd/contracts"
 import type * as ReplayTypes from "./Replay.ts"
 import { writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { parseArgs } from "node:util"
 import * as Files from "./Files.ts"
 import * as Progress from "./Progress.ts"
+import * as ReplayDefaults from "./ReplayDefaults.ts"
+import * as Samples from "./Samples.ts"
 import * as Usage from "./Usage.ts"
 
 // The commands' modules load on use: usage errors and help answer at once.
@@ -68,6 +71,43 @@ const loadConfigFile = async (file: string) => {
   return { sections: () => snapshot }
 }
 
+/** One replay: log files for a model (a group of the bundled samples has a name and a slug). */
+interface Run {
+  readonly paths: ReadonlyArray<string>
+  readonly model: string
+  readonly name?: string
+  readonly slug?: string
+}
+
+/** The bundled samples' groups, each for its model unless `model` names one for all. */
+const sampleRuns = (model: string | undefined): Array<Run> => {
+  const dir = Samples.samplesDir()
+  if (dir === undefined)
+    throw new UsageError(`replay: the bundled samples (examples/data) are not here (${import.meta.dirname}): name log files or directories`)
+  return Samples.groups.map((g) => ({ name: g.name, slug: g.slug, paths: g.paths.map((p) => join(dir, p)), model: model ?? g.model }))
+}
+
+/** The log files under `paths` (a missing one is a usage error). */
+const filesOf = (paths: ReadonlyArray<string>): Array<string> => {
+  try {
+    return Files.files(paths)
+  } catch (e) {
+    if (e instanceof Files.Missing) throw new UsageError(e.message)
+    throw e
+  }
+}
+
+/** The sessions in `files`; a file that is no log is skipped, saying why on stderr. */
+const sessionsIn = (files: ReadonlyArray<string>) => {
+  const logs = []
+  for (const file of files) {
+    const read = Files.read(file)
+    if (read._tag === "Unrecognised") process.stderr.write(`skipped ${file}: ${read.reason}\n`)
+    else logs.push(...read.sessions)
+  }
+  return logs
+}
+
 const replay = async (args: ReadonlyArray<string>): Promise<number> => {
   const { values, positionals } = parseArgs({
     args: [...args],
@@ -90,32 +130,12 @@ const replay = async (args: ReadonlyArray<string>): Promise<number> => {
       html: { type: "string" },
     },
   })
-  if (positionals.length === 0)
-    throw new UsageError("replay: name at least one log file or directory (e.g. ctxd replay ../shared/data/swe-agent)")
   const format = values.format
   if (format !== undefined && !formats.includes(format as Turn.Format))
     throw new UsageError(`--format must be one of ${formats.join(", ")}`)
-  let files: Array<string>
-  try {
-    files = Files.files(positionals)
-  } catch (e) {
-    if (e instanceof Files.Missing) throw new UsageError(e.message)
-    throw e
-  }
-  const limit = int("sessions", values.sessions) ?? Infinity
-  const logs = []
-  for (const file of files) {
-    const read = Files.read(file)
-    if (read._tag === "Unrecognised") process.stderr.write(`skipped ${file}: ${read.reason}\n`)
-    else logs.push(...read.sessions)
-  }
-  const sessions = logs.slice(0, limit)
-  if (sessions.length === 0) {
-    process.stderr.write(
-      `no sessions found in ${positionals.join(", ")}: give SWE-agent .traj, tau-bench, OpenAI Chat, Anthropic Messages or Responses logs (ctxd help)\n`,
-    )
-    return 1
-  }
+  const runs = (
+    positionals.length > 0 ? [{ paths: positionals, model: values.model ?? ReplayDefaults.defaults.model }] : sampleRuns(values.model)
+  ).map((run) => ({ ...run, files: filesOf(run.paths) }))
   const [{ Schema }, { Turn }, Replay, ReplayHtml, ReplayOutput] = await Promise.all([
     import("effect"),
     import("@ctxd/contracts"),
@@ -138,32 +158,68 @@ const replay = async (args: ReadonlyArray<string>): Promise<number> => {
   )
   if (options._tag === "Left") throw new UsageError(`bad turn option: ${String(options.left.message).split("\n").slice(0, 6).join(" ")}`)
   const config = values.config === undefined ? undefined : await loadConfigFile(values.config)
-  const setup = Replay.setup({
-    model: values.model ?? Replay.defaults.model,
-    format: format as Turn.Format | undefined,
-    contextWindow: int("context-window", values["context-window"]),
-    options: options.right,
-    gapSeconds: int("gap", values.gap) ?? Replay.defaults.gapSeconds,
-    slidingMessages: int("sliding", values.sliding) ?? Replay.defaults.slidingMessages,
-    config,
-  })
-
-  const replayer = Replay.make(setup)
-  const progress = Progress.make(sessions.reduce((n, s) => n + s.turns.length, 0))
-  const results: Array<ReplayTypes.SessionResult> = []
-  try {
-    for (const s of sessions) results.push(await replayer.session(s, progress.tick))
-  } finally {
-    progress.done()
-    await replayer.dispose()
+  let left = int("sessions", values.sessions) ?? Infinity
+  const done: Array<{ run: Run; setup: ReplayTypes.Setup; results: Array<ReplayTypes.SessionResult>; total: ReplayTypes.Totals }> = []
+  for (const run of runs) {
+    const sessions = sessionsIn(run.files).slice(0, left)
+    left -= sessions.length
+    if (sessions.length === 0) continue
+    const setup = Replay.setup({
+      model: run.model,
+      format: format as Turn.Format | undefined,
+      contextWindow: int("context-window", values["context-window"]),
+      options: options.right,
+      gapSeconds: int("gap", values.gap) ?? Replay.defaults.gapSeconds,
+      slidingMessages: int("sliding", values.sliding) ?? Replay.defaults.slidingMessages,
+      config,
+    })
+    const replayer = Replay.make(setup)
+    const progress = Progress.make(sessions.reduce((n, s) => n + s.turns.length, 0))
+    const results: Array<ReplayTypes.SessionResult> = []
+    try {
+      for (const s of sessions) results.push(await replayer.session(s, progress.tick))
+    } finally {
+      progress.done()
+      await replayer.dispose()
+    }
+    done.push({ run, setup, results, total: Replay.sum(results) })
   }
-  const total = Replay.sum(results)
-  process.stdout.write(`${values.json === true ? ReplayOutput.json(setup, results, total) : ReplayOutput.table(setup, results, total)}\n`)
+  if (done.length === 0) {
+    process.stderr.write(
+      `no sessions found in ${runs.flatMap((r) => r.paths).join(", ")}: give SWE-agent .traj, tau-bench, OpenAI Chat, Anthropic Messages or Responses logs (ctxd help)\n`,
+    )
+    return 1
+  }
+  const samples = positionals.length === 0
+  const report = (d: (typeof done)[number]) =>
+    values.json === true ? ReplayOutput.json(d.setup, d.results, d.total) : ReplayOutput.table(d.setup, d.results, d.total)
+  if (!samples) process.stdout.write(`${report(done[0]!)}\n`)
+  else if (values.json === true)
+    process.stdout.write(
+      `${JSON.stringify(
+        done.map((d) => ({ samples: d.run.name, ...(JSON.parse(report(d)) as object) })),
+        null,
+        1,
+      )}\n`,
+    )
+  else {
+    const outcomes = done.map((d) => ({
+      name: d.run.name ?? "",
+      model: d.setup.model.name,
+      sessions: d.results.length,
+      ctxd: d.total.usd.ctxd,
+      full: d.total.usd.full,
+    }))
+    process.stdout.write(`${[Samples.headline(outcomes).join("\n"), ...done.map(report)].join("\n\n")}\n`)
+  }
   if (values.html !== undefined) {
-    writeFileSync(values.html, ReplayHtml.render(setup, results, total))
-    process.stderr.write(`wrote ${values.html}\n`)
+    for (const d of done) {
+      const file = samples ? values.html.replace(/(\.html?)?$/i, (ext) => `-${d.run.slug}${ext === "" ? ".html" : ext}`) : values.html
+      writeFileSync(file, ReplayHtml.render(d.setup, d.results, d.total))
+      process.stderr.write(`wrote ${file}\n`)
+    }
   }
-  return total.orphans > 0 || results.some((r) => r.rejected !== undefined) ? 1 : 0
+  return done.some((d) => d.total.orphans > 0 || d.results.some((r) => r.rejected !== undefined)) ? 1 : 0
 }
 
 const config = async (args: ReadonlyArray<string>): Promise<number> => {

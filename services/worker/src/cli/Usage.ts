@@ -1,20 +1,26 @@
 /**
  * The usage texts of the `ctxd` command and of each subcommand: what
  * `--help` / `-h` prints (stdout, exit 0) and what a usage error shows
- * (stderr, exit 2). Nothing here loads more than this file.
+ * (stderr, exit 2). Nothing here loads more than the small modules it
+ * names (the replay's defaults, the bundled samples' groups).
  */
 import { defaults as REPLAY_DEFAULTS } from "./ReplayDefaults.ts"
+import { groups as SAMPLES } from "./Samples.ts"
 
 /** `ctxd replay --help`. */
-export const replay = `usage: ctxd replay <files or dirs...> [options]
+export const replay = `usage: ctxd replay [files or dirs...] [options]
 
 replays recorded agent logs in-process (no servers): SWE-agent .traj, tau-bench results (tools
 from a tau-bench-tools.json beside them), OpenAI Chat message arrays or {messages, tools}
 (.json; .jsonl: one conversation per line), Anthropic Messages {system, messages, tools} and
 OpenAI Responses items or {instructions, input, tools}.
+Without files it replays the real sessions bundled with ctxd (examples/data), each group
+for its model: ${SAMPLES.map((g) => `${g.name} for ${g.model}`).join(", ")}
+(--json: an array of reports, one per group; --html FILE: FILE-<group>.html for each).
 
 options:
-  --model NAME              model to replay for: window, tokenizer, prices (default ${REPLAY_DEFAULTS.model})
+  --model NAME              model to replay for: window, tokenizer, prices (default ${REPLAY_DEFAULTS.model};
+                            without files: each group's)
   --format F                body sent: anthropic | openai | openai-responses | gemini (default: the model's provider)
   --context-window N        the model's context window in tokens (default: the model table)
   --window N                turn option windowMessages: recent messages kept (default 40)
@@ -38,7 +44,8 @@ exit codes: 0 ok, 1 failed (orphaned tool pairs, a rejected turn, nothing to rep
 /** `ctxd serve --help` (and `npm start -- --help`). */
 export const serve = `usage: ctxd serve        (same as npm start)
 
-runs the worker until SIGTERM or SIGINT (Ctrl-C), or until the process that started it exits;
+runs the worker until SIGTERM, SIGINT (Ctrl-C) or SIGHUP (its terminal closed), or until the
+process that started it exits;
 then it stops taking turns, finishes those in flight, releases its shards and exits 0.
 No options: it is configured by the environment and a ctxd.yaml (README, "Configuration"), e.g.
   DATABASE_URL              Postgres (default: an embedded PostgreSQL when nothing answers on 127.0.0.1:5432)
@@ -78,7 +85,8 @@ exit codes: 0 valid, 1 not valid, 2 usage`
 export const ctxd = `ctxd — context engine for LLM agents
 
 usage:
-  ctxd replay <files or dirs...> [options]   replay recorded agent logs in-process (no servers)
+  ctxd replay [files or dirs...] [options]   replay recorded agent logs in-process (no servers;
+                                              without files: the bundled samples)
   ctxd serve                                  run the worker (same as npm start)
   ctxd inspect <tenant> <session> [--turn ID] [--json]
                                               what was stored and sent for a turn (Postgres: DATABASE_URL, CTXD_DB_SCHEMA)
