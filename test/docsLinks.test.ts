@@ -8,29 +8,6 @@ import { describe, expect, it } from "vitest"
 
 const ROOT = resolve(import.meta.dirname, "..")
 
-/**
- * Pages other branches add (delete this list once they are merged): a link
- * to one of these passes while the file does not exist yet, and is checked
- * like any other once it does.
- */
-const PENDING: ReadonlySet<string> = new Set([
-  "CHANGELOG.md",
-  "docs/benchmarks.md",
-  "docs/data-lifecycle.md",
-  "docs/design.md",
-  "docs/development.md",
-  "docs/operations.md",
-  "docs/packages.md",
-  "docs/security.md",
-])
-
-/**
- * Links known to be broken in pages another branch owns, as `page target`
- * (delete each once its page is fixed): the generated configuration reference
- * still points at the README's former Configuration section.
- */
-const KNOWN_BROKEN: ReadonlySet<string> = new Set(["docs/configuration.md ../README.md#configuration"])
-
 const pages = (): ReadonlyArray<string> => [
   "README.md",
   ...readdirSync(join(ROOT, "docs"))
@@ -83,7 +60,7 @@ const problem = (page: string, target: string): string | undefined => {
   const file = path === "" ? join(ROOT, page) : resolve(dirname(join(ROOT, page)), decodeURIComponent(path))
   const rel = relative(ROOT, file).split("\\").join("/")
   if (rel.startsWith("..")) return `${target}: leaves the repository`
-  if (!existsSync(file)) return PENDING.has(rel) ? undefined : `${target}: no file ${rel}`
+  if (!existsSync(file)) return `${target}: no file ${rel}`
   if (fragment === undefined || fragment === "") return undefined
   if (statSync(file).isDirectory() || !file.endsWith(".md")) return `${target}: a fragment into ${rel}, which is no Markdown page`
   return anchors(readFileSync(file, "utf8")).has(fragment) ? undefined : `${target}: no heading #${fragment} in ${rel}`
@@ -105,13 +82,6 @@ describe("documentation links", () => {
     ])
   })
 
-  it("lists as known broken only links that are broken", () => {
-    for (const known of KNOWN_BROKEN) {
-      const [page, target] = known.split(" ") as [string, string]
-      expect(problem(page, target), known).toBeDefined()
-    }
-  })
-
   it("refuses a missing file and a missing heading", () => {
     expect(problem("README.md", "docs/nowhere.md")).toContain("no file docs/nowhere.md")
     expect(problem("README.md", "docs/concepts.md#no-such-heading")).toContain("no heading #no-such-heading")
@@ -121,7 +91,6 @@ describe("documentation links", () => {
     it(`every relative link of ${page} resolves`, () => {
       const text = readFileSync(join(ROOT, page), "utf8")
       const broken = links(text)
-        .filter((target) => !KNOWN_BROKEN.has(`${page} ${target}`))
         .map((target) => problem(page, target))
         .filter((p) => p !== undefined)
       expect(broken, `${page}: broken links`).toEqual([])

@@ -1,5 +1,5 @@
 // The ctxd worker process: `npm start`. Configuration from the environment
-// (README, "Configuration"); SIGINT/SIGTERM, SIGHUP (its terminal closed), or
+// (docs/configuration.md); SIGINT/SIGTERM, SIGHUP (its terminal closed), or
 // the exit of the process that started it, shut it down gracefully; `--help` prints the usage and does nothing else.
 // first: the V8 flags it sets on itself hold before anything else is loaded
 import * as V8Flags from "./V8Flags.ts"

@@ -47,7 +47,7 @@ export const serve = `usage: ctxd serve        (same as npm start)
 runs the worker until SIGTERM, SIGINT (Ctrl-C) or SIGHUP (its terminal closed), or until the
 process that started it exits;
 then it stops taking turns, finishes those in flight, releases its shards and exits 0.
-No options: it is configured by the environment and a ctxd.yaml (README, "Configuration"), e.g.
+No options: it is configured by the environment and a ctxd.yaml (docs/configuration.md), e.g.
   DATABASE_URL              Postgres (default: an embedded PostgreSQL when nothing answers on 127.0.0.1:5432)
   CTXD_DB_SCHEMA            Postgres schema, created and migrated at start (default public)
   NATS_URL                  NATS with JetStream (default nats://127.0.0.1:4222)
