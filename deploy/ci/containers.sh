@@ -290,6 +290,13 @@ build_started=$(date +%s)
 DOCKER_BUILDKIT=1 run_logged build-worker timeout 900 "$DOCKER" build --network host "${secret[@]}" \
   -f deploy/worker/Dockerfile -t "$WORKER_IMAGE" .
 log "worker image built in $(($(date +%s) - build_started)) s"
+# the image runs the versions the tests ran: every package it installed is at
+# the repository lock's version (the Dockerfile seeds npm with the lock)
+run_logged image-versions "$DOCKER" run --rm -v "$ROOT/package-lock.json:/tmp/repo-lock.json:ro" "$WORKER_IMAGE" node -e '
+  const image = require("/app/package-lock.json").packages, repo = require("/tmp/repo-lock.json").packages
+  const off = Object.entries(image).filter(([k, v]) => k !== "" && k !== "node_modules/ctxd" && repo[k]?.version !== v.version)
+  if (off.length > 0 || Object.keys(image).length < 50) { console.error("not the lock: " + off.map(([k, v]) => k + "@" + v.version).join(", ")); process.exit(1) }
+  console.log(Object.keys(image).length - 2 + " packages at the lock versions")'
 for pid in "${pids[@]}"; do wait "$pid"; done
 log "stand-in images ready: $NODE_TAG, $NATS_TAG, $PG_TAG"
 
