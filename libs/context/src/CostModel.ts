@@ -190,10 +190,12 @@ export const edit = (prices: ModelPrices, e: Edit): EditEconomics => {
  * One row of a configured price table: `match`, a model-name prefix
  * (case-insensitive; a trailing `*` is optional; `"*"` alone matches every
  * model), and the {@link ModelPrices} fields it sets. `tiers` replaces the
- * whole tier list. `PriceFile` validates rows read from a file.
+ * whole tier list; `capabilities` sets the flags it names (the others come
+ * from the built-in row). `PriceFile` validates rows read from a file.
  */
-export interface PriceRow extends Partial<ModelPrices> {
+export interface PriceRow extends Partial<Omit<ModelPrices, "capabilities" | "known">> {
   readonly match: string
+  readonly capabilities?: Partial<Capabilities> | undefined
 }
 
 /** A model price table: configured rows over the built-in {@link table}. */
@@ -225,8 +227,9 @@ export const make = (rows: ReadonlyArray<PriceRow>): PriceTable => {
       const bare = bareName(name)
       const at = prefixes.findIndex((p) => lower.startsWith(p) || bare.startsWith(p))
       if (at < 0) return lookup(name)
-      const { match: _match, ...fields } = rows[at]!
-      return lookup(name, { known: true, ...fields })
+      const { match: _match, capabilities, ...fields } = rows[at]!
+      const flags = capabilities === undefined ? {} : { capabilities: { ...lookup(name).capabilities, ...capabilities } }
+      return lookup(name, { ...fields, ...flags, known: true })
     },
   }
 }

@@ -16,12 +16,18 @@ export interface ResolvedModel {
   readonly maxOutputTokens: number
   /** `contextWindow − maxOutputTokens`: what the prompt may use. */
   readonly effectiveWindow: number
+  /** Set (false) when no row of the table names the model (see `CostModel.ModelPrices.known`); absent: known. */
+  readonly known?: false | undefined
+  /** The row an unknown model was sized with (its `family`; with `known`). */
+  readonly row?: string | undefined
 }
 
-/** The limits of one row. */
+/** The limits of one row (with whether it names the model, and its family). */
 export interface Limits {
   readonly contextWindow: number
   readonly maxOutputTokens: number
+  readonly known?: boolean | undefined
+  readonly family?: string | undefined
 }
 
 /**
@@ -38,14 +44,15 @@ export const fallback: Limits = {
 /** The table row's limits for a model name (case-insensitive; a `provider/` prefix is ignored), or {@link fallback}. */
 export const lookup = (name: string): Limits => {
   const row = CostModel.lookup(name)
-  return { contextWindow: row.contextWindow, maxOutputTokens: row.maxOutputTokens }
+  return { contextWindow: row.contextWindow, maxOutputTokens: row.maxOutputTokens, known: row.known, family: row.family }
 }
 
 /**
  * Settles a model's limits: explicit `contextWindow` / `maxOutputTokens` win
  * over `prices` (the model's row in the configured price table; default:
  * the built-in table's). When the output reserve is not smaller than the
- * window it is clamped to half the window (rounded down).
+ * window it is clamped to half the window (rounded down). A model no row
+ * names is marked `known: false` with the `row` that sized it.
  */
 export const resolve = (model: Turn.Model, prices: Limits = lookup(model.name)): ResolvedModel => {
   const contextWindow = model.contextWindow ?? prices.contextWindow
@@ -57,5 +64,6 @@ export const resolve = (model: Turn.Model, prices: Limits = lookup(model.name)):
     contextWindow,
     maxOutputTokens,
     effectiveWindow: contextWindow - maxOutputTokens,
+    ...(prices.known === false ? { known: false as const, row: prices.family ?? "unknown" } : {}),
   }
 }
