@@ -26,6 +26,8 @@ export interface Package {
   readonly dependencies: ReadonlySet<string>
   /** Its `dependencies` and `devDependencies` (what its tests and scripts may import). */
   readonly allDependencies: ReadonlySet<string>
+  /** The subpaths its `exports` names besides its index (`/ConfigReference`): second faces, as light as the index is not. */
+  readonly faces: ReadonlySet<string>
 }
 
 /** Every import specifier in `text`, in source order, with its 1-based line. */
@@ -88,14 +90,23 @@ const readPackage = (dir: string, group: Package["group"]): Package | undefined 
   } catch {
     return undefined
   }
-  const json = JSON.parse(text) as { name: string; dependencies?: Record<string, string>; devDependencies?: Record<string, string> }
+  const json = JSON.parse(text) as {
+    name: string
+    dependencies?: Record<string, string>
+    devDependencies?: Record<string, string>
+    exports?: Record<string, string | null>
+  }
   const dependencies = Object.keys(json.dependencies ?? {})
+  const faces = Object.entries(json.exports ?? {})
+    .filter(([path, target]) => path !== "." && target !== null && !path.includes("*"))
+    .map(([path]) => path.slice(1))
   return {
     name: json.name,
     dir,
     group,
     dependencies: new Set(dependencies),
     allDependencies: new Set([...dependencies, ...Object.keys(json.devDependencies ?? {})]),
+    faces: new Set(faces),
   }
 }
 
@@ -295,7 +306,8 @@ const nameOfUnit = (dir: string): string => (dir === ROOT ? "the root" : rel(dir
 /**
  * What is wrong with the imports of the file at `path` (absolute; the file
  * need not exist):
- * - index: a workspace package is imported by its bare name, never a subpath;
+ * - index: a workspace package is imported by its bare name, or by a subpath
+ *   its `exports` names (a second, lighter face), never another module;
  * - reach: a relative import stays inside its own package or top-level folder;
  * - layer: nothing imports from a higher layer (see {@link packageLayer});
  * - top: nothing imports the integration tests or a package's scripts/ or bin/
@@ -328,8 +340,9 @@ export const importViolations = (path: string, imports: ReadonlyArray<Import>): 
     const match = /^(@ctxd\/[^/]+)(\/.*)?$/.exec(spec)
     if (match === null) continue
     const name = match[1]!
-    if (match[2] !== undefined) add("index", line, `imports "${spec}"; import from "${name}" (its index) instead`)
     const target = workspaces.find((p) => p.name === name)
+    if (match[2] !== undefined && target?.faces.has(match[2]) !== true)
+      add("index", line, `imports "${spec}"; import from "${name}" (its index) instead`)
     if (target === undefined) {
       add("declared", line, `imports "${spec}": no workspace package is named ${name}`)
       continue

@@ -8,7 +8,9 @@
 //     nothing imports the top (bench/, deploy/, test/, a package's scripts/
 //     or bin/). Within libs and within services the order is the package
 //     dependency graph, which is exactly what each package.json declares;
-// (c) a package is imported by its bare name (`@ctxd/db`), never by a subpath
+// (c) a package is imported by its bare name (`@ctxd/db`) or by a subpath its
+//     package.json `exports` names (`@ctxd/config/ConfigReference`, a face
+//     that spares its users the yaml parser), never by another subpath
 //     (`@ctxd/db/Database`), and a relative import never leaves its package
 //     or top-level folder: everything outside code uses goes through the
 //     package's index;
@@ -122,6 +124,11 @@ describe("the import rules on planted imports", () => {
   it("index: a subpath of a package, from anywhere", () => {
     expect(broken("libs/db/src/X.ts", `import * as S from "@ctxd/contracts/Schemas"`)).toEqual(["index"])
     expect(broken("bench/X.ts", `import * as L from "@ctxd/assembler/LocalTurns"`)).toEqual(["index"])
+    expect(broken("libs/db/src/X.ts", `import * as F from "@ctxd/config/ConfigFile"`)).toEqual(["index"])
+  })
+
+  it("index: a subpath the package exports is a face, not a reach inside", () => {
+    expect(broken("libs/db/src/X.ts", `import { ConfigReference } from "@ctxd/config/ConfigReference"`)).toEqual([])
   })
 
   it("reach: a relative import out of its package or folder", () => {

@@ -129,7 +129,7 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
 
   it("gives a stopping worker its shutdown timeout plus a margin", () => {
     const source = readFileSync(join(ROOT, "services", "worker", "src", "WorkerConfig.ts"), "utf8")
-    const byDefault = Number(/int\("CTXD_SHUTDOWN_TIMEOUT_MS",\s*([\d_]+)/.exec(source)?.[1]?.replaceAll("_", ""))
+    const byDefault = Number(/int\(\s*"CTXD_SHUTDOWN_TIMEOUT_MS",\s*([\d_]+)/.exec(source)?.[1]?.replaceAll("_", ""))
     expect(byDefault).toBeGreaterThan(0)
     const config = one<{ data: Record<string, string> }>("ConfigMap").data
     const shutdownMs = Number(config.CTXD_SHUTDOWN_TIMEOUT_MS ?? byDefault)

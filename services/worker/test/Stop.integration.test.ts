@@ -133,6 +133,9 @@ describe("stopping the worker", { timeout: 120_000 }, () => {
         child.stderr!.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
         let exited = false
         child.on("exit", () => (exited = true))
+        // every process holding the output pipes has exited and its last lines are read
+        let drained = false
+        child.on("close", () => (drained = true))
         const output = () => text
         try {
           await until("the worker was not ready", () => text.includes("worker ready"), 60_000, output)
@@ -140,6 +143,7 @@ describe("stopping the worker", { timeout: 120_000 }, () => {
           else child.kill(signal)
           await until("the process started did not exit", () => exited, 20_000, output)
           await until("a process of the group was still running", () => !groupAlive(child.pid!), 20_000, output)
+          await until("the output pipes were not closed", () => drained, 5_000, output)
           expect(text).toContain("shutting down: not ready; no new turns")
           expect(text).toMatch(/released \d+ shards/)
         } finally {
