@@ -34,7 +34,7 @@ export interface Settings {
   readonly config?: Partial<AssemblerConfig.Config> | undefined
 }
 
-/** The defaults (`ReplayDefaults`): Claude Sonnet 5.5, 10 s between calls, a 40-message sliding window baseline. */
+/** The defaults (`ReplayDefaults`): Claude Sonnet 4.5, 10 s between calls, a 40-message sliding window baseline. */
 export { defaults } from "./ReplayDefaults.ts"
 
 /** One strategy's bill for a turn. */

@@ -34,11 +34,11 @@ export interface Group {
 /**
  * What `ctxd replay` replays without log files: the tau-bench airline
  * sessions for GPT-4o (the model that recorded them), then the SWE-agent
- * trajectories for Claude Sonnet 5.5, the current Sonnet (a coding agent's model).
+ * trajectories for Claude Sonnet 4.5 (a coding agent's model).
  */
 export const groups: ReadonlyArray<Group> = [
   { name: "tau-bench airline", slug: "tau-bench", paths: ["tau-bench-airline-gpt4o.json"], model: "gpt-4o" },
-  { name: "SWE-agent", slug: "swe-agent", paths: ["swe-agent"], model: "claude-sonnet-5-5" },
+  { name: "SWE-agent", slug: "swe-agent", paths: ["swe-agent"], model: "claude-sonnet-4-5" },
 ]
 
 /** One group's replay, summed. */
