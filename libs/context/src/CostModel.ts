@@ -1,96 +1,53 @@
 /**
- * The price of a model call: a table per provider and model family of base
- * input and output prices, the cache read discount, the cache write premium
- * per cache lifetime (TTL tier), the minimum cacheable prefix and how the
- * provider caches (explicit breakpoints or automatic prefixes), the
- * effective cost of one request from its billed token split ({@link cost}),
- * and what one edit of the cached prefix costs now and saves later
- * ({@link edit}, for an edit planner). Pure, no I/O.
+ * The price of a model call: the model table (per provider and model family
+ * base input and output prices, the cache read discount, the cache write
+ * premium per cache lifetime (TTL tier), the minimum cacheable prefix, how
+ * the provider caches, the window and output limits and the capability
+ * flags), the effective cost of one request from its billed token split
+ * ({@link cost}), and what one edit of the cached prefix costs now and saves
+ * later ({@link edit}, for an edit planner). Pure, no I/O.
  *
- * Defaults (USD per million tokens, from the providers' public price lists
- * and prompt-caching guides, late 2025):
+ * The rows live with their provider adapter and cite the provider's pages:
+ * `providers/anthropic/Models.ts`, `providers/openai-chat/Models.ts`,
+ * `providers/gemini/Models.ts` (gathered in `providers/ModelRows.ts`; the
+ * row shape is `ModelRow`). docs/providers.md's "Model table" lists them.
+ * In short: Anthropic writes cost 1.25× (5 min) and 2× (1 h); OpenAI writes
+ * are free before GPT-5.6 and cost 1.25× from GPT-5.6 on; Gemini's implicit
+ * caching has no write premium.
  *
- * - **Anthropic** (explicit `cache_control` breakpoints, at most 4, lookback
- *   of 20 blocks per breakpoint): cache read 0.1×; cache write 1.25× for the
- *   5-minute TTL and 2× for the 1-hour TTL, the TTL refreshed by every read.
- *   Opus 4.5+ $5 / $25 (min prefix 4,096); Opus 4 / 4.1 and Claude 3 Opus
- *   $15 / $75 (1,024); Sonnet 4.6+ $3 / $15 (2,048); Sonnet 4 / 4.5 and
- *   Claude 3.5 / 3.7 Sonnet $3 / $15 (1,024); Haiku 4.5 $1 / $5 (4,096);
- *   Claude 3.5 Haiku $0.80 / $4 (2,048); Claude 3 Haiku $0.25 / $1.25
- *   (2,048). An unknown `claude-*` gets Sonnet prices with the largest
- *   documented minimum (4,096), so no caching is assumed that might not occur.
- * - **OpenAI** (automatic prefix caching from 1,024 tokens, hits in
- *   128-token increments beyond the first 1,024; no write premium; the
- *   in-memory cache is kept for 5–10 minutes of inactivity — modelled as
- *   5 — and at most one hour; `prompt_cache_retention: "24h"` on the models
- *   that support it): GPT-5 family (gpt-5, gpt-5.1, incl. codex) $1.25 / $10,
- *   mini $0.25 / $2, nano $0.05 / $0.40, cached input 0.1×; GPT-4.1 $2 / $8,
- *   mini $0.40 / $1.60, nano $0.10 / $0.40, cached 0.25×; o3 $2 / $8 and
- *   o4-mini $1.10 / $4.40, cached 0.25×; GPT-4o $2.50 / $10 and 4o-mini
- *   $0.15 / $0.60, cached 0.5×; o1 $15 / $60, cached 0.5×. An unknown
- *   `gpt-*` / `o*` model: $2.50 / $10 with cached 0.1× (the largest
- *   discount, so the loss of cached tokens an edit causes is never
- *   underestimated).
- * - **Gemini** (implicit caching, automatic prefix, no write premium):
- *   2.5 Pro $1.25 / $10 and 2.5 Flash $0.30 / $2.50, cached 0.25×, min 2,048;
- *   Gemini 3 Pro $2 / $12, cached 0.1×, min 4,096. TTL not documented for
- *   implicit caching: 5 minutes assumed.
- * - **Unknown model** ({@link conservative}): $3 / $15, cache read 0.1×,
- *   write 1.25×, 5-minute TTL, min prefix 4,096, explicit breakpoints — the
- *   assumptions under which a prefix edit looks most expensive and saves least.
+ * A name no row matches, or only a provider's catch-all row (any other
+ * `claude-*`, `gpt-*`, `gemini-*`), is an **unknown model**: `known` is
+ * false (the turn report says so and a metric counts it) and its row is
+ * conservative. With no row at all that is {@link conservative}: $3 / $15,
+ * cache read 0.1×, write 1.25×, 5-minute TTL, min prefix 4,096, explicit
+ * breakpoints (the assumptions under which a prefix edit looks most
+ * expensive and saves least), a 128,000-token window with a 4,096-token
+ * output reserve, no capability.
  *
  * Configured prices ({@link make}): {@link PriceRow}s `{ "match": "<name
  * prefix>", ...any ModelPrices fields }` checked before the built-in table,
  * in order, first match wins; a row's missing fields come from the built-in
- * row of the model's name. `PriceFile` validates a price file (the worker's
- * `CTXD_PRICES_FILE`).
+ * row of the model's name, and a model a configured row matches is known.
+ * `PriceFile` validates a price file (the worker's `CTXD_PRICES_FILE`).
  */
+import type * as ModelRow from "./ModelRow.ts"
+import { noCapabilities } from "./ModelRow.ts"
+import * as ModelRows from "./providers/ModelRows.ts"
 
 /** Which provider bills the call. */
-export type Provider = "anthropic" | "openai" | "gemini" | "unknown"
+export type Provider = ModelRow.Provider
 
 /** How the provider decides what is cached. */
-export type Mechanism =
-  /** Anthropic: prefixes up to `cache_control` breakpoints, written at a premium. */
-  | "explicit"
-  /** OpenAI, Gemini: the longest previously seen prefix, no write premium. */
-  | "automatic"
+export type Mechanism = ModelRow.Mechanism
 
 /** One cache lifetime: its name as the API spells it, its TTL and its write premium. */
-export interface CacheTier {
-  /** `"5m"`, `"1h"` (Anthropic), `"in_memory"`, `"24h"` (OpenAI), `"implicit"` (Gemini). */
-  readonly name: string
-  /** Seconds without a read after which the entry is gone. */
-  readonly ttlSeconds: number
-  /** Written tokens cost this multiple of the base input price (1 = no premium). */
-  readonly writeMultiplier: number
-  /** Entries are gone this long after they were written, reads or not (OpenAI in-memory: 1 h). */
-  readonly maxLifetimeSeconds?: number | undefined
-}
+export type CacheTier = ModelRow.CacheTier
 
-/** Prices and cache rules of one model family. */
-export interface ModelPrices {
-  readonly provider: Provider
-  /** The family the table row stands for, e.g. `claude-sonnet-4`. */
-  readonly family: string
-  /** USD per million uncached input tokens. */
-  readonly inputPerMtok: number
-  /** USD per million output tokens. */
-  readonly outputPerMtok: number
-  /** Cache reads cost this multiple of the input price. */
-  readonly cacheReadMultiplier: number
-  /** The cache lifetimes on offer; the first is the default. */
-  readonly tiers: ReadonlyArray<CacheTier>
-  /** Prefixes shorter than this are never cached. */
-  readonly minCacheableTokens: number
-  readonly mechanism: Mechanism
-  /** Automatic caching: cached tokens beyond the minimum come in steps of this many (OpenAI 128). */
-  readonly incrementTokens: number
-  /** Explicit caching: at most this many breakpoints per request (Anthropic 4). */
-  readonly maxBreakpoints: number
-  /** Explicit caching: block boundaries checked for a hit before each breakpoint (Anthropic ~20). */
-  readonly lookbackBlocks: number
-}
+/** What a model family can do (see `ModelRow.Capabilities`). */
+export type Capabilities = ModelRow.Capabilities
+
+/** Prices, cache rules, limits and capabilities of one model family (see `ModelRow.ModelPrices`). */
+export type ModelPrices = ModelRow.ModelPrices
 
 /** The token split of one billed request. */
 export interface Usage {
@@ -103,93 +60,27 @@ export interface Usage {
   readonly output: number
 }
 
-const MINUTE = 60
-const HOUR = 3600
-
-const anthropicTiers: ReadonlyArray<CacheTier> = [
-  { name: "5m", ttlSeconds: 5 * MINUTE, writeMultiplier: 1.25 },
-  { name: "1h", ttlSeconds: HOUR, writeMultiplier: 2 },
-]
-const openaiInMemory: CacheTier = { name: "in_memory", ttlSeconds: 5 * MINUTE, writeMultiplier: 1, maxLifetimeSeconds: HOUR }
-const openaiExtended: CacheTier = { name: "24h", ttlSeconds: 24 * HOUR, writeMultiplier: 1, maxLifetimeSeconds: 24 * HOUR }
-const geminiImplicit: CacheTier = { name: "implicit", ttlSeconds: 5 * MINUTE, writeMultiplier: 1 }
-
-const anthropic = (family: string, input: number, output: number, minCacheableTokens: number): ModelPrices => ({
-  provider: "anthropic",
-  family,
-  inputPerMtok: input,
-  outputPerMtok: output,
+/** Prices of a model nothing is known about (see the module comment). */
+export const conservative: ModelPrices = {
+  provider: "unknown",
+  family: "unknown",
+  known: false,
+  inputPerMtok: 3,
+  outputPerMtok: 15,
   cacheReadMultiplier: 0.1,
-  tiers: anthropicTiers,
-  minCacheableTokens,
+  tiers: [{ name: "5m", ttlSeconds: 300, writeMultiplier: 1.25 }],
+  minCacheableTokens: 4096,
   mechanism: "explicit",
   incrementTokens: 1,
   maxBreakpoints: 4,
   lookbackBlocks: 20,
-})
-
-const openai = (family: string, input: number, output: number, read: number, extended: boolean): ModelPrices => ({
-  provider: "openai",
-  family,
-  inputPerMtok: input,
-  outputPerMtok: output,
-  cacheReadMultiplier: read,
-  tiers: extended ? [openaiInMemory, openaiExtended] : [openaiInMemory],
-  minCacheableTokens: 1024,
-  mechanism: "automatic",
-  incrementTokens: 128,
-  maxBreakpoints: 0,
-  lookbackBlocks: 0,
-})
-
-const gemini = (family: string, input: number, output: number, read: number, minCacheableTokens: number): ModelPrices => ({
-  provider: "gemini",
-  family,
-  inputPerMtok: input,
-  outputPerMtok: output,
-  cacheReadMultiplier: read,
-  tiers: [geminiImplicit],
-  minCacheableTokens,
-  mechanism: "automatic",
-  incrementTokens: 1,
-  maxBreakpoints: 0,
-  lookbackBlocks: 0,
-})
-
-/** Prices of a model nothing is known about (see the module comment). */
-export const conservative: ModelPrices = {
-  ...anthropic("unknown", 3, 15, 4096),
-  provider: "unknown",
-  tiers: [anthropicTiers[0]!],
+  contextWindow: 128_000,
+  maxOutputTokens: 4_096,
+  capabilities: noCapabilities,
 }
 
-/** Rows by model name (lower case), first match wins; see the module comment for the sources. */
-export const table: ReadonlyArray<readonly [RegExp, ModelPrices]> = [
-  [/^claude-opus-4[-.]([5-9]|\d\d)/, anthropic("claude-opus-4.5+", 5, 25, 4096)],
-  [/^claude-(opus-4|3-opus)/, anthropic("claude-opus-4", 15, 75, 1024)],
-  [/^claude-sonnet-4[-.]([6-9]|\d\d)/, anthropic("claude-sonnet-4.6+", 3, 15, 2048)],
-  [/^claude-(sonnet-4|3-7-sonnet|3-5-sonnet)/, anthropic("claude-sonnet-4", 3, 15, 1024)],
-  [/^claude-haiku-4/, anthropic("claude-haiku-4.5", 1, 5, 4096)],
-  [/^claude-3-5-haiku/, anthropic("claude-3.5-haiku", 0.8, 4, 2048)],
-  [/^claude-3-haiku/, anthropic("claude-3-haiku", 0.25, 1.25, 2048)],
-  [/^claude-/, anthropic("claude", 3, 15, 4096)],
-  [/^gpt-5(\.\d+)?(-codex)?-mini/, openai("gpt-5-mini", 0.25, 2, 0.1, true)],
-  [/^gpt-5(\.\d+)?-nano/, openai("gpt-5-nano", 0.05, 0.4, 0.1, false)],
-  [/^gpt-5/, openai("gpt-5", 1.25, 10, 0.1, true)],
-  [/^gpt-4\.1-mini/, openai("gpt-4.1-mini", 0.4, 1.6, 0.25, false)],
-  [/^gpt-4\.1-nano/, openai("gpt-4.1-nano", 0.1, 0.4, 0.25, false)],
-  [/^gpt-4\.1/, openai("gpt-4.1", 2, 8, 0.25, true)],
-  [/^gpt-4o-mini/, openai("gpt-4o-mini", 0.15, 0.6, 0.5, false)],
-  [/^gpt-4o/, openai("gpt-4o", 2.5, 10, 0.5, false)],
-  [/^o4-mini/, openai("o4-mini", 1.1, 4.4, 0.25, false)],
-  [/^o3/, openai("o3", 2, 8, 0.25, false)],
-  [/^o1/, openai("o1", 15, 60, 0.5, false)],
-  [/^(gpt-|o\d)/, openai("openai", 2.5, 10, 0.1, false)],
-  [/^gemini-2\.5-pro/, gemini("gemini-2.5-pro", 1.25, 10, 0.25, 2048)],
-  [/^gemini-2\.5-flash/, gemini("gemini-2.5-flash", 0.3, 2.5, 0.25, 2048)],
-  [/^gemini-3/, gemini("gemini-3", 2, 12, 0.1, 4096)],
-  [/^gemini-/, gemini("gemini", 1.25, 10, 0.25, 4096)],
-]
+/** Rows by model name (lower case), first match wins; each provider's file cites its sources. */
+export const table: ReadonlyArray<ModelRow.Row> = ModelRows.rows
 
 /**
  * The prices of a model by name (case-insensitive; a `provider/` prefix such
@@ -299,10 +190,12 @@ export const edit = (prices: ModelPrices, e: Edit): EditEconomics => {
  * One row of a configured price table: `match`, a model-name prefix
  * (case-insensitive; a trailing `*` is optional; `"*"` alone matches every
  * model), and the {@link ModelPrices} fields it sets. `tiers` replaces the
- * whole tier list. `PriceFile` validates rows read from a file.
+ * whole tier list; `capabilities` sets the flags it names (the others come
+ * from the built-in row). `PriceFile` validates rows read from a file.
  */
-export interface PriceRow extends Partial<ModelPrices> {
+export interface PriceRow extends Partial<Omit<ModelPrices, "capabilities" | "known">> {
   readonly match: string
+  readonly capabilities?: Partial<Capabilities> | undefined
 }
 
 /** A model price table: configured rows over the built-in {@link table}. */
@@ -322,7 +215,8 @@ export const matchPrefix = (match: string): string => match.trim().toLowerCase()
  * when it, or the name without its `provider/` prefix, starts with the row's
  * {@link matchPrefix} (case-insensitive); the first matching row wins, its
  * fields over the built-in row of that name (as {@link lookup} with
- * overrides). A name no row matches gets the built-in row.
+ * overrides; a configured row makes the model known). A name no row
+ * matches gets the built-in row.
  */
 export const make = (rows: ReadonlyArray<PriceRow>): PriceTable => {
   const prefixes = rows.map((row) => matchPrefix(row.match))
@@ -333,8 +227,9 @@ export const make = (rows: ReadonlyArray<PriceRow>): PriceTable => {
       const bare = bareName(name)
       const at = prefixes.findIndex((p) => lower.startsWith(p) || bare.startsWith(p))
       if (at < 0) return lookup(name)
-      const { match: _match, ...fields } = rows[at]!
-      return lookup(name, fields)
+      const { match: _match, capabilities, ...fields } = rows[at]!
+      const flags = capabilities === undefined ? {} : { capabilities: { ...lookup(name).capabilities, ...capabilities } }
+      return lookup(name, { ...fields, ...flags, known: true })
     },
   }
 }

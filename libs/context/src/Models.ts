@@ -1,8 +1,11 @@
 /**
  * Model limits: the context window and the output reserve of a model, from
- * the request when given, else from a small table keyed by name prefix.
+ * the request when given, else from the model table (`CostModel.table`, the
+ * rows each provider adapter keeps in `providers/<format>/Models.ts`), or a
+ * configured price row (`CTXD_PRICES_FILE`) when one matches.
  */
 import type { Turn } from "@ctxd/contracts"
+import * as CostModel from "./CostModel.ts"
 
 /** A model with its limits settled. */
 export interface ResolvedModel {
@@ -13,52 +16,47 @@ export interface ResolvedModel {
   readonly maxOutputTokens: number
   /** `contextWindow − maxOutputTokens`: what the prompt may use. */
   readonly effectiveWindow: number
+  /** Set (false) when no row of the table names the model (see `CostModel.ModelPrices.known`); absent: known. */
+  readonly known?: false | undefined
+  /** The row an unknown model was sized with (its `family`; with `known`). */
+  readonly row?: string | undefined
 }
 
-/** One row of the default table. */
+/** The limits of one row (with whether it names the model, and its family). */
 export interface Limits {
   readonly contextWindow: number
   readonly maxOutputTokens: number
+  readonly known?: boolean | undefined
+  readonly family?: string | undefined
 }
 
 /**
- * Default limits by model name prefix, first match wins:
- * `claude-*` 200,000 / 8,192; `gpt-4o*` (incl. `gpt-4o-mini`) 128,000 / 16,384;
- * `gpt-4.1*` 1,047,576 / 32,768; `gpt-5*` 400,000 / 128,000;
- * `o1*`, `o3*`, `o4*` 200,000 / 100,000; `gpt-4-turbo*` 128,000 / 4,096;
- * `gemini-2.5*` and `gemini-3*` 1,048,576 / 65,536; other `gemini-*`
- * 1,048,576 / 8,192.
+ * Limits of a model the table does not know ({@link CostModel.conservative}):
+ * 128,000 / 4,096 — no model family of the table has a smaller window, so
+ * an unknown model is never filled past what it can take. A provider's
+ * catch-all row (any other `claude-*`, `gpt-*`, `gemini-*`) has its own.
  */
-export const table: ReadonlyArray<readonly [RegExp, Limits]> = [
-  [/^claude-/, { contextWindow: 200_000, maxOutputTokens: 8_192 }],
-  [/^gpt-4o/, { contextWindow: 128_000, maxOutputTokens: 16_384 }],
-  [/^gpt-4\.1/, { contextWindow: 1_047_576, maxOutputTokens: 32_768 }],
-  [/^gpt-5/, { contextWindow: 400_000, maxOutputTokens: 128_000 }],
-  [/^o[134](?:$|-)/, { contextWindow: 200_000, maxOutputTokens: 100_000 }],
-  [/^gpt-4-turbo/, { contextWindow: 128_000, maxOutputTokens: 4_096 }],
-  [/^gemini-(?:2\.5|3)/, { contextWindow: 1_048_576, maxOutputTokens: 65_536 }],
-  [/^gemini-/, { contextWindow: 1_048_576, maxOutputTokens: 8_192 }],
-]
+export const fallback: Limits = {
+  contextWindow: CostModel.conservative.contextWindow,
+  maxOutputTokens: CostModel.conservative.maxOutputTokens,
+}
 
-/** Limits of a model the table does not know: 128,000 / 4,096. */
-export const fallback: Limits = { contextWindow: 128_000, maxOutputTokens: 4_096 }
-
-/** The table row for a model name (case-insensitive), or {@link fallback}. */
+/** The table row's limits for a model name (case-insensitive; a `provider/` prefix is ignored), or {@link fallback}. */
 export const lookup = (name: string): Limits => {
-  const lower = name.toLowerCase()
-  for (const [pattern, limits] of table) if (pattern.test(lower)) return limits
-  return fallback
+  const row = CostModel.lookup(name)
+  return { contextWindow: row.contextWindow, maxOutputTokens: row.maxOutputTokens, known: row.known, family: row.family }
 }
 
 /**
  * Settles a model's limits: explicit `contextWindow` / `maxOutputTokens` win
- * over the table. When the output reserve is not smaller than the window it
- * is clamped to half the window (rounded down).
+ * over `prices` (the model's row in the configured price table; default:
+ * the built-in table's). When the output reserve is not smaller than the
+ * window it is clamped to half the window (rounded down). A model no row
+ * names is marked `known: false` with the `row` that sized it.
  */
-export const resolve = (model: Turn.Model): ResolvedModel => {
-  const row = lookup(model.name)
-  const contextWindow = model.contextWindow ?? row.contextWindow
-  const wanted = model.maxOutputTokens ?? row.maxOutputTokens
+export const resolve = (model: Turn.Model, prices: Limits = lookup(model.name)): ResolvedModel => {
+  const contextWindow = model.contextWindow ?? prices.contextWindow
+  const wanted = model.maxOutputTokens ?? prices.maxOutputTokens
   const maxOutputTokens = wanted < contextWindow ? wanted : Math.floor(contextWindow / 2)
   return {
     provider: model.provider,
@@ -66,5 +64,6 @@ export const resolve = (model: Turn.Model): ResolvedModel => {
     contextWindow,
     maxOutputTokens,
     effectiveWindow: contextWindow - maxOutputTokens,
+    ...(prices.known === false ? { known: false as const, row: prices.family ?? "unknown" } : {}),
   }
 }

@@ -164,6 +164,7 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
       contextWindow: model.contextWindow,
       maxOutputTokens: model.maxOutputTokens,
       effectiveWindow: model.effectiveWindow,
+      ...(model.known === false ? { known: false, row: model.row } : {}),
     },
     tokens: {
       system: input.systemTokens,

@@ -13,7 +13,10 @@
  * multipliers (`cacheReadMultiplier`, a tier's `writeMultiplier`) finite and
  * > 0; `ttlSeconds` and `maxLifetimeSeconds` integers ≥ 1; `tiers` not empty,
  * names unique; `minCacheableTokens`, `maxBreakpoints`, `lookbackBlocks`
- * integers ≥ 0 and `incrementTokens` ≥ 1; `provider` one of `anthropic`,
+ * integers ≥ 0 and `incrementTokens` ≥ 1; `contextWindow` and
+ * `maxOutputTokens` integers ≥ 1; `capabilities` an object of booleans
+ * (`bindsReasoningToPrefix`, `toolSearch`, `midConversationSystem`,
+ * `explicitCacheBreakpoints`, each optional); `provider` one of `anthropic`,
  * `openai`, `gemini`, `unknown`; `mechanism` `explicit` or `automatic`; only
  * a trailing `*` in `match`; no other keys (a misspelt field is an error, not
  * a silent default); no row that an earlier row's prefix hides. Every
@@ -48,6 +51,16 @@ export const Tier = Schema.Struct({
   maxLifetimeSeconds: optional(int(1)),
 }).annotations(expected('a tier object {"name", "ttlSeconds", "writeMultiplier", "maxLifetimeSeconds"?}'))
 
+/** A row's capability flags, each optional (the others come from the built-in row). */
+export const Capabilities = Schema.Struct({
+  bindsReasoningToPrefix: optional(Schema.Boolean),
+  toolSearch: optional(Schema.Boolean),
+  midConversationSystem: optional(Schema.Boolean),
+  explicitCacheBreakpoints: optional(Schema.Boolean),
+}).annotations(
+  expected('a capabilities object {"bindsReasoningToPrefix"?, "toolSearch"?, "midConversationSystem"?, "explicitCacheBreakpoints"?}'),
+)
+
 /** A model-name prefix with an optional trailing `*`. */
 const Match = Schema.NonEmptyTrimmedString.pipe(
   Schema.filter((m) => !m.slice(0, -1).includes("*") || "only a trailing * is allowed (the match is a name prefix)"),
@@ -72,6 +85,9 @@ export const Row = Schema.Struct({
   incrementTokens: optional(int(1)),
   maxBreakpoints: optional(int(0)),
   lookbackBlocks: optional(int(0)),
+  contextWindow: optional(int(1)),
+  maxOutputTokens: optional(int(1)),
+  capabilities: optional(Capabilities),
 }).annotations(expected('a row object {"match", ...price fields}'))
 
 /** The file: `{ "models": [rows] }`. */

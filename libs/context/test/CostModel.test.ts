@@ -54,7 +54,7 @@ describe("CostModel.lookup", () => {
 
   it("falls back per family, then to the conservative default", () => {
     expect(row("claude-next-9")).toMatchObject({ family: "claude", minCacheableTokens: 4096 })
-    expect(row("gpt-6")).toMatchObject({ family: "openai" })
+    expect(row("gpt-6")).toMatchObject({ family: "gpt-5.6+", known: false, tiers: [{ name: "24h", writeMultiplier: 1.25 }] })
     expect(row("o9-pro")).toMatchObject({ family: "openai", cacheReadMultiplier: 0.1 })
     expect(row("llama-3.1-70b")).toBe(CostModel.conservative)
     expect(CostModel.conservative).toMatchObject({ cacheReadMultiplier: 0.1, minCacheableTokens: 4096, provider: "unknown" })
@@ -97,7 +97,7 @@ describe("CostModel.make: configured rows over the built-in table", () => {
     // claude-opus-4-5 keeps its own built-in row (not the generic `claude-` one) under the override
     expect(prices.lookup("claude-opus-4-5")).toEqual({ ...CostModel.lookup("claude-opus-4-5"), cacheReadMultiplier: 0.2 })
     expect(prices.lookup("claude-3-haiku")).toEqual({ ...CostModel.lookup("claude-3-haiku"), cacheReadMultiplier: 0.2 })
-    expect(prices.lookup("my-llama-70b")).toEqual({ ...CostModel.conservative, inputPerMtok: 0, mechanism: "automatic" })
+    expect(prices.lookup("my-llama-70b")).toEqual({ ...CostModel.conservative, known: true, inputPerMtok: 0, mechanism: "automatic" })
   })
 
   it("matches case-insensitively, with or without the provider/ prefix, and * matches every model", () => {

@@ -27,6 +27,9 @@ describe("Models.resolve", () => {
       contextWindow: 100_000,
       maxOutputTokens: 1_000,
       effectiveWindow: 99_000,
+      // explicit limits do not make a model known: its prices still come from the catch-all `claude` row
+      known: false,
+      row: "claude",
     })
   })
 

@@ -56,6 +56,8 @@ describe("PriceFile.decode: good files", () => {
     expect(prices.lookup("claude-sonnet-4-5").inputPerMtok).toBe(2.4)
     expect(CostModel.tier(prices.lookup("gpt-4o-mini")).ttlSeconds).toBe(600)
     expect(prices.lookup("my-llama-3.1-70b")).toMatchObject({ provider: "openai", mechanism: "automatic", minCacheableTokens: 1024 })
+    expect(prices.lookup("my-llama-3.1-70b")).toMatchObject({ contextWindow: 131_072, maxOutputTokens: 8_192, known: true })
+    expect(prices.lookup("my-llama-3.1-70b").capabilities.toolSearch).toBe(false)
   })
 
   it("reads JSON text", () => {

@@ -166,6 +166,13 @@ export const Report = Schema.Struct({
     maxOutputTokens: Schema.Number,
     /** contextWindow − maxOutputTokens */
     effectiveWindow: Schema.Number,
+    /**
+     * Present (false) when no row of the model table names the model: its
+     * limits and prices are a conservative row's (absent: a known model).
+     */
+    known: Schema.optional(Schema.Literal(false)),
+    /** The table row that sized and priced an unknown model (`claude`, `openai`, `unknown`, ...; with `known`). */
+    row: Schema.optional(Schema.String),
   }),
   tokens: TokenCounts,
   /** tokens.total / model.effectiveWindow */

@@ -42,6 +42,10 @@ const promptEstimated = Metric.histogram(
   MetricBoundaries.exponential({ start: 256, factor: 2, count: 13 }),
   "estimated prompt tokens per answered turn (report tokens.total), by model",
 )
+const unknownModels = Metric.counter("ctxd_unknown_model_turns_total", {
+  description: "answered turns whose model no row of the model table names (sized and priced by a conservative row), by provider",
+  incremental: true,
+})
 const loopFlags = Metric.counter("ctxd_loop_flags_total", { description: "turns flagged as looping, by pattern", incremental: true })
 const virtualCalls = Metric.counter("ctxd_virtual_calls_total", {
   description: "load_toolset / load_knowledge / recall answered",
@@ -109,6 +113,7 @@ export const record = (report: Turn.Report): void => {
   update(virtualCalls, report.virtualCalls?.length ?? 0)
   update(utilization, report.utilization)
   if (report.waste !== undefined) update(wasteRatio, report.waste.ratio)
+  if (report.model.known === false) update(unknownModels, 1, labels("provider", report.model.provider))
   for (const f of report.loop?.verdict.findings ?? []) update(loopFlags, 1, labels("pattern", f.pattern))
 }
 

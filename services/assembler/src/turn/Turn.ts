@@ -103,7 +103,7 @@ export const begin = (input: {
     session: input.session,
     request: input.request,
     normalized: input.normalized ?? Normalize.request(input.request, () => SessionState.openCalls(input.state), input.workspace),
-    model: Models.resolve(input.request.model),
+    model: Models.resolve(input.request.model, input.config.prices.lookup(input.request.model.name)),
     prices: input.config.prices.lookup(input.request.model.name),
     options: input.options ?? Options.resolve(input.config, input.tenant, input.request.options),
     state: input.state,
