@@ -15,27 +15,11 @@ import {
   results,
   stored,
   user,
+  candidate,
 } from "./Helpers.ts"
 
-const shape = (over: Partial<CachePlanner.Candidate> = {}): CachePlanner.Candidate => ({
-  windowStart: 0,
-  maskBoundary: 0,
-  sent: [
-    { index: 0, masked: false, tokens: 100 },
-    { index: 1, masked: false, tokens: 1_000 },
-    { index: 2, masked: false, tokens: 100 },
-  ],
-  systemKey: "s",
-  toolsKey: "t",
-  systemTokens: 500,
-  toolsTokens: 500,
-  total: 2_200,
-  overBudget: false,
-  ...over,
-})
-
 const plan = (over: Partial<CachePlanner.Plan> = {}): CachePlanner.Plan => ({
-  previous: shape(),
+  previous: candidate(),
   read: 0.1,
   write: 1.25,
   expectedTurns: 5,
@@ -46,34 +30,34 @@ const plan = (over: Partial<CachePlanner.Plan> = {}): CachePlanner.Plan => ({
 })
 
 describe("CachePlanner.prefixOf", () => {
-  const previous = shape()
+  const previous = candidate()
   it("names the first difference from the previous prompt and counts the tokens before it", () => {
-    const appended = shape({ sent: [...previous.sent, { index: 3, masked: false, tokens: 50 }] })
+    const appended = candidate({ sent: [...previous.sent, { index: 3, masked: false, tokens: 50 }] })
     expect(CachePlanner.prefixOf(appended, previous)).toEqual({ tokens: 2_200, reason: "append" })
-    const masked = shape({ sent: [previous.sent[0]!, { index: 1, masked: true, tokens: 10 }, previous.sent[2]!] })
+    const masked = candidate({ sent: [previous.sent[0]!, { index: 1, masked: true, tokens: 10 }, previous.sent[2]!] })
     expect(CachePlanner.prefixOf(masked, previous)).toEqual({ tokens: 1_100, reason: "mask" })
-    const windowed = shape({ windowStart: 2, sent: [{ index: 2, masked: false, tokens: 100 }] })
+    const windowed = candidate({ windowStart: 2, sent: [{ index: 2, masked: false, tokens: 100 }] })
     expect(CachePlanner.prefixOf(windowed, previous)).toEqual({ tokens: 1_000, reason: "window" })
-    expect(CachePlanner.prefixOf(shape({ toolsKey: "u" }), previous)).toEqual({ tokens: 0, reason: "tools" })
-    expect(CachePlanner.prefixOf(shape({ systemKey: "u" }), previous)).toEqual({ tokens: 500, reason: "system" })
-    expect(CachePlanner.prefixOf(shape(), undefined)).toEqual({ tokens: 0, reason: "first_turn" })
-    expect(CachePlanner.prefixOf(shape(), previous, true)).toEqual({ tokens: 1_000, reason: "summary" })
+    expect(CachePlanner.prefixOf(candidate({ toolsKey: "u" }), previous)).toEqual({ tokens: 0, reason: "tools" })
+    expect(CachePlanner.prefixOf(candidate({ systemKey: "u" }), previous)).toEqual({ tokens: 500, reason: "system" })
+    expect(CachePlanner.prefixOf(candidate(), undefined)).toEqual({ tokens: 0, reason: "first_turn" })
+    expect(CachePlanner.prefixOf(candidate(), previous, true)).toEqual({ tokens: 1_000, reason: "summary" })
   })
 })
 
 describe("CachePlanner.choose", () => {
   // holding: everything read; advancing: masks 900 tokens at the 1,100th, the rest re-written
-  const held = shape({ sent: [...shape().sent, { index: 3, masked: false, tokens: 50 }], total: 2_250 })
-  const advanced = shape({
+  const held = candidate({ sent: [...candidate().sent, { index: 3, masked: false, tokens: 50 }], total: 2_250 })
+  const advanced = candidate({
     maskBoundary: 2,
-    sent: [shape().sent[0]!, { index: 1, masked: true, tokens: 100 }, shape().sent[2]!, { index: 3, masked: false, tokens: 50 }],
+    sent: [candidate().sent[0]!, { index: 1, masked: true, tokens: 100 }, candidate().sent[2]!, { index: 3, masked: false, tokens: 50 }],
     total: 1_350,
     advances: ["mask"],
   })
   // this turn: holding reads 2,200 and writes 50; advancing reads 1,100 and writes 250 (premium 140)
   const premium = 0.1 * 1_100 + 1.25 * 250 - (0.1 * 2_200 + 1.25 * 50)
   const saving = 0.1 * (2_250 - 1_350)
-  const withRent = (mask: number) => shape({ rent: { window: 0, mask } })
+  const withRent = (mask: number) => candidate({ rent: { window: 0, mask } })
 
   it("holds an edit until the reads it would have saved reach its premium (rent or buy), then makes it", () => {
     expect(premium).toBeCloseTo(140, 6)
@@ -111,18 +95,18 @@ describe("CachePlanner.choose", () => {
 
   it("makes an edit at once when it costs nothing extra this turn", () => {
     // a 19,000-token message masked near the end: re-writing 1,000 tokens is cheaper than reading it
-    const big = shape({
-      sent: [...shape().sent, { index: 3, masked: false, tokens: 19_000 }, { index: 4, masked: false, tokens: 50 }],
+    const big = candidate({
+      sent: [...candidate().sent, { index: 3, masked: false, tokens: 19_000 }, { index: 4, masked: false, tokens: 50 }],
       total: 21_250,
     })
-    const cut = shape({
+    const cut = candidate({
       ...big,
       maskBoundary: 4,
       sent: [...big.sent.slice(0, 3), { index: 3, masked: true, tokens: 950 }, big.sent[4]!],
       total: 3_200,
       advances: ["mask"],
     })
-    const previous = shape({ sent: big.sent.slice(0, 4), total: 21_200 })
+    const previous = candidate({ sent: big.sent.slice(0, 4), total: 21_200 })
     expect(CachePlanner.choose(plan({ previous, expectedTurns: 1 }), [big, cut]).chosen).toBe(cut)
   })
 
@@ -149,14 +133,14 @@ describe("CachePlanner.choose", () => {
   it("charges the mask edit its own saving and the window the rest, and starts a made edit's rent again", () => {
     // three candidates: hold, the mask alone (saves 900), the window too (saves 900 + 1,000)
     const maskOnly = { ...advanced, advances: ["mask"] as const }
-    const both = shape({ ...advanced, windowStart: 1, sent: advanced.sent.slice(1), total: 350, advances: ["window", "mask"] })
+    const both = candidate({ ...advanced, windowStart: 1, sent: advanced.sent.slice(1), total: 350, advances: ["window", "mask"] })
     const r = { window: 7, mask: 3 }
-    const holding = CachePlanner.choose(plan({ previous: shape({ rent: r }) }), [held, maskOnly, both])
+    const holding = CachePlanner.choose(plan({ previous: candidate({ rent: r }) }), [held, maskOnly, both])
     expect(holding.chosen).toBe(held)
     expect(holding.cache.deferred).toEqual(["window", "mask"])
     expect(holding.rent.mask).toBeCloseTo(3 + 90, 6)
     expect(holding.rent.window).toBeCloseTo(7 + 100, 6)
-    const masked = CachePlanner.choose(plan({ expectedTurns: 50, previous: shape({ rent: { window: 0, mask: 1e6 } }) }), [
+    const masked = CachePlanner.choose(plan({ expectedTurns: 50, previous: candidate({ rent: { window: 0, mask: 1e6 } }) }), [
       held,
       maskOnly,
       both,

@@ -3,6 +3,7 @@
  * bodies (pairing, role alternation, cache breakpoints).
  */
 import { type Conversation, OpenAIResponses } from "@ctxd/contracts"
+import type * as CachePlanner from "../src/CachePlanner.ts"
 import * as Pipeline from "../src/Pipeline.ts"
 import * as Models from "../src/Models.ts"
 
@@ -244,3 +245,21 @@ export const geminiPairingProblems = (body: Json): Array<string> => {
   if (/"id":"gc_/.test(JSON.stringify(contents))) problems.push("a made-up call id was sent")
   return problems
 }
+
+/** A planner candidate: 1,000 tokens of system and tools, then messages of 100, 1,000 and 100 tokens. */
+export const candidate = (over: Partial<CachePlanner.Candidate> = {}): CachePlanner.Candidate => ({
+  windowStart: 0,
+  maskBoundary: 0,
+  sent: [
+    { index: 0, masked: false, tokens: 100 },
+    { index: 1, masked: false, tokens: 1_000 },
+    { index: 2, masked: false, tokens: 100 },
+  ],
+  systemKey: "s",
+  toolsKey: "t",
+  systemTokens: 500,
+  toolsTokens: 500,
+  total: 2_200,
+  overBudget: false,
+  ...over,
+})

@@ -5,6 +5,7 @@ import * as CachePlanner from "../src/CachePlanner.ts"
 import * as CostModel from "../src/CostModel.ts"
 import * as Models from "../src/Models.ts"
 import * as PriceFile from "../src/PriceFile.ts"
+import { candidate } from "./Helpers.ts"
 
 const family = (name: string) => CostModel.lookup(name).family
 
@@ -88,21 +89,7 @@ describe("the model table", () => {
 
 describe("GPT-5.6's write fee in the cache planner", () => {
   // the previous prompt: 1,000 of system and tools, then messages of 100, 1,000 and 100 tokens
-  const previous: CachePlanner.Candidate = {
-    windowStart: 0,
-    maskBoundary: 0,
-    sent: [
-      { index: 0, masked: false, tokens: 100 },
-      { index: 1, masked: false, tokens: 1_000 },
-      { index: 2, masked: false, tokens: 100 },
-    ],
-    systemKey: "s",
-    toolsKey: "t",
-    systemTokens: 500,
-    toolsTokens: 500,
-    total: 2_200,
-    overBudget: false,
-  }
+  const previous = candidate()
   const appended = { index: 3, masked: false, tokens: 50 }
   const held: CachePlanner.Candidate = { ...previous, sent: [...previous.sent, appended], total: 2_250 }
   // masking message 1 (1,000 → 10 tokens) re-writes everything after message 0
