@@ -167,13 +167,17 @@ export const Options = Schema.Struct({
    * background compaction nor blocks on one for this turn; a summary already made still applies.
    */
   compaction: Schema.optional(Schema.Boolean),
-  /**
-   * Who writes the compaction summaries: `provider` asks the model's API for one (Anthropic on-demand
-   * compaction; the signed block is sent in place of the span, which keeps later thinking valid),
-   * `ctxd` its own summarizer. Default `provider` where the model has on-demand compaction and binds
-   * thinking to its prefix (an `anthropic` turn), else `ctxd`; `provider` elsewhere is `ctxd`.
-   */
-  summarizer: Schema.optional(Schema.Struct({ backend: Schema.optional(Schema.Literal("ctxd", "provider")) })),
+  /** The compaction summaries of this turn's session. */
+  summarizer: Schema.optional(
+    Schema.Struct({
+      /**
+       * Who writes them: `provider` the model's API (Anthropic on-demand compaction: its signed block keeps
+       * later thinking valid), `ctxd` its own summarizer. Default `provider` where the model has it and binds
+       * thinking (`anthropic` turns), else `ctxd`.
+       */
+      backend: Schema.optional(Schema.Literal("ctxd", "provider")),
+    }),
+  ),
   /**
    * The workspace bundle cache (default true): false reads a `system: {workspace}` bundle's files
    * for this turn instead of taking them from the worker's cache (and leaves the cache as it is).
