@@ -61,6 +61,7 @@ it("the API writes the summary in the background and later turns send its signed
     if (first.content[0]?.["type"] === "compaction") {
       withBlock++
       expect(first.role).toBe("assistant")
+      expect(reply.report.compaction.summary.writtenBy).toBe("provider")
       expect(String(first.content[0]["signature"])).toMatch(/^fakecmp1\./)
       // the newest exchange is always sent
       expect(JSON.stringify(reply.request)).toContain(`Turn ${k}, user note 5`)

@@ -99,7 +99,10 @@ export const rows: ReadonlyArray<ModelRow.Row> = [
     row("claude-opus-5.5", { input: 4, output: 20, read: 0.05, min: 4096, window: M, out: 128_000, caps: boundCompacting }),
   ],
   // https://platform.claude.com/docs/en/models/opus-5/overview: $5 / $25, 1M / 128K; minimum 512 (LiteLLM prompt-caching docs).
-  [/^claude-opus-5/, row("claude-opus-5", { input: 5, output: 25, read: 0.1, min: 512, window: M, out: 128_000, caps: searchingCompacting })],
+  [
+    /^claude-opus-5/,
+    row("claude-opus-5", { input: 5, output: 25, read: 0.1, min: 512, window: M, out: 128_000, caps: searchingCompacting }),
+  ],
   // pricing page: Opus 4.5–4.8 $5 / $25, hits $0.50. Minimums 1,024 (4.8), 2,048 (4.7), 4,096 (4.5, 4.6).
   [
     /^claude-opus-4[-.]8(?!\d)/,
@@ -129,7 +132,10 @@ export const rows: ReadonlyArray<ModelRow.Row> = [
     row("claude-sonnet-5.5", { input: 2, output: 10, read: 0.1, min: 4096, window: M, out: 128_000, caps: boundCompacting }),
   ],
   // models overview: Sonnet 5 $2 / $10, 1M / 128K; minimum 1,024 (LiteLLM prompt-caching docs).
-  [/^claude-sonnet-5/, row("claude-sonnet-5", { input: 2, output: 10, read: 0.1, min: 1024, window: M, out: 128_000, caps: searchingCompacting })],
+  [
+    /^claude-sonnet-5/,
+    row("claude-sonnet-5", { input: 2, output: 10, read: 0.1, min: 1024, window: M, out: 128_000, caps: searchingCompacting }),
+  ],
   // Sonnet 4.6: 1,024 or 2,048 in the sources read; the larger is kept.
   [
     /^claude-sonnet-4[-.]([6-9]|[1-9]\d)(?!\d)/,

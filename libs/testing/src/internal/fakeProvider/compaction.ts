@@ -95,7 +95,10 @@ const checkBlocks = (messages: ReadonlyArray<unknown>): Refusal | undefined => {
   const encrypted = only.block["encrypted_content"]
   const signature = only.block["signature"]
   if (typeof encrypted !== "string" || typeof signature !== "string" || signature !== sign(encrypted)) {
-    return refuse("compaction_signature_invalid", `messages.${only.m}.content.${only.k}: The \`compaction\` block's \`signature\` does not verify.`)
+    return refuse(
+      "compaction_signature_invalid",
+      `messages.${only.m}.content.${only.k}: The \`compaction\` block's \`signature\` does not verify.`,
+    )
   }
   let record: Record | undefined
   try {
@@ -176,5 +179,11 @@ export const usage = (
     cache_read_input_tokens: split.read,
     cache_creation: cache,
   }
-  return { ...counts, server_tool_use: null, service_tier: "standard", inference_geo: null, iterations: [{ type: "compaction", ...counts }] }
+  return {
+    ...counts,
+    server_tool_use: null,
+    service_tier: "standard",
+    inference_geo: null,
+    iterations: [{ type: "compaction", ...counts }],
+  }
 }

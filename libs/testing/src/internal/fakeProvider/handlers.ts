@@ -81,7 +81,10 @@ export const anthropic = (
     const summary = reply?.text ?? Anthropic.defaultText(messages.length, total, "")
     const content = [Compaction.block(body, summary)]
     const outputTokens = Math.max(1, Tokens.count(summary))
-    return json(200, Anthropic.message(id, model, { content, stopReason: "compaction", outputTokens }, Compaction.usage(split, outputTokens)))
+    return json(
+      200,
+      Anthropic.message(id, model, { content, stopReason: "compaction", outputTokens }, Compaction.usage(split, outputTokens)),
+    )
   }
   const answer = Anthropic.answer(body, reply, total, () => State.nextId(state))
   const usage = Anthropic.usage(split, answer.outputTokens)
