@@ -27,8 +27,12 @@
  *
  * Not documented, so decided here: the request carries the span as ctxd
  * renders it for Anthropic, without the session's `system` and `tools` (the
- * job does not carry them; tool calls and results then go as text); whether
- * the API's check of kept thinking needs those to match is not said.
+ * job does not carry them; tool calls and results then go as text), and on
+ * a model that binds thinking to its prefix without the span's thinking
+ * blocks (bound to a `system` and `tools` the request lacks, they would be
+ * refused). Whether the API's check of kept turns' thinking then accepts
+ * the swap is not said; the prompt's own reasoning rules decide what of it
+ * is sent after the swap.
  *
  * OpenAI's `POST /responses/compact` is not used: its output item is
  * encrypted and carries the whole state before it, with no readable summary
@@ -88,7 +92,26 @@ export const requestMessages = (
   const view = View.applySummary(history.slice(0, cut), live, countMessage, View.BLOCK_FORMAT)
   const rendered = AnthropicProvider.Render.render({ model, system: [], tools: [], messages: view.messages.map((m) => m.message) })
   const messages = rendered.body["messages"]
-  return Array.isArray(messages) ? messages.map(uncached) : []
+  if (!Array.isArray(messages)) return []
+  const bound = CostModel.lookup(model.name).capabilities.bindsReasoningToPrefix
+  return messages.map((m) => (bound ? withoutThinking(uncached(m)) : uncached(m)))
+}
+
+/**
+ * A wire message without its thinking blocks. On a model that binds thinking
+ * to its prefix a block is checked against the `system` and `tools` it was
+ * produced under, which this request does not carry: sent, every one would
+ * be refused (the prefix check's 400); left out, none is checked.
+ */
+const withoutThinking = (message: unknown): unknown => {
+  if (typeof message !== "object" || message === null) return message
+  const content = (message as { readonly content?: unknown }).content
+  if (!Array.isArray(content)) return message
+  const kept = content.filter((b: unknown) => {
+    const type = typeof b === "object" && b !== null ? (b as { readonly type?: unknown }).type : undefined
+    return type !== "thinking" && type !== "redacted_thinking"
+  })
+  return { ...message, content: kept.length === 0 ? [{ type: "text", text: AnthropicProvider.Render.EMPTY }] : kept }
 }
 
 /** A copy of a wire value without its `cache_control` marks: the compaction request is asked once, nothing to cache for it. */

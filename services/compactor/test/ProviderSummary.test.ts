@@ -51,6 +51,27 @@ describe("ProviderSummary: which backend", () => {
   })
 })
 
+describe("ProviderSummary: the compaction request", () => {
+  const thinking: Conversation.Message = {
+    role: "assistant",
+    parts: [
+      { type: "opaque", format: "anthropic", block: { type: "thinking", thinking: "Look it up.", signature: "sig" } },
+      { type: "text", text: "It shipped." },
+    ],
+  }
+  const history = stored([user("Where is order 42?"), thinking, user("Thanks. And order 43?"), assistant("Looking.")])
+  const messages = (name: string) =>
+    JSON.stringify(ProviderSummary.requestMessages(history, undefined, 2, Models.resolve({ provider: "anthropic", name }), () => 1))
+
+  it("holds the view up to the cut, without cache marks; thinking left out where the model binds it to a prefix", () => {
+    expect(messages(OPUS)).toContain("It shipped.")
+    expect(messages(OPUS)).not.toContain("order 43")
+    expect(messages(OPUS)).not.toContain("cache_control")
+    expect(messages(OPUS)).not.toContain('"thinking"')
+    expect(messages("claude-opus-5")).toContain('"thinking"')
+  })
+})
+
 describe("View: a provider-written summary", () => {
   it("is sent as the signed block, verbatim, in place of exactly the span; its text elsewhere", () => {
     const history = stored(exchange(8))
@@ -180,6 +201,16 @@ describe("Compactor: the provider backend through the SDK", () => {
       expect(live?.block).toBeUndefined()
       expect(live?.text.length).toBeGreaterThan(0)
       expect(result.detail).toContain("provider summary failed")
+    }).pipe(Effect.provide(layers())),
+  )
+
+  effectIt.live("server errors are retried like the summarizer's calls; the provider still writes the summary", () =>
+    Effect.gen(function* () {
+      server.control({ failNext: 2 })
+      const { result, live } = yield* compactOnce(Fixture.fresh(), "provider")
+      expect(result.outcome).toBe("ok")
+      expect(live?.block?.["type"]).toBe("compaction")
+      expect(server.requests().filter((r) => r.status === 500)).toHaveLength(2)
     }).pipe(Effect.provide(layers())),
   )
 
