@@ -43,6 +43,12 @@ export interface Capabilities {
   readonly midConversationSystem: boolean
   /** The request can mark where cached prefixes end (Anthropic `cache_control`, OpenAI `prompt_cache_breakpoint`). */
   readonly explicitCacheBreakpoints: boolean
+  /**
+   * The API writes a summary on demand and returns it as a signed block the
+   * later requests send in place of the span (Anthropic `compaction: {type:
+   * "summarize"}`); absent: false.
+   */
+  readonly providerCompaction?: boolean | undefined
 }
 
 /** No capability assumed: the flags of an unknown model. */

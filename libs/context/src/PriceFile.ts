@@ -15,7 +15,7 @@
  * names unique; `minCacheableTokens`, `maxBreakpoints`, `lookbackBlocks`
  * integers ≥ 0 and `incrementTokens` ≥ 1; `contextWindow` and
  * `maxOutputTokens` integers ≥ 1; `capabilities` an object of booleans
- * (`bindsReasoningToPrefix`, `toolSearch`, `midConversationSystem`,
+ * (`bindsReasoningToPrefix`, `toolSearch`, `midConversationSystem`, `providerCompaction`,
  * `explicitCacheBreakpoints`, each optional); `provider` one of `anthropic`,
  * `openai`, `gemini`, `unknown`; `mechanism` `explicit` or `automatic`; only
  * a trailing `*` in `match`; no other keys (a misspelt field is an error, not
@@ -57,8 +57,11 @@ export const Capabilities = Schema.Struct({
   toolSearch: optional(Schema.Boolean),
   midConversationSystem: optional(Schema.Boolean),
   explicitCacheBreakpoints: optional(Schema.Boolean),
+  providerCompaction: optional(Schema.Boolean),
 }).annotations(
-  expected('a capabilities object {"bindsReasoningToPrefix"?, "toolSearch"?, "midConversationSystem"?, "explicitCacheBreakpoints"?}'),
+  expected(
+    'a capabilities object {"bindsReasoningToPrefix"?, "toolSearch"?, "midConversationSystem"?, "explicitCacheBreakpoints"?, "providerCompaction"?}',
+  ),
 )
 
 /** A model-name prefix with an optional trailing `*`. */

@@ -167,6 +167,17 @@ export const Options = Schema.Struct({
    * background compaction nor blocks on one for this turn; a summary already made still applies.
    */
   compaction: Schema.optional(Schema.Boolean),
+  /** The compaction summaries of this turn's session. */
+  summarizer: Schema.optional(
+    Schema.Struct({
+      /**
+       * Who writes them: `provider` the model's API (Anthropic on-demand compaction: its signed block keeps
+       * later thinking valid), `ctxd` its own summarizer. Default `provider` where the model has it and binds
+       * thinking (`anthropic` turns), else `ctxd`.
+       */
+      backend: Schema.optional(Schema.Literal("ctxd", "provider")),
+    }),
+  ),
   /**
    * The workspace bundle cache (default true): false reads a `system: {workspace}` bundle's files
    * for this turn instead of taking them from the worker's cache (and leaves the cache as it is).

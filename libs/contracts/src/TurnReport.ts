@@ -234,7 +234,14 @@ export const Report = Schema.Struct({
   compaction: Schema.optional(
     Schema.Struct({
       summary: Schema.NullOr(
-        Schema.Struct({ coversFromSeq: Schema.Number, coversToSeq: Schema.Number, mode: Schema.String, depth: Schema.Number }),
+        Schema.Struct({
+          coversFromSeq: Schema.Number,
+          coversToSeq: Schema.Number,
+          mode: Schema.String,
+          depth: Schema.Number,
+          /** `provider`: the model's API wrote it (on-demand compaction) and its signed block is sent in place of the span; absent: ctxd's. */
+          writtenBy: Schema.optional(Schema.Literal("provider")),
+        }),
       ),
       /** `none`, `background` (a job was or is queued) or `blocking` (compacted before answering). */
       trigger: Schema.Literal("none", "background", "blocking"),

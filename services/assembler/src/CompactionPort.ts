@@ -123,6 +123,7 @@ export const layer = (options: {
               trigger: "over_window",
               ...(job.fixedTokens === undefined ? {} : { fixedTokens: job.fixedTokens }),
               ...(job.format === undefined ? {} : { format: job.format }),
+              ...(job.backend === undefined ? {} : { backend: job.backend }),
             })
             .pipe(
               Effect.timeout(timeout),

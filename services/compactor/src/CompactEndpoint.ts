@@ -86,6 +86,7 @@ export const handleJob = (job: WorkQueue.Job): Effect.Effect<WorkQueue.Dispositi
         trigger: job.trigger,
         fixedTokens: job.fixedTokens,
         format: job.format,
+        backend: job.backend,
       })
       .pipe(
         Effect.catchIf(

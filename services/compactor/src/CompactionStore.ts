@@ -1,6 +1,7 @@
 /**
  * Compaction state in Postgres (migration 4): the per-session lease, the
- * summaries (the newest per session is the live one) and the audit.
+ * summaries (the newest per session is the live one; migration 13: a
+ * provider-written one keeps its signed block) and the audit.
  *
  * Lease: one row per session, never deleted. {@link CompactionStore.acquire}
  * takes it when it is free or expired, by the database clock, and bumps the
@@ -53,7 +54,7 @@ const HOLDER = `
   FROM ctxd_sessions s LEFT JOIN ctxd_compaction_leases l ON l.session_id = s.id
   WHERE s.tenant = $1 AND s.session = $2`
 
-const SUMMARY_COLUMNS = "id, covers_from_seq, covers_to_seq, text, mode, depth, snapshot, token, created_at"
+const SUMMARY_COLUMNS = "id, covers_from_seq, covers_to_seq, text, mode, depth, snapshot, token, created_at, block"
 
 interface SummaryRow {
   readonly id: string
@@ -65,6 +66,7 @@ interface SummaryRow {
   readonly snapshot: Summarize.Snapshot | null
   readonly token: string
   readonly created_at: Date
+  readonly block: Readonly<Record<string, unknown>> | null
 }
 
 const toSummary = (row: SummaryRow): StoredSummary => ({
@@ -77,6 +79,7 @@ const toSummary = (row: SummaryRow): StoredSummary => ({
   snapshot: row.snapshot,
   token: BigInt(row.token),
   createdAt: row.created_at,
+  ...(row.block === null ? {} : { block: row.block }),
 })
 
 const toLease = (row: LeaseRow): Lease => ({
@@ -156,8 +159,8 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
               return yield* new NotNewer({ message: `the live summary already covers up to seq ${liveTo}`, liveToSeq: liveTo })
             }
             const { rows } = yield* tx.query<SummaryRow>(
-              `INSERT INTO ctxd_summaries (session_id, covers_from_seq, covers_to_seq, text, mode, depth, snapshot, token)
-               VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8) RETURNING ${SUMMARY_COLUMNS}`,
+              `INSERT INTO ctxd_summaries (session_id, covers_from_seq, covers_to_seq, text, mode, depth, snapshot, token, block)
+               VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9::jsonb) RETURNING ${SUMMARY_COLUMNS}`,
               [
                 lease.sessionId,
                 summary.coversFromSeq,
@@ -167,6 +170,7 @@ export class CompactionStore extends Effect.Service<CompactionStore>()("@ctxd/co
                 summary.depth,
                 summary.snapshot === undefined || summary.snapshot === null ? null : JSON.stringify(summary.snapshot),
                 lease.token.toString(),
+                summary.block === undefined ? null : JSON.stringify(summary.block),
               ],
             )
             return toSummary(rows[0]!)

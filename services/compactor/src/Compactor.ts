@@ -13,6 +13,10 @@
  * 4. Summarize the new span on top of the live summary (the summarizer
  *    retries each provider call 3 times with backoff). Failure: `failed`,
  *    nothing written — the history and the live summary are unchanged.
+ *    With the `provider` backend the model's API writes it (`ProviderSummary`:
+ *    the cut moved back to a user message, the span as the session sends
+ *    it, retried like the summarizer's calls); its failure falls back to
+ *    ctxd's summarizer for the same cut, so the job fails only when both do.
  * 5. Write the summary only while the lease's fencing token holds (checked
  *    in the write's transaction): `ok`, or `tool_result_truncated` when
  *    tool results were cut for the summarizer; a lost lease: `lock_held`.
@@ -20,15 +24,16 @@
  * Every outcome but `cooldown` and `not_needed` is audited
  * (`ctxd_compactions`) and all are counted (`Metrics`).
  */
-import { Models } from "@ctxd/context"
+import { Models, type Pipeline } from "@ctxd/context"
 import type { Compact, Summarize, Turn } from "@ctxd/contracts"
 import { SessionStore } from "@ctxd/db"
-import { Summarizer } from "@ctxd/summarizer"
+import { Llm, Summarizer } from "@ctxd/summarizer"
 import { LocalCounter } from "@ctxd/tokens"
 import { Clock, type ConfigError, Context, Data, Duration, Effect, Either, Layer, Option, Schedule } from "effect"
 import { type Audit, CompactionStore, type Lease, type StoredSummary } from "./CompactionStore.ts"
 import * as Metrics from "./Metrics.ts"
 import * as Plan from "./Plan.ts"
+import * as ProviderSummary from "./ProviderSummary.ts"
 import * as CompactorConfig from "./CompactorConfig.ts"
 import * as View from "./View.ts"
 
@@ -53,6 +58,12 @@ export interface CompactInput {
    * cut never crosses; default: any format's (see `Plan.planCut`).
    */
   readonly format?: Turn.Format | undefined
+  /**
+   * Who writes the summary (default `ctxd`): `provider` asks the session's
+   * model's API (`ProviderSummary`) where the model and format have it;
+   * when that call fails after its retries, ctxd's summarizer writes it.
+   */
+  readonly backend?: ProviderSummary.Backend | undefined
 }
 
 /** What came of it. */
@@ -115,6 +126,45 @@ export const make = (
     const summarizer = yield* Summarizer.Summarizer
     const counter = yield* LocalCounter.LocalCounter
     const ttl = config.leaseTtlMs
+    const llm = Option.getOrUndefined(yield* Effect.serviceOption(Llm.Llm))
+
+    /**
+     * The provider's summary of the cut, when the job asks for the `provider`
+     * backend and the model has it: `undefined` when it does not apply (ctxd's
+     * summarizer then writes the summary as before), `Left` with why it
+     * failed (after the summarizer's retry policy), `Right` the block.
+     */
+    const providerAttempt = (
+      input: CompactInput,
+      history: ReadonlyArray<Pipeline.StoredMessage>,
+      live: StoredSummary | undefined,
+      cut: Plan.Cut,
+      model: Models.ResolvedModel,
+    ) =>
+      Effect.gen(function* () {
+        if (input.backend !== "provider" || llm === undefined || !ProviderSummary.supports(model.name, input.format)) return undefined
+        const client = llm.client("anthropic", input.tenant)
+        const aligned = ProviderSummary.alignCut(history, cut.fromIndex, cut.toIndex)
+        if (client.compact === undefined || aligned === undefined) return undefined
+        const messages = ProviderSummary.requestMessages(history, live, aligned, model, (m) =>
+          counter.countMessage(m, counter.encodingFor(model)),
+        )
+        const retry = Schedule.exponential(Duration.millis(summarizer.config.retryBaseMs)).pipe(
+          Schedule.jittered,
+          Schedule.intersect(Schedule.recurs(summarizer.config.retries)),
+        )
+        const answer = yield* Effect.either(
+          client
+            .compact({ model: model.name, messages, maxTokens: summarizer.config.maxOutputTokens })
+            .pipe(Effect.retry({ schedule: retry, while: Llm.isRetryable })),
+        )
+        if (Either.isLeft(answer)) return Either.left(answer.left.message)
+        return Either.right({
+          ...answer.right,
+          coversFromSeq: cut.previous?.coversFromSeq ?? history[cut.fromIndex]!.seq,
+          coversToSeq: history[aligned - 1]!.seq,
+        })
+      })
 
     const compact = (input: CompactInput): Effect.Effect<CompactResult, CompactionError> =>
       Effect.gen(function* () {
@@ -213,6 +263,29 @@ export const make = (
               .slice(cut.fromIndex, cut.toIndex)
               .filter((m) => m.message.role !== "system")
               .map((m) => ({ seq: m.seq, message: m.message }))
+            const provider = yield* providerAttempt(input, history, live, cut, model)
+            if (provider !== undefined && provider._tag === "Right") {
+              const p = provider.right
+              tokensIn = p.inputTokens
+              tokensOut = p.outputTokens
+              const range = { coversFromSeq: p.coversFromSeq, coversToSeq: p.coversToSeq }
+              const written = yield* Effect.either(
+                store.writeSummary(lease, { ...range, text: p.content, mode: "one_shot", depth: 1, block: p.block }),
+              )
+              const about = { ...audit, ...range, mode: "one_shot" as const, depth: 1, model: model.name, summary: p.content }
+              if (Either.isLeft(written)) {
+                const e = written.left
+                if (e._tag === "LeaseLost") return yield* finish("lock_held", { detail: e.message, audit: about })
+                if (e._tag === "NotNewer") return yield* finish("no_boundary", { detail: e.message, audit: about })
+                return yield* database(e)
+              }
+              return yield* finish("ok", {
+                summary: written.right,
+                detail: `provider-written summary (${model.name}, on-demand compaction)`,
+                audit: { ...about, summaryId: written.right.id },
+              })
+            }
+            const fallback = provider === undefined ? undefined : `provider summary failed, ctxd's summarizer wrote it: ${provider.left}`
             const range = { coversFromSeq: cut.coversFromSeq, coversToSeq: cut.coversToSeq }
             const summarized = yield* Effect.either(
               summarizer.summarize({
@@ -243,6 +316,7 @@ export const make = (
               return yield* database(e)
             }
             const notes = [
+              fallback,
               s.truncatedToolResults > 0 ? `${s.truncatedToolResults} tool result(s) truncated for the summarizer` : undefined,
               s.fallback === null ? undefined : `structured summary fell back to text (${s.fallback})`,
               `${s.calls} summarizer call(s), depth ${s.depth}`,

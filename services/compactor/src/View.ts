@@ -21,6 +21,10 @@
  *   only when a new summary lands ({@link View.key} changes then: drop the
  *   landmarks and the mask grid kept for the old view).
  *
+ * A provider-written summary (one the compactor asked the API for, see
+ * `ProviderSummary`) replaces the span with its signed block instead, in the
+ * block's format; elsewhere its readable content makes the pair.
+ *
  * A provider compaction (Anthropic's `compaction` block, OpenAI's
  * `compaction` item) is a boundary: the view starts at the latest one of the
  * request's format and ctxd's summaries only ever fold what follows it
@@ -51,7 +55,26 @@ export interface Summary {
   readonly text: string
   readonly mode: Summarize.Mode
   readonly depth: number
+  /**
+   * A provider-written summary (Anthropic on-demand compaction): the signed
+   * `compaction` block, verbatim; `text` is its readable content.
+   */
+  readonly block?: Readonly<Record<string, unknown>> | undefined
 }
+
+/** The format a provider-written summary's block belongs to: only its requests send the block. */
+export const BLOCK_FORMAT: Turn.Format = "anthropic"
+
+/**
+ * The view's head for a provider-written summary: one assistant message
+ * holding the signed block, which the API takes first in `messages` in place
+ * of every message it summarized (the on-demand compaction docs' "continue
+ * from the summary").
+ */
+export const blockMessage = (block: Readonly<Record<string, unknown>>): Conversation.Message => ({
+  role: "assistant",
+  parts: [{ type: "opaque", format: BLOCK_FORMAT, block }],
+})
 
 /** The assistant half of the pair. */
 export const ACK = "Understood. I will continue from this summary and the messages that follow."
@@ -175,6 +198,20 @@ export const applySummary = (
     const m = history[i]!
     if (m.message.role === "system") pinned.push(m)
     else if (anchor === undefined && Window.isAnchor(m.message)) anchor = m.message
+  }
+  if (applied.block !== undefined && format === BLOCK_FORMAT) {
+    // the block stands for all it summarized: the view up to the cut (a boundary, pinned messages, an
+    // older summary included), so nothing of it is repeated; turns appended meanwhile follow verbatim
+    const message = blockMessage(applied.block)
+    const head: Array<Pipeline.StoredMessage> = [{ seq: applied.coversToSeq, message, tokens: countMessage(message) }]
+    return {
+      messages: head.concat(history.slice(tailFrom)),
+      summary: applied,
+      ...marks,
+      tailFrom,
+      prefixLength: 1,
+      key: `${applied.coversFromSeq}-${applied.coversToSeq}-${applied.id ?? "x"}p${boundaryKey}`,
+    }
   }
   const [user, assistant] = pair(applied, anchor)
   const prefix: Array<Pipeline.StoredMessage> = [

@@ -36,6 +36,8 @@ export const Job = Schema.Struct({
   fixedTokens: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
   /** The request format of the turn that enqueued it: its provider compactions bound the cut (absent: any format's). */
   format: Schema.optional(Turn.Format),
+  /** Who writes the summary, resolved by the turn (`Compactor.backendFor`; absent: `ctxd`, as before the field). */
+  backend: Schema.optional(Schema.Literal("ctxd", "provider")),
 })
 export type Job = typeof Job.Type
 

@@ -73,6 +73,19 @@ for (const [name, stores] of [
         }),
       )
 
+      it.effect("a provider-written summary keeps its signed block verbatim; a ctxd one has none", () =>
+        Effect.gen(function* () {
+          const store = yield* CompactionStore.CompactionStore
+          const session = yield* stored
+          const lease = yield* store.acquire("acme", session, "a", 60_000)
+          yield* store.writeSummary(lease, summary(3))
+          expect(Option.getOrThrow(yield* store.latestSummary("acme", session)).block).toBeUndefined()
+          const block = { type: "compaction", content: "up to 7", encrypted_content: "eyJ2IjoxfQ", signature: "fakecmp1.s" }
+          yield* store.writeSummary(lease, { ...summary(7), text: "up to 7", block })
+          expect(Option.getOrThrow(yield* store.latestSummary("acme", session))).toMatchObject({ coversToSeq: 7, text: "up to 7", block })
+        }),
+      )
+
       it.effect("the audit newest first, and a failure streak only when the last attempts all failed", () =>
         Effect.gen(function* () {
           const store = yield* CompactionStore.CompactionStore

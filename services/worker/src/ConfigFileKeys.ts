@@ -67,6 +67,7 @@ export const defaults: Readonly<Record<string, string | FromEnv>> = {
   learningsFraction: env("CTXD_LEARNINGS_FRACTION"),
   promptCache: "`true`",
   compaction: "`true`",
+  "summarizer.backend": "`provider` where the model has it, else `ctxd`",
   workspaceCache: "`true`",
   "toolsets.defaults": env("CTXD_DEFAULT_TOOLSETS"),
   "toolsets.includeWrite": "`false`",

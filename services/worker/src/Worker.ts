@@ -302,6 +302,8 @@ export const layer = Layer.unwrapEffect(
       Layer.provide(compactionStore),
       Layer.provide(store),
       Layer.provide(summarizer),
+      // the provider backend's on-demand summaries go through the same clients and keys
+      Layer.provide(llm),
       Layer.provide(localCounter),
     )
     const compaction = CompactionPort.layer({ root: config.subjectRoot, config: compactorConfig }).pipe(

@@ -15,7 +15,7 @@
  * before it is superseded, and the job's `afterSeq` (what the view already
  * folds) and `format` keep the compactor's cut after it.
  */
-import { Plan, View } from "@ctxd/compactor"
+import { Plan, ProviderSummary, View } from "@ctxd/compactor"
 import * as Carry from "./Carry.ts"
 
 export const stage: Carry.Stage = {
@@ -35,7 +35,8 @@ export const stage: Carry.Stage = {
     const decided =
       carry.answers.compacted ??
       (thresholds === undefined ? undefined : Plan.decide(Plan.estimate(view.messages, fixedTokens), model.effectiveWindow, thresholds))
-    const job = { tenant, session, afterSeq: View.foldedThrough(view), model: request.model, fixedTokens, format }
+    const backend = ProviderSummary.backendFor(carry.inputs.options.summarizerBackend, model.name, format)
+    const job = { tenant, session, afterSeq: View.foldedThrough(view), model: request.model, fixedTokens, format, backend }
     if (decided?.trigger === "blocking" && carry.answers.compacted === undefined) {
       return Carry.need({ _tag: "CompactNow", job: { ...job, trigger: "over_window" }, decision: decided })
     }

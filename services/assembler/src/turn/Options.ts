@@ -38,6 +38,8 @@ export interface Resolved {
   readonly workspaceCache: boolean
   /** False: this turn neither schedules nor waits for a compaction (`options.compaction`). */
   readonly compaction: boolean
+  /** Who writes the compaction summaries, as asked (`options.summarizer.backend`; undefined: the model's default, `Compactor.backendFor`). */
+  readonly summarizerBackend: "ctxd" | "provider" | undefined
 }
 
 /** The memory knobs of a turn, merged. */
@@ -89,5 +91,6 @@ export const resolve = (config: AssemblerConfig.Config, tenant: string, request:
     promptCache: merged.promptCache ?? true,
     workspaceCache: merged.workspaceCache ?? true,
     compaction: merged.compaction ?? true,
+    summarizerBackend: merged.summarizer?.backend,
   }
 }

@@ -78,6 +78,7 @@ export const stage: Carry.Stage = {
                         coversToSeq: view.summary.coversToSeq,
                         mode: view.summary.mode,
                         depth: view.summary.depth,
+                        ...(view.summary.block === undefined ? {} : { writtenBy: "provider" as const }),
                       },
                 trigger: decision.trigger,
                 utilization: decision.utilization,

@@ -93,6 +93,7 @@ export const memoryStore = (options: MemoryOptions = {}): CompactionStoreService
           snapshot: summary.snapshot ?? null,
           token: lease.token,
           createdAt: new Date(now),
+          ...(summary.block === undefined ? {} : { block: summary.block }),
         }
         summaries.set(lease.sessionId, [...(summaries.get(lease.sessionId) ?? []), stored])
         return Effect.succeed(stored)

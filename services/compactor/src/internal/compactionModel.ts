@@ -42,6 +42,8 @@ export interface NewSummary {
   readonly mode: Summarize.Mode
   readonly depth: number
   readonly snapshot?: Summarize.Snapshot | null | undefined
+  /** A provider-written summary: its signed block, verbatim (`text` is its readable content). */
+  readonly block?: Readonly<Record<string, unknown>> | undefined
 }
 
 /** A stored summary. */

@@ -1,5 +1,6 @@
 /** The summarizer's model calls to Anthropic Messages: the I/O half of the `anthropic` adapter. */
 import Anthropic from "@anthropic-ai/sdk"
+import { AnthropicProvider } from "@ctxd/context"
 import { Effect } from "effect"
 import type * as SummarizerConfig from "../SummarizerConfig.ts"
 import * as Calls from "./Calls.ts"
@@ -34,6 +35,43 @@ export const client = (endpoint: SummarizerConfig.Endpoint, timeoutMs: number): 
           outputTokens: message.usage.output_tokens,
           stopReason: message.stop_reason ?? "end_turn",
         })),
+      ),
+    compact: (request) =>
+      Calls.bounded("anthropic", timeoutMs, request.model, sdk.apiKey, (signal) =>
+        // https://platform.claude.com/docs/en/build-with-claude/compaction-on-demand: the beta on the request,
+        // `compaction: {type: "summarize"}`, and one signed `compaction` block back with stop_reason "compaction"
+        sdk.beta.messages.create(
+          {
+            model: request.model,
+            max_tokens: request.maxTokens,
+            messages: request.messages as Anthropic.Beta.Messages.BetaMessageParam[],
+            compaction: { type: "summarize" },
+            betas: [AnthropicProvider.Validate.ON_DEMAND_COMPACTION_BETA],
+          },
+          { signal, timeout: timeoutMs, maxRetries: 0 },
+        ),
+      ).pipe(
+        Effect.flatMap((message) => {
+          const block = message.content.find((b) => b.type === "compaction")
+          if (message.stop_reason !== "compaction" || block === undefined || typeof block.content !== "string" || block.content === "") {
+            // a null content is the API's failed compaction (a no-op block): nothing to store
+            return Effect.fail(
+              new Calls.ProviderFailed({
+                provider: "anthropic",
+                reason: "unknown",
+                message: `no summary came back (stop_reason ${message.stop_reason ?? "null"})`,
+              }),
+            )
+          }
+          // the operation's own usage is its `compaction` iteration when listed, else the top-level fields
+          const usage = message.usage.iterations?.find((i) => i.type === "compaction") ?? message.usage
+          return Effect.succeed({
+            block: block as unknown as Readonly<Record<string, unknown>>,
+            content: block.content,
+            inputTokens: usage.input_tokens + (usage.cache_read_input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0),
+            outputTokens: usage.output_tokens,
+          })
+        }),
       ),
   }
 }

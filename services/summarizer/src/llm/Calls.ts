@@ -41,6 +41,27 @@ export interface Completion {
 }
 
 /**
+ * An on-demand summary to ask a provider for: the span as the session's
+ * prompts send it, in the provider's wire format (Anthropic Messages).
+ */
+export interface CompactionRequest {
+  readonly model: string
+  /** The wire `messages` of the span (a previous provider summary first, when there is one). */
+  readonly messages: ReadonlyArray<unknown>
+  readonly maxTokens: number
+}
+
+/** The provider's summary: its signed block, verbatim, and the readable copy. */
+export interface ProviderSummary {
+  /** The block to send back in place of the span, byte for byte. */
+  readonly block: Readonly<Record<string, unknown>>
+  /** Its readable summary (the audit copy). */
+  readonly content: string
+  readonly inputTokens: number
+  readonly outputTokens: number
+}
+
+/**
  * Why a call failed. `rate_limited`, `server`, `timeout` and `connection` are
  * worth retrying; `denied`: no key this tenant may use (`ProviderKeys`), no
  * call was made.
@@ -63,6 +84,8 @@ export const isRetryable = (error: ProviderFailed): boolean =>
 export interface LlmClient {
   readonly provider: SummarizerConfig.ProviderKind
   readonly complete: (request: CompletionRequest) => Effect.Effect<Completion, ProviderFailed>
+  /** An on-demand summary written by the provider; absent: the provider has none. */
+  readonly compact?: ((request: CompactionRequest) => Effect.Effect<ProviderSummary, ProviderFailed>) | undefined
 }
 
 const reasonOf = (status: number): FailureReason =>

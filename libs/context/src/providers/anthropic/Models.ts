@@ -14,6 +14,11 @@
  *   append instructions as `role: "system"` messages (`midConversationSystem`).
  * - tool search with `defer_loading` (`toolSearch`):
  *   https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool
+ * - on-demand compaction (`providerCompaction`):
+ *   https://platform.claude.com/docs/en/build-with-claude/compaction-on-demand
+ *   (supported models: Fable / Mythos 5.1 and 5, Opus 5.5, 5, 4.8, 4.7, 4.6,
+ *   Sonnet 5.5, 5, 4.6, Haiku 5.5; Fable / Mythos 5.2 are not listed, so not
+ *   assumed).
  * - minimum cacheable prompt:
  *   https://platform.claude.com/docs/en/build-with-claude/prompt-caching —
  *   the 5.5 / 5.1 / 5.2 minimums were not found: those rows take 4,096 (the
@@ -35,6 +40,9 @@ const bound: ModelRow.Capabilities = {
 }
 const searching: ModelRow.Capabilities = { ...ModelRow.noCapabilities, toolSearch: true, explicitCacheBreakpoints: true }
 const plain: ModelRow.Capabilities = { ...ModelRow.noCapabilities, explicitCacheBreakpoints: true }
+/** The same with on-demand compaction (see the module comment). */
+const boundCompacting: ModelRow.Capabilities = { ...bound, providerCompaction: true }
+const searchingCompacting: ModelRow.Capabilities = { ...searching, providerCompaction: true }
 
 const M = 1_000_000
 
@@ -73,7 +81,7 @@ export const rows: ReadonlyArray<ModelRow.Row> = [
   // Fable / Mythos 5.2 are on the prefix-check and tool-search pages, their prices were not found: 5.1's, with 0.1× reads.
   [
     /^claude-(fable|mythos)-5[-.]1(?!\d)/,
-    row("claude-fable-5.1", { input: 10, output: 50, read: 0.025, min: 4096, window: M, out: 128_000, caps: bound }),
+    row("claude-fable-5.1", { input: 10, output: 50, read: 0.025, min: 4096, window: M, out: 128_000, caps: boundCompacting }),
   ],
   [
     /^claude-(fable|mythos)-5[-.]([2-9]|[1-9]\d)(?!\d)/,
@@ -83,27 +91,30 @@ export const rows: ReadonlyArray<ModelRow.Row> = [
   // Minimum: 512 or 2,048 in secondary sources (LiteLLM prompt-caching docs, fableguide.com); the larger is kept.
   [
     /^claude-(fable|mythos)-5/,
-    row("claude-fable-5", { input: 10, output: 50, read: 0.1, min: 2048, window: M, out: 128_000, caps: searching }),
+    row("claude-fable-5", { input: 10, output: 50, read: 0.1, min: 2048, window: M, out: 128_000, caps: searchingCompacting }),
   ],
   // https://platform.claude.com/docs/en/models/opus-5-5/overview: $4 / $20, 5m write $5, 1h write $8, read $0.20 (0.05×), 1M / 128K.
   [
     /^claude-opus-5[-.]([5-9]|[1-9]\d)(?!\d)/,
-    row("claude-opus-5.5", { input: 4, output: 20, read: 0.05, min: 4096, window: M, out: 128_000, caps: bound }),
+    row("claude-opus-5.5", { input: 4, output: 20, read: 0.05, min: 4096, window: M, out: 128_000, caps: boundCompacting }),
   ],
   // https://platform.claude.com/docs/en/models/opus-5/overview: $5 / $25, 1M / 128K; minimum 512 (LiteLLM prompt-caching docs).
-  [/^claude-opus-5/, row("claude-opus-5", { input: 5, output: 25, read: 0.1, min: 512, window: M, out: 128_000, caps: searching })],
+  [
+    /^claude-opus-5/,
+    row("claude-opus-5", { input: 5, output: 25, read: 0.1, min: 512, window: M, out: 128_000, caps: searchingCompacting }),
+  ],
   // pricing page: Opus 4.5–4.8 $5 / $25, hits $0.50. Minimums 1,024 (4.8), 2,048 (4.7), 4,096 (4.5, 4.6).
   [
     /^claude-opus-4[-.]8(?!\d)/,
-    row("claude-opus-4.8", { input: 5, output: 25, read: 0.1, min: 1024, window: M, out: 128_000, caps: searching }),
+    row("claude-opus-4.8", { input: 5, output: 25, read: 0.1, min: 1024, window: M, out: 128_000, caps: searchingCompacting }),
   ],
   [
     /^claude-opus-4[-.]7(?!\d)/,
-    row("claude-opus-4.7", { input: 5, output: 25, read: 0.1, min: 2048, window: M, out: 128_000, caps: searching }),
+    row("claude-opus-4.7", { input: 5, output: 25, read: 0.1, min: 2048, window: M, out: 128_000, caps: searchingCompacting }),
   ],
   [
     /^claude-opus-4[-.]6(?!\d)/,
-    row("claude-opus-4.6", { input: 5, output: 25, read: 0.1, min: 4096, window: M, out: 128_000, caps: searching }),
+    row("claude-opus-4.6", { input: 5, output: 25, read: 0.1, min: 4096, window: M, out: 128_000, caps: searchingCompacting }),
   ],
   [
     /^claude-opus-4[-.]([5-9]|[1-9]\d)(?!\d)/,
@@ -118,14 +129,17 @@ export const rows: ReadonlyArray<ModelRow.Row> = [
   // $0.10 from 2026-10-07 is reported by third parties, not by the page read), 1M / 128K.
   [
     /^claude-sonnet-5[-.]([5-9]|[1-9]\d)(?!\d)/,
-    row("claude-sonnet-5.5", { input: 2, output: 10, read: 0.1, min: 4096, window: M, out: 128_000, caps: bound }),
+    row("claude-sonnet-5.5", { input: 2, output: 10, read: 0.1, min: 4096, window: M, out: 128_000, caps: boundCompacting }),
   ],
   // models overview: Sonnet 5 $2 / $10, 1M / 128K; minimum 1,024 (LiteLLM prompt-caching docs).
-  [/^claude-sonnet-5/, row("claude-sonnet-5", { input: 2, output: 10, read: 0.1, min: 1024, window: M, out: 128_000, caps: searching })],
+  [
+    /^claude-sonnet-5/,
+    row("claude-sonnet-5", { input: 2, output: 10, read: 0.1, min: 1024, window: M, out: 128_000, caps: searchingCompacting }),
+  ],
   // Sonnet 4.6: 1,024 or 2,048 in the sources read; the larger is kept.
   [
     /^claude-sonnet-4[-.]([6-9]|[1-9]\d)(?!\d)/,
-    row("claude-sonnet-4.6+", { input: 3, output: 15, read: 0.1, min: 2048, window: 200_000, out: 8_192, caps: searching }),
+    row("claude-sonnet-4.6+", { input: 3, output: 15, read: 0.1, min: 2048, window: 200_000, out: 8_192, caps: searchingCompacting }),
   ],
   [
     /^claude-sonnet-4[-.]5(?!\d)/,
@@ -139,7 +153,7 @@ export const rows: ReadonlyArray<ModelRow.Row> = [
   // up to 100,000 tokens; longer prompts are billed 5× on every token (the multipliers are the same); 1M / 128K.
   [
     /^claude-haiku-5[-.]([5-9]|[1-9]\d)(?!\d)/,
-    row("claude-haiku-5.5", { input: 0.1, output: 0.5, read: 0.1, min: 4096, window: M, out: 128_000, caps: bound }),
+    row("claude-haiku-5.5", { input: 0.1, output: 0.5, read: 0.1, min: 4096, window: M, out: 128_000, caps: boundCompacting }),
   ],
   // pricing page: Haiku 4.5 $1 / $5; 200K / 64K (models overview; the reserve stays 8,192).
   [/^claude-haiku-4/, row("claude-haiku-4.5", { input: 1, output: 5, read: 0.1, min: 4096, window: 200_000, out: 8_192, caps: searching })],

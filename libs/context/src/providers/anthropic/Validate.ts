@@ -13,7 +13,8 @@
  * `content` a non-empty string or null, `encrypted_content` / `signature`
  * strings or null, `tool_changes` a list), the `compact_20260112` edit of
  * `context_management` and the top-level `compaction` parameter (not both)
- * are accepted only with it. The conversation may then open with an
+ * are accepted only with it (or with on-demand compaction's
+ * `compact-2026-09-04`). The conversation may then open with an
  * assistant message whose first block is a compaction block.
  *
  * Thinking: `thinking` blocks need their `thinking` and `signature`,
@@ -34,6 +35,7 @@ import {
   blocksOf,
   COMPACTION_BETA,
   isRecord,
+  ON_DEMAND_COMPACTION_BETA,
   type Json,
   nullableString,
   typeOf,
@@ -42,7 +44,7 @@ import {
   validateTools,
 } from "./ValidateParts.ts"
 
-export { COMPACTION_BETA } from "./ValidateParts.ts"
+export { COMPACTION_BETA, ON_DEMAND_COMPACTION_BETA } from "./ValidateParts.ts"
 
 const CREATE_KEYS = new Set([
   "model",
@@ -244,7 +246,7 @@ const opensWithCompaction = (message: Json): boolean => typeOf(blocksOf(message[
  * `undefined` when valid; `betas`: the `anthropic-beta` header's values.
  */
 export const validate = (body: unknown, endpoint: "messages" | "count_tokens", betas: ReadonlyArray<string> = []): string | undefined => {
-  const compaction = betas.includes(COMPACTION_BETA)
+  const compaction = betas.includes(COMPACTION_BETA) || betas.includes(ON_DEMAND_COMPACTION_BETA)
   if (!isRecord(body)) return "Input should be a valid dictionary"
   const allowed = endpoint === "messages" ? CREATE_KEYS : COUNT_KEYS
   for (const key of Object.keys(body)) if (!allowed.has(key)) return `${key}: Extra inputs are not permitted`

@@ -16,6 +16,12 @@ export const isRecord = (u: unknown): u is Json => typeof u === "object" && u !=
 
 /** The beta that server-side compaction needs. */
 export const COMPACTION_BETA = "compact-2026-01-12"
+/**
+ * The beta of on-demand compaction (`compaction: {type: "summarize"}` and the
+ * signed block it returns), which also accepts compaction blocks:
+ * https://platform.claude.com/docs/en/build-with-claude/compaction-on-demand
+ */
+export const ON_DEMAND_COMPACTION_BETA = "compact-2026-09-04"
 const COMPACTION_KEYS = new Set(["type", "content", "encrypted_content", "signature", "tool_changes", "cache_control"])
 /** The refusal of `what` without the compaction beta. */
 export const betaRequired = (what: string): string => `${what} requires the beta header \`anthropic-beta: ${COMPACTION_BETA}\``

@@ -5,12 +5,14 @@
 import { AnthropicProvider, type ProviderApi, Providers } from "@ctxd/context"
 import * as Anthropic from "./anthropic.ts"
 import * as Cache from "./cache.ts"
+import * as Compaction from "./compaction.ts"
 import * as Gemini from "./gemini.ts"
 import { isRecord, type Json } from "./json.ts"
 import * as OpenAI from "./openai.ts"
 import * as Responses from "./responses.ts"
 import type { ScriptedError } from "./settings.ts"
 import * as State from "./state.ts"
+import * as Tokens from "./tokens.ts"
 
 /** A response to write: JSON, or server-sent events (already framed). */
 export type Reply =
@@ -50,6 +52,12 @@ export const anthropic = (
   requestId: string,
   betas: ReadonlyArray<string> = [],
 ): Reply => {
+  const refused = Compaction.check(body, betas)
+  if (refused !== undefined) {
+    const envelope = apiOf("anthropic").errorBody(refused.status, refused.message, requestId) as Json
+    const inner = envelope["error"] as Json
+    return json(refused.status, { ...envelope, error: { ...inner, details: { error_code: refused.code } } })
+  }
   const problem = AnthropicProvider.Validate.validate(body, endpoint, betas)
   if (problem !== undefined || !isRecord(body)) return error("anthropic", 400, problem ?? "invalid request", requestId)
   const blocks = Anthropic.promptBlocks(body)
@@ -66,10 +74,20 @@ export const anthropic = (
     lookbackBlocks: state.settings.cacheLookbackBlocks,
     now: Date.now(),
   })
-  const answer = Anthropic.answer(body, reply, total, () => State.nextId(state))
-  const usage = Anthropic.usage(split, answer.outputTokens)
   const id = `msg_${State.nextId(state)}`
   const model = String(body["model"])
+  if (Compaction.asksForSummary(body)) {
+    const messages = Array.isArray(body["messages"]) ? body["messages"] : []
+    const summary = reply?.text ?? Anthropic.defaultText(messages.length, total, "")
+    const content = [Compaction.block(body, summary)]
+    const outputTokens = Math.max(1, Tokens.count(summary))
+    return json(
+      200,
+      Anthropic.message(id, model, { content, stopReason: "compaction", outputTokens }, Compaction.usage(split, outputTokens)),
+    )
+  }
+  const answer = Anthropic.answer(body, reply, total, () => State.nextId(state))
+  const usage = Anthropic.usage(split, answer.outputTokens)
   if (body["stream"] !== true) return json(200, Anthropic.message(id, model, answer, usage))
   const frames = Anthropic.streamEvents(id, model, answer, usage).map(
     ([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`,
