@@ -121,4 +121,6 @@ export interface Adapter<F extends Turn.Format = Turn.Format> {
    * has `toolSearch`. Absent: on-demand toolsets go through `load_toolset`.
    */
   readonly toolSearch?: Conversation.Tool | undefined
+  /** This format sends `role: "system"` messages where they stand (`MidSystem`), on models whose row has `midConversationSystem`. */
+  readonly midConversationSystem?: boolean | undefined
 }

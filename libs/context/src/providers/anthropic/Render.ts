@@ -44,6 +44,7 @@ import * as CacheLayout from "../../CacheLayout.ts"
 import * as Foreign from "../../internal/foreign.ts"
 import * as ProviderCompaction from "../../ProviderCompaction.ts"
 import type * as Models from "../../Models.ts"
+import * as MidSystem from "../../MidSystem.ts"
 import * as Reasoning from "../../Reasoning.ts"
 import * as ToolSearch from "../../ToolSearch.ts"
 
@@ -228,7 +229,7 @@ const toolsAsText = (message: Conversation.Message, names: Map<string, string>):
 }
 
 interface Draft {
-  readonly role: "user" | "assistant"
+  readonly role: "user" | "assistant" | "system"
   readonly results: Array<Block>
   readonly others: Array<Block>
 }
@@ -284,7 +285,16 @@ export const render = (input: RenderInput): Rendered => {
     // a message that is only another format's compaction renders to nothing: no "(empty)" turn for it
     if (message.parts.length > 0 && message.parts.every((p) => (ProviderCompaction.formatOf(p) ?? "anthropic") !== "anthropic")) continue
     if (message.role === "assistant") ids = uniqueCallIds(message, used)
-    if (message.role === "system") {
+    // a mid-conversation system message stands where it is, right after a user turn (else it reads as user text there)
+    if (MidSystem.isMid(message) && drafts.at(-1)?.role === "user") {
+      drafts.push({
+        role: "system",
+        results: [],
+        others: message.parts.flatMap((p) => (p.type === "text" ? [{ type: "text", text: p.text }] : [])),
+      })
+      continue
+    }
+    if (message.role === "system" && !MidSystem.isMid(message)) {
       for (const p of message.parts) if (p.type === "text" && !isBlank(p.text)) system.push({ type: "text", text: p.text })
       continue
     }

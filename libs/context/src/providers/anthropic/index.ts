@@ -30,6 +30,7 @@ export const adapter: Adapter.Adapter<"anthropic"> = {
   tools: Normalize.tools,
   usage: Usage.reader,
   toolSearch: Render.searchTool,
+  midConversationSystem: true,
   render: (input) => {
     const rendered = Render.render({ ...input, ttl: input.cachePlan?.tier === "1h" ? "1h" : "5m" })
     return { request: rendered.body, cache: { breakpoints: rendered.breakpoints, promptCacheKey: null } }
