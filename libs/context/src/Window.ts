@@ -60,7 +60,7 @@ export const landmarks = (history: ReadonlyArray<Units.Entry>, previous?: Landma
   let asked: Array<number> | undefined
   for (let i = from; i < history.length; i++) {
     const message = history[i]!.message
-    if (message.role === "system" || ProviderCompaction.holds(message)) (added ??= []).push(i)
+    if ((message.role === "system" && message.midConversation !== true) || ProviderCompaction.holds(message)) (added ??= []).push(i)
     else if (isRequest(message)) {
       anchor ??= i
       ;(asked ??= []).push(i)

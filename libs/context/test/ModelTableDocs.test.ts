@@ -37,10 +37,48 @@ const render = (): string =>
     ),
   ].join("\n")
 
+/** What ctxd does on a row's models, per lever (one cell each). */
+const uses = (p: CostModel.ModelPrices): ReadonlyArray<string> => {
+  const c = p.capabilities
+  const anthropic = p.provider === "anthropic"
+  return [
+    c.bindsReasoningToPrefix ? "bound: no block sent after an edit before it" : "older turns' reasoning left out",
+    c.toolSearch && anthropic ? "`defer_loading` + `tool_search_tool_bm25`" : "`load_toolset`",
+    c.midConversationSystem && anthropic ? "`role: system` after the turn" : "tail notes, learnings in `system`",
+    !c.explicitCacheBreakpoints ? "automatic prefix" : anthropic ? "`cache_control`" : "`prompt_cache_breakpoint`",
+    anthropic ? "`compaction` block (a boundary)" : p.provider === "openai" ? "Responses `compaction` item (a boundary)" : "—",
+  ]
+}
+
+/** The "What ctxd uses on which model" table: consecutive rows of one provider that get the same cells share a line. */
+const renderUses = (): string => {
+  const lines: Array<{ families: Array<string>; provider: string; cells: string }> = []
+  for (const [, p] of CostModel.table) {
+    const cells = uses(p).join(" | ")
+    const last = lines.at(-1)
+    if (last !== undefined && last.provider === p.provider && last.cells === cells) {
+      if (!last.families.includes(p.family)) last.families.push(p.family)
+    } else lines.push({ families: [p.family], provider: p.provider, cells })
+  }
+  return [
+    "| model families | prefix-bound reasoning | tool search | mid-conversation system | explicit cache breakpoints | provider compaction |",
+    "| --- | --- | --- | --- | --- | --- |",
+    ...lines.map((l) => `| ${l.families.join(", ")} | ${l.cells} |`),
+  ].join("\n")
+}
+
+const page = (): string => readFileSync(join(import.meta.dirname, "..", "..", "..", "docs", "providers.md"), "utf8")
+const between = (text: string, marker: string): string =>
+  text.slice(text.indexOf(`<!-- ${marker} -->\n`) + marker.length + 10, text.indexOf(`\n<!-- /${marker} -->`))
+
 describe("docs/providers.md, section Model table", () => {
   it("shows the rows of the code", () => {
-    const page = readFileSync(join(import.meta.dirname, "..", "..", "..", "docs", "providers.md"), "utf8")
-    const shown = page.slice(page.indexOf("<!-- model-table -->\n") + 21, page.indexOf("\n<!-- /model-table -->"))
-    expect(shown, render()).toBe(render())
+    expect(between(page(), "model-table"), render()).toBe(render())
+  })
+})
+
+describe("docs/providers.md, section What ctxd uses on which model", () => {
+  it("shows what the rows' flags make ctxd do", () => {
+    expect(between(page(), "uses-table"), renderUses()).toBe(renderUses())
   })
 })

@@ -87,6 +87,13 @@ export const Message = Schema.Struct({
   name: Schema.optional(Schema.String),
   /** For `system` messages: true when it arrived as OpenAI `developer`. */
   developer: Schema.optional(Schema.Boolean),
+  /**
+   * For `system` messages ctxd appended (memory, learnings, a loop nudge):
+   * true — sent where it stands, as a mid-conversation system message where
+   * the model takes one, else as user text at that place; never pinned to
+   * the top-level system prompt.
+   */
+  midConversation: Schema.optional(Schema.Boolean),
 })
 export type Message = typeof Message.Type
 

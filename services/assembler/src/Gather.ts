@@ -12,7 +12,7 @@
  * `SessionState.advance`. The `memory` stage's search is `retrieve`,
  * performed when the stage asks.
  */
-import { type Knowledge, MemoryRetrieval, Providers, type SessionLengths } from "@ctxd/context"
+import { type Knowledge, MemoryRetrieval, Providers, type SessionLengths, ToolSearch } from "@ctxd/context"
 import type { Conversation, Errors } from "@ctxd/contracts"
 import { Turn } from "@ctxd/contracts"
 import { KnowledgeStore, MemoryStore, SessionStore } from "@ctxd/db"
@@ -190,7 +190,8 @@ export class Gather extends Effect.Service<Gather>()("@ctxd/assembler/Gather", {
         counter = {
           encoding,
           countText: (text) => local.countText(text, encoding),
-          countTools: (tools) => local.countTools(tools, encoding),
+          // deferred tools (provider tool search) are not in the prompt
+          countTools: (tools) => local.countTools(ToolSearch.loaded(tools), encoding),
           countMessage: (message) => local.countMessage(message, encoding),
         }
         counters.set(encoding, counter)

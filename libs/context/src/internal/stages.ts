@@ -5,6 +5,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import type * as Budget from "../Budget.ts"
 import * as Masking from "../Masking.ts"
+import * as MidSystem from "../MidSystem.ts"
 import type { Turn } from "@ctxd/contracts"
 import type * as CacheLayout from "../CacheLayout.ts"
 import * as CachePlanner from "../CachePlanner.ts"
@@ -78,6 +79,8 @@ export interface Input {
   readonly storedTokens?: number | undefined
   /** Tool order (default `"name"`), see {@link CacheLayout.ToolOrder}. */
   readonly toolOrder?: CacheLayout.ToolOrder | undefined
+  /** The model takes mid-conversation system messages (`MidSystem`); otherwise they go as user text at their place. */
+  readonly midConversationSystem?: boolean | undefined
   /** Counts tool definitions (compressed ones); default: `toolsTokens` scaled by the JSON size. */
   readonly countTools?: ((tools: ReadonlyArray<Conversation.Tool>) => number) | undefined
   /** Counts a plain text (masking references); default: `ceil(length / 3)`. */
@@ -251,7 +254,7 @@ export const renderStage = (
     model: input.model,
     system: input.system,
     tools,
-    messages,
+    messages: input.midConversationSystem === true ? messages : MidSystem.asUser(messages),
     memory,
     trailer: input.trailer?.text,
     toolOrder: input.toolOrder,

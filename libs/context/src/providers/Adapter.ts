@@ -115,4 +115,12 @@ export interface Adapter<F extends Turn.Format = Turn.Format> {
   readonly usage: UsageFields.UsageReader
   /** The neutral view → this format's request body, laid out for its cache. */
   readonly render: (input: RenderInput) => Rendered
+  /**
+   * The provider's tool search tool, as `ToolSearch.select` adds it, where
+   * this format can defer tools (`defer_loading`); used on models whose row
+   * has `toolSearch`. Absent: on-demand toolsets go through `load_toolset`.
+   */
+  readonly toolSearch?: Conversation.Tool | undefined
+  /** This format sends `role: "system"` messages where they stand (`MidSystem`), on models whose row has `midConversationSystem`. */
+  readonly midConversationSystem?: boolean | undefined
 }

@@ -5,6 +5,7 @@
  * asks the shell for the count, then turns the new messages into the rows
  * to store.
  */
+import { ToolSearch } from "@ctxd/context"
 import * as Carry from "./Carry.ts"
 
 export const stage: Carry.Stage = {
@@ -22,7 +23,8 @@ export const stage: Carry.Stage = {
           backend: options.tokenBackend,
           format: request.format,
           system: tools.system,
-          tools: tools.sent,
+          // deferred tools are not in the prompt until a search loads them
+          tools: ToolSearch.loaded(tools.sent),
           messages: tools.messages,
         },
       })

@@ -17,6 +17,7 @@ import { CachePlanner, CostModel, Knowledge, MemoryRetrieval, Pipeline, Provider
 import type { Conversation, Turn } from "@ctxd/contracts"
 import * as SessionState from "../SessionState.ts"
 import * as Carry from "./Carry.ts"
+import * as Inline from "./Inline.ts"
 
 /**
  * Turns the session is expected to go on for after this one: the request's
@@ -160,8 +161,12 @@ const learned = (carry: Carry.Carry): Carry.Carry => {
 export const stage: Carry.Stage = {
   name: "prompt",
   run: (given) => {
-    const carry = learned({ ...given, inputs: { ...given.inputs, local: memoized(given.inputs.local) } })
-    const next = (done: Partial<Carry.Carry>) => Carry.next({ ...given, ...done })
+    const base = { ...given, inputs: { ...given.inputs, local: memoized(given.inputs.local) } }
+    const mid = Inline.applies(base.inputs)
+    const carry = mid ? Inline.inline(base) : learned(base)
+    // the appended system message is stored with the turn's rows
+    const kept = mid ? { count: carry.count, compaction: carry.compaction } : {}
+    const next = (done: Partial<Carry.Carry>) => Carry.next({ ...given, ...kept, ...done })
     const compaction = Carry.section(carry, "compaction")
     const swapped = build(carry, compaction.view, compaction.sameView)
     if (compaction.held === undefined) return next(swapped)
@@ -248,6 +253,7 @@ const buildWith = (
       tools: sent,
       toolsTokens,
       toolOrder: "given",
+      midConversationSystem: Inline.applies(carry.inputs),
       countTools: scaledCountTools(local.countTools, sent, toolsTokens),
       countText: local.countText,
       history: view.messages,

@@ -21,7 +21,7 @@
  * `prompt` stage switches to it when it masks. A worker that takes the
  * session over rebuilds the flag from the stored history (`Recall.replay`).
  */
-import { Knowledge, Masking, MemoryTools, Proactive, Recall, Toolsets, Waste } from "@ctxd/context"
+import { Knowledge, Masking, MemoryTools, Proactive, Providers, Recall, ToolSearch, Toolsets, Waste } from "@ctxd/context"
 import type { Conversation } from "@ctxd/contracts"
 import * as Carry from "./Carry.ts"
 
@@ -102,13 +102,18 @@ export const stage: Carry.Stage = {
           minTokens: pipeline.maskMinTokens ?? Masking.defaults.minTokens,
         }))
     const base = knowledge.length === 0 ? [] : [Knowledge.tool]
+    // the provider's tool search where the format and the model have it: nothing to load, the tool list stays put
+    const search = carry.inputs.prices.capabilities.toolSearch ? Providers.of(carry.inputs.request.format).toolSearch : undefined
     const select = (virtual: ReadonlyArray<Conversation.Tool>) => {
       const sent = stable(
         normalized.tools,
-        virtual.map((t) => t.name).join("\u0000"),
-        Toolsets.selectTools(tools, answered.state, config, virtual),
+        virtual.map((t) => t.name).join("\u0000") + (search === undefined ? "" : "\u0000search"),
+        search === undefined
+          ? Toolsets.selectTools(tools, answered.state, config, virtual)
+          : ToolSearch.select(tools, config, search, virtual),
       )
-      return { sent, waste: Waste.record(state.waste, sent, answered.messages, (tool) => local.countTools([tool])) }
+      const prompt = ToolSearch.loaded(sent)
+      return { sent, waste: Waste.record(state.waste, prompt, answered.messages, (tool) => local.countTools([tool])) }
     }
     const chosen = select(offered ? [...base, Recall.tool] : base)
     const withIndex = (text: string) =>

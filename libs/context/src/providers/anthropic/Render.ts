@@ -44,7 +44,9 @@ import * as CacheLayout from "../../CacheLayout.ts"
 import * as Foreign from "../../internal/foreign.ts"
 import * as ProviderCompaction from "../../ProviderCompaction.ts"
 import type * as Models from "../../Models.ts"
+import * as MidSystem from "../../MidSystem.ts"
 import * as Reasoning from "../../Reasoning.ts"
+import * as ToolSearch from "../../ToolSearch.ts"
 
 /** What to render. */
 export interface RenderInput {
@@ -227,12 +229,34 @@ const toolsAsText = (message: Conversation.Message, names: Map<string, string>):
 }
 
 interface Draft {
-  readonly role: "user" | "assistant"
+  readonly role: "user" | "assistant" | "system"
   readonly results: Array<Block>
   readonly others: Array<Block>
 }
 
 /** Renders `input` into an Anthropic Messages request body. */
+/**
+ * The tool search tool ctxd adds on models with `toolSearch`: the BM25
+ * variant, as the model searches an MCP catalog by what a tool does rather
+ * than by a name pattern; both variants serve the same models
+ * (https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool).
+ */
+export const searchTool: Conversation.Tool = {
+  name: "tool_search_tool_bm25",
+  inputSchema: undefined,
+  extra: { ctxd: "virtual", [ToolSearch.SEARCH]: "tool_search_tool_bm25_20251119" },
+}
+
+/** A tool definition block: the search tool as its `{type, name}`, a deferred tool with `defer_loading: true`. */
+const toolBlock = (t: Conversation.Tool): Block => {
+  if (ToolSearch.isSearchTool(t)) return { type: t.extra![ToolSearch.SEARCH], name: t.name }
+  const block: Block = { name: t.name }
+  if (t.description !== undefined) block["description"] = t.description
+  block["input_schema"] = Foreign.isRecord(t.inputSchema) ? t.inputSchema : { type: "object", properties: {} }
+  if (ToolSearch.isDeferred(t)) block["defer_loading"] = true
+  return block
+}
+
 export const render = (input: RenderInput): Rendered => {
   let breakpoints = 0
 
@@ -261,7 +285,16 @@ export const render = (input: RenderInput): Rendered => {
     // a message that is only another format's compaction renders to nothing: no "(empty)" turn for it
     if (message.parts.length > 0 && message.parts.every((p) => (ProviderCompaction.formatOf(p) ?? "anthropic") !== "anthropic")) continue
     if (message.role === "assistant") ids = uniqueCallIds(message, used)
-    if (message.role === "system") {
+    // a mid-conversation system message stands where it is, right after a user turn (else it reads as user text there)
+    if (MidSystem.isMid(message) && drafts.at(-1)?.role === "user") {
+      drafts.push({
+        role: "system",
+        results: [],
+        others: message.parts.flatMap((p) => (p.type === "text" ? [{ type: "text", text: p.text }] : [])),
+      })
+      continue
+    }
+    if (message.role === "system" && !MidSystem.isMid(message)) {
       for (const p of message.parts) if (p.type === "text" && !isBlank(p.text)) system.push({ type: "text", text: p.text })
       continue
     }
@@ -316,14 +349,11 @@ export const render = (input: RenderInput): Rendered => {
   const tools: Array<Block> = CacheLayout.orderTools(
     input.tools.filter((t) => !Foreign.isHosted(t)),
     input.toolOrder,
-  ).map((t) => {
-    const block: Block = { name: t.name }
-    if (t.description !== undefined) block["description"] = t.description
-    block["input_schema"] = Foreign.isRecord(t.inputSchema) ? t.inputSchema : { type: "object", properties: {} }
-    return block
-  })
-  if (tools.length > 0) {
-    tools[tools.length - 1]!["cache_control"] = CacheLayout.cacheControl(ttl === "1h" ? "1h" : CacheLayout.toolsTtl(marks))
+  ).map(toolBlock)
+  // deferred tools are no part of the cached prefix: the breakpoint goes on the last tool that is
+  const cached = tools.findLastIndex((t) => t["defer_loading"] !== true)
+  if (cached !== -1) {
+    tools[cached]!["cache_control"] = CacheLayout.cacheControl(ttl === "1h" ? "1h" : CacheLayout.toolsTtl(marks))
     breakpoints++
   }
   if (frontier !== undefined && frontier["cache_control"] === undefined && breakpoints < CacheLayout.MAX_BREAKPOINTS) {

@@ -12,6 +12,7 @@ export * as Normalize from "./Normalize.ts"
 export * as Render from "./Render.ts"
 export * as Usage from "./Usage.ts"
 export * as Validate from "./Validate.ts"
+export * as ValidateModel from "./ValidateModel.ts"
 export * as Api from "./Api.ts"
 export * as Provider from "./Provider.ts"
 export * as Opaque from "./Opaque.ts"
@@ -28,6 +29,8 @@ export const adapter: Adapter.Adapter<"anthropic"> = {
   history: (history) => Normalize.fromAnthropic(history.messages),
   tools: Normalize.tools,
   usage: Usage.reader,
+  toolSearch: Render.searchTool,
+  midConversationSystem: true,
   render: (input) => {
     const rendered = Render.render({ ...input, ttl: input.cachePlan?.tier === "1h" ? "1h" : "5m" })
     return { request: rendered.body, cache: { breakpoints: rendered.breakpoints, promptCacheKey: null } }

@@ -7,6 +7,7 @@ import type { PromptBlock, Ttl } from "./cache.ts"
 import { excerpt, isRecord, type Json, sampleFromSchema, stableJson, stripCacheControl } from "./json.ts"
 import type { ScriptedReply } from "./settings.ts"
 import * as Tokens from "./tokens.ts"
+import * as ToolSearch from "./toolSearch.ts"
 
 const list = (u: unknown): ReadonlyArray<unknown> => (Array.isArray(u) ? u : [])
 
@@ -74,13 +75,19 @@ export const compactedFrom = (messages: ReadonlyArray<unknown>): { readonly mess
  * The prompt as blocks in processing order (tools, system, messages from
  * the latest compaction block on), each with its tokens: the text's
  * Claude-BPE count plus fixed framing overheads (per request, per message,
- * per tool). A compaction block counts as its summary (`content`).
+ * per tool). A compaction block counts as its summary (`content`). A
+ * deferred tool (`defer_loading`) is no part of the prompt: its definition
+ * counts where a tool search result references it.
  */
 export const promptBlocks = (body: Json): Array<PromptBlock> => {
   const blocks: Array<{ key: string; tokens: number; ttl: Ttl | undefined }> = []
+  const deferred = new Map<string, unknown>()
   for (const tool of list(body["tools"])) {
-    const plain = stripCacheControl(tool)
-    blocks.push({ key: stableJson(["tool", plain]), tokens: Tokens.TOOL_OVERHEAD + Tokens.count(stableJson(plain)), ttl: ttlOf(tool) })
+    if (isRecord(tool) && tool["defer_loading"] === true) {
+      deferred.set(String(tool["name"]), tool)
+      continue
+    }
+    blocks.push({ key: stableJson(["tool", stripCacheControl(tool)]), tokens: ToolSearch.toolTokens(tool), ttl: ttlOf(tool) })
   }
   const system = body["system"]
   if (typeof system === "string" && system.length > 0) {
@@ -101,7 +108,7 @@ export const promptBlocks = (body: Json): Array<PromptBlock> => {
     parts.forEach((block, k) => {
       blocks.push({
         key: stableJson([role, k === 0, stripCacheControl(block)]),
-        tokens: blockTokens(block) + (k === 0 ? Tokens.MESSAGE_OVERHEAD : 0),
+        tokens: blockTokens(block) + ToolSearch.loadedTokens(block, deferred) + (k === 0 ? Tokens.MESSAGE_OVERHEAD : 0),
         ttl: nestedTtl(block),
       })
     })
@@ -147,7 +154,7 @@ const forcedTool = (body: Json): Json | undefined => {
 
 /** The answer to `body`: the scripted reply if any, else the default text (or a forced tool call). */
 export const answer = (body: Json, reply: ScriptedReply | undefined, inputTokens: number, nextId: () => string): Answer => {
-  const content: Array<Json> = []
+  const content: Array<Json> = reply?.toolSearch === undefined ? [] : ToolSearch.searchBlocks(body, reply.toolSearch, nextId)
   const forced = reply === undefined ? forcedTool(body) : undefined
   if (forced !== undefined) {
     content.push({ type: "tool_use", id: `toolu_${nextId()}`, name: forced["name"], input: sampleFromSchema(forced["input_schema"]) ?? {} })
@@ -208,7 +215,7 @@ export const streamEvents = (id: string, model: string, a: Answer, u: Json): Arr
   events.push(["message_start", { type: "message_start", message: start }])
   events.push(["ping", { type: "ping" }])
   a.content.forEach((block, index) => {
-    if (block["type"] === "tool_use") {
+    if (block["type"] === "tool_use" || block["type"] === "server_tool_use") {
       events.push(["content_block_start", { type: "content_block_start", index, content_block: { ...block, input: {} } }])
       for (const part of chunks(JSON.stringify(block["input"]), 24)) {
         events.push([
@@ -216,6 +223,9 @@ export const streamEvents = (id: string, model: string, a: Answer, u: Json): Arr
           { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: part } },
         ])
       }
+    } else if (block["type"] !== "text") {
+      // a server tool's result arrives whole in its start event
+      events.push(["content_block_start", { type: "content_block_start", index, content_block: block }])
     } else {
       events.push([
         "content_block_start",

@@ -2,7 +2,7 @@
  * The provider endpoints once faults are past: validate, count, simulate the
  * cache, take a scripted reply (or the default), and describe the response.
  */
-import { AnthropicProvider, type ProviderApi, Providers } from "@ctxd/context"
+import { AnthropicProvider, CostModel, type ProviderApi, Providers } from "@ctxd/context"
 import * as Anthropic from "./anthropic.ts"
 import * as Cache from "./cache.ts"
 import * as Compaction from "./compaction.ts"
@@ -58,7 +58,9 @@ export const anthropic = (
     const inner = envelope["error"] as Json
     return json(refused.status, { ...envelope, error: { ...inner, details: { error_code: refused.code } } })
   }
-  const problem = AnthropicProvider.Validate.validate(body, endpoint, betas)
+  // the model's own rules first (tool search, mid-conversation system messages), then the rest without its system messages
+  const byModel = AnthropicProvider.ValidateModel.check(body, CostModel.lookup(String(isRecord(body) ? body["model"] : "")).capabilities)
+  const problem = byModel.problem ?? AnthropicProvider.Validate.validate(byModel.body, endpoint, betas)
   if (problem !== undefined || !isRecord(body)) return error("anthropic", 400, problem ?? "invalid request", requestId)
   const blocks = Anthropic.promptBlocks(body)
   const total = blocks.reduce((n, b) => n + b.tokens, 0)

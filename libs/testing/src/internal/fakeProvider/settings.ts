@@ -83,6 +83,13 @@ export const ScriptedReply = Schema.Struct({
   provider: Schema.optional(Schema.Literal("anthropic", "openai", "google")),
   text: Schema.optional(Schema.String),
   toolCalls: Schema.optional(Schema.Array(ScriptedToolCall)),
+  /**
+   * Anthropic, with a tool search tool in the request: the model searches
+   * for this query first (a `server_tool_use` and its
+   * `tool_search_tool_result` open the reply, naming the deferred tools that
+   * match), then answers with `text` / `toolCalls`.
+   */
+  toolSearch: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   stopReason: Schema.optional(Schema.String),
   error: Schema.optional(ScriptedError),
 })

@@ -1,0 +1,52 @@
+/**
+ * The `prompt` stage's mid-conversation system message (`MidSystem`): on a
+ * model whose row has `midConversationSystem`, in a format whose adapter
+ * sends such messages, what changes during a session — the memory retrieved
+ * for this turn (`memoryPlacement: "tail"`), the session's learnings, the
+ * loop nudge — goes out as one system message after this turn's messages,
+ * stored with them, instead of the tail notes after the last breakpoint and
+ * the learnings system section. The prefix (system, tools, every earlier
+ * message) then stays the same bytes from turn to turn, and so does every
+ * thinking block bound to it. Elsewhere nothing changes.
+ */
+import { MemoryRetrieval, MidSystem, Providers } from "@ctxd/context"
+import * as Carry from "./Carry.ts"
+
+/** True when this turn's model and format take mid-conversation system messages. */
+export const applies = (inputs: Carry.Inputs): boolean =>
+  inputs.prices.capabilities.midConversationSystem && Providers.of(inputs.request.format).midConversationSystem === true
+
+/**
+ * `carry` with the note appended to this turn's rows (so it is stored) and
+ * to its views, and the tail memory, the learnings and the nudge taken out
+ * of where they would go otherwise. Unchanged when nothing is new, or the
+ * turn does not end with a user turn (a system message may only follow one);
+ * then memory and nudge stay tail notes, and the learnings are not sent.
+ */
+export const inline = (carry: Carry.Carry): Carry.Carry => {
+  const count = Carry.section(carry, "count")
+  const compaction = Carry.section(carry, "compaction")
+  const loop = Carry.section(carry, "loop")
+  const { state, local } = carry.inputs
+  const memory = carry.memory?.memory?.placement === "tail" ? carry.memory.memory : undefined
+  const notes: Array<MidSystem.Note> = [
+    { header: MemoryRetrieval.LEARNINGS_HEADER, text: carry.memory?.learnings?.text ?? "" },
+    { header: MemoryRetrieval.MEMORY_HEADER, text: memory?.text ?? "" },
+    { text: loop.trailer?.text ?? "" },
+  ]
+  const message = MidSystem.append(
+    state.messages.map((r) => r.message),
+    count.fresh.map((r) => r.message),
+    notes,
+  )
+  if (message === undefined) return carry
+  const row = { seq: state.lastSeq + 1 + count.fresh.length, message, tokens: local.countMessage(message) }
+  const extend = (view: Carry.CompactionOut["view"]) => ({ ...view, messages: [...view.messages, row] })
+  return {
+    ...carry,
+    count: { count: { ...count.count, messageTokens: [...count.count.messageTokens, row.tokens] }, fresh: [...count.fresh, row] },
+    compaction: { ...compaction, view: extend(compaction.view), held: compaction.held === undefined ? undefined : extend(compaction.held) },
+    loop: { ...loop, trailer: undefined },
+    memory: carry.memory === undefined ? undefined : { ...carry.memory, memory: memory === undefined ? carry.memory.memory : undefined },
+  }
+}
