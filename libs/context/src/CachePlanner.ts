@@ -22,6 +22,7 @@
  * than the provider's minimum cacheable length is never read from the cache.
  */
 import type { Turn } from "@ctxd/contracts"
+import type * as BoundReasoning from "./BoundReasoning.ts"
 import type * as CostModel from "./CostModel.ts"
 
 /** One message of a prompt, as the planner compares prompts: its view index, whether it went masked, its tokens. */
@@ -56,6 +57,10 @@ export interface Shape {
    * `Reasoning`; absent: no reasoning).
    */
   readonly thinking?: { readonly from: number; readonly rent: number } | undefined
+  /** On a model that binds reasoning to its prefix: what this prompt sent, the next turn's reference (`BoundReasoning`). */
+  readonly bound?: BoundReasoning.Record | undefined
+  /** Tokens of bound reasoning the previous prompt sent that this one invalidates (left out). */
+  readonly reasoningLost?: number | undefined
 }
 
 /** A candidate prompt of this turn. */

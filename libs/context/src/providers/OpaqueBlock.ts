@@ -25,6 +25,14 @@ export interface Rules<F extends Format = Format> {
    * in another format's body (`undefined`: nothing, the block is dropped).
    */
   readonly note: (part: Conversation.OpaquePart) => string | undefined
+  /** True when model `reader` can use reasoning `producer` wrote (absent: only its own). */
+  readonly reads?: ((reader: string, producer: string) => boolean) | undefined
+  /**
+   * What a body adds so that bound reasoning failing the provider's prefix
+   * check is dropped instead of failing the request, and the header the
+   * runtime must send with it (absent: the provider has no such control).
+   */
+  readonly dropFailing?: { readonly body: { readonly [key: string]: unknown }; readonly betaHeader: string } | undefined
 }
 
 /** True for a plain object (not an array). */

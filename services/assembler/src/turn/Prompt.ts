@@ -255,6 +255,9 @@ const buildWith = (
       maskGrid: sameView ? state.maskGrid : undefined,
       proactiveRung: state.rung,
       cachePlan: plan,
+      // what the previous prompt sent, whatever the view: bound reasoning is checked against it
+      bound: state.shape?.bound,
+      bindsReasoning: carry.inputs.prices.capabilities.bindsReasoningToPrefix,
       storedTokens: count.messageTokens.reduce((sum, n) => sum + n, state.tokens),
       trailer: loop.trailer,
       memory: carry.memory?.memory,
