@@ -25,7 +25,11 @@ beforeAll(async () => {
 })
 afterAll(() => server.close())
 
-const tool = { name: "lookup", description: "Looks an order up.", input_schema: { type: "object", properties: { id: { type: "string" } } } }
+const tool = {
+  name: "lookup",
+  description: "Looks an order up.",
+  input_schema: { type: "object" as const, properties: { id: { type: "string" } } },
+}
 const thinking = { type: "enabled", budget_tokens: 1024 } as const
 
 /** Two tool-use rounds on `model`: the request of the third, with both assistant messages as the API returned them. */
