@@ -138,3 +138,27 @@ export const divergence = (r: Record, fixed: string, messages: ReadonlyArray<Sen
   // the tail followed the last message: what comes after it now was produced with it there
   return next !== undefined && r.tail !== "" ? next.index : Infinity
 }
+
+/** Output over input price where the plan does not say: 5, the ratio of every Claude row (the models that bind reasoning). */
+export const DEFAULT_OUTPUT_MULTIPLIER = 5
+
+/**
+ * What losing continuity costs beyond producing the reasoning again, as a
+ * share of that: the model re-derives what it had thought with less to go
+ * on (an extra step, a repeated tool call). Not measurable from usage; set
+ * to the reasoning's own price again (1), so an edit that invalidates bound
+ * reasoning pays for it twice over at the output price.
+ */
+export const CONTINUITY_PENALTY = 1
+
+/**
+ * The cost, in base-input-token units, of leaving out `tokens` of bound
+ * reasoning the previous prompt sent (a candidate's `reasoningLost`): the
+ * model must think them again, at the output price, plus
+ * {@link CONTINUITY_PENALTY}. The cache planner adds it to an edit's cost, so
+ * an edit before bound reasoning is rare while a tool-use loop runs; at the
+ * first request of a user turn the frontier has already let that reasoning
+ * go (nothing is lost), so edits move there unless the budget forces them.
+ */
+export const lossOf = (tokens: number, outputMultiplier: number | undefined): number =>
+  tokens * (outputMultiplier ?? DEFAULT_OUTPUT_MULTIPLIER) * (1 + CONTINUITY_PENALTY)

@@ -24,7 +24,7 @@
 import type { Turn } from "@ctxd/contracts"
 import * as Budget from "./Budget.ts"
 import * as CachePlanner from "./CachePlanner.ts"
-import { withDropBlock } from "./internal/bound.ts"
+import { lostOf, withDropBlock } from "./internal/bound.ts"
 import { systemKeyOf, toolsKeyOf } from "./internal/digests.ts"
 import {
   compressStage,
@@ -229,7 +229,9 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
     total,
     overBudget: allocation.overBudget,
     ...(thought.state === undefined ? {} : { thinking: thought.state }),
-    ...(thought.bound === undefined ? {} : { bound: thought.bound.record, reasoningLost: thought.bound.invalidated }),
+    ...(thought.bound === undefined
+      ? {}
+      : { bound: thought.bound.record, reasoningLost: lostOf(thought.bound, input.cachePlan?.expectedTurns) }),
   }
   return { output: { request: rendered.request, report, landmarks: w.marks, maskGrid: w.grid, shape }, demand }
 }

@@ -61,6 +61,25 @@ describe("reasoning bound to its prefix", () => {
     for (const s of plain) expect((s.body["thinking"] as Record<string, unknown>)["block_binding"]).toBeUndefined()
   })
 
+  it("the planner prices invalidated reasoning: in a long loop with a roomy window the latest thinking goes valid in nearly every request", () => {
+    // 30 results of ~4,000 tokens: masking pays in cache terms well inside the loop, but an edit there would
+    // invalidate the loop's thinking (and, forced, every later block of the loop); priced at the output
+    // price it waits for the next user turn, where the frontier has let that reasoning go anyway.
+    // Threshold 95 %: with room in the window no edit is forced, so only a rare edit that pays may cost one.
+    const options = Pipeline.resolveOptions({ maskKeep: 3, windowMessages: 400 })
+    const turns = [
+      { results: Array.from({ length: 30 }, () => 16_000), blocks: 1 },
+      { results: [16_000, 16_000], blocks: 1 },
+    ]
+    const sent = play({ model: BINDING, options, planner: true }, turns)
+    expect(prefixFailures(sent)).toEqual([])
+    const loop = sent.slice(1, 31)
+    const valid = loop.filter((s) => s.keptLatest && s.report.reasoning?.blockBinding === undefined).length
+    expect(valid / loop.length).toBeGreaterThanOrEqual(0.95)
+    // the edit is made at the first request of the next user turn
+    expect(sent[31]!.report.masking?.masked ?? 0).toBeGreaterThan(0)
+  })
+
   it("an older model: no record, no causes, today's behaviour", () => {
     const options = Pipeline.resolveOptions({ maskKeep: 2 })
     const sent = play({ model: "claude-sonnet-4-6", options, planner: false }, loop(6))

@@ -42,6 +42,8 @@ export interface Setup {
   /** Retrieved memory after the newest message each request. */
   readonly memory?: string | undefined
   readonly contextWindow?: number | undefined
+  /** Characters of each thinking block (default 1,200: a few hundred tokens, a modest real block). */
+  readonly thinkingChars?: number | undefined
 }
 
 const estimate = (value: unknown): number => Math.ceil(JSON.stringify(value).length / 4)
@@ -111,7 +113,12 @@ export const play = (setup: Setup, turns: ReadonlyArray<Turn>): Array<Sent> => {
       const content: Array<Json> = []
       const last = r === turn.results.length
       for (let b = 0; b < Math.max(1, turn.blocks); b++) {
-        content.push({ type: "thinking", thinking: `thought ${t}.${r}.${b}`, signature: "" })
+        const thought = `thought ${t}.${r}.${b} `
+        content.push({
+          type: "thinking",
+          thinking: thought.repeat(Math.ceil((setup.thinkingChars ?? 1_200) / thought.length)),
+          signature: "",
+        })
         if (!last && b < turn.blocks - 1) content.push({ type: "text", text: `step ${b}` })
       }
       const id = `toolu_${call++}`

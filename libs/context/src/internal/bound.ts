@@ -49,6 +49,14 @@ export const frontier = (input: Input, view: ReadonlyArray<BoundReasoning.Sent>,
   return Math.max(due, view.at(-1)!.index)
 }
 
+/** What the stage hands on: the record, what it invalidates, whether the body drops failing blocks. */
+export interface Thought {
+  readonly record: BoundReasoning.Record
+  readonly invalidated: number
+  readonly forcedTokens: number
+  readonly dropBlock: boolean
+}
+
 /** What {@link bind} left out and the record of the prompt. */
 export interface Bound {
   readonly messages: Array<Conversation.Message>
@@ -58,6 +66,11 @@ export interface Bound {
   readonly unreadableModel: number
   /** Tokens of reasoning the previous prompt sent that this one invalidates (the planner prices them). */
   readonly invalidated: number
+  /**
+   * Tokens of the continuation's block kept although invalid (forced): lost,
+   * and every later block of the tool-use loop with it (see `Record.invalidFrom`).
+   */
+  readonly forcedTokens: number
   /** The body must ask the provider to drop failing blocks (forced, or the tenant asked for it always). */
   readonly dropBlock: boolean
   /** The header the runtime sends with such a body. */
@@ -129,10 +142,14 @@ export const bind = (
   // a block kept although invalid (forced) poisons every later one until it is left out
   const at = Math.min(BoundReasoning.divergence(reference, fixed, sent()), previous?.invalidFrom ?? Infinity)
   let forced = false
+  let forcedTokens = 0
   view.forEach((v, k) => {
     if (v.index < at || !Reasoning.hasReasoning(out[k]!)) return
-    if (k === final && v.index >= from) forced = true
-    else prefixChanged += leaveOut(k)
+    if (k === final && v.index >= from) {
+      // kept for the API to drop: lost all the same, and it poisons the blocks of the requests after it
+      forced = true
+      forcedTokens += tokensOf(out[k]!, v.index)
+    } else prefixChanged += leaveOut(k)
   })
   const tail = BoundReasoning.tailOf([input.memory?.placement === "tail" ? input.memory.text : undefined, input.trailer?.text])
   const rules = Opaque.of(input.format)
@@ -142,6 +159,7 @@ export const bind = (
     prefixChanged,
     unreadableModel,
     invalidated,
+    forcedTokens,
     dropBlock: rules.dropFailing !== undefined && (forced || input.options.thinkingPrefixMismatch === "drop_block"),
     betaHeader: rules.dropFailing?.betaHeader ?? "",
     record: { ...BoundReasoning.record(input.model.name, fixed, from, sent(), tail), ...(forced ? { invalidFrom: at } : {}) },
@@ -160,10 +178,10 @@ export const unbound = (
   view: ReadonlyArray<BoundReasoning.Sent>,
   messages: ReadonlyArray<Conversation.Message>,
   tools: ReadonlyArray<Conversation.Tool>,
-): { readonly record: BoundReasoning.Record; readonly invalidated: number; readonly dropBlock: boolean } => {
+): Thought => {
   const start = Math.max(input.bound?.frontier ?? 0, view.at(-1)?.index ?? 0)
   const b = bind(input, view, messages, tools, start, () => 0)
-  return { record: b.record, invalidated: 0, dropBlock: b.dropBlock }
+  return { record: b.record, invalidated: 0, forcedTokens: 0, dropBlock: b.dropBlock }
 }
 
 /**
@@ -197,6 +215,14 @@ export const settle = (
       leftOut: { prefixChanged: b.prefixChanged, unreadableModel: b.unreadableModel, olderTurn: report.dropped },
       ...(b.dropBlock ? { blockBinding: { prefixMismatchBehavior: "drop_block" as const, betaHeader: b.betaHeader } } : {}),
     },
-    bound: { record: b.record, invalidated: b.invalidated, dropBlock: b.dropBlock },
+    bound: { record: b.record, invalidated: b.invalidated, forcedTokens: b.forcedTokens, dropBlock: b.dropBlock },
   }
 }
+
+/**
+ * Bound reasoning a prompt invalidates (its `reasoningLost`): what it leaves
+ * out that was sent, and a forced block once for every turn to come (the
+ * blocks after it in the tool-use loop are invalid with it).
+ */
+export const lostOf = (b: Thought, expectedTurns: number | undefined): number =>
+  b.invalidated + b.forcedTokens * Math.max(1, expectedTurns ?? 1)

@@ -291,7 +291,7 @@ export interface Thought {
   readonly state: { readonly from: number; readonly rent: number } | undefined
   readonly report: Turn.ReasoningReport | undefined
   /** On a model that binds reasoning: the record of this prompt, the tokens it invalidates, whether the body must drop failing blocks. */
-  readonly bound?: { readonly record: BoundReasoning.Record; readonly invalidated: number; readonly dropBlock: boolean } | undefined
+  readonly bound?: Bound.Thought | undefined
 }
 
 /**

@@ -58,6 +58,7 @@ export const cachePlan = (inputs: Carry.Inputs, sameView: boolean, fresh: Readon
     ttlSeconds,
     minCacheable: Math.floor(prices.minCacheableTokens * MIN_PREFIX_MARGIN),
     tier: tier.name,
+    outputMultiplier: prices.inputPerMtok > 0 ? prices.outputPerMtok / prices.inputPerMtok : undefined,
   }
 }
 
