@@ -16,7 +16,7 @@ export interface Input {
   readonly system: ReadonlyArray<Conversation.SystemSection>
   readonly tools: ReadonlyArray<Conversation.Tool>
   readonly history: ReadonlyArray<{ readonly message: Conversation.Message }>
-  readonly options: { readonly thinkingPrefixMismatch?: "auto" | "drop_block" | undefined }
+  readonly options: { readonly thinkingPrefixMismatch?: "auto" | "drop_block" | undefined; readonly keepThinkingTurns?: number | undefined }
   readonly memory?: { readonly text: string; readonly placement: "tail" | "system" } | undefined
   readonly trailer?: { readonly text: string } | undefined
   readonly bound?: BoundReasoning.Record | undefined
@@ -178,10 +178,21 @@ export const unbound = (
   view: ReadonlyArray<BoundReasoning.Sent>,
   messages: ReadonlyArray<Conversation.Message>,
   tools: ReadonlyArray<Conversation.Tool>,
-): Thought => {
+): Thought & { readonly report: Turn.ReasoningReport | undefined } => {
   const start = Math.max(input.bound?.frontier ?? 0, view.at(-1)?.index ?? 0)
   const b = bind(input, view, messages, tools, start, () => 0)
-  return { record: b.record, invalidated: 0, forcedTokens: 0, dropBlock: b.dropBlock }
+  // a body that asks to drop failing blocks says so in the report, reasoning or not (the runtime sends the header)
+  const report = b.dropBlock
+    ? {
+        keepTurns: 0,
+        sent: 0,
+        dropped: 0,
+        tokensSaved: 0,
+        held: 0,
+        blockBinding: { prefixMismatchBehavior: "drop_block" as const, betaHeader: b.betaHeader },
+      }
+    : undefined
+  return { record: b.record, invalidated: 0, forcedTokens: 0, dropBlock: b.dropBlock, report }
 }
 
 /**

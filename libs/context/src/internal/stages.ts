@@ -322,7 +322,7 @@ export const thinkingStage = (
   const binding = Bound.binds(input)
   if (!pruned.some((v) => Reasoning.hasReasoning(v.message))) {
     const bound = binding ? Bound.unbound(input, pruned, messages, tools) : undefined
-    return { messages, saved: new Map(), tokensSaved: 0, state: undefined, report: undefined, bound }
+    return { messages, saved: new Map(), tokensSaved: 0, state: undefined, report: bound?.report, bound }
   }
   // reasoning whose output the prune stage removed (an orphaned call) goes with it
   const out = [...messages]

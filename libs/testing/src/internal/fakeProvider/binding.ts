@@ -101,12 +101,18 @@ export const sign = (body: Json, model: string, content: ReadonlyArray<Json>): A
   if (!binds(model)) return [...content]
   const messages = list(body["messages"])
   const fixed = stableJson(canonicalFixed(body))
-  return content.map((block, k) => {
-    if (!isThinking(block)) return block
-    const digest = digestAt(fixed, messages, messages.length, k, content)
+  // in order: a block's prefix holds the earlier blocks as signed
+  const signed: Array<Json> = []
+  for (const block of content) {
+    if (!isThinking(block)) {
+      signed.push(block)
+      continue
+    }
+    const digest = digestAt(fixed, messages, messages.length, signed.length, signed)
     const signature = PREFIX + Buffer.from(JSON.stringify({ model, digest })).toString("base64url")
-    return block["type"] === "thinking" ? { ...block, signature } : { ...block, data: signature }
-  })
+    signed.push(block["type"] === "thinking" ? { ...block, signature } : { ...block, data: signature })
+  }
+  return signed
 }
 
 /** One entry of `input_transformations` (SDK `BetaThinkingDroppedInputTransformation`). */
