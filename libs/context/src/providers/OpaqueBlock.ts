@@ -33,6 +33,13 @@ export interface Rules<F extends Format = Format> {
    * runtime must send with it (absent: the provider has no such control).
    */
   readonly dropFailing?: { readonly body: { readonly [key: string]: unknown }; readonly betaHeader: string } | undefined
+  /**
+   * The first reasoning a turn request's history field (`items`, raw, under
+   * `field`) carries that the provider would refuse once sent back (a
+   * thinking block without its signature, a reasoning item without the item
+   * it led to): its path and why; absent: nothing to check.
+   */
+  readonly inputProblem?: ((items: unknown, field: string) => { readonly path: string; readonly message: string } | undefined) | undefined
 }
 
 /** True for a plain object (not an array). */
