@@ -22,6 +22,7 @@
  * than the provider's minimum cacheable length is never read from the cache.
  */
 import type { Turn } from "@ctxd/contracts"
+import * as BoundReasoning from "./BoundReasoning.ts"
 import type * as CostModel from "./CostModel.ts"
 
 /** One message of a prompt, as the planner compares prompts: its view index, whether it went masked, its tokens. */
@@ -56,6 +57,10 @@ export interface Shape {
    * `Reasoning`; absent: no reasoning).
    */
   readonly thinking?: { readonly from: number; readonly rent: number } | undefined
+  /** On a model that binds reasoning to its prefix: what this prompt sent, the next turn's reference (`BoundReasoning`). */
+  readonly bound?: BoundReasoning.Record | undefined
+  /** Tokens of bound reasoning the previous prompt sent that this one invalidates (left out). */
+  readonly reasoningLost?: number | undefined
 }
 
 /** A candidate prompt of this turn. */
@@ -84,6 +89,8 @@ export interface Plan {
   readonly minCacheable: number
   /** The cache tier the prompt is sent under (`"5m"`, `"1h"`; absent: the model's default). */
   readonly tier?: string | undefined
+  /** The output price over the uncached input price (absent: `BoundReasoning.DEFAULT_OUTPUT_MULTIPLIER`). */
+  readonly outputMultiplier?: number | undefined
 }
 
 /**
@@ -177,9 +184,10 @@ export const costOf = (plan: Plan, c: Candidate) => {
 /** A prompt shorter than the provider's minimum is not cached at all: billed at the base price, now and later. */
 const cacheable = (plan: Plan, c: Candidate): boolean => c.total >= plan.minCacheable
 
-/** This turn's cost of sending `c` with `read` of its tokens read from the cache. */
+/** This turn's cost of sending `c` with `read` of its tokens read from the cache (and the bound reasoning it invalidates). */
 const nowOf = (plan: Plan, c: Candidate, read: number): number =>
-  cacheable(plan, c) ? plan.read * read + plan.write * (c.total - read) : c.total
+  (cacheable(plan, c) ? plan.read * read + plan.write * (c.total - read) : c.total) +
+  BoundReasoning.lossOf(c.reasoningLost ?? 0, plan.outputMultiplier)
 
 /** The edits a candidate makes that holding does not. */
 export type Edit = "window" | "mask"

@@ -24,6 +24,7 @@
 import type { Turn } from "@ctxd/contracts"
 import * as Budget from "./Budget.ts"
 import * as CachePlanner from "./CachePlanner.ts"
+import { lostOf, withDropBlock } from "./internal/bound.ts"
 import { systemKeyOf, toolsKeyOf } from "./internal/digests.ts"
 import {
   compressStage,
@@ -89,6 +90,7 @@ export const resolveOptions = (o: Turn.Options | undefined): Options => ({
   ...(o?.maskBatchTokens === undefined ? {} : { maskBatchTokens: o.maskBatchTokens }),
   ...(o?.proactiveThreshold === undefined ? {} : { proactiveThreshold: o.proactiveThreshold }),
   ...(o?.keepThinkingTurns === undefined ? {} : { keepThinkingTurns: o.keepThinkingTurns }),
+  ...(o?.thinkingPrefixMismatch === undefined ? {} : { thinkingPrefixMismatch: o.thinkingPrefixMismatch }),
 })
 
 export interface Output {
@@ -135,12 +137,13 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
     tokenOf: plan === undefined ? undefined : tokenOf,
   })
   const pruned = pruneStage(input, allocation, plan, tokenOf)
-  const thought = thinkingStage(input, w.window.start, pruned.view.messages, pruned.messages, tokenOf)
+  const thought = thinkingStage(input, w.window.start, pruned.view.messages, pruned.messages, tokenOf, compressed.tools)
   const prunedTokens = pruned.historyTokens - thought.tokensSaved
   // the cache frontier: messages before the mask boundary (the previous turn's, if it advanced now) stay as they are
   const frontier = plan === undefined ? undefined : Math.min(plan.boundary, input.cachePlan?.previous?.maskBoundary ?? plan.boundary)
   const stable = frontier === undefined ? undefined : pruned.view.messages.filter((v) => v.index < frontier).length
-  const rendered = renderStage(input, compressed.tools, thought.messages, input.cachePlan === undefined ? undefined : stable)
+  const drawn = renderStage(input, compressed.tools, thought.messages, input.cachePlan === undefined ? undefined : stable)
+  const rendered = thought.bound?.dropBlock === true ? { ...drawn, request: withDropBlock(input.format, drawn.request) } : drawn
   const historyTokens = prunedTokens + (input.trailer?.tokens ?? 0)
   const total = fixed + historyTokens + memoryTokens
 
@@ -226,6 +229,9 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
     total,
     overBudget: allocation.overBudget,
     ...(thought.state === undefined ? {} : { thinking: thought.state }),
+    ...(thought.bound === undefined
+      ? {}
+      : { bound: thought.bound.record, reasoningLost: lostOf(thought.bound, input.cachePlan?.expectedTurns) }),
   }
   return { output: { request: rendered.request, report, landmarks: w.marks, maskGrid: w.grid, shape }, demand }
 }

@@ -42,7 +42,7 @@
  * the pipeline's `thinking` stage). The current tool-use loop is always in
  * the last thinking turn it has, so its reasoning always goes.
  */
-import type { Conversation } from "@ctxd/contracts"
+import type { Conversation, Turn } from "@ctxd/contracts"
 import * as Opaque from "./providers/Opaque.ts"
 
 /** Thinking turns whose reasoning is sent (default 1; at least 1: the current tool-use loop needs its own). */
@@ -144,3 +144,14 @@ export const frontier = (view: ReadonlyArray<Indexed>, keep: number): number => 
   }
   return 0
 }
+
+/**
+ * The first reasoning of a turn request's history field (raw `items` under
+ * `field`, in `format`) the provider would refuse: its path and why (the
+ * adapter's `inputProblem`); `undefined` when there is none.
+ */
+export const inputProblem = (
+  format: Turn.Format,
+  items: unknown,
+  field: string,
+): { readonly path: string; readonly message: string } | undefined => Opaque.of(format).inputProblem?.(items, field)

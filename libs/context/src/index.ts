@@ -14,6 +14,7 @@
  * AgentLogs (recorded agent logs → replay sessions).
  */
 export * as AgentLogs from "./AgentLogs.ts"
+export * as BoundReasoning from "./BoundReasoning.ts"
 export * as Budget from "./Budget.ts"
 export * as CacheBlocks from "./CacheBlocks.ts"
 export * as CacheLayout from "./CacheLayout.ts"

@@ -139,6 +139,13 @@ export const Options = Schema.Struct({
    */
   keepThinkingTurns: Schema.optional(Count.pipe(Schema.greaterThanOrEqualTo(1))),
   /**
+   * On models that bind reasoning to its prefix (Anthropic's prefix check): `auto` (default) asks the
+   * provider to drop failing blocks only when an edit the prompt cannot do without would invalidate
+   * the block a tool-use continuation must start with; `drop_block` asks it in every body (a safety
+   * net; ctxd still leaves out every block it knows is invalid). The report names the header to send.
+   */
+  thinkingPrefixMismatch: Schema.optional(Schema.Literal("auto", "drop_block")),
+  /**
    * Memory in the prompt: `true` retrieves the agent's memories every turn, `false` never; absent
    * (default), only while the agent has any (a presence check cached per worker for 5 s).
    */

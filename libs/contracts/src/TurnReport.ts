@@ -55,6 +55,19 @@ export const ReasoningReport = Schema.Struct({
   tokensSaved: Schema.Number,
   /** Reasoning due to be left out but still sent this turn: the cache planner holds it while the cache is warm. */
   held: Schema.Number,
+  /**
+   * Reasoning parts left out, by cause (models that bind reasoning to its prefix): `prefixChanged`,
+   * what precedes them differs from when they were produced (an edit, or reasoning before them left
+   * out); `unreadableModel`, written by a model this one cannot read; `olderTurn`, older thinking turns.
+   */
+  leftOut: Schema.optional(Schema.Struct({ prefixChanged: Schema.Number, unreadableModel: Schema.Number, olderTurn: Schema.Number })),
+  /**
+   * The body asks the provider to drop bound reasoning that fails its prefix check instead of
+   * failing the request (Anthropic `thinking.block_binding.prefix_mismatch_behavior`): send the
+   * request with the header `anthropic-beta: <betaHeader>`, and keep the body's `thinking.block_binding`
+   * when setting `thinking` yourself.
+   */
+  blockBinding: Schema.optional(Schema.Struct({ prefixMismatchBehavior: Schema.Literal("drop_block"), betaHeader: Schema.String })),
 })
 export type ReasoningReport = typeof ReasoningReport.Type
 

@@ -73,6 +73,9 @@ import { type ControlPatch, parsePatch, type Settings } from "./internal/fakePro
 import * as State from "./internal/fakeProvider/state.ts"
 import * as Tokens from "./internal/fakeProvider/tokens.ts"
 
+/** The prefix check of preserved thinking, pure: `sign` a response's thinking blocks, `check` a request (see its module). */
+export * as PrefixCheck from "./internal/fakeProvider/binding.ts"
+
 export type { ControlPatch, Endpoint, ScriptedError, ScriptedReply, ScriptedToolCall, Settings } from "./internal/fakeProvider/settings.ts"
 export type { LoggedRequest } from "./internal/fakeProvider/state.ts"
 export { DEFAULT_SETTINGS } from "./internal/fakeProvider/settings.ts"

@@ -60,6 +60,7 @@ export const defaults: Readonly<Record<string, string | FromEnv>> = {
   expectedTurns: "learned per agent",
   proactiveThreshold: code(Pipeline.defaults.proactiveThreshold),
   keepThinkingTurns: code(Pipeline.defaults.keepThinkingTurns),
+  thinkingPrefixMismatch: "`auto`",
   memory: env("CTXD_MEMORY"),
   memoryTokens: env("CTXD_MEMORY_TOKENS"),
   memoryFraction: env("CTXD_MEMORY_FRACTION"),

@@ -4,6 +4,7 @@
  */
 import type { Conversation } from "@ctxd/contracts"
 import type * as Budget from "../Budget.ts"
+import type * as BoundReasoning from "../BoundReasoning.ts"
 import * as Masking from "../Masking.ts"
 import * as MidSystem from "../MidSystem.ts"
 import type { Turn } from "@ctxd/contracts"
@@ -16,6 +17,7 @@ import * as SchemaCompression from "../SchemaCompression.ts"
 import * as Reasoning from "../Reasoning.ts"
 import * as Units from "../Units.ts"
 import * as Window from "../Window.ts"
+import * as Bound from "./bound.ts"
 
 /** One stored history message, with its token count under the request's encoding. */
 export interface StoredMessage {
@@ -43,6 +45,8 @@ export interface Options {
   readonly proactiveThreshold?: number | undefined
   /** Thinking turns whose reasoning is sent (default `Reasoning.defaults.keepTurns`, 1). */
   readonly keepThinkingTurns?: number | undefined
+  /** Bound reasoning failing the prefix check: dropped by the provider only when forced (`auto`, default) or always. */
+  readonly thinkingPrefixMismatch?: "auto" | "drop_block" | undefined
 }
 
 /** Which token counter produced the counts (copied into the report). */
@@ -91,6 +95,10 @@ export interface Input {
   readonly proactiveRung?: number | undefined
   /** The cache planner's inputs; absent: every edit is made as soon as its grid says (no planner). */
   readonly cachePlan?: CachePlanner.Plan | undefined
+  /** The previous call's `shape.bound` (any view); absent: the reference is the client's history (`BoundReasoning`). */
+  readonly bound?: BoundReasoning.Record | undefined
+  /** The model binds reasoning to its prefix; absent: its built-in row's `bindsReasoningToPrefix`. */
+  readonly bindsReasoning?: boolean | undefined
 }
 
 /** Retrieved memory to send (see {@link Input.memory}). */
@@ -285,6 +293,8 @@ export interface Thought {
   /** The frontier and the rent carried to the next turn (absent: no reasoning in the view). */
   readonly state: { readonly from: number; readonly rent: number } | undefined
   readonly report: Turn.ReasoningReport | undefined
+  /** On a model that binds reasoning: the record of this prompt, the tokens it invalidates, whether the body must drop failing blocks. */
+  readonly bound?: Bound.Thought | undefined
 }
 
 /**
@@ -310,9 +320,12 @@ export const thinkingStage = (
   pruned: ReadonlyArray<Units.ViewMessage>,
   messages: ReadonlyArray<Conversation.Message>,
   tokenOf: (i: number) => number,
+  tools: ReadonlyArray<Conversation.Tool>,
 ): Thought => {
+  const binding = Bound.binds(input)
   if (!pruned.some((v) => Reasoning.hasReasoning(v.message))) {
-    return { messages, saved: new Map(), tokensSaved: 0, state: undefined, report: undefined }
+    const bound = binding ? Bound.unbound(input, pruned, messages, tools) : undefined
+    return { messages, saved: new Map(), tokensSaved: 0, state: undefined, report: bound?.report, bound }
   }
   // reasoning whose output the prune stage removed (an orphaned call) goes with it
   const out = [...messages]
@@ -328,9 +341,10 @@ export const thinkingStage = (
   const plan = input.cachePlan
   const previous = plan?.previous
   const held = previous?.thinking
-  let from = due
+  // on a binding model the frontier follows the prefix rule, not the planner's rent
+  let from = binding ? Bound.frontier(input, view, due) : due
   let rent = 0
-  if (plan !== undefined && previous !== undefined && held !== undefined && held.from < due) {
+  if (!binding && plan !== undefined && previous !== undefined && held !== undefined && held.from < due) {
     // nothing of the previous prompt to keep: the drop costs nothing extra
     const rewritten = plan.cold || plan.viewChanged === true || windowStart !== previous.windowStart || previous.total < plan.minCacheable
     const first = view.findIndex((v) => v.index >= held.from && v.index < due && Reasoning.hasReasoning(v.message))
@@ -377,11 +391,12 @@ export const thinkingStage = (
     tokensSaved += tokens
     dropped += parts.length
   })
-  return {
-    messages: out,
-    saved,
-    tokensSaved,
-    state: { from, rent },
-    report: { keepTurns: keep, sent, dropped, tokensSaved, held: holding },
-  }
+  const report = { keepTurns: keep, sent, dropped, tokensSaved, held: holding }
+  if (!binding) return { messages: out, saved, tokensSaved, state: { from, rent }, report }
+  const reasoningOf = (m: Conversation.Message, i: number) =>
+    Math.min(
+      tokenOf(i),
+      Reasoning.reasoningParts(m).reduce((n, p) => n + tokensOfPart(input, p), 0),
+    )
+  return { ...Bound.settle(input, view, out, tools, from, reasoningOf, saved, report), state: { from, rent } }
 }

@@ -25,6 +25,21 @@ export interface Rules<F extends Format = Format> {
    * in another format's body (`undefined`: nothing, the block is dropped).
    */
   readonly note: (part: Conversation.OpaquePart) => string | undefined
+  /** True when model `reader` can use reasoning `producer` wrote (absent: only its own). */
+  readonly reads?: ((reader: string, producer: string) => boolean) | undefined
+  /**
+   * What a body adds so that bound reasoning failing the provider's prefix
+   * check is dropped instead of failing the request, and the header the
+   * runtime must send with it (absent: the provider has no such control).
+   */
+  readonly dropFailing?: { readonly body: { readonly [key: string]: unknown }; readonly betaHeader: string } | undefined
+  /**
+   * The first reasoning a turn request's history field (`items`, raw, under
+   * `field`) carries that the provider would refuse once sent back (a
+   * thinking block without its signature, a reasoning item without the item
+   * it led to): its path and why; absent: nothing to check.
+   */
+  readonly inputProblem?: ((items: unknown, field: string) => { readonly path: string; readonly message: string } | undefined) | undefined
 }
 
 /** True for a plain object (not an array). */

@@ -59,6 +59,7 @@ export const cachePlan = (inputs: Carry.Inputs, sameView: boolean, fresh: Readon
     ttlSeconds,
     minCacheable: Math.floor(prices.minCacheableTokens * MIN_PREFIX_MARGIN),
     tier: tier.name,
+    outputMultiplier: prices.inputPerMtok > 0 ? prices.outputPerMtok / prices.inputPerMtok : undefined,
   }
 }
 
@@ -261,6 +262,9 @@ const buildWith = (
       maskGrid: sameView ? state.maskGrid : undefined,
       proactiveRung: state.rung,
       cachePlan: plan,
+      // what the previous prompt sent, whatever the view: bound reasoning is checked against it
+      bound: state.shape?.bound,
+      bindsReasoning: carry.inputs.prices.capabilities.bindsReasoningToPrefix,
       storedTokens: count.messageTokens.reduce((sum, n) => sum + n, state.tokens),
       trailer: loop.trailer,
       memory: carry.memory?.memory,

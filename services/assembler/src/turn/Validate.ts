@@ -3,10 +3,12 @@
  * result answers a known, still open call (a `BadRequest` naming the message
  * otherwise; or, when the turn was stored already, its stored reply) — and a
  * new session's first turn must carry at least one message with content (the
- * providers reject an empty conversation or an empty first message). A `system` naming a workspace bundle the
+ * providers reject an empty conversation or an empty first message), and reasoning the provider would
+ * refuse once sent back (a thinking block without its signature, a reasoning item without the item it
+ * led to) is a `BadRequest` naming its path. A `system` naming a workspace bundle the
  * shell did not read (an embedding without a `WorkspaceCache`) is refused.
  */
-import { Normalize, Providers } from "@ctxd/context"
+import { Normalize, Providers, Reasoning } from "@ctxd/context"
 import { Turn } from "@ctxd/contracts"
 import * as Carry from "./Carry.ts"
 
@@ -19,6 +21,10 @@ export const stage: Carry.Stage = {
     if (Turn.isWorkspaceRef(carry.inputs.request.system) && carry.inputs.workspace === undefined) {
       return { _tag: "Rejected", message: "workspace bundles are not available here", path: "system.workspace", pairing: false }
     }
+    // reasoning the provider would refuse once sent back: refused now, before anything is stored
+    const format = carry.inputs.request.format
+    const bad = Reasoning.inputProblem(format, (carry.inputs.request as unknown as Record<string, unknown>)[field], field)
+    if (bad !== undefined) return { _tag: "Rejected", message: `${bad.path}: ${bad.message}`, path: bad.path, pairing: false }
     if (state.lastSeq === 0 && !normalized.messages.some((m) => Normalize.hasContent(m.message))) {
       return {
         _tag: "Rejected",

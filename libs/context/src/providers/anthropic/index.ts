@@ -17,6 +17,7 @@ export * as Api from "./Api.ts"
 export * as Provider from "./Provider.ts"
 export * as Opaque from "./Opaque.ts"
 export * as CountBody from "./CountBody.ts"
+export * as Binding from "./Binding.ts"
 
 /** The Anthropic Messages adapter. */
 export const adapter: Adapter.Adapter<"anthropic"> = {

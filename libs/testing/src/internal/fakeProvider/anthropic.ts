@@ -173,6 +173,23 @@ export const answer = (body: Json, reply: ScriptedReply | undefined, inputTokens
   }
 }
 
+/**
+ * `a` led by a thinking block when the body enables thinking on a model that
+ * binds reasoning (its signature is set by `binding.ts`); unchanged otherwise,
+ * as before those models.
+ */
+export const withThinking = (body: Json, a: Answer, binds: boolean): Answer => {
+  const thinking = body["thinking"]
+  const enabled = isRecord(thinking) && (thinking["type"] === "enabled" || thinking["type"] === "adaptive")
+  if (!binds || !enabled) return a
+  const text = `Thinking about ${list(body["messages"]).length} messages.`
+  return {
+    ...a,
+    content: [{ type: "thinking", thinking: text, signature: "" }, ...a.content],
+    outputTokens: a.outputTokens + Tokens.count(text),
+  }
+}
+
 /** The `usage` object of a response. */
 export const usage = (
   split: { readonly input: number; readonly read: number; readonly creation5m: number; readonly creation1h: number },
@@ -209,9 +226,9 @@ const chunks = (text: string, size: number): Array<string> => {
 }
 
 /** The SSE events (name, data) of a streamed `Message`. */
-export const streamEvents = (id: string, model: string, a: Answer, u: Json): Array<[string, Json]> => {
+export const streamEvents = (id: string, model: string, a: Answer, u: Json, extra: Json = {}): Array<[string, Json]> => {
   const events: Array<[string, Json]> = []
-  const start = { ...message(id, model, { ...a, content: [] }, { ...u, output_tokens: 1 }), stop_reason: null }
+  const start = { ...message(id, model, { ...a, content: [] }, { ...u, output_tokens: 1 }), stop_reason: null, ...extra }
   events.push(["message_start", { type: "message_start", message: start }])
   events.push(["ping", { type: "ping" }])
   a.content.forEach((block, index) => {
@@ -223,6 +240,13 @@ export const streamEvents = (id: string, model: string, a: Answer, u: Json): Arr
           { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: part } },
         ])
       }
+    } else if (block["type"] === "thinking") {
+      events.push(["content_block_start", { type: "content_block_start", index, content_block: { ...block, thinking: "", signature: "" } }])
+      const deltas = [
+        { type: "thinking_delta", thinking: String(block["thinking"]), estimated_tokens: null },
+        { type: "signature_delta", signature: String(block["signature"]) },
+      ]
+      for (const delta of deltas) events.push(["content_block_delta", { type: "content_block_delta", index, delta }])
     } else if (block["type"] !== "text") {
       // a server tool's result arrives whole in its start event
       events.push(["content_block_start", { type: "content_block_start", index, content_block: block }])

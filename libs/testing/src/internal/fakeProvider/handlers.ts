@@ -4,6 +4,7 @@
  */
 import { AnthropicProvider, CostModel, type ProviderApi, Providers } from "@ctxd/context"
 import * as Anthropic from "./anthropic.ts"
+import * as Binding from "./binding.ts"
 import * as Cache from "./cache.ts"
 import * as Compaction from "./compaction.ts"
 import * as Gemini from "./gemini.ts"
@@ -62,7 +63,9 @@ export const anthropic = (
   const byModel = AnthropicProvider.ValidateModel.check(body, CostModel.lookup(String(isRecord(body) ? body["model"] : "")).capabilities)
   const problem = byModel.problem ?? AnthropicProvider.Validate.validate(byModel.body, endpoint, betas)
   if (problem !== undefined || !isRecord(body)) return error("anthropic", 400, problem ?? "invalid request", requestId)
-  const blocks = Anthropic.promptBlocks(body)
+  const bound = endpoint === "messages" ? Binding.check(body, betas) : { ok: true as const, body, dropped: [] }
+  if (!bound.ok) return error("anthropic", 400, bound.message, requestId)
+  const blocks = Anthropic.promptBlocks(bound.body)
   const total = blocks.reduce((n, b) => n + b.tokens, 0)
   if (total > state.settings.contextWindow) {
     return error("anthropic", 400, `prompt is too long: ${total} tokens > ${state.settings.contextWindow} maximum`, requestId)
@@ -76,9 +79,9 @@ export const anthropic = (
     lookbackBlocks: state.settings.cacheLookbackBlocks,
     now: Date.now(),
   })
-  const id = `msg_${State.nextId(state)}`
   const model = String(body["model"])
   if (Compaction.asksForSummary(body)) {
+    const id = `msg_${State.nextId(state)}`
     const messages = Array.isArray(body["messages"]) ? body["messages"] : []
     const summary = reply?.text ?? Anthropic.defaultText(messages.length, total, "")
     const content = [Compaction.block(body, summary)]
@@ -88,10 +91,18 @@ export const anthropic = (
       Anthropic.message(id, model, { content, stopReason: "compaction", outputTokens }, Compaction.usage(split, outputTokens)),
     )
   }
-  const answer = Anthropic.answer(body, reply, total, () => State.nextId(state))
-  const usage = Anthropic.usage(split, answer.outputTokens)
-  if (body["stream"] !== true) return json(200, Anthropic.message(id, model, answer, usage))
-  const frames = Anthropic.streamEvents(id, model, answer, usage).map(
+  const answer = Anthropic.withThinking(
+    body,
+    Anthropic.answer(body, reply, total, () => State.nextId(state)),
+    Binding.binds(model),
+  )
+  const signed = { ...answer, content: Binding.sign(body, model, answer.content) }
+  const usage = Anthropic.usage(split, signed.outputTokens)
+  const id = `msg_${State.nextId(state)}`
+  // listed only under the beta, as `[]` when nothing was dropped (SDK `BetaMessage.input_transformations`)
+  const extra = betas.includes(AnthropicProvider.Binding.BETA) ? { input_transformations: bound.dropped } : {}
+  if (body["stream"] !== true) return json(200, { ...Anthropic.message(id, model, signed, usage), ...extra })
+  const frames = Anthropic.streamEvents(id, model, signed, usage, extra).map(
     ([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`,
   )
   return { kind: "sse", frames }
