@@ -2,7 +2,8 @@
 // as JSON to bench/results/<name>.json (default `latest`).
 //   npm run bench                 all benchmarks
 //   npm run bench -- assembly     only those whose name contains "assembly"
-//   npm run bench -- economics --model gpt-4o   (economics: the model to price; default claude-sonnet-4-5)
+//   npm run bench -- economics --model gpt-4o   (economics: the model to price; default claude-sonnet-5-5;
+//                                                --models a,b,c: several, with a summary per model)
 //   npm run bench -- memory --memory-docs 10000,1000000   (memory: documents per run; default 10000)
 //   npm run bench -- scaleout --messages 1000000   (the store at scale; also --turns, --session-length, --rate, --seconds)
 //   npm run bench -- assembly --format all      (assembly, e2e: the request formats, one or `all`;

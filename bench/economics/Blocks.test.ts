@@ -46,6 +46,21 @@ describe("Blocks.converter", () => {
     expect(after[4]!.breakpoint).toBeUndefined()
   })
 
+  it("counts a block by its content, not by the escapes and quotes of its JSON", () => {
+    // code-like output: newlines and quotes JSON escapes, which the provider never sees
+    const output = Array.from({ length: 40 }, (_, i) => `    if x == "${i}":\n        return 'a\tb'`).join("\n")
+    const result: Conversation.Message = {
+      role: "tool",
+      parts: [{ type: "tool_result", callId: "c1", content: [{ type: "text", text: output }], isError: false }],
+    }
+    const body = RenderAnthropic.render({ model, system, tools, messages: [...messages.slice(0, 2), result] }).body
+    const block = Blocks.converter(count)(body).at(-1)!
+    const json = count.text(JSON.stringify((body["messages"] as Array<{ content: Array<unknown> }>).at(-1)!.content[0]))
+    expect(block.tokens).toBeLessThan(count.message(result) + 20)
+    expect(block.tokens).toBeGreaterThanOrEqual(count.text(output))
+    expect(json).toBeGreaterThan(block.tokens * 1.1)
+  })
+
   it("cuts an OpenAI body into tools and whole messages, without breakpoints", () => {
     const openaiModel = Models.resolve({ provider: "openai", name: "gpt-4o" })
     const body = RenderOpenAI.render({ model: openaiModel, system, tools, messages, tenant: "t", session: "s" }).body

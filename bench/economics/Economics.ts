@@ -1,7 +1,10 @@
 /**
  * Issue 11 (cache economics): what each context strategy really costs once
  * the provider's prompt cache bills it. `npm run bench -- economics
- * [--model <name>]` (default `claude-sonnet-4-5`).
+ * [--model <name> | --models <name,name,...>]` (default `claude-sonnet-5-5`;
+ * with `--models`, sections (a) and (b) per model, (c) for the first, and
+ * a per-model summary: the worst session against the full history and the
+ * sessions above 1.01 ×, with and without gaps).
  *
  * Sessions: the 22 SWE-agent trajectories back to back as one 230-turn
  * session (as in the optimizations bench), and each of the 200 tau-bench
@@ -18,7 +21,7 @@
  * for every strategy of a replay and is reported separately, in USD.
  */
 import { CacheSim, CostModel, Models, Normalize, RenderAnthropic, RenderOpenAI } from "@ctxd/context"
-import type { Conversation, OpenAI } from "@ctxd/contracts"
+import type { Conversation, OpenAI, Turn } from "@ctxd/contracts"
 import { Workloads } from "@ctxd/testing"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -30,6 +33,7 @@ import * as Ctxd from "./Ctxd.ts"
 import * as Gaps from "./Gaps.ts"
 import * as MemoryPlacement from "./MemoryPlacement.ts"
 import * as Strategies from "./Strategies.ts"
+import * as Summary from "./Summary.ts"
 
 /** The seed of the gap model (the issue's number). */
 const SEED = 11
@@ -57,6 +61,8 @@ interface SessionResult {
   /** Input tokens of the largest full-history request. */
   readonly largest: number
   readonly outcomes: Record<Mode, Record<string, Outcome>>
+  /** Reasoning parts ctxd left out, summed over the session's requests (`report.reasoning.dropped`; 0 without reasoning). */
+  readonly reasoningLeftOut: Record<Mode, number>
 }
 
 interface Setup {
@@ -122,18 +128,22 @@ const runSession = async (s: Setup, session: Ctxd.Session): Promise<SessionResul
     return { name, blocks, empty }
   })
   const outcomes = {} as Record<Mode, Record<string, Outcome>>
+  const reasoningLeftOut = {} as Record<Mode, number>
   let humanPauses = 0
   for (const [mode, pauses] of modes) {
     const times = Gaps.timestamps(session.id, session.turns, { seed: SEED, pauses })
     if (pauses) humanPauses = session.turns.filter((t, k) => k > 0 && Gaps.isHuman(t)).length
     const row: Record<string, Outcome> = {}
     for (const p of peers) row[p.name] = bill(s, p.blocks, times, out, p.empty)
-    const ctxd = await Ctxd.bodies({ session, times, format: s.format, model: s.model, prices: s.prices, count: s.count })
+    let leftOut = 0
+    const onReply = (reply: Turn.TurnReply) => (leftOut += reply.report.reasoning?.dropped ?? 0)
+    const ctxd = await Ctxd.bodies({ session, times, format: s.format, model: s.model, prices: s.prices, count: s.count, onReply })
     row[CTXD] = bill(s, ctxd.map(toBlocks), times, out, 0)
     outcomes[mode] = row
+    reasoningLeftOut[mode] = leftOut
   }
   const largest = Math.max(0, ...peers[0]!.blocks.map((b) => b.reduce((n, x) => n + x.tokens, 0)))
-  return { id: session.id, turns: session.turns.length, humanPauses, largest, outcomes }
+  return { id: session.id, turns: session.turns.length, humanPauses, largest, outcomes, reasoningLeftOut }
 }
 
 const sweSession = (): Ctxd.Session => {
@@ -191,25 +201,44 @@ const strategyRows = (bench: string, mode: Mode, totals: Record<string, Outcome>
 
 const table = (results: ReadonlyArray<SessionResult>): string => {
   const lines = [
-    "| session | turns | pauses | ctxd/full, no gaps | gaps | best peer, no gaps | ctxd/best | best peer, gaps | ctxd/best |",
-    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    "| session | turns | pauses | ctxd/full, no gaps | gaps | best peer, no gaps | ctxd/best | best peer, gaps | ctxd/best | reasoning left out, no gaps / gaps |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
   ]
   for (const r of results) {
     const ratio = (mode: Mode, other: string) => (r.outcomes[mode][CTXD]!.input / r.outcomes[mode][other]!.input).toFixed(3)
     const quiet = bestPeer(r.outcomes["no gaps"])
     const busy = bestPeer(r.outcomes.gaps)
     lines.push(
-      `| ${r.id} | ${r.turns} | ${r.humanPauses} | ${ratio("no gaps", "full history")} | ${ratio("gaps", "full history")} | ${quiet} | ${ratio("no gaps", quiet)} | ${busy} | ${ratio("gaps", busy)} |`,
+      `| ${r.id} | ${r.turns} | ${r.humanPauses} | ${ratio("no gaps", "full history")} | ${ratio("gaps", "full history")} | ${quiet} | ${ratio("no gaps", quiet)} | ${busy} | ${ratio("gaps", busy)} | ${r.reasoningLeftOut["no gaps"]} / ${r.reasoningLeftOut.gaps} |`,
     )
   }
   return lines.join("\n")
 }
 
-const modelArg = (): string => argument("model") ?? "claude-sonnet-4-5"
+/** The models to price: `--models a,b,...`, else `--model`, else Claude Sonnet 5.5. */
+const modelArgs = (): ReadonlyArray<string> =>
+  (argument("models") ?? argument("model") ?? "claude-sonnet-5-5")
+    .split(",")
+    .map((m) => m.trim())
+    .filter((m) => m !== "")
 
-/** All rows: the long SWE-agent session and the tau-bench sessions, without and with gaps. */
+/** Every model's rows, then (with more than one) a summary row per model: the gate of issue 37. */
 export const run = async (): Promise<Row[]> => {
-  const s = setup(modelArg())
+  const rows: Array<Row> = []
+  const summaries: Array<Row> = []
+  for (const [i, name] of modelArgs().entries()) {
+    const { rows: own, sessions } = await runModel(name, i === 0)
+    rows.push(...own)
+    summaries.push(
+      ...Summary.rows(name, sessions, modes, (r, mode) => r.outcomes[mode][CTXD]!.input / r.outcomes[mode]["full history"]!.input),
+    )
+  }
+  return [...rows, ...summaries]
+}
+
+/** One model's rows: the long SWE-agent session and the tau-bench sessions, without and with gaps (and memory placement). */
+const runModel = async (name: string, memory: boolean): Promise<{ rows: Array<Row>; sessions: Array<SessionResult> }> => {
+  const s = setup(name)
   const label = s.model.name
   const rows: Array<Row> = []
   const prices = `economics: prices of ${s.model.name} (${s.prices.family})`
@@ -299,25 +328,26 @@ export const run = async (): Promise<Row[]> => {
   }
   rows.push({ bench: benchB, metric: "human pauses (gaps)", value: tau.reduce((n, r) => n + r.humanPauses, 0), unit: "turns" })
 
-  rows.push(
-    ...(await MemoryPlacement.rows(
-      {
-        setup: { format: s.format, model: s.model, prices: s.prices, count: s.count },
-        sessions: tauSessions(),
-        times: (session, pauses) => Gaps.timestamps(session.id, session.turns, { seed: SEED, pauses }),
-        outputs: (session) => outputs(s, session.turns),
-        bill: (bodies, times, out) => bill(s, bodies.map(Blocks.converter(s.count)), times, out, 0),
-      },
-      label,
-    )),
-  )
+  if (memory)
+    rows.push(
+      ...(await MemoryPlacement.rows(
+        {
+          setup: { format: s.format, model: s.model, prices: s.prices, count: s.count },
+          sessions: tauSessions(),
+          times: (session, pauses) => Gaps.timestamps(session.id, session.turns, { seed: SEED, pauses }),
+          outputs: (session) => outputs(s, session.turns),
+          bill: (bodies, times, out) => bill(s, bodies.map(Blocks.converter(s.count)), times, out, 0),
+        },
+        label,
+      )),
+    )
 
   const all = [swe, ...tau]
   console.log(table(all))
   const dir = join(import.meta.dirname, "..", "results")
   mkdirSync(dir, { recursive: true })
-  const file = join(dir, `economics-sessions-${process.env.BENCH_NAME ?? "latest"}.json`)
+  const file = join(dir, `economics-sessions-${process.env.BENCH_NAME ?? "latest"}-${s.model.name}.json`)
   writeFileSync(file, JSON.stringify({ model: s.model.name, prices: s.prices, sessions: all }, null, 1) + "\n")
   console.log(`wrote ${file}`)
-  return rows
+  return { rows, sessions: all }
 }

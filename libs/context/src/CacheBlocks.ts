@@ -9,7 +9,8 @@
  * default `"5m"`). OpenAI (a body with `prompt_cache_key`, or string
  * content): one block per tool, then one per message; no breakpoints. Each
  * block is hashed (SHA-1 of its JSON without `cache_control`) and counted
- * (the counter's encoding on that JSON), memoized by content. OpenAI
+ * by its content (the counter's encoding on its strings, see
+ * `contentTokens`), memoized by content. OpenAI
  * Responses (`instructions`, `input`) and Gemini (`systemInstruction`,
  * `contents`) bodies: the instructions one block, then one per item.
  *
@@ -66,10 +67,11 @@ export const counting = <E extends string>(
 /** Turns bodies into blocks, memoizing hash and tokens per distinct block text. */
 export const converter = (count: Pick<Counting, "text">): ((body: Json) => Array<CacheSim.Block>) => {
   const memo = new Map<string, { readonly hash: string; readonly tokens: number }>()
-  const block = (text: string, breakpoint: string | undefined): CacheSim.Block => {
+  const block = (kind: string, json: string, breakpoint: string | undefined): CacheSim.Block => {
+    const text = `${kind}:${json}`
     let known = memo.get(text)
     if (known === undefined) {
-      known = { hash: createHash("sha1").update(text).digest("base64"), tokens: count.text(text) }
+      known = { hash: createHash("sha1").update(text).digest("base64"), tokens: contentTokens(count, kind, json) }
       memo.set(text, known)
     }
     return breakpoint === undefined ? known : { ...known, breakpoint }
@@ -83,24 +85,53 @@ export const converter = (count: Pick<Counting, "text">): ((body: Json) => Array
     const out: Array<CacheSim.Block> = []
     const push = (prefix: string, b: Json): void => {
       const { text, breakpoint } = plain(b)
-      out.push(block(`${prefix}:${text}`, breakpoint))
+      out.push(block(prefix, text, breakpoint))
     }
     for (const t of (body["tools"] as Array<Json> | undefined) ?? []) push("tool", t)
     const system = body["system"]
-    if (typeof system === "string") out.push(block(`system:${JSON.stringify(system)}`, undefined))
+    if (typeof system === "string") out.push(block("system", JSON.stringify(system), undefined))
     else if (system === undefined && (body["instructions"] ?? body["systemInstruction"]) !== undefined) {
-      out.push(block(`system:${JSON.stringify(body["instructions"] ?? body["systemInstruction"])}`, undefined))
+      out.push(block("system", JSON.stringify(body["instructions"] ?? body["systemInstruction"]), undefined))
     } else for (const s of (system as Array<Json> | undefined) ?? []) push("system", s)
     const items = (body["messages"] ?? body["input"] ?? body["contents"] ?? []) as Array<Json>
     for (const m of items) {
       const role = String(m["role"] ?? m["type"])
       const content = m["content"]
       // OpenAI messages (and plain-string content) are one block each.
-      if (!Array.isArray(content) || body["prompt_cache_key"] !== undefined) out.push(block(`${role}:${JSON.stringify(m)}`, undefined))
+      if (!Array.isArray(content) || body["prompt_cache_key"] !== undefined) out.push(block(role, JSON.stringify(m), undefined))
       else for (const b of content as Array<Json>) push(role, b)
     }
     return out
   }
+}
+
+/**
+ * A block's tokens as the provider bills them, by the rules the local
+ * counter plans with (`LocalCounter`, calibrated against billed usage): a
+ * tool definition as its JSON; any other block by its content — its
+ * strings and keys, unescaped, each counted, a tool call's `input` (or
+ * OpenAI `arguments`) as its JSON. Counting every block's JSON text counted
+ * the escapes (`\\n`, `\\"`), quotes and braces of the wire format as
+ * tokens — up to a fifth more than the content on SWE-agent tool output —
+ * so near a minimum cacheable prefix the simulated prompt crossed the
+ * minimum turns before the planned one.
+ */
+const contentTokens = (count: Pick<Counting, "text">, kind: string, json: string): number => {
+  if (kind === "tool") return count.text(json)
+  let tokens = 0
+  const visit = (value: unknown): void => {
+    if (typeof value === "string") tokens += count.text(value)
+    else if (Array.isArray(value)) value.forEach(visit)
+    else if (value !== null && typeof value === "object")
+      for (const [key, v] of Object.entries(value)) {
+        tokens += count.text(key)
+        if (key === "input" && typeof v === "object") tokens += count.text(JSON.stringify(v))
+        else visit(v)
+      }
+    else if (value !== null && value !== undefined) tokens += count.text(String(value))
+  }
+  visit(JSON.parse(json))
+  return tokens
 }
 
 /** A baseline context strategy: the stored history up to a turn (oldest first) → the messages sent. */

@@ -85,8 +85,10 @@ export interface Plan {
   /** More time has passed since the previous turn than the cache's TTL. */
   readonly cold: boolean
   readonly ttlSeconds: number
-  /** Shortest prefix the provider caches. */
+  /** Shortest prefix the provider caches, as planned (with a margin for counts below the provider's). */
   readonly minCacheable: number
+  /** The provider's own minimum, without the margin (absent: `minCacheable`); see `NoHarm.baselineWins`. */
+  readonly providerMinCacheable?: number | undefined
   /** The cache tier the prompt is sent under (`"5m"`, `"1h"`; absent: the model's default). */
   readonly tier?: string | undefined
   /** The output price over the uncached input price (absent: `BoundReasoning.DEFAULT_OUTPUT_MULTIPLIER`). */

@@ -42,6 +42,7 @@ import {
   windowStage,
 } from "./internal/stages.ts"
 import * as Masking from "./Masking.ts"
+import * as NoHarm from "./NoHarm.ts"
 import * as Proactive from "./Proactive.ts"
 import * as Reasoning from "./Reasoning.ts"
 import type * as Window from "./Window.ts"
@@ -276,15 +277,20 @@ export const run = (raw: Input): Output => {
   const climb = held === undefined ? undefined : CachePlanner.climb(plan, held.shape, chosen.output.shape, rent.rung ?? 0)
   const out = held === undefined || climb!.climb ? chosen.output : held
   const settled = climb === undefined || climb.climb ? cache : CachePlanner.describe(plan, held!.shape, cache.deferred)
+  const sent = NoHarm.baseline(plan, advanced, out, (hold) => runAt(input, hold)) ?? {
+    out,
+    rent: { ...rent, rung: climb?.rent ?? 0 },
+    cache: settled,
+  }
   return {
-    ...out,
+    ...sent.out,
     shape: {
-      ...out.shape,
-      rent: { ...rent, rung: climb?.rent ?? 0 },
+      ...sent.out.shape,
+      rent: sent.rent,
       ttlSeconds: plan.ttlSeconds,
       compression: input.options.toolCompression ?? "none",
     },
-    report: { ...out.report, cache: { ...out.report.cache, ...settled } },
+    report: { ...sent.out.report, cache: { ...sent.out.report.cache, ...sent.cache } },
   }
 }
 

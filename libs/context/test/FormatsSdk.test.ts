@@ -47,7 +47,9 @@ afterAll(() => server.close())
 const send = async (format: Turn.Format, body: Json): Promise<number> => {
   switch (format) {
     case "anthropic": {
-      const r = await anthropic.messages.create(body as unknown as Anthropic.MessageCreateParamsNonStreaming)
+      // a timeout of its own: without one the SDK refuses a non-streaming call whose max_tokens
+      // (Claude 5.x: 128,000) may take more than 10 minutes
+      const r = await anthropic.messages.create(body as unknown as Anthropic.MessageCreateParamsNonStreaming, { timeout: 60_000 })
       return r.usage.input_tokens + (r.usage.cache_read_input_tokens ?? 0) + (r.usage.cache_creation_input_tokens ?? 0)
     }
     case "openai": {

@@ -259,13 +259,18 @@ export interface FormattedSession {
   readonly turns: ReadonlyArray<FormatFields>
 }
 
-/** The model a replay in `format` is sent for: Claude Sonnet 4.5 (Anthropic), GPT-4o (both OpenAI formats), Gemini 2.5 Flash (Gemini). */
+/**
+ * The model a replay in `format` is sent for: Claude Sonnet 5.5 (Anthropic;
+ * Sonnet 4.5 reaches end of life on 2026-11-30), GPT-5.6 Terra (both OpenAI
+ * formats; GPT-4o's price class, see `Samples` of the worker's replay),
+ * Gemini 2.5 Flash (Gemini).
+ */
 export const defaultModel = (format: Turn.Format): Turn.Model =>
   format === "anthropic"
-    ? { provider: "anthropic", name: "claude-sonnet-4-5" }
+    ? { provider: "anthropic", name: "claude-sonnet-5-5" }
     : format === "gemini"
       ? { provider: "google", name: "gemini-2.5-flash" }
-      : { provider: "openai", name: "gpt-4o" }
+      : { provider: "openai", name: "gpt-5.6-terra" }
 
 /** The request formats a session can be replayed in (demo and bench `--format`). */
 export const formats: ReadonlyArray<Turn.Format> = ["anthropic", "openai", "openai-responses", "gemini"]

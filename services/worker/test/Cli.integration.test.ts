@@ -76,8 +76,8 @@ describe("ctxd command line", { timeout: 120_000 }, () => {
     const lines = out.stdout.split("\n")
     const cost = String.raw`\$\d+\.\d{4} with ctxd, \$\d+\.\d{4} without: (\d+\.\d % (less|more)|the same)`
     expect(lines[0]).toMatch(new RegExp(`^bundled samples: ${cost}`))
-    expect(lines[1]).toMatch(new RegExp(`^  tau-bench airline, 8 sessions on gpt-4o: ${cost}$`))
-    expect(lines[2]).toMatch(new RegExp(`^  SWE-agent, 5 sessions on claude-sonnet-4-5: ${cost}$`))
+    expect(lines[1]).toMatch(new RegExp(`^  tau-bench airline, 8 sessions on gpt-5.6-terra: ${cost}$`))
+    expect(lines[2]).toMatch(new RegExp(`^  SWE-agent, 5 sessions on claude-sonnet-5-5: ${cost}$`))
     expect(lines.filter((l) => l.startsWith("tau-bench-airline-gpt4o-"))).toHaveLength(8)
     // each group's table: its sessions between the rules, none flagged (no repair, nothing over the limit, no orphan)
     const rules = lines.flatMap((l, i) => (l.startsWith("-----") ? [i] : []))

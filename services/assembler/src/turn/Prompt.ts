@@ -58,6 +58,7 @@ export const cachePlan = (inputs: Carry.Inputs, sameView: boolean, fresh: Readon
     cold: state.lastAt !== undefined && now - state.lastAt > previousTtl * 1000,
     ttlSeconds,
     minCacheable: Math.floor(prices.minCacheableTokens * MIN_PREFIX_MARGIN),
+    providerMinCacheable: prices.minCacheableTokens,
     tier: tier.name,
     outputMultiplier: prices.inputPerMtok > 0 ? prices.outputPerMtok / prices.inputPerMtok : undefined,
   }

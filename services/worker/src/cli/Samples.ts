@@ -33,12 +33,15 @@ export interface Group {
 
 /**
  * What `ctxd replay` replays without log files: the tau-bench airline
- * sessions for GPT-4o (the model that recorded them), then the SWE-agent
- * trajectories for Claude Sonnet 4.5 (a coding agent's model).
+ * sessions (recorded with GPT-4o) for GPT-5.6 Terra, the current OpenAI
+ * model of GPT-4o's price class ($2 / $12, cached input 0.1× against
+ * GPT-4o's 0.5×; see `providers/openai-chat/Models.ts`), then the SWE-agent
+ * trajectories for Claude Sonnet 5.5 (a coding agent's model; Sonnet 4.5
+ * reaches end of life on 2026-11-30).
  */
 export const groups: ReadonlyArray<Group> = [
-  { name: "tau-bench airline", slug: "tau-bench", paths: ["tau-bench-airline-gpt4o.json"], model: "gpt-4o" },
-  { name: "SWE-agent", slug: "swe-agent", paths: ["swe-agent"], model: "claude-sonnet-4-5" },
+  { name: "tau-bench airline", slug: "tau-bench", paths: ["tau-bench-airline-gpt4o.json"], model: "gpt-5.6-terra" },
+  { name: "SWE-agent", slug: "swe-agent", paths: ["swe-agent"], model: "claude-sonnet-5-5" },
 ]
 
 /** One group's replay, summed. */
