@@ -85,6 +85,12 @@ export interface CacheRules {
   readonly ttls: ReadonlyArray<string>
   /** A longer retention tier the body can ask for where the model has it (absent: none). */
   readonly retention: string | undefined
+  /**
+   * On models whose row takes explicit breakpoints in a format that is
+   * otherwise automatic (OpenAI GPT-5.6+): the TTLs the body can ask for,
+   * instead of `ttls` and `retention` (absent: the format has no such mode).
+   */
+  readonly explicitTtls?: ReadonlyArray<string> | undefined
 }
 
 /** One provider format's adapter. */

@@ -9,27 +9,36 @@ import { Providers, Waste } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
 import * as Carry from "./Carry.ts"
 
-/** A copy of `block` without `cache_control` (the rendered blocks may be shared with the session's state: never mutated). */
+/**
+ * A copy of `block` without `cache_control` (Anthropic) or `prompt_cache_breakpoint`
+ * (OpenAI); the rendered blocks may be shared with the session's state: never mutated.
+ */
 const unmarked = (block: unknown): unknown => {
-  if (typeof block !== "object" || block === null || !("cache_control" in block)) return block
-  const { cache_control: _marker, ...rest } = block as Record<string, unknown>
+  if (typeof block !== "object" || block === null || !("cache_control" in block || "prompt_cache_breakpoint" in block)) return block
+  const { cache_control: _marker, prompt_cache_breakpoint: _breakpoint, ...rest } = block as Record<string, unknown>
   return rest
 }
 const unmarkedAll = (value: unknown): unknown => (Array.isArray(value) ? value.map(unmarked) : value)
 
-/** The body without prompt-cache markers: Anthropic `cache_control` on system, tools and message blocks; OpenAI's cache key and retention. */
+/** A message or input item without markers on its content (or a Responses tool output's) parts. */
+const unmarkedItem = (m: unknown): unknown => {
+  if (typeof m !== "object" || m === null) return m
+  const item = m as Record<string, unknown>
+  const out = Array.isArray(item["content"]) ? { ...item, content: unmarkedAll(item["content"]) } : item
+  return Array.isArray(item["output"]) ? { ...out, output: unmarkedAll(item["output"]) } : out
+}
+
+/**
+ * The body without prompt-cache markers: Anthropic `cache_control` on system, tools and message
+ * blocks; OpenAI's cache key, retention, `prompt_cache_options` and `prompt_cache_breakpoint`s.
+ */
 export const withoutPromptCache = (body: Readonly<Record<string, unknown>>): Record<string, unknown> => {
-  const { prompt_cache_key: _key, prompt_cache_retention: _retention, ...rest } = body
+  const { prompt_cache_key: _key, prompt_cache_retention: _retention, prompt_cache_options: _options, ...rest } = body
   const out: Record<string, unknown> = { ...rest }
   if (Array.isArray(body["system"])) out["system"] = unmarkedAll(body["system"])
   if (Array.isArray(body["tools"])) out["tools"] = unmarkedAll(body["tools"])
-  if (Array.isArray(body["messages"])) {
-    out["messages"] = body["messages"].map((m: unknown) =>
-      typeof m === "object" && m !== null && Array.isArray((m as { content?: unknown }).content)
-        ? { ...(m as object), content: unmarkedAll((m as { content: unknown }).content) }
-        : m,
-    )
-  }
+  if (Array.isArray(body["messages"])) out["messages"] = body["messages"].map(unmarkedItem)
+  if (Array.isArray(body["input"])) out["input"] = body["input"].map(unmarkedItem)
   return out
 }
 
