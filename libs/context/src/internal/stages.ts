@@ -88,6 +88,8 @@ export interface Input {
   readonly proactiveRung?: number | undefined
   /** The cache planner's inputs; absent: every edit is made as soon as its grid says (no planner). */
   readonly cachePlan?: CachePlanner.Plan | undefined
+  /** The previous response's id, for the provider's cache diagnostics (`Turn` `previousResponseId`). */
+  readonly previousResponseId?: string | null | undefined
 }
 
 /** Retrieved memory to send (see {@link Input.memory}). */
@@ -257,7 +259,13 @@ export const renderStage = (
     toolOrder: input.toolOrder,
     stable,
   }
-  return Providers.of(input.format).render({ ...body, tenant: input.tenant, session: input.session, cachePlan: input.cachePlan })
+  return Providers.of(input.format).render({
+    ...body,
+    tenant: input.tenant,
+    session: input.session,
+    cachePlan: input.cachePlan,
+    previousResponseId: input.previousResponseId,
+  })
 }
 
 /** Estimated tokens of reasoning parts, once per part object (the stored history's parts live across turns). */

@@ -61,6 +61,11 @@ export interface RenderInput extends Omit<RenderAnthropic.RenderInput, "ttl"> {
   readonly tenant: string
   readonly session: string
   readonly cachePlan?: { readonly tier?: string | undefined } | undefined
+  /**
+   * The previous response's id (`null`: opt in without one): formats with
+   * cache diagnostics ask for them against it; the others ignore it.
+   */
+  readonly previousResponseId?: string | null | undefined
 }
 
 /** A rendered request body and how it is laid out for the provider's prompt cache. */

@@ -260,6 +260,7 @@ const buildWith = (
       maskGrid: sameView ? state.maskGrid : undefined,
       proactiveRung: state.rung,
       cachePlan: plan,
+      previousResponseId: "previousResponseId" in request ? request.previousResponseId : undefined,
       storedTokens: count.messageTokens.reduce((sum, n) => sum + n, state.tokens),
       trailer: loop.trailer,
       memory: carry.memory?.memory,

@@ -32,6 +32,7 @@ export const adapter: Adapter.Adapter<"openai-responses"> = {
       ...input,
       retention24h: input.cachePlan === undefined ? undefined : input.cachePlan.tier === "24h",
       cacheTier: input.cachePlan?.tier,
+      previousResponseId: input.previousResponseId ?? undefined,
     })
     return { request: rendered.body, cache: { breakpoints: rendered.breakpoints, promptCacheKey: rendered.promptCacheKey } }
   },

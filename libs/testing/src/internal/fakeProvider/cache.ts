@@ -89,7 +89,7 @@ export interface Fingerprint {
   readonly tokens: ReadonlyArray<number>
 }
 
-const FINGERPRINTS = 10_000
+const FINGERPRINTS = 1_000
 
 /** Records `fingerprint` under `id`. */
 export const remember = (caches: Caches, id: string, fingerprint: Fingerprint): void => {

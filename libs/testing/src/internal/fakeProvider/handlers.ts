@@ -5,6 +5,7 @@
 import { AnthropicProvider, OpenAIChatProvider, type ProviderApi, Providers } from "@ctxd/context"
 import * as Anthropic from "./anthropic.ts"
 import * as Cache from "./cache.ts"
+import * as Diagnostics from "./diagnostics.ts"
 import * as Gemini from "./gemini.ts"
 import { isRecord, type Json } from "./json.ts"
 import * as OpenAI from "./openai.ts"
@@ -70,7 +71,8 @@ export const anthropic = (
   const usage = Anthropic.usage(split, answer.outputTokens)
   const id = `msg_${State.nextId(state)}`
   const model = String(body["model"])
-  if (body["stream"] !== true) return json(200, Anthropic.message(id, model, answer, usage))
+  const diagnostics = Diagnostics.anthropic(state.caches, body, blocks, id)
+  if (body["stream"] !== true) return json(200, { ...Anthropic.message(id, model, answer, usage), diagnostics })
   const frames = Anthropic.streamEvents(id, model, answer, usage).map(
     ([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`,
   )
@@ -174,7 +176,7 @@ export const responses = (
   if (reply?.error !== undefined) return scriptedError("openai", reply.error, requestId)
   const { cached, written } = openaiCache(state, body, tokens, marks, apiKey)
   const response = Responses.response(body, reply, { input: tokens.length, cached, written }, () => State.nextId(state))
-  const diagnostics = Responses.diagnose(state.caches, body, tokens, String(response["id"]))
+  const diagnostics = Diagnostics.responses(state.caches, body, tokens, String(response["id"]))
   return json(200, diagnostics === undefined ? response : { ...response, prompt_cache_diagnostics: diagnostics })
 }
 

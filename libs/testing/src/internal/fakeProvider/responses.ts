@@ -11,7 +11,6 @@
  */
 import { OpenAIResponsesProvider } from "@ctxd/context"
 import { isRecord, type Json, stableJson } from "./json.ts"
-import * as Cache from "./cache.ts"
 import type { ScriptedReply } from "./settings.ts"
 import * as Tokens from "./tokens.ts"
 
@@ -158,36 +157,4 @@ export const response = (
     },
     metadata: {},
   }
-}
-
-/**
- * `prompt_cache_diagnostics` of a request that names `prompt_cache_options.comparison_response_id`
- * (the SDK's `Response.CacheMiss | CacheHit | ComparisonResponseNotFound`), recording this
- * response's fingerprint for later ones; undefined when none was asked for. A miss names the
- * first field that changed, and the tokens after the divergence (`cache_missed_tokens`).
- */
-export const diagnose = (caches: Cache.Caches, body: Json, tokens: ReadonlyArray<number>, id: string): Json | undefined => {
-  const options = isRecord(body["prompt_cache_options"]) ? body["prompt_cache_options"] : undefined
-  const fingerprint: Cache.Fingerprint = {
-    model: String(body["model"]),
-    key: String(body["prompt_cache_key"] ?? ""),
-    tools: stableJson(body["tools"] ?? []),
-    system: stableJson(body["instructions"] ?? ""),
-    tokens,
-  }
-  Cache.remember(caches, id, fingerprint)
-  const compared = options?.["comparison_response_id"]
-  if (typeof compared !== "string") return undefined
-  const then = caches.fingerprints.get(compared)
-  if (then === undefined) return { type: "comparison_response_not_found" }
-  const { changed, reusable } = Cache.divergence(then, fingerprint)
-  if (changed === undefined) return { type: "cache_hit" }
-  const reason = {
-    model: "model_changed",
-    key: "prompt_cache_key_changed",
-    tools: "tools_changed",
-    system: "input_changed",
-    messages: "input_changed",
-  }[changed]
-  return { type: "cache_miss", reason, cache_missed_tokens: tokens.length - reusable, comparison_reusable_tokens: reusable }
 }
