@@ -56,6 +56,8 @@ export interface Shape {
    * `Reasoning`; absent: no reasoning).
    */
   readonly thinking?: { readonly from: number; readonly rent: number } | undefined
+  /** A digest of the system prompt and tools as the client sent them (`CacheMiss.clientKey`; absent: not known). */
+  readonly clientKey?: string | undefined
 }
 
 /** A candidate prompt of this turn. */

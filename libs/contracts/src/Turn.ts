@@ -202,10 +202,7 @@ const TurnId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
 const responseId = (pattern: RegExp, what: string) =>
   Schema.optional(
     Schema.NullOr(
-      Schema.String.pipe(
-        Schema.maxLength(200),
-        Schema.pattern(pattern, { message: () => `previousResponseId must be ${what}` }),
-      ),
+      Schema.String.pipe(Schema.maxLength(200), Schema.pattern(pattern, { message: () => `previousResponseId must be ${what}` })),
     ),
   )
 

@@ -71,3 +71,54 @@ describe("previousResponseId", () => {
     expect(chat.request["prompt_cache_options"]).toEqual({ mode: "explicit", ttl: "30m" })
   })
 })
+
+describe("report.cache.miss", () => {
+  it("nothing on an append; the client's change of its own system prompt; a TTL expiry; each with the previous prompt's lost tokens", async () => {
+    const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
+    const t0 = Date.UTC(2026, 11, 1)
+    const system = "You are a support agent. ".repeat(400)
+    let n = 0
+    const next = (text: string, over: Record<string, unknown> = {}) => {
+      n++
+      const request = {
+        turnId: `t${n}`,
+        format: "anthropic",
+        model: { provider: "anthropic", name: "claude-sonnet-4-5" },
+        system,
+        messages:
+          n === 1
+            ? [{ role: "user", content: text }]
+            : [
+                { role: "assistant", content: "ok" },
+                { role: "user", content: text },
+              ],
+        ...over,
+      }
+      return request
+    }
+    const first = await turns.turn("acme", "miss", next("hello") as unknown as Turn.TurnRequest, undefined, t0)
+    expect(first.report.cache.miss).toBeUndefined()
+    const appended = await turns.turn("acme", "miss", next("more") as unknown as Turn.TurnRequest, undefined, t0 + 10_000)
+    expect(appended.report.cache.reason).toBe("append")
+    expect(appended.report.cache.miss).toBeUndefined()
+    const changed = await turns.turn(
+      "acme",
+      "miss",
+      next("again", { system: "You are a sales agent. ".repeat(400) }) as unknown as Turn.TurnRequest,
+      undefined,
+      t0 + 20_000,
+    )
+    expect(changed.report.cache.miss).toMatchObject({ cause: "client_change", reason: "system" })
+    expect(changed.report.cache.miss!.tokens).toBeGreaterThan(2_000)
+    const late = await turns.turn(
+      "acme",
+      "miss",
+      next("after lunch", { system: "You are a sales agent. ".repeat(400) }) as unknown as Turn.TurnRequest,
+      undefined,
+      t0 + 3 * 3_600_000,
+    )
+    expect(late.report.cache).toMatchObject({ reason: "ttl_expired", miss: { cause: "ttl_expiry" } })
+    expect(late.report.cache.miss!.tokens).toBe(changed.report.cache.prefixTokens)
+    await turns.dispose()
+  })
+})

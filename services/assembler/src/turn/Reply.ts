@@ -5,7 +5,7 @@
  * and the session's tool waste. With `options.promptCache: false` the body
  * goes without its prompt-cache markers.
  */
-import { Providers, Waste } from "@ctxd/context"
+import { CacheMiss, Providers, Waste } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
 import * as Carry from "./Carry.ts"
 
@@ -60,13 +60,37 @@ const cached = (prompt: { readonly request: Record<string, unknown>; readonly re
         },
       }
 
+/**
+ * `report.cache` with `miss`: the previous prompt's tokens this one will not
+ * read, and why (`CacheMiss.expected`; the client's change told from a
+ * digest of its own system prompt and tools against the previous turn's).
+ */
+const withMiss = (cache: Turn.Report["cache"], inputs: Carry.Inputs): Turn.Report["cache"] => {
+  const previous = inputs.state.shape
+  if (previous === undefined || cache.expectedReadTokens === undefined) return cache
+  const miss = CacheMiss.expected({
+    previousTokens: previous.systemTokens + previous.toolsTokens + previous.sent.reduce((n, m) => n + m.tokens, 0),
+    expectedReadTokens: cache.expectedReadTokens,
+    reason: cache.reason,
+    clientChanged:
+      previous.clientKey === undefined
+        ? undefined
+        : previous.clientKey !== CacheMiss.clientKey(inputs.normalized.system, inputs.normalized.tools),
+    minCacheableTokens: inputs.prices.minCacheableTokens,
+  })
+  return miss === undefined ? cache : { ...cache, miss }
+}
+
 export const stage: Carry.Stage = {
   name: "reply",
   run: (carry) => {
     const tools = Carry.section(carry, "tools")
     const loop = Carry.section(carry, "loop")
     const { view, decision } = Carry.section(carry, "compaction")
-    const prompt = cached(Carry.section(carry, "prompt"), carry.inputs.options.promptCache)
+    const built = cached(Carry.section(carry, "prompt"), carry.inputs.options.promptCache)
+    const prompt = carry.inputs.options.promptCache
+      ? { ...built, report: { ...built.report, cache: withMiss(built.report.cache, carry.inputs) } }
+      : built
     const { memory, learnings } = Carry.section(carry, "memory")
     const reply: Turn.TurnReply = {
       ok: true,
