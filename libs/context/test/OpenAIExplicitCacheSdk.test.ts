@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Models from "../src/Models.ts"
 import * as Normalize from "../src/Normalize.ts"
 import * as Pipeline from "../src/Pipeline.ts"
+import * as CountBody from "../src/providers/openai-responses/CountBody.ts"
 
 type Json = Record<string, unknown>
 
@@ -122,6 +123,20 @@ describe("OpenAI explicit breakpoints through the official SDK", () => {
     }
     expect(written).toBeGreaterThan(0)
     expect(read).toBeGreaterThan(0)
+  })
+
+  it("count requests carry no breakpoints: a gpt-5.6 batch counts like any other", async () => {
+    const history = histories("openai-responses").at(-1)!
+    const batch = CountBody.batch(
+      "gpt-5.6",
+      history.map((m) => m.message),
+    )
+    expect(JSON.stringify(batch.body)).not.toContain("prompt_cache_breakpoint")
+    const counted = await client.responses.inputTokens.count({
+      model: "gpt-5.6",
+      input: batch.body["input"] as OpenAI.Responses.ResponseInput,
+    })
+    expect(counted.input_tokens).toBeGreaterThan(0)
   })
 
   it("the fake provider refuses explicit cache fields where the API does", async () => {

@@ -82,6 +82,21 @@ export const markParts = (content: unknown, textType: "text" | "input_text"): Ar
   return parts
 }
 
+/**
+ * `items` (messages or input items) without breakpoints: a count request
+ * counts a prompt's parts, it caches nothing.
+ */
+export const unmarked = (items: ReadonlyArray<Json>): Array<Json> =>
+  items.map((item) => {
+    const out = { ...item }
+    for (const field of ["content", "output"] as const) {
+      const value = out[field]
+      if (Array.isArray(value))
+        out[field] = value.map((p: Json) => (FIELD in p ? Object.fromEntries(Object.entries(p).filter(([k]) => k !== FIELD)) : p))
+    }
+    return out
+  })
+
 /** Why a breakpoint value is refused (SDK: `{mode: "explicit", ttl?}`), or undefined. */
 export const badMarker = (value: unknown, ttls: ReadonlyArray<string>): string | undefined => {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return "expected an object"
