@@ -66,6 +66,10 @@ describe("previousResponseId", () => {
     // models before GPT-5.6 take no prompt_cache_options: nothing to ask there
     const older = await turn(base("openai-responses", "gpt-4.1", "resp_0cd5"))
     expect(older.request).not.toHaveProperty("prompt_cache_options")
+    // promptCache: false drops the cache markers, not the diagnostics comparison
+    const unmarked = await turn({ ...base("openai-responses", "gpt-5.6", "resp_0cd5"), options: { promptCache: false } })
+    expect(unmarked.request["prompt_cache_options"]).toEqual({ comparison_response_id: "resp_0cd5" })
+    expect(JSON.stringify(unmarked.request)).not.toContain("prompt_cache_breakpoint")
     // Chat Completions has no diagnostics field
     const chat = await turn(base("openai", "gpt-5.6", "chatcmpl-abc"))
     expect(chat.request["prompt_cache_options"]).toEqual({ mode: "explicit", ttl: "30m" })

@@ -30,11 +30,15 @@ const unmarkedItem = (m: unknown): unknown => {
 
 /**
  * The body without prompt-cache markers: Anthropic `cache_control` on system, tools and message
- * blocks; OpenAI's cache key, retention, `prompt_cache_options` and `prompt_cache_breakpoint`s.
+ * blocks; OpenAI's cache key, retention, `prompt_cache_options` (but a diagnostics
+ * `comparison_response_id`) and `prompt_cache_breakpoint`s.
  */
 export const withoutPromptCache = (body: Readonly<Record<string, unknown>>): Record<string, unknown> => {
-  const { prompt_cache_key: _key, prompt_cache_retention: _retention, prompt_cache_options: _options, ...rest } = body
+  const { prompt_cache_key: _key, prompt_cache_retention: _retention, prompt_cache_options: options, ...rest } = body
   const out: Record<string, unknown> = { ...rest }
+  // a diagnostics comparison is no cache marker: it stays
+  const comparison = (options as { readonly comparison_response_id?: unknown } | undefined)?.comparison_response_id
+  if (comparison !== undefined) out["prompt_cache_options"] = { comparison_response_id: comparison }
   if (Array.isArray(body["system"])) out["system"] = unmarkedAll(body["system"])
   if (Array.isArray(body["tools"])) out["tools"] = unmarkedAll(body["tools"])
   if (Array.isArray(body["messages"])) out["messages"] = body["messages"].map(unmarkedItem)

@@ -145,8 +145,11 @@ const tool = (t: Conversation.Tool): Json => {
 const messagesOnce = RenderedJson.memo()
 const toolsOnce = RenderedJson.memo()
 
-/** A content message the API takes a breakpoint on (not an assistant's output). */
-const markable = (m: Json): boolean => m["role"] !== "assistant" && ExplicitCache.markParts(m["content"], "text") !== undefined
+/** A content message the API takes a breakpoint on (not an assistant's output; some content to mark). */
+const markable = (m: Json): boolean => {
+  const content = m["content"]
+  return m["role"] !== "assistant" && (typeof content === "string" ? content !== "" : Array.isArray(content) && content.length > 0)
+}
 
 /** Marks `messages` in place (copies of the marked ones) by the explicit layout; the breakpoints placed. */
 const placeBreakpoints = (messages: Array<Json>, system: boolean, frontierAt: number, notes: number, max: number): number => {
