@@ -64,6 +64,21 @@ export const counting = <E extends string>(
   }
 }
 
+/**
+ * OpenAI messages hashed without their `prompt_cache_breakpoint`s, and a content of
+ * text parts only as its text: marking a message (which turns a string content into
+ * one marked part) changes no token of the prompt, so it must not look like an edit.
+ */
+const unmarkedOpenAI = (key: string, value: unknown): unknown => {
+  if (key === "prompt_cache_breakpoint") return undefined
+  if ((key === "content" || key === "output") && Array.isArray(value)) {
+    const parts = value as Array<Json>
+    if (parts.every((p) => (p["type"] === "text" || p["type"] === "input_text") && typeof p["text"] === "string"))
+      return parts.map((p) => p["text"] as string).join("")
+  }
+  return value
+}
+
 /** Turns bodies into blocks, memoizing hash and tokens per distinct block text. */
 export const converter = (count: Pick<Counting, "text">): ((body: Json) => Array<CacheSim.Block>) => {
   const memo = new Map<string, { readonly hash: string; readonly tokens: number }>()
@@ -98,7 +113,7 @@ export const converter = (count: Pick<Counting, "text">): ((body: Json) => Array
       const role = String(m["role"] ?? m["type"])
       const content = m["content"]
       // OpenAI messages (and plain-string content) are one block each.
-      if (!Array.isArray(content) || body["prompt_cache_key"] !== undefined) out.push(block(role, JSON.stringify(m), undefined))
+      if (!Array.isArray(content) || body["prompt_cache_key"] !== undefined) out.push(block(role, JSON.stringify(m, unmarkedOpenAI), undefined))
       else for (const b of content as Array<Json>) push(role, b)
     }
     return out

@@ -61,6 +61,8 @@ export interface Shape {
   readonly bound?: BoundReasoning.Record | undefined
   /** Tokens of bound reasoning the previous prompt sent that this one invalidates (left out). */
   readonly reasoningLost?: number | undefined
+  /** A digest of the system prompt and tools as the client sent them (`CacheMiss.clientKey`; absent: not known). */
+  readonly clientKey?: string | undefined
 }
 
 /** A candidate prompt of this turn. */

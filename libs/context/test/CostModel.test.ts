@@ -54,7 +54,11 @@ describe("CostModel.lookup", () => {
 
   it("falls back per family, then to the conservative default", () => {
     expect(row("claude-next-9")).toMatchObject({ family: "claude", minCacheableTokens: 4096 })
-    expect(row("gpt-6")).toMatchObject({ family: "gpt-5.6+", known: false, tiers: [{ name: "24h", writeMultiplier: 1.25 }] })
+    expect(row("gpt-6")).toMatchObject({
+      family: "gpt-5.6+",
+      known: false,
+      tiers: [{ name: "30m", ttlSeconds: 1800, writeMultiplier: 1.25 }],
+    })
     expect(row("o9-pro")).toMatchObject({ family: "openai", cacheReadMultiplier: 0.1 })
     expect(row("llama-3.1-70b")).toBe(CostModel.conservative)
     expect(CostModel.conservative).toMatchObject({ cacheReadMultiplier: 0.1, minCacheableTokens: 4096, provider: "unknown" })

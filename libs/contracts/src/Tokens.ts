@@ -78,6 +78,13 @@ export const UsageReport = Schema.Struct({
   /** The turn the usage was billed for. */
   turnId: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
   usage: Usage,
+  /**
+   * The provider's cache diagnostics as its response carried them, when the
+   * turn asked for them (`previousResponseId`): Anthropic's `diagnostics`,
+   * OpenAI Responses' `prompt_cache_diagnostics`. They explain a cache miss
+   * the usage shows (`cache.misses` of the reply).
+   */
+  diagnostics: Schema.optional(Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown }))),
 }).annotations({ identifier: "UsageReport", description: "ctx.v1.usage.<tenant>.<session> request" })
 export type UsageReport = typeof UsageReport.Type
 
@@ -106,6 +113,14 @@ export const UsageCache = Schema.Struct({
   break: Schema.Literal("unexpected", "none"),
   /** Why ctxd changed the prefix where it did (the turn's `report.cache.reason`; `append`: it did not). */
   reason: Schema.optional(Schema.String),
+  /**
+   * The prompt tokens not read from the cache, in the provider's tokens, by
+   * cause: the turn's own `report.cache.miss`, then any unexpected shortfall,
+   * explained by the report's `diagnostics` when given (absent: none missed).
+   */
+  misses: Schema.optional(
+    Schema.Array(Schema.Struct({ cause: Schema.String, tokens: Schema.Number, reason: Schema.optional(Schema.String) })),
+  ),
 }).annotations({ identifier: "UsageCache" })
 export type UsageCache = typeof UsageCache.Type
 

@@ -208,6 +208,22 @@ export type Options = typeof Options.Type
 
 const TurnId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
 
+/**
+ * `previousResponseId`: the id of the provider's response to this session's
+ * previous call, in the request's format, so ctxd asks the provider for cache
+ * diagnostics against it (Anthropic `diagnostics.previous_message_id`, OpenAI
+ * Responses `prompt_cache_options.comparison_response_id`); `null` opts in on
+ * a first call (Anthropic stores a request's fingerprint only when it asks).
+ * Each format takes only its API's ids: a wrong one is a `BadRequest` naming
+ * `previousResponseId`, and nothing is stored.
+ */
+const responseId = (pattern: RegExp, what: string) =>
+  Schema.optional(
+    Schema.NullOr(
+      Schema.String.pipe(Schema.maxLength(200), Schema.pattern(pattern, { message: () => `previousResponseId must be ${what}` })),
+    ),
+  )
+
 const common = {
   /** Idempotency key: the same id again returns the stored reply. */
   turnId: TurnId,
@@ -219,6 +235,8 @@ const common = {
 export const AnthropicTurnRequest = Schema.Struct({
   ...common,
   format: Schema.Literal("anthropic"),
+  /** A Messages response id (`msg_…`), see {@link responseId}. */
+  previousResponseId: responseId(/^msg_[A-Za-z0-9_-]+$/, "an Anthropic message id (msg_…)"),
   tools: Schema.optional(Schema.Array(Anthropic.Tool)),
   messages: Schema.Array(Anthropic.Message),
 }).annotations({ identifier: "AnthropicTurnRequest" })
@@ -227,6 +245,8 @@ export type AnthropicTurnRequest = typeof AnthropicTurnRequest.Type
 export const OpenAITurnRequest = Schema.Struct({
   ...common,
   format: Schema.Literal("openai"),
+  /** A chat completion id (`chatcmpl-…`): Chat Completions has no diagnostics, so ctxd only validates it. */
+  previousResponseId: responseId(/^chatcmpl-[A-Za-z0-9_-]+$/, "a chat completion id (chatcmpl-…)"),
   tools: Schema.optional(Schema.Array(OpenAI.Tool)),
   messages: Schema.Array(OpenAI.Message),
 }).annotations({ identifier: "OpenAITurnRequest" })
@@ -238,6 +258,8 @@ export const OpenAIResponsesTurnRequest = Schema.Struct({
   format: Schema.Literal("openai-responses"),
   /** Appended to `system` as the section `{id: "instructions"}`. */
   instructions: Schema.optional(Schema.String),
+  /** A Responses id (`resp_…`), see {@link responseId}. */
+  previousResponseId: responseId(/^resp_[A-Za-z0-9_-]+$/, "an OpenAI response id (resp_…)"),
   tools: Schema.optional(Schema.Array(OpenAIResponses.Tool)),
   input: Schema.Array(OpenAIResponses.Item),
 }).annotations({ identifier: "OpenAIResponsesTurnRequest" })

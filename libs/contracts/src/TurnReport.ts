@@ -160,6 +160,21 @@ export const CacheBreakReason = Schema.Literal(
 )
 export type CacheBreakReason = typeof CacheBreakReason.Type
 
+/**
+ * Prompt tokens not read from the provider's cache, for one cause
+ * (docs/cache-and-economics.md#cache-misses-explained). `cause` is
+ * `ctxd_edit`, `ttl_expiry`, `client_change` or `unknown` (a string: later
+ * causes are added here); `reason` says which edit ctxd made (`window`,
+ * `mask`, ...), what the client changed (`system`, `tools`, `model`, ...) or
+ * what the provider's diagnostics said.
+ */
+export const CacheMissReport = Schema.Struct({
+  cause: Schema.String,
+  tokens: Schema.Number,
+  reason: Schema.optional(Schema.String),
+}).annotations({ identifier: "CacheMiss" })
+export type CacheMissReport = typeof CacheMissReport.Type
+
 export const StageReport = Schema.Struct({
   /** The pipeline stage (`window`, `compress`, `mask`, `budget`, `prune`, `thinking`, `render`, `proactive`). */
   stage: Schema.String,
@@ -242,6 +257,12 @@ export const Report = Schema.Struct({
     deferred: Schema.optional(Schema.Array(Schema.Literal("window", "mask"))),
     /** A newer summary is ready but held back (the prompt still starts with the previous one): swapping does not pay yet. */
     summaryDeferred: Schema.optional(Schema.Boolean),
+    /**
+     * The previous prompt's tokens this one will not read, and why, by ctxd's
+     * own knowledge (absent: none lost). The usage report's `cache.misses`
+     * adds what the provider billed.
+     */
+    miss: Schema.optional(CacheMissReport),
   }),
   /** Compaction: the live summary the history view starts with, and what this turn decided. */
   compaction: Schema.optional(

@@ -9,9 +9,10 @@ const tools = [
 ]
 
 describe("options.promptCache", () => {
-  const turn = async (format: "anthropic" | "openai", options: Record<string, unknown>) => {
+  const turn = async (format: "anthropic" | "openai", options: Record<string, unknown>, name?: string) => {
     const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
-    const model = format === "anthropic" ? { provider: "anthropic", name: "claude-sonnet-4-5" } : { provider: "openai", name: "gpt-4o" }
+    const model =
+      format === "anthropic" ? { provider: "anthropic", name: "claude-sonnet-4-5" } : { provider: "openai", name: name ?? "gpt-4o" }
     const req = {
       turnId: "t1",
       format,
@@ -38,6 +39,17 @@ describe("options.promptCache", () => {
     const openaiOff = await turn("openai", { promptCache: false })
     expect(openaiOff.request).not.toHaveProperty("prompt_cache_key")
     expect(openaiOff.report.cache.promptCacheKey).toBeNull()
+  })
+
+  it("false on a model with explicit OpenAI breakpoints: no prompt_cache_breakpoint and no prompt_cache_options", async () => {
+    const on = await turn("openai", {}, "gpt-5.6")
+    expect(on.report.cache.breakpoints).toBeGreaterThan(0)
+    expect(JSON.stringify(on.request)).toContain("prompt_cache_breakpoint")
+    expect(on.request).toHaveProperty("prompt_cache_options")
+    const off = await turn("openai", { promptCache: false }, "gpt-5.6")
+    expect(JSON.stringify(off.request)).not.toContain("prompt_cache_breakpoint")
+    expect(off.request).not.toHaveProperty("prompt_cache_options")
+    expect(off.report.cache.breakpoints).toBe(0)
   })
 })
 

@@ -28,8 +28,14 @@
  * the turn's `report.cache.reason` (any reason but `append`) and the
  * unexpected breaks under `unexpected`. A turn can count under both: ctxd
  * cut the window there and the provider read even less than the cut left.
+ *
+ * Misses ({@link recordMisses}): the verdict's `misses` (`CacheMiss.billed`:
+ * the turn's own `report.cache.miss` in the provider's tokens, then the
+ * unexpected shortfall, explained by the provider's diagnostics when the
+ * usage report carries them) count in `ctxd_cache_miss_tokens_total{tenant, cause}`.
  */
-import { ProviderUsage } from "@ctxd/context"
+import { CacheMiss, type CacheDiagnostics, ProviderUsage } from "@ctxd/context"
+import { MetricLabels } from "@ctxd/observe"
 import { Effect, Metric } from "effect"
 import type * as Calibration from "./Calibration.ts"
 
@@ -41,6 +47,8 @@ export interface Expectation {
   readonly expectedWriteTokens?: number | undefined
   /** Why the prefix changed where it did (`report.cache.reason`), when the report gives it. */
   readonly reason?: string | undefined
+  /** The previous prompt's tokens the turn did not expect to read, and why (`report.cache.miss`). */
+  readonly miss?: CacheMiss.Miss | undefined
 }
 
 /** How far below the expectation a billed read may fall before it is a break. */
@@ -71,6 +79,8 @@ export interface Verdict {
   readonly break: "unexpected" | "none"
   /** ctxd's own reason for the prefix change (the turn's `report.cache.reason`), when the report gives it. */
   readonly reason?: string | undefined
+  /** The tokens not read, by cause (`CacheMiss.billed`); absent when none were missed. */
+  readonly misses?: ReadonlyArray<CacheMiss.Miss> | undefined
 }
 
 /** The estimate → billed scale of a turn: billed / estimate within {@link SCALE_BOUNDS}, 1 when unknown. */
@@ -89,12 +99,23 @@ export const compare = (
   usage: Calibration.Usage,
   estimate: number,
   tolerance: Tolerance = defaultTolerance,
+  diagnosis?: CacheDiagnostics.Diagnosis,
 ): Verdict => {
   const expected = Math.max(0, expectation.expectedReadTokens)
-  const scaled = expected * scaleOf(estimate, usage.billedPrompt)
+  const scale = scaleOf(estimate, usage.billedPrompt)
+  const scaled = expected * scale
   const minReadTokens = Math.max(0, Math.ceil(tolerance.ratio * scaled - tolerance.slackTokens))
   const billedWriteTokens = ProviderUsage.billedWrites(usage)
+  const misses = CacheMiss.billed({
+    expected: expectation.miss,
+    scale,
+    expectedReadTokens: scaled,
+    billedReadTokens: usage.cacheRead,
+    unexpected: usage.cacheRead < minReadTokens,
+    diagnosis,
+  })
   return {
+    ...(misses.length === 0 ? {} : { misses }),
     expectedReadTokens: expectation.expectedReadTokens,
     ...(expectation.expectedWriteTokens === undefined ? {} : { expectedWriteTokens: expectation.expectedWriteTokens }),
     billedReadTokens: usage.cacheRead,
@@ -120,6 +141,22 @@ export const labelsOf = (verdict: Verdict): ReadonlyArray<string> => [
 /** Counts one turn's verdict in {@link breaks}; call once per turn. */
 export const record = (verdict: Verdict): Effect.Effect<void> =>
   Effect.forEach(labelsOf(verdict), (reason) => Metric.increment(Metric.tagged(breaks, "reason", reason)), { discard: true })
+
+/** `ctxd_cache_miss_tokens_total{tenant, cause}`. */
+export const missTokens = Metric.counter("ctxd_cache_miss_tokens_total", {
+  description:
+    "prompt tokens not read from the provider's cache, from usage reports, by tenant and cause (ctxd_edit, ttl_expiry, client_change, unknown)",
+  incremental: true,
+})
+
+/** Counts one turn's missed tokens in {@link missTokens} by cause; call once per turn. */
+export const recordMisses = (tenant: string, verdict: Verdict): Effect.Effect<void> =>
+  Effect.forEach(
+    verdict.misses ?? [],
+    (miss) =>
+      Metric.incrementBy(Metric.tagged(Metric.tagged(missTokens, "tenant", MetricLabels.tenant(tenant)), "cause", miss.cause), miss.tokens),
+    { discard: true },
+  )
 
 /** The current count of `reason` (tests, benches). */
 export const count = (reason: string): Effect.Effect<number> =>

@@ -20,6 +20,7 @@
  * `ctxd_cache_break_total{reason}`. A duplicate is compared the same way
  * and counts nothing. Without an expectation the reply is as before.
  */
+import { CacheDiagnostics } from "@ctxd/context"
 import { Errors, Issues, Requests, type Subjects } from "@ctxd/contracts"
 import { Endpoint } from "@ctxd/nats"
 import { Effect, Either, Option } from "effect"
@@ -79,11 +80,16 @@ const decode = (data: Uint8Array): Either.Either<UsageReport, Errors.ErrorReply>
 const unavailable = (what: string, error: unknown) =>
   Errors.toReply(new Errors.ServiceUnavailable({ message: `the ${what} is unavailable; retry`, hint: String(error) }))
 
-/** The cache verdict of a usage report `recordUsage` accepted (so it parses). */
-const cacheVerdict = (expectation: CacheCheck.Expectation, usage: unknown, estimate: number): CacheCheck.Verdict | undefined =>
+/** The cache verdict of a usage report `recordUsage` accepted (so it parses), with the provider's diagnostics when given. */
+const cacheVerdict = (
+  expectation: CacheCheck.Expectation,
+  usage: unknown,
+  estimate: number,
+  diagnostics: unknown,
+): CacheCheck.Verdict | undefined =>
   Either.match(Calibration.parseUsage(usage), {
     onLeft: () => undefined,
-    onRight: (parsed) => CacheCheck.compare(expectation, parsed, estimate),
+    onRight: (parsed) => CacheCheck.compare(expectation, parsed, estimate, CacheCheck.defaultTolerance, CacheDiagnostics.read(diagnostics)),
   })
 
 /** The reply to one raw usage report for `tenant`/`session`. */
@@ -117,8 +123,8 @@ export const handle = <E, R, E2 = never, R2 = never>(
     const first = yield* Effect.either(claim(tenant, session, turnId, dry.billed))
     if (Either.isLeft(first)) return unavailable("usage store", first.left)
     const result = first.right ? yield* Effect.orDie(service.recordUsage({ tenant, session, turnId, usage, ...estimated })) : dry
-    const cache = expectation === undefined ? undefined : cacheVerdict(expectation, usage, turn.estimate)
-    if (cache !== undefined && first.right) yield* CacheCheck.record(cache)
+    const cache = expectation === undefined ? undefined : cacheVerdict(expectation, usage, turn.estimate, report.right.diagnostics)
+    if (cache !== undefined && first.right) yield* Effect.zipRight(CacheCheck.record(cache), CacheCheck.recordMisses(tenant, cache))
     if (first.right) {
       const parsed = Calibration.parseUsage(usage)
       if (Either.isRight(parsed)) yield* UsageMetrics.record({ tenant, model: turn.model, usage: parsed.right, drift: result.drift })

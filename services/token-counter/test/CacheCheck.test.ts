@@ -1,7 +1,7 @@
 /** Billed cache reads against the turn's expectation: the rule, and the usage endpoint's `cache` field and metric. */
 import { Tokens } from "@ctxd/contracts"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Either, Option, Schema } from "effect"
+import { Effect, Either, Metric, Option, Schema } from "effect"
 import { CacheCheck, Calibration, TokenCounter, UsageEndpoint } from "../src/index.ts"
 
 const parse = (usage: unknown): Calibration.Usage => Either.getOrThrow(Calibration.parseUsage(usage))
@@ -100,6 +100,14 @@ const lookup: UsageEndpoint.Lookup<never, never> = (_tenant, _session, turnId) =
       return Effect.succeed(Option.some({ ...base, cache: { expectedReadTokens: 10_000, expectedWriteTokens: 500, reason: "append" } }))
     case "w1":
       return Effect.succeed(Option.some({ ...base, cache: { expectedReadTokens: 2_000, expectedWriteTokens: 8_500, reason: "window" } }))
+    case "m1":
+    case "m2":
+      return Effect.succeed(
+        Option.some({
+          ...base,
+          cache: { expectedReadTokens: 6_000, reason: "mask", miss: { cause: "ctxd_edit" as const, tokens: 4_000, reason: "mask" } },
+        }),
+      )
     case "o1":
       return Effect.succeed(
         Option.some({ ...base, model: { provider: "openai", name: "gpt-4o" }, cache: { expectedReadTokens: 10_000, reason: "append" } }),
@@ -152,6 +160,50 @@ describe("UsageEndpoint cache field", () => {
         expect(bad).toMatchObject({ ok: false, error: { code: "BadRequest" } })
         expect(yield* CacheCheck.count("unexpected")).toBe(before.unexpected + 1)
       }),
+    )
+
+    it.effect(
+      "misses by cause: the turn's own edit, then a shortfall the diagnostics lay on the client; ctxd_cache_miss_tokens_total once",
+      () =>
+        Effect.gen(function* () {
+          const claim = UsageEndpoint.localClaim()
+          const count = (cause: string) =>
+            Effect.map(
+              Metric.value(Metric.tagged(Metric.tagged(CacheCheck.missTokens, "tenant", "miss-tenant"), "cause", cause)),
+              (s) => s.count,
+            )
+          const report = (turnId: string, diagnostics?: unknown) =>
+            UsageEndpoint.handle(
+              "miss-tenant",
+              "s",
+              encode({
+                turnId,
+                usage: { input_tokens: 100, cache_read_input_tokens: 0, cache_creation_input_tokens: 10_500 },
+                diagnostics,
+              }),
+              lookup,
+              claim,
+            )
+          const diagnosed = yield* report("m1", { cache_miss_reason: { type: "tools_changed", cache_missed_input_tokens: 6_000 } })
+          expect(Schema.is(Tokens.UsageReply)(diagnosed)).toBe(true)
+          // estimate 10,600 = billed 10,600: no scaling
+          expect(diagnosed).toMatchObject({
+            cache: {
+              break: "unexpected",
+              misses: [
+                { cause: "ctxd_edit", tokens: 4_000, reason: "mask" },
+                { cause: "client_change", tokens: 6_000, reason: "tools" },
+              ],
+            },
+          })
+          expect(yield* count("ctxd_edit")).toBe(4_000)
+          expect(yield* count("client_change")).toBe(6_000)
+          yield* report("m1", { cache_miss_reason: { type: "tools_changed", cache_missed_input_tokens: 6_000 } })
+          expect(yield* count("client_change")).toBe(6_000)
+          const bare = yield* report("m2")
+          expect(bare).toMatchObject({ cache: { misses: [{ cause: "ctxd_edit" }, { cause: "unknown", tokens: 6_000 }] } })
+          expect(yield* count("unknown")).toBe(6_000)
+        }),
     )
   })
 })

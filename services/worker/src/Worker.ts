@@ -14,7 +14,7 @@
 import { Assembler, AssemblerConfig, CompactionPort, LengthHistory, TurnEndpoint, TurnMetrics, WorkspaceCache } from "@ctxd/assembler"
 import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig, Metrics as CompactorMetrics } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
-import { ProviderKeys } from "@ctxd/context"
+import { type CacheMiss, ProviderKeys } from "@ctxd/context"
 import { LocalCounter } from "@ctxd/tokens"
 import { RuntimeConfig } from "@ctxd/config"
 import { Subjects, type Turn } from "@ctxd/contracts"
@@ -60,7 +60,16 @@ const cacheExpectation = (cache: Turn.Report["cache"] | undefined): UsageEndpoin
         expectedReadTokens: cache.expectedReadTokens,
         ...(tokenCount(cache.expectedWriteTokens) ? { expectedWriteTokens: cache.expectedWriteTokens } : {}),
         ...(cache.reason === undefined ? {} : { reason: cache.reason }),
+        ...(cache.miss === undefined || !tokenCount(cache.miss.tokens) ? {} : { miss: cacheMiss(cache.miss) }),
       }
+
+/** A stored report's `cache.miss` as the attribution reads it (an unknown cause of a newer worker: `unknown`). */
+const cacheMiss = (miss: NonNullable<Turn.Report["cache"]["miss"]>): CacheMiss.Miss => ({
+  cause: CAUSES.has(miss.cause) ? (miss.cause as CacheMiss.Cause) : "unknown",
+  tokens: miss.tokens,
+  ...(miss.reason === undefined ? {} : { reason: miss.reason }),
+})
+const CAUSES: ReadonlySet<string> = new Set<CacheMiss.Cause>(["ctxd_edit", "ttl_expiry", "client_change", "unknown"])
 
 /**
  * What a usage report needs to know of the turn it bills: the estimate ctxd

@@ -21,7 +21,10 @@ const reply = (turnId: string) => ({
   ok: true,
   turnId,
   request: { model: "gpt-4o", messages: [{ role: "user", content: turnId }] },
-  report: { tokens: { total: 7 } },
+  report: {
+    tokens: { total: 7 },
+    ...(turnId === "t2" ? { cache: { miss: { cause: "client_change", tokens: 6000, reason: "system" } } } : {}),
+  },
 })
 
 describe("ctxd inspect", () => {
@@ -78,6 +81,7 @@ describe("ctxd inspect", () => {
         const newest = yield* run("acme", "s1")
         expect(newest.code, newest.stderr).toBe(0)
         expect(newest.stdout).toContain("turn t2: stored 1 message(s)")
+        expect(newest.stdout).toContain("cache miss: 6,000 tokens of the previous prompt not read: client_change (system)")
         expect(newest.stdout).toContain("request body sent:")
 
         const unknownTurn = yield* run("acme", "s1", "--turn", "nope")

@@ -99,6 +99,8 @@ export interface Input {
   readonly bound?: BoundReasoning.Record | undefined
   /** The model binds reasoning to its prefix; absent: its built-in row's `bindsReasoningToPrefix`. */
   readonly bindsReasoning?: boolean | undefined
+  /** The previous response's id, for the provider's cache diagnostics (`Turn` `previousResponseId`). */
+  readonly previousResponseId?: string | null | undefined
 }
 
 /** Retrieved memory to send (see {@link Input.memory}). */
@@ -268,7 +270,13 @@ export const renderStage = (
     toolOrder: input.toolOrder,
     stable,
   }
-  return Providers.of(input.format).render({ ...body, tenant: input.tenant, session: input.session, cachePlan: input.cachePlan })
+  return Providers.of(input.format).render({
+    ...body,
+    tenant: input.tenant,
+    session: input.session,
+    cachePlan: input.cachePlan,
+    previousResponseId: input.previousResponseId,
+  })
 }
 
 /** Estimated tokens of reasoning parts, once per part object (the stored history's parts live across turns). */

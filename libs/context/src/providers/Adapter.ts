@@ -61,6 +61,11 @@ export interface RenderInput extends Omit<RenderAnthropic.RenderInput, "ttl"> {
   readonly tenant: string
   readonly session: string
   readonly cachePlan?: { readonly tier?: string | undefined } | undefined
+  /**
+   * The previous response's id (`null`: opt in without one): formats with
+   * cache diagnostics ask for them against it; the others ignore it.
+   */
+  readonly previousResponseId?: string | null | undefined
 }
 
 /** A rendered request body and how it is laid out for the provider's prompt cache. */
@@ -85,6 +90,12 @@ export interface CacheRules {
   readonly ttls: ReadonlyArray<string>
   /** A longer retention tier the body can ask for where the model has it (absent: none). */
   readonly retention: string | undefined
+  /**
+   * On models whose row takes explicit breakpoints in a format that is
+   * otherwise automatic (OpenAI GPT-5.6+): the TTLs the body can ask for,
+   * instead of `ttls` and `retention` (absent: the format has no such mode).
+   */
+  readonly explicitTtls?: ReadonlyArray<string> | undefined
 }
 
 /** One provider format's adapter. */

@@ -71,3 +71,37 @@ export const output = (usage: Readonly<Record<string, unknown>>, path: string): 
   Either.gen(function* () {
     return (yield* field(usage, "output_tokens", path)) ?? (yield* field(usage, "completion_tokens", path))
   })
+
+/**
+ * An OpenAI-style prompt split by its details: `cached` read, and, on models
+ * that bill their writes (GPT-5.6+), `cache_write_tokens` written — then the
+ * report bills writes in a field of its own, as Anthropic's does (Anthropic
+ * style); without the field, as before (OpenAI style). The writes are part of
+ * the prompt tokens (https://developers.openai.com/api/docs/guides/prompt-caching:
+ * "OpenAI reports writes in cache_write_tokens and reads in cached_tokens").
+ */
+export const openaiSplit = (
+  details: Readonly<Record<string, unknown>> | undefined,
+  prompt: number,
+  cached: number,
+  output: number | undefined,
+  at: string,
+): Either.Either<Usage, UsageProblem> =>
+  Either.gen(function* () {
+    const written = details === undefined ? undefined : yield* field(details, "cache_write_tokens", at)
+    if (written === undefined)
+      return { style: "openai", input: prompt - cached, cacheRead: cached, cacheWrite: 0, billedPrompt: prompt, output } as const
+    if (cached + written > prompt)
+      return yield* Either.left({
+        path: `${at}.cache_write_tokens`,
+        message: `cached_tokens + cache_write_tokens (${cached + written}) exceed the prompt (${prompt})`,
+      })
+    return {
+      style: "anthropic",
+      input: prompt - cached - written,
+      cacheRead: cached,
+      cacheWrite: written,
+      billedPrompt: prompt,
+      output,
+    } as const
+  })

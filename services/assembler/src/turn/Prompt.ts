@@ -75,12 +75,17 @@ export const MIN_PREFIX_MARGIN = 0.9
 
 /**
  * The tiers a request can ask for: Anthropic breakpoints say `5m` or `1h`; a Responses body asks for
- * `24h` where the model has it (`prompt_cache_retention`); elsewhere the model's default only.
+ * `24h` where the model has it (`prompt_cache_retention`); an OpenAI model with explicit breakpoints
+ * the TTLs its API names in `prompt_cache_options` (`30m`; `12h` on Responses); elsewhere the model's
+ * default only.
  */
 const tierFor = (format: Turn.Format, prices: CostModel.ModelPrices, state: Carry.Inputs["state"]): CostModel.CacheTier => {
   const rules = Providers.of(format).cacheRules
-  if (rules.retention !== undefined) return prices.tiers.find((t) => t.name === rules.retention) ?? CostModel.tier(prices)
-  const expressible = prices.tiers.filter((t) => rules.ttls.includes(t.name))
+  // an OpenAI model with explicit breakpoints names its TTL in `prompt_cache_options` (the retention is deprecated there)
+  const explicit = prices.capabilities.explicitCacheBreakpoints && rules.explicitTtls !== undefined
+  if (!explicit && rules.retention !== undefined) return prices.tiers.find((t) => t.name === rules.retention) ?? CostModel.tier(prices)
+  const ttls = explicit ? rules.explicitTtls! : rules.ttls
+  const expressible = prices.tiers.filter((t) => ttls.includes(t.name))
   if (expressible.length < 2) return CostModel.tier(prices)
   const prompt = state.shape?.total ?? 0
   return CachePlanner.chooseTier(expressible, prices.cacheReadMultiplier, state.gaps, prompt, state.tokens / Math.max(1, state.turns))
@@ -266,6 +271,7 @@ const buildWith = (
       // what the previous prompt sent, whatever the view: bound reasoning is checked against it
       bound: state.shape?.bound,
       bindsReasoning: carry.inputs.prices.capabilities.bindsReasoningToPrefix,
+      previousResponseId: "previousResponseId" in request ? request.previousResponseId : undefined,
       storedTokens: count.messageTokens.reduce((sum, n) => sum + n, state.tokens),
       trailer: loop.trailer,
       memory: carry.memory?.memory,

@@ -18,7 +18,7 @@
  * judge, a blocking compaction, the memory store for a memory tool call or a memory search) returns a `Need`; the shell performs it,
  * records the answer, and runs the stages again from that one.
  */
-import { Models, Normalize } from "@ctxd/context"
+import { CacheMiss, Models, Normalize } from "@ctxd/context"
 import type { Turn } from "@ctxd/contracts"
 import type * as AssemblerConfig from "../AssemblerConfig.ts"
 import * as SessionState from "../SessionState.ts"
@@ -143,7 +143,11 @@ export const committed = (carry: Carry.Carry, recorded?: string): SessionState.O
     rung: prompt.proactiveRung,
     view: compaction.view,
     scheduled: compaction.schedule !== undefined,
-    shape: prompt.shape,
+    // the client's own system and tools, to tell its changes from ctxd's next turn (`report.cache.miss`)
+    shape:
+      prompt.shape === undefined
+        ? undefined
+        : { ...prompt.shape, clientKey: CacheMiss.clientKey(carry.inputs.normalized.system, carry.inputs.normalized.tools) },
     knowledgeIndex: { sent: tools.knowledge.sent, since: tools.knowledge.since },
     learnings: memory.learnings,
     at: carry.inputs.now,

@@ -3,7 +3,8 @@
  * what was sent for one turn (default the session's newest), read from
  * Postgres (`DATABASE_URL`, `CTXD_DB_SCHEMA`) through `SessionStore`: the
  * session's latest turns, the messages the turn appended, and its reply —
- * the report and the provider request body. Exit 1 when the session or turn
+ * the report (its cache miss, `report.cache.miss`, first in one line) and the
+ * provider request body. Exit 1 when the session or turn
  * is not stored or the database cannot be read.
  */
 import { Database, SessionStore } from "@ctxd/db"
@@ -40,6 +41,15 @@ const inspect = (input: Input) =>
     return { _tag: "Found" as const, turnId, turns, stored, reply: reply as { readonly request?: unknown; readonly report?: unknown } }
   })
 
+/** The turn's cache miss (`report.cache.miss`), in one line: tokens, cause and reason (none: no line). */
+const missLine = (report: unknown): ReadonlyArray<string> => {
+  const miss = (report as { readonly cache?: { readonly miss?: { cause?: unknown; tokens?: unknown; reason?: unknown } } } | undefined)
+    ?.cache?.miss
+  if (miss === undefined || typeof miss.tokens !== "number") return []
+  const reason = typeof miss.reason === "string" ? ` (${miss.reason})` : ""
+  return ["", `cache miss: ${miss.tokens.toLocaleString("en-US")} tokens of the previous prompt not read: ${String(miss.cause)}${reason}`]
+}
+
 /** Runs the command; the exit code. */
 export const run = async (input: Input): Promise<number> => {
   const database = Layer.unwrapEffect(Effect.map(Database.config, (options) => Database.layer({ ...options, poolMax: 1 })))
@@ -72,6 +82,7 @@ export const run = async (input: Input): Promise<number> => {
     ...found.stored.map(
       (m) => `  #${m.seq} ${m.message.role} (${m.tokens} tok ${m.encoding}): ${m.message.parts.map((p) => p.type).join(", ")}`,
     ),
+    ...missLine(found.reply.report),
     "",
     "report:",
     JSON.stringify(found.reply.report, null, 2),

@@ -34,6 +34,12 @@ export const adapter: Adapter.Adapter<"anthropic"> = {
   midConversationSystem: true,
   render: (input) => {
     const rendered = Render.render({ ...input, ttl: input.cachePlan?.tier === "1h" ? "1h" : "5m" })
-    return { request: rendered.body, cache: { breakpoints: rendered.breakpoints, promptCacheKey: null } }
+    // cache diagnostics are generally available, no beta header:
+    // https://platform.claude.com/docs/en/build-with-claude/cache-diagnostics
+    const request =
+      input.previousResponseId === undefined
+        ? rendered.body
+        : { ...rendered.body, diagnostics: { previous_message_id: input.previousResponseId } }
+    return { request, cache: { breakpoints: rendered.breakpoints, promptCacheKey: null } }
   },
 }

@@ -11,8 +11,7 @@
  *   those take explicit `prompt_cache_breakpoint` markers (up to four cache
  *   writes a request, one of them the implicit one: LangChain4j's
  *   `OpenAiOfficialPromptCacheBreakpoint` docs; the guide's own count was
- *   not found). GPT-5.6 accepts only the `24h` retention (OpenAI community
- *   thread "Responses API with 5.6 echoes prompt_cache_retention 24h").
+ *   not found). Their TTL is `prompt_cache_options.ttl` (`30m` default).
  * - models: https://developers.openai.com/api/docs/models/<model>
  * - `tool_search` on OpenAI: no page found, so no row claims it.
  * - older rows: the providers' price lists and caching guide of late 2025.
@@ -31,8 +30,14 @@ const extended: ModelRow.CacheTier = {
   writeMultiplier: 1,
   maxLifetimeSeconds: 24 * ModelRow.HOUR,
 }
-/** GPT-5.6+: writes billed at 1.25× (the guide above); the 24-hour retention is the only one accepted. */
-const billed: ModelRow.CacheTier = { ...extended, writeMultiplier: 1.25 }
+/**
+ * GPT-5.6+: writes billed at 1.25× (the guide above), each breakpoint kept at
+ * least `prompt_cache_options.ttl`, `30m` by default (the `openai` SDK's
+ * `PromptCacheOptions`; `prompt_cache_retention` is deprecated for it).
+ * Responses also takes `12h`, but no page gives its write price, so no row
+ * offers it (a price file can add `{name: "12h", ...}`).
+ */
+const billed: ModelRow.CacheTier = { name: "30m", ttlSeconds: 30 * ModelRow.MINUTE, writeMultiplier: 1.25 }
 
 interface Spec {
   readonly input: number

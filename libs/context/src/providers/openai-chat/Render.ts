@@ -18,9 +18,16 @@
  *   and Gemini thoughts are dropped; Gemini `thoughtSignature`s are not sent).
  * - Tools are sorted by name (or kept in the given order, see `toolOrder`);
  *   `prompt_cache_key` is stable per tenant and session.
+ * - Models that take explicit breakpoints (GPT-5.6+, `ExplicitCache`): the
+ *   system message, the frontier and the newest non-assistant message carry
+ *   `prompt_cache_breakpoint` on their last content part, with
+ *   `prompt_cache_options: {mode: "explicit", ttl}`; other models' bodies
+ *   are unchanged.
  */
 import type { Conversation } from "@ctxd/contracts"
 import * as CacheLayout from "../../CacheLayout.ts"
+import * as ExplicitCache from "./ExplicitCache.ts"
+import * as CostModel from "../../CostModel.ts"
 import * as Foreign from "../../internal/foreign.ts"
 import type * as RenderAnthropic from "../anthropic/Render.ts"
 import * as RenderedJson from "../../RenderedJson.ts"
@@ -29,6 +36,8 @@ import * as RenderedJson from "../../RenderedJson.ts"
 export interface RenderInput extends RenderAnthropic.RenderInput {
   readonly tenant: string
   readonly session: string
+  /** The cache tier the planner chose (explicit-breakpoint models: the `ttl` when the API can say it). */
+  readonly cacheTier?: string | undefined
 }
 
 /** A rendered body and its prompt cache key. */
@@ -136,9 +145,30 @@ const tool = (t: Conversation.Tool): Json => {
 const messagesOnce = RenderedJson.memo()
 const toolsOnce = RenderedJson.memo()
 
+/** A content message the API takes a breakpoint on (not an assistant's output; some content to mark). */
+const markable = (m: Json): boolean => {
+  const content = m["content"]
+  return m["role"] !== "assistant" && (typeof content === "string" ? content !== "" : Array.isArray(content) && content.length > 0)
+}
+
+/** Marks `messages` in place (copies of the marked ones) by the explicit layout; the breakpoints placed. */
+const placeBreakpoints = (messages: Array<Json>, system: boolean, frontierAt: number, notes: number, max: number): number => {
+  const lastOf = (end: number): number => {
+    for (let i = end; i >= 0; i--) if (markable(messages[i]!)) return i
+    return -1
+  }
+  const picked = ExplicitCache.layout(
+    { system: system ? 0 : -1, frontier: frontierAt < 0 ? -1 : lastOf(frontierAt), last: lastOf(messages.length - 1 - notes) },
+    max,
+  )
+  for (const i of picked) messages[i] = { ...messages[i]!, content: ExplicitCache.markParts(messages[i]!["content"], "text") }
+  return picked.length
+}
+
 /** Renders `input` into an OpenAI Chat Completions request body. */
-export const render = (input: RenderInput): Rendered => {
+export const render = (input: RenderInput): Rendered & { readonly breakpoints: number } => {
   const messages: Array<Json> = []
+  let frontierAt = -1
   const system = RenderedJson.once(messagesOnce, input.system, () => ({
     role: "system",
     content: input.system
@@ -147,7 +177,8 @@ export const render = (input: RenderInput): Rendered => {
       .join("\n\n"),
   }))
   if (system["content"] !== "") messages.push(system)
-  for (const message of input.messages) {
+  for (const [k, message] of input.messages.entries()) {
+    if (k === (input.stable ?? 0)) frontierAt = messages.length - 1
     switch (message.role) {
       case "system":
         messages.push(RenderedJson.once(messagesOnce, message, () => systemMessage(message)))
@@ -166,7 +197,14 @@ export const render = (input: RenderInput): Rendered => {
         break
     }
   }
-  for (const text of CacheLayout.tailNotes(input)) messages.push({ role: "user", content: text })
+  if (input.messages.length === (input.stable ?? 0)) frontierAt = messages.length - 1
+  const notes = CacheLayout.tailNotes(input)
+  for (const text of notes) messages.push({ role: "user", content: text })
+  const prices = CostModel.lookup(input.model.name)
+  const explicit = prices.capabilities.explicitCacheBreakpoints
+  const breakpoints = explicit
+    ? placeBreakpoints(messages, system["content"] !== "", (input.stable ?? 0) > 0 ? frontierAt : -1, notes.length, prices.maxBreakpoints)
+    : 0
   const key = CacheLayout.promptCacheKey(input.tenant, input.session)
   const body: Json = { model: input.model.name, messages }
   const functions = input.tools.filter((t) => !Foreign.isHosted(t))
@@ -176,6 +214,7 @@ export const render = (input: RenderInput): Rendered => {
     )
   }
   body["prompt_cache_key"] = key
+  if (explicit) body["prompt_cache_options"] = ExplicitCache.options(ExplicitCache.ttlOf("chat", input.cacheTier))
   body["max_completion_tokens"] = input.model.maxOutputTokens
-  return { body, promptCacheKey: key }
+  return { body, promptCacheKey: key, breakpoints }
 }

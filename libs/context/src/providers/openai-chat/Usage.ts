@@ -1,6 +1,7 @@
 /**
  * OpenAI Chat Completions usage: `prompt_tokens` include the cached ones,
- * given in `prompt_tokens_details.cached_tokens`.
+ * given in `prompt_tokens_details.cached_tokens` (and, GPT-5.6+, the billed
+ * writes in `cache_write_tokens`).
  */
 import { Either } from "effect"
 import * as UsageFields from "../UsageFields.ts"
@@ -27,6 +28,7 @@ export const reader: UsageFields.UsageReader = {
           message: `cached_tokens (${cached}) exceeds prompt_tokens (${prompt})`,
         })
       }
-      return { style: "openai", input: prompt - cached, cacheRead: cached, cacheWrite: 0, billedPrompt: prompt, output } as const
+      const at = `${path}.prompt_tokens_details`
+      return yield* UsageFields.openaiSplit(UsageFields.isRecord(details) ? details : undefined, prompt, cached, output, at)
     }),
 }

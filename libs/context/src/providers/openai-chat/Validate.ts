@@ -1,10 +1,12 @@
 /**
  * Request validation of OpenAI Chat Completions, for the rules ctxd must
  * never break (tool-call pairing, no unknown fields such as Anthropic's
- * `cache_control` or ctxd's own tool extensions): the fake provider's
+ * `cache_control` or ctxd's own tool extensions; explicit cache fields only
+ * on the models that take them, see `ExplicitCache`): the fake provider's
  * validator for this API (pure, so it lives with the adapter).
  */
 import { isRecord } from "../Common.ts"
+import * as ExplicitCache from "./ExplicitCache.ts"
 
 type Json = Record<string, unknown>
 
@@ -94,7 +96,7 @@ const validateTools = (tools: unknown): Problem | undefined => {
   return undefined
 }
 
-const validateMessage = (message: unknown, i: number): Problem | undefined => {
+const validateMessage = (message: unknown, i: number, model: string): Problem | undefined => {
   if (!isRecord(message))
     return { message: `Invalid type for 'messages[${i}]': expected an object.`, param: `messages[${i}]`, code: "invalid_type" }
   for (const key of Object.keys(message)) if (!MESSAGE_KEYS.has(key)) return unknown(`messages[${i}].${key}`)
@@ -114,7 +116,13 @@ const validateMessage = (message: unknown, i: number): Problem | undefined => {
   for (const [k, part] of list(content).entries()) {
     const allowed = isRecord(part) ? PART_KEYS[String(part["type"])] : undefined
     if (allowed === undefined || !isRecord(part)) continue
-    for (const key of Object.keys(part)) if (!allowed.has(key)) return unknown(`messages[${i}].content[${k}].${key}`)
+    for (const key of Object.keys(part)) {
+      if (key === ExplicitCache.FIELD) {
+        const param = `messages[${i}].content[${k}].${key}`
+        const problem = ExplicitCache.partProblem(model, role, part[key], param, ExplicitCache.TTLS.chat)
+        if (problem !== undefined) return problem
+      } else if (!allowed.has(key)) return unknown(`messages[${i}].content[${k}].${key}`)
+    }
   }
   for (const [k, call] of calls.entries()) {
     if (!isRecord(call) || typeof call["id"] !== "string" || !isRecord(call["function"])) {
@@ -193,8 +201,15 @@ export const validate = (body: unknown): Problem | undefined => {
     }
   }
   for (const [i, message] of messages.entries()) {
-    const problem = validateMessage(message, i)
+    const problem = validateMessage(message, i, body["model"])
     if (problem !== undefined) return problem
   }
+  const options = ExplicitCache.optionsProblem(
+    body["model"],
+    body["prompt_cache_options"],
+    ExplicitCache.CHAT_OPTION_KEYS,
+    ExplicitCache.TTLS.chat,
+  )
+  if (options !== undefined) return options
   return validateTools(body["tools"]) ?? validatePairing(messages as ReadonlyArray<Json>)
 }

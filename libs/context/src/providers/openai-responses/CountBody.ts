@@ -30,6 +30,7 @@
 import * as Models from "../../Models.ts"
 import * as RenderResponses from "./Render.ts"
 import type { Conversation } from "@ctxd/contracts"
+import * as ExplicitCache from "../openai-chat/ExplicitCache.ts"
 
 type Json = Record<string, unknown>
 
@@ -95,7 +96,7 @@ const isOutput = (item: Json): boolean => item["type"] === "function_call_output
 
 /** The batch of a turn's new messages, rendered as the renderer renders them, made valid on its own. */
 export const batch = (model: string, messages: ReadonlyArray<Conversation.Message>): Batch => {
-  const items = (rendered(model, [], [], messages)["input"] as Array<Json> | undefined) ?? []
+  const items = ExplicitCache.unmarked((rendered(model, [], [], messages)["input"] as Array<Json> | undefined) ?? [])
   let approximate = items.some((item) => item["type"] === "reasoning")
   // outputs whose call is not earlier in the batch
   const called = new Set<unknown>()

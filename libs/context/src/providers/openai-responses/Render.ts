@@ -33,6 +33,13 @@
  * - `store: false` (ctxd owns the history); `prompt_cache_key` as for Chat
  *   Completions; `prompt_cache_retention: "24h"` when the model's price row
  *   ({@link CostModel.lookup}) lists a `24h` cache tier.
+ * - Models that take explicit breakpoints (GPT-5.6+, `ExplicitCache`): the
+ *   first input item (after `instructions` and the tools, which take no
+ *   mark), the frontier and the newest input item carry
+ *   `prompt_cache_breakpoint` on their last content part, with
+ *   `prompt_cache_options: {mode: "explicit", ttl, comparison_response_id?}`
+ *   (the latter with `previousResponseId`) instead of the deprecated
+ *   `prompt_cache_retention`.
  */
 import { type Conversation, OpenAIResponses } from "@ctxd/contracts"
 import * as CacheLayout from "../../CacheLayout.ts"
@@ -40,6 +47,7 @@ import * as CostModel from "../../CostModel.ts"
 import * as Foreign from "../../internal/foreign.ts"
 import * as ProviderCompaction from "../../ProviderCompaction.ts"
 import * as Reasoning from "../../Reasoning.ts"
+import * as ExplicitCache from "../openai-chat/ExplicitCache.ts"
 import type * as RenderOpenAI from "../openai-chat/Render.ts"
 
 export interface RenderInput extends RenderOpenAI.RenderInput {
@@ -49,6 +57,8 @@ export interface RenderInput extends RenderOpenAI.RenderInput {
    * built-in price row lists a `24h` tier ({@link extendedRetention}).
    */
   readonly retention24h?: boolean | undefined
+  /** A `resp_…` id to compare this request's prompt with (explicit-breakpoint models: `comparison_response_id`). */
+  readonly previousResponseId?: string | undefined
 }
 export type Rendered = RenderOpenAI.Rendered
 
@@ -172,16 +182,55 @@ const tool = (t: Conversation.Tool): Json => {
 /** True when the model's price row lists the `24h` cache tier (OpenAI extended prompt caching). */
 export const extendedRetention = (modelName: string): boolean => CostModel.lookup(modelName).tiers.some((t) => t.name === "24h")
 
+const MARKABLE_ROLES = new Set(["user", "system", "developer"])
+const MARKABLE_PARTS = new Set(["input_text", "input_image", "input_file"])
+
+/** The field of an input item a breakpoint goes in (its content), or undefined when it takes none. */
+const markField = (item: Json): "content" | "output" | undefined => {
+  const type = item["type"] ?? "message"
+  const field =
+    type === "message" && MARKABLE_ROLES.has(String(item["role"]))
+      ? "content"
+      : type === "function_call_output" || type === "custom_tool_call_output"
+        ? "output"
+        : undefined
+  if (field === undefined) return undefined
+  const value = item[field]
+  if (typeof value === "string") return value === "" ? undefined : field
+  const last = Array.isArray(value) ? (value.at(-1) as Json | undefined) : undefined
+  return last !== undefined && MARKABLE_PARTS.has(String(last["type"])) ? field : undefined
+}
+
+/** Marks `items` in place (copies of the marked ones) by the explicit layout; the breakpoints placed. */
+const placeBreakpoints = (items: Array<Json>, frontierAt: number, notes: number, max: number): number => {
+  const lastOf = (end: number): number => {
+    for (let i = end; i >= 0; i--) if (markField(items[i]!) !== undefined) return i
+    return -1
+  }
+  const first = items.findIndex((i) => markField(i) !== undefined)
+  const picked = ExplicitCache.layout(
+    { system: first, frontier: frontierAt < 0 ? -1 : lastOf(frontierAt), last: lastOf(items.length - 1 - notes) },
+    max,
+  )
+  for (const i of picked) {
+    const field = markField(items[i]!)!
+    items[i] = { ...items[i]!, [field]: ExplicitCache.markParts(items[i]![field], "input_text") }
+  }
+  return picked.length
+}
+
 /** Renders `input` into an OpenAI Responses API request body. */
-export const render = (input: RenderInput): Rendered => {
+export const render = (input: RenderInput): Rendered & { readonly breakpoints: number } => {
   const items: Array<Json> = []
+  let frontierAt = -1
   // ids of the custom tool calls sent: their results go back as custom_tool_call_output
   const custom = new Set<string>()
   const instructions = input.system
     .filter((s) => s.text.trim() !== "")
     .map((s) => s.text)
     .join("\n\n")
-  for (const m of input.messages) {
+  for (const [k, m] of input.messages.entries()) {
+    if (k === (input.stable ?? 0)) frontierAt = items.length - 1
     switch (m.role) {
       case "system":
         items.push(systemItem(m))
@@ -201,7 +250,12 @@ export const render = (input: RenderInput): Rendered => {
         break
     }
   }
-  for (const text of CacheLayout.tailNotes(input)) items.push({ type: "message", role: "user", content: text })
+  if (input.messages.length === (input.stable ?? 0)) frontierAt = items.length - 1
+  const notes = CacheLayout.tailNotes(input)
+  for (const text of notes) items.push({ type: "message", role: "user", content: text })
+  const prices = CostModel.lookup(input.model.name)
+  const explicit = prices.capabilities.explicitCacheBreakpoints
+  const breakpoints = explicit ? placeBreakpoints(items, (input.stable ?? 0) > 0 ? frontierAt : -1, notes.length, prices.maxBreakpoints) : 0
   const key = CacheLayout.promptCacheKey(input.tenant, input.session)
   const body: Json = { model: input.model.name }
   if (instructions !== "") body["instructions"] = instructions
@@ -212,6 +266,8 @@ export const render = (input: RenderInput): Rendered => {
   body["prompt_cache_key"] = key
   body["store"] = false
   body["max_output_tokens"] = input.model.maxOutputTokens
-  if (input.retention24h ?? extendedRetention(input.model.name)) body["prompt_cache_retention"] = "24h"
-  return { body, promptCacheKey: key }
+  if (explicit)
+    body["prompt_cache_options"] = ExplicitCache.options(ExplicitCache.ttlOf("responses", input.cacheTier), input.previousResponseId)
+  else if (input.retention24h ?? extendedRetention(input.model.name)) body["prompt_cache_retention"] = "24h"
+  return { body, promptCacheKey: key, breakpoints }
 }

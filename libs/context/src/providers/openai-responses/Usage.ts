@@ -1,6 +1,7 @@
 /**
  * OpenAI Responses usage: `input_tokens` include the cached ones (like Chat
- * Completions' `prompt_tokens`), given in `input_tokens_details.cached_tokens`.
+ * Completions' `prompt_tokens`), given in `input_tokens_details.cached_tokens`
+ * (and, GPT-5.6+, the billed writes in `cache_write_tokens`).
  */
 import { Either } from "effect"
 import * as UsageFields from "../UsageFields.ts"
@@ -23,6 +24,6 @@ export const reader: UsageFields.UsageReader = {
         if (cached > prompt)
           return yield* Either.left({ path: `${at}.cached_tokens`, message: `cached_tokens (${cached}) exceeds input_tokens (${prompt})` })
       }
-      return { style: "openai", input: prompt - cached, cacheRead: cached, cacheWrite: 0, billedPrompt: prompt, output } as const
+      return yield* UsageFields.openaiSplit(UsageFields.isRecord(details) ? details : undefined, prompt, cached, output, at)
     }),
 }

@@ -7,6 +7,7 @@
  * `id`, `context_management`): the fake provider's validator for this API
  * (pure, so it lives with the adapter).
  */
+import * as ExplicitCache from "../openai-chat/ExplicitCache.ts"
 import { isRecord } from "../Common.ts"
 import type { Problem } from "../openai-chat/Validate.ts"
 
@@ -28,6 +29,7 @@ const CREATE_KEYS = new Set([
   "conversation",
   "prompt",
   "prompt_cache_key",
+  "prompt_cache_options",
   "prompt_cache_retention",
   "reasoning",
   "safety_identifier",
@@ -95,7 +97,7 @@ const missing = (param: string): Problem => ({
 })
 const invalid = (param: string, message: string): Problem => ({ message, param, code: "invalid_value" })
 
-const validateParts = (content: unknown, at: string, role: string): Problem | undefined => {
+const validateParts = (content: unknown, at: string, role: string, model: string): Problem | undefined => {
   if (typeof content === "string") return undefined
   if (!Array.isArray(content))
     return { message: `Invalid type for '${at}': expected a string or an array.`, param: at, code: "invalid_type" }
@@ -104,7 +106,12 @@ const validateParts = (content: unknown, at: string, role: string): Problem | un
     if (!isRecord(part)) return { message: `Invalid type for '${p}': expected an object.`, param: p, code: "invalid_type" }
     const allowed = PART_KEYS[String(part["type"])]
     if (allowed === undefined) return invalid(`${p}.type`, `Invalid value: '${String(part["type"])}'.`)
-    for (const key of Object.keys(part)) if (!allowed.has(key)) return unknown(`${p}.${key}`)
+    for (const key of Object.keys(part)) {
+      if (key === ExplicitCache.FIELD && part["type"] !== "output_text" && part["type"] !== "refusal") {
+        const problem = ExplicitCache.partProblem(model, role, part[key], `${p}.${key}`, ExplicitCache.TTLS.responses)
+        if (problem !== undefined) return problem
+      } else if (!allowed.has(key)) return unknown(`${p}.${key}`)
+    }
     const textual = part["type"] === "input_text" || part["type"] === "output_text"
     if (textual && typeof part["text"] !== "string") return missing(`${p}.text`)
     if (part["type"] === "output_text" && role !== "assistant") {
@@ -118,7 +125,7 @@ const validateParts = (content: unknown, at: string, role: string): Problem | un
   return undefined
 }
 
-const validateItem = (item: unknown, i: number): Problem | undefined => {
+const validateItem = (item: unknown, i: number, model: string): Problem | undefined => {
   const at = `input[${i}]`
   if (!isRecord(item)) return { message: `Invalid type for '${at}': expected an object.`, param: at, code: "invalid_type" }
   const type = item["type"] ?? "message"
@@ -136,7 +143,7 @@ const validateItem = (item: unknown, i: number): Problem | undefined => {
         )
       }
       if (item["content"] === undefined) return missing(`${at}.content`)
-      return validateParts(item["content"], `${at}.content`, role)
+      return validateParts(item["content"], `${at}.content`, role, model)
     }
     case "function_call":
       if (typeof item["call_id"] !== "string" || item["call_id"] === "") return missing(`${at}.call_id`)
@@ -152,7 +159,7 @@ const validateItem = (item: unknown, i: number): Problem | undefined => {
     case "custom_tool_call_output":
       if (typeof item["call_id"] !== "string" || item["call_id"] === "") return missing(`${at}.call_id`)
       if (item["output"] === undefined) return missing(`${at}.output`)
-      return validateParts(item["output"], `${at}.output`, "tool")
+      return validateParts(item["output"], `${at}.output`, "tool", model)
     case "compaction": {
       const encrypted = item["encrypted_content"]
       if (encrypted === undefined || encrypted === null) return missing(`${at}.encrypted_content`)
@@ -327,8 +334,16 @@ export const validate = (body: unknown, endpoint: "responses" | "responses_input
   const input = body["input"]
   if (typeof input === "string") return validateTools(body["tools"])
   if (!Array.isArray(input)) return missing("input")
+  const model = String(body["model"] ?? "")
+  const options = ExplicitCache.optionsProblem(
+    model,
+    body["prompt_cache_options"],
+    ExplicitCache.RESPONSES_OPTION_KEYS,
+    ExplicitCache.TTLS.responses,
+  )
+  if (options !== undefined) return options
   for (const [i, item] of input.entries()) {
-    const problem = validateItem(item, i)
+    const problem = validateItem(item, i, model)
     if (problem !== undefined) return problem
   }
   return validateTools(body["tools"]) ?? validatePairing((input as ReadonlyArray<Json>).slice(compactedFrom(input)))

@@ -1,8 +1,10 @@
 /**
  * The OpenAI Responses adapter: automatic prefix caching steered by
- * `prompt_cache_key`, the 24-hour retention when the cache planner chose it.
+ * `prompt_cache_key`, the 24-hour retention when the cache planner chose it;
+ * explicit `prompt_cache_breakpoint`s on the models that take them.
  */
 import type * as Adapter from "../Adapter.ts"
+import * as ExplicitCache from "../openai-chat/ExplicitCache.ts"
 import * as Normalize from "./Normalize.ts"
 import * as Render from "./Render.ts"
 import * as Usage from "./Usage.ts"
@@ -20,13 +22,18 @@ export const adapter: Adapter.Adapter<"openai-responses"> = {
   provider: "openai",
   prices: "openai",
   historyField: "input",
-  cacheRules: { breakpoints: false, ttls: [], retention: "24h" },
+  cacheRules: { breakpoints: false, ttls: [], retention: "24h", explicitTtls: ExplicitCache.TTLS.responses },
   request: (req, _openCalls, workspace) => Normalize.request(req, workspace),
   history: (history) => Normalize.fromResponses(history.input),
   tools: Normalize.tools,
   usage: Usage.reader,
   render: (input) => {
-    const rendered = Render.render({ ...input, retention24h: input.cachePlan === undefined ? undefined : input.cachePlan.tier === "24h" })
-    return { request: rendered.body, cache: { breakpoints: 0, promptCacheKey: rendered.promptCacheKey } }
+    const rendered = Render.render({
+      ...input,
+      retention24h: input.cachePlan === undefined ? undefined : input.cachePlan.tier === "24h",
+      cacheTier: input.cachePlan?.tier,
+      previousResponseId: input.previousResponseId ?? undefined,
+    })
+    return { request: rendered.body, cache: { breakpoints: rendered.breakpoints, promptCacheKey: rendered.promptCacheKey } }
   },
 }

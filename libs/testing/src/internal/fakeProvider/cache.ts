@@ -18,6 +18,15 @@
  * `prompt_cache_retention: "24h"`). `cached_tokens` = the longest common
  * token prefix with any of them, rounded down to 1024 + k·128, or 0 below 1024.
  *
+ * OpenAI GPT-5.6+ (breakpoints, {@link openaiBreakpoints}): entries are the
+ * exact token prefixes ending at a breakpoint — with `prompt_cache_options.mode:
+ * "explicit"` the latest four marked ones, else the latest three and one at
+ * the end of the prompt (the managed one) — living the request's TTL (30
+ * minutes, 12 hours), refreshed on use, the newest 80 kept. A request reads
+ * the longest live entry its prompt starts with (no block lookback limit) and
+ * writes, billed, the tokens from there to its last written breakpoint
+ * (`cache_write_tokens`).
+ *
  * Gemini (implicit): the same prefix store per API key and model, prompts
  * kept for 5 minutes; `cachedContentTokenCount` = the longest common token
  * prefix, or 0 below the model's minimum (no rounding).
@@ -65,15 +74,57 @@ interface OpenAIEntry {
 export interface Caches {
   readonly anthropic: Map<string, Map<string, Entry>>
   readonly openai: Map<string, Array<OpenAIEntry>>
+  readonly openaiExplicit: Map<string, Array<OpenAIEntry & { readonly ttlMs: number }>>
   readonly gemini: Map<string, Array<OpenAIEntry>>
+  /** What cache diagnostics compare a later request with, by response / message id (the newest {@link FINGERPRINTS}). */
+  readonly fingerprints: Map<string, Fingerprint>
 }
 
-export const makeCaches = (): Caches => ({ anthropic: new Map(), openai: new Map(), gemini: new Map() })
+/** A request's structure as diagnostics compare it: model, cache key, tools, system and the prompt's tokens. */
+export interface Fingerprint {
+  readonly model: string
+  readonly key: string
+  readonly tools: string
+  readonly system: string
+  readonly tokens: ReadonlyArray<number>
+}
+
+const FINGERPRINTS = 1_000
+
+/** Records `fingerprint` under `id`. */
+export const remember = (caches: Caches, id: string, fingerprint: Fingerprint): void => {
+  caches.fingerprints.set(id, fingerprint)
+  if (caches.fingerprints.size > FINGERPRINTS) caches.fingerprints.delete(caches.fingerprints.keys().next().value!)
+}
+
+/** Where `now` first differs from `then`: the first field that changed, and the tokens of `now` before the difference. */
+export const divergence = (
+  then: Fingerprint,
+  now: Fingerprint,
+): { readonly changed: "model" | "key" | "tools" | "system" | "messages" | undefined; readonly reusable: number } => {
+  if (then.model !== now.model) return { changed: "model", reusable: 0 }
+  if (then.key !== now.key) return { changed: "key", reusable: 0 }
+  if (then.tools !== now.tools) return { changed: "tools", reusable: 0 }
+  if (then.system !== now.system) return { changed: "system", reusable: 0 }
+  const lcp = commonPrefix(Uint32Array.from(then.tokens), Uint32Array.from(now.tokens))
+  // the previous prompt extended is no divergence: its every token is reused
+  return lcp >= then.tokens.length ? { changed: undefined, reusable: lcp } : { changed: "messages", reusable: lcp }
+}
+
+export const makeCaches = (): Caches => ({
+  anthropic: new Map(),
+  openai: new Map(),
+  openaiExplicit: new Map(),
+  gemini: new Map(),
+  fingerprints: new Map(),
+})
 
 export const clearCaches = (caches: Caches): void => {
   caches.anthropic.clear()
   caches.openai.clear()
+  caches.openaiExplicit.clear()
   caches.gemini.clear()
+  caches.fingerprints.clear()
 }
 
 const chain = (blocks: ReadonlyArray<PromptBlock>): Array<string> => {
@@ -201,6 +252,46 @@ export const openaiCached = (
     retentionMs: options.extendedRetention ? OPENAI_EXTENDED_MS : OPENAI_RETENTION_MS,
     now: options.now,
   })
+
+/** The `prompt_cache_options.ttl` values, in ms. */
+export const OPENAI_TTL_MS: Readonly<Record<string, number>> = { "30m": 30 * 60_000, "12h": 12 * 60 * 60_000 }
+const OPENAI_WRITES = 4
+const OPENAI_LIVE_BREAKPOINTS = 80
+
+/** The read and billed write of an OpenAI request on a model with explicit caching, recording its breakpoints. */
+export const openaiBreakpoints = (
+  caches: Caches,
+  namespace: string,
+  tokens: ReadonlyArray<number>,
+  options: { readonly marks: ReadonlyArray<number>; readonly explicit: boolean; readonly ttlMs: number; readonly now: number },
+): { readonly cached: number; readonly written: number } => {
+  const prompt = Uint32Array.from(tokens)
+  const kept = (caches.openaiExplicit.get(namespace) ?? []).filter((e) => e.expiresAt > options.now)
+  let best: (typeof kept)[number] | undefined
+  for (const entry of kept) {
+    if (
+      entry.tokens.length > (best?.tokens.length ?? 0) &&
+      entry.tokens.length <= prompt.length &&
+      commonPrefix(prompt, entry.tokens) === entry.tokens.length
+    )
+      best = entry
+  }
+  const cached = best?.tokens.length ?? 0
+  if (best !== undefined) best.expiresAt = Math.max(best.expiresAt, options.now + best.ttlMs)
+  const marks = [...new Set(options.marks)].sort((a, b) => a - b)
+  const writes = options.explicit ? marks.slice(-OPENAI_WRITES) : [...marks.slice(-(OPENAI_WRITES - 1)), prompt.length]
+  let written = cached
+  for (const at of writes) {
+    if (at < OPENAI_MIN) continue
+    const same = kept.find((e) => e.tokens.length === at && commonPrefix(e.tokens, prompt) === at)
+    if (same !== undefined) same.expiresAt = Math.max(same.expiresAt, options.now + options.ttlMs)
+    else kept.push({ tokens: prompt.slice(0, at), expiresAt: options.now + options.ttlMs, ttlMs: options.ttlMs })
+    written = Math.max(written, at)
+  }
+  if (kept.length > OPENAI_LIVE_BREAKPOINTS) kept.splice(0, kept.length - OPENAI_LIVE_BREAKPOINTS)
+  caches.openaiExplicit.set(namespace, kept)
+  return { cached, written: written - cached }
+}
 
 const GEMINI_RETENTION_MS = 5 * 60_000
 

@@ -2,11 +2,12 @@
  * The provider endpoints once faults are past: validate, count, simulate the
  * cache, take a scripted reply (or the default), and describe the response.
  */
-import { AnthropicProvider, CostModel, type ProviderApi, Providers } from "@ctxd/context"
+import { AnthropicProvider, CostModel, OpenAIChatProvider, type ProviderApi, Providers } from "@ctxd/context"
 import * as Anthropic from "./anthropic.ts"
 import * as Binding from "./binding.ts"
 import * as Cache from "./cache.ts"
 import * as Compaction from "./compaction.ts"
+import * as Diagnostics from "./diagnostics.ts"
 import * as Gemini from "./gemini.ts"
 import { isRecord, type Json } from "./json.ts"
 import * as OpenAI from "./openai.ts"
@@ -99,8 +100,9 @@ export const anthropic = (
   const signed = { ...answer, content: Binding.sign(body, model, answer.content) }
   const usage = Anthropic.usage(split, signed.outputTokens)
   const id = `msg_${State.nextId(state)}`
+  const diagnostics = Diagnostics.anthropic(state.caches, bound.body, blocks, id)
   // listed only under the beta, as `[]` when nothing was dropped (SDK `BetaMessage.input_transformations`)
-  const extra = betas.includes(AnthropicProvider.Binding.BETA) ? { input_transformations: bound.dropped } : {}
+  const extra = { ...(betas.includes(AnthropicProvider.Binding.BETA) ? { input_transformations: bound.dropped } : {}), diagnostics }
   if (body["stream"] !== true) return json(200, { ...Anthropic.message(id, model, signed, usage), ...extra })
   const frames = Anthropic.streamEvents(id, model, signed, usage, extra).map(
     ([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`,
@@ -117,13 +119,33 @@ const invalidRequest = (
   return json(400, apiOf("openai").errorBody(400, p.message, "", { type: "invalid_request_error", param: p.param, code: p.code }))
 }
 
+/**
+ * The cached and (GPT-5.6+, billed) written prompt tokens of an OpenAI request:
+ * breakpoint caching on models that take explicit breakpoints, else automatic.
+ */
+const openaiCache = (state: State.State, body: Json, tokens: ReadonlyArray<number>, marks: ReadonlyArray<number>, apiKey: string) => {
+  const key = typeof body["prompt_cache_key"] === "string" ? `key:${body["prompt_cache_key"]}` : `api:${apiKey}`
+  const namespace = `${key}|${String(body["model"])}`
+  const now = Date.now()
+  if (!OpenAIChatProvider.ExplicitCache.takesBreakpoints(String(body["model"]))) {
+    return {
+      cached: Cache.openaiCached(state.caches, namespace, tokens, { extendedRetention: body["prompt_cache_retention"] === "24h", now }),
+      written: undefined,
+    }
+  }
+  const options = isRecord(body["prompt_cache_options"]) ? body["prompt_cache_options"] : {}
+  const ttlMs = Cache.OPENAI_TTL_MS[String(options["ttl"] ?? "30m")] ?? Cache.OPENAI_TTL_MS["30m"]!
+  return Cache.openaiBreakpoints(state.caches, namespace, tokens, { marks, explicit: options["mode"] === "explicit", ttlMs, now })
+}
+
 /** `POST /v1/chat/completions`. */
 export const openai = (state: State.State, body: unknown, apiKey: string, requestId: string): Reply => {
   const problem = OpenAI.validate(body)
   if (problem !== undefined || !isRecord(body)) {
     return invalidRequest(problem)
   }
-  const tokens = OpenAI.promptTokens(body)
+  const marks: Array<number> = []
+  const tokens = OpenAI.promptTokens(body, marks)
   const window = state.settings.contextWindow
   if (tokens.length > window) {
     const message = `This model's maximum context length is ${window} tokens. However, your messages resulted in ${tokens.length} tokens. Please reduce the length of the messages.`
@@ -138,13 +160,9 @@ export const openai = (state: State.State, body: unknown, apiKey: string, reques
   }
   const reply = State.takeReply(state, "openai")
   if (reply?.error !== undefined) return scriptedError("openai", reply.error, requestId)
-  const key = typeof body["prompt_cache_key"] === "string" ? `key:${body["prompt_cache_key"]}` : `api:${apiKey}`
-  const cached = Cache.openaiCached(state.caches, `${key}|${String(body["model"])}`, tokens, {
-    extendedRetention: body["prompt_cache_retention"] === "24h",
-    now: Date.now(),
-  })
+  const { cached, written } = openaiCache(state, body, tokens, marks, apiKey)
   const answer = OpenAI.answer(body, reply, tokens.length, () => State.nextId(state))
-  const usage = OpenAI.usage(tokens.length, cached, answer.completionTokens)
+  const usage = OpenAI.usage(tokens.length, cached, answer.completionTokens, written)
   const id = `chatcmpl-${State.nextId(state)}`
   const created = Math.floor(Date.now() / 1_000)
   const model = String(body["model"])
@@ -170,7 +188,8 @@ export const responses = (
   const unstored = endpoint === "responses" ? Responses.unstored(body) : undefined
   if (unstored !== undefined)
     return json(404, apiOf("openai").errorBody(404, unstored, requestId, { type: "invalid_request_error", param: "input", code: null }))
-  const tokens = Responses.promptTokens(body)
+  const marks: Array<number> = []
+  const tokens = Responses.promptTokens(body, marks)
   const window = state.settings.contextWindow
   if (tokens.length > window) {
     const message = `Your input exceeds the context window of this model (${tokens.length} tokens > ${window}). Please adjust your input and try again.`
@@ -186,15 +205,10 @@ export const responses = (
   if (endpoint === "responses_input_tokens") return json(200, { object: "response.input_tokens", input_tokens: tokens.length })
   const reply = State.takeReply(state, "openai")
   if (reply?.error !== undefined) return scriptedError("openai", reply.error, requestId)
-  const key = typeof body["prompt_cache_key"] === "string" ? `key:${body["prompt_cache_key"]}` : `api:${apiKey}`
-  const cached = Cache.openaiCached(state.caches, `${key}|${String(body["model"])}`, tokens, {
-    extendedRetention: body["prompt_cache_retention"] === "24h",
-    now: Date.now(),
-  })
-  return json(
-    200,
-    Responses.response(body, reply, { input: tokens.length, cached }, () => State.nextId(state)),
-  )
+  const { cached, written } = openaiCache(state, body, tokens, marks, apiKey)
+  const response = Responses.response(body, reply, { input: tokens.length, cached, written }, () => State.nextId(state))
+  const diagnostics = Diagnostics.responses(state.caches, body, tokens, String(response["id"]))
+  return json(200, diagnostics === undefined ? response : { ...response, prompt_cache_diagnostics: diagnostics })
 }
 
 /**

@@ -21,18 +21,27 @@ const append = (out: Array<number>, ids: ArrayLike<number>): void => {
   for (let i = 0; i < ids.length; i++) out.push(ids[i]!)
 }
 
-const appendContent = (out: Array<number>, content: unknown): void => {
+/** Appends `content`'s tokens; `marks` gets the token offset after each part that carries a `prompt_cache_breakpoint`. */
+const appendContent = (out: Array<number>, content: unknown, marks?: Array<number>): void => {
   if (typeof content === "string") return append(out, Tokens.encode(content))
   for (const part of list(content)) {
     if (!isRecord(part)) continue
-    if (part["type"] === "text") append(out, Tokens.encode(String(part["text"])))
-    else if (part["type"] === "image_url") append(out, Tokens.frame(`image:${stableJson(part["image_url"])}`, Tokens.IMAGE_TOKENS))
-    else append(out, Tokens.encode(stableJson(part)))
+    appendPart(out, part)
+    if (marks !== undefined && part["prompt_cache_breakpoint"] !== undefined) marks.push(out.length)
   }
 }
 
-/** The prompt as a token sequence: tools first, then each message with its framing. */
-export const promptTokens = (body: Json): Array<number> => {
+const appendPart = (out: Array<number>, part: Json): void => {
+  if (part["type"] === "text") append(out, Tokens.encode(String(part["text"])))
+  else if (part["type"] === "image_url") append(out, Tokens.frame(`image:${stableJson(part["image_url"])}`, Tokens.IMAGE_TOKENS))
+  else append(out, Tokens.encode(stableJson(part)))
+}
+
+/**
+ * The prompt as a token sequence: tools first, then each message with its
+ * framing; `marks` gets the offsets of the explicit cache breakpoints.
+ */
+export const promptTokens = (body: Json, marks?: Array<number>): Array<number> => {
   const out: Array<number> = []
   append(out, Tokens.frame("request", Tokens.REQUEST_OVERHEAD))
   for (const tool of list(body["tools"])) {
@@ -42,7 +51,7 @@ export const promptTokens = (body: Json): Array<number> => {
   for (const message of list(body["messages"])) {
     if (!isRecord(message)) continue
     append(out, Tokens.frame(String(message["role"]), Tokens.MESSAGE_OVERHEAD))
-    appendContent(out, message["content"])
+    appendContent(out, message["content"], marks)
     if (typeof message["name"] === "string") append(out, Tokens.encode(message["name"]))
     for (const call of list(message["tool_calls"])) {
       const fn = isRecord(call) && isRecord(call["function"]) ? call["function"] : {}
@@ -106,11 +115,12 @@ export const answer = (body: Json, reply: ScriptedReply | undefined, promptToken
 }
 
 /** The `usage` object of a completion. */
-export const usage = (prompt: number, cached: number, completion: number): Json => ({
+export const usage = (prompt: number, cached: number, completion: number, written?: number): Json => ({
   prompt_tokens: prompt,
   completion_tokens: completion,
   total_tokens: prompt + completion,
-  prompt_tokens_details: { cached_tokens: cached, audio_tokens: 0 },
+  // GPT-5.6+ bill their writes: `cache_write_tokens` (SDK `CompletionUsage.PromptTokensDetails`)
+  prompt_tokens_details: { cached_tokens: cached, audio_tokens: 0, ...(written === undefined ? {} : { cache_write_tokens: written }) },
   completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
 })
 

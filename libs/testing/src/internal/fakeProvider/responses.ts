@@ -31,19 +31,28 @@ const append = (out: Array<number>, ids: ArrayLike<number>): void => {
   for (let i = 0; i < ids.length; i++) out.push(ids[i]!)
 }
 
-const appendContent = (out: Array<number>, content: unknown): void => {
+/** Appends `content`'s tokens; `marks` gets the token offset after each part that carries a `prompt_cache_breakpoint`. */
+const appendContent = (out: Array<number>, content: unknown, marks?: Array<number>): void => {
   if (typeof content === "string") return append(out, Tokens.encode(content))
   for (const part of list(content)) {
     if (!isRecord(part)) continue
-    if (part["type"] === "input_text" || part["type"] === "output_text") append(out, Tokens.encode(String(part["text"])))
-    else if (part["type"] === "input_image")
-      append(out, Tokens.frame(`image:${stableJson(part["image_url"] ?? part["file_id"])}`, Tokens.IMAGE_TOKENS))
-    else append(out, Tokens.encode(stableJson(part)))
+    appendPart(out, part)
+    if (marks !== undefined && part["prompt_cache_breakpoint"] !== undefined) marks.push(out.length)
   }
 }
 
-/** The prompt as a token sequence: tools, instructions, then each input item with its framing. */
-export const promptTokens = (body: Json): Array<number> => {
+const appendPart = (out: Array<number>, part: Json): void => {
+  if (part["type"] === "input_text" || part["type"] === "output_text") append(out, Tokens.encode(String(part["text"])))
+  else if (part["type"] === "input_image")
+    append(out, Tokens.frame(`image:${stableJson(part["image_url"] ?? part["file_id"])}`, Tokens.IMAGE_TOKENS))
+  else append(out, Tokens.encode(stableJson(part)))
+}
+
+/**
+ * The prompt as a token sequence: tools, instructions, then each input item
+ * with its framing; `marks` gets the offsets of the explicit cache breakpoints.
+ */
+export const promptTokens = (body: Json, marks?: Array<number>): Array<number> => {
   const out: Array<number> = []
   append(out, Tokens.frame("request", Tokens.REQUEST_OVERHEAD))
   for (const tool of list(body["tools"])) {
@@ -65,14 +74,14 @@ export const promptTokens = (body: Json): Array<number> => {
     if (!isRecord(item)) continue
     const type = String(item["type"] ?? "message")
     append(out, Tokens.frame(type === "message" ? String(item["role"]) : type, Tokens.MESSAGE_OVERHEAD))
-    if (type === "message") appendContent(out, item["content"])
+    if (type === "message") appendContent(out, item["content"], marks)
     else if (type === "function_call") {
       append(out, Tokens.encode(String(item["name"])))
       append(out, Tokens.encode(String(item["arguments"])))
     } else if (type === "custom_tool_call") {
       append(out, Tokens.encode(String(item["name"])))
       append(out, Tokens.encode(String(item["input"])))
-    } else if (type === "function_call_output" || type === "custom_tool_call_output") appendContent(out, item["output"])
+    } else if (type === "function_call_output" || type === "custom_tool_call_output") appendContent(out, item["output"], marks)
     else if (type === "compaction") {
       const encrypted = String(item["encrypted_content"])
       append(out, Tokens.frame(`compaction:${encrypted}`, Math.max(1, Math.ceil(encrypted.length / 16))))
@@ -85,7 +94,7 @@ export const promptTokens = (body: Json): Array<number> => {
 export const response = (
   body: Json,
   reply: ScriptedReply | undefined,
-  usage: { readonly input: number; readonly cached: number },
+  usage: { readonly input: number; readonly cached: number; readonly written?: number | undefined },
   nextId: () => string,
 ): Json => {
   const id = `resp_${nextId()}`
@@ -130,6 +139,9 @@ export const response = (
     previous_response_id: null,
     prompt_cache_key: body["prompt_cache_key"] ?? null,
     prompt_cache_retention: body["prompt_cache_retention"] ?? null,
+    ...(isRecord(body["prompt_cache_options"])
+      ? { prompt_cache_options: { mode: "implicit", ttl: "30m", ...body["prompt_cache_options"] } }
+      : {}),
     store: body["store"] ?? true,
     temperature: 1,
     tool_choice: body["tool_choice"] ?? "auto",
@@ -138,7 +150,7 @@ export const response = (
     truncation: "disabled",
     usage: {
       input_tokens: usage.input,
-      input_tokens_details: { cached_tokens: usage.cached },
+      input_tokens_details: { cached_tokens: usage.cached, ...(usage.written === undefined ? {} : { cache_write_tokens: usage.written }) },
       output_tokens: outputTokens,
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: usage.input + outputTokens,
