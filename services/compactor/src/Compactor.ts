@@ -146,8 +146,22 @@ export const make = (
         const client = llm.client("anthropic", input.tenant)
         const aligned = ProviderSummary.alignCut(history, cut.fromIndex, cut.toIndex)
         if (client.compact === undefined || aligned === undefined) return undefined
-        const messages = ProviderSummary.requestMessages(history, live, aligned, model, (m) =>
-          counter.countMessage(m, counter.encodingFor(model)),
+        // the session's system and tools as its latest prompt sent them (none when that reply is gone)
+        const latest = (yield* sessions.listTurns(input.tenant, input.session, 1).pipe(Effect.orElseSucceed(() => [])))[0]
+        const stored =
+          latest === undefined
+            ? undefined
+            : Option.getOrUndefined(
+                yield* sessions.findTurn(input.tenant, input.session, latest.turnId).pipe(Effect.orElseSucceed(Option.none)),
+              )
+        const prefix = ProviderSummary.prefixOf(stored?.reply)
+        const messages = ProviderSummary.requestMessages(
+          history,
+          live,
+          aligned,
+          model,
+          (m) => counter.countMessage(m, counter.encodingFor(model)),
+          prefix,
         )
         const retry = Schedule.exponential(Duration.millis(summarizer.config.retryBaseMs)).pipe(
           Schedule.jittered,
@@ -155,7 +169,7 @@ export const make = (
         )
         const answer = yield* Effect.either(
           client
-            .compact({ model: model.name, messages, maxTokens: summarizer.config.maxOutputTokens })
+            .compact({ model: model.name, messages, maxTokens: summarizer.config.maxOutputTokens, ...prefix })
             .pipe(Effect.retry({ schedule: retry, while: Llm.isRetryable })),
         )
         if (Either.isLeft(answer)) return Either.left(answer.left.message)
