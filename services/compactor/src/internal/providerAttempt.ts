@@ -4,14 +4,22 @@
  * prompt, the call retried like the summarizer's, the span it covers.
  */
 import type { Models, Pipeline } from "@ctxd/context"
+import type { Turn } from "@ctxd/contracts"
 import type { SessionStore } from "@ctxd/db"
 import { Llm, type SummarizerConfig } from "@ctxd/summarizer"
 import type { LocalCounter } from "@ctxd/tokens"
 import { Duration, Effect, Either, Option, Schedule } from "effect"
-import type { CompactInput } from "../Compactor.ts"
 import type * as Plan from "../Plan.ts"
 import * as ProviderSummary from "../ProviderSummary.ts"
 import type { StoredSummary } from "./compactionModel.ts"
+
+/** The job's part the attempt reads (a `Compactor.CompactInput`). */
+export interface Job {
+  readonly tenant: string
+  readonly session: string
+  readonly format?: Turn.Format | undefined
+  readonly backend?: ProviderSummary.Backend | undefined
+}
 
 /** What the attempt needs from the compactor. */
 export interface Deps {
@@ -37,7 +45,7 @@ export interface Written extends Llm.ProviderSummary {
 export const make =
   (deps: Deps) =>
   (
-    input: CompactInput,
+    input: Job,
     history: ReadonlyArray<Pipeline.StoredMessage>,
     live: StoredSummary | undefined,
     cut: Plan.Cut,
