@@ -24,7 +24,7 @@
  * Every outcome but `cooldown` and `not_needed` is audited
  * (`ctxd_compactions`) and all are counted (`Metrics`).
  */
-import { Models, type Pipeline } from "@ctxd/context"
+import { Models } from "@ctxd/context"
 import type { Compact, Summarize, Turn } from "@ctxd/contracts"
 import { SessionStore } from "@ctxd/db"
 import { Llm, Summarizer } from "@ctxd/summarizer"
@@ -33,7 +33,8 @@ import { Clock, type ConfigError, Context, Data, Duration, Effect, Either, Layer
 import { type Audit, CompactionStore, type Lease, type StoredSummary } from "./CompactionStore.ts"
 import * as Metrics from "./Metrics.ts"
 import * as Plan from "./Plan.ts"
-import * as ProviderSummary from "./ProviderSummary.ts"
+import * as ProviderAttempt from "./internal/providerAttempt.ts"
+import type * as ProviderSummary from "./ProviderSummary.ts"
 import * as CompactorConfig from "./CompactorConfig.ts"
 import * as View from "./View.ts"
 
@@ -127,44 +128,7 @@ export const make = (
     const counter = yield* LocalCounter.LocalCounter
     const ttl = config.leaseTtlMs
     const llm = Option.getOrUndefined(yield* Effect.serviceOption(Llm.Llm))
-
-    /**
-     * The provider's summary of the cut, when the job asks for the `provider`
-     * backend and the model has it: `undefined` when it does not apply (ctxd's
-     * summarizer then writes the summary as before), `Left` with why it
-     * failed (after the summarizer's retry policy), `Right` the block.
-     */
-    const providerAttempt = (
-      input: CompactInput,
-      history: ReadonlyArray<Pipeline.StoredMessage>,
-      live: StoredSummary | undefined,
-      cut: Plan.Cut,
-      model: Models.ResolvedModel,
-    ) =>
-      Effect.gen(function* () {
-        if (input.backend !== "provider" || llm === undefined || !ProviderSummary.supports(model.name, input.format)) return undefined
-        const client = llm.client("anthropic", input.tenant)
-        const aligned = ProviderSummary.alignCut(history, cut.fromIndex, cut.toIndex)
-        if (client.compact === undefined || aligned === undefined) return undefined
-        const messages = ProviderSummary.requestMessages(history, live, aligned, model, (m) =>
-          counter.countMessage(m, counter.encodingFor(model)),
-        )
-        const retry = Schedule.exponential(Duration.millis(summarizer.config.retryBaseMs)).pipe(
-          Schedule.jittered,
-          Schedule.intersect(Schedule.recurs(summarizer.config.retries)),
-        )
-        const answer = yield* Effect.either(
-          client
-            .compact({ model: model.name, messages, maxTokens: summarizer.config.maxOutputTokens })
-            .pipe(Effect.retry({ schedule: retry, while: Llm.isRetryable })),
-        )
-        if (Either.isLeft(answer)) return Either.left(answer.left.message)
-        return Either.right({
-          ...answer.right,
-          coversFromSeq: cut.previous?.coversFromSeq ?? history[cut.fromIndex]!.seq,
-          coversToSeq: history[aligned - 1]!.seq,
-        })
-      })
+    const providerAttempt = ProviderAttempt.make({ llm, sessions, counter, retries: summarizer.config })
 
     const compact = (input: CompactInput): Effect.Effect<CompactResult, CompactionError> =>
       Effect.gen(function* () {

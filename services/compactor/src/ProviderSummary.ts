@@ -25,14 +25,15 @@
  *   `user` message after an `assistant` one ({@link alignCut}), and the
  *   request goes to the session's own model.
  *
- * Not documented, so decided here: the request carries the span as ctxd
- * renders it for Anthropic, without the session's `system` and `tools` (the
- * job does not carry them; tool calls and results then go as text), and on
- * a model that binds thinking to its prefix without the span's thinking
- * blocks (bound to a `system` and `tools` the request lacks, they would be
- * refused). Whether the API's check of kept turns' thinking then accepts
- * the swap is not said; the prompt's own reasoning rules decide what of it
- * is sent after the swap.
+ * Not documented, so decided here: the request carries the session's
+ * `system` and `tools` as its latest prompt sent them (the stored reply's
+ * body; none once that reply was pruned) and the span as ctxd renders it
+ * for Anthropic, unmasked; on a model that binds thinking to its prefix it
+ * leaves the span's thinking blocks out (rendered afresh, the prefix before
+ * them is not byte for byte what they were produced under, and the check
+ * would refuse them). Whether the API's check of kept turns' thinking then
+ * accepts the swap is not said; the prompt's own reasoning rules decide
+ * what of it is sent after the swap.
  *
  * OpenAI's `POST /responses/compact` is not used: its output item is
  * encrypted and carries the whole state before it, with no readable summary
@@ -40,7 +41,7 @@
  * whole input anyway; Responses turns keep the `ctxd` backend.
  */
 import { AnthropicProvider, CostModel, type Models, type Pipeline } from "@ctxd/context"
-import type { Turn } from "@ctxd/contracts"
+import type { Anthropic, Turn } from "@ctxd/contracts"
 import * as View from "./View.ts"
 
 /** Who writes a compaction summary. */
@@ -76,11 +77,33 @@ export const alignCut = (history: ReadonlyArray<Pipeline.StoredMessage>, from: n
   return undefined
 }
 
+/** The session's wire prefix as its latest prompt sent it (the stored reply's `request`). */
+export interface Prefix {
+  readonly system?: unknown
+  readonly tools?: ReadonlyArray<unknown> | undefined
+}
+
+const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * The `system` and `tools` of a stored turn reply's Anthropic body (`{}`
+ * when it has none: a pruned reply, another format's body).
+ */
+export const prefixOf = (reply: unknown): Prefix => {
+  const request = isRecord(reply) ? reply["request"] : undefined
+  if (!isRecord(request) || !Array.isArray(request["messages"]) || request["max_tokens"] === undefined) return {}
+  const tools = request["tools"]
+  return {
+    ...(request["system"] === undefined ? {} : { system: request["system"] }),
+    ...(Array.isArray(tools) && tools.length > 0 ? { tools: tools as ReadonlyArray<unknown> } : {}),
+  }
+}
+
 /**
  * The wire `messages` of the compaction request: the session's view (under
  * the live summary, a previous provider block first) up to history index
- * `cut`, rendered as the Anthropic adapter renders a turn's, without cache
- * breakpoints.
+ * `cut`, rendered as the Anthropic adapter renders a turn's (tool calls as
+ * blocks when `prefix` has the session's tools), without cache breakpoints.
  */
 export const requestMessages = (
   history: ReadonlyArray<Pipeline.StoredMessage>,
@@ -88,9 +111,13 @@ export const requestMessages = (
   cut: number,
   model: Models.ResolvedModel,
   countMessage: (message: Pipeline.StoredMessage["message"]) => number,
+  prefix: Prefix = {},
 ): ReadonlyArray<unknown> => {
   const view = View.applySummary(history.slice(0, cut), live, countMessage, View.BLOCK_FORMAT)
-  const rendered = AnthropicProvider.Render.render({ model, system: [], tools: [], messages: view.messages.map((m) => m.message) })
+  // the session's own tools, so calls and results render as blocks (hosted tools have no schema and are not needed)
+  const defined = (prefix.tools ?? []).filter((t) => isRecord(t) && isRecord(t["input_schema"])) as Array<Anthropic.Tool>
+  const tools = AnthropicProvider.Normalize.tools(defined)
+  const rendered = AnthropicProvider.Render.render({ model, system: [], tools, messages: view.messages.map((m) => m.message) })
   const messages = rendered.body["messages"]
   if (!Array.isArray(messages)) return []
   const bound = CostModel.lookup(model.name).capabilities.bindsReasoningToPrefix
@@ -99,9 +126,9 @@ export const requestMessages = (
 
 /**
  * A wire message without its thinking blocks. On a model that binds thinking
- * to its prefix a block is checked against the `system` and `tools` it was
- * produced under, which this request does not carry: sent, every one would
- * be refused (the prefix check's 400); left out, none is checked.
+ * to its prefix a block is checked against the exact prefix it was produced
+ * under, which a fresh, unmasked rendering does not reproduce: sent, it
+ * would be refused (the prefix check's 400); left out, none is checked.
  */
 const withoutThinking = (message: unknown): unknown => {
   if (typeof message !== "object" || message === null) return message

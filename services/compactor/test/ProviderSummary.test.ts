@@ -214,6 +214,43 @@ describe("Compactor: the provider backend through the SDK", () => {
     }).pipe(Effect.provide(layers())),
   )
 
+  effectIt.live("the request carries the system and tools the session's latest prompt sent", () =>
+    Effect.gen(function* () {
+      const session = Fixture.fresh()
+      const messages = Fixture.tauMessages(120)
+      const system = [{ type: "text", text: "You are an airline agent.", cache_control: { type: "ephemeral" } }]
+      const tools = [{ name: "get_user", description: "Look a user up", input_schema: { type: "object", properties: {} } }]
+      yield* (yield* SessionStore.SessionStore).commitTurn({
+        tenant: "acme",
+        session,
+        turnId: "t-1",
+        requestHash: "h",
+        expectedLastSeq: 0,
+        messages: messages.map((message) => ({
+          message,
+          tokens: Fixture.counter.countMessage(message, "o200k_base"),
+          encoding: "o200k_base",
+        })),
+        reply: { ok: true, request: { model: OPUS, max_tokens: 2_000, system, tools, messages: [] } },
+      })
+      const compactor = yield* Fixture.compactor()
+      const result = yield* compactor.compact({
+        tenant: "acme",
+        session,
+        model: MODEL,
+        trigger: "manual",
+        format: "anthropic",
+        backend: "provider",
+      })
+      expect(result.outcome).toBe("ok")
+      const asked = server.requests().find((r) => JSON.stringify(r.body).includes('"summarize"'))!.body as Record<string, unknown>
+      expect(asked["system"]).toEqual(system)
+      expect(asked["tools"]).toEqual(tools)
+      expect(JSON.stringify(asked["messages"])).toContain('"tool_use"')
+      expect(ProviderSummary.prefixOf({ ok: true })).toEqual({})
+    }).pipe(Effect.provide(layers())),
+  )
+
   effectIt.live("the ctxd backend never asks for an on-demand summary", () =>
     Effect.gen(function* () {
       const { live } = yield* compactOnce(Fixture.fresh(), "ctxd")

@@ -19,7 +19,7 @@ import * as OpenAIChat from "./llm/OpenAIChat.ts"
 import * as SummarizerConfig from "./SummarizerConfig.ts"
 
 export { isRetryable, ProviderFailed, scrub } from "./llm/Calls.ts"
-export type { Completion, CompletionRequest, FailureReason, LlmClient } from "./llm/Calls.ts"
+export type { CompactionRequest, Completion, CompletionRequest, FailureReason, LlmClient, ProviderSummary } from "./llm/Calls.ts"
 
 type LlmClient = Calls.LlmClient
 

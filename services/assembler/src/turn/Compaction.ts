@@ -46,9 +46,13 @@ export const stage: Carry.Stage = {
         : undefined
     // Landmarks and mask grids are positions in the view: a new summary starts them afresh.
     const sameView = state.view !== undefined && state.view.key === view.key
-    // a newer summary landed: swapping it in is the prompt stage's decision, unless this turn had to compact
+    // a newer summary landed: swapping it in is the prompt stage's decision, unless this turn had to compact;
+    // a provider-written one goes in at once, as the background compaction docs tell ("send the swapped history
+    // on the first request after the block arrives, so that thinking produced while the summary was being
+    // written stays valid": https://platform.claude.com/docs/en/build-with-claude/compaction-background)
     const held =
       !sameView &&
+      (view.summary?.block === undefined || format !== View.BLOCK_FORMAT) &&
       state.view !== undefined &&
       carry.answers.compacted === undefined &&
       state.view.format === format &&

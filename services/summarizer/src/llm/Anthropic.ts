@@ -45,6 +45,8 @@ export const client = (endpoint: SummarizerConfig.Endpoint, timeoutMs: number): 
             model: request.model,
             max_tokens: request.maxTokens,
             messages: request.messages as Anthropic.Beta.Messages.BetaMessageParam[],
+            ...(request.system === undefined ? {} : { system: request.system as Anthropic.Beta.Messages.MessageCreateParams["system"] }),
+            ...(request.tools === undefined ? {} : { tools: request.tools as Anthropic.Beta.Messages.BetaToolUnion[] }),
             compaction: { type: "summarize" },
             betas: [AnthropicProvider.Validate.ON_DEMAND_COMPACTION_BETA],
           },

@@ -48,6 +48,9 @@ export interface CompactionRequest {
   readonly model: string
   /** The wire `messages` of the span (a previous provider summary first, when there is one). */
   readonly messages: ReadonlyArray<unknown>
+  /** The session's wire `system` and `tools` as its prompts send them, when known. */
+  readonly system?: unknown
+  readonly tools?: ReadonlyArray<unknown> | undefined
   readonly maxTokens: number
 }
 
