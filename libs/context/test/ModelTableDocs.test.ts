@@ -37,6 +37,17 @@ const render = (): string =>
     ),
   ].join("\n")
 
+/** Who writes the summaries on a row's models, and the provider's own compactions in a history. */
+const compaction = (p: CostModel.ModelPrices): string => {
+  const c = p.capabilities
+  if (p.provider === "openai") return "ctxd's summaries; a Responses `compaction` item is a boundary"
+  if (p.provider !== "anthropic") return "ctxd's summaries"
+  if (c.providerCompaction !== true) return "ctxd's summaries; a `compaction` block is a boundary"
+  return c.bindsReasoningToPrefix
+    ? "the API writes them (`summarizer.backend` default `provider`)"
+    : "ctxd's, or the API's with `summarizer.backend: provider`"
+}
+
 /** What ctxd does on a row's models, per lever (one cell each). */
 const uses = (p: CostModel.ModelPrices): ReadonlyArray<string> => {
   const c = p.capabilities
@@ -46,7 +57,7 @@ const uses = (p: CostModel.ModelPrices): ReadonlyArray<string> => {
     c.toolSearch && anthropic ? "`defer_loading` + `tool_search_tool_bm25`" : "`load_toolset`",
     c.midConversationSystem && anthropic ? "`role: system` after the turn" : "tail notes, learnings in `system`",
     !c.explicitCacheBreakpoints ? "automatic prefix" : anthropic ? "`cache_control`" : "`prompt_cache_breakpoint`",
-    anthropic ? "`compaction` block (a boundary)" : p.provider === "openai" ? "Responses `compaction` item (a boundary)" : "—",
+    compaction(p),
   ]
 }
 
