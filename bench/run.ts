@@ -4,6 +4,7 @@
 //   npm run bench -- assembly     only those whose name contains "assembly"
 //   npm run bench -- economics --model gpt-4o   (economics: the model to price; default claude-sonnet-5-5;
 //                                                --models a,b,c: several, with a summary per model)
+//   npm run bench -- toolsearch --model claude-opus-5-5   (load_toolset vs tool search, GitHub catalog; default claude-opus-5-5)
 //   npm run bench -- memory --memory-docs 10000,1000000   (memory: documents per run; default 10000)
 //   npm run bench -- scaleout --messages 1000000   (the store at scale; also --turns, --session-length, --rate, --seconds)
 //   npm run bench -- assembly --format all      (assembly, e2e: the request formats, one or `all`;
@@ -21,6 +22,7 @@ import * as Burst from "./Burst.ts"
 import * as Compaction from "./Compaction.ts"
 import * as Decode from "./Decode.ts"
 import * as Economics from "./economics/Economics.ts"
+import * as ToolSearch from "./economics/ToolSearch.ts"
 import * as EndToEnd from "./EndToEnd.ts"
 import * as LoopDetector from "./LoopDetector.ts"
 import * as Memory from "./Memory.ts"
@@ -37,6 +39,7 @@ const benches: ReadonlyArray<readonly [string, () => Promise<Row[]>]> = [
   ["assembly", Assembly.run],
   ["optimizations", Optimizations.run],
   ["economics", Economics.run],
+  ["toolsearch", ToolSearch.run],
   ["tokens", TokenCounter.run],
   ["compaction", Compaction.run],
   ["loop", () => Promise.resolve([...LoopDetector.run()])],

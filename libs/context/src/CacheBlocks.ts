@@ -13,6 +13,9 @@
  * `contentTokens`), memoized by content. OpenAI
  * Responses (`instructions`, `input`) and Gemini (`systemInstruction`,
  * `contents`) bodies: the instructions one block, then one per item.
+ * Anthropic tool search: a deferred tool (`defer_loading`) is no block of the
+ * prefix; each tool a `tool_search_tool_result` references is a block right
+ * after it (the API appends the definition there).
  *
  * Also the two baselines a replay prices ctxd against: {@link full} (send
  * everything) and {@link sliding} (the last 40 messages).
@@ -102,7 +105,22 @@ export const converter = (count: Pick<Counting, "text">): ((body: Json) => Array
       const { text, breakpoint } = plain(b)
       out.push(block(prefix, text, breakpoint))
     }
-    for (const t of (body["tools"] as Array<Json> | undefined) ?? []) push("tool", t)
+    // a deferred tool (tool search) is no part of the prefix: its definition counts where a search result references it
+    const deferred = new Map<string, Json>()
+    for (const t of (body["tools"] as Array<Json> | undefined) ?? []) {
+      if (t["defer_loading"] === true) deferred.set(String(t["name"]), t)
+      else push("tool", t)
+    }
+    const loaded = (b: Json): void => {
+      const refs =
+        b["type"] === "tool_search_tool_result"
+          ? ((b["content"] as Json | undefined)?.["tool_references"] as Array<Json> | undefined)
+          : undefined
+      for (const ref of refs ?? []) {
+        const tool = deferred.get(String(ref["tool_name"]))
+        if (tool !== undefined) out.push(block(`loaded:${JSON.stringify(tool)}`, undefined))
+      }
+    }
     const system = body["system"]
     if (typeof system === "string") out.push(block("system", JSON.stringify(system), undefined))
     else if (system === undefined && (body["instructions"] ?? body["systemInstruction"]) !== undefined) {
@@ -114,7 +132,11 @@ export const converter = (count: Pick<Counting, "text">): ((body: Json) => Array
       const content = m["content"]
       // OpenAI messages (and plain-string content) are one block each.
       if (!Array.isArray(content) || body["prompt_cache_key"] !== undefined) out.push(block(role, JSON.stringify(m, unmarkedOpenAI), undefined))
-      else for (const b of content as Array<Json>) push(role, b)
+      else
+        for (const b of content as Array<Json>) {
+          push(role, b)
+          loaded(b)
+        }
     }
     return out
   }

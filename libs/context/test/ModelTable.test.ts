@@ -60,7 +60,7 @@ describe("the model table", () => {
       maxBreakpoints: 4,
       contextWindow: 1_050_000,
     })
-    expect(CostModel.lookup("gpt-5.6-luna").capabilities).toMatchObject({ explicitCacheBreakpoints: true, toolSearch: false })
+    expect(CostModel.lookup("gpt-5.6-luna").capabilities).toMatchObject({ explicitCacheBreakpoints: true, toolSearch: true })
     expect(CostModel.lookup("gemini-3.5-flash")).toMatchObject({ minCacheableTokens: 4096, mechanism: "automatic" })
     expect(Models.resolve({ provider: "anthropic", name: "claude-sonnet-5-5" })).toMatchObject({
       contextWindow: 1_000_000,

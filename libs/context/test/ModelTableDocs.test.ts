@@ -54,7 +54,11 @@ const uses = (p: CostModel.ModelPrices): ReadonlyArray<string> => {
   const anthropic = p.provider === "anthropic"
   return [
     c.bindsReasoningToPrefix ? "bound: no block sent after an edit before it" : "older turns' reasoning left out",
-    c.toolSearch && anthropic ? "`defer_loading` + `tool_search_tool_bm25`" : "`load_toolset`",
+    !c.toolSearch
+      ? "`load_toolset`"
+      : anthropic
+        ? "`defer_loading` + `tool_search_tool_bm25`"
+        : "`defer_loading` + `tool_search` (Responses; Chat Completions: `load_toolset`)",
     c.midConversationSystem && anthropic ? "`role: system` after the turn" : "tail notes, learnings in `system`",
     !c.explicitCacheBreakpoints ? "automatic prefix" : anthropic ? "`cache_control`" : "`prompt_cache_breakpoint`",
     compaction(p),

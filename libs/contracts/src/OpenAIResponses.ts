@@ -116,6 +116,9 @@ export const HOSTED_CALL_TYPES = [
   "image_generation_call",
   "mcp_call",
   "mcp_list_tools",
+  // a server-executed tool search: the call and its output, the loaded definitions in `tools`
+  "tool_search_call",
+  "tool_search_output",
 ] as const
 
 /** A hosted tool's call item (see {@link HOSTED_CALL_TYPES}): kept verbatim as an assistant-side item. */

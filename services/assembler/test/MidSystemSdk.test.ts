@@ -8,9 +8,9 @@
  * body is as before. The fake provider takes `role: "system"` only where the
  * model does, and only right after a user turn.
  */
-import { MemoryRetrieval } from "@ctxd/context"
-import type { Turn } from "@ctxd/contracts"
-import { MemoryStore } from "@ctxd/db"
+import { type Knowledge, MemoryRetrieval } from "@ctxd/context"
+import { Knowledge as KnowledgeContract, type Turn } from "@ctxd/contracts"
+import { KnowledgeStore, MemoryStore } from "@ctxd/db"
 import { FakeProvider } from "@ctxd/testing"
 import Anthropic from "@anthropic-ai/sdk"
 import { Effect } from "effect"
@@ -127,6 +127,42 @@ describe("mid-conversation system messages (Anthropic)", () => {
     expect(texts(one[0]!).some((t) => t.startsWith(MemoryRetrieval.MEMORY_HEADER))).toBe(true)
     expect(JSON.stringify(first.request["system"])).toContain(MemoryRetrieval.LEARNINGS_HEADER)
     expect((await status(first.request)).status).toBe(200)
+  })
+})
+
+describe("a changed knowledge index on a model that takes system messages", () => {
+  it("keeps the index the system was sent with and appends the new one as a system message, once", async () => {
+    const knowledge = KnowledgeStore.makeMemory()
+    const add = (doc: Knowledge.Doc) => Effect.runSync(knowledge.add("acme", KnowledgeContract.DEFAULT_AGENT, doc))
+    add({ id: "refunds", title: "Refund policy", text: "Refunds within 30 days." })
+    const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), knowledge })
+    const bodies: Array<Json> = []
+    for (let k = 0; k < 4; k++) {
+      if (k === 2) add({ id: "baggage", title: "Baggage allowance", text: "Two bags." })
+      const messages =
+        k === 0
+          ? [{ role: "user", content: "hello" }]
+          : [
+              { role: "assistant", content: `answer ${k}` },
+              { role: "user", content: `question ${k}` },
+            ]
+      const req = {
+        turnId: `t${k}`,
+        format: "anthropic",
+        model: { provider: "anthropic", name: "claude-opus-5-5" },
+        system: "Be brief.",
+        messages,
+      }
+      bodies.push((await turns.turn("acme", "kb", req as unknown as Turn.TurnRequest, undefined, k * 10_000)).request)
+    }
+    for (const body of bodies.slice(1)) expect(unmarked(body["system"])).toEqual(unmarked(bodies[0]!["system"]))
+    expect(JSON.stringify(bodies[0]!["system"])).not.toContain("Baggage allowance")
+    const notes = (body: Json) => messagesOf(body).filter((m) => m.role === "system")
+    expect(notes(bodies[1]!)).toEqual([])
+    expect(notes(bodies[2]!).map(texts)).toEqual([[expect.stringContaining("Baggage allowance")]])
+    // sent once: the next turn carries the same note, no second one
+    expect(unmarked(notes(bodies[3]!))).toEqual(unmarked(notes(bodies[2]!)))
+    expect((await status(bodies[3]!)).status).toBe(200)
   })
 })
 

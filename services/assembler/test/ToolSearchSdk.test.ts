@@ -9,6 +9,7 @@
 import type { Turn } from "@ctxd/contracts"
 import { FakeProvider, Workloads } from "@ctxd/testing"
 import Anthropic from "@anthropic-ai/sdk"
+import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as InProcessTurns from "../src/InProcessTurns.ts"
 import { local } from "./Helpers.ts"
@@ -17,10 +18,12 @@ type Json = Record<string, unknown>
 
 let server: FakeProvider.FakeProviderServer
 let client: Anthropic
+let openai: OpenAI
 
 beforeAll(async () => {
   server = await FakeProvider.start()
   client = new Anthropic({ baseURL: server.url, apiKey: "test", maxRetries: 0 })
+  openai = new OpenAI({ baseURL: server.openaiBaseURL, apiKey: "test", maxRetries: 0 })
 })
 afterAll(() => server.close())
 
@@ -162,5 +165,77 @@ describe("the fake provider's tool search rules", () => {
         } as unknown as Anthropic.MessageCountTokensParams)
       ).input_tokens
     expect(await count([search, tool("a"), big("b"), big("c")])).toBe(await count([search, tool("a")]))
+  })
+})
+
+describe("tool search instead of load_toolset (OpenAI Responses)", () => {
+  const functions = catalog.tools.map((t) => ({
+    type: "function",
+    name: t.function.name,
+    description: t.function.description,
+    parameters: t.function.parameters,
+    toolset: t.toolset,
+    annotations: t.annotations,
+  }))
+  const responsesSession = (model: string) => {
+    const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
+    let k = 0
+    return (input: ReadonlyArray<unknown>): Promise<Turn.TurnReply> => {
+      const req = {
+        turnId: `t${k++}`,
+        format: "openai-responses",
+        model: { provider: "openai", name: model },
+        system,
+        tools: functions,
+        input,
+        options,
+      }
+      return turns.turn("acme", `r-${model}`, req as unknown as Turn.TurnRequest, undefined, k * 1_000)
+    }
+  }
+  const create = (body: Json) => openai.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming)
+  const refusal = async (body: Json): Promise<string> => {
+    try {
+      await create(body)
+      return ""
+    } catch (e) {
+      if (!(e instanceof OpenAI.APIError)) throw e
+      return e.message
+    }
+  }
+
+  it("gpt-5.6: deferred functions and tool_search; a search and a call keep the tool list byte-identical", async () => {
+    const turn = responsesSession("gpt-5.6")
+    const first = await turn([{ type: "message", role: "user", content: "Which issues are open in octo/repo?" }])
+    const sent = first.request["tools"] as Array<Json>
+    expect(sent.map((t) => t["name"])).not.toContain("load_toolset")
+    expect(sent.filter((t) => t["type"] === "tool_search")).toHaveLength(1)
+    expect(sent.filter((t) => t["defer_loading"] === true).length).toBeGreaterThan(tools.length / 2)
+
+    server.control({
+      replies: [{ toolSearch: "list issues", toolCalls: [{ id: "call_1", name: "list_issues", input: { owner: "octo" } }] }],
+    })
+    const answer = await create(first.request)
+    expect(answer.output.map((o) => o.type)).toEqual(["tool_search_call", "tool_search_output", "function_call"])
+    const loaded = answer.output[1] as OpenAI.Responses.ResponseToolSearchOutputItem
+    expect(loaded.tools.map((t) => (t as { name?: string }).name)).toContain("list_issues")
+
+    const second = await turn([...answer.output, { type: "function_call_output", call_id: "call_1", output: "[]" }])
+    expect(JSON.stringify(second.request["tools"])).toBe(JSON.stringify(sent))
+    const again = await create(second.request)
+    expect(again.usage?.input_tokens_details.cached_tokens).toBeGreaterThan(0)
+  })
+
+  it("a model without tool search (gpt-4.1): load_toolset, no deferred functions; the fake provider refuses tool_search there", async () => {
+    const first = await responsesSession("gpt-4.1")([{ type: "message", role: "user", content: "Which issues are open?" }])
+    const sent = first.request["tools"] as Array<Json>
+    expect(sent.map((t) => t["name"])).toContain("load_toolset")
+    expect(sent.some((t) => t["defer_loading"] !== undefined || t["type"] === "tool_search")).toBe(false)
+    expect(await refusal(first.request)).toBe("")
+    const fn = { type: "function", name: "a", parameters: { type: "object", properties: {} } }
+    const body = (model: string, list: ReadonlyArray<Json>): Json => ({ model, input: "hi", store: false, tools: list })
+    expect(await refusal(body("gpt-5", [{ type: "tool_search" }, fn]))).toContain("Tool 'tool_search' is not supported with model 'gpt-5'.")
+    expect(await refusal(body("gpt-5.6", [{ ...fn, defer_loading: true }]))).toContain("requires a 'tool_search' tool")
+    expect(await refusal(body("gpt-5.6", [{ type: "tool_search" }, { ...fn, defer_loading: true }]))).toBe("")
   })
 })

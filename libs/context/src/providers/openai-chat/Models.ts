@@ -13,7 +13,10 @@
  *   `OpenAiOfficialPromptCacheBreakpoint` docs; the guide's own count was
  *   not found). Their TTL is `prompt_cache_options.ttl` (`30m` default).
  * - models: https://developers.openai.com/api/docs/models/<model>
- * - `tool_search` on OpenAI: no page found, so no row claims it.
+ * - tool search: https://developers.openai.com/api/docs/guides/tools-tool-search
+ *   — "Only gpt-5.4 and later models support tool_search" (Responses API);
+ *   the GPT-5.6+ rows claim it. GPT-5.4 and GPT-5.5 have no row of their
+ *   own (the `gpt-5` row prices them), so ctxd leaves it off there.
  * - older rows: the providers' price lists and caching guide of late 2025.
  */
 import * as ModelRow from "../../ModelRow.ts"
@@ -74,7 +77,7 @@ const writes = (family: string, s: Spec): ModelRow.ModelPrices => ({
   tiers: [billed],
   incrementTokens: 1,
   maxBreakpoints: 4,
-  capabilities: { ...ModelRow.noCapabilities, explicitCacheBreakpoints: true },
+  capabilities: { ...ModelRow.noCapabilities, explicitCacheBreakpoints: true, toolSearch: true },
 })
 
 const WINDOW_56 = 1_050_000

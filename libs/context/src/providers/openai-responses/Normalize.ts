@@ -77,6 +77,8 @@ export const fromResponsesIndexed = (items: ReadonlyArray<OpenAIResponses.Item>)
       case "image_generation_call":
       case "mcp_call":
       case "mcp_list_tools":
+      case "tool_search_call":
+      case "tool_search_output":
       case "compaction":
         open("assistant", sourceIndex).push(Common.opaque("openai-responses", item as Record<string, unknown>))
         return

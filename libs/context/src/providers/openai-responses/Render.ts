@@ -48,6 +48,7 @@ import * as Foreign from "../../internal/foreign.ts"
 import * as ProviderCompaction from "../../ProviderCompaction.ts"
 import * as Reasoning from "../../Reasoning.ts"
 import * as ExplicitCache from "../openai-chat/ExplicitCache.ts"
+import * as ToolSearch from "../../ToolSearch.ts"
 import type * as RenderOpenAI from "../openai-chat/Render.ts"
 
 export interface RenderInput extends RenderOpenAI.RenderInput {
@@ -176,7 +177,20 @@ const tool = (t: Conversation.Tool): Json => {
   if (t.description !== undefined) out["description"] = t.description
   out["parameters"] = Foreign.isRecord(t.inputSchema) ? t.inputSchema : { type: "object", properties: {} }
   if (t.extra !== undefined && "strict" in t.extra) out["strict"] = t.extra["strict"]
+  if (ToolSearch.isDeferred(t)) out["defer_loading"] = true
   return out
+}
+
+/**
+ * The hosted tool search ctxd adds on models with `toolSearch`: "Add
+ * tool_search as a tool in your tools array" and mark deferred functions
+ * `defer_loading: true`
+ * (https://developers.openai.com/api/docs/guides/tools-tool-search).
+ */
+export const searchTool: Conversation.Tool = {
+  name: "tool_search",
+  inputSchema: undefined,
+  extra: { ctxd: "virtual", hosted: { type: "tool_search" }, [ToolSearch.SEARCH]: "tool_search" },
 }
 
 /** True when the model's price row lists the `24h` cache tier (OpenAI extended prompt caching). */

@@ -78,6 +78,8 @@ const HOSTED_CALLS = new Set([
   "image_generation_call",
   "mcp_call",
   "mcp_list_tools",
+  "tool_search_call",
+  "tool_search_output",
 ])
 const PART_KEYS: Record<string, ReadonlySet<string>> = {
   input_text: new Set(["type", "text"]),
@@ -86,7 +88,7 @@ const PART_KEYS: Record<string, ReadonlySet<string>> = {
   input_file: new Set(["type", "file_id", "file_data", "file_url", "filename"]),
   refusal: new Set(["type", "refusal"]),
 }
-const FUNCTION_KEYS = new Set(["type", "name", "description", "parameters", "strict"])
+const FUNCTION_KEYS = new Set(["type", "name", "description", "parameters", "strict", "defer_loading"])
 const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/
 
 const unknown = (param: string): Problem => ({ message: `Unknown parameter: '${param}'.`, param, code: "unknown_parameter" })

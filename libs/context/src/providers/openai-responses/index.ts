@@ -13,6 +13,7 @@ export * as Normalize from "./Normalize.ts"
 export * as Render from "./Render.ts"
 export * as Usage from "./Usage.ts"
 export * as Validate from "./Validate.ts"
+export * as ValidateModel from "./ValidateModel.ts"
 export * as Opaque from "./Opaque.ts"
 export * as CountBody from "./CountBody.ts"
 
@@ -27,6 +28,7 @@ export const adapter: Adapter.Adapter<"openai-responses"> = {
   history: (history) => Normalize.fromResponses(history.input),
   tools: Normalize.tools,
   usage: Usage.reader,
+  toolSearch: Render.searchTool,
   render: (input) => {
     const rendered = Render.render({
       ...input,

@@ -2,7 +2,7 @@
  * The provider endpoints once faults are past: validate, count, simulate the
  * cache, take a scripted reply (or the default), and describe the response.
  */
-import { AnthropicProvider, CostModel, OpenAIChatProvider, type ProviderApi, Providers } from "@ctxd/context"
+import { AnthropicProvider, CostModel, OpenAIChatProvider, OpenAIResponsesProvider, type ProviderApi, Providers } from "@ctxd/context"
 import * as Anthropic from "./anthropic.ts"
 import * as Binding from "./binding.ts"
 import * as Cache from "./cache.ts"
@@ -181,7 +181,7 @@ export const responses = (
   apiKey: string,
   requestId: string,
 ): Reply => {
-  const problem = Responses.validate(body, endpoint)
+  const problem = OpenAIResponsesProvider.ValidateModel.check(body) ?? Responses.validate(body, endpoint)
   if (problem !== undefined || !isRecord(body)) {
     return invalidRequest(problem)
   }

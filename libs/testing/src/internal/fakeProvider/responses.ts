@@ -13,6 +13,7 @@ import { OpenAIResponsesProvider } from "@ctxd/context"
 import { isRecord, type Json, stableJson } from "./json.ts"
 import type { ScriptedReply } from "./settings.ts"
 import * as Tokens from "./tokens.ts"
+import * as ToolSearch from "./toolSearch.ts"
 
 /** An OpenAI error: message, param, code (the adapter's validation). */
 export type Problem = OpenAIResponsesProvider.Validate.Problem
@@ -57,7 +58,9 @@ export const promptTokens = (body: Json, marks?: Array<number>): Array<number> =
   append(out, Tokens.frame("request", Tokens.REQUEST_OVERHEAD))
   for (const tool of list(body["tools"])) {
     append(out, Tokens.frame("tool", Tokens.TOOL_OVERHEAD))
-    append(out, Tokens.encode(stableJson(tool)))
+    // a deferred function shows only its name and description until a search loads it
+    const deferred = isRecord(tool) && tool["defer_loading"] === true
+    append(out, Tokens.encode(stableJson(deferred ? { name: tool["name"], description: tool["description"] } : tool)))
   }
   if (typeof body["instructions"] === "string") {
     append(out, Tokens.frame("developer", Tokens.MESSAGE_OVERHEAD))
@@ -90,6 +93,33 @@ export const promptTokens = (body: Json, marks?: Array<number>): Array<number> =
   return out
 }
 
+/**
+ * A server-executed tool search for `query`: its `tool_search_call` and the
+ * `tool_search_output` loading the deferred functions whose name or
+ * description has the most words of the query (at most 5), as the model's output
+ * opens with them. None without a `tool_search` tool in `body`.
+ */
+const searchItems = (body: Json, query: string, nextId: () => string): Array<Json> => {
+  const tools = list(body["tools"]).filter(isRecord)
+  if (!tools.some((t) => t["type"] === "tool_search")) return []
+  const found = ToolSearch.ranked(
+    query,
+    tools.filter((t) => t["defer_loading"] === true),
+  )
+  const call = `tsc_${nextId()}`
+  return [
+    { type: "tool_search_call", id: `ts_${nextId()}`, call_id: call, arguments: { query }, execution: "server", status: "completed" },
+    {
+      type: "tool_search_output",
+      id: `tso_${nextId()}`,
+      call_id: call,
+      execution: "server",
+      status: "completed",
+      tools: found.map(({ defer_loading: _deferred, ...t }) => t),
+    },
+  ]
+}
+
 /** A minimal valid `Response` object (text, or the scripted tool calls). */
 export const response = (
   body: Json,
@@ -112,7 +142,7 @@ export const response = (
     (calls.length > 0
       ? ""
       : `Summary of ${typeof body["input"] === "string" ? 1 : items.length} input items (${usage.input} input tokens).`)
-  const output: Array<Json> = []
+  const output: Array<Json> = reply?.toolSearch === undefined ? [] : searchItems(body, reply.toolSearch, nextId)
   if (text !== "") {
     output.push({
       type: "message",

@@ -38,6 +38,11 @@ const matches = (search: Json, query: string, tools: ReadonlyArray<Json>): Array
     }
     return tools.filter((t) => pattern.test(haystack(t))).slice(0, MAX_RESULTS)
   }
+  return ranked(query, tools)
+}
+
+/** The tools with a word of `query` in their name or description, most such words first (ties by name), at most 5. */
+export const ranked = (query: string, tools: ReadonlyArray<Json>): Array<Json> => {
   const words = query
     .toLowerCase()
     .split(/[^a-z0-9]+/)
