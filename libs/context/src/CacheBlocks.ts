@@ -118,7 +118,7 @@ export const converter = (count: Pick<Counting, "text">): ((body: Json) => Array
           : undefined
       for (const ref of refs ?? []) {
         const tool = deferred.get(String(ref["tool_name"]))
-        if (tool !== undefined) out.push(block(`loaded:${JSON.stringify(tool)}`, undefined))
+        if (tool !== undefined) out.push(block("loaded", JSON.stringify(tool), undefined))
       }
     }
     const system = body["system"]
@@ -154,7 +154,8 @@ export const converter = (count: Pick<Counting, "text">): ((body: Json) => Array
  * minimum turns before the planned one.
  */
 const contentTokens = (count: Pick<Counting, "text">, kind: string, json: string): number => {
-  if (kind === "tool") return count.text(json)
+  // a tool definition, in the list or loaded by a search, counts as the JSON the provider reads
+  if (kind === "tool" || kind === "loaded") return count.text(json)
   let tokens = 0
   const visit = (value: unknown): void => {
     if (typeof value === "string") tokens += count.text(value)
