@@ -39,12 +39,13 @@ const turn = (turnId: string, messages: unknown[]) => ({
 const send = (reply: { request: Json; report: { reasoning?: { blockBinding?: { betaHeader: string } } } }) => {
   const control = (reply.request["thinking"] ?? {}) as Json
   const beta = reply.report.reasoning?.blockBinding?.betaHeader
-  return client.beta.messages.create({
-    ...(reply.request as never),
+  const body: Json = {
+    ...reply.request,
     max_tokens: 4096,
-    thinking: { ...control, type: "enabled", budget_tokens: 1024 } as never,
+    thinking: { ...control, type: "enabled", budget_tokens: 1024 },
     ...(beta === undefined ? {} : { betas: [beta] }),
-  })
+  }
+  return client.beta.messages.create(body as unknown as Anthropic.Beta.MessageCreateParamsNonStreaming)
 }
 
 describe("bound thinking through a real worker", () => {
