@@ -3,11 +3,12 @@
  * reasoning and any option set (masking, the window and its step, a budget
  * that cuts, tool compression, proactive compression, keep-N thinking turns,
  * retrieved memory after the newest message, a loop nudge, a tool list that
- * changes, the cache planner on or off, `drop_block` always), every body ctxd
+ * changes, a user message right after tool results, the cache planner on or off, `drop_block` always), every body ctxd
  * produces across the turns passes the fake provider's prefix check, each
  * reply signed by the same check and fed back into the history; the same
  * sessions on an older model are not bound (no record, no causes).
  */
+import { FakeProvider } from "@ctxd/testing"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import * as Pipeline from "../src/Pipeline.ts"
@@ -18,6 +19,7 @@ const turn: fc.Arbitrary<Turn> = fc.record({
   blocks: fc.integer({ min: 1, max: 3 }),
   newTool: fc.boolean(),
   nudge: fc.boolean(),
+  interrupt: fc.boolean(),
 })
 
 const setup = (model: string): fc.Arbitrary<Setup> =>
@@ -43,6 +45,9 @@ describe("bound reasoning, any session and option set", () => {
       fc.property(setup("claude-sonnet-5-5"), fc.array(turn, { minLength: 1, maxLength: 5 }), (s, turns) => {
         for (const [i, sent] of play(s, turns).entries()) {
           if (!sent.outcome.ok) expect.fail(`request ${i}: ${sent.outcome.message}`)
+          // and the API's other thinking rules (a continuation's final assistant message starts with its thinking)
+          const betas = sent.report.reasoning?.blockBinding === undefined ? [] : [sent.report.reasoning.blockBinding.betaHeader]
+          expect(FakeProvider.validateRequest("anthropic", sent.body, betas), `request ${i}`).toBeUndefined()
           // the provider drops a block only where ctxd asked it to (a forced edit, or drop_block always)
           if (sent.outcome.dropped.length > 0) expect(sent.report.reasoning?.blockBinding, `request ${i}`).toBeDefined()
         }

@@ -23,6 +23,8 @@ export interface Turn {
   readonly newTool?: boolean | undefined
   /** A loop nudge rides after the newest message at this turn's first request. */
   readonly nudge?: boolean | undefined
+  /** The turn ends on a tool call: its result, then the next turn's user message (one rendered user message). */
+  readonly interrupt?: boolean | undefined
 }
 
 /** What one request looked like. */
@@ -111,7 +113,7 @@ export const play = (setup: Setup, turns: ReadonlyArray<Turn>): Array<Sent> => {
       })
       // the reply: thinking blocks (interleaved before each call), then a call or the answer
       const content: Array<Json> = []
-      const last = r === turn.results.length
+      const last = r === turn.results.length && turn.interrupt !== true
       for (let b = 0; b < Math.max(1, turn.blocks); b++) {
         const thought = `thought ${t}.${r}.${b} `
         content.push({
@@ -126,7 +128,8 @@ export const play = (setup: Setup, turns: ReadonlyArray<Turn>): Array<Sent> => {
       const signed = FakeProvider.PrefixCheck.sign(body, setup.model, content)
       latest = String(signed.filter((b) => b["type"] === "thinking").at(-1)?.["signature"])
       const replies: Array<unknown> = [{ role: "assistant", content: signed }]
-      if (!last) replies.push({ role: "user", content: [{ type: "tool_result", tool_use_id: id, content: "x".repeat(turn.results[r]!) }] })
+      if (!last)
+        replies.push({ role: "user", content: [{ type: "tool_result", tool_use_id: id, content: "x".repeat(turn.results[r] ?? 10) }] })
       push(Normalize.fromAnthropic(decodeMessages(replies)))
     }
   })

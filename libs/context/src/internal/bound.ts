@@ -29,10 +29,25 @@ export const binds = (input: Input): boolean =>
 
 const isToolResults = (m: Conversation.Message): boolean => m.role !== "assistant" && m.parts.some((p) => p.type === "tool_result")
 
-/** The view ends in a new user message: the first request of a user turn, before any block of it exists. */
+/** Where the newest assistant message is in the view (-1: none). */
+const lastAssistant = (view: ReadonlyArray<BoundReasoning.Sent>): number => {
+  let k = view.length - 1
+  while (k >= 0 && view[k]!.message.role !== "assistant") k--
+  return k
+}
+
+/**
+ * The messages after the newest assistant message answer its calls: a
+ * tool-use continuation, whose final assistant message must start with its
+ * thinking (a user text after the results renders into the same message).
+ */
+const continues = (view: ReadonlyArray<BoundReasoning.Sent>): boolean =>
+  view.slice(lastAssistant(view) + 1).some((v) => isToolResults(v.message))
+
+/** The view ends in a new user message that continues no tool use: the first request of a user turn, before any block of it exists. */
 const turnStart = (view: ReadonlyArray<BoundReasoning.Sent>): boolean => {
   const last = view.at(-1)?.message
-  return last !== undefined && last.role === "user" && !isToolResults(last)
+  return last !== undefined && last.role === "user" && !continues(view)
 }
 
 /**
@@ -44,7 +59,8 @@ const turnStart = (view: ReadonlyArray<BoundReasoning.Sent>): boolean => {
  */
 export const frontier = (input: Input, view: ReadonlyArray<BoundReasoning.Sent>, due: number): number => {
   const held = input.bound?.frontier
-  if (held === undefined) return due
+  // a record of another view (its indices past this one's end) says nothing here
+  if (held === undefined || held > (view.at(-1)?.index ?? 0)) return due
   if (due <= held || !turnStart(view)) return held
   return Math.max(due, view.at(-1)!.index)
 }
@@ -107,10 +123,7 @@ export const bind = (
       BoundReasoning.fixedOf(input.system, input.tools),
       input.history.map((h) => h.message),
     )
-  const last = view.at(-1)?.message
-  const continuation = last !== undefined && isToolResults(last)
-  let final = -1
-  if (continuation) for (let k = view.length - 2; k >= 0 && final === -1; k--) if (view[k]!.message.role === "assistant") final = k
+  const final = continues(view) ? lastAssistant(view) : -1
   const sentBefore = new Set(previous?.sent.filter(([, , r]) => r).map(([i]) => i) ?? [])
   const lastRecorded = previous?.sent.at(-1)?.[0] ?? -1
   let invalidated = 0

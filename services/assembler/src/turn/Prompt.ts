@@ -268,8 +268,8 @@ const buildWith = (
       maskGrid: sameView ? state.maskGrid : undefined,
       proactiveRung: state.rung,
       cachePlan: plan,
-      // what the previous prompt sent, whatever the view: bound reasoning is checked against it
-      bound: state.shape?.bound,
+      // what the previous prompt sent, in the same view (indices of another view do not compare): bound reasoning is checked against it
+      bound: sameView ? state.shape?.bound : undefined,
       bindsReasoning: carry.inputs.prices.capabilities.bindsReasoningToPrefix,
       previousResponseId: "previousResponseId" in request ? request.previousResponseId : undefined,
       storedTokens: count.messageTokens.reduce((sum, n) => sum + n, state.tokens),
