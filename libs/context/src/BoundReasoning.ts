@@ -38,6 +38,7 @@
 import type { Conversation } from "@ctxd/contracts"
 import { createHash } from "node:crypto"
 import * as Reasoning from "./Reasoning.ts"
+import * as ToolSearch from "./ToolSearch.ts"
 
 /** What a prompt for a binding model sent, as the next turn compares it. */
 export interface Record {
@@ -79,7 +80,8 @@ export const digestOf = (message: Conversation.Message): string => {
 
 /** Digest of the system texts and the tools as sent (cache flags are not content). */
 export const fixedOf = (system: ReadonlyArray<Conversation.SystemSection>, tools: ReadonlyArray<Conversation.Tool>): string =>
-  hashed([system.map((s) => s.text), tools])
+  // deferred tools (tool search) are exempt from the prefix check: a change among them binds nothing
+  hashed([system.map((s) => s.text), ToolSearch.loaded(tools)])
 
 /** Digest of the transient tail (`""` when there is none). */
 export const tailOf = (texts: ReadonlyArray<string | undefined>): string => {

@@ -12,6 +12,19 @@ const fixed = BoundReasoning.fixedOf([{ id: "s", text: "Be brief.", cache: "5m" 
 const base = sent(user("a"), assistant("b"), user("c"))
 
 describe("BoundReasoning.divergence", () => {
+  it("tools: a change among deferred ones (tool search) is no change; among the others it is", () => {
+    const tool = (name: string, description: string, deferred = false) => ({
+      name,
+      description,
+      inputSchema: { type: "object" },
+      ...(deferred ? { extra: { deferLoading: true } } : {}),
+    })
+    const system = [{ id: "s", text: "Be brief.", cache: "5m" as const }]
+    const before = BoundReasoning.fixedOf(system, [tool("a", "A"), tool("b", "B", true)])
+    expect(BoundReasoning.fixedOf(system, [tool("a", "A"), tool("b", "B, reworded", true), tool("c", "C", true)])).toBe(before)
+    expect(BoundReasoning.fixedOf(system, [tool("a", "A, reworded"), tool("b", "B", true)])).not.toBe(before)
+  })
+
   it("nothing changed, messages appended: no divergence", () => {
     const r = BoundReasoning.record("m", fixed, 1, base, "")
     expect(BoundReasoning.divergence(r, fixed, [...base, { index: 3, message: assistant("d") }])).toBe(Infinity)
