@@ -131,7 +131,8 @@ export const converter = (count: Pick<Counting, "text">): ((body: Json) => Array
       const role = String(m["role"] ?? m["type"])
       const content = m["content"]
       // OpenAI messages (and plain-string content) are one block each.
-      if (!Array.isArray(content) || body["prompt_cache_key"] !== undefined) out.push(block(role, JSON.stringify(m, unmarkedOpenAI), undefined))
+      if (!Array.isArray(content) || body["prompt_cache_key"] !== undefined)
+        out.push(block(role, JSON.stringify(m, unmarkedOpenAI), undefined))
       else
         for (const b of content as Array<Json>) {
           push(role, b)
