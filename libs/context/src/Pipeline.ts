@@ -32,7 +32,6 @@ import {
   pruneStage,
   renderStage,
   sumOf,
-  thinkingStage,
   tokenOfUnder,
   type Hold,
   type Input,
@@ -41,16 +40,17 @@ import {
   type Windowed,
   windowStage,
 } from "./internal/stages.ts"
+import { thinkingStage } from "./internal/thinkingStage.ts"
 import * as Masking from "./Masking.ts"
 import * as NoHarm from "./NoHarm.ts"
 import * as Proactive from "./Proactive.ts"
 import * as Reasoning from "./Reasoning.ts"
 import type * as Window from "./Window.ts"
+import { withMemorySection } from "./internal/memorySection.ts"
 
 export type { CounterInfo, Input, Memory, Options, StageReport, StoredMessage } from "./internal/stages.ts"
 
-/** The id of the system section retrieved memory goes in under `placement: "system"`. */
-export const MEMORY_SECTION_ID = "ctxd-memory"
+export { MEMORY_SECTION_ID } from "./internal/memorySection.ts"
 
 /** The stage names, in the order they run. */
 export const STAGES = ["window", "compress", "mask", "budget", "prune", "thinking", "render", "proactive"] as const
@@ -292,17 +292,6 @@ export const run = (raw: Input): Output => {
     },
     report: { ...sent.out.report, cache: { ...sent.out.report.cache, ...sent.cache } },
   }
-}
-
-/**
- * Memory placed in the prefix (`placement: "system"`) becomes the last
- * system section (not cached itself: it changes every turn, and so does all
- * that follows it); `tail` memory goes to the renderer as it is.
- */
-const withMemorySection = (input: Input): Input => {
-  const memory = input.memory
-  if (memory === undefined || memory.placement !== "system" || memory.text === "") return input
-  return { ...input, system: [...input.system, { id: MEMORY_SECTION_ID, text: memory.text, cache: "none" }] }
 }
 
 /**
