@@ -36,16 +36,19 @@ export interface Input {
   readonly onReply?: ((reply: Turn.TurnReply) => void) | undefined
 }
 
+/** The in-process turns' local counter over the bench's counting. */
+export const localCounter = (count: Counting) => ({
+  encoding: count.encoding,
+  countText: count.text,
+  countTools: count.tools,
+  countMessage: count.message,
+  countSystem: count.system,
+})
+
 /** The body ctxd sends per turn. */
 export const bodies = async (input: Input): Promise<Array<Record<string, unknown>>> => {
   const { session, count, model, format } = input
-  const local = {
-    encoding: count.encoding,
-    countText: count.text,
-    countTools: count.tools,
-    countMessage: count.message,
-    countSystem: count.system,
-  }
+  const local = localCounter(count)
   const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local), memory: input.memory })
   const out: Array<Record<string, unknown>> = []
   try {

@@ -24,6 +24,7 @@ import { Workloads } from "@ctxd/testing"
 import { argument } from "../Args.ts"
 import { round, type Row } from "../Stats.ts"
 import * as Blocks from "./Blocks.ts"
+import { localCounter } from "./Ctxd.ts"
 import * as Gaps from "./Gaps.ts"
 
 const SESSIONS = 50
@@ -79,13 +80,7 @@ const replay = async (
   times: ReadonlyArray<number>,
   search: boolean,
 ): Promise<Array<Record<string, unknown>>> => {
-  const local = {
-    encoding: count.encoding,
-    countText: count.text,
-    countTools: count.tools,
-    countMessage: count.message,
-    countSystem: count.system,
-  }
+  const local = localCounter(count)
   const prices = search ? CostModel.builtIn : CostModel.make([{ match: model.name, capabilities: { toolSearch: false } }])
   const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) }, { prices })
   const at = loadTurns(session.turns)
