@@ -5,8 +5,10 @@
  * back by the runtime without a result) is answered by ctxd and the reply's
  * prompt carries the result, in the Anthropic and OpenAI formats;
  * `memory_remember` is refused until the memory toolset is loaded with its
- * write tools, then stores once (a retried turn stores nothing more); `memoryTools: false` turns them off, and an
- * agent without memories does not get them.
+ * write tools, then stores once (a retried turn stores nothing more); on a
+ * model with the provider's tool search it goes out deferred and is answered
+ * once the model calls it (searching is its load); `memoryTools: false` turns
+ * them off, and an agent without memories does not get them.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Harness from "./Harness.ts"
@@ -50,7 +52,8 @@ const anthropic = {
   turn: (turnId: string, messages: unknown[], options: Record<string, unknown> = {}) => ({
     turnId,
     format: "anthropic",
-    model: { provider: "anthropic", name: "claude-sonnet-4-5" },
+    // a model without the provider's tool search: the memory toolset is loaded with load_toolset
+    model: { provider: "anthropic", name: "claude-sonnet-4-0" },
     system: "You are a travel agent.",
     messages,
     options: { agent: "travel", ...options },
@@ -107,6 +110,27 @@ describe.each([
     expect(await h.request(s, t4)).toEqual(stored)
     const found = await h.request(`${h.root}.v1.memory.acme`, { op: "search", agent: "travel", query: `aisle ${format}` })
     expect(found.results.filter((r: { text: string }) => r.text === `The customer prefers aisle seats (${format})`)).toHaveLength(1)
+  }, 60_000)
+})
+
+describe("memory tools under the provider's tool search (anthropic, claude-sonnet-4-5)", () => {
+  const searching = {
+    ...anthropic,
+    turn: (turnId: string, messages: unknown[]) => ({
+      ...anthropic.turn(turnId, messages),
+      model: { provider: "anthropic", name: "claude-sonnet-4-5" },
+    }),
+  }
+  it("sends memory_remember deferred, with the search tool, and answers a call of it", async () => {
+    const s = h.turnSubject("acme", "remember-search")
+    const first = await h.request(s, searching.turn("t1", [{ role: "user", content: "Remember that I prefer window seats." }]))
+    const tools = (first.request as { tools: Array<{ name: string; type?: string; defer_loading?: boolean }> }).tools
+    expect(tools.find((t) => t.name === "memory_remember")?.defer_loading).toBe(true)
+    expect(tools.some((t) => t.type?.startsWith("tool_search_tool") === true)).toBe(true)
+    expect(tools.map((t) => t.name)).not.toContain("load_toolset")
+    const t2 = searching.turn("t2", [searching.call("r1", "memory_remember", { text: "The customer prefers window seats (search)" })])
+    const stored = await h.request(s, t2)
+    expect(stored.report.virtualCalls).toMatchObject([{ tool: "memory_remember", callId: "r1", ok: true }])
   }, 60_000)
 })
 

@@ -74,12 +74,16 @@ export const stage: Carry.Stage = {
         context,
       )
     const incoming = normalized.messages.map((n) => n.message)
-    // memory calls: run by the shell; memory_remember only with the write tools loaded (before or in these messages)
+    // the provider's tool search where the format and the model have it: nothing to load, the tool list stays put
+    const search = carry.inputs.prices.capabilities.toolSearch ? Providers.of(carry.inputs.request.format).toolSearch : undefined
+    // memory calls: run by the shell; memory_remember only with the write tools loaded (before or in these
+    // messages) or, under tool search, sent deferred: the model found it by searching, its way of loading it
     const memory = MemoryTools.called(incoming)
       ? MemoryTools.pending(
           incoming,
           memoryOn &&
             (config.includeWriteByDefault === true ||
+              search !== undefined ||
               Toolsets.answerVirtualCalls(incoming, loaded, context).state.loaded.some(
                 (l) => l.toolset === MemoryTools.TOOLSET && l.write,
               )),
@@ -102,8 +106,6 @@ export const stage: Carry.Stage = {
           minTokens: pipeline.maskMinTokens ?? Masking.defaults.minTokens,
         }))
     const base = knowledge.length === 0 ? [] : [Knowledge.tool]
-    // the provider's tool search where the format and the model have it: nothing to load, the tool list stays put
-    const search = carry.inputs.prices.capabilities.toolSearch ? Providers.of(carry.inputs.request.format).toolSearch : undefined
     const select = (virtual: ReadonlyArray<Conversation.Tool>) => {
       const sent = stable(
         normalized.tools,
