@@ -20,10 +20,12 @@
  * smallest one wins, and every deferred edit is made at once. A candidate
  * over the budget loses to one within it (a forced edit). A prefix shorter
  * than the provider's minimum cacheable length is never read from the cache.
+ * With a `Ledger` in the plan, an optional choice also has to be covered by
+ * what the session has saved against its whole history ({@link affordable}).
  */
 import type { Turn } from "@ctxd/contracts"
 import * as BoundReasoning from "./BoundReasoning.ts"
-import type * as CostModel from "./CostModel.ts"
+import * as Ledger from "./Ledger.ts"
 
 /** One message of a prompt, as the planner compares prompts: its view index, whether it went masked, its tokens. */
 export interface SentRef {
@@ -63,6 +65,10 @@ export interface Shape {
   readonly reasoningLost?: number | undefined
   /** A digest of the system prompt and tools as the client sent them (`CacheMiss.clientKey`; absent: not known). */
   readonly clientKey?: string | undefined
+  /** The session's ledger after this prompt (`Ledger`; absent: none kept). */
+  readonly ledger?: Ledger.Ledger | undefined
+  /** Tokens of the whole history's prompt this turn: system, tools uncompressed, memory, every stored message (absent: not known). */
+  readonly fullTotal?: number | undefined
 }
 
 /** A candidate prompt of this turn. */
@@ -95,61 +101,13 @@ export interface Plan {
   readonly tier?: string | undefined
   /** The output price over the uncached input price (absent: `BoundReasoning.DEFAULT_OUTPUT_MULTIPLIER`). */
   readonly outputMultiplier?: number | undefined
+  /** The session's savings against its whole history so far: what an optional edit may spend (absent: no bound; see `Ledger`). */
+  readonly ledger?: Ledger.Ledger | undefined
+  /** The write multiplier of the model's default tier, the whole history's (absent: `write`). */
+  readonly defaultWrite?: number | undefined
 }
 
-/**
- * Gaps kept per session: the most recent 8, so the choice follows the
- * session's current rhythm (pauses at its start say little about its end).
- */
-export const MAX_GAPS = 8
-/** Gaps needed before a tier other than the model's default is chosen. */
-export const MIN_GAPS = 3
-
-/** `gaps` (seconds between a session's turns, oldest first) with `seconds` added, at most {@link MAX_GAPS}. */
-export const recordGap = (gaps: ReadonlyArray<number>, seconds: number): ReadonlyArray<number> => [
-  ...gaps.slice(-(MAX_GAPS - 1)),
-  Math.max(0, seconds),
-]
-
-/**
- * The cache tier (TTL) of least expected cost per turn for a session whose
- * recent gaps between turns are `gaps` (seconds), whose prompt is about
- * `promptTokens` and grows by about `newTokens` a turn: under a tier of TTL
- * T, a turn after a gap longer than T finds the cache cold and re-writes the
- * whole prompt, any other reads it and writes only what is new, so per turn
- *
- *     cost(T) = r × prompt × (1 − p_T) + w_T × (new + p_T × prompt)
- *
- * with `p_T` the share of gaps longer than T and `w_T` its write premium
- * (Anthropic: 1.25× for 5 minutes, 2× for 1 hour — worth it when pauses of
- * 5–60 minutes are common and the prompt is large). The first tier (the
- * model's default) until {@link MIN_GAPS} gaps are known, and on a tie.
- * Switching back is free: reads refresh an entry whatever its tier.
- */
-export const chooseTier = (
-  tiers: ReadonlyArray<CostModel.CacheTier>,
-  read: number,
-  gaps: ReadonlyArray<number>,
-  promptTokens: number,
-  newTokens: number,
-): CostModel.CacheTier => {
-  const first = tiers[0]!
-  if (tiers.length < 2 || gaps.length < MIN_GAPS) return first
-  const cost = (t: CostModel.CacheTier) => {
-    const p = gaps.filter((g) => g > t.ttlSeconds).length / gaps.length
-    return read * promptTokens * (1 - p) + t.writeMultiplier * (newTokens + p * promptTokens)
-  }
-  let best = first
-  let bestCost = cost(first)
-  for (const t of tiers.slice(1)) {
-    const c = cost(t)
-    if (c < bestCost) {
-      best = t
-      bestCost = c
-    }
-  }
-  return best
-}
+export { chooseTier, MAX_GAPS, MIN_GAPS, recordGap } from "./CacheTier.ts"
 
 /** Tokens at the head of `c` identical to `previous` (system and tools first, then messages in order), and why it stops. */
 export const prefixOf = (
@@ -213,13 +171,62 @@ const noRent: Rent = { window: 0, mask: 0 }
 /** This turn's cost of `c` alone (no later turns). */
 const nowCost = (plan: Plan, c: Candidate): number => nowOf(plan, c, costOf(plan, c).read)
 
+/** `plan` with the provider's own minimum cacheable prefix instead of the planning margin under it. */
+const exactly = (plan: Plan): Plan => ({ ...plan, minCacheable: plan.providerMinCacheable ?? plan.minCacheable })
+
+/**
+ * What making `edited` instead of sending `held` costs extra this turn, on
+ * the worst reading of the counts: the edited prompt's prefix is read only
+ * if it reaches the provider's own minimum, the held one's if it reaches the
+ * planning margin under it. An edit that leaves a prefix in that band looks
+ * free under the margin, and is not when the provider counts as we do.
+ */
+const premiumOf = (plan: Plan, edited: Candidate, held: Candidate): number => nowCost(exactly(plan), edited) - nowCost(plan, held)
+
 /**
  * The rule for an optional edit of `premium` (this turn's extra cost) that
- * saves `saving` a turn: free, or earned by its `rent` and paid back within
- * the turns the session is expected to go on for.
+ * saves `saving` a turn: free, or earned by its `rent`, paid back within
+ * the turns the session is expected to go on for, and covered by what the
+ * session has saved so far ({@link Ledger.spendable}).
  */
 export const pays = (plan: Plan, premium: number, saving: number, rent: number): boolean =>
   premium <= 0 || (saving > 0 && premium <= rent && premium <= plan.expectedTurns * saving)
+
+/** How the ledger prices this turn of the whole history (its `fullTotal` tokens). */
+const ledgerTurn = (plan: Plan, fullTotal: number, sent: number): Ledger.Turn => ({
+  fullTotal,
+  sent,
+  read: plan.read,
+  write: plan.defaultWrite ?? plan.write,
+  // the planning margin: near the minimum the whole history is taken to be cached (the savings err low)
+  minCacheable: plan.minCacheable,
+  cold: plan.cold,
+})
+
+/**
+ * Whether sending `c` by choice (an optional edit, or going back to the
+ * unedited prompt while something is cached) is covered by the session's
+ * savings: what it costs this turn beyond what the whole history would is
+ * at most {@link Ledger.spendable}. Always, when no ledger is kept.
+ */
+export const affordable = (plan: Plan, c: Candidate): boolean => {
+  if (plan.ledger === undefined || c.fullTotal === undefined) return true
+  const over = inputCost(plan, c) - Ledger.fullCost(plan.ledger, ledgerTurn(plan, c.fullTotal, 0))
+  return over <= 0 || over <= Ledger.spendable(plan.ledger)
+}
+
+/** This turn's input cost of sending `c` (no reasoning), a prompt under the provider's own minimum uncached: what the ledger books. */
+export const inputCost = (plan: Plan, c: Candidate): number => {
+  const exact = exactly(plan)
+  const read = costOf(exact, c).read
+  return cacheable(exact, c) ? exact.read * read + exact.write * (c.total - read) : c.total
+}
+
+/** The ledger after sending `c` this turn (undefined: the plan keeps none, or the whole history's size is not known). */
+export const booked = (plan: Plan, c: Candidate): Ledger.Ledger | undefined =>
+  plan.ledger === undefined || c.fullTotal === undefined
+    ? undefined
+    : Ledger.after(plan.ledger, ledgerTurn(plan, c.fullTotal, inputCost(plan, c)))
 
 /**
  * Picks among `candidates` — the first holds the previous positions, the
@@ -255,18 +262,18 @@ export const choose = <C extends Candidate>(
   const optional = !plan.cold && plan.previous !== undefined && plan.viewChanged !== true && !held.overBudget
   const rent = plan.previous?.rent ?? noRent
   const saving = (c: Candidate) => plan.read * (held.total - c.total)
-  const premiumOf = (c: Candidate) => nowCost(plan, c) - nowCost(plan, held)
+  const premium = (c: Candidate) => premiumOf(plan, c, held)
   // the mask's rent counts toward a candidate that also advances the window only up to what
   // the mask edit alone costs: its surplus does not pay for the window's re-write
   const maskOnly = candidates.find((c) => c.advances?.length === 1 && c.advances[0] === "mask")
-  const maskCap = maskOnly === undefined ? Number.POSITIVE_INFINITY : Math.max(0, premiumOf(maskOnly))
+  const maskCap = maskOnly === undefined ? Number.POSITIVE_INFINITY : Math.max(0, premium(maskOnly))
   const accrued = (c: Candidate) =>
     (c.advances ?? []).reduce((sum, e) => sum + (e === "mask" && c !== maskOnly ? Math.min(rent.mask, maskCap) : rent[e]), 0)
   const pool = !optional
     ? fits.length > 0
       ? fits
       : candidates
-    : [held, ...fits.slice(1).filter((c) => pays(plan, premiumOf(c), saving(c), accrued(c)))]
+    : [held, ...fits.slice(1).filter((c) => pays(plan, premium(c), saving(c), accrued(c)) && affordable(plan, c))]
   let best = pool[0]!
   let bestCost = costOf(plan, best).cost
   for (const c of pool.slice(1)) {
@@ -326,7 +333,7 @@ export const climb = (
 ): { readonly climb: boolean; readonly rent: number } => {
   if (plan.cold || plan.previous === undefined || plan.viewChanged === true || held.overBudget) return { climb: true, rent: 0 }
   const saving = plan.read * (held.total - climbed.total)
-  const made = pays(plan, nowCost(plan, climbed) - nowCost(plan, held), saving, rent)
+  const made = pays(plan, premiumOf(plan, climbed, held), saving, rent) && affordable(plan, climbed)
   return { climb: made, rent: made ? 0 : rent + Math.max(0, saving) }
 }
 

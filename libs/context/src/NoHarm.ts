@@ -36,31 +36,24 @@ const providerMin = (plan: CachePlanner.Plan): number => plan.providerMinCacheab
 export const baselineWins = (plan: CachePlanner.Plan, chosen: CachePlanner.Candidate, baseline: CachePlanner.Candidate): boolean => {
   if (baseline.overBudget) return false
   const exact: CachePlanner.Plan = { ...plan, minCacheable: providerMin(plan) }
-  return CachePlanner.costOf(exact, baseline).cost < CachePlanner.costOf(exact, chosen).cost
+  if (CachePlanner.costOf(exact, baseline).cost >= CachePlanner.costOf(exact, chosen).cost) return false
+  // while something is cached, going back to the baseline is an optional edit like the others: paid from the savings
+  const warm = !plan.cold && plan.previous !== undefined && plan.viewChanged !== true
+  return !warm || CachePlanner.affordable(plan, baseline)
 }
 
-/**
- * Whether {@link baselineWins} can hold, before the baseline is built: only
- * when `chosen` is under the provider's minimum while the whole history
- * (`fullTotal` tokens) is not.
- */
-export const baselineMayWin = (plan: CachePlanner.Plan, chosen: CachePlanner.Candidate, fullTotal: number): boolean =>
-  chosen.total < providerMin(plan) && fullTotal >= providerMin(plan)
-
-/** A prompt as the pipeline builds it: its planner shape and the report tokens the check reads. */
+/** A prompt as the pipeline builds it: its planner shape. */
 interface Built {
   readonly shape: CachePlanner.Candidate
-  readonly report: {
-    readonly tokens: { readonly system: number; readonly tools: number; readonly memory: number; readonly fullHistory: number }
-  }
 }
 
 /**
- * The baseline (built by `build` with the window held at the first message
- * and the mask boundary at 0) when it beats `out`, the planner's choice,
- * with its cache report (the edits `advanced` makes, deferred) and no rent
- * carried; undefined when `out` stands. Built only when it can win
- * ({@link baselineMayWin}), so only on a turn under the minimum: a small prompt.
+ * The baseline (built by `build` with the window held at the first message,
+ * the mask boundary at 0 and the tools whole) when it beats `out`, the
+ * planner's choice, with its cache report (the edits `advanced` makes,
+ * deferred) and no rent carried; undefined when `out` stands. Built only
+ * when `out` is under the provider's minimum (only then can it win): a
+ * small prompt.
  */
 export const baseline = <R extends Built>(
   plan: CachePlanner.Plan,
@@ -68,11 +61,10 @@ export const baseline = <R extends Built>(
   out: R,
   build: (hold: Hold) => R,
 ): { readonly out: R; readonly rent: CachePlanner.Rent; readonly cache: CachePlanner.CacheReport } | undefined => {
-  const t = out.report.tokens
-  if (!baselineMayWin(plan, out.shape, t.system + t.tools + t.memory + t.fullHistory)) return undefined
+  if (out.shape.total >= providerMin(plan)) return undefined
   const masking = advanced.shape.maskBoundary !== undefined
   const unedited = build({ windowStart: 0, maskBoundary: masking ? 0 : undefined })
-  if (!baselineWins(plan, out.shape, unedited.shape)) return undefined
+  if (unedited.shape.total < providerMin(plan) || !baselineWins(plan, out.shape, unedited.shape)) return undefined
   const deferred: Array<CachePlanner.Edit> = []
   if (unedited.shape.windowStart < advanced.shape.windowStart) deferred.push("window")
   if (masking && (unedited.shape.maskBoundary ?? 0) < advanced.shape.maskBoundary!) deferred.push("mask")

@@ -229,6 +229,7 @@ const attempt = (input: Input, w: Windowed, level: Proactive.Level, target: numb
     toolsTokens: compressed.tokens,
     total,
     overBudget: allocation.overBudget,
+    fullTotal: w.report.tokensIn + memoryTokens,
     ...(thought.state === undefined ? {} : { thinking: thought.state }),
     ...(thought.bound === undefined
       ? {}
@@ -277,22 +278,24 @@ export const run = (raw: Input): Output => {
   const climb = held === undefined ? undefined : CachePlanner.climb(plan, held.shape, chosen.output.shape, rent.rung ?? 0)
   const out = held === undefined || climb!.climb ? chosen.output : held
   const settled = climb === undefined || climb.climb ? cache : CachePlanner.describe(plan, held!.shape, cache.deferred)
-  const sent = NoHarm.baseline(plan, advanced, out, (hold) => runAt(input, hold)) ?? {
-    out,
-    rent: { ...rent, rung: climb?.rent ?? 0 },
-    cache: settled,
-  }
+  // the baseline is the whole history as a client would send it: tools uncompressed too
+  const baseline = NoHarm.baseline(plan, advanced, out, (hold) => runAt(wholeTools(given), hold))
+  const sent = baseline ?? { out, rent: { ...rent, rung: climb?.rent ?? 0 }, cache: settled }
   return {
     ...sent.out,
     shape: {
       ...sent.out.shape,
       rent: sent.rent,
       ttlSeconds: plan.ttlSeconds,
-      compression: input.options.toolCompression ?? "none",
+      compression: baseline === undefined ? (input.options.toolCompression ?? "none") : "none",
+      ledger: CachePlanner.booked(plan, sent.out.shape),
     },
     report: { ...sent.out.report, cache: { ...sent.out.report.cache, ...sent.cache } },
   }
 }
+
+/** `input` with its tools sent whole. */
+const wholeTools = (input: Input): Input => ({ ...input, options: { ...input.options, toolCompression: "none" } })
 
 /**
  * The input to plan with, and its prompt with every edit advanced: the
@@ -307,7 +310,7 @@ export const run = (raw: Input): Output => {
 const compressionFor = (input: Input, plan: CachePlanner.Plan): { readonly input: Input; readonly advanced: Run } => {
   const configured = input.options.toolCompression
   if (configured === undefined || configured === "none" || plan.minCacheable <= 0) return { input, advanced: runAt(input, undefined) }
-  const whole: Input = { ...input, options: { ...input.options, toolCompression: "none" } }
+  const whole = wholeTools(input)
   const previous = plan.previous
   const nothingCached = previous === undefined || plan.cold || plan.viewChanged === true || previous.total < plan.minCacheable
   // while the cache is warm the previous turn's choice stands: one run (not the configured one first, then whole)
@@ -315,11 +318,14 @@ const compressionFor = (input: Input, plan: CachePlanner.Plan): { readonly input
     return previous.compression === "none"
       ? { input: whole, advanced: runAt(whole, undefined) }
       : { input, advanced: runAt(input, undefined) }
+  // on the worst reading of the counts for the compression (an edit): the compressed prompt is
+  // cached only from the provider's own minimum, the whole one from the planning margin under it
+  const exact: CachePlanner.Plan = { ...plan, minCacheable: plan.providerMinCacheable ?? plan.minCacheable }
   const advanced = runAt(input, undefined)
-  if (advanced.shape.total >= plan.minCacheable) return { input, advanced }
+  if (advanced.shape.total >= exact.minCacheable) return { input, advanced }
   const alt = runAt(whole, undefined)
   const better =
-    alt.shape.total >= plan.minCacheable && CachePlanner.costOf(plan, alt.shape).cost < CachePlanner.costOf(plan, advanced.shape).cost
+    alt.shape.total >= plan.minCacheable && CachePlanner.costOf(plan, alt.shape).cost < CachePlanner.costOf(exact, advanced.shape).cost
   return better ? { input: whole, advanced: alt } : { input, advanced }
 }
 

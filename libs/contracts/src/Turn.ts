@@ -130,6 +130,13 @@ export const Options = Schema.Struct({
    * agent's past session lengths; without enough of them, half as many as it has had, at least 1).
    */
   expectedTurns: Schema.optional(Count),
+  /**
+   * What bounds an optional prefix-changing edit: `guarded` (default) spends only what the session
+   * has saved against sending its whole history, so it never ends up costing more than that
+   * history by more than 0.8 %; `expected` the rent-or-buy rule and the expected turns alone (more
+   * savings on long sessions without pauses; a session that ends soon after an edit can cost more).
+   */
+  cacheEdits: Schema.optional(Schema.Literal("guarded", "expected")),
   /** Proactive compression starts when the window would use more than this fraction of the budget (default 0.85). */
   proactiveThreshold: Schema.optional(Fraction),
   /**

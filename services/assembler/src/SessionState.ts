@@ -10,7 +10,17 @@
  * is only a speed-up: Postgres is the truth, and the session actor drops the
  * state when a turn fails, so the next turn rehydrates it.
  */
-import { CachePlanner, type Masking, Normalize, type Pipeline, SessionLengths, type Toolsets, Waste, type Window } from "@ctxd/context"
+import {
+  CachePlanner,
+  type Ledger,
+  type Masking,
+  Normalize,
+  type Pipeline,
+  SessionLengths,
+  type Toolsets,
+  Waste,
+  type Window,
+} from "@ctxd/context"
 import type { Conversation, Turn } from "@ctxd/contracts"
 import type { View } from "@ctxd/compactor"
 import { LoopState } from "@ctxd/loop-detector"
@@ -62,6 +72,8 @@ export interface SessionState {
   lengthAgent: string | undefined
   /** The previous prompt as the cache planner compares prompts, and when it was built (ms). */
   shape: CachePlanner.Candidate | undefined
+  /** What the session has saved against its whole history (`Ledger`), kept across views; undefined until a turn ran here. */
+  ledger: Ledger.Ledger | undefined
   lastAt: number | undefined
   /** Seconds between this session's recent turns (at most `CachePlanner.MAX_GAPS`): the cache tier's guide. */
   gaps: ReadonlyArray<number>
@@ -102,6 +114,7 @@ export const empty = (family: string): SessionState => ({
   turns: 0,
   lengthAgent: undefined,
   shape: undefined,
+  ledger: undefined,
   lastAt: undefined,
   gaps: [],
   knowledgeIndex: undefined,
@@ -195,6 +208,7 @@ export const advance = (state: SessionState, outcome: Outcome): SessionState => 
       state.rung = outcome.rung
       state.view = outcome.view
       state.shape = outcome.shape
+      state.ledger = outcome.shape?.ledger ?? state.ledger
       state.knowledgeIndex = outcome.knowledgeIndex
       state.learnings = outcome.learnings
       if (outcome.recorded !== undefined) state.lengthAgent = outcome.recorded

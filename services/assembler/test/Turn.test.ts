@@ -303,7 +303,11 @@ describe("turn stages", () => {
         turns.turn(
           "acme",
           "s1",
-          { ...request(`t${k}`, messages), options: { maskKeep: 1, maskBatchTokens: 200, ...options } } as Turn.TurnRequest,
+          // the rules of rent-or-buy and expected turns alone (the savings ledger: CacheEdits.test.ts)
+          {
+            ...request(`t${k}`, messages),
+            options: { maskKeep: 1, maskBatchTokens: 200, cacheEdits: "expected", ...options },
+          } as Turn.TurnRequest,
           undefined,
           at,
         )
@@ -331,7 +335,8 @@ describe("turn stages", () => {
 
   it("chooses the 1-hour cache for a session that pauses 5-60 minutes between turns, 5 minutes for one that does not", async () => {
     const system = "Policy. ".repeat(25_000) // about 50k tokens: a cold re-write is costly
-    const play = async (gapMs: number, options: Record<string, unknown> = {}) => {
+    // the tier's own rule (under `guarded` a dearer tier also waits for the session's savings; below)
+    const play = async (gapMs: number, options: Record<string, unknown> = { cacheEdits: "expected" }) => {
       const turns = InProcessTurns.make({ local, count: InProcessTurns.countLocally(local) })
       const replies: Array<Turn.TurnReply> = []
       for (let k = 0; k < 6; k++) {
@@ -367,7 +372,10 @@ describe("turn stages", () => {
     expect(busy.map((r) => r.report.cache.ttlSeconds)).toEqual([300, 300, 300, 300, 300, 300])
     expect(marks(busy.at(-1)!).some((m) => m.includes("1h"))).toBe(false)
     // options.cacheTtlSeconds pins the TTL: no choice is made
-    const pinned = await play(600_000, { cacheTtlSeconds: 300 })
+    // guarded (the default): every prompt so far is the whole history, nothing saved pays for 2× writes
+    const guarded = await play(600_000, {})
+    expect(guarded.map((r) => r.report.cache.ttlSeconds)).toEqual([300, 300, 300, 300, 300, 300])
+    const pinned = await play(600_000, { cacheEdits: "expected", cacheTtlSeconds: 300 })
     expect(pinned.at(-1)!.report.cache).toMatchObject({ ttlSeconds: 300, reason: "ttl_expired" })
     expect(marks(pinned.at(-1)!).some((m) => m.includes("1h"))).toBe(false)
   })
@@ -506,7 +514,15 @@ describe("turn stages", () => {
                 { role: "assistant", content: `answer ${k}` },
                 { role: "user", content: `question ${k}` },
               ]
-        const req = { turnId: `t${k}`, format: "anthropic", model: { provider: "anthropic", name: "claude-sonnet-4-5" }, system, messages }
+        // the 1-hour tier by its own rule (not waiting for the session's savings)
+        const req = {
+          turnId: `t${k}`,
+          format: "anthropic",
+          model: { provider: "anthropic", name: "claude-sonnet-4-5" },
+          system,
+          messages,
+          options: { cacheEdits: "expected" },
+        }
         const reply = await turns.turn("acme", "kb", req as unknown as Turn.TurnRequest, undefined, at)
         sent.push(`${JSON.stringify(reply.request).includes("Baggage allowance") ? "new" : "old"} ${reply.report.cache.reason}`)
       }
@@ -548,7 +564,10 @@ describe("turn stages", () => {
         turns.turn(
           "acme",
           "s1",
-          { ...request(`t${k}`, messages), options: { maskKeep: 1, maskBatchTokens: 200, expectedTurns: 10_000 } } as Turn.TurnRequest,
+          {
+            ...request(`t${k}`, messages),
+            options: { maskKeep: 1, maskBatchTokens: 200, expectedTurns: 10_000, cacheEdits: "expected" },
+          } as Turn.TurnRequest,
           undefined,
           k * 1_000,
         )
@@ -636,7 +655,7 @@ describe("turn stages", () => {
         const req = {
           ...request(`t${k}`, messages),
           model: { provider: "openai", name: "gpt-5" },
-          options: { maskKeep: 1, ...options },
+          options: { maskKeep: 1, cacheEdits: "expected", ...options },
         } as Turn.TurnRequest
         reports.push((await turns.turn("acme", "s1", req, undefined, k * 1_000)).report.cache)
       }

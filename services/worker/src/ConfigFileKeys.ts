@@ -58,6 +58,7 @@ export const defaults: Readonly<Record<string, string | FromEnv>> = {
   maskBatchTokens: code(Pipeline.defaults.maskBatchTokens),
   cacheTtlSeconds: "per session, from its gaps",
   expectedTurns: "learned per agent",
+  cacheEdits: "`guarded`",
   proactiveThreshold: code(Pipeline.defaults.proactiveThreshold),
   keepThinkingTurns: code(Pipeline.defaults.keepThinkingTurns),
   thinkingPrefixMismatch: "`auto`",

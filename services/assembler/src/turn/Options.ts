@@ -31,7 +31,12 @@ export interface Resolved {
   /** Memory in the prompt and learnings (see `Memory`). */
   readonly memory: Memory
   /** The cache planner's overrides (undefined: the model's TTL; the turns expected from the agent's session lengths, `Prompt.expectedTurns`). */
-  readonly cache: { readonly ttlSeconds: number | undefined; readonly expectedTurns: number | undefined }
+  readonly cache: {
+    readonly ttlSeconds: number | undefined
+    readonly expectedTurns: number | undefined
+    /** `guarded` (default): optional edits bounded by the session's savings (`Ledger`); `expected`: not. */
+    readonly edits: "guarded" | "expected"
+  }
   /** False: no prompt-cache markers in the body (`options.promptCache`). */
   readonly promptCache: boolean
   /** False: a workspace bundle's files are read for this turn, not taken from (nor put in) the worker's cache (`options.workspaceCache`). */
@@ -87,7 +92,7 @@ export const resolve = (config: AssemblerConfig.Config, tenant: string, request:
       placement: merged.memoryPlacement ?? "tail",
       learningsFraction: merged.learningsFraction ?? MemoryRetrieval.defaults.learningsFraction,
     },
-    cache: { ttlSeconds: merged.cacheTtlSeconds, expectedTurns: merged.expectedTurns },
+    cache: { ttlSeconds: merged.cacheTtlSeconds, expectedTurns: merged.expectedTurns, edits: merged.cacheEdits ?? "guarded" },
     promptCache: merged.promptCache ?? true,
     workspaceCache: merged.workspaceCache ?? true,
     compaction: merged.compaction ?? true,

@@ -13,7 +13,7 @@
  * both views and the swap made only when it pays (`CachePlanner.swapSummary`);
  * held back, the previous view is the one sent and kept.
  */
-import { CachePlanner, CostModel, Knowledge, MemoryRetrieval, Pipeline, Providers, SessionLengths } from "@ctxd/context"
+import { CachePlanner, CostModel, Knowledge, Ledger, MemoryRetrieval, Pipeline, Providers, SessionLengths } from "@ctxd/context"
 import type { Conversation, Turn } from "@ctxd/contracts"
 import * as SessionState from "../SessionState.ts"
 import * as Carry from "./Carry.ts"
@@ -46,7 +46,10 @@ export const expectedTurns = (inputs: Carry.Inputs, fresh: ReadonlyArray<Session
  */
 export const cachePlan = (inputs: Carry.Inputs, sameView: boolean, fresh: ReadonlyArray<SessionState.Row>): CachePlanner.Plan => {
   const { state, options, prices, now, request } = inputs
-  const tier = options.cache.ttlSeconds !== undefined ? CostModel.tier(prices) : tierFor(request.format, prices, state)
+  const tier =
+    options.cache.ttlSeconds !== undefined
+      ? CostModel.tier(prices)
+      : tierFor(request.format, prices, state, now, options.cache.edits === "guarded")
   const ttlSeconds = options.cache.ttlSeconds ?? tier.ttlSeconds
   const previousTtl = state.shape?.ttlSeconds ?? ttlSeconds
   return {
@@ -61,6 +64,8 @@ export const cachePlan = (inputs: Carry.Inputs, sameView: boolean, fresh: Readon
     providerMinCacheable: prices.minCacheableTokens,
     tier: tier.name,
     outputMultiplier: prices.inputPerMtok > 0 ? prices.outputPerMtok / prices.inputPerMtok : undefined,
+    ...(options.cache.edits === "expected" ? {} : { ledger: state.ledger ?? Ledger.start }),
+    defaultWrite: CostModel.tier(prices).writeMultiplier,
   }
 }
 
@@ -77,9 +82,16 @@ export const MIN_PREFIX_MARGIN = 0.9
  * The tiers a request can ask for: Anthropic breakpoints say `5m` or `1h`; a Responses body asks for
  * `24h` where the model has it (`prompt_cache_retention`); an OpenAI model with explicit breakpoints
  * the TTLs its API names in `prompt_cache_options` (`30m`; `12h` on Responses); elsewhere the model's
- * default only.
+ * default only. A tier whose writes cost more than the default's is chosen only while the session's
+ * savings against its whole history cover the difference on what this turn writes (`Ledger`).
  */
-const tierFor = (format: Turn.Format, prices: CostModel.ModelPrices, state: Carry.Inputs["state"]): CostModel.CacheTier => {
+const tierFor = (
+  format: Turn.Format,
+  prices: CostModel.ModelPrices,
+  state: Carry.Inputs["state"],
+  now: number,
+  guarded: boolean,
+): CostModel.CacheTier => {
   const rules = Providers.of(format).cacheRules
   // an OpenAI model with explicit breakpoints names its TTL in `prompt_cache_options` (the retention is deprecated there)
   const explicit = prices.capabilities.explicitCacheBreakpoints && rules.explicitTtls !== undefined
@@ -88,7 +100,21 @@ const tierFor = (format: Turn.Format, prices: CostModel.ModelPrices, state: Carr
   const expressible = prices.tiers.filter((t) => ttls.includes(t.name))
   if (expressible.length < 2) return CostModel.tier(prices)
   const prompt = state.shape?.total ?? 0
-  return CachePlanner.chooseTier(expressible, prices.cacheReadMultiplier, state.gaps, prompt, state.tokens / Math.max(1, state.turns))
+  // a prompt not surely cacheable (within the counts' margin of the minimum) has nothing to keep
+  // through a pause: the dearer tier waits until it is
+  const cacheable = prompt * MIN_PREFIX_MARGIN >= prices.minCacheableTokens
+  if (guarded && !cacheable) return CostModel.tier(prices)
+  const perTurn = state.tokens / Math.max(1, state.turns)
+  const chosen = CachePlanner.chooseTier(expressible, prices.cacheReadMultiplier, state.gaps, prompt, perTurn)
+  // a dearer write than the whole history's (its default tier) is paid from the session's savings, as an edit is:
+  // on what this turn writes, the whole prompt when nothing is cached
+  const shape = state.shape
+  const cached =
+    shape !== undefined &&
+    state.lastAt !== undefined &&
+    now - state.lastAt <= (shape.ttlSeconds ?? CostModel.tier(prices).ttlSeconds) * 1000
+  const extra = (chosen.writeMultiplier - CostModel.tier(prices).writeMultiplier) * (cached ? perTurn : prompt + perTurn)
+  return !guarded || extra <= 0 || extra <= Ledger.spendable(state.ledger ?? Ledger.start) ? chosen : CostModel.tier(prices)
 }
 
 /**
