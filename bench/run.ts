@@ -3,6 +3,7 @@
 //   npm run bench                 all benchmarks
 //   npm run bench -- assembly     only those whose name contains "assembly"
 //   npm run bench -- economics --model gpt-4o   (economics: the model to price; default claude-sonnet-5-5;
+//                                                --cache-edits expected: without the savings ledger;
 //                                                --models a,b,c: several, with a summary per model)
 //   npm run bench -- toolsearch --model claude-opus-5-5   (load_toolset vs tool search, GitHub catalog; default claude-opus-5-5)
 //   npm run bench -- memory --memory-docs 10000,1000000   (memory: documents per run; default 10000)

@@ -4,7 +4,8 @@
  * [--model <name> | --models <name,name,...>]` (default `claude-sonnet-5-5`;
  * with `--models`, sections (a) and (b) per model, (c) for the first, and
  * a per-model summary: the worst session against the full history and the
- * sessions above 1.01 ×, with and without gaps).
+ * sessions above 1.01 ×, with and without gaps; `--cache-edits expected`:
+ * the planner without its savings ledger).
  *
  * Sessions: the 22 SWE-agent trajectories back to back as one 230-turn
  * session (as in the optimizations bench), and each of the 200 tau-bench
@@ -34,6 +35,11 @@ import * as Gaps from "./Gaps.ts"
 import * as MemoryPlacement from "./MemoryPlacement.ts"
 import * as Strategies from "./Strategies.ts"
 import * as Summary from "./Summary.ts"
+
+/** `--cache-edits expected`: ctxd's planner without the savings ledger (the turn option `cacheEdits`). */
+const cacheEdits = argument("cache-edits")
+const options: Turn.Options | undefined =
+  cacheEdits === undefined ? undefined : { cacheEdits: cacheEdits === "expected" ? "expected" : "guarded" }
 
 /** The seed of the gap model (the issue's number). */
 const SEED = 11
@@ -137,7 +143,7 @@ const runSession = async (s: Setup, session: Ctxd.Session): Promise<SessionResul
     for (const p of peers) row[p.name] = bill(s, p.blocks, times, out, p.empty)
     let leftOut = 0
     const onReply = (reply: Turn.TurnReply) => (leftOut += reply.report.reasoning?.dropped ?? 0)
-    const ctxd = await Ctxd.bodies({ session, times, format: s.format, model: s.model, prices: s.prices, count: s.count, onReply })
+    const ctxd = await Ctxd.bodies({ session, times, format: s.format, model: s.model, prices: s.prices, count: s.count, onReply, options })
     row[CTXD] = bill(s, ctxd.map(toBlocks), times, out, 0)
     outcomes[mode] = row
     reasoningLeftOut[mode] = leftOut
