@@ -1,0 +1,1 @@
+export type * as Port from "./Port.ts"
