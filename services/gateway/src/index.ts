@@ -1,1 +1,5 @@
 export type * as Port from "./Port.ts"
+export * as InProcessPort from "./ports/InProcessPort.ts"
+export * as NatsPort from "./ports/NatsPort.ts"
+export * as Shadow from "./Shadow.ts"
+export * as TurnRequests from "./TurnRequests.ts"

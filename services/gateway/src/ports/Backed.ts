@@ -1,0 +1,79 @@
+/**
+ * A `TurnPort` over anything that runs turns and takes usage reports (the
+ * NATS client of the fleet, or the engine in this process): the client's
+ * request translated (`TurnRequests`), the turn asked with the request's
+ * abort signal, the reply translated back; in shadow mode the reply is
+ * recorded (`Shadow`), and the usage, billed for the client's own body, is
+ * recorded there instead of reported as the turn's.
+ */
+import type { Tokens, Turn } from "@ctxd/contracts"
+import type { PromptReply, PromptRequest, TurnPort, UsageReport } from "../Port.ts"
+import type * as Shadow from "../Shadow.ts"
+import * as TurnRequests from "../TurnRequests.ts"
+
+/** What runs the turns. */
+export interface Backend {
+  readonly turn: (tenant: string, session: string, request: Turn.TurnRequest) => Promise<Turn.TurnReply>
+  /** Takes a turn's billed usage; absent: not reported anywhere but the shadow record. */
+  readonly usage?: ((tenant: string, session: string, report: Tokens.UsageReport) => Promise<unknown>) | undefined
+  readonly ready: () => Promise<boolean>
+  readonly close: () => Promise<void>
+}
+
+/** A logger of the port's own errors (never given a body or a key). */
+export interface Logger {
+  readonly warn: (fields: Record<string, unknown>, message: string) => void
+}
+
+export interface Options {
+  /** Where shadow replies and their usage go; absent: shadow replies are only returned. */
+  readonly shadow?: Shadow.Recorder | undefined
+  readonly logger?: Logger | undefined
+}
+
+/** Rejects when `signal` aborts (the gateway's timeout): the turn goes on, its answer is not waited for. */
+const abortable = <A>(promise: Promise<A>, signal: AbortSignal): Promise<A> => {
+  if (signal.aborted) return Promise.reject(signal.reason instanceof Error ? signal.reason : new Error("aborted"))
+  return new Promise<A>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error("aborted"))
+    signal.addEventListener("abort", onAbort, { once: true })
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort)
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort)
+        reject(error instanceof Error ? error : new Error(String(error)))
+      },
+    )
+  })
+}
+
+/** Only what `usage` reads: provider usage objects carry nothing else of interest. */
+const usageOf = (usage: Record<string, unknown>): Tokens.UsageReport["usage"] => usage as Tokens.UsageReport["usage"]
+
+export const make = (backend: Backend, options: Options = {}): TurnPort => {
+  const prompt = async (request: PromptRequest, signal: AbortSignal): Promise<PromptReply> => {
+    const options_ = request.agent === undefined ? undefined : { agent: request.agent }
+    const turn = { ...TurnRequests.toTurn(request, options_), turnId: TurnRequests.turnIdOf(request) } as unknown as Turn.TurnRequest
+    const reply = await abortable(backend.turn(request.key.tenant, request.key.session, turn), signal)
+    const out = TurnRequests.toReply(request, reply)
+    if (request.mode === "shadow") options.shadow?.prompted(request, out)
+    return out
+  }
+  const usage = (report: UsageReport): void => {
+    if (report.mode === "shadow") {
+      options.shadow?.billed(report)
+      return
+    }
+    const report_: Tokens.UsageReport = { turnId: report.turnId, usage: usageOf(report.usage) }
+    backend.usage?.(report.key.tenant, report.key.session, report_).catch((error: unknown) =>
+      options.logger?.warn(
+        { tenant: report.key.tenant, session: report.key.session, turnId: report.turnId, error: (error as Error).message },
+        "usage report not taken",
+      ),
+    )
+  }
+  return { prompt, usage, ready: () => backend.ready().catch(() => false), close: () => backend.close() }
+}
