@@ -211,9 +211,7 @@ export const make = (options: Options = {}): Recorder => {
 }
 
 /** The sums of `records` per session and per tenant (what `ctxd inspect --shadow` shows). */
-export const summarize = (
-  records: Iterable<Record>,
-): { readonly sessions: Map<string, Totals>; readonly tenants: Map<string, Totals> } => {
+export const summarize = (records: Iterable<Record>): { readonly sessions: Map<string, Totals>; readonly tenants: Map<string, Totals> } => {
   const sessions = new Map<string, Totals>()
   const tenants = new Map<string, Totals>()
   for (const r of records) {

@@ -15,7 +15,10 @@ describe("TurnRequests.toTurn", () => {
       req("anthropic-messages", {
         model: "claude-sonnet-4-5",
         max_tokens: 512,
-        system: [{ type: "text", text: "be brief", cache_control: { type: "ephemeral", ttl: "1h" } }, { type: "text", text: "more" }],
+        system: [
+          { type: "text", text: "be brief", cache_control: { type: "ephemeral", ttl: "1h" } },
+          { type: "text", text: "more" },
+        ],
         tools: [
           { name: "read", input_schema: { type: "object" }, cache_control: { type: "ephemeral" } },
           { type: "web_search_20250305", name: "web_search" },
@@ -43,11 +46,20 @@ describe("TurnRequests.toTurn", () => {
       req("openai-chat", {
         messages: [
           { role: "developer", content: "rules" },
-          { role: "system", content: [{ type: "text", text: "a" }, { type: "text", text: "b" }] },
+          {
+            role: "system",
+            content: [
+              { type: "text", text: "a" },
+              { type: "text", text: "b" },
+            ],
+          },
           { role: "user", content: "q" },
           { role: "system", content: "later" },
         ],
-        tools: [{ type: "custom", name: "grammar" }, { type: "function", function: { name: "f" } }],
+        tools: [
+          { type: "custom", name: "grammar" },
+          { type: "function", function: { name: "f" } },
+        ],
         max_completion_tokens: 99,
       }),
     ) as Record<string, unknown>
@@ -65,13 +77,23 @@ describe("TurnRequests.toTurn", () => {
 
   it("Responses: a string input is one user message; server-held history is declined", () => {
     const turn = TurnRequests.toTurn(req("openai-responses", { input: "hello", instructions: "x" })) as Record<string, unknown>
-    expect(turn).toMatchObject({ format: "openai-responses", instructions: "x", input: [{ type: "message", role: "user", content: "hello" }] })
-    expect(() => TurnRequests.toTurn(req("openai-responses", { input: "x", previous_response_id: "resp_1" }))).toThrow(TurnRequests.Declined)
+    expect(turn).toMatchObject({
+      format: "openai-responses",
+      instructions: "x",
+      input: [{ type: "message", role: "user", content: "hello" }],
+    })
+    expect(() => TurnRequests.toTurn(req("openai-responses", { input: "x", previous_response_id: "resp_1" }))).toThrow(
+      TurnRequests.Declined,
+    )
   })
 
   it("Gemini: the path's model without models/, generationConfig's limit; a side request is declined", () => {
     const turn = TurnRequests.toTurn(
-      req("gemini", { contents: [{ role: "user", parts: [{ text: "q" }] }], generationConfig: { maxOutputTokens: 64 } }, "models/gemini-2.5-flash"),
+      req(
+        "gemini",
+        { contents: [{ role: "user", parts: [{ text: "q" }] }], generationConfig: { maxOutputTokens: 64 } },
+        "models/gemini-2.5-flash",
+      ),
     ) as Record<string, unknown>
     expect(turn.model).toEqual({ provider: "google", name: "gemini-2.5-flash", maxOutputTokens: 64 })
     const side = { ...req("gemini", { contents: [] }), key: { ...key, side: true } }
@@ -111,7 +133,10 @@ describe("TurnRequests.toReply", () => {
     )
     expect(out.body).toEqual({
       messages: [{ role: "user", content: "x" }],
-      tools: [{ name: "read", input_schema: {} }, { type: "web_search_20250305", name: "web_search" }],
+      tools: [
+        { name: "read", input_schema: {} },
+        { type: "web_search_20250305", name: "web_search" },
+      ],
       thinking: { type: "enabled", budget_tokens: 1024, block_binding: { prefix_mismatch_behavior: "drop_block" } },
     })
     expect(out.headers).toEqual({ "anthropic-beta": "binding-2026" })
@@ -121,7 +146,11 @@ describe("TurnRequests.toReply", () => {
   it("Gemini: the SDK-shaped reply as the REST body, the client's generationConfig left alone", () => {
     const out = TurnRequests.toReply(
       req("gemini", { contents: [], generationConfig: { temperature: 0 } }),
-      reply({ model: "g", contents: [{ role: "user", parts: [{ text: "x" }] }], config: { systemInstruction: { parts: [{ text: "s" }] }, maxOutputTokens: 8 } }),
+      reply({
+        model: "g",
+        contents: [{ role: "user", parts: [{ text: "x" }] }],
+        config: { systemInstruction: { parts: [{ text: "s" }] }, maxOutputTokens: 8 },
+      }),
     )
     expect(out.body).toEqual({ contents: [{ role: "user", parts: [{ text: "x" }] }], systemInstruction: { parts: [{ text: "s" }] } })
   })

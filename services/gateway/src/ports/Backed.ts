@@ -68,12 +68,14 @@ export const make = (backend: Backend, options: Options = {}): TurnPort => {
       return
     }
     const report_: Tokens.UsageReport = { turnId: report.turnId, usage: usageOf(report.usage) }
-    backend.usage?.(report.key.tenant, report.key.session, report_).catch((error: unknown) =>
-      options.logger?.warn(
-        { tenant: report.key.tenant, session: report.key.session, turnId: report.turnId, error: (error as Error).message },
-        "usage report not taken",
-      ),
-    )
+    backend
+      .usage?.(report.key.tenant, report.key.session, report_)
+      .catch((error: unknown) =>
+        options.logger?.warn(
+          { tenant: report.key.tenant, session: report.key.session, turnId: report.turnId, error: (error as Error).message },
+          "usage report not taken",
+        ),
+      )
   }
   return { prompt, usage, ready: () => backend.ready().catch(() => false), close: () => backend.close() }
 }

@@ -48,7 +48,7 @@ export const make = (options: Options = {}): TurnPort => {
         if (closed) throw new Error("the in-process port is closed")
         return engineFor(request.model).turn(tenant, session, request)
       },
-      ready: async () => !closed,
+      ready: () => Promise.resolve(!closed),
       close: async () => {
         closed = true
         await Promise.all([...engines.values()].map((e) => e.dispose()))
@@ -58,4 +58,3 @@ export const make = (options: Options = {}): TurnPort => {
     options,
   )
 }
-
