@@ -5,8 +5,8 @@
  * `<root>.v1.usage.<tenant>.<session>`. The gateway holds no session state:
  * run as many as you like in front of one fleet.
  *
- * Readiness: a `health` request answered by a worker (any worker of the
- * fleet) within the client's timeout.
+ * Readiness: a `health` request answered within the client's timeout by a
+ * worker (any worker of the fleet) that reaches its database.
  */
 import { ContextClient } from "@ctxd/client"
 import type { TurnPort } from "../Port.ts"
@@ -23,7 +23,8 @@ export const make = (client: Client, options: Backed.Options = {}): TurnPort =>
       usage: (tenant, session, report) => client.usage(tenant, session, report),
       ready: async () => {
         const health = await client.health()
-        return health.ok
+        // a worker without its database cannot commit a turn
+        return health.postgres
       },
       close: () => client.close(),
     },
