@@ -65,7 +65,7 @@ describe("NatsPort", () => {
     expect(again.turnId).toBe(reply.turnId)
   })
 
-  it("records a shadowed request's usage in the shadow record, not the worker's", async () => {
+  it("records a shadowed request's usage in the shadow record, not the worker's (the report need not say its mode)", async () => {
     const reply = await port.prompt(
       { api: "openai-chat", body, key: key("gw-nats-2"), model: "gpt-5-mini", mode: "shadow" },
       new AbortController().signal,

@@ -53,17 +53,25 @@ const abortable = <A>(promise: Promise<A>, signal: AbortSignal): Promise<A> => {
 /** Only what `usage` reads: provider usage objects carry nothing else of interest. */
 const usageOf = (usage: Record<string, unknown>): Tokens.UsageReport["usage"] => usage as Tokens.UsageReport["usage"]
 
+/** Shadowed turns remembered for their usage report (a report need not say its mode). */
+const SHADOW_TURNS = 10_000
+
 export const make = (backend: Backend, options: Options = {}): TurnPort => {
+  const shadowed = new Set<string>()
   const prompt = async (request: PromptRequest, signal: AbortSignal): Promise<PromptReply> => {
     const options_ = request.agent === undefined ? undefined : { agent: request.agent }
     const turn = { ...TurnRequests.toTurn(request, options_), turnId: TurnRequests.turnIdOf(request) } as unknown as Turn.TurnRequest
     const reply = await abortable(backend.turn(request.key.tenant, request.key.session, turn), signal)
     const out = TurnRequests.toReply(request, reply)
-    if (request.mode === "shadow") options.shadow?.prompted(request, out)
+    if (request.mode === "shadow") {
+      options.shadow?.prompted(request, out)
+      shadowed.add(out.turnId)
+      if (shadowed.size > SHADOW_TURNS) shadowed.delete(shadowed.values().next().value!)
+    }
     return out
   }
   const usage = (report: UsageReport): void => {
-    if (report.mode === "shadow") {
+    if (report.mode === "shadow" || shadowed.delete(report.turnId)) {
       options.shadow?.billed(report)
       return
     }
