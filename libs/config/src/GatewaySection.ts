@@ -55,7 +55,7 @@ export const TenantPolicy = Schema.Struct({
 })
 export type TenantPolicy = typeof TenantPolicy.Type
 
-const sha256 = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "64 lower-case hex digits" }))
+const Sha256 = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "64 lower-case hex digits" }))
 const EnvName = Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, { message: () => "an environment variable name" }))
 
 /** A gateway key and the tenant it names. */
@@ -64,7 +64,7 @@ export const GatewayKey = Schema.Union(
     /** The tenant this key's requests belong to. */
     tenant: Id,
     /** The SHA-256 of the key, hex (`printf %s "$KEY" | sha256sum`). */
-    sha256,
+    sha256: Sha256,
   }),
   Schema.Struct({
     /** The tenant this key's requests belong to. */
