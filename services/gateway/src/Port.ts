@@ -25,6 +25,14 @@ export interface PromptRequest {
   readonly key: SessionKey
   /** The model named by the path (Gemini) or the body. */
   readonly model: string
+  /**
+   * The mode the gateway serves the request in: `active` (the reply's body
+   * goes upstream) or `shadow` (the client's body goes; the reply is only
+   * recorded). Absent: `active`.
+   */
+  readonly mode?: "active" | "shadow" | undefined
+  /** Whether the client asked for a streamed response (`stream: true`, Gemini `streamGenerateContent`). */
+  readonly stream?: boolean | undefined
 }
 
 /** ctxd's answer: the body to send upstream instead of the client's, and headers it requires (e.g. a beta). */
