@@ -40,7 +40,7 @@ describe("Anthropic Messages", () => {
     const r = await anthropic.messages.create({
       model: "claude-sonnet-4-5",
       max_tokens: 64,
-      temperature: 0.2,
+      inference_geo: "us",
       metadata: { user_id: "u1" },
       system: "client system",
       messages: [{ role: "user", content: "hi" }],
@@ -48,7 +48,7 @@ describe("Anthropic Messages", () => {
     expect(r.content[0]).toMatchObject({ type: "text", text: "hello" })
     const sent = last().body as Record<string, unknown>
     expect(sent["system"]).toBe(MARK)
-    expect(sent["temperature"]).toBe(0.2)
+    expect(sent["inference_geo"]).toBe("us")
     expect(sent["metadata"]).toEqual({ user_id: "u1" })
     expect(last().status).toBe(200)
     expect(s.port.prompts[0]).toMatchObject({ api: "anthropic-messages", model: "claude-sonnet-4-5", mode: "active", stream: false })
