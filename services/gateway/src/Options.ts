@@ -66,6 +66,16 @@ export interface SessionInput extends RequestInfo {
   readonly tenant: string | undefined
 }
 
+/**
+ * What {@link ServerOptions.sessionOf} returns: the key, or (the shape of
+ * `Session.sessionOf`'s answer) the key or why the request names none — a
+ * 400/403 answered in the API's error shape, nothing asked or sent.
+ */
+export type SessionResult =
+  | SessionKey
+  | { readonly ok: true; readonly key: SessionKey }
+  | { readonly ok: false; readonly error: { readonly status: number; readonly message: string; readonly code?: string | undefined } }
+
 /** A pino-compatible logger (only the methods used). Never given prompts or keys. */
 export interface Logger {
   readonly info: (fields: Record<string, unknown>, message: string) => void
@@ -95,8 +105,8 @@ export interface ServerOptions {
   readonly maxUsageBytes?: number | undefined
   /** Who is calling. Default: tenant from `x-ctxd-tenant`, headers unchanged. */
   readonly authenticate?: ((request: RequestInfo) => Identity) | undefined
-  /** The session of a turn request. Default {@link defaultSessionOf}'s behaviour (see `Session.ts`). */
-  readonly sessionOf?: ((input: SessionInput) => SessionKey) | undefined
+  /** The session of a turn request. Default `DefaultSession.sessionOf` (`x-ctxd-session`, else derived). */
+  readonly sessionOf?: ((input: SessionInput) => SessionResult) | undefined
   /** The agent of a request (the mode resolver's second key). Default: `x-ctxd-agent`, else `default`. */
   readonly agentOf?: ((headers: IncomingHttpHeaders) => string) | undefined
   /** Default: silent. */
@@ -127,7 +137,7 @@ export interface Resolved {
   readonly maxBodyBytes: number
   readonly maxUsageBytes: number
   readonly authenticate: (request: RequestInfo) => Identity
-  readonly sessionOf: ((input: SessionInput) => SessionKey) | undefined
+  readonly sessionOf: ((input: SessionInput) => SessionResult) | undefined
   readonly agentOf: (headers: IncomingHttpHeaders) => string
   readonly logger: Logger
   readonly scrape: (() => Promise<string>) | undefined

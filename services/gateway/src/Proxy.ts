@@ -146,11 +146,18 @@ export const handle = async (o: Resolved, agents: Relay.Agents, req: IncomingMes
   const stream = route.pathStream || body["stream"] === true
 
   let key: SessionKey
+  let agent = "default"
   let mode: Mode
   let failure: "failOpen" | "failClosed"
   try {
-    key = (o.sessionOf ?? DefaultSession.sessionOf)({ ...info, api: route.api, body, model, tenant: identity.tenant })
-    const agent = o.agentOf(req.headers)
+    const named = (o.sessionOf ?? DefaultSession.sessionOf)({ ...info, api: route.api, body, model, tenant: identity.tenant })
+    if ("ok" in named && !named.ok) {
+      const status = named.error.status === 403 ? 403 : 400
+      ErrorBody.send(res, route.provider, status, named.error.message)
+      return end({ label: route.label, mode: "off", outcome: status === 403 ? "unauthorized" : "bad_request", status })
+    }
+    key = "ok" in named ? named.key : named
+    agent = o.agentOf(req.headers)
     mode = o.mode(key.tenant, agent)
     failure = o.failure(key.tenant, agent)
   } catch {
@@ -181,7 +188,15 @@ export const handle = async (o: Resolved, agents: Relay.Agents, req: IncomingMes
     if (!result.tapped) return
     Metrics.usageRead(route.label, result.read !== undefined)
     if (result.read === undefined) return
-    o.turns.usage({ key, turnId, api: route.api, model, usage: result.read.usage, responseId: result.read.responseId })
+    o.turns.usage({
+      key,
+      turnId,
+      api: route.api,
+      model,
+      usage: result.read.usage,
+      responseId: result.read.responseId,
+      mode: mode === "shadow" ? "shadow" : "active",
+    })
   }
 
   if (mode === "off" || model === "") {
@@ -189,7 +204,7 @@ export const handle = async (o: Resolved, agents: Relay.Agents, req: IncomingMes
     return end({ label: route.label, mode, outcome: result.outcome, status: result.status, key })
   }
 
-  const request: PromptRequest = { api: route.api, body, key, model, mode, stream }
+  const request: PromptRequest = { api: route.api, body, key, model, agent, mode, stream }
   if (mode === "shadow") {
     const asked = ask(o, request, res)
     const result = await forward(raw, undefined)

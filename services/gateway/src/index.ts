@@ -7,4 +7,15 @@ export * as UsageTap from "./UsageTap.ts"
 export * as Metrics from "./Metrics.ts"
 export * as DefaultSession from "./DefaultSession.ts"
 export { startServer, limits, type GatewayServer } from "./Server.ts"
-export type { ServerOptions, Mode, Failure, Provider, Upstreams, Identity, RequestInfo, SessionInput, Logger } from "./Options.ts"
+export type {
+  ServerOptions,
+  Mode,
+  Failure,
+  Provider,
+  Upstreams,
+  Identity,
+  RequestInfo,
+  SessionInput,
+  SessionResult,
+  Logger,
+} from "./Options.ts"

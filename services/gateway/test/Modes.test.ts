@@ -40,11 +40,12 @@ describe("modes", () => {
     expect(s.fake.requests().at(-1)!.headers).not.toHaveProperty("x-ctxd-tenant")
     await ask(anthropicOf(s, { "x-ctxd-tenant": "t1", "x-ctxd-agent": "b", "x-ctxd-session": "s1" }))
     expect(sentSystem(s)).toBe("client system")
-    expect(s.port.prompts.map((p) => [p.mode, p.key.tenant, p.key.session])).toEqual([
-      ["active", "t1", "s1"],
-      ["shadow", "t1", "s1"],
+    expect(s.port.prompts.map((p) => [p.mode, p.key.tenant, p.key.session, p.agent])).toEqual([
+      ["active", "t1", "s1", "a"],
+      ["shadow", "t1", "s1", "b"],
     ])
     await eventually(() => s!.port.usages.length === 2)
+    expect(s.port.usages.map((u) => u.mode)).toEqual(["active", "shadow"])
     await ask(anthropicOf(s, { "x-ctxd-tenant": "t2", "x-ctxd-agent": "a" }))
     expect(sentSystem(s)).toBe("client system")
     expect(s.port.prompts).toHaveLength(2)
@@ -75,6 +76,23 @@ describe("modes", () => {
     s.fake.control({ replies: [{ text: "ok" }] })
     await ask(anthropicOf(s, { "anthropic-beta": "client-beta-1" }))
     expect(s.fake.requests().at(-1)!.headers["anthropic-beta"]).toBe("client-beta-1,context-1m-2025-08-07")
+  })
+})
+
+describe("sessions", () => {
+  it("a session function that refuses (gw-session's Named shape) is answered in the API's shape, nothing sent", async () => {
+    s = await stack({
+      sessionOf: (input) =>
+        input.headers["x-ctxd-tenant"] === "bad!"
+          ? { ok: false, error: { code: "BadTenant", status: 400, message: "x-ctxd-tenant must match [A-Za-z0-9_-]{1,128}" } }
+          : { ok: true, key: { tenant: "t", session: "named", from: "header", side: false } },
+    })
+    const error = await ask(anthropicOf(s, { "x-ctxd-tenant": "bad!" })).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(Anthropic.BadRequestError)
+    expect(s.fake.requests()).toHaveLength(0)
+    s.fake.control({ replies: [{ text: "ok" }] })
+    await ask(anthropicOf(s))
+    expect(s.port.prompts[0]!.key.session).toBe("named")
   })
 })
 
