@@ -21,6 +21,8 @@ export interface SessionKey {
 /** One client request, parsed: its API, the body as the client sent it, the session. */
 export interface PromptRequest {
   readonly api: Api
+  /** Whether the client asked for a streamed response (`stream: true`, Gemini `streamGenerateContent`). */
+  readonly stream?: boolean | undefined
   readonly body: Record<string, unknown>
   readonly key: SessionKey
   /** The model named by the path (Gemini) or the body. */
