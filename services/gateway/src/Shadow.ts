@@ -14,7 +14,7 @@
  *
  * Metrics: `ctxd_gateway_shadow_requests_total{tenant}`,
  * `ctxd_gateway_shadow_input_usd_total{tenant, body}` (`body`: `client` or
- * `ctxd`), `ctxd_gateway_shadow_saved_usd_total{tenant}`.
+ * `ctxd`), `ctxd_gateway_shadow_saved_usd{tenant}` (a gauge: this process's sum).
  */
 import { CacheBlocks, CacheSim, CostModel } from "@ctxd/context"
 import { LocalCounter } from "@ctxd/tokens"
@@ -71,13 +71,22 @@ export interface Recorder {
 export interface Options {
   /** Sessions kept (least recently used dropped). Default 10,000. */
   readonly maxSessions?: number | undefined
+  /**
+   * Tenants kept and named in the metrics' `tenant` label; past them a new
+   * tenant's requests count under `_other` (a caller may name any tenant:
+   * the labels stay bounded). Default 1,000.
+   */
+  readonly maxTenants?: number | undefined
   /** Each record, as it is made (e.g. appended to a file); errors are the sink's. */
   readonly sink?: ((record: Record) => void) | undefined
   /** Now, in ms (tests). */
   readonly now?: (() => number) | undefined
 }
 
-export const defaults = { maxSessions: 10_000 } as const
+export const defaults = { maxSessions: 10_000, maxTenants: 1_000 } as const
+
+/** The `tenant` label of the tenants past {@link Options.maxTenants}. */
+export const OTHER = "_other"
 
 const requestsTotal = Metric.counter("ctxd_gateway_shadow_requests_total", {
   description: "shadowed requests recorded (ctxd's reply built, the client's body sent)",
@@ -87,8 +96,10 @@ const inputUsdTotal = Metric.counter("ctxd_gateway_shadow_input_usd_total", {
   description: "input cost with caching of shadowed requests in USD, by body: client (what was sent) or ctxd (what ctxd would have sent)",
   incremental: true,
 })
-const savedUsdTotal = Metric.counter("ctxd_gateway_shadow_saved_usd_total", {
-  description: "projected saving of shadowed requests in USD (client − ctxd input cost; negative where ctxd would have cost more)",
+// a gauge: the sum can go down (a request where ctxd would have cost more), which a counter must not
+const savedUsd = Metric.gauge("ctxd_gateway_shadow_saved_usd", {
+  description:
+    "projected saving of the tenant's shadowed requests so far in USD (client − ctxd input cost; negative where ctxd would have cost more)",
 })
 
 const zero: Totals = { requests: 0, clientUsd: 0, ctxdUsd: 0, savedUsd: 0, clientTokens: 0, ctxdTokens: 0, billed: {} }
@@ -124,6 +135,7 @@ const counter = LocalCounter.make({ backend: "tiktoken", cacheCapacity: 50_000 }
 
 export const make = (options: Options = {}): Recorder => {
   const max = options.maxSessions ?? defaults.maxSessions
+  const maxTenants = options.maxTenants ?? defaults.maxTenants
   const now = options.now ?? Date.now
   const sessions = new Map<string, SessionState>()
   const tenants = new Map<string, Totals>()
@@ -150,9 +162,10 @@ export const make = (options: Options = {}): Recorder => {
   })
 
   const prompted: Recorder["prompted"] = (request, reply) => {
-    const { tenant, session } = request.key
+    const { session } = request.key
+    const tenant = tenants.has(request.key.tenant) || tenants.size < maxTenants ? request.key.tenant : OTHER
     const prices = CostModel.lookup(request.model.replace(/^models\//, ""))
-    const key = keyOf(tenant, session)
+    const key = keyOf(request.key.tenant, session)
     const state = sessions.get(key) ?? {
       startedAt: now(),
       client: CacheSim.empty(prices),
@@ -173,7 +186,7 @@ export const make = (options: Options = {}): Recorder => {
     const ctxdSide = side(prices, ctxdBlocks, ctxd.usage)
     const record: Record = {
       at: new Date(now()).toISOString(),
-      tenant,
+      tenant: request.key.tenant,
       session,
       turnId: reply.turnId,
       api: request.api,
@@ -183,13 +196,14 @@ export const make = (options: Options = {}): Recorder => {
       savedUsd: clientSide.usd - ctxdSide.usd,
     }
     state.totals = add(state.totals, record)
-    tenants.set(tenant, add(tenants.get(tenant) ?? zero, record))
+    const tenantTotals = add(tenants.get(tenant) ?? zero, record)
+    tenants.set(tenant, tenantTotals)
     Effect.runSync(
       Effect.all([
         Metric.increment(Metric.tagged(requestsTotal, "tenant", tenant)),
         Metric.incrementBy(Metric.tagged(Metric.tagged(inputUsdTotal, "tenant", tenant), "body", "client"), clientSide.usd),
         Metric.incrementBy(Metric.tagged(Metric.tagged(inputUsdTotal, "tenant", tenant), "body", "ctxd"), ctxdSide.usd),
-        Metric.incrementBy(Metric.tagged(savedUsdTotal, "tenant", tenant), record.savedUsd),
+        Metric.set(Metric.tagged(savedUsd, "tenant", tenant), tenantTotals.savedUsd),
       ]),
     )
     options.sink?.(record)

@@ -64,7 +64,15 @@ export const make = (backend: Backend, options: Options = {}): TurnPort => {
     const reply = await abortable(backend.turn(request.key.tenant, request.key.session, turn), signal)
     const out = TurnRequests.toReply(request, reply)
     if (request.mode === "shadow") {
-      options.shadow?.prompted(request, out)
+      try {
+        options.shadow?.prompted(request, out)
+      } catch (error) {
+        // the record is ctxd's own bookkeeping: the client's request goes on whatever it meets
+        options.logger?.warn(
+          { tenant: request.key.tenant, session: request.key.session, error: (error as Error).message },
+          "shadow record not made",
+        )
+      }
       shadowed.add(out.turnId)
       if (shadowed.size > SHADOW_TURNS) shadowed.delete(shadowed.values().next().value!)
     }
