@@ -7,6 +7,7 @@
  * `/healthz`, `/readyz`, `/metrics`; a client that leaves mid-stream ends
  * the upstream call.
  */
+import * as Zlib from "node:zlib"
 import { afterEach, describe, expect, it } from "vitest"
 import { type Stack, stack } from "./Helpers.ts"
 import { type Scripted, scripted, sse } from "./Upstream.ts"
@@ -45,6 +46,58 @@ describe("bad input", () => {
     const r = await raw(s, "/v1/messages", JSON.stringify({ pad: "x".repeat(5_000) }), { "x-api-key": "k" })
     expect(r.status).toBe(413)
     expect(await r.json()).toMatchObject({ type: "error", error: { type: "request_too_large" } })
+    expect(s.fake.requests()).toHaveLength(0)
+  })
+})
+
+describe("compressed request bodies (Codex CLI sends zstd)", () => {
+  const body = { model: "gpt-5-mini", input: "hi", instructions: "client", store: false }
+  const send = (st: Stack, bytes: Buffer, encoding: string) =>
+    fetch(`${st.gateway.url}/v1/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-encoding": encoding, authorization: "Bearer sk-x" },
+      body: bytes,
+    })
+
+  it("zstd, gzip and br bodies are read; ctxd's body goes uncompressed", async () => {
+    s = await stack()
+    for (const [encoding, pack] of [
+      ["zstd", Zlib.zstdCompressSync],
+      ["gzip", Zlib.gzipSync],
+      ["br", Zlib.brotliCompressSync],
+    ] as const) {
+      s.fake.control({ replies: [{ text: encoding }] })
+      const r = await send(s, pack(Buffer.from(JSON.stringify(body))), encoding)
+      expect(r.status).toBe(200)
+      const seen = s.fake.requests().at(-1)!
+      expect(seen.body).toMatchObject({ instructions: "[ctxd] system", store: false })
+      expect(seen.headers).not.toHaveProperty("content-encoding")
+    }
+    expect(s.port.prompts.map((p) => p.body["instructions"])).toEqual(["client", "client", "client"])
+  })
+
+  it("shadow: the client's compressed bytes go as they came", async () => {
+    const up = await scripted()
+    s = await stack({ mode: () => "shadow", upstreams: { anthropic: up.url, openai: up.url, google: up.url } })
+    up.handler = (_req, _body, res) => {
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end("{}")
+    }
+    const packed = Zlib.zstdCompressSync(Buffer.from(JSON.stringify(body)))
+    await send(s, packed, "zstd")
+    expect(up.seen[0]!.headers["content-encoding"]).toBe("zstd")
+    expect(up.seen[0]!.body.equals(packed)).toBe(true)
+    await up.close()
+  })
+
+  it("a body that is not what its coding says is a 400; a bomb past maxBodyBytes a 413", async () => {
+    s = await stack({ maxBodyBytes: 10_000 })
+    expect((await send(s, Buffer.from("not zstd"), "zstd")).status).toBe(400)
+    const bomb = Zlib.gzipSync(Buffer.from(JSON.stringify({ ...body, pad: "x".repeat(1_000_000) })))
+    expect(bomb.length).toBeLessThan(10_000)
+    const r = await send(s, bomb, "gzip")
+    expect(r.status).toBe(413)
+    expect(await r.json()).toMatchObject({ error: { message: expect.stringContaining("once decoded") } })
     expect(s.fake.requests()).toHaveLength(0)
   })
 })
