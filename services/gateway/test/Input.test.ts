@@ -114,7 +114,7 @@ describe("keys", () => {
     await raw(
       s,
       "/v1/messages",
-      JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 8, messages: [{ role: "user", content: "PROMPT-TEXT" }] }),
+      JSON.stringify({ model: "claude-sonnet-5", max_tokens: 8, messages: [{ role: "user", content: "PROMPT-TEXT" }] }),
       {
         "x-api-key": secret,
         "anthropic-version": "2023-06-01",
@@ -142,7 +142,7 @@ describe("keys", () => {
           : { ok: false, status: 401, message: "unknown gateway key" },
     })
     s.fake.control({ replies: [{ text: "ok" }] })
-    const body = JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 8, messages: [{ role: "user", content: "hi" }] })
+    const body = JSON.stringify({ model: "claude-sonnet-5", max_tokens: 8, messages: [{ role: "user", content: "hi" }] })
     const ok = await raw(s, "/v1/messages", body, { "x-api-key": "ctxd-gw-key-1", "anthropic-version": "2023-06-01" })
     expect(ok.status).toBe(200)
     expect(s.fake.requests().at(-1)!.keyHint).toBe("9999")
@@ -193,7 +193,7 @@ describe("platform paths", () => {
     await raw(
       s,
       "/v1/messages",
-      JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }),
+      JSON.stringify({ model: "claude-sonnet-5", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }),
       {
         "x-api-key": "k",
         "anthropic-version": "2023-06-01",
