@@ -190,15 +190,10 @@ describe("platform paths", () => {
     s.port.readyNow = false
     expect((await fetch(`${s.gateway.url}/readyz`)).status).toBe(503)
     s.fake.control({ replies: [{ text: "ok" }] })
-    await raw(
-      s,
-      "/v1/messages",
-      JSON.stringify({ model: "claude-sonnet-5", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }),
-      {
-        "x-api-key": "k",
-        "anthropic-version": "2023-06-01",
-      },
-    )
+    await raw(s, "/v1/messages", JSON.stringify({ model: "claude-sonnet-5", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }), {
+      "x-api-key": "k",
+      "anthropic-version": "2023-06-01",
+    })
     const m = await fetch(`${s.gateway.url}/metrics`)
     expect(m.headers.get("content-type")).toContain("text/plain")
     const text = await m.text()
@@ -207,6 +202,31 @@ describe("platform paths", () => {
     expect(text).toMatch(/ctxd_gateway_added_latency_seconds_bucket\{api="anthropic-messages",mode="active",le="\+Inf"\} [1-9]/)
     expect(text).toContain("ctxd_gateway_upstream_latency_seconds_count")
     expect(text).toContain("ctxd_gateway_first_byte_seconds_count")
+  })
+})
+
+describe("upstream cut", () => {
+  it("a provider that breaks off a stream cuts the client's too, counted as upstream_cut", async () => {
+    up = await scripted()
+    s = await stack({ upstreams: { anthropic: up.url, openai: up.url, google: up.url } })
+    up.handler = (_req, _body, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" })
+      res.write(sse("message_start", { type: "message_start", message: { id: "m", usage: { input_tokens: 1 } } }))
+      setTimeout(() => res.socket?.destroy(), 20)
+    }
+    const r = await fetch(`${s.gateway.url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": "k" },
+      body: JSON.stringify({ model: "m", max_tokens: 1, stream: true, messages: [] }),
+    })
+    await expect(r.text()).rejects.toThrow()
+    const until = Date.now() + 2_000
+    let text = ""
+    while (Date.now() < until && !/outcome="upstream_cut"/.test(text)) {
+      text = await (await fetch(`${s.gateway.url}/metrics`)).text()
+      await new Promise((x) => setTimeout(x, 10))
+    }
+    expect(text).toMatch(/ctxd_gateway_requests_total\{api="anthropic-messages",mode="active",outcome="upstream_cut"\} [1-9]/)
   })
 })
 
