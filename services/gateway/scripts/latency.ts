@@ -30,7 +30,7 @@ const call = (base: string, stream: boolean): Promise<{ total: number; first: nu
       res.resume()
     })
     req.on("error", reject)
-    req.end(JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 16, stream, messages: [{ role: "user", content: "hello there" }] }))
+    req.end(JSON.stringify({ model: "claude-sonnet-5", max_tokens: 16, stream, messages: [{ role: "user", content: "hello there" }] }))
   })
 
 const quantile = (xs: Array<number>, q: number): number => {

@@ -66,6 +66,15 @@ export const providerOfHeaders = (headers: IncomingHttpHeaders, query: URLSearch
   return "openai"
 }
 
+/** A path segment decoded; as it is when its escapes are malformed (the provider will say what it thinks of it). */
+const decoded = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
 const versionOf = (path: string): { readonly version: string | undefined; readonly rest: string } => {
   const match = /^\/(v1|v1beta|v1alpha)(\/.*)?$/.exec(path)
   return match === null ? { version: undefined, rest: path } : { version: match[1], rest: match[2] ?? "/" }
@@ -79,7 +88,7 @@ export const route = (method: string, path: string, headers: IncomingHttpHeaders
   const gemini = GEMINI.exec(path)
   if (gemini !== null) {
     const version = gemini[1] ?? "v1beta"
-    const model = decodeURIComponent(gemini[2]!)
+    const model = decoded(gemini[2]!)
     const verb = gemini[3]!
     const upstreamPath = `/${version}/models/${gemini[2]!}:${verb}`
     if (verb === "countTokens" || method !== "POST") {

@@ -22,7 +22,7 @@ const anthropicOf = (st: Stack, headers: Record<string, string> = {}, maxRetries
 
 const ask = (client: Anthropic) =>
   client.messages.create({
-    model: "claude-sonnet-4-5",
+    model: "claude-sonnet-5",
     max_tokens: 32,
     system: "client system",
     messages: [{ role: "user", content: "hi" }],
