@@ -1,1 +1,2 @@
 export type * as Port from "./Port.ts"
+export * as Session from "./session/index.ts"
