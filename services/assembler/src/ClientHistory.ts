@@ -6,7 +6,8 @@
  * the neutral form, compared key order aside, since Postgres `jsonb` keeps
  * keys in its own order). Messages ctxd added to the stored history itself
  * (mid-conversation system notes: memory, learnings, a loop nudge) are
- * never in the client's, and are skipped.
+ * not in the client's, and are skipped where the client's next message is
+ * not that same message.
  *
  * Pure: data in, data out.
  */
@@ -49,10 +50,14 @@ export const ownMessage = (message: Conversation.Message): boolean => MidSystem.
 export const match = (stored: ReadonlyArray<Conversation.Message>, client: ReadonlyArray<Conversation.Message>): Match => {
   let c = 0
   for (const message of stored) {
+    // the client's own copy first: a client may send mid-conversation system messages of its own
+    if (c < client.length && same(message, client[c]!)) {
+      c++
+      continue
+    }
     if (ownMessage(message)) continue
     if (c >= client.length) return { _tag: "Forked", at: client.length, reason: "shorter" }
-    if (!same(message, client[c]!)) return { _tag: "Forked", at: c, reason: "diverged" }
-    c++
+    return { _tag: "Forked", at: c, reason: "diverged" }
   }
   return { _tag: "Extends", matched: c }
 }

@@ -65,6 +65,12 @@ describe("ClientHistory.match", () => {
     expect(match(stored, [text("user", "a"), text("assistant", "b"), text("user", "c")])).toEqual({ _tag: "Extends", matched: 2 })
   })
 
+  it("matches a client's own mid-conversation system message where it stands", () => {
+    const mid: Conversation.Message = { role: "system", parts: [{ type: "text", text: "date: today" }], midConversation: true }
+    const stored = [text("user", "a"), mid, text("assistant", "b")]
+    expect(match(stored, [text("user", "a"), mid, text("assistant", "b")])).toEqual({ _tag: "Extends", matched: 3 })
+  })
+
   it("leaves undefined members out as the store does", () => {
     const sent = { role: "user", parts: [{ type: "text", text: "a", signature: undefined }], name: undefined } as Conversation.Message
     expect(match([text("user", "a")], [sent])).toEqual({ _tag: "Extends", matched: 1 })

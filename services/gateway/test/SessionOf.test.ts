@@ -116,6 +116,17 @@ describe("sessionOf", () => {
     expect(name({ api: "gemini", body: check }).sideReason).toBe("structured")
     expect(name({ headers: { "x-ctxd-side": "1" } }).sideReason).toBe("header")
     expect(name({ headers: { ...headers, "x-ctxd-side": "false" }, body: title }).side).toBe(false)
+    // Claude Code's title call, as captured: no tools, a JSON schema answer, the main loop's session header
+    const claudeTitle = {
+      model: "claude-haiku-4-5",
+      tools: [],
+      thinking: { type: "disabled" },
+      output_config: { format: { type: "json_schema", schema: { type: "object", properties: { title: { type: "string" } } } } },
+      system: [{ type: "text", text: "Generate a concise, sentence-case title (3-7 words)" }],
+      messages: [{ role: "user", content: [{ type: "text", text: "<session>\nfix the bug\n</session>" }] }],
+      metadata: { user_id: JSON.stringify({ device_id: "d", account_uuid: "", session_id: "cc-1" }) },
+    }
+    expect(name({ headers, body: claudeTitle })).toMatchObject({ side: true, sideReason: "structured" })
     // a derived single tool-less call is its own derived session already: not side
     expect(name({ body: title }).side).toBe(false)
   })

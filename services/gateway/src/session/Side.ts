@@ -10,7 +10,9 @@
  * 2. it carries Codex's `x-openai-subagent` (its compaction, review and
  *    other sub-agent calls);
  * 3. it offers no tools and asks for a JSON answer (a response schema or
- *    JSON mode: Gemini CLI's next-speaker and loop checks, classifiers);
+ *    JSON mode: Claude Code's title call, `tools: []` with
+ *    `output_config.format` `json_schema`; Gemini CLI's next-speaker and
+ *    loop checks; classifiers);
  * 4. it offers no tools, holds one message, and its session is named by a
  *    header (Claude Code's title and quota calls carry the main loop's
  *    session header, the main loop always offers tools).
