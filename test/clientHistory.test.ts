@@ -55,6 +55,12 @@ describe("client history against a worker", () => {
       usage: { prompt_tokens: 30, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 0 } },
     })
     expect(usage).toMatchObject({ ok: true, counted: true })
+    // and found there when reported to the session the client asked (counted once)
+    const t2Usage = { prompt_tokens: 20, completion_tokens: 5 }
+    const again = await h.request(`${h.root}.v1.usage.acme.ch-1`, { turnId: "t3", usage: t2Usage })
+    expect(again).toMatchObject({ ok: true })
+    expect(await h.request(`${h.root}.v1.usage.acme.ch-1`, { turnId: "t2", usage: t2Usage })).toMatchObject({ ok: true, counted: true })
+    expect(await h.request(`${h.root}.v1.usage.acme.ch-1`, { turnId: "nope", usage: t2Usage })).toMatchObject({ ok: false })
 
     // a new worker (no state in memory) finds the branch in the store and goes on in it
     await h.worker.stop()

@@ -148,3 +148,31 @@ export const make = Effect.gen(function* () {
 
   return { resolve } as const
 })
+
+/** Branches a usage report's turn is looked for in: 64 (a session forked more often reports to the branch itself). */
+export const MAX_LOOKUP = 64
+
+/**
+ * A stored turn of `tenant`/`session` or, when the session has none of
+ * that id, of one of its branches (newest first): a client-history turn is
+ * stored where `report.history.session` says, while a caller may report its
+ * usage to the session it asked. `None` when neither holds it.
+ */
+export const findTurn = (tenant: string, session: string, turnId: string) =>
+  Effect.gen(function* () {
+    const store = yield* SessionStore.SessionStore
+    const leases = yield* ShardLeases.ShardLeases
+    const own = yield* store.findTurn(tenant, session, turnId)
+    if (own._tag === "Some") return own
+    const branches: Array<string> = []
+    for (let k = 1; k <= MAX_LOOKUP; k++) {
+      const id = Branches.branchId(tenant, session, k, leases.shardOf)
+      if ((yield* store.listTurns(tenant, id, 1)).length === 0) break
+      branches.push(id)
+    }
+    for (const id of branches.reverse()) {
+      const found = yield* store.findTurn(tenant, id, turnId)
+      if (found._tag === "Some") return found
+    }
+    return own
+  })
