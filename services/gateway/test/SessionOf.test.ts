@@ -1,6 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { sessionOf, type Input } from "../src/session/SessionOf.ts"
+import { forServer, sessionOf, type Input } from "../src/session/SessionOf.ts"
 import { TOKEN, toToken } from "../src/session/Token.ts"
 
 const tools = [{ name: "bash", description: "run", input_schema: { type: "object" } }]
@@ -139,6 +139,18 @@ describe("sessionOf", () => {
         return named.ok && TOKEN.test(named.key.session)
       }),
     )
+  })
+})
+
+describe("forServer", () => {
+  it("takes the identity's tenant as the key's, and the default for none", () => {
+    const of = forServer({ defaultTenant: "local" })
+    expect(of({ api: "anthropic-messages", headers: {}, body: main })).toMatchObject({ ok: true, key: { tenant: "local" } })
+    expect(of({ api: "anthropic-messages", headers: {}, body: main, tenant: "acme" })).toMatchObject({ ok: true, key: { tenant: "acme" } })
+    expect(of({ api: "anthropic-messages", headers: { "x-ctxd-tenant": "b" }, body: main, tenant: "acme" })).toMatchObject({
+      ok: false,
+      error: { code: "TenantMismatch" },
+    })
   })
 })
 

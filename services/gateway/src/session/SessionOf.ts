@@ -109,3 +109,28 @@ export const sessionOf = (input: Input): Named => {
     },
   }
 }
+
+/** What the server hands its session function: the request's API, headers and body, and the tenant its authentication found. */
+export interface ServerInput {
+  readonly api: Api
+  readonly headers: Headers
+  readonly body: Readonly<Record<string, unknown>>
+  /** The tenant the caller's identity names (a gateway key's); undefined: none. */
+  readonly tenant?: string | undefined
+}
+
+/**
+ * {@link sessionOf} as the server's `sessionOf` option: the identity's
+ * tenant taken as the gateway key's (an `x-ctxd-tenant` naming another is
+ * refused), `defaultTenant` for requests that name none.
+ */
+export const forServer =
+  (options: { readonly defaultTenant?: string | undefined } = {}) =>
+  (input: ServerInput): Named =>
+    sessionOf({
+      api: input.api,
+      headers: input.headers,
+      body: input.body as Record<string, unknown>,
+      keyTenant: input.tenant,
+      defaultTenant: options.defaultTenant,
+    })
