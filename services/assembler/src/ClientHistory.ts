@@ -25,19 +25,34 @@ export type Match =
    */
   | { readonly _tag: "Forked"; readonly at: number; readonly reason: "diverged" | "shorter" }
 
-/** A value's JSON text with object keys sorted and `undefined` members left out (as JSON leaves them out). */
-export const canonical = (value: unknown): string => {
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonical(v))).join(",")}]`
-  const record = value as Record<string, unknown>
-  const keys = Object.keys(record)
-    .filter((k) => record[k] !== undefined)
-    .sort()
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(record[k])}`).join(",")}}`
+/**
+ * Whether two JSON values are the same, object keys in any order and
+ * `undefined` members as absent (as JSON writes them): no text is built,
+ * and the walk stops at the first difference.
+ */
+export const equal = (a: unknown, b: unknown): boolean => {
+  if (a === b) return true
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false
+    for (let i = 0; i < a.length; i++) if (!equal(a[i] ?? null, b[i] ?? null)) return false
+    return true
+  }
+  if (Array.isArray(b)) return false
+  const x = a as Record<string, unknown>
+  const y = b as Record<string, unknown>
+  let keys = 0
+  for (const k in x) {
+    if (x[k] === undefined) continue
+    keys++
+    if (!Object.hasOwn(y, k) || !equal(x[k], y[k])) return false
+  }
+  for (const k in y) if (y[k] !== undefined) keys--
+  return keys === 0
 }
 
 /** Whether two messages are the same content. */
-export const same = (a: Conversation.Message, b: Conversation.Message): boolean => a === b || canonical(a) === canonical(b)
+export const same = (a: Conversation.Message, b: Conversation.Message): boolean => equal(a, b)
 
 /** True for a stored message ctxd wrote itself, which no client sends back. */
 export const ownMessage = (message: Conversation.Message): boolean => MidSystem.isMid(message)

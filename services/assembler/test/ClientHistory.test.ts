@@ -3,7 +3,18 @@ import { ShardId } from "@ctxd/sharding"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import * as Branches from "../src/Branches.ts"
-import { canonical, match } from "../src/ClientHistory.ts"
+import { equal, match } from "../src/ClientHistory.ts"
+
+/** A value's JSON text with object keys sorted and `undefined` members left out (as JSON leaves them out). */
+const canonical = (value: unknown): string => {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
+  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonical(v))).join(",")}]`
+  const record = value as Record<string, unknown>
+  const keys = Object.keys(record)
+    .filter((k) => record[k] !== undefined)
+    .sort()
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(record[k])}`).join(",")}}`
+}
 
 const text = (role: Conversation.Role, t: string): Conversation.Message => ({ role, parts: [{ type: "text", text: t }] })
 const arbMessage: fc.Arbitrary<Conversation.Message> = fc
@@ -22,6 +33,18 @@ const reordered = (value: unknown): unknown =>
             .map(([k, v]) => [k, reordered(v)]),
         )
       : value
+
+describe("ClientHistory.equal", () => {
+  it("is equality of the JSON texts with keys sorted", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.jsonValue(), (x, y) => equal(x, y) === (canonical(x) === canonical(y)) && equal(x, reordered(x))),
+    )
+    expect(equal({ a: 1, b: undefined }, { a: 1 })).toBe(true)
+    expect(equal({ a: 1 }, { a: 1, b: 2 })).toBe(false)
+    expect(equal([1, 2], [2, 1])).toBe(false)
+    expect(equal([], {})).toBe(false)
+  })
+})
 
 describe("ClientHistory.match", () => {
   it("finds every stored history extended by the client's, and matches all of it", () => {
