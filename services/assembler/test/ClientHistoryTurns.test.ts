@@ -100,6 +100,80 @@ describe("client history turns", () => {
     expect(two.report.messages.stored).toBe(3)
   })
 
+  it("match Anthropic histories whose cache breakpoints move and whose text turns into blocks", async () => {
+    open()
+    const claude = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>) =>
+      ({
+        turnId,
+        format: "anthropic",
+        model: { provider: "anthropic", name: "claude-sonnet-4-5" },
+        history: "client",
+        system: "You are a coding agent.",
+        tools: [{ name: "ls", description: "list", input_schema: { type: "object" } }],
+        messages,
+      }) as unknown as Turn.TurnRequest
+    const cached = (text: string) => [{ type: "text", text, cache_control: { type: "ephemeral" } }]
+    const call = {
+      role: "assistant",
+      content: [
+        { type: "thinking", thinking: "list them", signature: "sig-1" },
+        { type: "tool_use", id: "toolu_1", name: "ls", input: {} },
+      ],
+    }
+    const result = { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "a.ts" }] }
+    await turns.turn("acme", "c", claude("t1", [{ role: "user", content: cached("list the files") }]))
+    const two = await turns.turn(
+      "acme",
+      "c",
+      claude("t2", [
+        { role: "user", content: "list the files" },
+        call,
+        { ...result, content: [{ ...result.content[0], cache_control: { type: "ephemeral" } }] },
+      ]),
+    )
+    expect(two.report.history).toMatchObject({ branch: 0, matched: 1, appended: 2 })
+    const three = await turns.turn(
+      "acme",
+      "c",
+      claude("t3", [
+        { role: "user", content: [{ type: "text", text: "list the files" }] },
+        call,
+        result,
+        { role: "assistant", content: [{ type: "text", text: "a.ts" }] },
+        { role: "user", content: cached("thanks") },
+      ]),
+    )
+    expect(three.report.history).toMatchObject({ branch: 0, matched: 3, appended: 2 })
+  })
+
+  it("match Responses input items (reasoning, calls, outputs) on every resend", async () => {
+    open()
+    const codex = (turnId: string, input: ReadonlyArray<Record<string, unknown>>) =>
+      ({
+        turnId,
+        format: "openai-responses",
+        model: { provider: "openai", name: "gpt-5" },
+        history: "client",
+        instructions: "You are Codex.",
+        tools: [{ type: "function", name: "shell", parameters: { type: "object" } }],
+        input,
+      }) as unknown as Turn.TurnRequest
+    const user = (text: string) => ({ type: "message", role: "user", content: [{ type: "input_text", text }] })
+    const reasoning = { type: "reasoning", id: "rs_1", summary: [], encrypted_content: "gAAAA-opaque" }
+    const call = { type: "function_call", id: "fc_1", call_id: "call_1", name: "shell", arguments: '{"cmd":"ls"}' }
+    const output = { type: "function_call_output", call_id: "call_1", output: "a.ts" }
+    await turns.turn("acme", "r", codex("t1", [user("list")]))
+    const two = await turns.turn("acme", "r", codex("t2", [user("list"), reasoning, call, output]))
+    expect(two.report.history).toMatchObject({ branch: 0, matched: 1 })
+    const answer = { type: "message", role: "assistant", content: [{ type: "output_text", text: "a.ts" }] }
+    const three = await turns.turn("acme", "r", codex("t3", [user("list"), reasoning, call, output, answer, user("ok")]))
+    expect(three.report.history).toMatchObject({
+      branch: 0,
+      matched: two.report.history!.matched + two.report.history!.appended,
+      appended: 2,
+    })
+  })
+
   it("match Gemini calls without ids on every resend", async () => {
     open()
     const gemini = (turnId: string, contents: ReadonlyArray<Record<string, unknown>>) =>
