@@ -12,7 +12,7 @@
  * client's history (a fixed seed instead of the turn id), so the same call
  * normalizes alike on every resend.
  */
-import { Normalize } from "@ctxd/context"
+import { Normalize, Providers } from "@ctxd/context"
 import type { Conversation, Turn } from "@ctxd/contracts"
 import { SessionStore } from "@ctxd/db"
 import { ShardLeases } from "@ctxd/sharding"
@@ -39,16 +39,8 @@ export interface Resolved {
 }
 
 /** `request` with an empty history: what the turn's system and tools are normalized from. */
-export const withoutHistory = (request: Turn.TurnRequest): Turn.TurnRequest => {
-  switch (request.format) {
-    case "openai-responses":
-      return { ...request, input: [] }
-    case "gemini":
-      return { ...request, contents: [] }
-    default:
-      return { ...request, messages: [] }
-  }
-}
+export const withoutHistory = (request: Turn.TurnRequest): Turn.TurnRequest =>
+  ({ ...request, [Providers.of(request.format).historyField]: [] }) as Turn.TurnRequest
 
 /** The client's whole history in neutral form (a given request's content as it is). */
 export const clientMessages = (decoded: Decode.Decoded): ReadonlyArray<Normalize.NormalizedMessage> => {

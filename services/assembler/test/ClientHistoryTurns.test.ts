@@ -146,6 +146,33 @@ describe("client history turns", () => {
     expect(three.report.history).toMatchObject({ branch: 0, matched: 3, appended: 2 })
   })
 
+  it("take a client's mid-conversation system message (Claude Code's) and match it on every resend", async () => {
+    open()
+    const claude = (turnId: string, messages: ReadonlyArray<Record<string, unknown>>) =>
+      ({
+        turnId,
+        format: "anthropic",
+        model: { provider: "anthropic", name: "claude-sonnet-4-5" },
+        history: "client",
+        system: "You are Claude Code.",
+        messages,
+      }) as unknown as Turn.TurnRequest
+    const head = [
+      { role: "user", content: "fix the bug" },
+      { role: "system", content: [{ type: "text", text: "The date is today." }] },
+    ]
+    const one = await turns.turn("acme", "m", claude("t1", head))
+    expect(one.report.history).toMatchObject({ appended: 2 })
+    // where the model takes no mid-conversation system message, it reads as user text at its place
+    expect(JSON.stringify(one.request["messages"])).toContain("The date is today.")
+    const two = await turns.turn(
+      "acme",
+      "m",
+      claude("t2", [...head, { role: "assistant", content: "ok" }, { role: "user", content: "go" }]),
+    )
+    expect(two.report.history).toMatchObject({ branch: 0, matched: 2, appended: 2 })
+  })
+
   it("match Responses input items (reasoning, calls, outputs) on every resend", async () => {
     open()
     const codex = (turnId: string, input: ReadonlyArray<Record<string, unknown>>) =>

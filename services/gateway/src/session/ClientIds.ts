@@ -68,9 +68,12 @@ const fromUserId = (userId: string): string | undefined => {
   return id.length > 0 ? id : undefined
 }
 
+/** The APIs whose bodies may carry `prompt_cache_key`. */
+const CACHE_KEY_APIS: ReadonlySet<Api> = new Set<Api>(["openai-chat", "openai-responses"])
+
 /** The body fields that name a session, for `api`. */
 const fromBody = (api: Api, body: Record<string, unknown>): Found | undefined => {
-  if (api === "openai-chat" || api === "openai-responses") {
+  if (CACHE_KEY_APIS.has(api)) {
     const key = body["prompt_cache_key"]
     if (typeof key === "string" && key.trim().length > 0) return { source: "body.prompt_cache_key", value: key.trim() }
   }

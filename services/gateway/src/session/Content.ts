@@ -112,17 +112,12 @@ const gemini = (body: Json): Shape => {
   }
 }
 
-/** The {@link Shape} of a client's `body` sent to `api`. */
-export const shapeOf = (api: Api, body: unknown): Shape => {
-  const json = isObject(body) ? body : {}
-  switch (api) {
-    case "anthropic-messages":
-      return anthropic(json)
-    case "openai-chat":
-      return openaiChat(json)
-    case "openai-responses":
-      return openaiResponses(json)
-    case "gemini":
-      return gemini(json)
-  }
+const readers: Readonly<Record<Api, (body: Json) => Shape>> = {
+  "anthropic-messages": anthropic,
+  "openai-chat": openaiChat,
+  "openai-responses": openaiResponses,
+  gemini,
 }
+
+/** The {@link Shape} of a client's `body` sent to `api`. */
+export const shapeOf = (api: Api, body: unknown): Shape => readers[api](isObject(body) ? body : {})
