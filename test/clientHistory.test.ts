@@ -76,6 +76,19 @@ describe("client history against a worker", () => {
     expect(await turn("ch-1", "t4", [u("summary: hello, files"), a("ok"), u("go on"), a("done"), u("thanks")])).toEqual(next)
   })
 
+  it("deletes a session's branches with it, and starts it anew from the session itself", async () => {
+    await turn("ch-2", "t1", [u("hello")])
+    const forked = await turn("ch-2", "t2", [u("other")])
+    const branch = forked.report.history.session as string
+    expect(await stored(branch)).toEqual(["other"])
+    const deleted = await h.request(`${h.root}.v1.session.acme.ch-2`, { op: "delete" })
+    expect(deleted).toMatchObject({ ok: true, deleted: true, removed: { sessions: 2, messages: 2 } })
+    expect(await stored("ch-2")).toEqual([])
+    expect(await stored(branch)).toEqual([])
+    const again = await turn("ch-2", "t3", [u("fresh")])
+    expect(again.report.history).toMatchObject({ session: "ch-2", branch: 0, appended: 1 })
+  })
+
   it("refuses a bad history mode with a BadRequest naming the field, storing nothing", async () => {
     const reply = await h.request(h.turnSubject("acme", "ch-bad"), {
       turnId: "t1",

@@ -81,7 +81,11 @@ export const make = Effect.gen(function* () {
       const key = `${tenant}\u0000${session}`
       let k = newest.get(key) ?? 0
       // a cached state of the session on this worker: no one else writes its branches (they share its shard)
-      if (!(trusted && newest.has(key))) while (yield* exists(tenant, idOf(tenant, session, k + 1))) k++
+      if (!(trusted && newest.has(key))) {
+        // the session may have been deleted since (its branches with it): then from the session itself
+        if (k > 0 && !(yield* exists(tenant, idOf(tenant, session, k)))) k = 0
+        while (yield* exists(tenant, idOf(tenant, session, k + 1))) k++
+      }
       if (newest.size >= NEWEST) newest.clear()
       newest.set(key, k)
       return k
@@ -145,6 +149,24 @@ export const make = Effect.gen(function* () {
 export const MAX_LOOKUP = 64
 
 /**
+ * The branches of `tenant`/`session` that exist (a turn committed to
+ * each), oldest first, at most {@link MAX_LOOKUP}: branch k is asked for
+ * while k - 1 exists (a branch is only ever made next to the newest).
+ */
+export const branchesOf = (tenant: string, session: string) =>
+  Effect.gen(function* () {
+    const store = yield* SessionStore.SessionStore
+    const leases = yield* ShardLeases.ShardLeases
+    const branches: Array<string> = []
+    for (let k = 1; k <= MAX_LOOKUP; k++) {
+      const id = Branches.branchId(tenant, session, k, leases.shardOf)
+      if ((yield* store.listTurns(tenant, id, 1)).length === 0) break
+      branches.push(id)
+    }
+    return branches as ReadonlyArray<string>
+  })
+
+/**
  * A stored turn of `tenant`/`session` or, when the session has none of
  * that id, of one of its branches (newest first): a client-history turn is
  * stored where `report.history.session` says, while a caller may report its
@@ -153,16 +175,9 @@ export const MAX_LOOKUP = 64
 export const findTurn = (tenant: string, session: string, turnId: string) =>
   Effect.gen(function* () {
     const store = yield* SessionStore.SessionStore
-    const leases = yield* ShardLeases.ShardLeases
     const own = yield* store.findTurn(tenant, session, turnId)
     if (own._tag === "Some") return own
-    const branches: Array<string> = []
-    for (let k = 1; k <= MAX_LOOKUP; k++) {
-      const id = Branches.branchId(tenant, session, k, leases.shardOf)
-      if ((yield* store.listTurns(tenant, id, 1)).length === 0) break
-      branches.push(id)
-    }
-    for (const id of branches.reverse()) {
+    for (const id of [...(yield* branchesOf(tenant, session))].reverse()) {
       const found = yield* store.findTurn(tenant, id, turnId)
       if (found._tag === "Some") return found
     }
