@@ -224,12 +224,24 @@ const responseId = (pattern: RegExp, what: string) =>
     ),
   )
 
+/**
+ * What the request's messages (`messages`, `input`, `contents`) are:
+ * `delta` (the default), the messages since the previous turn; `client`,
+ * the client's whole history as it sends it on every call (the gateway):
+ * the worker matches it against the stored history by content, appends
+ * only what is new, and when it no longer extends the stored one starts a
+ * new branch of the session from it (the report's `history` says which).
+ */
+export const HistoryMode = Schema.Literal("delta", "client")
+export type HistoryMode = typeof HistoryMode.Type
+
 const common = {
   /** Idempotency key: the same id again returns the stored reply. */
   turnId: TurnId,
   model: Model,
   system: Schema.optional(System),
   options: Schema.optional(Options),
+  history: Schema.optional(HistoryMode),
 }
 
 export const AnthropicTurnRequest = Schema.Struct({

@@ -16,6 +16,10 @@ export interface SessionKey {
   readonly from: "header" | "client-header" | "derived"
   /** A side request (a title or summary call next to the main loop): not a turn of the session. */
   readonly side: boolean
+  /** Where the session was read: `x-ctxd-session`, the client's header (lower case) or body field (`body.prompt_cache_key`), or `derived`. */
+  readonly source?: string | undefined
+  /** Why the request is side (`session/Side.ts`): `header`, `subagent`, `structured`, `single-toolless`. */
+  readonly sideReason?: string | undefined
 }
 
 /** One client request, parsed: its API, the body as the client sent it, the session. */
