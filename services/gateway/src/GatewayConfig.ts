@@ -13,8 +13,8 @@
  * a tenant that may use neither is refused (403). Any other key is the
  * caller's own provider key: it passes through untouched (never stored,
  * logged or hashed anywhere but here, in memory, to look it up), and the
- * tenant is `x-ctxd-tenant` — unless `gateway.requireKey` is true, when it
- * is refused (401).
+ * tenant is left to the session naming (`x-ctxd-tenant`, else `default`) —
+ * unless `gateway.requireKey` is true, when it is refused (401).
  */
 import type { RuntimeConfig } from "@ctxd/config"
 import { GatewaySection } from "@ctxd/config"
@@ -140,7 +140,8 @@ export const make = (options: Options): GatewayConfig => {
     if (tenant === undefined) {
       if (section()?.requireKey ?? GatewaySection.defaults.requireKey)
         return { ok: false, status: 401, message: "this gateway takes only gateway keys (gateway.requireKey)" }
-      return { ok: true, tenant: first(caller.headers["x-ctxd-tenant"]) }
+      // the caller's own key: the session naming reads x-ctxd-tenant (a gateway key's tenant is the only one it checks)
+      return { ok: true, tenant: undefined }
     }
     const choice = providerKeys.choose(tenant, caller.provider)
     if (choice._tag === "Denied") return { ok: false, status: 403, message: choice.message }

@@ -82,9 +82,9 @@ describe("GatewayConfig", () => {
     })
   })
 
-  it("any other key is the caller's own: passed through untouched, the tenant from x-ctxd-tenant; refused under requireKey", () => {
+  it("any other key is the caller's own: passed through untouched, no tenant named (the session naming reads x-ctxd-tenant); refused under requireKey", () => {
     config.set({ gateway: { keys: { acme: { tenant: "acme", sha256: sha("ctxd-acme-key") } } } })
-    expect(gateway.authenticate(headers({ "x-api-key": "sk-ant-mine", "x-ctxd-tenant": "t1" }))).toEqual({ ok: true, tenant: "t1" })
+    expect(gateway.authenticate(headers({ "x-api-key": "sk-ant-mine", "x-ctxd-tenant": "t1" }))).toEqual({ ok: true, tenant: undefined })
     config.set({ gateway: { requireKey: true } })
     expect(gateway.authenticate(headers({ "x-api-key": "sk-ant-mine" }))).toMatchObject({ ok: false, status: 401 })
   })

@@ -68,6 +68,9 @@ describe("InProcessPort", () => {
     const second = await ask("anthropic-messages", "a1", next, "claude-sonnet-4-6")
     await anthropic.messages.create({ ...next, ...second.body } as never)
     expect(second.turnId).not.toBe(first.turnId)
+    // the client's whole history each time, stored once: the second turn matched the first's message, appended two
+    expect(first.report.history).toMatchObject({ mode: "client", branch: 0, matched: 0, appended: 1 })
+    expect(second.report.history).toMatchObject({ mode: "client", branch: 0, matched: 1, appended: 2 })
   })
 
   it("OpenAI Chat Completions", async () => {

@@ -15,7 +15,7 @@
 import { type ContextClient } from "@ctxd/client"
 import { RuntimeConfig } from "@ctxd/config"
 import { ProviderKeys } from "@ctxd/context"
-import { GatewayConfig, GatewayEnv, InProcessPort, NatsPort, type Port, Shadow, startServer } from "@ctxd/gateway"
+import { GatewayConfig, GatewayEnv, InProcessPort, NatsPort, type Port, Session, Shadow, startServer } from "@ctxd/gateway"
 import { Config, ConfigProvider, Effect, Exit, Scope } from "effect"
 import { appendFileSync } from "node:fs"
 import { connect } from "node:net"
@@ -121,6 +121,8 @@ export const run = async (input: Input = {}): Promise<number> => {
       failure: config.failure,
       promptTimeoutMs: config.promptTimeoutMs(),
       authenticate: (request) => config.authenticate(request),
+      // sessions without client changes: ctxd's headers, the CLIs' own session ids, else derived; side calls apart
+      sessionOf: Session.SessionOf.forServer(),
       logger,
     }).catch(async (e: unknown) => {
       await port.close()
