@@ -22,11 +22,14 @@ import type { Api, PromptReply, PromptRequest } from "./Port.ts"
 
 type Json = Record<string, unknown>
 
-/** A client request ctxd has nothing to do with (not a failure: the client's body goes as it is). */
+/**
+ * A client request ctxd cannot take whole (named in `message`): the ports
+ * answer it with the client's own body, not a failure. A side request is
+ * not declined: the session naming gave it a session of its own.
+ */
 export class Declined extends Error {
-  /** `side`: a side request; `unsupported`: a shape ctxd cannot take whole (named in `message`). */
-  readonly code: "side" | "unsupported"
-  constructor(code: "side" | "unsupported", message: string) {
+  readonly code: "unsupported"
+  constructor(code: "unsupported", message: string) {
     super(message)
     this.code = code
   }
@@ -139,7 +142,6 @@ const chatSplit = (messages: ReadonlyArray<unknown>): { readonly system: Turn.Sy
  * `options` go as the turn's options (the gateway's agent, the tenant's).
  */
 export const toTurn = (request: PromptRequest, options?: Turn.Options): DistributiveOmit<Turn.TurnRequest, "turnId"> & Json => {
-  if (request.key.side) throw new Declined("side", "a side request is not a turn of its session")
   const body = request.body
   const model: Json = { provider: providerOf[request.api], name: modelName(request) }
   const max = maxOutput(request)

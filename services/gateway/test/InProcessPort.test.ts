@@ -135,6 +135,14 @@ describe("InProcessPort", () => {
     expect(shadow.tenant("gwrun")!.requests).toBeGreaterThanOrEqual(1)
   })
 
+  it("a request ctxd cannot take whole goes as the client sent it, and its usage is nobody's turn", async () => {
+    const client: Json = { model: "gpt-5-mini", input: "and then?", previous_response_id: "resp_abc", stream: true }
+    const reply = await ask("openai-responses", "r2", client, "gpt-5-mini")
+    expect(reply.body).toEqual(client)
+    expect(reply.headers).toEqual({})
+    port.usage({ key: key("r2"), turnId: reply.turnId, api: "openai-responses", model: "gpt-5-mini", usage: { input_tokens: 5 } })
+  })
+
   it("a request the engine rejects rejects the prompt; an aborted wait rejects at once; after close, no turns", async () => {
     await expect(ask("anthropic-messages", "bad", { messages: [{ role: "robot", content: "x" }] }, "claude-sonnet-4-6")).rejects.toThrow()
     const aborted = new AbortController()

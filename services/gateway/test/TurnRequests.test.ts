@@ -87,7 +87,7 @@ describe("TurnRequests.toTurn", () => {
     )
   })
 
-  it("Gemini: the path's model without models/, generationConfig's limit; a side request is declined", () => {
+  it("Gemini: the path's model without models/, generationConfig's limit; a side request is a turn of its own session; cachedContent is declined", () => {
     const turn = TurnRequests.toTurn(
       req(
         "gemini",
@@ -97,7 +97,8 @@ describe("TurnRequests.toTurn", () => {
     ) as Record<string, unknown>
     expect(turn.model).toEqual({ provider: "google", name: "gemini-2.5-flash", maxOutputTokens: 64 })
     const side = { ...req("gemini", { contents: [] }), key: { ...key, side: true } }
-    expect(() => TurnRequests.toTurn(side)).toThrow(expect.objectContaining({ code: "side" }))
+    expect(TurnRequests.toTurn(side)).toMatchObject({ format: "gemini", history: "client" })
+    expect(() => TurnRequests.toTurn(req("gemini", { contents: [], cachedContent: "cachedContents/x" }))).toThrow(TurnRequests.Declined)
   })
 
   it("the turn id is the same for the same body (a client's retry) and differs otherwise", () => {

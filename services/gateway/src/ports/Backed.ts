@@ -58,9 +58,29 @@ const SHADOW_TURNS = 10_000
 
 export const make = (backend: Backend, options: Options = {}): TurnPort => {
   const shadowed = new Set<string>()
+  // turns answered with the client's own body: their usage is nobody's turn
+  const declined = new Set<string>()
+  const remember = (set: Set<string>, turnId: string) => {
+    set.add(turnId)
+    if (set.size > SHADOW_TURNS) set.delete(set.values().next().value!)
+  }
+  /** The client's own body as the reply: the gateway lays it over itself, so the request goes as sent. */
+  const passThrough = (request: PromptRequest): PromptReply => {
+    const turnId = `${TurnRequests.turnIdOf(request)}-declined`
+    remember(declined, turnId)
+    // no turn ran, so there is no report; nothing downstream of the port reads one
+    return { body: { ...request.body }, headers: {}, turnId, report: {} as Turn.Report }
+  }
   const prompt = async (request: PromptRequest, signal: AbortSignal): Promise<PromptReply> => {
     const options_ = request.agent === undefined ? undefined : { agent: request.agent }
-    const turn = { ...TurnRequests.toTurn(request, options_), turnId: TurnRequests.turnIdOf(request) } as unknown as Turn.TurnRequest
+    let fields: ReturnType<typeof TurnRequests.toTurn>
+    try {
+      fields = TurnRequests.toTurn(request, options_)
+    } catch (error) {
+      if (!(error instanceof TurnRequests.Declined)) throw error
+      return passThrough(request)
+    }
+    const turn = { ...fields, turnId: TurnRequests.turnIdOf(request) } as unknown as Turn.TurnRequest
     const reply = await abortable(backend.turn(request.key.tenant, request.key.session, turn), signal)
     const out = TurnRequests.toReply(request, reply)
     if (request.mode === "shadow") {
@@ -73,12 +93,12 @@ export const make = (backend: Backend, options: Options = {}): TurnPort => {
           "shadow record not made",
         )
       }
-      shadowed.add(out.turnId)
-      if (shadowed.size > SHADOW_TURNS) shadowed.delete(shadowed.values().next().value!)
+      remember(shadowed, out.turnId)
     }
     return out
   }
   const usage = (report: UsageReport): void => {
+    if (declined.delete(report.turnId)) return
     if (report.mode === "shadow" || shadowed.delete(report.turnId)) {
       options.shadow?.billed(report)
       return
