@@ -13,6 +13,7 @@ import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { createServer } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 const BIN = join(import.meta.dirname, "..", "bin", "ctxd.ts")
@@ -60,10 +61,14 @@ const start = (): Promise<{ url: string; output: () => string }> =>
     child.once("exit", (code) => reject(new Error(`exited ${code}:\n${output}`)))
   })
 
-const ctxd = (...args: Array<string>) =>
+const ctxd = (...args: Array<string>) => ctxdWith({}, ...args)
+const ctxdWith = (extra: Record<string, string>, ...args: Array<string>) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 60_000, env: env() }, (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { encoding: "utf8", timeout: 60_000, env: { ...env(), ...extra } },
+      (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr }),
     )
   })
 
@@ -128,5 +133,18 @@ describe("ctxd gateway", { timeout: 120_000 }, () => {
     expect(usage.code).toBe(2)
     expect((await ctxd("gateway", "--help")).stdout).toContain("usage: ctxd gateway")
     expect((await ctxd("inspect", "--shadow", join(dir, "none.jsonl"))).code).toBe(1)
+  })
+
+  it("refuses an upstream that is the gateway itself", async () => {
+    writeFileSync(configFile, "gateway:\n  mode: active\n")
+    const free = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as { port: number }
+        probe.close(() => resolve(port))
+      })
+    })
+    const looped = await ctxdWith({ CTXD_GATEWAY_UPSTREAM_OPENAI: `http://localhost:${free}/v1` }, "gateway", "--port", String(free))
+    expect(looped.code).toBe(1)
+    expect(looped.stderr).toContain("is this gateway itself")
   })
 })

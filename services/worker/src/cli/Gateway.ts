@@ -76,6 +76,17 @@ const choosePort = async (
   return inProcess(`in-process: no ctxd worker answers on NATS ${shown(s.natsUrl)} (root ${s.root})`)
 }
 
+const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1", "[::1]", "0.0.0.0"])
+
+/** Whether `base` names the gateway's own address (a loopback name for a loopback bind counts). */
+const pointsAt = (base: string, server: { readonly host: string; readonly port: number }): boolean => {
+  if (!URL.canParse(base)) return false
+  const url = new URL(base)
+  const port = Number(url.port || (url.protocol === "https:" ? 443 : 80))
+  const same = url.hostname === server.host || (LOOPBACK.has(url.hostname) && LOOPBACK.has(server.host))
+  return same && port === server.port
+}
+
 /** A NATS URL without its credentials. */
 const shown = (url: string): string => url.replace(/\/\/[^@/]*@/g, "//")
 
@@ -108,15 +119,16 @@ export const run = async (input: Input = {}): Promise<number> => {
     )
     const { port, why } = await choosePort(input.fleet ?? s.gateway.fleet, s, { shadow, logger })
     const upstreams = config.upstreams()
+    const chosen = {
+      anthropic: upstreams.anthropic ?? s.gateway.anthropic ?? GatewayEnv.PUBLIC.anthropic,
+      openai: upstreams.openai ?? s.gateway.openai ?? GatewayEnv.PUBLIC.openai,
+      google: upstreams.google ?? s.gateway.google ?? GatewayEnv.PUBLIC.google,
+    }
     const server = await startServer({
       turns: port,
       host: input.host ?? s.gateway.host,
       port: input.port ?? s.gateway.port,
-      upstreams: {
-        anthropic: upstreams.anthropic ?? s.gateway.anthropic ?? GatewayEnv.PUBLIC.anthropic,
-        openai: upstreams.openai ?? s.gateway.openai ?? GatewayEnv.PUBLIC.openai,
-        google: upstreams.google ?? s.gateway.google ?? GatewayEnv.PUBLIC.google,
-      },
+      upstreams: chosen,
       mode: config.mode,
       failure: config.failure,
       promptTimeoutMs: config.promptTimeoutMs(),
@@ -128,6 +140,12 @@ export const run = async (input: Input = {}): Promise<number> => {
       await port.close()
       throw e
     })
+    const loop = Object.entries(chosen).find(([, base]) => pointsAt(base, server))
+    if (loop !== undefined) {
+      await server.close()
+      await port.close()
+      throw new Error(`the ${loop[0]} upstream ${loop[1]} is this gateway itself (every request would come back to it)`)
+    }
     out(`ctxd gateway on ${server.url}: turns run by ${why}`)
     out("point your agents at it:")
     out(`  export ANTHROPIC_BASE_URL=${server.url}`)
