@@ -44,7 +44,7 @@ const ask = (o: Resolved, request: PromptRequest, res: ServerResponse): Promise<
     timer = setTimeout(() => {
       controller.abort(new Error("prompt timed out"))
       resolve({ ok: false, reason: "timeout" })
-    }, o.promptTimeoutMs)
+    }, o.promptTimeoutMs())
   })
   const asked = Promise.resolve()
     .then(() => o.turns.prompt(request, controller.signal))

@@ -122,6 +122,19 @@ describe("failure", () => {
     expect(sentSystem(s)).toBe("client system")
   })
 
+  it("promptTimeoutMs may be a function, read per request (hot-reloaded config)", async () => {
+    let timeout = 5_000
+    s = await stack({ promptTimeoutMs: () => timeout })
+    s.port.answer = (_request, signal) =>
+      new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new Error("aborted"))))
+    s.fake.control({ replies: [{ text: "a" }] })
+    timeout = 30
+    const started = Date.now()
+    await ask(anthropicOf(s))
+    expect(Date.now() - started).toBeLessThan(2_000)
+    expect(sentSystem(s)).toBe("client system")
+  })
+
   it("failClosed: 503 in each API's error shape, nothing sent upstream", async () => {
     s = await stack({ failure: () => "failClosed" })
     s.port.answer = () => Promise.reject(new Error("down"))
