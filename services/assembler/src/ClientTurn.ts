@@ -134,6 +134,21 @@ export const make = Effect.gen(function* () {
         }
       }
       if (best !== undefined) return best
+      // a late retry of a turn stored before the session moved on: that turn, not a fork (its commit replays the reply)
+      for (const k of tried) {
+        const id = idOf(tenant, session, k)
+        const stored = yield* store.findTurn(tenant, id, decoded.request.turnId).pipe(Effect.mapError(Commit.storeError))
+        if (stored._tag === "Some") {
+          const own = held !== undefined && held.branch === k ? cached : undefined
+          return {
+            session: id,
+            branch: k,
+            cached: own,
+            messages: [],
+            report: { mode: "client", session: id, branch: k, matched: 0, appended: 0 },
+          } satisfies Resolved
+        }
+      }
       const forked = first as Extract<ClientHistory.Match, { _tag: "Forked" }>
       const k = top + 1
       const id = idOf(tenant, session, k)
