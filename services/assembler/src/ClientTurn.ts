@@ -3,8 +3,10 @@
  * stored session it continues, and what of it is new. The client's history
  * (normalized) is matched (`ClientHistory.match`) against the session's
  * branches (`Branches.candidates`: the one this worker's cached state holds,
- * the newest ones, the session itself); the first it extends takes the
- * turn, with only the client's messages after the matched ones as new. When
+ * the newest ones, the session itself); of those it extends, the one
+ * holding the most of it takes the turn (the first on a tie), with only the
+ * client's messages after the matched ones as new (a branch is read only
+ * when its stored length could beat the best match so far). When
  * it extends none, the turn starts a new branch holding the client's whole
  * history, and the report says from which session it forked and where.
  *
@@ -103,22 +105,47 @@ export const make = Effect.gen(function* () {
       const top = yield* newestOf(tenant, session, held !== undefined)
       const tried = Branches.candidates(top, held?.branch)
       let first: ClientHistory.Match | undefined
+      // the branch holding the most of the client's history takes the turn: the least is appended again
+      let best: Resolved | undefined
       for (const k of tried) {
         const id = idOf(tenant, session, k)
         const own = held !== undefined && held.branch === k ? cached : undefined
+        if (best !== undefined && own === undefined) {
+          // a branch stores at least as many messages as it matches: one storing no more than the best matched cannot beat it
+          const latest = yield* store.listTurns(tenant, id, 1).pipe(Effect.mapError(Commit.storeError))
+          if ((latest[0]?.lastSeq ?? 0) <= best.report.matched) continue
+        }
         const stored: ReadonlyArray<Conversation.Message> =
           own !== undefined
             ? own.messages.map((r) => r.message)
             : (yield* store.loadMessages(tenant, id, 0).pipe(Effect.mapError(Commit.storeError))).map((r) => r.message)
         const match = ClientHistory.match(stored, messages)
         first ??= match
-        if (match._tag === "Extends") {
-          return {
+        if (match._tag === "Extends" && (best === undefined || match.matched > best.report.matched)) {
+          best = {
             session: id,
             branch: k,
             cached: own,
             messages: client.slice(match.matched),
             report: { mode: "client", session: id, branch: k, matched: match.matched, appended: client.length - match.matched },
+          }
+          // all of it is stored here already: no branch holds more
+          if (match.matched === client.length) break
+        }
+      }
+      if (best !== undefined) return best
+      // a late retry of a turn stored before the session moved on: that turn, not a fork (its commit replays the reply)
+      for (const k of tried) {
+        const id = idOf(tenant, session, k)
+        const stored = yield* store.findTurn(tenant, id, decoded.request.turnId).pipe(Effect.mapError(Commit.storeError))
+        if (stored._tag === "Some") {
+          const own = held !== undefined && held.branch === k ? cached : undefined
+          return {
+            session: id,
+            branch: k,
+            cached: own,
+            messages: [],
+            report: { mode: "client", session: id, branch: k, matched: 0, appended: 0 },
           } satisfies Resolved
         }
       }

@@ -54,6 +54,10 @@ describe("client history turns", () => {
     expect(again.report.messages.stored).toBe(3)
     // the same turn id and content: the stored reply
     expect(await turns.turn("acme", "s", chat("t2", [u("hello"), a("hi"), u("list files")]))).toEqual(two)
+    // and so after the session moved on: a late retry is not a fork
+    await turns.turn("acme", "s", chat("t4", [u("hello"), a("hi"), u("list files"), a("a.ts"), u("more")]))
+    expect(await turns.turn("acme", "s", chat("t2", [u("hello"), a("hi"), u("list files")]))).toEqual(two)
+    expect(await turns.turn("acme", "s", chat("t1", [u("hello")]))).toMatchObject({ report: { history: { branch: 0, appended: 1 } } })
   })
 
   it("start a branch when the client's history no longer extends the stored one, and keep both lines apart", async () => {
