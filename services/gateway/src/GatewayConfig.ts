@@ -89,7 +89,7 @@ export interface GatewayConfig {
   readonly mode: (tenant: string, agent: string) => GatewaySection.Mode
   readonly failure: (tenant: string, agent: string) => GatewaySection.Failure
   readonly authenticate: (caller: Caller) => Identity
-  /** The section's prompt timeout now (read at start by the server). */
+  /** The section's prompt timeout now (the server reads it per request). */
   readonly promptTimeoutMs: () => number
   /** The section's upstreams now (read at start by the server). */
   readonly upstreams: () => Partial<Record<Provider, string>>

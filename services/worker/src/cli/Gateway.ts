@@ -131,7 +131,7 @@ export const run = async (input: Input = {}): Promise<number> => {
       upstreams: chosen,
       mode: config.mode,
       failure: config.failure,
-      promptTimeoutMs: config.promptTimeoutMs(),
+      promptTimeoutMs: config.promptTimeoutMs,
       authenticate: (request) => config.authenticate(request),
       // sessions without client changes: ctxd's headers, the CLIs' own session ids, else derived; side calls apart
       sessionOf: Session.SessionOf.forServer(),
