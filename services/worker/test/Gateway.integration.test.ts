@@ -110,6 +110,10 @@ describe("ctxd gateway", { timeout: 120_000 }, () => {
     expect(record.tenant).toBe("gwrun")
     expect(record.client.usd).toBeGreaterThan(0)
 
+    const metrics = await (await fetch(`${url}/metrics`)).text()
+    expect(metrics).toMatch(/ctxd_gateway_shadow_requests_total\{[^}]*tenant="gwrun"/)
+    expect(metrics).toMatch(/ctxd_gateway_shadow_input_usd_total\{[^}]*body="ctxd"/)
+
     const summary = await ctxd("inspect", "--shadow", shadowFile, "gwrun")
     expect(summary.code).toBe(0)
     expect(summary.stdout).toContain("tenant gwrun")

@@ -64,9 +64,13 @@ const reachable = (url: string, ms = 1_000): Promise<boolean> =>
 const choosePort = async (
   fleet: "auto" | "nats" | "in-process",
   s: { readonly natsUrl: string; readonly root: string },
-  options: { readonly shadow: Shadow.Recorder; readonly logger: pino.Logger },
+  options: { readonly shadow: Shadow.Recorder; readonly logger: pino.Logger; readonly sections: () => RuntimeConfig.Sections },
 ): Promise<{ readonly port: Port.TurnPort; readonly why: string }> => {
-  const inProcess = (why: string) => ({ port: InProcessPort.make({ shadow: options.shadow, logger: options.logger }), why })
+  // in-process turns read ctxd.yaml's turn option sections as a worker does (each turn the current snapshot)
+  const inProcess = (why: string) => ({
+    port: InProcessPort.make({ shadow: options.shadow, logger: options.logger, config: { sections: options.sections } }),
+    why,
+  })
   if (fleet === "in-process") return inProcess("in-process (CTXD_GATEWAY_FLEET)")
   if (fleet === "auto" && !(await reachable(s.natsUrl))) return inProcess(`in-process: no NATS at ${shown(s.natsUrl)}`)
   const connectOptions: ContextClient.ConnectOptions = { servers: s.natsUrl, root: s.root, auth: "env" }
@@ -117,7 +121,7 @@ export const run = async (input: Input = {}): Promise<number> => {
             },
           },
     )
-    const { port, why } = await choosePort(input.fleet ?? s.gateway.fleet, s, { shadow, logger })
+    const { port, why } = await choosePort(input.fleet ?? s.gateway.fleet, s, { shadow, logger, sections: runtime.current })
     const upstreams = config.upstreams()
     const chosen = {
       anthropic: upstreams.anthropic ?? s.gateway.anthropic ?? GatewayEnv.PUBLIC.anthropic,
