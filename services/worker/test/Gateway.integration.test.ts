@@ -122,6 +122,16 @@ describe("ctxd gateway", { timeout: 120_000 }, () => {
     }
     expect(json.tenants.gwrun!.requests).toBeGreaterThanOrEqual(1)
 
+    // the turn option sections apply to in-process turns as a worker's: promptCache off for the tenant, no breakpoints
+    writeFileSync(configFile, "gateway:\n  mode: active\ntenants:\n  gwrun: { promptCache: false }\n")
+    let marked = true
+    for (let i = 0; i < 60 && marked; i++) {
+      await new Promise((r) => setTimeout(r, 300))
+      await sdk.messages.create({ ...body, messages: [{ role: "user", content: `again ${i}` }] })
+      marked = JSON.stringify(fake.requests().at(-1)!.body).includes("cache_control")
+    }
+    expect(marked).toBe(false)
+
     const exited = new Promise<number | null>((resolve) => child!.once("exit", resolve))
     child!.kill("SIGTERM")
     expect(await exited).toBe(0)
