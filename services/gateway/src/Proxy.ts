@@ -29,6 +29,8 @@ import type { PromptReply, PromptRequest, SessionKey } from "./Port.ts"
 import * as Relay from "./Relay.ts"
 import * as Routes from "./Routes.ts"
 
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+
 type Asked = { readonly ok: true; readonly reply: PromptReply } | { readonly ok: false; readonly reason: "timeout" | "error" }
 
 /**
@@ -49,7 +51,8 @@ const ask = (o: Resolved, request: PromptRequest, res: ServerResponse): Promise<
   const asked = Promise.resolve()
     .then(() => o.turns.prompt(request, controller.signal))
     .then(
-      (reply): Asked => ({ ok: true, reply }),
+      // a reply without a body object is no answer: the failure policy applies as for an error
+      (reply): Asked => (isRecord(reply?.body) && typeof reply.turnId === "string" ? { ok: true, reply } : { ok: false, reason: "error" }),
       (): Asked => ({ ok: false, reason: controller.signal.aborted ? "timeout" : "error" }),
     )
   return Promise.race([asked, timeout]).finally(() => {

@@ -126,7 +126,9 @@ export const route = (method: string, path: string, headers: IncomingHttpHeaders
   }
   const provider = providerOfHeaders(headers, query)
   const prefix = provider === "google" ? "/v1beta" : "/v1"
-  return { kind: "pass", provider, label: `${provider}-other` as Label, upstreamPath: version === undefined ? `${prefix}${path}` : path }
+  // the root (Claude Code's `HEAD /` probe) is the provider's root, not its version's
+  const upstreamPath = version !== undefined || path === "/" ? path : `${prefix}${path}`
+  return { kind: "pass", provider, label: `${provider}-other` as Label, upstreamPath }
 }
 
 /** The upstream URL of `upstreamPath` (+ the client's query string) under a configured base URL. */

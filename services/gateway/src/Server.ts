@@ -16,10 +16,12 @@
  */
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import * as ErrorBody from "./ErrorBody.ts"
 import * as Metrics from "./Metrics.ts"
 import { resolve, type ServerOptions } from "./Options.ts"
 import * as Proxy from "./Proxy.ts"
 import * as Relay from "./Relay.ts"
+import * as Routes from "./Routes.ts"
 
 /** The server's fixed bounds. */
 export const limits = {
@@ -118,8 +120,10 @@ export const startServer = async (options: ServerOptions): Promise<GatewayServer
         .then((answered) => (answered ? undefined : Proxy.handle(o, agents, req, res)))
         .catch((e: unknown) => {
           o.logger.error({ path, error: e instanceof Error ? e.name : "unknown" }, "gateway internal error")
-          if (!res.headersSent && !res.destroyed) json(res, 500, { error: { message: "ctxd gateway: internal error" } }, false)
-          else res.destroy()
+          if (res.headersSent || res.destroyed) return void res.destroy()
+          // in the words of the API the client called, so its SDK raises its usual error
+          const provider = Routes.route(req.method ?? "GET", path, req.headers, new URLSearchParams()).provider
+          ErrorBody.send(res, provider, 500, "ctxd gateway: internal error")
         })
     },
   )

@@ -182,6 +182,47 @@ describe("headers", () => {
   })
 })
 
+describe("query strings and unknown tools", () => {
+  it("Claude Code's /v1/messages?beta=true is a turn route, the query goes upstream; unknown tool types and fields go too", async () => {
+    up = await scripted()
+    s = await stack({ upstreams: { anthropic: up.url, openai: up.url, google: up.url } })
+    // a port that keeps the client's tools (ctxd passes tool types it does not model through as they came)
+    s.port.answer = (request) =>
+      Promise.resolve({
+        body: { messages: request.body["messages"], tools: request.body["tools"], system: "ctxd" },
+        headers: {},
+        turnId: "t-q",
+        report: {} as never,
+      })
+    up.handler = (_req, _body, res) => {
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end('{"type":"message","usage":{"input_tokens":1}}')
+    }
+    const tools = [
+      { type: "web_search_20260209", name: "web_search", max_uses: 3 },
+      { type: "some_future_tool_20270101", name: "future", options: { deep: true } },
+    ]
+    await raw(s, "/v1/messages?beta=true", JSON.stringify({ model: "m", max_tokens: 1, messages: [], tools, future_field: { x: 1 } }), {
+      "x-api-key": "k",
+    })
+    expect(up.seen[0]!.url).toBe("/v1/messages?beta=true")
+    expect(JSON.parse(up.seen[0]!.body.toString())).toMatchObject({ system: "ctxd", tools, future_field: { x: 1 } })
+    expect(s.port.prompts).toHaveLength(1)
+  })
+
+  it("HEAD / (Claude Code's probe) passes through", async () => {
+    up = await scripted()
+    s = await stack({ upstreams: { anthropic: up.url, openai: up.url, google: up.url } })
+    up.handler = (_req, _body, res) => {
+      res.writeHead(404, { "content-type": "application/json" })
+      res.end()
+    }
+    const r = await fetch(`${s.gateway.url}/`, { method: "HEAD", headers: { "x-api-key": "k", "anthropic-version": "2023-06-01" } })
+    expect(r.status).toBe(404)
+    expect(up.seen[0]).toMatchObject({ method: "HEAD", url: "/" })
+  })
+})
+
 describe("platform paths", () => {
   it("/healthz, /readyz (the port's readiness), /metrics", async () => {
     s = await stack()

@@ -122,6 +122,27 @@ describe("failure", () => {
     expect(sentSystem(s)).toBe("client system")
   })
 
+  it("a reply that is not one (no body object) is a failure: failOpen sends the client's request", async () => {
+    s = await stack()
+    s.port.answer = () => Promise.resolve({ body: "nonsense", headers: {}, turnId: "t" } as never)
+    s.fake.control({ replies: [{ text: "open" }] })
+    const r = await ask(anthropicOf(s))
+    expect(r.content[0]).toMatchObject({ text: "open" })
+    expect(sentSystem(s)).toBe("client system")
+  })
+
+  it("an internal error (here a logger that throws) is a 500 in the API's shape, not a crash", async () => {
+    const boom = () => {
+      throw new Error("logger down")
+    }
+    s = await stack({ logger: { info: () => {}, warn: boom, error: () => {} } })
+    s.port.answer = () => Promise.reject(new Error("down"))
+    const error = await ask(anthropicOf(s)).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(Anthropic.InternalServerError)
+    expect((error as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ type: "error", error: { type: "api_error" } })
+    expect((await fetch(`${s.gateway.url}/healthz`)).status).toBe(200)
+  })
+
   it("promptTimeoutMs may be a function, read per request (hot-reloaded config)", async () => {
     let timeout = 5_000
     s = await stack({ promptTimeoutMs: () => timeout })
