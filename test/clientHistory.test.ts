@@ -2,13 +2,19 @@
 // gateway sends) against a real worker on Postgres and NATS: what is new is
 // stored once; a history that forks starts a branch session on the same
 // shard, stored apart from the session; a restarted worker finds the branch
-// again from the store; the usage report of a branch's turn goes to it.
+// again from the store; the usage report of a branch's turn goes to it; a
+// worker of an earlier release refuses a history sent in clientHistory.
+import { WorkerProcess } from "@ctxd/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Harness from "./Harness.ts"
+import * as PreviousRelease from "./PreviousRelease.ts"
 
 let h: Harness.Harness
+/** The worker of this checkout running now (tests restart it). */
+let worker: WorkerProcess.WorkerProcess
 beforeAll(async () => {
   h = await Harness.start()
+  worker = h.worker
 })
 afterAll(async () => {
   await h?.close()
@@ -63,8 +69,8 @@ describe("client history against a worker", () => {
     expect(await h.request(`${h.root}.v1.usage.acme.ch-1`, { turnId: "nope", usage: t2Usage })).toMatchObject({ ok: false })
 
     // a new worker (no state in memory) finds the branch in the store and goes on in it
-    await h.worker.stop()
-    await h.startWorker()
+    await worker.stop()
+    worker = await h.startWorker()
     const next = await turn("ch-1", "t4", [u("summary: hello, files"), a("ok"), u("go on"), a("done"), u("thanks")])
     expect(next.report.history).toMatchObject({ session: branch, branch: 1, matched: 3, appended: 2 })
     expect(await stored(branch)).toHaveLength(5)
@@ -88,6 +94,37 @@ describe("client history against a worker", () => {
     const again = await turn("ch-2", "t3", [u("fresh")])
     expect(again.report.history).toMatchObject({ session: "ch-2", branch: 0, appended: 1 })
   })
+
+  it("takes the history in clientHistory, which a worker of an earlier release refuses, storing nothing", async () => {
+    const body = (turnId: string, history: ReadonlyArray<Record<string, unknown>>) => ({
+      turnId,
+      format: "openai",
+      model: { provider: "openai", name: "gpt-4o-mini" },
+      history: "client",
+      clientHistory: history,
+    })
+    const one = await h.request(h.turnSubject("acme", "ch-3"), body("t1", [u("hello")]))
+    expect(one.report.history).toMatchObject({ session: "ch-3", appended: 1 })
+    const release = PreviousRelease.extract()
+    if ("skip" in release) return console.log(`the earlier release's refusal not tried: ${release.skip}`)
+    try {
+      await worker.stop()
+      const old = await WorkerProcess.start(
+        { DATABASE_URL: h.url, CTXD_DB_SCHEMA: h.schema, CTXD_SUBJECT_ROOT: h.root },
+        { root: release.root },
+      )
+      try {
+        const refused = await h.request(h.turnSubject("acme", "ch-3"), body("t2", [u("hello"), a("hi"), u("more")]), 20_000)
+        expect(refused).toMatchObject({ ok: false, error: { code: "BadRequest", path: "messages" } })
+        expect(await stored("ch-3")).toEqual(["hello"])
+      } finally {
+        await old.stop()
+      }
+    } finally {
+      release.remove()
+      worker = await h.startWorker()
+    }
+  }, 120_000)
 
   it("refuses a bad history mode with a BadRequest naming the field, storing nothing", async () => {
     const reply = await h.request(h.turnSubject("acme", "ch-bad"), {

@@ -4,8 +4,9 @@
  * no longer extends the stored one starts a branch of its own, and either
  * line goes on where it left off, never mixed with the other.
  */
-import type { Turn } from "@ctxd/contracts"
+import { Turn } from "@ctxd/contracts"
 import { LocalCounter } from "@ctxd/tokens"
+import { Schema } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import * as InProcessTurns from "../src/InProcessTurns.ts"
 
@@ -94,6 +95,25 @@ describe("client history turns", () => {
     // a history neither line holds forks from the newest tried first (the branch this worker holds)
     const other = await turns.turn("acme", "s", chat("t5", [u("bye")]))
     expect(other.report.history).toMatchObject({ branch: 2, forked: { from: on.report.history!.session, at: 0, reason: "diverged" } })
+  })
+
+  it("take the history in clientHistory, which a worker of an earlier release refuses instead of appending it", async () => {
+    open()
+    const moved = (turnId: string, history: ReadonlyArray<Record<string, unknown>>, extra: Record<string, unknown> = {}) => {
+      const { messages: _messages, ...rest } = chat(turnId, []) as unknown as Record<string, unknown>
+      return { ...rest, clientHistory: history, ...extra } as unknown as Turn.TurnRequest
+    }
+    const one = await turns.turn("acme", "h", moved("t1", [u("hello")]))
+    expect(one.report.history).toMatchObject({ session: "h", appended: 1 })
+    const two = await turns.turn("acme", "h", moved("t2", [u("hello"), a("hi"), u("more")]))
+    expect(two.report.history).toMatchObject({ matched: 1, appended: 2 })
+    expect(texts(two)).toEqual(["hello", "hi", "more"])
+    // an earlier release decodes the request with messages required: refused, nothing appended
+    const earlier = Schema.decodeUnknownEither(Turn.OpenAITurnRequest)(moved("t3", [u("x")]))
+    expect(earlier._tag).toBe("Left")
+    // clientHistory without history: "client", or beside messages: refused, naming it
+    await expect(turns.turn("acme", "h", moved("t4", [u("x")], { history: undefined }))).rejects.toMatchObject({ path: "clientHistory" })
+    await expect(turns.turn("acme", "h", moved("t5", [u("x")], { messages: [] }))).rejects.toMatchObject({ path: "clientHistory" })
   })
 
   it("keep delta turns as they were: no history report, the messages appended as sent", async () => {
