@@ -12,6 +12,8 @@ export const Endpoint = Schema.Literal(
   "responses_input_tokens",
   "gemini_generate",
   "gemini_count_tokens",
+  "gemini_stream",
+  "models",
 )
 export type Endpoint = typeof Endpoint.Type
 
@@ -92,6 +94,12 @@ export const ScriptedReply = Schema.Struct({
   toolSearch: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   stopReason: Schema.optional(Schema.String),
   error: Schema.optional(ScriptedError),
+  /**
+   * Taken only by a request that offers a tool of this name (requests
+   * without it — an agent CLI's title or routing call — pass it by and get
+   * the default reply): scripts a CLI's main loop whatever side calls it makes.
+   */
+  whenTool: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
 })
 export type ScriptedReply = typeof ScriptedReply.Type
 
