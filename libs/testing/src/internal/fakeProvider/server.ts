@@ -171,6 +171,7 @@ const provider = async (state: State.State, req: Http.IncomingMessage, res: Http
     seq: state.log.length + 1,
     method: req.method ?? "GET",
     path,
+    search: new URL(req.url ?? "/", "http://fake").search,
     endpoint,
     headers: headerRecord(req),
     keyHint: keyHintOf(apiKeyOf(req)),

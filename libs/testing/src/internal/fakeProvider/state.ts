@@ -13,6 +13,8 @@ export interface LogEntry {
   readonly method: string
   /** Path without the query string, e.g. `/v1/messages`. */
   readonly path: string
+  /** The query string with its `?` (`?beta=true`, `?alt=sse`), `""` when none. */
+  readonly search: string
   /** The provider endpoint, `undefined` for unknown paths. */
   readonly endpoint: Endpoint | undefined
   /** Request headers (lower-case names; `x-api-key` and `authorization` redacted). */
