@@ -21,10 +21,16 @@ export interface SessionKey {
 /** One client request, parsed: its API, the body as the client sent it, the session. */
 export interface PromptRequest {
   readonly api: Api
+  /** Whether the client asked for a streamed response (`stream: true`, Gemini `streamGenerateContent`). */
+  readonly stream?: boolean | undefined
   readonly body: Record<string, unknown>
   readonly key: SessionKey
   /** The model named by the path (Gemini) or the body. */
   readonly model: string
+  /** The agent (the mode resolver's second key), sent as the turn's `options.agent`; absent: the tenant's default. */
+  readonly agent?: string | undefined
+  /** The request's mode; `shadow`: the reply is recorded, not sent, and the usage is the client's body's. Default `active`. */
+  readonly mode?: "active" | "shadow" | undefined
 }
 
 /** ctxd's answer: the body to send upstream instead of the client's, and headers it requires (e.g. a beta). */
@@ -44,6 +50,8 @@ export interface UsageReport {
   readonly usage: Record<string, unknown>
   /** The provider's response id (`msg_…`, `resp_…`, `chatcmpl-…`), when it sent one. */
   readonly responseId?: string | undefined
+  /** The mode of the request the usage is for; `shadow`: billed for the client's body, not ctxd's. Default `active`. */
+  readonly mode?: "active" | "shadow" | undefined
 }
 
 export interface TurnPort {
