@@ -57,6 +57,8 @@ export interface Setup {
   readonly task: string
   /** Gemini's model (`-m`; without it Gemini CLI first calls a routing model). */
   readonly geminiModel: string
+  /** Codex's `request_max_retries` and `stream_max_retries` (the others retry on their own by default). */
+  readonly codexRetries: number
 }
 
 /** The arguments, environment and files of a non-interactive run of `cli`. */
@@ -83,8 +85,9 @@ export const invocation = (
         `base_url = "${s.baseUrl}/v1"`,
         'env_key = "CTXD_CODEX_KEY"',
         'wire_api = "responses"',
-        "request_max_retries = 0",
-        "stream_max_retries = 0",
+        `request_max_retries = ${s.codexRetries}`,
+        // a streamed call (all of Codex's) is retried under stream_max_retries
+        `stream_max_retries = ${s.codexRetries}`,
       ].join("\n")
       return {
         args: ["exec", "--skip-git-repo-check", s.task],

@@ -23,6 +23,10 @@ export interface RunOptions {
   readonly timeoutMs?: number
   /** Default `gemini-2.5-flash`. */
   readonly geminiModel?: string
+  /** Codex's `request_max_retries` and `stream_max_retries`; default 0. */
+  readonly codexRetries?: number
+  /** Answer the CLI's first main-loop call (one offering its tool) with a 429 and this `retry-after`. */
+  readonly rateLimitMs?: number
 }
 
 export interface RunResult {
@@ -41,10 +45,12 @@ export interface RunResult {
 const TASK = "Read the file a.txt and tell me what it says."
 
 /** Queues the tool call and the final answer, both only for requests offering the tool (side calls get the default). */
-const script = (fake: FakeProvider.FakeProviderServer, cli: Cli, workspace: string, answer: string): void => {
+const script = (fake: FakeProvider.FakeProviderServer, cli: Cli, workspace: string, answer: string, rateLimitMs?: number): void => {
   const tool = SCRIPTS[cli].tool(workspace)
+  const limited = rateLimitMs === undefined ? [] : [{ whenTool: tool.name, error: { status: 429, retryAfterMs: rateLimitMs } }]
   fake.control({
     replies: [
+      ...limited,
       { whenTool: tool.name, toolCalls: [{ id: `call_${randomBytes(4).toString("hex")}`, name: tool.name, input: tool.input }] },
       { whenTool: tool.name, text: answer },
     ],
@@ -69,12 +75,13 @@ export const run = async (cli: Cli, options: RunOptions): Promise<RunResult> => 
     baseUrl: options.baseUrl,
     task: TASK,
     geminiModel: options.geminiModel ?? "gemini-2.5-flash",
+    codexRetries: options.codexRetries ?? 0,
   })
   for (const [file, text] of Object.entries(call.files)) {
     Fs.mkdirSync(Path.dirname(file), { recursive: true })
     Fs.writeFileSync(file, text)
   }
-  script(options.fake, cli, workspace, answer)
+  script(options.fake, cli, workspace, answer, options.rateLimitMs)
   const started = Date.now()
   try {
     const out = await spawnBounded(bin, call.args, call.env, workspace, options.timeoutMs ?? 90_000)

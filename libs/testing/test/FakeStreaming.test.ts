@@ -148,4 +148,17 @@ describe("FakeProvider / whenTool", () => {
     expect(main.content.find((b) => b.type === "tool_use")).toMatchObject({ name: "Read", input: { file_path: "a.txt" } })
     expect(server.control({}).pendingReplies).toBe(0)
   })
+
+  it("a scripted 429 with retryAfterMs carries retry-after and retry-after-ms", async () => {
+    server.control({ replies: [{ whenTool: "Read", error: { status: 429, retryAfterMs: 1_500 } }] })
+    const tools = [{ name: "Read", description: "read a file", input_schema: { type: "object" } }]
+    const res = await fetch(`${server.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": "test", "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({ model: "claude-sonnet-4-6", max_tokens: 64, tools, messages: [{ role: "user", content: "go" }] }),
+    })
+    expect(res.status).toBe(429)
+    expect([res.headers.get("retry-after"), res.headers.get("retry-after-ms")]).toEqual(["2", "1500"])
+    expect(((await res.json()) as { error: { type: string } }).error.type).toBe("rate_limit_error")
+  })
 })

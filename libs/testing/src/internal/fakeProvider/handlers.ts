@@ -59,8 +59,12 @@ export const faultError = (provider: Provider, status: number, requestId: string
   return { ...reply, headers: { "retry-after": String(Math.ceil(retryAfterMs / 1_000)), "retry-after-ms": String(retryAfterMs) } }
 }
 
-const scriptedError = (provider: Provider, e: ScriptedError, requestId: string): Reply =>
-  error(provider, e.status, e.message ?? `Scripted error ${e.status}`, requestId, e)
+const scriptedError = (provider: Provider, e: ScriptedError, requestId: string): Reply => {
+  const { retryAfterMs, ...detail } = e
+  const reply = error(provider, e.status, e.message ?? `Scripted error ${e.status}`, requestId, detail)
+  if (retryAfterMs === undefined || reply.kind !== "json") return reply
+  return { ...reply, headers: { "retry-after": String(Math.ceil(retryAfterMs / 1_000)), "retry-after-ms": String(retryAfterMs) } }
+}
 
 /** `POST /v1/messages` and `POST /v1/messages/count_tokens`. */
 export const anthropic = (

@@ -78,6 +78,8 @@ export const ScriptedError = Schema.Struct({
   type: Schema.optional(Schema.String),
   message: Schema.optional(Schema.String),
   code: Schema.optional(Schema.String),
+  /** Sent as `retry-after` (seconds, rounded up) and `retry-after-ms`, as on a fault's 429. */
+  retryAfterMs: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
 })
 export type ScriptedError = typeof ScriptedError.Type
 
