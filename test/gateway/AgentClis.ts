@@ -55,8 +55,8 @@ export interface Setup {
   /** The provider's base URL as each CLI wants it (no `/v1`; Codex's gets it added). */
   readonly baseUrl: string
   readonly task: string
-  /** Gemini's model (`-m`; without it Gemini CLI first calls a routing model). */
-  readonly geminiModel: string
+  /** Gemini's model (`-m`); `undefined`: its automatic choice (a routing call first). */
+  readonly geminiModel: string | undefined
   /** Codex's `request_max_retries` and `stream_max_retries` (the others retry on their own by default). */
   readonly codexRetries: number
 }
@@ -103,7 +103,7 @@ export const invocation = (
         telemetry: { enabled: false },
       }
       return {
-        args: ["-p", s.task, "-m", s.geminiModel],
+        args: ["-p", s.task, ...(s.geminiModel === undefined ? [] : ["-m", s.geminiModel])],
         env: {
           ...base,
           GOOGLE_GEMINI_BASE_URL: s.baseUrl,

@@ -21,8 +21,8 @@ export interface RunOptions {
   readonly fake: FakeProvider.FakeProviderServer
   /** Default 90 s: the process group is killed past it. */
   readonly timeoutMs?: number
-  /** Default `gemini-2.5-flash`. */
-  readonly geminiModel?: string
+  /** Default `gemini-2.5-flash`; `null`: Gemini CLI's automatic choice (its routing call first). */
+  readonly geminiModel?: string | null
   /** Codex's `request_max_retries` and `stream_max_retries`; default 0. */
   readonly codexRetries?: number
   /** Answer the CLI's first main-loop call (one offering its tool) with a 429 and this `retry-after`. */
@@ -74,7 +74,7 @@ export const run = async (cli: Cli, options: RunOptions): Promise<RunResult> => 
     workspace,
     baseUrl: options.baseUrl,
     task: TASK,
-    geminiModel: options.geminiModel ?? "gemini-2.5-flash",
+    geminiModel: options.geminiModel === null ? undefined : (options.geminiModel ?? "gemini-2.5-flash"),
     codexRetries: options.codexRetries ?? 0,
   })
   for (const [file, text] of Object.entries(call.files)) {

@@ -113,4 +113,24 @@ describe.skipIf(binary("gemini") === undefined)("Gemini CLI against the fake pro
     },
     TIMEOUT,
   )
+
+  it(
+    "with no model given, routes first: one unary side call asking for a JSON score, no tools",
+    async () => {
+      const run = await CliRun.run("gemini", { baseUrl: fake.url, fake, geminiModel: null })
+      expect(run.code, run.stderr).toBe(0)
+      expect(run.stdout).toContain(run.answer)
+      const posts = calls()
+      const routing = posts.filter((r) => r.endpoint === "gemini_generate")
+      // answered with JSON matching its schema, it is made once
+      expect(routing).toHaveLength(1)
+      const body = bodyOf(routing[0]!)
+      expect(body["tools"]).toBeUndefined()
+      expect((body["generationConfig"] as Record<string, unknown>)["responseMimeType"]).toBe("application/json")
+      const main = posts.filter((r) => r.endpoint === "gemini_stream")
+      expect(main.length).toBeGreaterThanOrEqual(2)
+      expect(main.every((r) => r.status === 200 && r.search === "?alt=sse")).toBe(true)
+    },
+    TIMEOUT,
+  )
 })

@@ -14,8 +14,9 @@ import { isRecord, type Json } from "./json.ts"
 import * as OpenAI from "./openai.ts"
 import * as Responses from "./responses.ts"
 import * as ResponsesStream from "./responsesStream.ts"
-import type { ScriptedError } from "./settings.ts"
+import type { ScriptedError, ScriptedReply } from "./settings.ts"
 import * as State from "./state.ts"
+import * as Structured from "./structured.ts"
 import * as Tokens from "./tokens.ts"
 
 /** A response to write: JSON, or server-sent events (already framed). */
@@ -39,6 +40,17 @@ const toolNames = (body: Json): Array<string> => {
     const declared = Array.isArray(t["functionDeclarations"]) ? t["functionDeclarations"].filter(isRecord) : []
     return declared.flatMap((d) => (typeof d["name"] === "string" ? [d["name"]] : []))
   })
+}
+
+/** The reply, or for a request giving an answer schema and nothing scripted to say, JSON matching it. */
+const structured = (
+  api: "anthropic" | "openai" | "openai-responses" | "google",
+  body: Json,
+  reply: ScriptedReply | undefined,
+): ScriptedReply | undefined => {
+  if (reply?.text !== undefined || (reply?.toolCalls?.length ?? 0) > 0 || reply?.error !== undefined) return reply
+  const text = Structured.defaultText(api, body)
+  return text === undefined ? reply : { ...reply, text }
 }
 
 const json = (status: number, body: unknown, headers?: Record<string, string>): Reply => ({ kind: "json", status, body, headers })
@@ -94,7 +106,7 @@ export const anthropic = (
   }
   if (endpoint === "count_tokens") return json(200, { input_tokens: total })
 
-  const reply = State.takeReply(state, "anthropic", toolNames(body))
+  const reply = structured("anthropic", body, State.takeReply(state, "anthropic", toolNames(body)))
   if (reply?.error !== undefined) return scriptedError("anthropic", reply.error, requestId)
   const split = Cache.anthropicSplit(state.caches, `${apiKey}|${String(body["model"])}`, blocks, {
     minCacheableTokens: state.settings.minCacheableTokens,
@@ -179,7 +191,7 @@ export const openai = (state: State.State, body: unknown, apiKey: string, reques
       }),
     )
   }
-  const reply = State.takeReply(state, "openai", toolNames(body))
+  const reply = structured("openai", body, State.takeReply(state, "openai", toolNames(body)))
   if (reply?.error !== undefined) return scriptedError("openai", reply.error, requestId)
   const { cached, written } = openaiCache(state, body, tokens, marks, apiKey)
   const answer = OpenAI.answer(body, reply, tokens.length, () => State.nextId(state))
@@ -224,7 +236,7 @@ export const responses = (
     )
   }
   if (endpoint === "responses_input_tokens") return json(200, { object: "response.input_tokens", input_tokens: tokens.length })
-  const reply = State.takeReply(state, "openai", toolNames(body))
+  const reply = structured("openai-responses", body, State.takeReply(state, "openai", toolNames(body)))
   if (reply?.error !== undefined) return scriptedError("openai", reply.error, requestId)
   const { cached, written } = openaiCache(state, body, tokens, marks, apiKey)
   const response = Responses.response(body, reply, { input: tokens.length, cached, written }, () => State.nextId(state))
@@ -274,7 +286,7 @@ export const gemini = (
   if (endpoint === "gemini_count_tokens") {
     return json(200, { totalTokens: tokens.length, promptTokensDetails: [{ modality: "TEXT", tokenCount: tokens.length }] })
   }
-  const reply = State.takeReply(state, "google", toolNames(prompt))
+  const reply = structured("google", prompt, State.takeReply(state, "google", toolNames(prompt)))
   if (reply?.error !== undefined) return scriptedError("google", reply.error, requestId)
   const cached = Cache.geminiCached(state.caches, `api:${apiKey}|${model}`, tokens, { min: Gemini.minCachedTokens(model), now: Date.now() })
   const response = Gemini.response(model, reply, { prompt: tokens.length, cached }, () => State.nextId(state))
