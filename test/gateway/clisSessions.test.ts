@@ -2,7 +2,8 @@
  * The sessions the gateway names from each real CLI's own traffic, with
  * the session rules of `@ctxd/gateway`'s `Session` (gw-session's
  * `SessionOf.forServer`) as the server's `sessionOf`: Claude Code's
- * `x-claude-code-session-id` and its title call taken as side, Codex's
+ * `x-claude-code-session-id` and its title call taken as side (a session
+ * of its own next to the main one), Codex's
  * `session-id`, Gemini CLI's derived session and its routing call taken as
  * side. Skipped when the installed gateway has no such rules yet, and per
  * CLI when the CLI is not installed.
@@ -51,12 +52,25 @@ const keys = () => port.prompts.map((p) => p.key)
 
 describe.skipIf(rules === undefined)("sessions named from the CLIs' own traffic", () => {
   it.skipIf(binary("claude") === undefined)(
-    "Claude Code: one session, its x-claude-code-session-id; the title call is side",
+    "Claude Code: the loop is its x-claude-code-session-id; the title call is side, in a session of its own",
     async () => {
       const run = await CliRun.run("claude", { baseUrl: gateway.url, fake })
       expect(run.code, run.stderr).toBe(0)
       const id = (JSON.parse(run.stdout) as { session_id: string }).session_id
-      expect(new Set(keys().map((k) => k.session))).toEqual(new Set([id]))
+      // the main loop is the CLI's session; a side call gets one of its own next to it
+      expect(
+        new Set(
+          keys()
+            .filter((k) => !k.side)
+            .map((k) => k.session),
+        ),
+      ).toEqual(new Set([id]))
+      expect(keys().every((k) => k.side || k.session === id)).toBe(true)
+      expect(
+        keys()
+          .filter((k) => k.side)
+          .every((k) => k.session !== id && k.session.startsWith(id)),
+      ).toBe(true)
       expect(keys().every((k) => k.from === "client-header")).toBe(true)
       const tools = port.prompts.map((p) => (Array.isArray(p.body["tools"]) ? p.body["tools"].length : 0))
       // side exactly where the call offers no tools (the title); every main-loop call is a turn
