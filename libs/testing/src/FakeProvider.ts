@@ -22,7 +22,10 @@
  *   request's headers) and `GET /v1beta/models[/{id}]` (Gemini's), see
  *   `internal/fakeProvider/models.ts`.
  * - Scripted replies with `whenTool` are taken only by a request offering that
- *   tool (an agent CLI's title or routing calls get the default reply).
+ *   tool (an agent CLI's title or routing calls get the default reply); a
+ *   scripted error with `retryAfterMs` carries `retry-after`. A request giving
+ *   an answer JSON schema gets, by default, the smallest JSON matching it
+ *   (`internal/fakeProvider/structured.ts`).
  * - `POST /v1beta/models/{model}:streamGenerateContent` (`?alt=sse`: SSE chunks;
  *   else one JSON array of them; see `internal/fakeProvider/geminiStream.ts`) and
  *   `POST /v1beta/models/{model}:generateContent` (JSON: one candidate,
