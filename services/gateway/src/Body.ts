@@ -13,6 +13,11 @@
  *   alone: one ctxd left out (it dropped every tool) is removed, not
  *   taken back from the client.
  *
+ * Request bodies may come compressed: Codex CLI sends large Responses
+ * bodies with `content-encoding: zstd` (gzip too). {@link decode} undoes
+ * the codings (gzip, deflate, br, zstd, in reverse order of the header),
+ * bounded by the same `maxBodyBytes` (a decompression bomb is a 413).
+ *
  * A Gemini body from ctxd may be in `@google/genai`'s shape (`{model,
  * contents, config}`); the REST API wants `systemInstruction`, `tools` and
  * `generationConfig` at the top level and the model in the path
@@ -21,6 +26,7 @@
  * `generationConfig` keeps its fields ctxd did not set.
  */
 import type { IncomingMessage } from "node:http"
+import * as Zlib from "node:zlib"
 import { GeminiProvider } from "@ctxd/context"
 import type { Api } from "./Port.ts"
 
@@ -64,6 +70,43 @@ export const read = (req: IncomingMessage, limit: number): Promise<Buffer> =>
       done = true
     })
   })
+
+const CODECS: Readonly<Record<string, (bytes: Buffer, maxOutputLength: number) => Buffer>> = {
+  gzip: (bytes, maxOutputLength) => Zlib.gunzipSync(bytes, { maxOutputLength }),
+  "x-gzip": (bytes, maxOutputLength) => Zlib.gunzipSync(bytes, { maxOutputLength }),
+  deflate: (bytes, maxOutputLength) => Zlib.inflateSync(bytes, { maxOutputLength }),
+  br: (bytes, maxOutputLength) => Zlib.brotliDecompressSync(bytes, { maxOutputLength }),
+  zstd: (bytes, maxOutputLength) => Zlib.zstdDecompressSync(bytes, { maxOutputLength }),
+}
+
+export type Decoded =
+  | { readonly kind: "identity"; readonly bytes: Buffer }
+  | { readonly kind: "decoded"; readonly bytes: Buffer }
+  | { readonly kind: "unsupported" }
+  | { readonly kind: "broken" }
+  | { readonly kind: "too_large" }
+
+/**
+ * The body with its `content-encoding` undone: `identity` (as it came),
+ * `decoded`, `unsupported` (a coding not in the list: the gateway does not
+ * read it), `broken` (not what the header says), or `too_large` (decoded
+ * past `limit`).
+ */
+export const decode = (bytes: Buffer, contentEncoding: string | undefined, limit: number): Decoded => {
+  const codings = (contentEncoding ?? "")
+    .split(",")
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== "" && c !== "identity")
+  if (codings.length === 0) return { kind: "identity", bytes }
+  if (codings.some((c) => CODECS[c] === undefined)) return { kind: "unsupported" }
+  let out = bytes
+  try {
+    for (const coding of codings.reverse()) out = CODECS[coding]!(out, limit)
+  } catch (e) {
+    return (e as { code?: string }).code === "ERR_BUFFER_TOO_LARGE" ? { kind: "too_large" } : { kind: "broken" }
+  }
+  return { kind: "decoded", bytes: out }
+}
 
 /** The body as a JSON object, or `undefined` when it is not one. */
 export const parseObject = (bytes: Buffer): Record<string, unknown> | undefined => {

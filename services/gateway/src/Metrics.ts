@@ -24,6 +24,7 @@ import { Effect, Metric, MetricBoundaries, MetricLabel, MetricState } from "effe
 /**
  * How a request ended: `ok` (the provider's 2xx/3xx relayed), `upstream_4xx`,
  * `upstream_5xx` (relayed as sent), `upstream_unreachable` (502),
+ * `upstream_cut` (the provider broke off a response already begun: the client's is cut too),
  * `fail_open`, `fail_closed` (503), `bad_request` (400), `too_large` (413),
  * `unauthorized` (401/403 by `authenticate`), `client_gone` (the client left first).
  */
@@ -32,6 +33,7 @@ export type Outcome =
   | "upstream_4xx"
   | "upstream_5xx"
   | "upstream_unreachable"
+  | "upstream_cut"
   | "fail_open"
   | "fail_closed"
   | "bad_request"

@@ -97,8 +97,12 @@ export interface ServerOptions {
   readonly mode?: ((tenant: string, agent: string) => Mode) | undefined
   /** Default `failOpen`. A function is asked per request (hot-reloaded config). */
   readonly failure?: Failure | ((tenant: string, agent: string) => Failure) | undefined
-  /** How long the port may take to answer a prompt before the failure policy applies. Default 10 000 ms. */
-  readonly promptTimeoutMs?: number | undefined
+  /**
+   * How long the port may take to answer a prompt before the failure policy
+   * applies. Default 10 000 ms. A function is asked per request (hot-reloaded
+   * config); a value it gives that is not a positive number means the default.
+   */
+  readonly promptTimeoutMs?: number | (() => number) | undefined
   /** Largest request body read on a turn route (413 past it). Default 32 MiB. */
   readonly maxBodyBytes?: number | undefined
   /** Largest decoded response copy kept to read a non-streamed usage (past it the usage is not read). Default 16 MiB. */
@@ -133,7 +137,7 @@ export interface Resolved {
   readonly upstreams: Upstreams
   readonly mode: (tenant: string, agent: string) => Mode
   readonly failure: (tenant: string, agent: string) => Failure
-  readonly promptTimeoutMs: number
+  readonly promptTimeoutMs: () => number
   readonly maxBodyBytes: number
   readonly maxUsageBytes: number
   readonly authenticate: (request: RequestInfo) => Identity
@@ -141,6 +145,20 @@ export interface Resolved {
   readonly agentOf: (headers: IncomingHttpHeaders) => string
   readonly logger: Logger
   readonly scrape: (() => Promise<string>) | undefined
+}
+
+const timeoutOf = (
+  value: number | (() => number) | undefined,
+  positive: (name: string, value: number | undefined, fallback: number) => number,
+): (() => number) => {
+  if (typeof value !== "function") {
+    const fixed = positive("promptTimeoutMs", value, defaults.promptTimeoutMs)
+    return () => fixed
+  }
+  return () => {
+    const n = value()
+    return Number.isFinite(n) && n > 0 ? n : defaults.promptTimeoutMs
+  }
 }
 
 const silent: Logger = { info: () => {}, warn: () => {}, error: () => {} }
@@ -173,7 +191,7 @@ export const resolve = (options: ServerOptions): Resolved => {
     upstreams,
     mode: options.mode ?? (() => "active"),
     failure: typeof failure === "function" ? failure : () => failure,
-    promptTimeoutMs: positive("promptTimeoutMs", options.promptTimeoutMs, defaults.promptTimeoutMs),
+    promptTimeoutMs: timeoutOf(options.promptTimeoutMs, positive),
     maxBodyBytes: positive("maxBodyBytes", options.maxBodyBytes, defaults.maxBodyBytes),
     maxUsageBytes: positive("maxUsageBytes", options.maxUsageBytes, defaults.maxUsageBytes),
     authenticate: options.authenticate ?? ((request) => ({ ok: true, tenant: headerValue(request.headers, "x-ctxd-tenant") })),

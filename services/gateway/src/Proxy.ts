@@ -44,7 +44,7 @@ const ask = (o: Resolved, request: PromptRequest, res: ServerResponse): Promise<
     timer = setTimeout(() => {
       controller.abort(new Error("prompt timed out"))
       resolve({ ok: false, reason: "timeout" })
-    }, o.promptTimeoutMs)
+    }, o.promptTimeoutMs())
   })
   const asked = Promise.resolve()
     .then(() => o.turns.prompt(request, controller.signal))
@@ -65,6 +65,9 @@ interface Done {
   readonly status: number | undefined
   readonly key?: SessionKey | undefined
 }
+
+const header = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof value === "string" ? value : value?.join(",")
 
 const finish = (o: Resolved, arrived: number, path: string, d: Done): void => {
   Metrics.request(d.label, d.mode, d.outcome)
@@ -137,7 +140,37 @@ export const handle = async (o: Resolved, agents: Relay.Agents, req: IncomingMes
     return end({ label: route.label, mode: "off", outcome: large ? "too_large" : "bad_request", status: large ? 413 : 400 })
   }
   const read = performance.now()
-  const body = Body.parseObject(raw)
+  const plain = Body.decode(raw, header(req.headers["content-encoding"]), o.maxBodyBytes)
+  if (plain.kind === "unsupported") {
+    // a coding the gateway cannot read: the client's call goes as it came, ctxd is not asked
+    const result = await Relay.call(
+      {
+        agents,
+        url: upstreamUrl,
+        method,
+        headers: HeaderPolicy.upstream(req.headers, identity.upstreamHeaders, undefined),
+        body: raw,
+        provider: route.provider,
+        label: route.label,
+        arrived,
+      },
+      res,
+    )
+    return end({ label: route.label, mode: "off", outcome: result.outcome, status: result.status })
+  }
+  if (plain.kind === "too_large" || plain.kind === "broken") {
+    const large = plain.kind === "too_large"
+    ErrorBody.send(
+      res,
+      route.provider,
+      large ? 413 : 400,
+      large
+        ? `ctxd gateway: request body larger than ${o.maxBodyBytes} bytes once decoded`
+        : "ctxd gateway: the request body does not match its content-encoding",
+    )
+    return end({ label: route.label, mode: "off", outcome: large ? "too_large" : "bad_request", status: large ? 413 : 400 })
+  }
+  const body = Body.parseObject(plain.bytes)
   if (body === undefined) {
     ErrorBody.send(res, route.provider, 400, "ctxd gateway: the request body is not a JSON object")
     return end({ label: route.label, mode: "off", outcome: "bad_request", status: 400 })
@@ -167,19 +200,23 @@ export const handle = async (o: Resolved, agents: Relay.Agents, req: IncomingMes
     failure = "failOpen"
   }
 
-  const forward = (bytes: Buffer, ctxdHeaders: Readonly<Record<string, string>> | undefined, onSent?: () => void) =>
+  const forward = (bytes: Buffer, ctxdHeaders: Readonly<Record<string, string>> | undefined, plainBody = false) =>
     Relay.call(
       {
         agents,
         url: upstreamUrl,
         method,
-        headers: HeaderPolicy.upstream(req.headers, identity.upstreamHeaders, ctxdHeaders),
+        headers: HeaderPolicy.upstream(
+          req.headers,
+          plainBody ? { ...identity.upstreamHeaders, "content-encoding": null } : identity.upstreamHeaders,
+          ctxdHeaders,
+        ),
         body: bytes,
         provider: route.provider,
         label: route.label,
         tap: mode === "off" ? undefined : { api: route.api, limit: o.maxUsageBytes },
         arrived,
-        onSent: onSent ?? (() => Metrics.addedLatency(route.label, mode, performance.now() - read)),
+        onSent: () => Metrics.addedLatency(route.label, mode, performance.now() - read),
       },
       res,
     )
@@ -188,15 +225,20 @@ export const handle = async (o: Resolved, agents: Relay.Agents, req: IncomingMes
     if (!result.tapped) return
     Metrics.usageRead(route.label, result.read !== undefined)
     if (result.read === undefined) return
-    o.turns.usage({
-      key,
-      turnId,
-      api: route.api,
-      model,
-      usage: result.read.usage,
-      responseId: result.read.responseId,
-      mode: mode === "shadow" ? "shadow" : "active",
-    })
+    // the port logs its own errors and never throws (Port.ts); a port that does anyway must not take the handler down
+    try {
+      o.turns.usage({
+        key,
+        turnId,
+        api: route.api,
+        model,
+        usage: result.read.usage,
+        responseId: result.read.responseId,
+        mode: mode === "shadow" ? "shadow" : "active",
+      })
+    } catch {
+      o.logger.warn({ api: route.label, tenant: key.tenant, session: key.session }, "usage report failed")
+    }
   }
 
   if (mode === "off" || model === "") {
@@ -229,7 +271,8 @@ export const handle = async (o: Resolved, agents: Relay.Agents, req: IncomingMes
     return end({ label: route.label, mode, outcome: result.outcome === "ok" ? "fail_open" : result.outcome, status: result.status, key })
   }
   const merged = Buffer.from(JSON.stringify(Body.merge(route.api, body, answer.reply.body)), "utf8")
-  const result = await forward(merged, answer.reply.headers)
+  // ctxd's body goes uncompressed, whatever coding the client's came in
+  const result = await forward(merged, answer.reply.headers, true)
   report(answer.reply.turnId, result)
   return end({ label: route.label, mode, outcome: result.outcome, status: result.status, key })
 }

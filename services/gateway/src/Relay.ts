@@ -79,10 +79,12 @@ export const call = (c: Call, res: Http.ServerResponse): Promise<Result> =>
       agent: c.url.protocol === "https:" ? c.agents.https : c.agents.http,
     })
     const sentAt = { value: performance.now() }
+    // set when the upstream broke off its response: the client's connection is then cut by us, not gone by itself
+    let cut = false
     const gone = () => {
       if (res.writableFinished) return
       upstream.destroy()
-      done({ outcome: "client_gone", status: undefined, read: undefined, tapped: false })
+      done({ outcome: cut ? "upstream_cut" : "client_gone", status: undefined, read: undefined, tapped: false })
     }
     res.once("close", gone)
     upstream.on("error", () => {
@@ -97,6 +99,8 @@ export const call = (c: Call, res: Http.ServerResponse): Promise<Result> =>
     upstream.once("response", (answer) => {
       Metrics.upstreamLatency(c.label, performance.now() - sentAt.value)
       const status = answer.statusCode ?? 502
+      answer.once("aborted", () => (cut = true))
+      answer.once("error", () => (cut = true))
       const tap =
         c.tap !== undefined && status >= 200 && status < 300
           ? UsageTap.make(
@@ -131,7 +135,8 @@ export const call = (c: Call, res: Http.ServerResponse): Promise<Result> =>
         () => {
           Metrics.relayed(c.label, bytes)
           // the client left mid-response, or the upstream cut it: either way the exchange is over
-          done({ outcome: res.writableFinished ? outcomeOf(status) : "client_gone", status, read: undefined, tapped: false })
+          const outcome = res.writableFinished ? outcomeOf(status) : cut ? "upstream_cut" : "client_gone"
+          done({ outcome, status, read: undefined, tapped: false })
         },
       )
     })

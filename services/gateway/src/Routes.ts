@@ -66,6 +66,15 @@ export const providerOfHeaders = (headers: IncomingHttpHeaders, query: URLSearch
   return "openai"
 }
 
+/** A path segment decoded; as it is when its escapes are malformed (the provider will say what it thinks of it). */
+const decoded = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
 const versionOf = (path: string): { readonly version: string | undefined; readonly rest: string } => {
   const match = /^\/(v1|v1beta|v1alpha)(\/.*)?$/.exec(path)
   return match === null ? { version: undefined, rest: path } : { version: match[1], rest: match[2] ?? "/" }
@@ -79,7 +88,7 @@ export const route = (method: string, path: string, headers: IncomingHttpHeaders
   const gemini = GEMINI.exec(path)
   if (gemini !== null) {
     const version = gemini[1] ?? "v1beta"
-    const model = decodeURIComponent(gemini[2]!)
+    const model = decoded(gemini[2]!)
     const verb = gemini[3]!
     const upstreamPath = `/${version}/models/${gemini[2]!}:${verb}`
     if (verb === "countTokens" || method !== "POST") {
@@ -117,7 +126,9 @@ export const route = (method: string, path: string, headers: IncomingHttpHeaders
   }
   const provider = providerOfHeaders(headers, query)
   const prefix = provider === "google" ? "/v1beta" : "/v1"
-  return { kind: "pass", provider, label: `${provider}-other` as Label, upstreamPath: version === undefined ? `${prefix}${path}` : path }
+  // the root (Claude Code's `HEAD /` probe) is the provider's root, not its version's
+  const upstreamPath = version !== undefined || path === "/" ? path : `${prefix}${path}`
+  return { kind: "pass", provider, label: `${provider}-other` as Label, upstreamPath }
 }
 
 /** The upstream URL of `upstreamPath` (+ the client's query string) under a configured base URL. */

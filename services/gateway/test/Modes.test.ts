@@ -22,7 +22,7 @@ const anthropicOf = (st: Stack, headers: Record<string, string> = {}, maxRetries
 
 const ask = (client: Anthropic) =>
   client.messages.create({
-    model: "claude-sonnet-4-5",
+    model: "claude-sonnet-5",
     max_tokens: 32,
     system: "client system",
     messages: [{ role: "user", content: "hi" }],
@@ -119,6 +119,19 @@ describe("failure", () => {
     await ask(anthropicOf(s))
     expect(Date.now() - started).toBeLessThan(2_000)
     expect(aborted).toBe(true)
+    expect(sentSystem(s)).toBe("client system")
+  })
+
+  it("promptTimeoutMs may be a function, read per request (hot-reloaded config)", async () => {
+    let timeout = 5_000
+    s = await stack({ promptTimeoutMs: () => timeout })
+    s.port.answer = (_request, signal) =>
+      new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new Error("aborted"))))
+    s.fake.control({ replies: [{ text: "a" }] })
+    timeout = 30
+    const started = Date.now()
+    await ask(anthropicOf(s))
+    expect(Date.now() - started).toBeLessThan(2_000)
     expect(sentSystem(s)).toBe("client system")
   })
 

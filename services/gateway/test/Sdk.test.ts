@@ -38,7 +38,7 @@ describe("Anthropic Messages", () => {
   it("non-streamed: ctxd's system goes, the client's other fields too, usage reported", async () => {
     s.fake.control({ replies: [{ text: "hello" }] })
     const r = await anthropic.messages.create({
-      model: "claude-sonnet-4-5",
+      model: "claude-sonnet-5",
       max_tokens: 64,
       inference_geo: "us",
       metadata: { user_id: "u1" },
@@ -51,7 +51,7 @@ describe("Anthropic Messages", () => {
     expect(sent["inference_geo"]).toBe("us")
     expect(sent["metadata"]).toEqual({ user_id: "u1" })
     expect(last().status).toBe(200)
-    expect(s.port.prompts[0]).toMatchObject({ api: "anthropic-messages", model: "claude-sonnet-4-5", mode: "active", stream: false })
+    expect(s.port.prompts[0]).toMatchObject({ api: "anthropic-messages", model: "claude-sonnet-5", mode: "active", stream: false })
     await eventually(() => s.port.usages.length === 1)
     expect(s.port.usages[0]).toMatchObject({ api: "anthropic-messages", turnId: expect.stringMatching(/^turn-/), responseId: r.id })
     expect(s.port.usages[0]!.usage["input_tokens"]).toBe(r.usage.input_tokens)
@@ -60,7 +60,7 @@ describe("Anthropic Messages", () => {
 
   it("streamed: events relayed, usage of message_start and message_delta merged", async () => {
     s.fake.control({ replies: [{ text: "streamed hello" }] })
-    const stream = anthropic.messages.stream({ model: "claude-sonnet-4-5", max_tokens: 64, messages: [{ role: "user", content: "hi" }] })
+    const stream = anthropic.messages.stream({ model: "claude-sonnet-5", max_tokens: 64, messages: [{ role: "user", content: "hi" }] })
     const final = await stream.finalMessage()
     expect(final.content[0]).toMatchObject({ type: "text", text: "streamed hello" })
     expect(s.port.prompts[0]!.stream).toBe(true)
@@ -75,7 +75,7 @@ describe("Anthropic Messages", () => {
       Promise.resolve({ body: { ...request.body, system: MARK }, headers: {}, turnId: "turn-tools", report: {} as never })
     s.fake.control({ replies: [{ text: "ok" }] })
     await anthropic.messages.create({
-      model: "claude-sonnet-4-5",
+      model: "claude-sonnet-5",
       max_tokens: 64,
       tools: [{ name: "get_weather", description: "weather", input_schema: { type: "object", properties: {} } }],
       messages: [{ role: "user", content: "hi" }],
@@ -164,7 +164,7 @@ describe("Gemini generateContent", () => {
 
 describe("pass-through", () => {
   it("count_tokens and input_tokens go as sent, without asking the port", async () => {
-    const counted = await anthropic.messages.countTokens({ model: "claude-sonnet-4-5", messages: [{ role: "user", content: "hi" }] })
+    const counted = await anthropic.messages.countTokens({ model: "claude-sonnet-5", messages: [{ role: "user", content: "hi" }] })
     expect(counted.input_tokens).toBeGreaterThan(0)
     expect(last().path).toBe("/v1/messages/count_tokens")
     const input = await openai.responses.inputTokens.count({ model: "gpt-5-mini", input: "hi" })

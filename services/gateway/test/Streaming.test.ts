@@ -50,7 +50,7 @@ const collect = (res: Http.IncomingMessage): Promise<Buffer> =>
     res.on("error", reject)
   })
 
-const anthropicBody = { model: "claude-sonnet-4-5", max_tokens: 16, stream: true, messages: [{ role: "user", content: "hi" }] }
+const anthropicBody = { model: "claude-sonnet-5", max_tokens: 16, stream: true, messages: [{ role: "user", content: "hi" }] }
 
 describe("relay", () => {
   it("the first event reaches the client before the upstream finishes", async () => {
