@@ -172,9 +172,11 @@ describe("pass-through", () => {
     expect(s.port.prompts).toHaveLength(0)
   })
 
-  it("an unknown path reaches the provider, whose 404 comes back in its own shape", async () => {
-    await expect(anthropic.models.list()).rejects.toMatchObject({ status: 404 })
-    expect(last()).toMatchObject({ method: "GET", path: "/v1/models" })
+  it("a pass-through path reaches the provider: its model list, and its 404 in its own shape", async () => {
+    // the fake provider lists models (agent CLIs call the lists); an unknown one is the API's 404
+    expect((await anthropic.models.list()).data.length).toBeGreaterThan(0)
+    await expect(anthropic.models.retrieve("no-such-model")).rejects.toMatchObject({ status: 404, error: { type: "error" } })
+    expect(last()).toMatchObject({ method: "GET", path: "/v1/models/no-such-model" })
     expect(last().headers["anthropic-version"]).toBeDefined()
   })
 })
