@@ -146,6 +146,8 @@ export const toTurn = (request: PromptRequest, options?: Turn.Options): Distribu
   const model: Json = { provider: providerOf[request.api], name: modelName(request) }
   const max = maxOutput(request)
   if (max !== undefined) model.maxOutputTokens = max
+  // the history in `clientHistory`: a worker of an earlier release refuses the turn (the gateway fails
+  // open) instead of taking the whole history as new messages
   const common: Json = { format: formatOf[request.api], model, history: "client" }
   if (options !== undefined && Object.keys(options).length > 0) common.options = options
   const { modeled } = splitTools(request.api, list(body.tools))
@@ -153,11 +155,11 @@ export const toTurn = (request: PromptRequest, options?: Turn.Options): Distribu
   switch (request.api) {
     case "anthropic-messages": {
       const system = anthropicSystem(body.system)
-      return { ...common, ...(system === undefined ? {} : { system }), messages: anthropicMessages(list(body.messages)) } as never
+      return { ...common, ...(system === undefined ? {} : { system }), clientHistory: anthropicMessages(list(body.messages)) } as never
     }
     case "openai-chat": {
       const { system, rest } = chatSplit(list(body.messages))
-      return { ...common, ...(system === undefined ? {} : { system }), messages: rest } as never
+      return { ...common, ...(system === undefined ? {} : { system }), clientHistory: rest } as never
     }
     case "openai-responses": {
       if (typeof body.previous_response_id === "string" || body.conversation !== undefined)
@@ -166,7 +168,7 @@ export const toTurn = (request: PromptRequest, options?: Turn.Options): Distribu
       return {
         ...common,
         ...(typeof body.instructions === "string" ? { instructions: body.instructions } : {}),
-        input,
+        clientHistory: input,
       } as never
     }
     case "gemini": {
@@ -174,7 +176,7 @@ export const toTurn = (request: PromptRequest, options?: Turn.Options): Distribu
       return {
         ...common,
         ...(body.systemInstruction === undefined ? {} : { systemInstruction: body.systemInstruction }),
-        contents: list(body.contents),
+        clientHistory: list(body.contents),
       } as never
     }
   }
