@@ -34,7 +34,7 @@
  * Effect users provide {@link layer} (it needs a `NatsClient`); everyone else
  * calls {@link connect} and gets Promises.
  */
-import { Subjects, type Turn } from "@ctxd/contracts"
+import { Subjects, type Tokens, type Turn } from "@ctxd/contracts"
 import { Json, LargePayload, NatsAuth, NatsClient, PayloadStore, Request } from "@ctxd/nats"
 import {
   Cause,
@@ -67,6 +67,7 @@ import {
   decodeExportReply,
   decodeHealthReply,
   decodeTurnReply,
+  decodeUsageReply,
   decodeUserDeleteReply,
   isDirectRefused,
   readReply,
@@ -303,7 +304,18 @@ export const make = (options: ContextClientOptions = {}): Effect.Effect<ContextC
         decodeUserDeleteReply,
       )
 
-    return { subjects, turn, health, deleteSession, exportSession, deleteUser }
+    const usage = (tenant: string, session: string, report: Tokens.UsageReport) =>
+      sessionOp(
+        [
+          ["tenant", tenant],
+          ["session", session],
+        ],
+        () => subjects.usage(tenant, session),
+        report,
+        decodeUsageReply,
+      )
+
+    return { subjects, turn, health, deleteSession, exportSession, deleteUser, usage }
   })
 
 /** {@link make} as a layer. */
@@ -371,6 +383,7 @@ export const connect = async (options: ConnectOptions): Promise<PromiseClient> =
     deleteSession: (tenant, session) => run(Effect.flatMap(ContextClient, (c) => c.deleteSession(tenant, session))),
     exportSession: (tenant, session, page) => run(Effect.flatMap(ContextClient, (c) => c.exportSession(tenant, session, page))),
     deleteUser: (tenant, user) => run(Effect.flatMap(ContextClient, (c) => c.deleteUser(tenant, user))),
+    usage: (tenant, session, report) => run(Effect.flatMap(ContextClient, (c) => c.usage(tenant, session, report))),
     close: () => runtime.dispose(),
   }
 }

@@ -23,6 +23,7 @@ import { Subjects, Tenants, Turn } from "@ctxd/contracts"
 import { Data, Either, ParseResult, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml"
+import * as GatewaySection from "./GatewaySection.ts"
 
 /** An agent's section: turn options for the turns of that agent (it cannot name another agent). */
 export const AgentOptions = Turn.Options.pipe(Schema.omit("agent")).annotations({ identifier: "AgentOptions" })
@@ -40,6 +41,8 @@ export const Sections = Schema.Struct({
   tenants: Schema.optional(TenantSections),
   /** Per agent (a turn's `options.agent`): its options over its tenant's. */
   agents: Schema.optional(Schema.Record({ key: Schema.String, value: AgentOptions })),
+  /** What `ctxd gateway` does with each request: modes and failure policy per tenant and agent, gateway keys, upstreams. */
+  gateway: Schema.optional(GatewaySection.Section),
 }).annotations({ identifier: "ConfigFileSections" })
 
 /** The decoded file. */
@@ -49,6 +52,8 @@ export interface Contents {
   readonly defaults: Turn.Options
   readonly tenants: TenantSections
   readonly agents: Readonly<Record<string, AgentOptions>>
+  /** The gateway's section; absent when the file has none (so a file without it hashes as before). */
+  readonly gateway?: GatewaySection.Section | undefined
 }
 
 export const empty: Contents = { knobs: {}, defaults: {}, tenants: {}, agents: {} }
@@ -318,7 +323,13 @@ export const decode = (text: string, file: string): Either.Either<Contents, Inva
       knobs = found
       return { rest, issues: [...issues, ...badIds("tenants", rest.tenants), ...badIds("agents", rest.agents)] }
     }),
-    (sections): Contents => ({ knobs, defaults: sections.defaults ?? {}, tenants: sections.tenants ?? {}, agents: sections.agents ?? {} }),
+    (sections): Contents => ({
+      knobs,
+      defaults: sections.defaults ?? {},
+      tenants: sections.tenants ?? {},
+      agents: sections.agents ?? {},
+      ...(sections.gateway === undefined ? {} : { gateway: sections.gateway }),
+    }),
   )
 }
 

@@ -38,6 +38,8 @@ export interface Sections {
   readonly defaults: ConfigFile.Contents["defaults"]
   readonly tenants: ConfigFile.Contents["tenants"]
   readonly agents: ConfigFile.Contents["agents"]
+  /** The `gateway` section (absent: none in the file). */
+  readonly gateway?: ConfigFile.Contents["gateway"]
 }
 
 /** One good configuration. */
@@ -120,7 +122,12 @@ export const load = (files: Files): Effect.Effect<Loaded, ConfigFile.InvalidConf
             Effect.mapError(named("CTXD_TENANTS_FILE")),
           )
     if (main === ConfigFile.empty && tenants === undefined) return { snapshot: emptySnapshot, knobs: {} }
-    const sections: Sections = { defaults: main.defaults, tenants: { ...main.tenants, ...tenants }, agents: main.agents }
+    const sections: Sections = {
+      defaults: main.defaults,
+      tenants: { ...main.tenants, ...tenants },
+      agents: main.agents,
+      ...(main.gateway === undefined ? {} : { gateway: main.gateway }),
+    }
     return { snapshot: { ...sections, hash: hashOf(main, tenants) }, knobs: main.knobs }
   })
 
@@ -263,7 +270,8 @@ export interface MemoryRuntimeConfig extends RuntimeConfigService {
 export const memory = (sections: Partial<Sections> = {}): MemoryRuntimeConfig => {
   const of = (s: Partial<Sections>): Snapshot => {
     const full = { ...emptySnapshot, ...s }
-    return { ...full, hash: ConfigFile.hash([full.defaults, full.tenants, full.agents]) }
+    const parts = [full.defaults, full.tenants, full.agents]
+    return { ...full, hash: ConfigFile.hash(full.gateway === undefined ? parts : [...parts, full.gateway]) }
   }
   let snapshot = of(sections)
   let reloads = 0

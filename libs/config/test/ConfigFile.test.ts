@@ -79,7 +79,7 @@ CTXD_X: { a: 1 }
       // an agent's section cannot name another agent
       { path: "agents.coder.agent", line: 9, message: expect.stringMatching(/^is unexpected/) },
       { path: "agents.coder.loop.policy", line: 11, message: 'Expected "nudge" | "escalate" | "off"' },
-      { path: "foo", line: 12, message: 'is unexpected, expected: "defaults" | "tenants" | "agents"' },
+      { path: "foo", line: 12, message: 'is unexpected, expected: "defaults" | "tenants" | "agents" | "gateway"' },
       { path: "CTXD_X", line: 13, message: "an environment key's value is a string, a number, a boolean or a list of them" },
     ])
   })

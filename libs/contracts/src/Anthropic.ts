@@ -63,7 +63,12 @@ export const ContentBlock = Schema.Union(TextBlock, ImageBlock, ToolUseBlock, To
 export type ContentBlock = typeof ContentBlock.Type
 
 export const Message = Schema.Struct({
-  role: Schema.Literal("user", "assistant"),
+  /**
+   * `system`: a mid-conversation system message, as models that take them
+   * accept it right after a user turn (Claude Code sends one); stored where
+   * it stands.
+   */
+  role: Schema.Literal("user", "assistant", "system"),
   content: Schema.Union(Schema.String, Schema.Array(ContentBlock)),
 }).annotations({ identifier: "AnthropicMessage" })
 export type Message = typeof Message.Type

@@ -231,12 +231,30 @@ const responseId = (pattern: RegExp, what: string) =>
     ),
   )
 
+/**
+ * What the request's messages (`messages`, `input`, `contents`) are:
+ * `delta` (the default), the messages since the previous turn; `client`,
+ * the client's whole history as it sends it on every call (the gateway):
+ * the worker matches it against the stored history by content, appends
+ * only what is new, and when it no longer extends the stored one starts a
+ * new branch of the session from it (the report's `history` says which).
+ *
+ * With `client`, the history may travel in `clientHistory` instead of the
+ * format's own field (`messages`, `input`, `contents`, then left out): a
+ * worker of an earlier release, which ignores `history`, then refuses the
+ * turn (its history field is missing) instead of appending the whole
+ * history again.
+ */
+export const HistoryMode = Schema.Literal("delta", "client")
+export type HistoryMode = typeof HistoryMode.Type
+
 const common = {
   /** Idempotency key: the same id again returns the stored reply. */
   turnId: TurnId,
   model: Model,
   system: Schema.optional(System),
   options: Schema.optional(Options),
+  history: Schema.optional(HistoryMode),
 }
 
 export const AnthropicTurnRequest = Schema.Struct({
@@ -246,6 +264,8 @@ export const AnthropicTurnRequest = Schema.Struct({
   previousResponseId: responseId(/^msg_[A-Za-z0-9_-]+$/, "an Anthropic message id (msg_…)"),
   tools: Schema.optional(Schema.Array(Anthropic.Tool)),
   messages: Schema.Array(Anthropic.Message),
+  /** With `history: "client"`: the history, in place of `messages` (see {@link HistoryMode}). */
+  clientHistory: Schema.optional(Schema.Array(Anthropic.Message)),
 }).annotations({ identifier: "AnthropicTurnRequest" })
 export type AnthropicTurnRequest = typeof AnthropicTurnRequest.Type
 
@@ -256,6 +276,8 @@ export const OpenAITurnRequest = Schema.Struct({
   previousResponseId: responseId(/^chatcmpl-[A-Za-z0-9_-]+$/, "a chat completion id (chatcmpl-…)"),
   tools: Schema.optional(Schema.Array(OpenAI.Tool)),
   messages: Schema.Array(OpenAI.Message),
+  /** With `history: "client"`: the history, in place of `messages` (see {@link HistoryMode}). */
+  clientHistory: Schema.optional(Schema.Array(OpenAI.Message)),
 }).annotations({ identifier: "OpenAITurnRequest" })
 export type OpenAITurnRequest = typeof OpenAITurnRequest.Type
 
@@ -269,6 +291,8 @@ export const OpenAIResponsesTurnRequest = Schema.Struct({
   previousResponseId: responseId(/^resp_[A-Za-z0-9_-]+$/, "an OpenAI response id (resp_…)"),
   tools: Schema.optional(Schema.Array(OpenAIResponses.Tool)),
   input: Schema.Array(OpenAIResponses.Item),
+  /** With `history: "client"`: the history, in place of `input` (see {@link HistoryMode}). */
+  clientHistory: Schema.optional(Schema.Array(OpenAIResponses.Item)),
 }).annotations({ identifier: "OpenAIResponsesTurnRequest" })
 export type OpenAIResponsesTurnRequest = typeof OpenAIResponsesTurnRequest.Type
 
@@ -283,6 +307,8 @@ export const GeminiTurnRequest = Schema.Struct({
   systemInstruction: Schema.optional(Gemini.SystemInstruction),
   tools: Schema.optional(Schema.Array(Gemini.Tool)),
   contents: Schema.Array(Gemini.Content),
+  /** With `history: "client"`: the history, in place of `contents` (see {@link HistoryMode}). */
+  clientHistory: Schema.optional(Schema.Array(Gemini.Content)),
 }).annotations({ identifier: "GeminiTurnRequest" })
 export type GeminiTurnRequest = typeof GeminiTurnRequest.Type
 

@@ -185,6 +185,37 @@ export const StageReport = Schema.Struct({
 })
 export type StageReport = typeof StageReport.Type
 
+/**
+ * What a turn sent with `history: "client"` (the client's whole history)
+ * made of it: where it was stored, how much of it the stored history held
+ * already (matched by content), what was appended, and — when the client's
+ * history no longer extended the stored one (it compacted, edited, rewound
+ * or forked it) — the new branch it started.
+ */
+export const HistoryReport = Schema.Struct({
+  mode: Schema.Literal("client"),
+  /** The stored session the turn's messages went to: the session itself, or one of its branches (`<session>-b<k>-<hash>`). */
+  session: Schema.String,
+  /** 0 for the session itself, k for its k-th branch. */
+  branch: Schema.Number,
+  /** The client's messages found in the stored history, in order (messages ctxd added itself are skipped). */
+  matched: Schema.Number,
+  /** The client's messages appended by this turn (the rest of its history). */
+  appended: Schema.Number,
+  /** Set when this turn started a new branch from the client's history (the earlier history stays as it was). */
+  forked: Schema.optional(
+    Schema.Struct({
+      /** The stored session the client's history no longer extends (the newest one tried). */
+      from: Schema.String,
+      /** The index of the first client message that differs from it (`shorter`: the client's length). */
+      at: Schema.Number,
+      /** `diverged`: a message differs; `shorter`: the client's history stops inside the stored one. */
+      reason: Schema.Literal("diverged", "shorter"),
+    }),
+  ),
+}).annotations({ identifier: "HistoryReport" })
+export type HistoryReport = typeof HistoryReport.Type
+
 export const Report = Schema.Struct({
   format: Format,
   model: Schema.Struct({
@@ -322,6 +353,8 @@ export const Report = Schema.Struct({
   learnings: Schema.optional(LearningsReport),
   /** What each pipeline stage did to the prompt, in the order they ran. */
   stages: Schema.optional(Schema.Array(StageReport)),
+  /** Set for a turn sent with `history: "client"`: how the client's history met the stored one. */
+  history: Schema.optional(HistoryReport),
 }).annotations({ identifier: "TurnReport" })
 export type Report = typeof Report.Type
 

@@ -5,8 +5,9 @@
  *
  * - `POST /v1/messages` (JSON or `stream: true` SSE), `POST /v1/messages/count_tokens`,
  *   `POST /v1/chat/completions` (JSON or SSE, `stream_options.include_usage`),
- *   `POST /v1/responses` (JSON only: a minimal `Response` with `usage.input_tokens`,
- *   `input_tokens_details.cached_tokens`, `output_tokens`) and
+ *   `POST /v1/responses` (JSON, or with `stream: true` the Responses events ending in
+ *   `response.completed`, see `internal/fakeProvider/responsesStream.ts`: a minimal
+ *   `Response` with `usage.input_tokens`, `input_tokens_details.cached_tokens`, `output_tokens`) and
  *   `POST /v1/responses/input_tokens` (`{object: "response.input_tokens", input_tokens}`);
  *   Responses bodies are checked for known keys, roles, `call_id` pairing between
  *   `function_call` and `function_call_output`, and well-formed reasoning and
@@ -17,7 +18,17 @@
  *   conversation; a Responses `compaction` item (and `context_management`) is
  *   accepted. Both providers read, bill and cache the prompt from the latest
  *   compaction on (what precedes it was folded).
- * - `POST /v1beta/models/{model}:generateContent` (JSON only: one candidate,
+ * - Model lists: `GET /v1/models[/{id}]` (Anthropic's or OpenAI's shape, by the
+ *   request's headers) and `GET /v1beta/models[/{id}]` (Gemini's), see
+ *   `internal/fakeProvider/models.ts`.
+ * - Scripted replies with `whenTool` are taken only by a request offering that
+ *   tool (an agent CLI's title or routing calls get the default reply); a
+ *   scripted error with `retryAfterMs` carries `retry-after`. A request giving
+ *   an answer JSON schema gets, by default, the smallest JSON matching it
+ *   (`internal/fakeProvider/structured.ts`).
+ * - `POST /v1beta/models/{model}:streamGenerateContent` (`?alt=sse`: SSE chunks;
+ *   else one JSON array of them; see `internal/fakeProvider/geminiStream.ts`) and
+ *   `POST /v1beta/models/{model}:generateContent` (JSON: one candidate,
  *   `usageMetadata` with `promptTokenCount`, `cachedContentTokenCount` when
  *   the implicit cache read, `candidatesTokenCount`, `totalTokenCount`) and
  *   `POST /v1beta/models/{model}:countTokens` (`{contents}` or

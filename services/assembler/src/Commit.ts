@@ -110,18 +110,21 @@ export interface Input {
 
 /**
  * What a built turn commits: its new messages and its reply (with the
- * request's `refs`), the reply encoded once — the same bytes are stored and
- * sent; the session's length when it is to be recorded.
+ * request's `refs` and, for a client-history turn, its `history` report),
+ * the reply encoded once — the same bytes are stored and sent; the
+ * session's length when it is to be recorded.
  */
 export const inputOf = (
   ids: { readonly tenant: string; readonly session: string },
   decoded: Decode.Decoded,
   state: SessionState.SessionState,
   built: Extract<Turns.Outcome, { readonly _tag: "Done" }>,
+  history?: Turn.HistoryReport,
 ): Input & { readonly replyUtf8: Uint8Array } => {
   const { request, hash } = decoded
   const refs = Decode.refs(decoded)
-  const reply: Turn.TurnReply = refs === undefined ? built.reply : { ...built.reply, refs }
+  const reported: Turn.TurnReply = history === undefined ? built.reply : { ...built.reply, report: { ...built.reply.report, history } }
+  const reply: Turn.TurnReply = refs === undefined ? reported : { ...reported, refs }
   const fresh = built.carry.count!.fresh
   const agent = built.carry.inputs.options.agent
   const turns = SessionState.turnsAfter(state, fresh)

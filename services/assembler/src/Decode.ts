@@ -201,7 +201,9 @@ export const turn = (
   if (Either.isLeft(json)) return malformed(json.left)
   const format = formatOf(json.right)
   if (Either.isLeft(format)) return Either.left(format.left)
-  const raw = json.right as Record<string, unknown>
+  const moved = clientHistory(json.right as Record<string, unknown>, format.right)
+  if (Either.isLeft(moved)) return Either.left(moved.left)
+  const raw = moved.right
   const parts: { system?: Prefixes.Entry; tools?: Prefixes.Entry } = {}
   const misses: Array<{ readonly kind: Prefixes.Kind; readonly hash: string; readonly text: string }> = []
   let rest = raw
@@ -261,6 +263,25 @@ export const turn = (
     return Either.isRight(whole) ? Prefixes.sha256(JSON.stringify(whole.right)) : ""
   }
   return Either.right({ request, hash: { current, legacy }, parts })
+}
+
+/**
+ * A request whose history travels in `clientHistory` (`history: "client"`;
+ * see `Turn.HistoryMode`) with it moved to the format's own field, where
+ * every later step reads it; `BadRequest` naming `clientHistory` when it
+ * comes without `history: "client"` or beside the format's field.
+ */
+const clientHistory = (raw: Record<string, unknown>, format: Turn.Format): Either.Either<Record<string, unknown>, Errors.BadRequest> => {
+  if (!("clientHistory" in raw)) return Either.right(raw)
+  const field = Providers.of(format).historyField
+  if (raw["history"] !== "client")
+    return Either.left(new Errors.BadRequest({ message: 'clientHistory is taken only with history: "client"', path: "clientHistory" }))
+  if (field in raw)
+    return Either.left(
+      new Errors.BadRequest({ message: `send the history in clientHistory or in ${field}, not both`, path: "clientHistory" }),
+    )
+  const { clientHistory: history, ...rest } = raw
+  return Either.right({ ...rest, [field]: history })
 }
 
 /** The parts' decoded values, by field. */

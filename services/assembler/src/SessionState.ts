@@ -85,6 +85,12 @@ export interface SessionState {
    * leaves this worker; undefined until picked.
    */
   learnings: Learnings | undefined
+  /**
+   * The stored session this state holds when a client-history turn put it
+   * there (`ClientTurn`): the session itself (branch 0) or one of its
+   * branches; undefined: the session the actor is keyed by.
+   */
+  stored?: { readonly session: string; readonly branch: number } | undefined
 }
 
 /** The learnings section of a session: its text (`""`: none) and what it holds. */

@@ -7,6 +7,10 @@
  * schedule a background compaction. After a commit conflict the shell runs
  * it again on that attempt's state, refreshed.
  *
+ * A turn with the client's whole history (`history: "client"`) first
+ * finds the stored session (or branch) it continues and its new messages
+ * (`ClientTurn`); the attempt then runs on that session.
+ *
  * Options are merged once per attempt; the config file's sections are pinned
  * for the whole attempt (a reload applies from the next turn).
  */
@@ -17,6 +21,7 @@ import { Spans } from "@ctxd/observe"
 import { ShardLeases } from "@ctxd/sharding"
 import { Clock, Effect, Option } from "effect"
 import { AssemblerConfig, pinned } from "./AssemblerConfig.ts"
+import * as ClientTurn from "./ClientTurn.ts"
 import * as Commit from "./Commit.ts"
 import { CompactionPort } from "./CompactionPort.ts"
 import * as Decode from "./Decode.ts"
@@ -59,6 +64,7 @@ export const make = Effect.gen(function* () {
   const compaction = yield* CompactionPort
   const gather = yield* Gather
   const ports = Engine.traced(yield* WorkerPorts.make)
+  const client = yield* ClientTurn.make
 
   /** One attempt at the turn on `cached` (after a conflict: on that attempt's state, refreshed); `slot` is released before the commit. */
   return (
@@ -69,14 +75,23 @@ export const make = Effect.gen(function* () {
     previous: Conflict | undefined,
   ) =>
     Effect.gen(function* () {
-      const { tenant, session } = ids
       const { request, hash } = decoded
+      const { tenant } = ids
       // the config file's sections as of this attempt, for all of it (a reload applies from the next turn)
       const turnConfig = pinned(config)
       const options = Options.resolve(turnConfig, tenant, request.options)
       const { agent, user, memoryTools, memory, workspaceCache } = options
       // the session is behind what this state holds: deleted (and maybe started anew) since: start from the store
-      const base = previous === undefined ? cached : previous.actualLastSeq < previous.state.lastSeq ? undefined : previous.state
+      const held = previous === undefined ? cached : previous.actualLastSeq < previous.state.lastSeq ? undefined : previous.state
+      // the client's whole history: the stored session (or branch) it continues, and its new messages
+      const history =
+        request.history === "client"
+          ? yield* client.resolve(ids.tenant, ids.session, decoded, previous === undefined ? held : undefined)
+          : undefined
+      const session = history?.session ?? ids.session
+      const target: Ids = { tenant, session }
+      // a state this actor holds of another stored session (a branch a client-history turn went to) is not this turn's
+      const base = history !== undefined ? history.cached : held?.stored === undefined || held.stored.session === session ? held : undefined
       // one reading of the clock: the cached reads' age and the cache planner see the same time (a replay's logged one)
       const now = yield* Clock.currentTimeMillis
       const gathered = yield* gather
@@ -96,8 +111,9 @@ export const make = Effect.gen(function* () {
         })
         .pipe(Spans.span("ctxd.gather", { attributes: { "ctxd.cached": base !== undefined } }))
       const { state, workspace } = gathered
+      if (history !== undefined) state.stored = { session, branch: history.branch }
       const carry = Turns.begin({
-        ...ids,
+        ...target,
         ...gathered,
         config: turnConfig,
         options,
@@ -105,7 +121,10 @@ export const make = Effect.gen(function* () {
         local: gather.localFor(request.model),
         thresholds: compaction.thresholds,
         now,
-        normalized: Decode.normalized(decoded, () => SessionState.openCalls(state), workspace),
+        normalized:
+          history === undefined
+            ? Decode.normalized(decoded, () => SessionState.openCalls(state), workspace)
+            : ClientTurn.normalized(decoded, history, workspace),
       })
       const outcome = yield* Effect.flatMap(Spans.recording, (traced) => Engine.run(carry, ports, traced ? Engine.stageSpans : {}))
       if (outcome._tag === "Rejected") {
@@ -119,7 +138,7 @@ export const make = Effect.gen(function* () {
           new Errors.BadRequest({ message: outcome.message, ...(outcome.path === undefined ? {} : { path: outcome.path }) }),
         )
       }
-      const input = Commit.inputOf(ids, decoded, state, outcome)
+      const input = Commit.inputOf(target, decoded, state, outcome, history?.report)
       // the turn's CPU work is done: its turn slot goes to the next turn while this one waits for
       // Postgres (and commits waiting together go out in one statement: SessionStore's group commit)
       yield* slot.release

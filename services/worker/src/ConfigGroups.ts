@@ -211,6 +211,20 @@ export const groups: ReadonlyArray<Group> = [
     ],
   },
   {
+    title: "Gateway",
+    intro:
+      "Read by `ctxd gateway` at start (the providers' APIs in front of ctxd, [docs/gateway.md](gateway.md)); what it does per request is the [`gateway` section](#gateway-section), reloaded live. Clients are pointed at it with `ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL` and `GOOGLE_GEMINI_BASE_URL` in their own environment; the gateway never reads those for its upstreams.",
+    names: [
+      "CTXD_GATEWAY_HOST",
+      "CTXD_GATEWAY_PORT",
+      "CTXD_GATEWAY_FLEET",
+      "CTXD_GATEWAY_UPSTREAM_ANTHROPIC",
+      "CTXD_GATEWAY_UPSTREAM_OPENAI",
+      "CTXD_GATEWAY_UPSTREAM_GOOGLE",
+      "CTXD_GATEWAY_SHADOW_FILE",
+    ],
+  },
+  {
     title: "Client library",
     intro:
       'Read by `ContextClient.layerConfig` (`libs/client`) in the caller\'s process, not by the worker; it also reads `CTXD_SUBJECT_ROOT`, `CTXD_MAX_PAYLOAD`, `CTXD_MAX_REQUEST_BYTES` and, with `auth: "env"`, the `NATS_*` credentials. The largest reply body it fetches is the option `maxReplyBytes` (256 MiB), not a variable.',

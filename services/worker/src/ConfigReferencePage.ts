@@ -11,6 +11,7 @@ import { SchemaAST } from "effect"
 import { fileURLToPath } from "node:url"
 import * as prettier from "prettier"
 import * as ConfigFileKeys from "./ConfigFileKeys.ts"
+import * as ConfigGatewayKeys from "./ConfigGatewayKeys.ts"
 import * as ConfigGroups from "./ConfigGroups.ts"
 import * as ConfigSources from "./ConfigSources.ts"
 
@@ -174,7 +175,8 @@ const fileKeys = (byName: ReadonlyMap<string, ConfigSources.Row>): ReadonlyArray
     "| `NATS_URL`, `CTXD_*`, ... (upper case) | any [environment variable](#environment-variables) by its name: a string, number, boolean or list | at start; the environment wins |",
     ...sections.map((p) => {
       const name = String(p.name)
-      return `| \`${name}${placeholder[name] ?? ""}\` | ${prose(sectionDocs.get(name) ?? "")} | each turn (reloaded) |`
+      const applies = name === "gateway" ? "each request (reloaded; `upstreams` at start)" : "each turn (reloaded)"
+      return `| \`${name}${placeholder[name] ?? ""}\` | ${prose(sectionDocs.get(name) ?? "")} | ${applies} |`
     }),
     "",
     "### Turn options",
@@ -192,6 +194,15 @@ const fileKeys = (byName: ReadonlyMap<string, ConfigSources.Row>): ReadonlyArray
     "A `tenants.<tenant>` section (also each value of a `CTXD_TENANTS_FILE`) takes these keys besides the turn options:",
     "",
     ...table(ConfigFileKeys.rows(tenantOnly, docs, resolve)),
+    "",
+    "### Gateway section",
+    "",
+    "What `ctxd gateway` does with each request ([docs/gateway.md](gateway.md)). A request's mode and failure policy,",
+    "lowest first and key by key: `gateway` < `gateway.tenants.<tenant>` < `gateway.agents.<agent>` <",
+    "`gateway.tenants.<tenant>.agents.<agent>` (the agent is the `x-ctxd-agent` header, else `default`). A gateway key",
+    "is never written in the file: its SHA-256, or the variable or file that holds it (read again every 30 s).",
+    "",
+    ...table(ConfigGatewayKeys.rows(`${root}libs/config/src/GatewaySection.ts`)),
     "",
   ]
 }

@@ -12,6 +12,7 @@ import { ShardingConfig } from "@ctxd/sharding"
 import { SummarizerConfig } from "@ctxd/summarizer"
 import { TokenCounterConfig } from "@ctxd/token-counter"
 import { MemoryRetrieval } from "@ctxd/context"
+import { GatewayEnv } from "@ctxd/gateway"
 import { LocalCounter } from "@ctxd/tokens"
 import type { Config } from "effect"
 import * as Pruner from "./Pruner.ts"
@@ -34,6 +35,7 @@ export const sources: ReadonlyArray<Source> = [
   { component: "compaction", configs: [CompactorConfig.config] },
   { component: "summarizer", configs: [SummarizerConfig.config] },
   { component: "telemetry", configs: [Telemetry.config] },
+  { component: "gateway", configs: [GatewayEnv.config] },
 ]
 
 /**
@@ -58,6 +60,10 @@ export const computedDefaults: Readonly<Record<string, string>> = {
   CTXD_PRICES_FILE: "unset: the built-in table",
   CTXD_CONFIG_FILE: "unset: no file",
   CTXD_TENANTS_FILE: "unset: no file",
+  CTXD_GATEWAY_UPSTREAM_ANTHROPIC: "`https://api.anthropic.com`",
+  CTXD_GATEWAY_UPSTREAM_OPENAI: "`https://api.openai.com`",
+  CTXD_GATEWAY_UPSTREAM_GOOGLE: "`https://generativelanguage.googleapis.com`",
+  CTXD_GATEWAY_SHADOW_FILE: "unset: records in memory and metrics only",
   ANTHROPIC_BASE_URL: "the SDK's",
   OPENAI_BASE_URL: "the SDK's",
   GOOGLE_GEMINI_BASE_URL: "the SDK's",

@@ -2,8 +2,10 @@
  * A session's stored data on request (contract: `Session`):
  *
  * - `<root>.v1.session.<tenant>.<session>` (queue group): `{op: "delete"}`
- *   deletes every row of the session in one transaction (the right to be
- *   forgotten; idempotent: `deleted: false` when there was nothing); `{op:
+ *   deletes every row of the session in one transaction, then each of its
+ *   client-history branches (`ClientTurn.branchesOf`) the same way (the
+ *   right to be forgotten; idempotent: `deleted: false` when there was
+ *   nothing, and a delete cut short is finished by sending it again); `{op:
  *   "export", cursor?, limit?}` answers one page of its stored data as JSON
  *   Lines (`LifecycleStore.exportPage`), at most `Session.EXPORT_PAGE_BYTES`.
  * - `<root>.v1.user.<tenant>` (queue group): `{op: "deleteUser", user}`
@@ -21,7 +23,7 @@
  * cannot be reached it deletes itself (the row lock still fences; a stale
  * cached state is noticed at the owner's next commit and reloaded).
  */
-import { Assembler } from "@ctxd/assembler"
+import { Assembler, ClientTurn } from "@ctxd/assembler"
 import { Errors, Issues, Requests, Session, type Subjects } from "@ctxd/contracts"
 import { LifecycleStore, MemoryStore, SessionStore } from "@ctxd/db"
 import { Endpoint, NatsClient, Request } from "@ctxd/nats"
@@ -71,7 +73,18 @@ export const serve = (options: SessionEndpointOptions) =>
     /** Deletes on this worker (as the session's only operation when this worker owns its shard); logs the counts. */
     const deleteHere = (tenant: string, session: string): Effect.Effect<Session.Removed, Errors.WireError> =>
       Effect.gen(function* () {
-        const remove = Effect.catchAll(store.deleteSession(tenant, session), (e) => Effect.flip(storeFailure(e)))
+        const removeOne = (id: string) => Effect.catchAll(store.deleteSession(tenant, id), (e) => Effect.flip(storeFailure(e)))
+        // the session's branches (client-history forks, on its shard) go with it
+        const remove = Effect.gen(function* () {
+          const branches = yield* ClientTurn.branchesOf(tenant, session).pipe(
+            Effect.provideService(SessionStore.SessionStore, sessions),
+            Effect.provideService(ShardLeases.ShardLeases, leases),
+            Effect.catchAll((e) => Effect.flip(storeFailure(e))),
+          )
+          let removed = yield* removeOne(session)
+          for (const id of branches) removed = LifecycleStore.add(removed, yield* removeOne(id))
+          return removed
+        })
         const owner = yield* leases.isOwner(leases.shardOf(tenant, session))
         const removed = yield* owner ? assembler.exclusive(tenant, session, remove) : remove
         if (removed.sessions > 0 || removed.usageReports > 0) {

@@ -11,7 +11,16 @@
  * Postgres pool — in that order, because scopes close in reverse order of
  * acquisition.
  */
-import { Assembler, AssemblerConfig, CompactionPort, LengthHistory, TurnEndpoint, TurnMetrics, WorkspaceCache } from "@ctxd/assembler"
+import {
+  Assembler,
+  AssemblerConfig,
+  ClientTurn,
+  CompactionPort,
+  LengthHistory,
+  TurnEndpoint,
+  TurnMetrics,
+  WorkspaceCache,
+} from "@ctxd/assembler"
 import { CompactEndpoint, CompactionStore, Compactor, CompactorConfig, Metrics as CompactorMetrics } from "@ctxd/compactor"
 import { Llm, SummarizeEndpoint, Summarizer } from "@ctxd/summarizer"
 import { type CacheMiss, ProviderKeys } from "@ctxd/context"
@@ -74,11 +83,13 @@ const CAUSES: ReadonlySet<string> = new Set<CacheMiss.Cause>(["ctxd_edit", "ttl_
 /**
  * What a usage report needs to know of the turn it bills: the estimate ctxd
  * made and how, and what it expected of the cache. One indexed read of the
- * stored reply (`ctxd_turns` by tenant, session, turn id); none once the
- * reply was pruned (past `CTXD_REPLY_RETENTION`).
+ * stored reply (`ctxd_turns` by tenant, session, turn id), or, when the
+ * session has no such turn, of its branches' (`ClientTurn.findTurn`: a
+ * client-history turn stored in a branch, reported to the session); none
+ * once the reply was pruned (past `CTXD_REPLY_RETENTION`).
  */
 const usageLookup = (tenant: string, session: string, turnId: string) =>
-  Effect.flatMap(SessionStore.SessionStore, (store) => store.findTurn(tenant, session, turnId)).pipe(
+  ClientTurn.findTurn(tenant, session, turnId).pipe(
     Effect.map(Option.filter((turn) => turn.expired !== true)),
     Effect.map(
       Option.map((turn): UsageEndpoint.TurnEstimate => {

@@ -4,7 +4,7 @@
  * `ContextClient.ts` so that the module is the behaviour (routing, refs,
  * retries) and these read as the contract; re-exported from there unchanged.
  */
-import type { Health, Session, Subjects, Turn } from "@ctxd/contracts"
+import type { Health, Session, Subjects, Tokens, Turn } from "@ctxd/contracts"
 import type { NatsAuth } from "@ctxd/nats"
 import type { Effect } from "effect"
 import type * as ClientError from "../ClientError.ts"
@@ -74,6 +74,11 @@ export interface ContextClientService {
   ) => Effect.Effect<Session.ExportReply, ClientError.ClientError>
   /** Deletes the tenant's sessions whose turns carried `options.user` = `user` (again while `more`). */
   readonly deleteUser: (tenant: string, user: string) => Effect.Effect<Session.UserDeleteReply, ClientError.ClientError>
+  /**
+   * Reports the usage the provider billed for a turn (`<root>.v1.usage.<tenant>.<session>`);
+   * retried like a turn (a second report of the same turn is answered `counted: false`).
+   */
+  readonly usage: (tenant: string, session: string, report: Tokens.UsageReport) => Effect.Effect<Tokens.UsageReply, ClientError.ClientError>
 }
 
 /** Default largest reply body fetched from the object store: 256 MiB. */
@@ -91,6 +96,8 @@ export interface PromiseClient {
     page?: { readonly cursor?: string | undefined; readonly limit?: number | undefined },
   ) => Promise<Session.ExportReply>
   readonly deleteUser: (tenant: string, user: string) => Promise<Session.UserDeleteReply>
+  /** {@link ContextClientService.usage}. */
+  readonly usage: (tenant: string, session: string, report: Tokens.UsageReport) => Promise<Tokens.UsageReply>
   /** Drains the NATS connection; the client is unusable afterwards. */
   readonly close: () => Promise<void>
 }

@@ -4,7 +4,7 @@
  * as a client error, and a refused direct subject recognised. Apart from
  * `ContextClient.ts` because none of it depends on the client's state.
  */
-import { Errors, Health, Session, Turn } from "@ctxd/contracts"
+import { Errors, Health, Session, Tokens, Turn } from "@ctxd/contracts"
 import { Json, type PayloadStore, Request } from "@ctxd/nats"
 import { Either, ParseResult, Schema } from "effect"
 import * as ClientError from "../ClientError.ts"
@@ -32,6 +32,8 @@ export const decodeDeleteReply = Schema.decodeUnknownEither(Session.DeleteReply)
 export const decodeExportReply = Schema.decodeUnknownEither(Session.ExportReply)
 /** {@link decodeTurnReply}'s kind, for a user's deletion. */
 export const decodeUserDeleteReply = Schema.decodeUnknownEither(Session.UserDeleteReply)
+/** {@link decodeTurnReply}'s kind, for a usage report. */
+export const decodeUsageReply = Schema.decodeUnknownEither(Tokens.UsageReply)
 const decodeErrorReply = Schema.decodeUnknownEither(Schema.Struct({ ok: Schema.Literal(false), error: Schema.Unknown }))
 const decodeErrorBody = Schema.decodeUnknownEither(
   Schema.Struct({

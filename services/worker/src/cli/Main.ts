@@ -229,12 +229,54 @@ const config = async (args: ReadonlyArray<string>): Promise<number> => {
   return checked.ok ? 0 : 1
 }
 
+const gateway = async (args: ReadonlyArray<string>): Promise<number> => {
+  const { values, positionals } = parseArgs({
+    args: [...args],
+    allowPositionals: true,
+    options: {
+      port: { type: "string" },
+      host: { type: "string" },
+      mode: { type: "string" },
+      fleet: { type: "string" },
+      "shadow-file": { type: "string" },
+    },
+  })
+  if (positionals.length > 0) throw new UsageError(`gateway takes no arguments, got ${JSON.stringify(positionals.join(" "))}`)
+  const port = int("port", values.port)
+  if (port !== undefined && (!Number.isInteger(port) || port > 65_535)) throw new UsageError("--port must be a port number 0..65535")
+  const one = <T extends string>(name: string, value: string | undefined, allowed: ReadonlyArray<T>): T | undefined => {
+    if (value !== undefined && !allowed.includes(value as T)) throw new UsageError(`--${name} must be one of ${allowed.join(", ")}`)
+    return value as T | undefined
+  }
+  const input = {
+    port,
+    host: values.host,
+    mode: one("mode", values.mode, ["active", "shadow", "off"] as const),
+    fleet: one("fleet", values.fleet, ["auto", "nats", "in-process"] as const),
+    shadowFile: values["shadow-file"],
+  }
+  const Gateway = await import("./Gateway.ts")
+  try {
+    return await Gateway.run(input)
+  } catch (e) {
+    // a bad config file, a port taken, an unusable upstream URL: said in one line, exit 1
+    process.stderr.write(`ctxd gateway: ${(e as Error).message}\n`)
+    return 1
+  }
+}
+
 const inspect = async (args: ReadonlyArray<string>): Promise<number> => {
   const { values, positionals } = parseArgs({
     args: [...args],
     allowPositionals: true,
-    options: { turn: { type: "string" }, json: { type: "boolean" } },
+    options: { turn: { type: "string" }, json: { type: "boolean" }, shadow: { type: "string" } },
   })
+  if (values.shadow !== undefined) {
+    if (positionals.length > 2 || values.turn !== undefined)
+      throw new UsageError("with --shadow name at most a tenant and a session: ctxd inspect --shadow FILE [<tenant> [<session>]]")
+    const ShadowInspect = await import("./ShadowInspect.ts")
+    return ShadowInspect.run({ file: values.shadow, tenant: positionals[0], session: positionals[1], json: values.json === true })
+  }
   if (positionals.length !== 2) throw new UsageError("name a tenant and a session: ctxd inspect <tenant> <session>")
   const Inspect = await import("./Inspect.ts")
   return Inspect.run({ tenant: positionals[0]!, session: positionals[1]!, turnId: values.turn, json: values.json === true })
@@ -254,6 +296,8 @@ export const run = async (args: ReadonlyArray<string>): Promise<number> => {
           await import("../main.ts")
           return await new Promise<number>(() => {})
         })
+      case "gateway":
+        return await subcommand(Usage.gateway, rest, () => gateway(rest))
       case "inspect":
         return await subcommand(Usage.inspect, rest, () => inspect(rest))
       case "config":

@@ -41,6 +41,32 @@ options:
 
 exit codes: 0 ok, 1 failed (orphaned tool pairs, a rejected turn, nothing to replay, a config error), 2 usage`
 
+/** `ctxd gateway --help`. */
+export const gateway = `usage: ctxd gateway [options]
+
+serves the providers' own APIs (Anthropic Messages, OpenAI Chat Completions and Responses, Gemini
+generateContent) in front of ctxd: point an agent's base URL at it and it gets ctxd's prompts
+(mode active), or keeps its own while ctxd prices what it would have sent (mode shadow). With a
+ctxd worker answering on NATS it is a stateless front door of the fleet; with none it runs the
+turns in this process (sessions in memory). It prints the variables to set, then serves until
+SIGTERM or SIGINT (Ctrl-C). Per-request policy (modes per tenant and agent, failure policy,
+gateway keys) is the gateway section of ctxd.yaml, reloaded live (docs/gateway.md).
+
+options:
+  --port N                  port (default CTXD_GATEWAY_PORT, 8787; 0: any free port)
+  --host H                  address to bind (default CTXD_GATEWAY_HOST, 127.0.0.1)
+  --mode M                  active | shadow | off where the gateway section names none (default active)
+  --fleet F                 auto | nats | in-process (default CTXD_GATEWAY_FLEET, auto: nats when a
+                            worker answers on NATS_URL, else in-process)
+  --shadow-file FILE        append shadow records (JSON Lines, no prompt text) to FILE
+                            (default CTXD_GATEWAY_SHADOW_FILE); read them with ctxd inspect --shadow FILE
+  -h, --help                this text
+
+environment: NATS_URL, CTXD_SUBJECT_ROOT, CTXD_CONFIG_FILE, CTXD_GATEWAY_UPSTREAM_ANTHROPIC,
+CTXD_GATEWAY_UPSTREAM_OPENAI, CTXD_GATEWAY_UPSTREAM_GOOGLE (docs/configuration.md, Gateway)
+
+exit codes: 0 stopped by a signal, 1 failed to start (a bad config, the port taken), 2 usage`
+
 /** `ctxd serve --help` (and `npm start -- --help`). */
 export const serve = `usage: ctxd serve        (same as npm start)
 
@@ -61,11 +87,16 @@ options:
 
 /** `ctxd inspect --help`. */
 export const inspect = `usage: ctxd inspect <tenant> <session> [--turn ID] [--json]
+       ctxd inspect --shadow FILE [<tenant> [<session>]] [--json]
 
 what was stored and sent for a turn, read from Postgres (DATABASE_URL, CTXD_DB_SCHEMA).
+With --shadow: the shadow records a gateway appended to FILE (ctxd gateway --shadow-file), per
+tenant and session: requests, what the client's bodies and ctxd's would cost with caching, and
+the projected saving.
 
 options:
   --turn ID                 the turn (default the newest)
+  --shadow FILE             read a gateway's shadow records instead of the database
   --json                    print JSON instead of text
   -h, --help                this text
 
@@ -88,8 +119,11 @@ usage:
   ctxd replay [files or dirs...] [options]   replay recorded agent logs in-process (no servers;
                                               without files: the bundled samples)
   ctxd serve                                  run the worker (same as npm start)
+  ctxd gateway [--port N] [--mode M]          the providers' APIs in front of ctxd (point a base URL at it)
   ctxd inspect <tenant> <session> [--turn ID] [--json]
                                               what was stored and sent for a turn (Postgres: DATABASE_URL, CTXD_DB_SCHEMA)
+  ctxd inspect --shadow FILE [<tenant> [<session>]] [--json]
+                                              a gateway's shadow records: each body's cost, the projected saving
   ctxd config check <file>                    validate a ctxd.yaml offline
   ctxd help                                   this text
 

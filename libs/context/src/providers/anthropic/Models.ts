@@ -104,9 +104,19 @@ export const rows: ReadonlyArray<ModelRow.Row> = [
     row("claude-opus-5", { input: 5, output: 25, read: 0.1, min: 512, window: M, out: 128_000, caps: searchingCompacting }),
   ],
   // pricing page: Opus 4.5–4.8 $5 / $25, hits $0.50. Minimums 1,024 (4.8), 2,048 (4.7), 4,096 (4.5, 4.6).
+  // https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-8: Opus 4.8 takes
+  // `role: "system"` messages right after a user turn, no beta needed (Claude Code sends them to it).
   [
     /^claude-opus-4[-.]8(?!\d)/,
-    row("claude-opus-4.8", { input: 5, output: 25, read: 0.1, min: 1024, window: M, out: 128_000, caps: searchingCompacting }),
+    row("claude-opus-4.8", {
+      input: 5,
+      output: 25,
+      read: 0.1,
+      min: 1024,
+      window: M,
+      out: 128_000,
+      caps: { ...searchingCompacting, midConversationSystem: true },
+    }),
   ],
   [
     /^claude-opus-4[-.]7(?!\d)/,

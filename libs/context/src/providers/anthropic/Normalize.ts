@@ -54,6 +54,15 @@ const anthropicPart = (block: Anthropic.ContentBlock, role: "user" | "assistant"
 export const fromAnthropicIndexed = (messages: ReadonlyArray<Anthropic.Message>): Array<Common.NormalizedMessage> => {
   const out: Array<Common.NormalizedMessage> = []
   messages.forEach((m, sourceIndex) => {
+    if (m.role === "system") {
+      // a mid-conversation system message: its text, sent where it stands (or as user text where the model takes none)
+      const parts: Array<Conversation.Part> =
+        typeof m.content === "string"
+          ? [{ type: "text", text: m.content }]
+          : m.content.flatMap((b) => (b.type === "text" ? [{ type: "text" as const, text: (b as Anthropic.TextBlock).text }] : []))
+      out.push({ message: { role: "system", parts, midConversation: true }, sourceIndex })
+      return
+    }
     if (typeof m.content === "string") {
       out.push({ message: { role: m.role, parts: [{ type: "text", text: m.content }] }, sourceIndex })
       return

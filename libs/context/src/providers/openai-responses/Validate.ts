@@ -46,6 +46,9 @@ const CREATE_KEYS = new Set([
   "include",
   "background",
   "context_management",
+  // not in the API reference, but sent on every call by OpenAI's own Codex CLI (0.171, API-key login, to
+  // api.openai.com): a string map of turn ids the API accepts (and ignores, as far as the reply shows)
+  "client_metadata",
 ])
 const COUNT_KEYS = new Set([
   "model",

@@ -175,17 +175,23 @@ export const answer = (body: Json, reply: ScriptedReply | undefined, inputTokens
 
 /**
  * `a` led by a thinking block when the body enables thinking on a model that
- * binds reasoning (its signature is set by `binding.ts`); unchanged otherwise,
- * as before those models.
+ * binds reasoning (its signature is set by `binding.ts`), or on any model when
+ * the answer calls a tool: the continuation of a tool call must then start with
+ * the model's thinking (the validator's rule), so a model that thought has to
+ * give it (an agent CLI with adaptive thinking echoes it back). A text answer
+ * on other models is unchanged, as before.
  */
 export const withThinking = (body: Json, a: Answer, binds: boolean): Answer => {
   const thinking = body["thinking"]
   const enabled = isRecord(thinking) && (thinking["type"] === "enabled" || thinking["type"] === "adaptive")
-  if (!binds || !enabled) return a
+  const callsTool = a.content.some((b) => b["type"] === "tool_use")
+  if (!enabled || !(binds || callsTool)) return a
   const text = `Thinking about ${list(body["messages"]).length} messages.`
+  // bound models' signatures are set by `binding.ts`; others get an opaque one, as the API always signs
+  const signature = binds ? "" : Buffer.from(`fake-thinking-${list(body["messages"]).length}`).toString("base64")
   return {
     ...a,
-    content: [{ type: "thinking", thinking: text, signature: "" }, ...a.content],
+    content: [{ type: "thinking", thinking: text, signature }, ...a.content],
     outputTokens: a.outputTokens + Tokens.count(text),
   }
 }

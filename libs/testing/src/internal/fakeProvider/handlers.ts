@@ -9,11 +9,14 @@ import * as Cache from "./cache.ts"
 import * as Compaction from "./compaction.ts"
 import * as Diagnostics from "./diagnostics.ts"
 import * as Gemini from "./gemini.ts"
+import * as GeminiStream from "./geminiStream.ts"
 import { isRecord, type Json } from "./json.ts"
 import * as OpenAI from "./openai.ts"
 import * as Responses from "./responses.ts"
-import type { ScriptedError } from "./settings.ts"
+import * as ResponsesStream from "./responsesStream.ts"
+import type { ScriptedError, ScriptedReply } from "./settings.ts"
 import * as State from "./state.ts"
+import * as Structured from "./structured.ts"
 import * as Tokens from "./tokens.ts"
 
 /** A response to write: JSON, or server-sent events (already framed). */
@@ -23,6 +26,32 @@ export type Reply =
 
 /** The provider whose API a request is for (its adapter's `Api` words the errors). */
 export type Provider = "anthropic" | "openai" | "google"
+
+/**
+ * The names of the tools a request offers, in any of the four formats
+ * (Messages and Responses `tools[].name`, Chat `tools[].function.name`,
+ * Gemini `tools[].functionDeclarations[].name`): what `whenTool` matches.
+ */
+const toolNames = (body: Json): Array<string> => {
+  const tools = Array.isArray(body["tools"]) ? body["tools"].filter(isRecord) : []
+  return tools.flatMap((t): Array<string> => {
+    if (typeof t["name"] === "string") return [t["name"]]
+    if (isRecord(t["function"]) && typeof t["function"]["name"] === "string") return [t["function"]["name"]]
+    const declared = Array.isArray(t["functionDeclarations"]) ? t["functionDeclarations"].filter(isRecord) : []
+    return declared.flatMap((d) => (typeof d["name"] === "string" ? [d["name"]] : []))
+  })
+}
+
+/** The reply, or for a request giving an answer schema and nothing scripted to say, JSON matching it. */
+const structured = (
+  api: "anthropic" | "openai" | "openai-responses" | "google",
+  body: Json,
+  reply: ScriptedReply | undefined,
+): ScriptedReply | undefined => {
+  if (reply?.text !== undefined || (reply?.toolCalls?.length ?? 0) > 0 || reply?.error !== undefined) return reply
+  const text = Structured.defaultText(api, body)
+  return text === undefined ? reply : { ...reply, text }
+}
 
 const json = (status: number, body: unknown, headers?: Record<string, string>): Reply => ({ kind: "json", status, body, headers })
 
@@ -42,8 +71,12 @@ export const faultError = (provider: Provider, status: number, requestId: string
   return { ...reply, headers: { "retry-after": String(Math.ceil(retryAfterMs / 1_000)), "retry-after-ms": String(retryAfterMs) } }
 }
 
-const scriptedError = (provider: Provider, e: ScriptedError, requestId: string): Reply =>
-  error(provider, e.status, e.message ?? `Scripted error ${e.status}`, requestId, e)
+const scriptedError = (provider: Provider, e: ScriptedError, requestId: string): Reply => {
+  const { retryAfterMs, ...detail } = e
+  const reply = error(provider, e.status, e.message ?? `Scripted error ${e.status}`, requestId, detail)
+  if (retryAfterMs === undefined || reply.kind !== "json") return reply
+  return { ...reply, headers: { "retry-after": String(Math.ceil(retryAfterMs / 1_000)), "retry-after-ms": String(retryAfterMs) } }
+}
 
 /** `POST /v1/messages` and `POST /v1/messages/count_tokens`. */
 export const anthropic = (
@@ -73,7 +106,7 @@ export const anthropic = (
   }
   if (endpoint === "count_tokens") return json(200, { input_tokens: total })
 
-  const reply = State.takeReply(state, "anthropic")
+  const reply = structured("anthropic", body, State.takeReply(state, "anthropic", toolNames(body)))
   if (reply?.error !== undefined) return scriptedError("anthropic", reply.error, requestId)
   const split = Cache.anthropicSplit(state.caches, `${apiKey}|${String(body["model"])}`, blocks, {
     minCacheableTokens: state.settings.minCacheableTokens,
@@ -158,7 +191,7 @@ export const openai = (state: State.State, body: unknown, apiKey: string, reques
       }),
     )
   }
-  const reply = State.takeReply(state, "openai")
+  const reply = structured("openai", body, State.takeReply(state, "openai", toolNames(body)))
   if (reply?.error !== undefined) return scriptedError("openai", reply.error, requestId)
   const { cached, written } = openaiCache(state, body, tokens, marks, apiKey)
   const answer = OpenAI.answer(body, reply, tokens.length, () => State.nextId(state))
@@ -203,12 +236,13 @@ export const responses = (
     )
   }
   if (endpoint === "responses_input_tokens") return json(200, { object: "response.input_tokens", input_tokens: tokens.length })
-  const reply = State.takeReply(state, "openai")
+  const reply = structured("openai-responses", body, State.takeReply(state, "openai", toolNames(body)))
   if (reply?.error !== undefined) return scriptedError("openai", reply.error, requestId)
   const { cached, written } = openaiCache(state, body, tokens, marks, apiKey)
   const response = Responses.response(body, reply, { input: tokens.length, cached, written }, () => State.nextId(state))
   const diagnostics = Diagnostics.responses(state.caches, body, tokens, String(response["id"]))
-  return json(200, diagnostics === undefined ? response : { ...response, prompt_cache_diagnostics: diagnostics })
+  const full = diagnostics === undefined ? response : { ...response, prompt_cache_diagnostics: diagnostics }
+  return body["stream"] === true ? { kind: "sse", frames: ResponsesStream.events(full) } : json(200, full)
 }
 
 /**
@@ -219,11 +253,12 @@ export const responses = (
  */
 export const gemini = (
   state: State.State,
-  endpoint: "gemini_generate" | "gemini_count_tokens",
+  endpoint: "gemini_generate" | "gemini_count_tokens" | "gemini_stream",
   model: string,
   body: unknown,
   apiKey: string,
   requestId: string,
+  sse = false,
 ): Reply => {
   let prompt: Json
   if (endpoint === "gemini_count_tokens") {
@@ -251,11 +286,10 @@ export const gemini = (
   if (endpoint === "gemini_count_tokens") {
     return json(200, { totalTokens: tokens.length, promptTokensDetails: [{ modality: "TEXT", tokenCount: tokens.length }] })
   }
-  const reply = State.takeReply(state, "google")
+  const reply = structured("google", prompt, State.takeReply(state, "google", toolNames(prompt)))
   if (reply?.error !== undefined) return scriptedError("google", reply.error, requestId)
   const cached = Cache.geminiCached(state.caches, `api:${apiKey}|${model}`, tokens, { min: Gemini.minCachedTokens(model), now: Date.now() })
-  return json(
-    200,
-    Gemini.response(model, reply, { prompt: tokens.length, cached }, () => State.nextId(state)),
-  )
+  const response = Gemini.response(model, reply, { prompt: tokens.length, cached }, () => State.nextId(state))
+  if (endpoint === "gemini_generate") return json(200, response)
+  return sse ? { kind: "sse", frames: GeminiStream.sseFrames(response) } : json(200, GeminiStream.chunks(response))
 }

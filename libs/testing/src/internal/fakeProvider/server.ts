@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net"
 import { GeminiProvider, Providers } from "@ctxd/context"
 import { Either } from "effect"
 import * as Handlers from "./handlers.ts"
+import * as Models from "./models.ts"
 import { type Endpoint, parsePatch } from "./settings.ts"
 import * as State from "./state.ts"
 
@@ -20,7 +21,12 @@ const ROUTES: Record<string, Endpoint> = {
   "/v1/responses/input_tokens": "responses_input_tokens",
 }
 
+/** Gemini's streamed call (`GeminiProvider.Api.MODEL_ROUTE` knows only the unary ones ctxd makes). */
+const GEMINI_STREAM = /^\/v1(?:beta|alpha)?\/models\/([^/:]+):streamGenerateContent$/
+
 const route = (path: string): { readonly endpoint: Endpoint | undefined; readonly model?: string } => {
+  const streamed = GEMINI_STREAM.exec(path)
+  if (streamed !== null) return { endpoint: "gemini_stream", model: decodeURIComponent(streamed[1]!) }
   const gemini = GeminiProvider.Api.MODEL_ROUTE.exec(path)
   if (gemini === null) return { endpoint: ROUTES[path] }
   return { endpoint: gemini[2] === "generateContent" ? "gemini_generate" : "gemini_count_tokens", model: decodeURIComponent(gemini[1]!) }
@@ -146,9 +152,11 @@ const consume = (state: State.State, key: "failNext" | "rateLimitNext" | "hangNe
 
 const provider = async (state: State.State, req: Http.IncomingMessage, res: Http.ServerResponse, path: string): Promise<void> => {
   const routed = route(path)
-  const endpoint = req.method === "POST" ? routed.endpoint : undefined
+  const listing = req.method === "GET" ? Models.route(path, req.headers) : undefined
+  const endpoint = listing !== undefined ? "models" : req.method === "POST" ? routed.endpoint : undefined
   // the API whose paths these are (each adapter's `Api` names its own); a path of none answers in Anthropic's words
-  const which: Handlers.Provider = Providers.byApiPath(path) ?? "anthropic"
+  const which: Handlers.Provider =
+    listing?.provider ?? (endpoint === "gemini_stream" ? "google" : undefined) ?? Providers.byApiPath(path) ?? "anthropic"
   const api = Handlers.apiOf(which)
   const requestId = State.nextRequestId(state)
   let raw: string
@@ -163,6 +171,7 @@ const provider = async (state: State.State, req: Http.IncomingMessage, res: Http
     seq: state.log.length + 1,
     method: req.method ?? "GET",
     path,
+    search: new URL(req.url ?? "/", "http://fake").search,
     endpoint,
     headers: headerRecord(req),
     keyHint: keyHintOf(apiKeyOf(req)),
@@ -187,9 +196,15 @@ const provider = async (state: State.State, req: Http.IncomingMessage, res: Http
   if (apiKey === undefined) return answer(Handlers.error(which, api.messages.noKeyStatus, api.messages.noKey, requestId))
   const missing = api.requiredHeaders.find((h) => req.headers[h.name] === undefined)
   if (missing !== undefined) return answer(Handlers.error(which, 400, missing.message, requestId))
+  if (endpoint === "models") {
+    const found = listing === undefined ? undefined : Models.answer(listing.provider, listing.id)
+    if (found !== undefined) return answer({ kind: "json", status: 200, body: found })
+    return answer(Handlers.error(which, 404, `model: ${listing?.id ?? ""} not found`, requestId))
+  }
   if (!parsed.ok) return answer(Handlers.error(which, 400, api.messages.badJson, requestId))
-  if (endpoint === "gemini_generate" || endpoint === "gemini_count_tokens") {
-    return answer(Handlers.gemini(state, endpoint, routed.model ?? "", parsed.value, apiKey, requestId))
+  if (endpoint === "gemini_generate" || endpoint === "gemini_count_tokens" || endpoint === "gemini_stream") {
+    const sse = new URL(req.url ?? "/", "http://fake").searchParams.get("alt") === "sse"
+    return answer(Handlers.gemini(state, endpoint, routed.model ?? "", parsed.value, apiKey, requestId, sse))
   }
   if (endpoint === "chat_completions") return answer(Handlers.openai(state, parsed.value, apiKey, requestId))
   if (endpoint === "responses" || endpoint === "responses_input_tokens") {

@@ -12,6 +12,8 @@ export const Endpoint = Schema.Literal(
   "responses_input_tokens",
   "gemini_generate",
   "gemini_count_tokens",
+  "gemini_stream",
+  "models",
 )
 export type Endpoint = typeof Endpoint.Type
 
@@ -76,6 +78,8 @@ export const ScriptedError = Schema.Struct({
   type: Schema.optional(Schema.String),
   message: Schema.optional(Schema.String),
   code: Schema.optional(Schema.String),
+  /** Sent as `retry-after` (seconds, rounded up) and `retry-after-ms`, as on a fault's 429. */
+  retryAfterMs: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
 })
 export type ScriptedError = typeof ScriptedError.Type
 
@@ -92,6 +96,12 @@ export const ScriptedReply = Schema.Struct({
   toolSearch: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   stopReason: Schema.optional(Schema.String),
   error: Schema.optional(ScriptedError),
+  /**
+   * Taken only by a request that offers a tool of this name (requests
+   * without it — an agent CLI's title or routing call — pass it by and get
+   * the default reply): scripts a CLI's main loop whatever side calls it makes.
+   */
+  whenTool: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
 })
 export type ScriptedReply = typeof ScriptedReply.Type
 

@@ -13,6 +13,8 @@ export interface LogEntry {
   readonly method: string
   /** Path without the query string, e.g. `/v1/messages`. */
   readonly path: string
+  /** The query string with its `?` (`?beta=true`, `?alt=sse`), `""` when none. */
+  readonly search: string
   /** The provider endpoint, `undefined` for unknown paths. */
   readonly endpoint: Endpoint | undefined
   /** Request headers (lower-case names; `x-api-key` and `authorization` redacted). */
@@ -81,9 +83,18 @@ export const apply = (state: State, patch: ControlPatch): void => {
   if (patch.replies !== undefined) state.replies.push(...patch.replies)
 }
 
-/** Removes and returns the first queued reply meant for `provider` (or for any provider). */
-export const takeReply = (state: State, provider: "anthropic" | "openai" | "google"): ScriptedReply | undefined => {
-  const i = state.replies.findIndex((r) => r.provider === undefined || r.provider === provider)
+/**
+ * Removes and returns the first queued reply meant for `provider` (or for any
+ * provider) whose `whenTool`, if any, is among `tools` (the request's tool names).
+ */
+export const takeReply = (
+  state: State,
+  provider: "anthropic" | "openai" | "google",
+  tools: ReadonlyArray<string> = [],
+): ScriptedReply | undefined => {
+  const i = state.replies.findIndex(
+    (r) => (r.provider === undefined || r.provider === provider) && (r.whenTool === undefined || tools.includes(r.whenTool)),
+  )
   return i < 0 ? undefined : state.replies.splice(i, 1)[0]
 }
 

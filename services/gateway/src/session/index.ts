@@ -1,0 +1,5 @@
+export * as ClientIds from "./ClientIds.ts"
+export * as Content from "./Content.ts"
+export * as SessionOf from "./SessionOf.ts"
+export * as Side from "./Side.ts"
+export * as Token from "./Token.ts"
