@@ -55,7 +55,8 @@ const play = async (session: string, agent: string) => {
       model: { provider: "openai", name: "gpt-5" },
       tools: [{ type: "function", function: { name: "ls", parameters: { type: "object" } } }],
       messages,
-      options: { agent, maskKeep: 1 },
+      // the expected-turns rule alone: the savings ledger (guarded, the default) would hold the edit
+      options: { agent, maskKeep: 1, cacheEdits: "expected" },
     })
     expect(reply.ok, JSON.stringify(reply.error)).toBe(true)
     reports.push(reply.report.cache)
