@@ -172,7 +172,7 @@ const noRent: Rent = { window: 0, mask: 0 }
 const nowCost = (plan: Plan, c: Candidate): number => nowOf(plan, c, costOf(plan, c).read)
 
 /** `plan` with the provider's own minimum cacheable prefix instead of the planning margin under it. */
-const exactly = (plan: Plan): Plan => ({ ...plan, minCacheable: plan.providerMinCacheable ?? plan.minCacheable })
+export const exactly = (plan: Plan): Plan => ({ ...plan, minCacheable: plan.providerMinCacheable ?? plan.minCacheable })
 
 /**
  * What making `edited` instead of sending `held` costs extra this turn, on
@@ -185,9 +185,9 @@ const premiumOf = (plan: Plan, edited: Candidate, held: Candidate): number => no
 
 /**
  * The rule for an optional edit of `premium` (this turn's extra cost) that
- * saves `saving` a turn: free, or earned by its `rent`, paid back within
- * the turns the session is expected to go on for, and covered by what the
- * session has saved so far ({@link Ledger.spendable}).
+ * saves `saving` a turn: free, or earned by its `rent` and paid back within
+ * the turns the session is expected to go on for (whether the session's
+ * savings cover it is {@link affordable}'s part).
  */
 export const pays = (plan: Plan, premium: number, saving: number, rent: number): boolean =>
   premium <= 0 || (saving > 0 && premium <= rent && premium <= plan.expectedTurns * saving)

@@ -35,7 +35,7 @@ const providerMin = (plan: CachePlanner.Plan): number => plan.providerMinCacheab
  */
 export const baselineWins = (plan: CachePlanner.Plan, chosen: CachePlanner.Candidate, baseline: CachePlanner.Candidate): boolean => {
   if (baseline.overBudget) return false
-  const exact: CachePlanner.Plan = { ...plan, minCacheable: providerMin(plan) }
+  const exact = CachePlanner.exactly(plan)
   if (CachePlanner.costOf(exact, baseline).cost >= CachePlanner.costOf(exact, chosen).cost) return false
   // while something is cached, going back to the baseline is an optional edit like the others: paid from the savings
   const warm = !plan.cold && plan.previous !== undefined && plan.viewChanged !== true

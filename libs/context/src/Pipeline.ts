@@ -320,7 +320,7 @@ const compressionFor = (input: Input, plan: CachePlanner.Plan): { readonly input
       : { input, advanced: runAt(input, undefined) }
   // on the worst reading of the counts for the compression (an edit): the compressed prompt is
   // cached only from the provider's own minimum, the whole one from the planning margin under it
-  const exact: CachePlanner.Plan = { ...plan, minCacheable: plan.providerMinCacheable ?? plan.minCacheable }
+  const exact = CachePlanner.exactly(plan)
   const advanced = runAt(input, undefined)
   if (advanced.shape.total >= exact.minCacheable) return { input, advanced }
   const alt = runAt(whole, undefined)
